@@ -1,0 +1,1 @@
+"""The `kubetide` command line: one module per subcommand."""

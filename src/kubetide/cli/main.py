@@ -1,0 +1,60 @@
+"""Entry point: `kubetide COMMAND ...`.
+
+Each subcommand lives in its own module under kubetide.cli with two functions:
+`add_parser(subparsers)` and `run(args) -> int`. User errors (UserError) become one line on
+stderr and exit code 2; nothing has been executed by then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kubetide import __version__
+from kubetide.errors import UserError
+
+# Subcommands, in the order `kubetide --help` lists them.
+COMMANDS = ("schedule",)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, like every other user error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(
+            f"kubetide: error: {self.prog.removeprefix('kubetide').strip() or 'usage'}: {message}\n"
+        )
+        sys.stderr.write(f"  (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kubetide", description="Kubernetes cluster autoscaler and disruption manager.")
+    parser.add_argument("--version", action="version", version=f"kubetide {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"kubetide.cli.{name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args) or 0
+    except UserError as exc:
+        sys.stderr.write(f"kubetide: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("kubetide: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

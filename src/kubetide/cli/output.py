@@ -1,0 +1,24 @@
+"""Shared output helpers for subcommands: JSON on stdout, warnings on stderr, rich tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def warn(messages: Iterable[str]) -> None:
+    for message in messages:
+        sys.stderr.write(f"kubetide: warning: {message}\n")
+
+
+def console() -> Console:
+    """A console for human output; plain text when stdout is not a terminal."""
+    return Console(highlight=False, soft_wrap=False)

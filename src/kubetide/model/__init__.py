@@ -1,0 +1,35 @@
+"""Kubernetes objects as immutable values, parsed from real manifests.
+
+Quantities are exact integers (millicores, bytes). Objects are frozen dataclasses: code that needs
+a changed object makes a new one with `dataclasses.replace`, so snapshots can share them freely.
+"""
+
+from kubetide.model.loader import Manifests, load_documents, load_file, load_files, register_kind
+from kubetide.model.meta import ObjectMeta, OwnerReference
+from kubetide.model.node import Node, Taint, Toleration
+from kubetide.model.pod import Pod
+from kubetide.model.policy import ConfigMap, Namespace, PodDisruptionBudget, PriorityClass
+from kubetide.model.selectors import LabelSelector, Requirement
+from kubetide.model.workloads import PodTemplate, Workload
+
+__all__ = [
+    "ConfigMap",
+    "LabelSelector",
+    "Manifests",
+    "Namespace",
+    "Node",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodDisruptionBudget",
+    "PodTemplate",
+    "PriorityClass",
+    "Requirement",
+    "Taint",
+    "Toleration",
+    "Workload",
+    "load_documents",
+    "load_file",
+    "load_files",
+    "register_kind",
+]

@@ -1,0 +1,212 @@
+"""A small typed reader over parsed YAML/JSON that knows where it is.
+
+Every accessor takes a field name and returns a typed value or raises a ManifestError whose field
+path is exact (`spec.containers[0].resources.requests.cpu`). Parsers for each kind are written
+against this reader, so precise error messages cost nothing at the call sites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from kubetide.errors import ManifestError
+from kubetide.model.quantity import QuantityError, parse_quantity, to_units
+
+
+class Reader:
+    __slots__ = ("data", "location", "path", "source")
+
+    def __init__(self, data: Any, source: str, location: str = "", path: str = ""):
+        self.data = data
+        self.source = source
+        self.location = location
+        self.path = path
+
+    # -- navigation -------------------------------------------------------------------------
+    def _join(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def error(self, message: str, key: str | int | None = None) -> ManifestError:
+        field = self._join(key) if key is not None else self.path
+        return ManifestError(self.source, self.location, field, message)
+
+    def _mapping(self) -> dict:
+        if self.data is None:
+            return {}
+        if not isinstance(self.data, dict):
+            raise self.error(f"expected a mapping, got {_kind_of(self.data)}")
+        return self.data
+
+    def has(self, key: str) -> bool:
+        return self._mapping().get(key) is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        value = self._mapping().get(key)
+        return default if value is None else value
+
+    def child(self, key: str) -> Reader:
+        """The mapping under key (an empty one when absent)."""
+        value = self._mapping().get(key)
+        reader = Reader(value, self.source, self.location, self._join(key))
+        reader._mapping()
+        return reader
+
+    def items(self, key: str) -> Iterator[Reader]:
+        """Readers for each element of the list under key (none when absent)."""
+        value = self._mapping().get(key)
+        if value is None:
+            return
+        if not isinstance(value, list):
+            raise self.error(f"expected a list, got {_kind_of(value)}", key)
+        base = self._join(key)
+        for index, element in enumerate(value):
+            yield Reader(element, self.source, self.location, f"{base}[{index}]")
+
+    # -- scalars ----------------------------------------------------------------------------
+    def str(self, key: str, default: str | None = None, required: bool = False) -> str | None:
+        value = self._mapping().get(key)
+        if value is None:
+            if required:
+                raise self.error("required field is missing", key)
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise self.error(f"expected a string, got {_kind_of(value)}", key)
+        return str(value)
+
+    def int(self, key: str, default: int | None = None, required: bool = False) -> int | None:
+        value = self._mapping().get(key)
+        if value is None:
+            if required:
+                raise self.error("required field is missing", key)
+            return default
+        if isinstance(value, bool):
+            raise self.error(f"expected an integer, got {value!r}", key)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value, 10)
+            except ValueError:
+                pass
+        raise self.error(f"expected an integer, got {value!r}", key)
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        value = self._mapping().get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        raise self.error(f"expected true or false, got {value!r}", key)
+
+    def int_or_percent(self, key: str) -> int | str | None:
+        """IntOrString fields such as minAvailable: 3 or "30%"."""
+        value = self._mapping().get(key)
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                raise self.error(f"must be non-negative, got {value}", key)
+            return value
+        if isinstance(value, str):
+            text = value.strip()
+            if text.endswith("%") and text[:-1].isdigit():
+                return text
+            if text.isdigit():
+                return int(text)
+        raise self.error(f'expected an integer or a percentage like "30%", got {value!r}', key)
+
+    def str_map(self, key: str) -> dict[str, str]:
+        value = self._mapping().get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(f"expected a mapping, got {_kind_of(value)}", key)
+        result = {}
+        for k, v in value.items():
+            if v is None:
+                v = ""
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            if not isinstance(v, str | int | float):
+                raise self.error(f"expected a string, got {_kind_of(v)}", f"{key}.{k}" if key else k)
+            result[str(k)] = str(v)
+        return result
+
+    def str_list(self, key: str) -> list[str]:
+        value = self._mapping().get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(f"expected a list, got {_kind_of(value)}", key)
+        result = []
+        for index, v in enumerate(value):
+            if isinstance(v, bool) or not isinstance(v, str | int | float):
+                raise self.error(f"expected a string, got {_kind_of(v)}", f"{key}[{index}]")
+            result.append(str(v))
+        return result
+
+    def quantity(self, key: str) -> Fraction | None:
+        value = self._mapping().get(key)
+        if value is None:
+            return None
+        try:
+            return parse_quantity(value)
+        except QuantityError as exc:
+            raise self.error(str(exc), key) from None
+
+    def resources(self, key: str) -> dict[str, int]:
+        """A ResourceList (`{cpu: 100m, memory: 1Gi}`) as exact integer units."""
+        reader = self.child(key)
+        result: dict[str, int] = {}
+        for name in reader._mapping():
+            amount = reader.quantity(name)
+            if amount is None:
+                continue
+            if amount < 0:
+                raise reader.error(f'must be non-negative, got "{reader.data[name]}"', str(name))
+            result[str(name)] = to_units(str(name), amount)
+        return result
+
+    def timestamp(self, key: str) -> float | None:
+        """RFC 3339 time as Unix seconds (None when absent)."""
+        value = self._mapping().get(key)
+        if value is None:
+            return None
+        if isinstance(value, datetime):  # PyYAML turns unquoted timestamps into datetimes
+            return _to_epoch(value)
+        if isinstance(value, str):
+            try:
+                return parse_time(value)
+            except ValueError:
+                pass
+        raise self.error(f"invalid RFC 3339 time {value!r}", key)
+
+
+def parse_time(text: str) -> float:
+    """RFC 3339 text (`2024-05-01T10:00:00Z`) to Unix seconds. Raises ValueError."""
+    return _to_epoch(datetime.fromisoformat(text.strip().replace("z", "Z")))
+
+
+def _to_epoch(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        from datetime import UTC
+
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return f"{type(value).__name__} {value!r}"

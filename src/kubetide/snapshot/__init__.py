@@ -1,0 +1,5 @@
+"""The mutable cluster world simulations run on: fork / revert / commit."""
+
+from kubetide.snapshot.snapshot import ClusterSnapshot, SnapshotError, SnapshotObserver
+
+__all__ = ["ClusterSnapshot", "SnapshotError", "SnapshotObserver"]

@@ -1,0 +1,348 @@
+"""ClusterSnapshot: the mutable world every simulation works on.
+
+Nodes live in *slots*: row `i` of `alloc` / `used` (int64 arrays, one column per resource) belongs to
+the node in slot `i`. Vectorised fit checks read those arrays directly. Node order is slot order,
+which a revert restores exactly, so simulations are deterministic.
+
+Transactions are an undo log. `fork()` pushes a mark (O(1)); `revert()` undoes the log back to the
+mark, costing only what changed; `commit()` drops the mark and keeps the changes (which an outer
+fork can still revert). Nothing is logged outside a fork.
+
+Observers (scheduling indexes such as topology-domain counts) are told of every pod and node
+change, including the inverse changes a revert makes, so they never need a rescan.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from kubetide.model.node import Node
+from kubetide.model.pod import Pod
+from kubetide.snapshot.columns import ResourceColumns
+
+_ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
+
+
+class SnapshotObserver:
+    """Receives every change to a snapshot. Override what you need."""
+
+    def pod_added(self, pod: Pod, node: Node) -> None:
+        pass
+
+    def pod_removed(self, pod: Pod, node: Node) -> None:
+        pass
+
+    def node_added(self, node: Node) -> None:
+        pass
+
+    def node_removed(self, node: Node) -> None:
+        pass
+
+
+class SnapshotError(KeyError):
+    """A change that does not fit the snapshot (unknown node, duplicate pod...): a caller bug."""
+
+
+class ClusterSnapshot:
+    def __init__(self, nodes: Iterable[Node] = (), pods: Iterable[Pod] = ()):
+        self.columns = ResourceColumns()
+        capacity = 64
+        self.alloc = np.zeros((capacity, len(self.columns)), dtype=np.int64)
+        self.used = np.zeros((capacity, len(self.columns)), dtype=np.int64)
+        self.valid = np.zeros(capacity, dtype=bool)
+        self._node_at: list[Node | None] = [None] * capacity
+        self._slot: dict[str, int] = {}
+        # Min-heap of free slots, lazily cleaned: a revert may refill a slot that is still listed.
+        self._free: list[int] = list(range(capacity))
+        self._pods_on: dict[str, dict[str, Pod]] = {}
+        self._node_of: dict[str, str] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        # Per pod: (its requests dict, [(column, amount)...]). Pods request 2-4 resources, so
+        # scalar updates through a memoryview beat a NumPy row operation by several times.
+        self._sparse: dict[str, tuple[dict, list[tuple[int, int]]]] = {}
+        self._used_view = memoryview(self.used)
+        self._log: list[tuple] = []
+        self._marks: list[int] = []
+        self._observers: list[SnapshotObserver] = []
+        for node in nodes:
+            self.add_node(node)
+        for pod in pods:
+            self.add_pod(pod, pod.node_name)
+
+    # -- reading ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, node_name: str) -> bool:
+        return node_name in self._slot
+
+    def nodes(self) -> Iterator[Node]:
+        """Nodes in slot order (stable across fork/revert)."""
+        return (n for n in self._node_at if n is not None)
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._node_at[self._slot[name]]  # type: ignore[return-value]
+        except KeyError:
+            raise SnapshotError(f"no node {name!r} in the snapshot") from None
+
+    def slot_of(self, name: str) -> int:
+        return self._slot[name]
+
+    def node_at(self, slot: int) -> Node | None:
+        return self._node_at[slot]
+
+    def pods_on(self, node_name: str) -> Mapping[str, Pod]:
+        """Pods bound to a node, by UID (a live view: copy before changing the snapshot)."""
+        return self._pods_on[node_name]
+
+    def pods(self) -> Iterator[Pod]:
+        for pods in self._pods_on.values():
+            yield from pods.values()
+
+    def pod_count(self) -> int:
+        return len(self._node_of)
+
+    def has_pod(self, uid: str) -> bool:
+        return uid in self._node_of
+
+    def node_of(self, uid: str) -> str | None:
+        return self._node_of.get(uid)
+
+    def pod(self, uid: str) -> Pod:
+        node = self._node_of[uid]
+        return self._pods_on[node][uid]
+
+    def requested(self, node_name: str) -> dict[str, int]:
+        row = self.used[self._slot[node_name]]
+        return {name: int(row[i]) for i, name in enumerate(self.columns.names) if row[i]}
+
+    def allocatable(self, node_name: str) -> dict[str, int]:
+        row = self.alloc[self._slot[node_name]]
+        return {name: int(row[i]) for i, name in enumerate(self.columns.names) if row[i]}
+
+    def vector(self, amounts: Mapping[str, int]) -> np.ndarray:
+        """A resource vector over the snapshot's columns (adding columns for new resources)."""
+        self._ensure_columns(amounts)
+        vec = np.zeros(len(self.columns), dtype=np.int64)
+        index = self.columns.index
+        for name, amount in amounts.items():
+            vec[index[name]] = amount
+        return vec
+
+    def _sparse_of(self, pod: Pod) -> list[tuple[int, int]]:
+        entry = self._sparse.get(pod.uid)
+        if entry is not None and entry[0] is pod.requests:
+            return entry[1]
+        self._ensure_columns(pod.requests)
+        index = self.columns.index
+        sparse = [(index[name], amount) for name, amount in pod.requests.items() if amount]
+        self._sparse[pod.uid] = (pod.requests, sparse)
+        return sparse
+
+    def pod_vector(self, pod: Pod) -> np.ndarray:
+        vec = self._vectors.get(pod.uid)
+        if vec is None or len(vec) != len(self.columns):
+            vec = self._vectors[pod.uid] = self.vector(pod.requests)
+        return vec
+
+    # -- observers -------------------------------------------------------------------------
+    def add_observer(self, observer: SnapshotObserver) -> None:
+        self._observers.append(observer)
+
+    def remove_observer(self, observer: SnapshotObserver) -> None:
+        self._observers.remove(observer)
+
+    # -- transactions ----------------------------------------------------------------------
+    def fork(self) -> None:
+        self._marks.append(len(self._log))
+
+    def revert(self) -> None:
+        if not self._marks:
+            raise SnapshotError("revert() without a fork()")
+        mark = self._marks.pop()
+        log = self._log
+        while len(log) > mark:
+            self._undo(log.pop())
+
+    def commit(self) -> None:
+        if not self._marks:
+            raise SnapshotError("commit() without a fork()")
+        self._marks.pop()
+        if not self._marks:
+            self._log = []
+
+    @property
+    def depth(self) -> int:
+        """How many forks are open."""
+        return len(self._marks)
+
+    def _undo(self, entry: tuple) -> None:
+        op = entry[0]
+        if op == _ADD_POD:
+            self._unplace(entry[1])
+        elif op == _REMOVE_POD:
+            self._place(entry[1], entry[2])
+        elif op == _ADD_NODE:
+            self._drop_node(entry[1])
+        elif op == _REMOVE_NODE:
+            self._install_node(entry[1], entry[2])
+        else:  # _REPLACE_NODE
+            self._swap_node(entry[1])
+
+    # -- writing ---------------------------------------------------------------------------
+    def add_node(self, node: Node) -> None:
+        if node.name in self._slot:
+            raise SnapshotError(f"node {node.name!r} is already in the snapshot")
+        slot = self._take_slot()
+        self._install_node(node, slot)
+        if self._marks:
+            self._log.append((_ADD_NODE, node.name))
+
+    def remove_node(self, name: str) -> None:
+        """Remove a node and every pod bound to it."""
+        node = self.node(name)
+        for uid in list(self._pods_on[name]):
+            self.remove_pod(uid)
+        slot = self._slot[name]
+        self._drop_node(name)
+        if self._marks:
+            self._log.append((_REMOVE_NODE, node, slot))
+
+    def replace_node(self, node: Node) -> None:
+        """Swap in a new version of a node (labels, taints, readiness); its pods stay."""
+        old = self.node(node.name)
+        self._swap_node(node)
+        if self._marks:
+            self._log.append((_REPLACE_NODE, old))
+
+    def add_pod(self, pod: Pod, node_name: str) -> None:
+        if pod.uid in self._node_of:
+            raise SnapshotError(f"pod {pod.key} ({pod.uid}) is already bound to {self._node_of[pod.uid]!r}")
+        if node_name not in self._slot:
+            raise SnapshotError(f"no node {node_name!r} in the snapshot for pod {pod.key}")
+        self._place(pod, node_name)
+        if self._marks:
+            self._log.append((_ADD_POD, pod.uid))
+
+    def remove_pod(self, uid: str) -> Pod:
+        if uid not in self._node_of:
+            raise SnapshotError(f"no pod with UID {uid!r} in the snapshot")
+        node_name = self._node_of[uid]
+        pod = self._unplace(uid)
+        if self._marks:
+            self._log.append((_REMOVE_POD, pod, node_name))
+        return pod
+
+    def move_pod(self, uid: str, node_name: str) -> None:
+        pod = self.remove_pod(uid)
+        self.add_pod(pod, node_name)
+
+    def update_pod(self, pod: Pod) -> None:
+        """Replace a bound pod's object (status change) without moving it."""
+        node_name = self._node_of[pod.uid]
+        self.remove_pod(pod.uid)
+        self.add_pod(pod, node_name)
+
+    # -- internals (shared by changes and their undo) ----------------------------------------
+    def _place(self, pod: Pod, node_name: str) -> None:
+        slot = self._slot[node_name]
+        self._pods_on[node_name][pod.uid] = pod
+        self._node_of[pod.uid] = node_name
+        sparse = self._sparse_of(pod)  # may add columns, which reallocates the arrays
+        used = self._used_view
+        for column, amount in sparse:
+            used[slot, column] += amount
+        if self._observers:
+            node = self._node_at[slot]
+            for observer in self._observers:
+                observer.pod_added(pod, node)
+
+    def _unplace(self, uid: str) -> Pod:
+        node_name = self._node_of.pop(uid)
+        slot = self._slot[node_name]
+        pod = self._pods_on[node_name].pop(uid)
+        sparse = self._sparse_of(pod)
+        used = self._used_view
+        for column, amount in sparse:
+            used[slot, column] -= amount
+        if self._observers:
+            node = self._node_at[slot]
+            for observer in self._observers:
+                observer.pod_removed(pod, node)
+        return pod
+
+    def _install_node(self, node: Node, slot: int) -> None:
+        self._ensure_columns(node.allocatable)
+        self._slot[node.name] = slot
+        self._node_at[slot] = node
+        self._pods_on[node.name] = {}
+        self.alloc[slot] = self.vector(node.allocatable)
+        self.used[slot] = 0
+        self.valid[slot] = True
+        for observer in self._observers:
+            observer.node_added(node)
+
+    def _drop_node(self, name: str) -> None:
+        slot = self._slot.pop(name)
+        node = self._node_at[slot]
+        del self._pods_on[name]
+        self._node_at[slot] = None
+        self.alloc[slot] = 0
+        self.used[slot] = 0
+        self.valid[slot] = False
+        heapq.heappush(self._free, slot)
+        for observer in self._observers:
+            observer.node_removed(node)
+
+    def _swap_node(self, node: Node) -> None:
+        slot = self._slot[node.name]
+        old = self._node_at[slot]
+        pods = list(self._pods_on[node.name].values())
+        # Observers see the pods leave with the old node and come back with the new one, so
+        # indexes keyed by node labels (topology domains) stay right when labels change.
+        for observer in self._observers:
+            for pod in pods:
+                observer.pod_removed(pod, old)
+            observer.node_removed(old)
+        self._ensure_columns(node.allocatable)
+        self._node_at[slot] = node
+        self.alloc[slot] = self.vector(node.allocatable)
+        for observer in self._observers:
+            observer.node_added(node)
+            for pod in pods:
+                observer.pod_added(pod, node)
+
+    def _take_slot(self) -> int:
+        while self._free:
+            slot = heapq.heappop(self._free)
+            if not self.valid[slot]:
+                return slot
+        self._grow()
+        return heapq.heappop(self._free)
+
+    def _grow(self) -> None:
+        old = len(self._node_at)
+        new = old * 2
+        self.alloc = np.concatenate([self.alloc, np.zeros((old, self.alloc.shape[1]), dtype=np.int64)])
+        self.used = np.concatenate([self.used, np.zeros((old, self.used.shape[1]), dtype=np.int64)])
+        self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
+        self._used_view = memoryview(self.used)
+        self._node_at.extend([None] * old)
+        for slot in range(old, new):
+            heapq.heappush(self._free, slot)
+
+    def _ensure_columns(self, amounts: Mapping[str, int]) -> None:
+        missing = self.columns.missing(amounts)
+        if not missing:
+            return
+        for name in missing:
+            self.columns.add(name)
+        extra = np.zeros((self.alloc.shape[0], len(missing)), dtype=np.int64)
+        self.alloc = np.hstack([self.alloc, extra])
+        self.used = np.hstack([self.used, extra])
+        self._used_view = memoryview(self.used)
+        self._sparse.clear()

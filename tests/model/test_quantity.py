@@ -1,0 +1,66 @@
+from fractions import Fraction
+
+import pytest
+
+from kubetide.model.quantity import QuantityError, format_units, parse_quantity, parse_resource
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("100m", Fraction(1, 10)),
+        ("1.5", Fraction(3, 2)),
+        (1.5, Fraction(3, 2)),
+        (2, Fraction(2)),
+        ("2Gi", Fraction(2 * 2**30)),
+        ("500M", Fraction(500 * 10**6)),
+        ("1e3", Fraction(1000)),
+        ("1E3", Fraction(1000)),
+        ("1e-3", Fraction(1, 1000)),
+        ("0.1Ki", Fraction(1024, 10)),
+        (".5", Fraction(1, 2)),
+        ("5.", Fraction(5)),
+        ("+3k", Fraction(3000)),
+        ("-1", Fraction(-1)),
+        ("12n", Fraction(12, 10**9)),
+        ("7u", Fraction(7, 10**6)),
+        ("1Ei", Fraction(2**60)),
+        ("3E", Fraction(3 * 10**18)),
+        (" 4 ", Fraction(4)),
+    ],
+)
+def test_parse_quantity_exactly(text, expected):
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["abc", "", "1K", "1 Gi", "1.2.3", "Gi", "1ki", "--1", "1e", "1i", True, None, [1], "1e400"]
+)
+def test_invalid_quantities_are_rejected(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "units"),
+    [
+        ("cpu", "100m", 100),
+        ("cpu", "0.1m", 1),  # rounds up like MilliValue()
+        ("cpu", "1.0005", 1001),
+        ("cpu", "2", 2000),
+        ("memory", "0.1Ki", 103),  # 102.4 bytes round up
+        ("memory", "1Gi", 2**30),
+        ("memory", "1e3", 1000),
+        ("memory", "1500m", 2),
+        ("nvidia.com/gpu", "1", 1),
+    ],
+)
+def test_units_round_up(resource, text, units):
+    assert parse_resource(resource, text) == units
+
+
+def test_format_units_is_readable():
+    assert format_units("cpu", 1500) == "1500m"
+    assert format_units("cpu", 2000) == "2"
+    assert format_units("memory", 2**30) == "1Gi"
+    assert format_units("pods", 3) == "3"

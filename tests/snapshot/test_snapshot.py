@@ -1,0 +1,188 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubetide.model.meta import ObjectMeta
+from kubetide.model.node import Node
+from kubetide.model.pod import Pod
+from kubetide.snapshot import ClusterSnapshot, SnapshotError, SnapshotObserver
+
+
+def node(name, cpu=4000, **extra):
+    return Node(
+        ObjectMeta(name, labels={"zone": "a"}), {"cpu": cpu, "memory": 8 * 2**30, "pods": 110, **extra}, {}
+    )
+
+
+def pod(name, cpu=100, **extra):
+    return Pod(ObjectMeta(name, "default", f"uid-{name}"), {"cpu": cpu, "pods": 1, **extra}, {})
+
+
+def state(s: ClusterSnapshot):
+    """Everything observable about a snapshot, for before/after comparisons."""
+    return (
+        [n.name for n in s.nodes()],
+        {n.name: (s.requested(n.name), sorted(s.pods_on(n.name))) for n in s.nodes()},
+        s.pod_count(),
+    )
+
+
+def test_requested_tracks_pods():
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    s.add_pod(pod("a", 300), "n1")
+    s.add_pod(pod("b", 200), "n1")
+    assert s.requested("n1") == {"cpu": 500, "pods": 2}
+    s.move_pod("uid-a", "n2")
+    assert s.requested("n1") == {"cpu": 200, "pods": 1}
+    assert s.node_of("uid-a") == "n2"
+
+
+def test_revert_restores_everything():
+    s = ClusterSnapshot([node("n1"), node("n2"), node("n3")], [])
+    s.add_pod(pod("a"), "n1")
+    before = state(s)
+    s.fork()
+    s.add_pod(pod("b"), "n2")
+    s.remove_node("n1")
+    s.add_node(node("n4"))
+    s.move_pod("uid-b", "n3")
+    s.replace_node(node("n2", cpu=1))
+    assert state(s) != before
+    s.revert()
+    assert state(s) == before
+    assert s.node("n2").allocatable["cpu"] == 4000
+
+
+def test_nested_commit_is_reverted_by_outer_fork():
+    s = ClusterSnapshot([node("n1")])
+    before = state(s)
+    s.fork()
+    s.add_pod(pod("a"), "n1")
+    s.fork()
+    s.add_pod(pod("b"), "n1")
+    s.commit()
+    assert s.pod_count() == 2
+    s.fork()
+    s.add_pod(pod("c"), "n1")
+    s.revert()
+    assert s.pod_count() == 2
+    s.revert()
+    assert state(s) == before
+
+
+def test_commit_at_top_level_keeps_changes():
+    s = ClusterSnapshot([node("n1")])
+    s.fork()
+    s.add_pod(pod("a"), "n1")
+    s.commit()
+    assert s.depth == 0
+    assert s.requested("n1")["cpu"] == 100
+    with pytest.raises(SnapshotError):
+        s.revert()
+
+
+def test_extended_resources_get_columns():
+    s = ClusterSnapshot([node("gpu", **{"nvidia.com/gpu": 4})])
+    s.add_pod(pod("a", **{"nvidia.com/gpu": 1}), "gpu")
+    s.add_node(node("plain"))
+    assert s.requested("gpu") == {"cpu": 100, "pods": 1, "nvidia.com/gpu": 1}
+    assert s.allocatable("plain").get("nvidia.com/gpu") is None
+    s.add_pod(pod("b", **{"example.com/fpga": 2}), "plain")
+    assert s.requested("plain")["example.com/fpga"] == 2
+    assert s.requested("gpu")["nvidia.com/gpu"] == 1
+
+
+def test_errors_on_caller_mistakes():
+    s = ClusterSnapshot([node("n1")])
+    s.add_pod(pod("a"), "n1")
+    with pytest.raises(SnapshotError):
+        s.add_pod(pod("a"), "n1")
+    with pytest.raises(SnapshotError):
+        s.add_pod(pod("b"), "missing")
+    with pytest.raises(SnapshotError):
+        s.add_node(node("n1"))
+    with pytest.raises(SnapshotError):
+        s.node("missing")
+
+
+def test_slots_are_reused_and_order_is_stable():
+    s = ClusterSnapshot([node(f"n{i}") for i in range(100)])
+    s.remove_node("n3")
+    s.add_node(node("new"))
+    assert s.slot_of("new") == 3
+    assert [n.name for n in s.nodes()][:5] == ["n0", "n1", "n2", "new", "n4"]
+
+
+class Counter(SnapshotObserver):
+    def __init__(self):
+        self.pods = {}
+
+    def pod_added(self, pod, node):
+        self.pods[node.name] = self.pods.get(node.name, 0) + 1
+
+    def pod_removed(self, pod, node):
+        self.pods[node.name] -= 1
+
+
+def test_observers_follow_changes_and_reverts():
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    counter = Counter()
+    s.add_observer(counter)
+    s.add_pod(pod("a"), "n1")
+    s.fork()
+    s.add_pod(pod("b"), "n2")
+    s.remove_node("n1")
+    assert counter.pods == {"n1": 0, "n2": 1}
+    s.revert()
+    assert counter.pods == {"n1": 1, "n2": 0}
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["add_pod", "remove_pod", "move", "add_node", "remove_node", "fork", "revert", "commit"]
+        ),
+        st.integers(0, 30),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations)
+def test_random_operations_revert_to_the_forked_state(ops):
+    """Property: whatever happens inside a fork, revert() gives back exactly the state at fork()."""
+    s = ClusterSnapshot([node(f"n{i}") for i in range(4)])
+    saved = []
+    counter = 0
+    for op, arg in ops:
+        names = [n.name for n in s.nodes()]
+        uids = [p.uid for p in s.pods()]
+        if op == "add_pod" and names:
+            counter += 1
+            s.add_pod(pod(f"p{counter}", cpu=arg + 1), names[arg % len(names)])
+        elif op == "remove_pod" and uids:
+            s.remove_pod(uids[arg % len(uids)])
+        elif op == "move" and uids and names:
+            s.move_pod(uids[arg % len(uids)], names[arg % len(names)])
+        elif op == "add_node":
+            counter += 1
+            s.add_node(node(f"x{counter}"))
+        elif op == "remove_node" and names:
+            s.remove_node(names[arg % len(names)])
+        elif op == "fork":
+            s.fork()
+            saved.append(state(s))
+        elif op == "revert" and saved:
+            s.revert()
+            assert state(s) == saved.pop()
+        elif op == "commit" and saved:
+            s.commit()
+            saved.pop()
+    while saved:
+        s.revert()
+        assert state(s) == saved.pop()
+    # Resource accounting never drifts from the pods actually bound.
+    for n in s.nodes():
+        total = sum(p.requests["cpu"] for p in s.pods_on(n.name).values())
+        assert s.requested(n.name).get("cpu", 0) == total
