@@ -1,0 +1,137 @@
+"""The ports the autoscaler talks through. The simulator and the real-cluster adapters implement
+them; decision code sees nothing else, which is why the simulator shows what the real controller
+would do.
+
+The shapes mirror the Cluster Autoscaler's cloudprovider.NodeGroup and its Kubernetes listers,
+trimmed to what kubetide's decisions use.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.snapshot import ClusterSnapshot
+
+# Taints the autoscaler owns (Cluster Autoscaler's names, so existing tooling recognises them).
+TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"  # NoSchedule, value = Unix seconds
+DELETION_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"  # PreferNoSchedule
+
+
+class ClusterView(Protocol):
+    """Read side of the Kubernetes API, as an informer cache would serve it."""
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Nodes and the pods bound to them. Callers may fork/revert, and must leave it as found."""
+        ...
+
+    def pending_pods(self) -> Sequence[Pod]:
+        """Pods not bound to any node (their PodScheduled condition says why)."""
+        ...
+
+    def pdbs(self) -> Sequence[PodDisruptionBudget]: ...
+
+    def workloads(self) -> Sequence[Workload]:
+        """Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs with their current status."""
+        ...
+
+    def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
+
+
+class EvictionOutcome(enum.Enum):
+    EVICTED = "evicted"  # 201: the pod is on its way out
+    BLOCKED_BY_PDB = "blocked"  # 429: a disruption budget refused it; retry later
+    NOT_FOUND = "not-found"  # 404: already gone, which counts as success
+    FAILED = "failed"  # anything else
+
+
+class ActionError(Exception):
+    """A write to the cluster failed (API error, conflict); the caller decides how to roll back."""
+
+
+class ClusterActions(Protocol):
+    """Write side of the Kubernetes API."""
+
+    def add_taint(self, node_name: str, taint: Taint) -> None: ...
+
+    def remove_taint(self, node_name: str, key: str) -> None: ...
+
+    def evict(self, pod: Pod, grace_period_seconds: int) -> EvictionOutcome: ...
+
+    def delete_node_object(self, node_name: str) -> None: ...
+
+    def write_status(self, status_yaml: str) -> None:
+        """Store the status document (kube-system/cluster-autoscaler-status, key `status`)."""
+        ...
+
+    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        """A Kubernetes Event on the object `kind` `key` (e.g. Node "n1", Pod "ns/p")."""
+        ...
+
+
+class InstanceState(enum.Enum):
+    CREATING = "creating"
+    RUNNING = "running"
+    DELETING = "deleting"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceError:
+    """Why an instance could not be created (Cluster Autoscaler's InstanceErrorInfo)."""
+
+    error_class: str  # OutOfResources | OtherError
+    code: str  # e.g. STOCKOUT, QUOTA_EXCEEDED
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A machine as the cloud sees it. `id` equals the Node's spec.providerID once registered."""
+
+    id: str
+    state: InstanceState
+    error: InstanceError | None = None
+
+
+class NodeGroup(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def min_size(self) -> int: ...
+
+    @property
+    def max_size(self) -> int: ...
+
+    def target_size(self) -> int: ...
+
+    def increase_size(self, delta: int) -> None:
+        """Raise the target size; raises ActionError when the cloud refuses."""
+        ...
+
+    def decrease_target_size(self, delta: int) -> None:
+        """Lower the target without deleting running nodes (drops requests not yet fulfilled)."""
+        ...
+
+    def delete_nodes(self, nodes: Sequence[Node]) -> None:
+        """Delete these nodes' instances and lower the target accordingly; raises ActionError."""
+        ...
+
+    def instances(self) -> Sequence[Instance]: ...
+
+    def template_node(self) -> Node:
+        """What a new node of this group looks like: labels, taints, allocatable."""
+        ...
+
+    def price_per_hour(self) -> float: ...
+
+
+class CloudProvider(Protocol):
+    def node_groups(self) -> Sequence[NodeGroup]: ...
+
+    def node_group_for(self, node: Node) -> NodeGroup | None:
+        """The group a node belongs to, or None when the autoscaler does not manage it."""
+        ...

@@ -1,0 +1,54 @@
+"""Go-style durations ("90s", "10m", "1h30m", "1.5h", "250ms"), as Kubernetes flags write them."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in a Go duration string. A bare 0 is allowed, as in Go. Raises ValueError."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid duration {value!r}")
+    if isinstance(value, int | float) and value == 0:
+        return 0.0
+    if not isinstance(value, str):
+        raise ValueError(f'invalid duration {value!r} (write it like "90s", "10m" or "1h30m")')
+    text = value.strip()
+    sign = 1.0
+    if text[:1] in "+-" and text:
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if text == "0":
+        return 0.0
+    position, total = 0, 0.0
+    for match in _PART.finditer(text):
+        if match.start() != position:
+            break
+        total += float(match[1]) * _UNITS[match[2]]
+        position = match.end()
+    if not text or position != len(text):
+        raise ValueError(f'invalid duration "{value}" (write it like "90s", "10m" or "1h30m")')
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest Go-style text for a number of seconds (for messages and reports)."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    if seconds < 1:
+        return f"{sign}{seconds * 1000:g}ms"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = []
+    if hours:
+        parts.append(f"{int(hours)}h")
+    if minutes:
+        parts.append(f"{int(minutes)}m")
+    if secs:
+        parts.append(f"{secs:g}s")
+    return sign + "".join(parts)
