@@ -1,0 +1,217 @@
+"""Every autoscaler flag, with the Cluster Autoscaler's names, defaults and value syntax.
+
+Users of the Cluster Autoscaler should be able to paste their flags into a scenario
+(`spec.autoscaler`) or `kubetide plan --set`. The one deliberate difference:
+max-drain-parallelism defaults to 10, the parallel-drain design's intent, where CA ships 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubetide.durations import parse_duration
+from kubetide.errors import ManifestError
+
+EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority", "grpc")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRange:
+    """A cluster-wide min:max limit (cores-total, memory-total). max 0 means no limit."""
+
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class AutoscalerOptions:
+    # Loop and cluster-wide limits
+    scan_interval: float = 10.0
+    max_nodes_total: int = 0
+    cores_total: ResourceRange = ResourceRange(0, 320000)
+    memory_total: ResourceRange = ResourceRange(0, 6400000)  # GiB
+    max_node_provision_time: float = 900.0
+    max_node_startup_time: float = 900.0
+    max_total_unready_percentage: float = 45.0
+    ok_total_unready_count: int = 3
+    initial_node_group_backoff_duration: float = 300.0
+    max_node_group_backoff_duration: float = 1800.0
+    node_group_backoff_reset_timeout: float = 10800.0
+    # Scale-up
+    expander: tuple[str, ...] = ("least-waste",)
+    new_pod_scale_up_delay: float = 0.0
+    expendable_pods_priority_cutoff: int = -10
+    max_nodes_per_scaleup: int = 1000
+    max_nodegroup_binpacking_duration: float = 10.0
+    max_binpacking_time: float = 300.0
+    balance_similar_node_groups: bool = False
+    enforce_node_group_min_size: bool = False
+    scale_up_from_zero: bool = True
+    # Scale-down
+    scale_down_enabled: bool = True
+    scale_down_utilization_threshold: float = 0.5
+    scale_down_gpu_utilization_threshold: float = 0.5
+    scale_down_unneeded_time: float = 600.0
+    scale_down_unready_time: float = 1200.0
+    scale_down_unready_enabled: bool = True
+    scale_down_delay_after_add: float = 600.0
+    scale_down_delay_after_delete: float = 0.0
+    scale_down_delay_after_failure: float = 180.0
+    scale_down_simulation_timeout: float = 30.0
+    unremovable_node_recheck_timeout: float = 300.0
+    max_scale_down_parallelism: int = 10
+    max_drain_parallelism: int = 10  # CA: 1. The parallel-drain design intends more.
+    max_graceful_termination_sec: int = 600
+    max_pod_eviction_time: float = 120.0
+    node_delete_delay_after_taint: float = 5.0
+    node_deletion_delay_timeout: float = 120.0
+    skip_nodes_with_system_pods: bool = True
+    skip_nodes_with_local_storage: bool = True
+    skip_nodes_with_custom_controller_pods: bool = True
+    min_replica_count: int = 0
+    ignore_daemonsets_utilization: bool = False
+    ignore_mirror_pods_utilization: bool = False
+    daemonset_eviction_for_empty_nodes: bool = False
+    daemonset_eviction_for_occupied_nodes: bool = True
+    max_bulk_soft_taint_count: int = 10
+    max_bulk_soft_taint_time: float = 3.0
+    # kubetide's own (the parallel-drain design's recent_evictions list)
+    recent_evictions_ttl: float = 300.0
+
+    def with_values(self, **changes: Any) -> AutoscalerOptions:
+        return dataclasses.replace(self, **changes)
+
+
+def flag_name(field: str) -> str:
+    return field.replace("_", "-")
+
+
+FLAGS: dict[str, dataclasses.Field] = {flag_name(f.name): f for f in dataclasses.fields(AutoscalerOptions)}
+
+# Go durations ("10m"); the remaining floats are plain numbers (thresholds, percentages).
+_DURATION_FLAGS = {
+    name for name, f in FLAGS.items() if f.type == "float" and not name.endswith(("threshold", "percentage"))
+}
+_NON_NEGATIVE = {name for name, f in FLAGS.items() if f.type in ("int", "float")}
+
+
+def parse_flag(name: str, value: Any) -> Any:
+    """One flag's value in CA syntax. Raises KeyError for an unknown flag, ValueError for a bad value."""
+    field = FLAGS[name]
+    kind = field.type
+    if name in _DURATION_FLAGS:
+        parsed: Any = parse_duration(value)
+    elif kind == "bool":
+        parsed = _parse_bool(value)
+    elif kind == "int":
+        parsed = _parse_int(value)
+    elif kind == "float":
+        parsed = _parse_float(value)
+    elif kind == "ResourceRange":
+        parsed = _parse_range(value)
+    elif name == "expander":
+        parsed = _parse_expanders(value)
+    else:  # pragma: no cover - every field type is handled above
+        raise ValueError(f"unsupported flag type {kind}")
+    if name in _NON_NEGATIVE and parsed < 0 and name != "expendable-pods-priority-cutoff":
+        raise ValueError(f"must be non-negative, got {value!r}")
+    if name.endswith("utilization-threshold") and not 0 <= parsed <= 1:
+        raise ValueError(f"must be between 0 and 1, got {value!r}")
+    if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
+        raise ValueError(f"must be between 0 and 100, got {value!r}")
+    return parsed
+
+
+def parse_options(
+    mapping: Mapping[str, Any] | None,
+    source: str,
+    field: str = "spec.autoscaler",
+    base: AutoscalerOptions | None = None,
+) -> AutoscalerOptions:
+    """Options from a `flag-name: value` mapping; errors name the file and the flag."""
+    options = base or AutoscalerOptions()
+    if not mapping:
+        return options
+    if not isinstance(mapping, Mapping):
+        raise ManifestError(source, "", field, "expected a mapping of flag names to values")
+    changes: dict[str, Any] = {}
+    for raw_name, value in mapping.items():
+        name = str(raw_name).removeprefix("--")
+        path = f"{field}.{name}" if field else name
+        if name not in FLAGS:
+            raise ManifestError(source, "", path, unknown_flag_message(name))
+        try:
+            changes[FLAGS[name].name] = parse_flag(name, value)
+        except ValueError as exc:
+            raise ManifestError(source, "", path, str(exc)) from None
+    return dataclasses.replace(options, **changes)
+
+
+def unknown_flag_message(name: str) -> str:
+    close = difflib.get_close_matches(name, FLAGS, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown flag{hint}"
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "t", "f"):
+        return value.lower() in ("true", "1", "t")
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip(), 10)
+        except ValueError:
+            pass
+    raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _parse_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"expected a number, got {value!r}")
+
+
+def _parse_range(value: Any) -> ResourceRange:
+    text = str(value).strip()
+    low, sep, high = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        result = ResourceRange(int(low), int(high))
+    except ValueError:
+        raise ValueError(f'expected "min:max" integers, got {value!r}') from None
+    if result.min < 0 or result.max < 0 or (result.max and result.min > result.max):
+        raise ValueError(f"expected 0 <= min <= max, got {value!r}")
+    return result
+
+
+def _parse_expanders(value: Any) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in str(value).split(",") if part.strip())
+    if not names:
+        raise ValueError("expected at least one expander")
+    for name in names:
+        if name not in EXPANDERS:
+            close = difflib.get_close_matches(name, EXPANDERS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f'unknown expander "{name}"{hint}; expected one of {", ".join(EXPANDERS)}')
+    return names
