@@ -1,0 +1,53 @@
+"""Cluster state registry: which nodes are coming, late, unready or broken, and whether the
+autoscaler may act (the cluster-state-registry design, use cases UC1-UC8, questions S1-S4).
+
+- ``readiness``: per-node classification (ready, not started, unready, being deleted).
+- ``backoff``: exponential scale-up backoff per node group.
+- ``records``: what the registry reports and the decisions it hands the loop.
+- ``registry``: ClusterStateRegistry, updated once per loop.
+- ``status``: the cluster-autoscaler-status document in Cluster Autoscaler's YAML format.
+"""
+
+from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
+from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness
+from kubetide.autoscaler.clusterstate.records import (
+    GroupCounters,
+    GroupState,
+    HealthRecord,
+    NodeCounts,
+    RegistryEvent,
+    ScaleUpRequest,
+    SizeFix,
+    UnregisteredInstance,
+)
+from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
+from kubetide.autoscaler.clusterstate.status import (
+    ClusterAutoscalerStatus,
+    ScaleDownSummary,
+    ScaleUpSummary,
+    StatusBuilder,
+    parse_status_yaml,
+    status_yaml,
+)
+
+__all__ = [
+    "BackoffStatus",
+    "ClusterAutoscalerStatus",
+    "ClusterStateRegistry",
+    "ExponentialBackoff",
+    "GroupCounters",
+    "GroupState",
+    "HealthRecord",
+    "NodeCounts",
+    "NodeReadiness",
+    "Readiness",
+    "RegistryEvent",
+    "ScaleDownSummary",
+    "ScaleUpRequest",
+    "ScaleUpSummary",
+    "SizeFix",
+    "StatusBuilder",
+    "UnregisteredInstance",
+    "parse_status_yaml",
+    "status_yaml",
+]

@@ -1,0 +1,678 @@
+"""ClusterStateRegistry: what the cloud and Kubernetes disagree about, and whether that is fine.
+
+Updated once per loop with the Node objects and the cloud provider; answers the questions of the
+cluster-state-registry design (S1-S4) for the use cases UC1-UC8:
+
+- S1 ``is_cluster_healthy``: too many unjustified unready nodes halt the autoscaler (UC8).
+- S2 ``is_node_group_healthy``: a group with too many unready or never-registered nodes is not
+  scaled up (UC3).
+- S3 ``upcoming_nodes``: nodes requested or booting that scale-up must count as coming (UC1, UC2).
+- S4 scale-up requests: a request not registered within max-node-provision-time, or refused by the
+  cloud (instance errors), is a failed scale-up: the group backs off exponentially and
+  ``size_fixes`` says how far to lower its target (UC4).
+- ``unregistered_nodes_to_delete`` (UC5), ``long_unready_nodes`` (UC6), being-deleted nodes (UC7).
+
+Time only comes in as ``now`` arguments; nothing here reads a clock.
+
+Each loop, in order: ``update``; forward ``take_events``; stop if not ``is_cluster_healthy``;
+act on ``unregistered_nodes_to_delete`` and ``size_fixes`` (then ``record_unregistered_removed``
+/ ``record_target_size_fixed``); scale up with ``upcoming_nodes`` and ``is_node_group_safe_to_scale_up``
+(then ``register_scale_up`` or ``register_failed_scale_up``); scale down using ``long_unready_nodes``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
+from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify
+from kubetide.autoscaler.clusterstate.records import (
+    STATUS_OBJECT,
+    GroupCounters,
+    GroupState,
+    HealthRecord,
+    NodeCounts,
+    RegistryEvent,
+    ScaleUpRequest,
+    SizeFix,
+    UnregisteredInstance,
+)
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import (
+    TO_BE_DELETED_TAINT,
+    CloudProvider,
+    Instance,
+    InstanceError,
+    InstanceState,
+    NodeGroup,
+)
+from kubetide.durations import format_duration
+from kubetide.model import Node
+
+OTHER_ERROR = "OtherError"
+TIMEOUT_CODE = "timeout"
+
+
+@dataclass(slots=True)
+class _NodeMemory:
+    """What the registry remembers about a node between loops."""
+
+    created: float
+    seen_ready: bool = False
+    unready_seen_at: float | None = None  # first loop it was seen NotReady (since the last Ready)
+    deletion_seen_at: float | None = None
+
+
+@dataclass(slots=True)
+class _Scan:
+    """One group's raw numbers during an update, before they become a GroupState."""
+
+    group: NodeGroup
+    target: int
+    records: list[NodeReadiness]
+    in_target: int
+    fresh: list[str]  # unregistered instance ids within max-node-provision-time
+    stale: list[str]  # unregistered instance ids past it
+    errored: list[Instance]
+
+    @property
+    def not_started(self) -> int:
+        return sum(1 for r in self.records if r.readiness is Readiness.NOT_STARTED)
+
+
+@dataclass(slots=True)
+class _Shortfall:
+    """A group with fewer instances than its target (Cluster Autoscaler's IncorrectNodeGroupSize)."""
+
+    registered: int
+    target: int
+    first_observed: float
+
+
+class ClusterStateRegistry:
+    def __init__(self, options: AutoscalerOptions):
+        self.options = options
+        self.backoff = ExponentialBackoff(
+            options.initial_node_group_backoff_duration,
+            options.max_node_group_backoff_duration,
+            options.node_group_backoff_reset_timeout,
+        )
+        self._last_update: float | None = None
+        self._nodes: dict[str, NodeReadiness] = {}
+        self._memory: dict[str, _NodeMemory] = {}
+        self._groups: dict[str, GroupState] = {}
+        self._group_of_instance: dict[str, str] = {}
+        self._unregistered_since: dict[str, float] = {}
+        self._removed_unregistered: set[str] = set()
+        self._errored_seen: set[str] = set()
+        self._requests: dict[str, ScaleUpRequest] = {}
+        self._shortfalls: dict[str, _Shortfall] = {}
+        self._fixed_since_update: set[str] = set()
+        self._counts = NodeCounts()
+        self._health: HealthRecord | None = None
+        self._group_health: dict[str, HealthRecord] = {}
+        self._events: list[RegistryEvent] = []
+        self._unhealthy_seconds = 0.0
+        self._halted_loops = 0
+        self._unregistered_removed: dict[str, int] = {}
+        self._target_size_fixes: dict[str, int] = {}
+
+    # ----------------------------------------------------------------------------------- update
+
+    def update(self, nodes: Sequence[Node], cloud: CloudProvider, now: float) -> None:
+        """Take in this loop's view of the cluster and the cloud, and recompute every answer."""
+        if self._last_update is not None:
+            if now < self._last_update:
+                raise ValueError(f"time went backwards ({now} < {self._last_update})")
+            if self._health is not None and not self._health.healthy:
+                self._unhealthy_seconds += now - self._last_update
+        groups = list(cloud.node_groups())
+        instances: dict[str, list[Instance]] = {}
+        instance_by_id: dict[str, Instance] = {}
+        self._group_of_instance = {}
+        for group in groups:
+            listed = list(group.instances())
+            instances[group.id] = listed
+            for instance in listed:
+                instance_by_id[instance.id] = instance
+                self._group_of_instance[instance.id] = group.id
+
+        self._classify_nodes(nodes, cloud, instance_by_id, now)
+        self.backoff.remove_stale(now)
+
+        registered_ids = {node.provider_id for node in nodes if node.provider_id}
+        by_group: dict[str, list[NodeReadiness]] = {group.id: [] for group in groups}
+        for record in self._nodes.values():
+            if record.group_id in by_group:
+                by_group[record.group_id].append(record)
+        # Nodes whose instance the cloud is deleting: already out of the group's target size.
+        gone = {
+            node.name
+            for node in nodes
+            if (instance := instance_by_id.get(node.provider_id)) is not None
+            and instance.state is InstanceState.DELETING
+        }
+
+        # Instances the cloud lists that Kubernetes does not know (yet).
+        unregistered_now: set[str] = set()
+        errored_now: set[str] = set()
+        scans: dict[str, _Scan] = {}
+        for group in groups:
+            target = group.target_size()
+            fresh: list[str] = []
+            stale: list[str] = []
+            errored: list[Instance] = []
+            for instance in instances[group.id]:
+                if instance.state is InstanceState.DELETING or instance.id in registered_ids:
+                    continue
+                if instance.error is not None:
+                    errored.append(instance)
+                    errored_now.add(instance.id)
+                    continue
+                unregistered_now.add(instance.id)
+                since = self._unregistered_since.setdefault(instance.id, now)
+                if now - since > self.options.max_node_provision_time:
+                    stale.append(instance.id)
+                else:
+                    fresh.append(instance.id)
+            records = by_group[group.id]
+            in_target = sum(1 for r in records if r.name not in gone)
+            scans[group.id] = _Scan(group, target, records, in_target, fresh, stale, errored)
+        self._unregistered_since = {
+            i: t for i, t in self._unregistered_since.items() if i in unregistered_now
+        }
+        self._removed_unregistered &= unregistered_now
+
+        self._handle_instance_errors(scans, now)
+        self._errored_seen = errored_now
+        self._update_requests(scans, now)
+
+        self._groups = {}
+        for group_id, scan in scans.items():
+            counts = _count(scan.records, len(scan.fresh), len(scan.stale))
+            missing = max(
+                0, scan.target - scan.in_target - len(scan.fresh) - len(scan.stale) - len(scan.errored)
+            )
+            upcoming = counts.not_started + len(scan.fresh)
+            if not self.backoff.is_backed_off(group_id, now):
+                upcoming += missing  # a failed group's missing slots are not coming
+            self._groups[group_id] = GroupState(
+                id=group_id,
+                min_size=scan.group.min_size,
+                max_size=scan.group.max_size,
+                target=scan.target,
+                counts=counts,
+                in_target=scan.in_target,
+                unregistered=tuple(scan.fresh),
+                long_unregistered=tuple(scan.stale),
+                errored=tuple(scan.errored),
+                missing=missing,
+                upcoming=upcoming,
+            )
+        self._update_shortfalls(now)
+        self._fixed_since_update = set()
+
+        all_fresh = sum(len(g.unregistered) for g in self._groups.values())
+        all_stale = sum(len(g.long_unregistered) for g in self._groups.values())
+        self._counts = _count(list(self._nodes.values()), all_fresh, all_stale)
+        self._update_health(now)
+        self._last_update = now
+
+    def _classify_nodes(
+        self,
+        nodes: Sequence[Node],
+        cloud: CloudProvider,
+        instance_by_id: Mapping[str, Instance],
+        now: float,
+    ) -> None:
+        records: dict[str, NodeReadiness] = {}
+        memory: dict[str, _NodeMemory] = {}
+        for node in nodes:
+            created = node.meta.creation_timestamp
+            remembered = self._memory.get(node.name)
+            if remembered is None or (created is not None and remembered.created != created):
+                remembered = _NodeMemory(created=created if created is not None else now)
+            memory[node.name] = remembered
+
+            group_id = self._group_of_instance.get(node.provider_id) if node.provider_id else None
+            if group_id is None:
+                group = cloud.node_group_for(node)
+                group_id = group.id if group is not None else None
+
+            instance = instance_by_id.get(node.provider_id) if node.provider_id else None
+            taint = next((t for t in node.taints if t.key == TO_BE_DELETED_TAINT), None)
+            cloud_deleting = instance is not None and instance.state is InstanceState.DELETING
+            being_deleted = taint is not None or cloud_deleting
+            if being_deleted:
+                if remembered.deletion_seen_at is None:
+                    remembered.deletion_seen_at = now
+            else:
+                remembered.deletion_seen_at = None
+            if node.ready:
+                remembered.unready_seen_at = None
+            elif remembered.unready_seen_at is None:
+                remembered.unready_seen_at = now
+
+            readiness, reason = classify(
+                ready=node.ready,
+                being_deleted=being_deleted,
+                created=remembered.created,
+                ready_transition=node.ready_transition,
+                seen_ready=remembered.seen_ready,
+                now=now,
+                max_node_startup_time=self.options.max_node_startup_time,
+            )
+            unready_since = None
+            if readiness in (Readiness.NOT_STARTED, Readiness.UNREADY):
+                unready_since = node.ready_transition
+                if unready_since is None:
+                    unready_since = (
+                        remembered.created
+                        if readiness is Readiness.NOT_STARTED
+                        else remembered.unready_seen_at
+                    )
+            deletion_since = None
+            if readiness is Readiness.BEING_DELETED:
+                deletion_since = _taint_time(taint) if taint is not None else None
+                if deletion_since is None:
+                    deletion_since = remembered.deletion_seen_at
+            records[node.name] = NodeReadiness(
+                name=node.name,
+                group_id=group_id,
+                readiness=readiness,
+                created=remembered.created,
+                ready_transition=node.ready_transition,
+                unready_since=unready_since,
+                deletion_since=deletion_since,
+                reason=reason,
+            )
+            if node.ready:
+                remembered.seen_ready = True
+        self._nodes = records
+        self._memory = memory
+
+    def _handle_instance_errors(self, scans: Mapping[str, _Scan], now: float) -> None:
+        """Instances the cloud newly failed to create fail the group's running scale-up at once."""
+        for group_id, scan in scans.items():
+            new = [i for i in scan.errored if i.id not in self._errored_seen]
+            request = self._requests.get(group_id)
+            if not new or request is None:
+                continue
+            request.increase -= len(new)
+            if request.increase <= 0:
+                del self._requests[group_id]
+            first = new[0].error
+            assert first is not None
+            messages = _unique(i.error.message for i in new if i.error is not None)
+            error = InstanceError(first.error_class, first.code, "; ".join(messages[:3]))
+            self._fail(group_id, error, now)
+            self._events.append(
+                _event(
+                    "Warning",
+                    "ScaleUpFailed",
+                    f"Failed adding {len(new)} nodes to group {group_id} due to "
+                    f"{first.error_class}.{first.code}; source errors: {error.message}",
+                )
+            )
+
+    def _update_requests(self, scans: Mapping[str, _Scan], now: float) -> None:
+        for group_id, request in list(self._requests.items()):
+            scan = scans.get(group_id)
+            if scan is None:
+                del self._requests[group_id]
+                continue
+            if scan.in_target - scan.not_started >= scan.target:
+                del self._requests[group_id]  # fulfilled: the group has recovered
+                self.backoff.remove(group_id, now)
+                continue
+            if request.expected_add_time < now:
+                del self._requests[group_id]
+                waited = format_duration(now - request.time)
+                cause = next((i.error for i in scan.errored if i.error is not None), None)
+                if cause is None:
+                    cause = InstanceError(
+                        OTHER_ERROR,
+                        TIMEOUT_CODE,
+                        f"Scale-up timed out for node group {group_id} after {waited}",
+                    )
+                self._fail(group_id, cause, now)
+                self._events.append(
+                    _event(
+                        "Warning",
+                        "ScaleUpTimedOut",
+                        f"Nodes added to group {group_id} failed to register within {waited}",
+                    )
+                )
+
+    def _update_shortfalls(self, now: float) -> None:
+        """Track how long each group has had target slots without a live instance."""
+        shortfalls: dict[str, _Shortfall] = {}
+        for group_id, state in self._groups.items():
+            if state.missing + len(state.errored) <= 0:
+                continue
+            registered = state.counts.registered
+            previous = self._shortfalls.get(group_id)
+            if previous is not None and (previous.registered, previous.target) == (registered, state.target):
+                shortfalls[group_id] = previous
+            else:
+                shortfalls[group_id] = _Shortfall(registered, state.target, now)
+        self._shortfalls = shortfalls
+
+    def _update_health(self, now: float) -> None:
+        counts = self._counts
+        healthy = not self._too_many_unready(counts.unready, counts.registered)
+        message = (
+            f"ready={counts.ready} unready={counts.unready} notStarted={counts.not_started} "
+            f"beingDeleted={counts.being_deleted} registered={counts.registered} "
+            f"longUnregistered={counts.long_unregistered}"
+        )
+        self._health = _transition(self._health, healthy, counts.unready, counts.registered, message, now)
+        if not healthy:
+            self._halted_loops += 1
+        group_health: dict[str, HealthRecord] = {}
+        for group_id, state in self._groups.items():
+            c = state.counts
+            unjustified = c.unready + c.long_unregistered
+            total = c.ready + c.unready + c.not_started + c.long_unregistered
+            group_healthy = not self._too_many_unready(unjustified, total)
+            message = (
+                f"ready={c.ready} unready={c.unready} notStarted={c.not_started} "
+                f"registered={c.registered} longUnregistered={c.long_unregistered} "
+                f"cloudProviderTarget={state.target} (minSize={state.min_size}, maxSize={state.max_size})"
+            )
+            group_health[group_id] = _transition(
+                self._group_health.get(group_id), group_healthy, unjustified, total, message, now
+            )
+        self._group_health = group_health
+
+    def _too_many_unready(self, unready: int, total: int) -> bool:
+        return (
+            unready > self.options.ok_total_unready_count
+            and unready > self.options.max_total_unready_percentage / 100.0 * total
+        )
+
+    def _fail(self, group_id: str, error: InstanceError, now: float) -> None:
+        self.backoff.backoff(group_id, error, now)
+
+    # ---------------------------------------------------------------------------- loop inputs
+
+    def register_scale_up(self, group_id: str, delta: int, now: float) -> None:
+        """The loop raised (delta > 0) or lowered a group's target for a scale-up.
+
+        A raise restarts the request's max-node-provision-time clock; a decrease only shrinks it.
+        """
+        request = self._requests.get(group_id)
+        deadline = now + self.options.max_node_provision_time
+        if request is None:
+            if delta > 0:
+                self._requests[group_id] = ScaleUpRequest(group_id, delta, now, deadline)
+            return
+        if request.increase + delta <= 0:
+            del self._requests[group_id]
+            return
+        request.increase += delta
+        if delta > 0:
+            request.time = now
+            request.expected_add_time = deadline
+
+    def register_failed_scale_up(
+        self, group_id: str, reason: str, now: float, message: str = "", error_class: str = OTHER_ERROR
+    ) -> None:
+        """A scale-up of the group failed (e.g. ``increase_size`` raised): back the group off."""
+        self._fail(group_id, InstanceError(error_class, reason, message or reason), now)
+
+    def record_unregistered_removed(self, group_id: str, instance_ids: Iterable[str], now: float) -> None:
+        """The loop deleted these unregistered instances (UC5)."""
+        ids = [i for i in instance_ids if i not in self._removed_unregistered]
+        self._removed_unregistered.update(ids)
+        self._unregistered_removed[group_id] = self._unregistered_removed.get(group_id, 0) + len(ids)
+
+    def record_target_size_fixed(self, group_id: str, decrease: int, now: float) -> None:
+        """The loop lowered the group's target by ``decrease`` (S4, UC4)."""
+        self._fixed_since_update.add(group_id)
+        self._shortfalls.pop(group_id, None)
+        self._target_size_fixes[group_id] = self._target_size_fixes.get(group_id, 0) + 1
+
+    # -------------------------------------------------------------------------------- answers
+
+    @property
+    def last_update(self) -> float | None:
+        return self._last_update
+
+    def take_events(self) -> list[RegistryEvent]:
+        """Events raised since the last call (ScaleUpTimedOut, ScaleUpFailed), oldest first."""
+        events, self._events = self._events, []
+        return events
+
+    def node(self, name: str) -> NodeReadiness | None:
+        return self._nodes.get(name)
+
+    def nodes(self) -> list[NodeReadiness]:
+        return list(self._nodes.values())
+
+    def nodes_in(self, readiness: Readiness) -> list[NodeReadiness]:
+        return [r for r in self._nodes.values() if r.readiness is readiness]
+
+    def being_deleted_nodes(self) -> set[str]:
+        """UC7: names of nodes that are neither unready nor capacity."""
+        return {r.name for r in self._nodes.values() if r.readiness is Readiness.BEING_DELETED}
+
+    def node_counts(self) -> NodeCounts:
+        return self._counts
+
+    def node_groups(self) -> list[GroupState]:
+        """Every group the cloud listed at the last update, in the cloud's order."""
+        return list(self._groups.values())
+
+    def node_group(self, group_id: str) -> GroupState | None:
+        return self._groups.get(group_id)
+
+    # S1
+    def is_cluster_healthy(self) -> bool:
+        """Healthy unless unready nodes exceed both ok-total-unready-count and
+        max-total-unready-percentage of registered nodes. Only unjustified unready nodes count:
+        nodes still starting and nodes being deleted do not."""
+        return self._health is None or self._health.healthy
+
+    def cluster_health(self) -> HealthRecord | None:
+        return self._health
+
+    # S2
+    def is_node_group_healthy(self, group_id: str) -> bool:
+        """The same thresholds over the group: unready nodes (including those that never started
+        within max-node-startup-time) plus instances that never registered, out of the group's
+        ready, unready, starting and long-unregistered nodes."""
+        record = self._group_health.get(group_id)
+        return record is None or record.healthy
+
+    def node_group_health(self, group_id: str) -> HealthRecord | None:
+        return self._group_health.get(group_id)
+
+    def is_node_group_safe_to_scale_up(self, group_id: str, now: float) -> bool:
+        return self.is_node_group_healthy(group_id) and not self.is_backed_off(group_id, now)
+
+    # S3
+    def upcoming_nodes(self) -> dict[str, int]:
+        """Nodes per group that will become capacity without another request: registered but not
+        started (UC2), created but not registered yet (UC1), and requested slots with no instance
+        yet unless the group is backed off. Never negative; groups with none are left out."""
+        return {gid: state.upcoming for gid, state in self._groups.items() if state.upcoming > 0}
+
+    # S4
+    def scale_up_request(self, group_id: str) -> ScaleUpRequest | None:
+        return self._requests.get(group_id)
+
+    def is_node_group_scaling_up(self, group_id: str) -> bool:
+        """A registered scale-up whose nodes are still coming."""
+        request = self._requests.get(group_id)
+        if request is None:
+            return False
+        state = self._groups.get(group_id)
+        if self._last_update is None or request.time >= self._last_update or state is None:
+            return True  # requested after the last update: the registry has not seen it yet
+        return state.in_target - state.counts.not_started < state.target
+
+    def backoff_status(self, group_id: str, now: float) -> BackoffStatus:
+        return self.backoff.status(group_id, now)
+
+    def is_backed_off(self, group_id: str, now: float) -> bool:
+        return self.backoff.is_backed_off(group_id, now)
+
+    def size_fixes(self, now: float) -> list[SizeFix]:
+        """S4/UC4: target sizes to lower to what exists.
+
+        Instances the cloud failed to create (they carry an error) are dropped at once. Requested
+        slots with no instance at all are dropped once the group has stayed short by the same
+        amount for longer than max-node-provision-time (Cluster Autoscaler's fixNodeGroupSize).
+        Instances that exist but never registered are not counted: UC5 deletes them.
+        """
+        fixes = []
+        for group_id, state in self._groups.items():
+            if group_id in self._fixed_since_update:
+                continue
+            decrease = len(state.errored)
+            shortfall = self._shortfalls.get(group_id)
+            if (
+                state.missing
+                and shortfall is not None
+                and now - shortfall.first_observed > self.options.max_node_provision_time
+            ):
+                decrease += state.missing
+            if decrease <= 0:
+                continue
+            error = state.errored[0].error if state.errored else None
+            reason = error.code if error is not None else TIMEOUT_CODE
+            fixes.append(
+                SizeFix(
+                    group_id,
+                    decrease,
+                    reason,
+                    f"Decreasing target size of {group_id} by {decrease}: target={state.target} "
+                    f"registered={state.counts.registered} failed={len(state.errored)} "
+                    f"missing={state.missing} ({reason})",
+                )
+            )
+        return fixes
+
+    # UC5
+    def unregistered_nodes_to_delete(self, now: float) -> dict[str, list[UnregisteredInstance]]:
+        """Instances (RUNNING or CREATING, no error) whose id matches no Node's providerID for
+        longer than max-node-provision-time, per group, never taking a group below its min size.
+        The loop deletes them (event DeleteUnregistered) and calls ``record_unregistered_removed``."""
+        result: dict[str, list[UnregisteredInstance]] = {}
+        for group_id, state in self._groups.items():
+            room = state.target - state.min_size
+            chosen = []
+            for instance_id in state.long_unregistered:
+                if instance_id in self._removed_unregistered:
+                    continue
+                if len(chosen) >= room:
+                    break
+                chosen.append(
+                    UnregisteredInstance(group_id, instance_id, self._unregistered_since[instance_id])
+                )
+            if chosen:
+                result[group_id] = chosen
+        return result
+
+    # UC6
+    def long_unready_nodes(self, now: float) -> list[NodeReadiness]:
+        """Nodes unready for at least scale-down-unready-time (empty when
+        scale-down-unready-enabled is false). Scale-down still checks their pods have moved."""
+        if not self.options.scale_down_unready_enabled:
+            return []
+        limit = self.options.scale_down_unready_time
+        return [
+            r
+            for r in self._nodes.values()
+            if r.readiness is Readiness.UNREADY
+            and r.unready_since is not None
+            and now - r.unready_since >= limit
+        ]
+
+    # ------------------------------------------------------------------------------- counters
+
+    @property
+    def halted_loops(self) -> int:
+        """Updates that found the cluster unhealthy (the loop halts on each)."""
+        return self._halted_loops
+
+    def unhealthy_seconds(self, now: float) -> float:
+        """Time the cluster has been unhealthy, measured between updates, up to ``now``."""
+        total = self._unhealthy_seconds
+        if self._last_update is not None and self._health is not None and not self._health.healthy:
+            total += max(0.0, now - self._last_update)
+        return total
+
+    def group_counters(self, group_id: str, now: float) -> GroupCounters:
+        return GroupCounters(
+            backoff_seconds=self.backoff.backed_off_seconds(group_id, now),
+            unregistered_removed=self._unregistered_removed.get(group_id, 0),
+            target_size_fixes=self._target_size_fixes.get(group_id, 0),
+        )
+
+    def summary(self, now: float) -> dict:
+        """The simulator summary's ``cluster_health`` and ``node_groups`` entries."""
+        group_ids = list(self._groups)
+        for group_id in (*self._unregistered_removed, *self._target_size_fixes):
+            if group_id not in group_ids:
+                group_ids.append(group_id)
+        node_groups = {}
+        for group_id in group_ids:
+            counters = self.group_counters(group_id, now)
+            node_groups[group_id] = {
+                "backoff_seconds": counters.backoff_seconds,
+                "unregistered_removed": counters.unregistered_removed,
+                "target_size_fixes": counters.target_size_fixes,
+            }
+        return {
+            "cluster_health": {
+                "unhealthy_seconds": self.unhealthy_seconds(now),
+                "halted_loops": self._halted_loops,
+            },
+            "node_groups": node_groups,
+        }
+
+
+def _count(records: Sequence[NodeReadiness], unregistered: int, long_unregistered: int) -> NodeCounts:
+    tally = {r: 0 for r in Readiness}
+    for record in records:
+        tally[record.readiness] += 1
+    return NodeCounts(
+        registered=len(records),
+        ready=tally[Readiness.READY],
+        not_started=tally[Readiness.NOT_STARTED],
+        being_deleted=tally[Readiness.BEING_DELETED],
+        unready=tally[Readiness.UNREADY],
+        long_unregistered=long_unregistered,
+        unregistered=unregistered,
+    )
+
+
+def _transition(
+    previous: HealthRecord | None, healthy: bool, unready: int, total: int, message: str, now: float
+) -> HealthRecord:
+    since = now if previous is None or previous.healthy != healthy else previous.last_transition_time
+    return HealthRecord(healthy, unready, total, now, since, message)
+
+
+def _taint_time(taint) -> float | None:
+    """When the ToBeDeleted taint was added: timeAdded, else its value (Unix seconds)."""
+    if taint.time_added is not None:
+        return taint.time_added
+    try:
+        value = float(taint.value)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _event(event_type: str, reason: str, message: str) -> RegistryEvent:
+    kind, key = STATUS_OBJECT
+    return RegistryEvent(kind, key, event_type, reason, message)
