@@ -1,0 +1,362 @@
+"""PredicateChecker: kube-scheduler's filters over a ClusterSnapshot, fast.
+
+A query goes class -> node-static mask (cached) -> resource mask (NumPy over `alloc - used`) ->
+dynamic filters (ports, spread, inter-pod affinity) from a pre-filter state computed once per class
+and snapshot version from incrementally maintained counts. `fits` evaluates one slot with the same
+data, in kube-scheduler's filter order, so it names the first failing plugin.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Container, Mapping
+
+import numpy as np
+
+from kubetide.model.pod import Pod
+from kubetide.scheduling import reasons as R
+from kubetide.scheduling.classes import (
+    PodClass,
+    Resolved,
+    SpreadRule,
+    State,
+    StaticClass,
+    class_key,
+    static_key,
+)
+from kubetide.scheduling.index import SchedulingIndex
+from kubetide.scheduling.reasons import Unfit
+from kubetide.scheduling.scoring import score_nodes
+from kubetide.scheduling.terms import affinity_matcher, spread_matcher
+from kubetide.snapshot import ClusterSnapshot, SnapshotError
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_NO_MIN = 2**31 - 1  # kube-scheduler's "no domain yet" minimum (MaxInt32)
+_POD_CACHE_LIMIT = 200_000
+
+
+class PredicateChecker:
+    """Answers "can this pod run there?" the way kube-scheduler's filters would.
+
+    `namespaces` maps namespace name -> labels (for namespaceSelector in affinity terms); a
+    namespace it does not list has just the `kubernetes.io/metadata.name` label every namespace
+    gets. The checker observes the snapshot from construction until `close()`.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot, namespaces: Mapping[str, Mapping[str, str]] | None = None):
+        self.snapshot = snapshot
+        self._namespaces = {name: dict(labels) for name, labels in (namespaces or {}).items()}
+        self._index = SchedulingIndex(snapshot, self._ns_labels)
+        self._statics: dict[tuple, StaticClass] = {}
+        self._classes: dict[tuple, PodClass] = {}
+        self._pod_class: dict[str, tuple[Pod, PodClass]] = {}
+
+    def close(self) -> None:
+        self._index.close()
+
+    def __enter__(self) -> PredicateChecker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public API --------------------------------------------------------------------------
+    def fits(self, pod: Pod, node_name: str) -> Unfit | None:
+        """None if `pod` fits on `node_name` now, else the first failing filter and its reasons."""
+        try:
+            slot = self._index.slot[node_name]
+        except KeyError:
+            raise SnapshotError(f"no node {node_name!r} in the snapshot") from None
+        return self._check(self._class(pod), slot)
+
+    def find_node(
+        self,
+        pod: Pod,
+        *,
+        hint: str | None = None,
+        skip: Container[str] | None = None,
+        start: int = 0,
+    ) -> str | None:
+        """The first node that fits: `hint` first, then slot order from `start`, wrapping around."""
+        cls = self._class(pod)
+        if cls.none_at == self._index.version:
+            return None
+        if hint is not None and (skip is None or hint not in skip):
+            slot = self._index.slot.get(hint)
+            if slot is not None and self._check(cls, slot) is None:
+                return hint
+        mask = self._feasible(cls)
+        candidates = np.flatnonzero(mask)
+        if not len(candidates):
+            cls.none_at = self._index.version
+            return None
+        if start:
+            cut = int(np.searchsorted(candidates, start % len(mask)))
+            if cut:
+                candidates = np.concatenate([candidates[cut:], candidates[:cut]])
+        node_at = self.snapshot.node_at
+        for slot in candidates.tolist():
+            name = node_at(slot).name  # type: ignore[union-attr]
+            if skip is None or name not in skip:
+                return name
+        return None
+
+    def best_node(self, pod: Pod) -> str | None:
+        """The node kube-scheduler would pick: feasible, highest score (see scoring), lowest slot."""
+        cls = self._class(pod)
+        if cls.none_at == self._index.version:
+            return None
+        mask = self._feasible(cls)
+        if not mask.any():
+            cls.none_at = self._index.version
+            return None
+        self._resolve(cls)
+        scores = score_nodes(self.snapshot, cls, cls.static, mask)
+        slot = int(np.argmax(np.where(mask, scores, -1)))
+        return self.snapshot.node_at(slot).name  # type: ignore[union-attr]
+
+    def reasons(self, pod: Pod) -> dict[str, int]:
+        """Reason -> number of nodes failing with it (a node can give several resource reasons)."""
+        return self._diagnose(self._class(pod))[1]
+
+    def explain(self, pod: Pod) -> str:
+        """kube-scheduler's summary, e.g. "0/5 nodes are available: 2 ..., 3 Insufficient cpu."."""
+        fitting, counts = self._diagnose(self._class(pod))
+        return R.summarize(counts, len(self.snapshot), fitting)
+
+    # -- classes -----------------------------------------------------------------------------
+    def _ns_labels(self, namespace: str) -> Mapping[str, str]:
+        labels = self._namespaces.get(namespace)
+        if labels is None:
+            labels = self._namespaces[namespace] = {NAMESPACE_NAME_LABEL: namespace}
+        return labels
+
+    def _class(self, pod: Pod) -> PodClass:
+        cached = self._pod_class.get(pod.uid)
+        if cached is not None and cached[0] is pod:
+            return cached[1]
+        key = class_key(pod)
+        cls = self._classes.get(key)
+        if cls is None:
+            skey = static_key(pod)
+            static = self._statics.get(skey)
+            if static is None:
+                static = self._statics[skey] = StaticClass(pod, self._index.capacity)
+            cls = self._classes[key] = PodClass(pod, static)
+        if len(self._pod_class) >= _POD_CACHE_LIMIT:
+            self._pod_class.clear()
+        self._pod_class[pod.uid] = (pod, cls)
+        return cls
+
+    def _static(self, cls: PodClass) -> StaticClass:
+        """The class's node-static results, caught up with every node added or changed since."""
+        static = cls.static
+        index = self._index
+        end = index.log_base + len(index.node_log)
+        if static.pos == end:
+            return static
+        static.grow(index.capacity)
+        node_at = self.snapshot.node_at
+        if static.pos < index.log_base:
+            slots = list(index.slot.values())
+        else:
+            slots = index.node_log[static.pos - index.log_base :]
+        for slot in slots:
+            node = node_at(slot)
+            if node is not None:
+                static.compute(slot, node)
+        static.pos = end
+        return static
+
+    def _resolve(self, cls: PodClass) -> Resolved:
+        if cls.resolved is not None:
+            return cls.resolved
+        pod, index, ns = cls.pod, self._index, self._ns_labels
+        spread, soft = [], []
+        for c in pod.topology_spread:
+            matcher = spread_matcher(c, pod)
+            rule = SpreadRule(
+                constraint=c,
+                topology=index.topology(c.topology_key),
+                pods=index.pod_set((matcher,), skip_terminating=True),
+                self_match=int(matcher.matches(pod.namespace, pod.labels, ns)),
+                honor_affinity=c.node_affinity_policy == "Honor",
+                honor_taints=c.node_taints_policy == "Honor",
+            )
+            (spread if c.when_unsatisfiable == "DoNotSchedule" else soft).append(rule)
+        terms = pod.affinity.pod_required
+        matchers = tuple(affinity_matcher(t, pod) for t in terms)
+        anti = []
+        for term in pod.affinity.anti_required:
+            matcher = affinity_matcher(term, pod)
+            anti.append(
+                (index.topology(term.topology_key), index.pod_set((matcher,), skip_terminating=False))
+            )
+        cls.resolved = Resolved(
+            spread=spread,
+            soft=soft,
+            affinity_topologies=[index.topology(t.topology_key) for t in terms],
+            affinity_pods=index.pod_set(matchers, skip_terminating=False) if matchers else None,
+            affinity_self=bool(matchers) and all(m.matches(pod.namespace, pod.labels, ns) for m in matchers),
+            anti=anti,
+        )
+        return cls.resolved
+
+    def _existing_anti(self, cls: PodClass) -> list:
+        """Bound pods' anti-affinity terms that select this class's pods and are in force."""
+        entries = self._index.anti_entries
+        if cls.anti_seen < len(entries):
+            pod = cls.pod
+            for entry in entries[cls.anti_seen :]:
+                if entry.matcher.matches(pod.namespace, pod.labels, self._ns_labels):
+                    cls.anti_match.append(entry)
+            cls.anti_seen = len(entries)
+        return [e for e in cls.anti_match if e.total > 0]
+
+    # -- pre-filter state ---------------------------------------------------------------------
+    def _state(self, cls: PodClass) -> State:
+        version = self._index.version
+        if cls.state_version == version and cls.state is not None:
+            return cls.state
+        res = self._resolve(cls)
+        existing = [(e.topology, np.append(e.domain_counts(), 0)) for e in self._existing_anti(cls)]
+        spread = self._spread_state(cls, res.spread) if res.spread else []
+        affinity = []
+        exists = False
+        if res.affinity_pods is not None:
+            for topology in res.affinity_topologies:
+                counts = res.affinity_pods.domain_counts(topology)
+                exists = exists or bool(counts.sum() > 0)
+                affinity.append((topology, np.append(counts, 0)))
+        anti = [(t, np.append(pods.domain_counts(t), 0)) for t, pods in res.anti if pods.total]
+        cls.state = State(spread, affinity, exists, anti, existing)
+        cls.state_version = version
+        return cls.state
+
+    def _spread_state(self, cls: PodClass, rules: list[SpreadRule]) -> list:
+        """Per constraint: matching pods per domain over the pod's eligible nodes, and the minimum.
+
+        Eligibility is pod-specific (node inclusion policies), so domains are aggregated here from
+        per-slot counts kept by the index, in one vectorised pass per constraint.
+        """
+        static = self._static(cls)
+        cap = self._index.capacity
+        has_all = self.snapshot.valid[:cap].copy()
+        for rule in rules:
+            has_all &= rule.topology.dom[:cap] >= 0
+        result = []
+        for rule in rules:
+            eligible = has_all
+            if rule.honor_affinity:
+                eligible = eligible & static.aff_ok[:cap]
+            if rule.honor_taints:
+                eligible = eligible & static.taint_ok[:cap]
+            n = rule.topology.size
+            dom = rule.topology.dom[:cap][eligible]
+            counts = np.bincount(dom, weights=rule.pods.per_slot[:cap][eligible], minlength=n)
+            counts = counts.astype(np.int64)
+            present = np.bincount(dom, minlength=n) > 0
+            domains = int(present.sum())
+            low = int(counts[present].min()) if domains else _NO_MIN
+            min_domains = rule.constraint.min_domains
+            if min_domains is not None and domains < min_domains:
+                low = 0
+            result.append((rule, np.append(counts, 0), low))
+        return result
+
+    # -- filters -----------------------------------------------------------------------------
+    def _feasible(self, cls: PodClass) -> np.ndarray:
+        """Boolean mask over slots: nodes passing every filter."""
+        snapshot = self.snapshot
+        static = self._static(cls)
+        cap = len(snapshot.valid)
+        mask = snapshot.valid & static.ok[:cap]
+        index = snapshot.columns.index
+        alloc, used = snapshot.alloc, snapshot.used
+        for name, amount in cls.need:
+            col = index.get(name)
+            if col is None:
+                mask[:] = False
+                return mask
+            mask &= (alloc[:, col] - used[:, col]) >= amount
+        if cls.ports:
+            for slot in self._index.ports:
+                if mask[slot] and self._index.port_conflict(slot, cls.ports):
+                    mask[slot] = False
+        if not cls.dynamic and not self._existing_anti(cls):
+            return mask
+        if not mask.any():
+            return mask
+        state = self._state(cls)
+        for rule, counts, low in state.spread:
+            dom = rule.topology.dom[:cap]
+            mask &= (dom >= 0) & (counts[dom] + rule.self_match - low <= rule.max_skew)
+        if state.affinity:
+            placed = np.ones(cap, dtype=bool)
+            has_all = np.ones(cap, dtype=bool)
+            for topology, counts in state.affinity:
+                dom = topology.dom[:cap]
+                has_all &= dom >= 0
+                placed &= counts[dom] > 0
+            if not state.affinity_exists and cls.resolved.affinity_self:  # type: ignore[union-attr]
+                placed[:] = True
+            mask &= has_all & placed
+        for topology, counts in (*state.anti, *state.existing):
+            mask &= counts[topology.dom[:cap]] == 0
+        return mask
+
+    def _check(self, cls: PodClass, slot: int) -> Unfit | None:
+        """Every filter on one slot, in kube-scheduler's order; the first failure wins."""
+        static = self._static(cls)
+        reason = static.reason[slot]
+        if reason is not None:
+            return Unfit(reason[0], (reason[1],))
+        if cls.ports and self._index.port_conflict(slot, cls.ports):
+            return Unfit(R.NODE_PORTS, (R.PORTS_CONFLICT,))
+        snapshot = self.snapshot
+        index = snapshot.columns.index
+        alloc, used = snapshot.alloc, snapshot.used
+        short = []
+        for name, amount in cls.need:
+            col = index.get(name)
+            if col is None or alloc[slot, col] - used[slot, col] < amount:
+                short.append(R.insufficient(name))
+        if short:
+            return Unfit(R.NODE_RESOURCES_FIT, tuple(short))
+        if not cls.dynamic and not self._existing_anti(cls):
+            return None
+        state = self._state(cls)
+        for rule, counts, low in state.spread:
+            d = rule.topology.dom[slot]
+            if d < 0:
+                return Unfit(R.POD_TOPOLOGY_SPREAD, (R.SPREAD_MISSING_LABEL,))
+            if counts[d] + rule.self_match - low > rule.max_skew:
+                return Unfit(R.POD_TOPOLOGY_SPREAD, (R.SPREAD_MISMATCH,))
+        if state.affinity:
+            placed = True
+            for topology, counts in state.affinity:
+                d = topology.dom[slot]
+                if d < 0:
+                    return Unfit(R.INTER_POD_AFFINITY, (R.AFFINITY_MISMATCH,))
+                if counts[d] <= 0:
+                    placed = False
+            if not placed and (state.affinity_exists or not cls.resolved.affinity_self):  # type: ignore[union-attr]
+                return Unfit(R.INTER_POD_AFFINITY, (R.AFFINITY_MISMATCH,))
+        for topology, counts in state.anti:
+            if counts[topology.dom[slot]] > 0:
+                return Unfit(R.INTER_POD_AFFINITY, (R.ANTI_AFFINITY_MISMATCH,))
+        for topology, counts in state.existing:
+            if counts[topology.dom[slot]] > 0:
+                return Unfit(R.INTER_POD_AFFINITY, (R.EXISTING_ANTI_AFFINITY_MISMATCH,))
+        return None
+
+    def _diagnose(self, cls: PodClass) -> tuple[int, dict[str, int]]:
+        counts: Counter[str] = Counter()
+        fitting = 0
+        for slot in self._index.slot.values():
+            unfit = self._check(cls, slot)
+            if unfit is None:
+                fitting += 1
+            else:
+                counts.update(unfit.reasons)
+        return fitting, dict(counts)
