@@ -175,6 +175,10 @@ def _flatten(doc: Any, location: str, source: str) -> Iterator[tuple[str, dict]]
             raise ManifestError(source, location, "items", "expected a list")
         for index, item in enumerate(items):
             inner = f"items[{index}]"
+            if kind != "List" and isinstance(item, dict) and "kind" not in item:
+                # Typed lists as the API server returns them (PodMetricsList, PodList) leave the
+                # kind off their items: it is the list's kind without "List".
+                item = {"kind": kind[: -len("List")], **item}
             yield from _flatten(item, f"{location}: {inner}" if location else inner, source)
         return
     yield location, doc
