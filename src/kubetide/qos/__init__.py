@@ -1,0 +1,121 @@
+"""Node QoS agent: when a node's real usage crosses a watermark, throttle or evict just enough
+low-priority pods to get back under it (crane's "pod sorting and precise execution" design).
+
+    config.py    NodeQOS / AvoidanceAction (ensurance.crane.io/v1alpha1), checked into a QosConfig
+    state.py     NodeState / PodState (what the agent sees), PodMetrics / NodeMetrics parsing
+    metrics.py   the metric registry and the four built-in metrics; extcpu.py a custom one
+    sorters.py   general, cpu and memory pod orders, built from comparison chains
+    actions.py   what throttling, restoring and evicting one pod would do (pure)
+    analyzer.py  rules -> watermarks, consecutive-sample thresholds, coolDown
+    executor.py  gaps and precise execution through the QosActuator port
+    agent.py     QosAgent.step: one collect interval on one node
+
+Importing the package registers the kinds NodeQOS, AvoidanceAction, PodMetrics and NodeMetrics
+(and their *List forms) with the model loader.
+"""
+
+from kubetide.model import register_kind
+from kubetide.qos import extcpu
+from kubetide.qos.actions import ActionContext, Effect, evict_pod, restore_cpu, throttle_cpu
+from kubetide.qos.agent import AgentOptions, QosAgent, RoundResult
+from kubetide.qos.analyzer import Analysis, Analyzer, Watermark
+from kubetide.qos.config import (
+    ACTION_KINDS,
+    EVICT,
+    THROTTLE_DOWN,
+    THROTTLE_UP,
+    AvoidanceAction,
+    CpuThrottle,
+    NodeQOS,
+    QosConfig,
+    Rule,
+    parse_avoidance_action,
+    parse_nodeqos,
+)
+from kubetide.qos.executor import (
+    Decision,
+    Execution,
+    Executor,
+    QosActuator,
+    compute_gaps,
+    over_evictions,
+)
+from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric
+from kubetide.qos.sorters import (
+    compare_cpu_usage,
+    compare_ext_cpu,
+    compare_memory_usage,
+    compare_priority,
+    compare_qos_class,
+    compare_running_time,
+    cpu_sorter,
+    general_sorter,
+    memory_sorter,
+    ordered_by,
+)
+from kubetide.qos.state import (
+    CRITICAL_PRIORITY,
+    NodeMetrics,
+    NodeState,
+    PodMetrics,
+    PodState,
+    parse_empty_list,
+    parse_node_metrics,
+    parse_pod_metrics,
+)
+
+register_kind("NodeQOS", parse_nodeqos)
+register_kind("AvoidanceAction", parse_avoidance_action)
+register_kind("PodMetrics", parse_pod_metrics)
+register_kind("NodeMetrics", parse_node_metrics)
+register_kind("PodMetricsList", parse_empty_list)
+register_kind("NodeMetricsList", parse_empty_list)
+extcpu.register()
+
+__all__ = [
+    "ACTION_KINDS",
+    "CRITICAL_PRIORITY",
+    "EVICT",
+    "METRICS",
+    "THROTTLE_DOWN",
+    "THROTTLE_UP",
+    "ActionContext",
+    "AgentOptions",
+    "Analysis",
+    "Analyzer",
+    "AvoidanceAction",
+    "CpuThrottle",
+    "Decision",
+    "Effect",
+    "Execution",
+    "Executor",
+    "Metric",
+    "MetricRegistry",
+    "NodeMetrics",
+    "NodeQOS",
+    "NodeState",
+    "PodMetrics",
+    "PodState",
+    "QosActuator",
+    "QosAgent",
+    "QosConfig",
+    "RoundResult",
+    "Rule",
+    "Watermark",
+    "compare_cpu_usage",
+    "compare_ext_cpu",
+    "compare_memory_usage",
+    "compare_priority",
+    "compare_qos_class",
+    "compare_running_time",
+    "compute_gaps",
+    "cpu_sorter",
+    "evict_pod",
+    "general_sorter",
+    "memory_sorter",
+    "ordered_by",
+    "over_evictions",
+    "register_metric",
+    "restore_cpu",
+    "throttle_cpu",
+]

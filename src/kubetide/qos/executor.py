@@ -1,0 +1,372 @@
+"""The precise executor: act on just enough pods to get back under the watermarks.
+
+1. Gaps, per action kind and metric, kept in separate maps (crane writes the throttle-down and the
+   throttle-up gaps into one map, so one overwrites or deletes the other). Evict and ThrottleDown:
+   usage - watermark; ThrottleUp: watermark - usage (the headroom a restore may use). Percentage
+   metrics convert to absolute amounts (millicores, bytes) first. The execute-excess margin (10%)
+   widens the avoidance gaps (act a little more than the bare gap) and narrows the restore gap
+   (give back a little less than the headroom): the margin is on the safe side both ways.
+2. Per kind, in the order Evict, ThrottleDown, ThrottleUp: if a metric with a gap is not quantified
+   for the kind, or its usage is missing (for the node or for a candidate pod), or `precise` is off
+   (crane's old behaviour), act on ALL candidates with the highest-priority metric that can take
+   the action. Otherwise, metric by metric (highest action priority first), sort the candidates
+   with the metric's sorter (the general one when it has none) and act in order until the gap is
+   closed, subtracting what each action released. A pod is acted on at most once per round.
+3. What an eviction releases also comes off the ThrottleDown gaps (the node's usage drops), so a
+   node brought back under by evictions is not throttled as well. Restores wait while any Evict or
+   ThrottleDown gap on the same resource is open.
+
+Candidates: pods below system-cluster-critical that are not terminating. Evictions also skip
+mirror pods and DaemonSet pods (both come straight back on the same node). ThrottleUp acts only on
+the throttled pods, the list it is given (crane hands its restore the throttle-down list), most
+important first: the reverse of the avoidance order.
+
+Every action, done or not, is a `Decision` with its reason, for the CLI and the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Protocol
+
+from kubetide.model import Pod
+from kubetide.qos.actions import ActionContext, Effect
+from kubetide.qos.analyzer import Watermark, Watermarks
+from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
+from kubetide.qos.metrics import Metric, MetricRegistry, sorter_for
+from kubetide.qos.state import CRITICAL_PRIORITY, NodeState, PodState
+
+DEFAULT_EXECUTE_EXCESS_PERCENT = 10
+
+VERB = {EVICT: "evict", THROTTLE_DOWN: "throttle", THROTTLE_UP: "restore"}
+
+DONE = "done"
+REFUSED = "refused"  # the eviction was refused (a PodDisruptionBudget): nothing released
+PREVIEW = "preview"  # a Preview rule: recorded, not carried out
+
+Gaps = dict[str, dict[str, Fraction | None]]  # kind -> metric -> absolute gap; None = usage missing
+
+
+class QosActuator(Protocol):
+    """How the agent changes the node. The simulator and a real node agent implement it."""
+
+    def throttle(self, pod: Pod, quota_millicores: int) -> None:
+        """Set the pod's CFS quota."""
+        ...
+
+    def restore(self, pod: Pod, quota_millicores: int | None) -> None:
+        """Raise the pod's CFS quota; None removes it (the pod's own limit applies again)."""
+        ...
+
+    def evict(self, pod: Pod, grace_seconds: int) -> bool:
+        """Evict through the Eviction API; False when refused (a PodDisruptionBudget)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    kind: str  # Evict | ThrottleDown | ThrottleUp
+    pod: str  # namespace/name
+    metric: str
+    released: int | None  # toward `metric`, in its absolute units (millicores, bytes); None = unknown
+    reason: str
+    outcome: str = DONE  # done | refused | preview
+    action_name: str = ""  # the AvoidanceAction
+    rule: str = ""  # "nodeqos/rule" whose watermark this serves
+    quota: int | None = None  # throttle / restore: the new quota (None on restore: quota removed)
+    gap_before: Fraction | None = None  # the metric's remaining gap when the action was chosen
+    precise: bool = True  # False: one of "act on all candidates" (the reason says why)
+
+    @property
+    def action(self) -> str:
+        """evict | throttle | restore."""
+        return VERB[self.kind]
+
+
+@dataclass
+class Execution:
+    gaps: Gaps = field(default_factory=dict)  # as computed before acting (margin included)
+    decisions: list[Decision] = field(default_factory=list)
+    remaining: Gaps = field(default_factory=dict)  # what is left after acting
+    skipped: dict[str, str] = field(default_factory=dict)  # pod -> why it was not acted on
+
+
+def compute_gaps(
+    state: NodeState,
+    watermarks: Watermarks,
+    registry: MetricRegistry,
+    excess_percent: int = DEFAULT_EXECUTE_EXCESS_PERCENT,
+) -> Gaps:
+    """Absolute gaps per kind and metric (only positive ones; None when the usage is missing)."""
+    gaps: Gaps = {}
+    for kind in (EVICT, THROTTLE_DOWN, THROTTLE_UP):
+        for name, mark in watermarks.get(kind, {}).items():
+            metric = registry[name]
+            value = metric.value(state)
+            if value is None:
+                gaps.setdefault(kind, {})[name] = None
+                continue
+            raw = mark.value - value if kind == THROTTLE_UP else value - mark.value
+            if raw <= 0:
+                continue
+            margin = -excess_percent if kind == THROTTLE_UP else excess_percent
+            gaps.setdefault(kind, {})[name] = metric.to_absolute(raw, state) * (100 + margin) / 100
+    return gaps
+
+
+def over_evictions(gap: Fraction | int, released: Iterable[int]) -> int:
+    """Evictions beyond the fewest that would have closed `gap`, given what each eviction released.
+
+    The fewest take the largest releases first. When even all of them do not close the gap, none
+    was one too many.
+    """
+    amounts = sorted(released, reverse=True)
+    if gap <= 0:
+        return len(amounts)
+    total = 0
+    for count, amount in enumerate(amounts, start=1):
+        total += amount
+        if total >= gap:
+            return len(amounts) - count
+    return 0
+
+
+def eviction_refusal(state: PodState) -> str | None:
+    pod = state.pod
+    if pod.is_mirror:
+        return "static (mirror) pod: the kubelet recreates it"
+    if pod.is_daemonset:
+        return "DaemonSet pod: it would come straight back on this node"
+    return None
+
+
+class Executor:
+    """One round on one node. `port` None plans without acting (Preview, dry runs)."""
+
+    def __init__(
+        self,
+        state: NodeState,
+        registry: MetricRegistry,
+        *,
+        precise: bool = True,
+        excess_percent: int = DEFAULT_EXECUTE_EXCESS_PERCENT,
+        port: QosActuator | None = None,
+        preview: bool = False,
+    ):
+        self.state = state
+        self.registry = registry
+        self.precise = precise
+        self.excess_percent = excess_percent
+        self.port = port
+        self.preview = preview
+        self.acted: set[str] = set()
+        self.result = Execution()
+
+    # -- entry point -------------------------------------------------------------------------
+    def run(self, watermarks: Watermarks) -> Execution:
+        gaps = compute_gaps(self.state, watermarks, self.registry, self.excess_percent)
+        self.result.gaps = {kind: dict(by_metric) for kind, by_metric in gaps.items()}
+        self.remaining = gaps
+        self.result.remaining = gaps
+        candidates = self._candidates()
+        for kind in (EVICT, THROTTLE_DOWN, THROTTLE_UP):
+            if kind == THROTTLE_UP:
+                self._hold_restores()
+            if not gaps.get(kind):
+                continue
+            pool = candidates
+            if kind == EVICT:
+                pool = [p for p in candidates if not self._skip(p, eviction_refusal(p))]
+            elif kind == THROTTLE_UP:
+                pool = [p for p in candidates if p.cpu_quota is not None]
+            self._run_kind(kind, watermarks[kind], pool)
+        return self.result
+
+    # -- candidates --------------------------------------------------------------------------
+    def _candidates(self) -> list[PodState]:
+        result = []
+        for p in self.state.pods:
+            if p.pod.is_terminal:
+                continue
+            if p.critical:
+                self._skip(p, f"critical (priority {p.pod.priority} >= {CRITICAL_PRIORITY}): never touched")
+            elif p.pod.is_terminating:
+                self._skip(p, "already terminating")
+            else:
+                result.append(p)
+        return result
+
+    def _skip(self, state: PodState, reason: str | None) -> bool:
+        if reason:
+            self.result.skipped.setdefault(state.key, reason)
+        return bool(reason)
+
+    def _hold_restores(self) -> None:
+        """No restore on a resource that still has an avoidance gap open."""
+        up = self.remaining.get(THROTTLE_UP)
+        if not up:
+            return
+        pressed = {
+            self.registry[m].resource
+            for kind in (EVICT, THROTTLE_DOWN)
+            for m, gap in self.remaining.get(kind, {}).items()
+            if gap is None or gap > 0
+        }
+        for name in list(up):
+            if self.registry[name].resource in pressed:
+                del up[name]
+
+    # -- one kind ----------------------------------------------------------------------------
+    def _able(self, kind: str, metric: Metric) -> bool:
+        return metric.evictable if kind == EVICT else metric.throttleable
+
+    def _quantified(self, kind: str, metric: Metric) -> bool:
+        return metric.evict_quantified if kind == EVICT else metric.throttle_quantified
+
+    def _function(self, kind: str, metric: Metric) -> Callable[[PodState, ActionContext], Effect | None]:
+        fn = {EVICT: metric.evict, THROTTLE_DOWN: metric.throttle, THROTTLE_UP: metric.restore}[kind]
+        assert fn is not None
+        return fn
+
+    def _ordered(self, names: Iterable[str]) -> list[Metric]:
+        metrics = [self.registry[n] for n in names]
+        return sorted(metrics, key=lambda m: (-m.action_priority, self.registry.rank(m.name)))
+
+    def _run_kind(self, kind: str, marks: dict[str, Watermark], pool: list[PodState]) -> None:
+        gaps = self.remaining[kind]
+        metrics = self._ordered(gaps)
+        reason = None
+        if not self.precise:
+            reason = "precise execution off: act on all candidates"
+        else:
+            for metric in metrics:
+                if not self._quantified(kind, metric):
+                    reason = f"{metric.name} is not quantified for {VERB[kind]}: act on all candidates"
+                elif gaps[metric.name] is None:
+                    reason = f"{metric.name} usage is missing: act on all candidates"
+                else:
+                    unknown = next((p.key for p in pool if metric.pod_usage(p) is None), None)
+                    if unknown is not None:
+                        reason = f"usage of {unknown} is missing: act on all candidates"
+                if reason:
+                    break
+        if reason:
+            self._act_on_all(kind, marks, pool, reason)
+            return
+        for metric in metrics:
+            self._act_precisely(kind, metric, marks[metric.name], pool)
+
+    def _act_on_all(self, kind: str, marks: dict[str, Watermark], pool: list[PodState], reason: str) -> None:
+        able = [m for m in self._ordered(marks) if self._able(kind, m)]
+        if not able:
+            return
+        metric = able[0]
+        mark = marks[metric.name]
+        order = sorter_for(metric)(pool)
+        if kind == THROTTLE_UP:
+            order.reverse()
+        for p in order:
+            if p.key in self.acted:
+                continue
+            effect = self._function(kind, metric)(p, self._context(mark))
+            if effect is None:
+                self._skip(p, f"nothing to {VERB[kind]} (cpu quota at its floor or ceiling)")
+                continue
+            self._apply(kind, metric, mark, p, effect, reason, precise=False)
+
+    def _act_precisely(self, kind: str, metric: Metric, mark: Watermark, pool: list[PodState]) -> None:
+        gaps = self.remaining[kind]
+        order = sorter_for(metric)(pool)
+        if kind == THROTTLE_UP:
+            order.reverse()
+        fn = self._function(kind, metric)
+        for p in order:
+            gap = gaps[metric.name]
+            if gap is None or gap <= 0:
+                break
+            if p.key in self.acted:
+                continue
+            effect = fn(p, self._context(mark))
+            if effect is None:
+                self._skip(p, f"nothing to {VERB[kind]} (cpu quota at its floor or ceiling)")
+                continue
+            released = metric.released(p, effect) or 0
+            if kind != THROTTLE_UP and released <= 0:
+                self._skip(p, f"would release no {metric.name}")
+                continue
+            reason = f"{metric.name} gap {metric.format(gap)} (watermark from {mark.rule})"
+            self._apply(kind, metric, mark, p, effect, reason)
+
+    # -- acting ------------------------------------------------------------------------------
+    def _context(self, mark: Watermark) -> ActionContext:
+        return mark.action.context(self.state.capacity("cpu"))
+
+    def _apply(
+        self,
+        kind: str,
+        metric: Metric,
+        mark: Watermark,
+        p: PodState,
+        effect: Effect,
+        reason: str,
+        precise: bool = True,
+    ) -> None:
+        outcome = PREVIEW if self.preview else DONE
+        if self.port is not None and not self.preview:
+            if kind == EVICT:
+                grace = effect_grace(mark, p)
+                if not self.port.evict(p.pod, grace):
+                    outcome = REFUSED
+            elif kind == THROTTLE_DOWN:
+                assert effect.quota is not None
+                self.port.throttle(p.pod, effect.quota)
+            else:
+                self.port.restore(p.pod, effect.quota)
+        self.acted.add(p.key)
+        gap_before = self.remaining[kind].get(metric.name)
+        self.result.decisions.append(
+            Decision(
+                kind=kind,
+                pod=p.key,
+                metric=metric.name,
+                released=metric.released(p, effect) if outcome != REFUSED else 0,
+                reason=reason if outcome != REFUSED else "eviction refused (PodDisruptionBudget)",
+                outcome=outcome,
+                action_name=mark.action.name,
+                rule=mark.rule,
+                quota=effect.quota if kind != EVICT else None,
+                gap_before=gap_before,
+                precise=precise,
+            )
+        )
+        if outcome == REFUSED:
+            return
+        # What came back lowers every gap it counts toward: the kind's own, and for evictions
+        # the ThrottleDown ones too (the node's usage is lower for everyone).
+        kinds = (EVICT, THROTTLE_DOWN) if kind == EVICT else (kind,)
+        for k in kinds:
+            for name, gap in self.remaining.get(k, {}).items():
+                if gap is None:
+                    continue
+                amount = self.registry[name].released(p, effect)
+                if amount:
+                    self.remaining[k][name] = gap - amount
+
+
+def effect_grace(mark: Watermark, p: PodState) -> int:
+    grace = mark.action.grace_seconds
+    return p.pod.termination_grace_period if grace is None else grace
+
+
+def gap_units(gap: Fraction | None) -> int | None:
+    """A gap as the whole number of units (millicores, bytes) reports show, rounded up."""
+    return None if gap is None else math.ceil(gap)
+
+
+def released_total(decisions: Sequence[Decision], kind: str, metric: str) -> int:
+    return sum(
+        d.released or 0 for d in decisions if d.kind == kind and d.metric == metric and d.outcome == DONE
+    )
