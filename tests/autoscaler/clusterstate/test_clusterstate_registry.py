@@ -1,0 +1,218 @@
+"""Registry behaviour beyond the use cases: S1/S2 thresholds, scale-up request bookkeeping,
+unregistered removal limits, size fixes and the summary counters."""
+
+import pytest
+from clusterstate_fakes import STOCKOUT, T0, FakeCloud, FakeGroup, group_with_nodes, make_registry, node
+
+from kubetide.autoscaler.clusterstate.records import STATUS_OBJECT
+from kubetide.autoscaler.ports import InstanceState
+
+P = 900.0
+
+
+def build_group(ready=0, unready=0, not_started=0, long_unregistered=0, target=None):
+    """A group with nodes in each state at `now` (returned), the unregistered ones seen at T0."""
+    now = T0 + 10_000
+    group = FakeGroup("ng")
+    nodes = []
+    for i in range(ready):
+        group.add(f"r{i}")
+        nodes.append(node(f"r{i}"))
+    for i in range(unready):
+        group.add(f"u{i}")
+        nodes.append(node(f"u{i}", ready=False, transition=T0 + 5000))
+    for i in range(not_started):
+        group.add(f"s{i}")
+        nodes.append(node(f"s{i}", created=now - 60, ready=False))
+    for i in range(long_unregistered):
+        group.add(f"g{i}")
+    group.target = len(group.listed) if target is None else target
+    return group, nodes, now
+
+
+@pytest.mark.parametrize(
+    ("ready", "unready", "not_started", "long_unregistered", "ok", "pct", "healthy"),
+    [
+        (10, 3, 0, 0, 3, 45, True),  # at ok-total-unready-count
+        (1, 4, 0, 0, 3, 45, False),  # 4 > 3 and 4 > 45% of 5
+        (10, 4, 0, 0, 3, 45, True),  # 4 > 3 but 4 < 45% of 14
+        (4, 4, 0, 0, 3, 45, False),  # 4 > 3.6
+        (0, 0, 20, 0, 0, 0, True),  # starting nodes never count
+        (0, 2, 0, 2, 3, 45, False),  # never-registered instances count (S2: "not present at all")
+        (5, 2, 0, 0, 1, 30, True),  # 2 > 1 but 2 < 30% of 7 = 2.1
+        (5, 3, 0, 0, 1, 30, False),  # 3 > 1 and 3 > 30% of 8 = 2.4
+    ],
+)
+def test_s2_node_group_health(ready, unready, not_started, long_unregistered, ok, pct, healthy):
+    registry = make_registry(ok_total_unready_count=ok, max_total_unready_percentage=pct)
+    group, nodes, now = build_group(ready, unready, not_started, long_unregistered)
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0)
+    registry.update(nodes, cloud, now)
+    assert registry.is_node_group_healthy("ng") is healthy
+    record = registry.node_group_health("ng")
+    assert record.unready == unready + long_unregistered
+    assert record.total == ready + unready + not_started + long_unregistered
+
+
+@pytest.mark.parametrize(
+    ("registered_unready", "total", "healthy"),
+    [(3, 4, True), (4, 100, True), (4, 8, False), (45, 100, True), (46, 100, False)],
+)
+def test_s1_cluster_health_needs_both_thresholds(registered_unready, total, healthy):
+    registry = make_registry()
+    group = FakeGroup("ng", target=total)
+    nodes = []
+    for i in range(total):
+        group.add(f"n{i}")
+        nodes.append(node(f"n{i}", ready=i >= registered_unready, transition=T0 + 10))
+    registry.update(nodes, FakeCloud(group), T0 + 5000)
+    assert registry.is_cluster_healthy() is healthy
+    assert registry.cluster_health().message.startswith(f"ready={total - registered_unready} ")
+
+
+def test_cluster_health_record_keeps_transition_time():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 5)
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0 + 10)
+    registry.update(nodes, cloud, T0 + 20)
+    record = registry.cluster_health()
+    assert (record.healthy, record.last_probe_time, record.last_transition_time) == (True, T0 + 20, T0 + 10)
+
+
+def test_register_scale_up_merges_and_shrinks_like_cluster_autoscaler():
+    registry = make_registry()
+    registry.register_scale_up("ng", 0, T0)
+    assert registry.scale_up_request("ng") is None
+    registry.register_scale_up("ng", 2, T0)
+    registry.register_scale_up("ng", 3, T0 + 100)  # another raise: deadline moves
+    request = registry.scale_up_request("ng")
+    assert (request.increase, request.time, request.expected_add_time) == (5, T0 + 100, T0 + 100 + P)
+    registry.register_scale_up("ng", -1, T0 + 200)  # a decrease keeps the deadline
+    assert (request.increase, request.expected_add_time) == (4, T0 + 100 + P)
+    registry.register_scale_up("ng", -4, T0 + 300)
+    assert registry.scale_up_request("ng") is None
+
+
+def test_partial_stockout_reduces_the_request_and_the_rest_still_counts():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 1)
+    cloud = FakeCloud(group)
+    group.increase_size(3)
+    registry.register_scale_up("ng", 3, T0)
+    group.add("ok-1", InstanceState.CREATING)
+    group.add("ok-2", InstanceState.CREATING)
+    group.add("bad", InstanceState.CREATING, STOCKOUT)
+    registry.update(nodes, cloud, T0 + 10)
+    assert registry.scale_up_request("ng").increase == 2
+    assert registry.is_backed_off("ng", T0 + 10)
+    assert registry.upcoming_nodes() == {"ng": 2}
+    (fix,) = registry.size_fixes(T0 + 10)
+    assert fix.decrease == 1
+
+    # The same failed instance seen again is not a new failure.
+    registry.take_events()
+    registry.update(nodes, cloud, T0 + 20)
+    assert registry.take_events() == []
+    assert registry.backoff_status("ng", T0 + 20).until == T0 + 10 + 300
+
+
+def test_registry_events_target_the_status_configmap():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 1)
+    group.increase_size(1)
+    registry.register_scale_up("ng", 1, T0)
+    registry.update(nodes, FakeCloud(group), T0 + P + 1)
+    (event,) = registry.take_events()
+    assert (event.kind, event.key) == STATUS_OBJECT == ("ConfigMap", "kube-system/cluster-autoscaler-status")
+    assert (event.event_type, event.reason) == ("Warning", "ScaleUpTimedOut")
+    assert event.message == "Nodes added to group ng failed to register within 15m1s"
+
+
+def test_unregistered_removal_never_goes_below_min_size():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 2, min_size=3)
+    for name in ("ghost-1", "ghost-2"):
+        group.add(name)
+    group.target = 4
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0)
+    registry.update(nodes, cloud, T0 + P + 1)
+    assert [u.instance_id for u in registry.unregistered_nodes_to_delete(T0 + P + 1)["ng"]] == [
+        "fake:///ghost-1"
+    ]
+    placeholder = registry.unregistered_nodes_to_delete(T0 + P + 1)["ng"][0].node
+    assert (placeholder.name, placeholder.provider_id) == ("fake:///ghost-1", "fake:///ghost-1")
+
+
+def test_registered_instance_is_not_unregistered_and_errors_are_not_unregistered():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 2)
+    group.add("failed", InstanceState.CREATING, STOCKOUT)
+    group.add("gone", InstanceState.DELETING)
+    group.target = 3
+    registry.update(nodes, FakeCloud(group), T0)
+    registry.update(nodes, FakeCloud(group), T0 + 5 * P)
+    assert registry.unregistered_nodes_to_delete(T0 + 5 * P) == {}
+    state = registry.node_group("ng")
+    assert (state.unregistered, state.long_unregistered, len(state.errored), state.missing) == ((), (), 1, 0)
+
+
+def test_upcoming_is_never_negative():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 3)
+    group.target = 1  # the cloud already lowered the target; nodes not yet gone
+    registry.update(nodes, FakeCloud(group), T0)
+    assert registry.upcoming_nodes() == {}
+    assert registry.node_group("ng").upcoming == 0
+
+
+def test_size_fix_waits_for_a_stable_shortfall():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 1)
+    group.target = 3  # someone raised the target outside the autoscaler: no request to time out
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0)
+    registry.update(nodes, cloud, T0 + P)
+    assert registry.size_fixes(T0 + P) == []
+    group.target = 4  # the shortfall changed: observed anew
+    registry.update(nodes, cloud, T0 + P + 10)
+    assert registry.size_fixes(T0 + P + 10) == []
+    registry.update(nodes, cloud, T0 + 2 * P + 11)
+    (fix,) = registry.size_fixes(T0 + 2 * P + 11)
+    assert (fix.decrease, fix.reason) == (3, "timeout")
+
+
+def test_time_cannot_go_backwards():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 1)
+    registry.update(nodes, FakeCloud(group), T0 + 10)
+    with pytest.raises(ValueError, match="backwards"):
+        registry.update(nodes, FakeCloud(group), T0)
+
+
+def test_summary_has_the_simulator_keys():
+    registry = make_registry()
+    a, a_nodes = group_with_nodes("a", 1)
+    b, b_nodes = group_with_nodes("b", 1)
+    registry.update(a_nodes + b_nodes, FakeCloud(a, b), T0)
+    assert registry.summary(T0 + 10) == {
+        "cluster_health": {"unhealthy_seconds": 0.0, "halted_loops": 0},
+        "node_groups": {
+            "a": {"backoff_seconds": 0.0, "unregistered_removed": 0, "target_size_fixes": 0},
+            "b": {"backoff_seconds": 0.0, "unregistered_removed": 0, "target_size_fixes": 0},
+        },
+    }
+
+
+def test_unhealthy_seconds_include_the_time_since_the_last_update():
+    registry = make_registry()
+    group = FakeGroup("ng", target=5)
+    nodes = []
+    for i in range(5):
+        group.add(f"n{i}")
+        nodes.append(node(f"n{i}", ready=False, transition=T0 + 10))
+    registry.update(nodes, FakeCloud(group), T0 + 5000)
+    assert registry.unhealthy_seconds(T0 + 5025) == 25
+    assert registry.halted_loops == 1
