@@ -118,6 +118,25 @@ def test_partial_stockout_reduces_the_request_and_the_rest_still_counts():
     assert registry.backoff_status("ng", T0 + 20).until == T0 + 10 + 300
 
 
+def test_size_fix_never_goes_below_what_exists():
+    """A cloud that lowers the target but keeps listing the failed instances gets one fix only."""
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 2)
+    cloud = FakeCloud(group)
+    group.increase_size(2)
+    registry.register_scale_up("ng", 2, T0)
+    group.add("bad-1", InstanceState.CREATING, STOCKOUT)
+    group.add("bad-2", InstanceState.CREATING, STOCKOUT)
+    registry.update(nodes, cloud, T0 + 10)
+    (fix,) = registry.size_fixes(T0 + 10)
+    group.decrease_target_size(fix.delta)
+    registry.record_target_size_fixed("ng", fix.decrease, T0 + 10)
+    registry.update(nodes, cloud, T0 + 20)
+    assert group.target == 2
+    assert registry.size_fixes(T0 + 20) == []
+    assert registry.size_fixes(T0 + 20 + 10 * P) == []
+
+
 def test_registry_events_target_the_status_configmap():
     registry = make_registry()
     group, nodes = group_with_nodes("ng", 1)

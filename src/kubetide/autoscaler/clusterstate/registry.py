@@ -540,6 +540,9 @@ class ClusterStateRegistry:
                 and now - shortfall.first_observed > self.options.max_node_provision_time
             ):
                 decrease += state.missing
+            # Never below what exists, even if a cloud keeps listing failed instances it dropped.
+            live = state.in_target + len(state.unregistered) + len(state.long_unregistered)
+            decrease = min(decrease, state.target - live)
             if decrease <= 0:
                 continue
             error = state.errored[0].error if state.errored else None
