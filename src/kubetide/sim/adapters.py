@@ -1,0 +1,168 @@
+"""The autoscaler's ports over the simulated cluster: ClusterView and ClusterActions.
+
+These are the same seams the real-cluster adapters implement, so the autoscaler cannot tell the
+difference. The view hands out the simulator's own persistent snapshot (the autoscaler forks and
+reverts it, and must leave it as found) and workload/PDB status kept incrementally, so a loop
+costs the autoscaler's work, not a rebuild of the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from kubetide.autoscaler.ports import ActionError, EvictionOutcome
+from kubetide.model import ConfigMap, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.sim.disruption import Budgets
+from kubetide.sim.events import EventLog
+from kubetide.sim.eviction import EvictionApi
+from kubetide.sim.metrics import Metrics
+from kubetide.sim.world import World, WorldObserver
+from kubetide.snapshot import ClusterSnapshot
+
+STATUS_NAMESPACE = "kube-system"
+STATUS_CONFIGMAP = "cluster-autoscaler-status"
+
+
+def _active(pod: Pod) -> bool:
+    return not pod.is_terminating and not pod.is_terminal
+
+
+class WorkloadStatus(WorldObserver):
+    """status.replicas / readyReplicas per controller, counted as pods come and go."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.counts: dict[str, list[int]] = {}  # controller UID -> [active pods, ready pods]
+        self._cache: dict[str, tuple[Workload, int, int, Workload]] = {}
+        world.subscribe(self)
+
+    def _adjust(self, pod: Pod, sign: int) -> None:
+        ref = pod.meta.controller
+        if ref is None or not _active(pod):
+            return
+        entry = self.counts.setdefault(ref.uid, [0, 0])
+        entry[0] += sign
+        if pod.ready:
+            entry[1] += sign
+
+    def pod_added(self, pod: Pod) -> None:
+        self._adjust(pod, 1)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        if _active(old) != _active(new) or old.ready != new.ready:
+            self._adjust(old, -1)
+            self._adjust(new, 1)
+
+    def pod_removed(self, pod: Pod) -> None:
+        self._adjust(pod, -1)
+
+    def workloads(self) -> list[Workload]:
+        result = []
+        for key, workload in self.world.workloads.items():
+            if workload.kind == "Deployment":
+                # A Deployment's pods belong to its ReplicaSet; its status sums theirs.
+                replicas = ready = 0
+                for other in self.world.workloads.values():
+                    ref = other.meta.controller
+                    if other.kind == "ReplicaSet" and ref is not None and ref.uid == workload.meta.uid:
+                        count = self.counts.get(other.meta.uid, (0, 0))
+                        replicas += count[0]
+                        ready += count[1]
+            else:
+                replicas, ready = self.counts.get(workload.meta.uid, (0, 0))
+            cached = self._cache.get(key)
+            if cached is not None and cached[0] is workload and cached[1] == replicas and cached[2] == ready:
+                result.append(cached[3])
+                continue
+            current = dataclasses.replace(workload, status_replicas=replicas, status_ready_replicas=ready)
+            self._cache[key] = (workload, replicas, ready, current)
+            result.append(current)
+        return result
+
+
+class SimClusterView:
+    def __init__(self, world: World, budgets: Budgets, status: WorkloadStatus):
+        self.world = world
+        self.budgets = budgets
+        self.status = status
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.world.snapshot
+
+    def pending_pods(self) -> Sequence[Pod]:
+        return list(self.world.pending.values())
+
+    def pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return [self.budgets.with_status(state) for state in self.budgets.states.values()]
+
+    def workloads(self) -> Sequence[Workload]:
+        return self.status.workloads()
+
+    def configmap(self, namespace: str, name: str) -> ConfigMap | None:
+        return self.world.configmaps.get((namespace, name))
+
+
+class SimClusterActions:
+    def __init__(self, world: World, eviction: EvictionApi, metrics: Metrics, log: EventLog, engine):
+        self.world = world
+        self.eviction = eviction
+        self.metrics = metrics
+        self.log = log
+        self.engine = engine
+        self.status_writes = 0
+
+    def _node(self, name: str):
+        node = self.world.node(name)
+        if node is None:
+            raise ActionError(f'nodes "{name}" not found')
+        return node
+
+    def add_taint(self, node_name: str, taint: Taint) -> None:
+        node = self._node(node_name)
+        if taint.time_added is None and taint.effect == "NoExecute":
+            taint = dataclasses.replace(taint, time_added=self.engine.now())
+        kept = tuple(t for t in node.taints if not (t.key == taint.key and t.effect == taint.effect))
+        self.world.update_node(dataclasses.replace(node, taints=(*kept, taint)))
+
+    def remove_taint(self, node_name: str, key: str) -> None:
+        node = self._node(node_name)
+        kept = tuple(t for t in node.taints if t.key != key)
+        if len(kept) != len(node.taints):
+            self.world.update_node(dataclasses.replace(node, taints=kept))
+
+    def evict(self, pod: Pod, grace_period_seconds: int) -> EvictionOutcome:
+        outcome = self.eviction.evict(pod.uid, grace_period_seconds)
+        if outcome is EvictionOutcome.EVICTED:
+            self.log.record(
+                "Pod", pod.key, "Normal", "Evicted", f"evicted from {pod.node_name}", "eviction-api"
+            )
+        elif outcome is EvictionOutcome.BLOCKED_BY_PDB:
+            self.metrics.c.evictions_refused += 1
+            self.log.record(
+                "Pod",
+                pod.key,
+                "Warning",
+                "EvictionRefused",
+                "429 Too Many Requests: cannot evict pod as it would violate the pod's disruption budget",
+                "eviction-api",
+            )
+        return outcome
+
+    def delete_node_object(self, node_name: str) -> None:
+        node = self.world.node(node_name)
+        if node is None:
+            return  # already gone: what the caller wanted
+        self.metrics.deleted_node_object(node)
+        self.world.remove_node(node_name)
+        self.log.record(
+            "Node", node_name, "Normal", "NodeObjectDeleted", "node object deleted", "cluster-autoscaler"
+        )
+
+    def write_status(self, status_yaml: str) -> None:
+        self.status_writes += 1
+        meta = ObjectMeta(name=STATUS_CONFIGMAP, namespace=STATUS_NAMESPACE, uid="cluster-autoscaler-status")
+        self.world.configmaps[(STATUS_NAMESPACE, STATUS_CONFIGMAP)] = ConfigMap(meta, {"status": status_yaml})
+
+    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")

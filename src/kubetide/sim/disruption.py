@@ -1,0 +1,167 @@
+"""PodDisruptionBudgets: the disruption controller's status, kept incrementally.
+
+For every PDB we keep the pods it selects, how many of them are healthy (Ready and not
+terminating, as the disruption controller counts), and how many it selects per controller, so the
+status (currentHealthy, desiredHealthy, expectedPods, disruptionsAllowed) is O(controllers) to
+compute, however many pods the budget covers.
+
+expectedPods follows the disruption controller: an integer minAvailable needs only the pod count;
+a percentage or maxUnavailable needs the scale of every controller of the selected pods
+(Deployment/ReplicaSet/StatefulSet replicas); pods with another kind of controller, or none, make
+the budget unusable (disruptionsAllowed 0), as the real controller cannot find their scale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kubetide.model import Pod, PodDisruptionBudget
+from kubetide.sim.world import World, WorldObserver
+
+_SCALABLE = ("ReplicaSet", "StatefulSet")
+
+
+@dataclass(slots=True)
+class BudgetState:
+    pdb: PodDisruptionBudget
+    pods: dict[str, None]  # selected pod UIDs
+    healthy: int = 0
+    controllers: dict[tuple[str, str, str], int] = dataclasses.field(
+        default_factory=dict
+    )  # (kind, ns/name, uid)
+    bare: int = 0  # selected pods without a controller
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    current_healthy: int
+    desired_healthy: int
+    expected_pods: int
+    disruptions_allowed: int
+
+
+def healthy(pod: Pod) -> bool:
+    return pod.ready and not pod.is_terminating and not pod.is_terminal
+
+
+class Budgets(WorldObserver):
+    def __init__(self, world: World):
+        self.world = world
+        self.states: dict[str, BudgetState] = {}
+        self._of_pod: dict[str, list[BudgetState]] = {}  # pod UID -> budgets selecting it
+        world.subscribe(self)
+
+    # -- objects ---------------------------------------------------------------------------
+    def apply(self, pdb: PodDisruptionBudget) -> None:
+        self.delete(pdb.key)
+        self.world.pdbs[pdb.key] = pdb
+        state = BudgetState(pdb, {})
+        self.states[pdb.key] = state
+        for pod in list(self.world.pods()):
+            if pdb.matches(pod):
+                self._add(state, pod)
+
+    def delete(self, key: str) -> None:
+        state = self.states.pop(key, None)
+        self.world.pdbs.pop(key, None)
+        if state is None:
+            return
+        for uid in state.pods:
+            budgets = self._of_pod.get(uid)
+            if budgets is not None:
+                budgets.remove(state)
+                if not budgets:
+                    del self._of_pod[uid]
+
+    def budgets_of(self, pod: Pod) -> list[BudgetState]:
+        return self._of_pod.get(pod.uid, [])
+
+    # -- status ------------------------------------------------------------------------------
+    def status(self, state: BudgetState) -> BudgetStatus:
+        pdb = state.pdb
+        matched = len(state.pods)
+        if isinstance(pdb.min_available, int) and pdb.max_unavailable is None:
+            expected = matched
+            desired = pdb.min_available
+            usable = True
+        else:
+            expected = 0
+            usable = state.bare == 0
+            for (kind, key, _uid), count in state.controllers.items():
+                if count <= 0:
+                    continue
+                scale = self._scale(kind, key)
+                if scale is None:
+                    usable = False
+                else:
+                    expected += scale
+            desired = (
+                pdb.desired_healthy_for(expected)
+                if (pdb.min_available is not None or pdb.max_unavailable is not None)
+                else 0
+            )
+        allowed = max(0, state.healthy - desired) if usable and expected > 0 else 0
+        return BudgetStatus(state.healthy, desired, expected, allowed)
+
+    def _scale(self, kind: str, key: str) -> int | None:
+        if kind not in _SCALABLE:
+            return None
+        workload = self.world.workloads.get(f"{kind}/{key}")
+        return None if workload is None else (workload.replicas or 0)
+
+    def with_status(self, state: BudgetState) -> PodDisruptionBudget:
+        status = self.status(state)
+        return dataclasses.replace(
+            state.pdb,
+            disruptions_allowed=status.disruptions_allowed,
+            current_healthy=status.current_healthy,
+            desired_healthy=status.desired_healthy,
+            expected_pods=status.expected_pods,
+        )
+
+    # -- pod index ---------------------------------------------------------------------------
+    def _add(self, state: BudgetState, pod: Pod) -> None:
+        state.pods[pod.uid] = None
+        self._of_pod.setdefault(pod.uid, []).append(state)
+        if healthy(pod):
+            state.healthy += 1
+        ref = pod.meta.controller
+        if ref is None:
+            state.bare += 1
+        else:
+            key = (ref.kind, f"{pod.namespace}/{ref.name}", ref.uid)
+            state.controllers[key] = state.controllers.get(key, 0) + 1
+
+    def pod_added(self, pod: Pod) -> None:
+        for state in self.states.values():
+            if state.pdb.matches(pod):
+                self._add(state, pod)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        budgets = self._of_pod.get(new.uid)
+        if budgets:
+            delta = healthy(new) - healthy(old)
+            if delta:
+                for state in budgets:
+                    state.healthy += delta
+
+    def pod_removed(self, pod: Pod) -> None:
+        budgets = self._of_pod.pop(pod.uid, None)
+        if not budgets:
+            return
+        was_healthy = healthy(pod)
+        ref = pod.meta.controller
+        for state in budgets:
+            del state.pods[pod.uid]
+            if was_healthy:
+                state.healthy -= 1
+            if ref is None:
+                state.bare -= 1
+            else:
+                key = (ref.kind, f"{pod.namespace}/{ref.name}", ref.uid)
+                count = state.controllers[key] - 1
+                if count:
+                    state.controllers[key] = count
+                else:
+                    del state.controllers[key]

@@ -1,0 +1,79 @@
+"""Job controller: keep `parallelism` pods running until `completions` have succeeded.
+
+Each pod runs for its `kubetide.io/run-duration` annotation (pod template first, then the Job's own
+metadata), or the scenario's `spec.cluster.jobRunDuration`, then Succeeded. A pod deleted or evicted
+before it finished is replaced (it counts as neither success nor failure here). Without
+`completions`, the Job is complete when any pod succeeds, as in Kubernetes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+from kubetide.durations import parse_duration
+from kubetide.model import Pod, Workload
+from kubetide.sim.controller import Controller
+from kubetide.sim.engine import Engine
+from kubetide.sim.kubelet import Kubelets
+from kubetide.sim.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
+from kubetide.sim.world import World
+
+
+class Jobs(Controller):
+    kind = "Job"
+
+    def __init__(self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets):
+        super().__init__(engine, world, cluster)
+        self.kubelets = kubelets
+        self.succeeded: dict[str, int] = {}  # Job UID -> succeeded pods
+        self.completed_jobs: dict[str, float] = {}  # Job key -> completion time
+
+    def apply(self, workload: Workload) -> None:
+        old = self.world.workloads.get(workload.key)
+        if old is not None:
+            workload = dataclasses.replace(workload, meta=old.meta)
+        self.world.workloads[workload.key] = workload
+        text = workload.meta.annotations.get(RUN_DURATION_ANNOTATION)
+        if text:
+            with contextlib.suppress(ValueError):
+                self.kubelets.run_durations[workload.meta.uid] = parse_duration(text)
+        self.enqueue(workload.key)
+
+    def scale(self, key: str, parallelism: int) -> None:
+        self.world.workloads[key] = dataclasses.replace(self.world.workloads[key], parallelism=parallelism)
+        self.enqueue(key)
+
+    def delete(self, key: str) -> None:
+        workload = self.world.workloads.pop(key, None)
+        if workload is not None:
+            for pod in self.world.pods_of(workload.meta.uid):
+                self.kubelets.delete(pod)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        if new.phase == "Succeeded" and old.phase != "Succeeded":
+            ref = new.meta.controller
+            if ref is not None and ref.kind == "Job":
+                self.succeeded[ref.uid] = self.succeeded.get(ref.uid, 0) + 1
+        super().pod_updated(old, new)
+
+    def status(self, job: Workload) -> tuple[int, int]:
+        """(active pods, succeeded pods)."""
+        return len(self.active_pods(job)), self.succeeded.get(job.meta.uid, 0)
+
+    def sync(self, job: Workload) -> None:
+        if job.key in self.completed_jobs:
+            return
+        active = self.active_pods(job)
+        succeeded = self.succeeded.get(job.meta.uid, 0)
+        if job.completions is None:
+            done = succeeded > 0
+            wanted = 0 if done else (job.parallelism or 0)
+        else:
+            done = succeeded >= job.completions
+            wanted = min(job.parallelism or 0, job.completions - succeeded)
+        if done:
+            self.completed_jobs[job.key] = self.engine.now()
+            return
+        for _ in range(wanted - len(active)):
+            self.create_pod(job, self.generate_name(job.name))

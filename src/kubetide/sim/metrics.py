@@ -1,0 +1,379 @@
+"""What the simulation measures: cost, pending pods, scale-ups and -downs, and the invariants.
+
+Everything here is measured by the simulator from what happened to the cluster, independently of
+what the autoscaler believes or reports:
+
+- `pdb_violations`: each time an autoscaler action (an eviction or a node deletion) left a
+  PodDisruptionBudget with fewer healthy pods than it requires.
+- `pods_lost`: each pod of a controller that the autoscaler evicted or whose node it deleted, and
+  that still had no Running replacement 5 minutes later while its controller was short of pods.
+- `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
+  mirror pods were still bound (pods already terminating on a NotReady node are not counted:
+  the node failure, not the autoscaler, lost them).
+
+Gauges (pending pods, running pods, registered nodes per group) are kept incrementally from world
+events, so a timeline row costs O(node groups), not O(pods).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, InstanceState
+from kubetide.model import Node, Pod
+from kubetide.sim.cloud import SimCloud, SimInstance
+from kubetide.sim.disruption import Budgets, healthy
+from kubetide.sim.engine import Engine
+from kubetide.sim.events import EventLog
+from kubetide.sim.scenario import NODE_GROUP_LABEL
+from kubetide.sim.world import World, WorldObserver
+
+LOST_AFTER = 300.0
+
+
+@dataclass
+class GroupGauges:
+    registered: int = 0
+    ready: int = 0
+
+
+@dataclass
+class Counters:
+    scale_up_events: int = 0
+    nodes_added: int = 0
+    nodes_removed: int = 0
+    empty_removed: int = 0
+    drained_removed: int = 0
+    max_concurrent_drains: int = 0
+    first_removal_at: float | None = None
+    last_removal_at: float | None = None
+    evictions: int = 0
+    evictions_refused: int = 0
+    pdb_violations: int = 0
+    pods_lost: int = 0
+    nodes_deleted_with_pods: int = 0
+    autoscaler_loops: int = 0
+    autoscaler_restarts: int = 0
+    action_errors: int = 0
+    max_pending: int = 0
+    pending_pod_seconds: float = 0.0
+    peak_nodes: int = 0
+    node_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Metrics(WorldObserver):
+    def __init__(self, engine: Engine, world: World, cloud: SimCloud, budgets: Budgets, log: EventLog):
+        self.engine = engine
+        self.world = world
+        self.cloud = cloud
+        self.budgets = budgets
+        self.log = log
+        self.c = Counters(node_seconds={name: 0.0 for name in cloud.groups})
+        self.groups = {name: GroupGauges() for name in cloud.groups}
+        self.unmanaged = GroupGauges()
+        self.running = 0
+        self._pending = 0
+        self._pending_since = engine.now()
+        self._billing: dict[str, float] = {}  # instance id -> billing start
+        # Per group: instances being billed and the sum of their start times, so the cost so far
+        # is O(groups): closed seconds + open * now - sum(starts).
+        self._open = {name: [0, 0.0] for name in cloud.groups}
+        self._evicted_from: dict[str, int] = {}  # node -> pods the autoscaler evicted from it
+        self._debts: dict[str, deque[float]] = {}  # controller UID -> deadlines of owed replacements
+        self.timeline: list[dict[str, float | int]] = []
+        world.subscribe(self)
+        hooks = cloud.hooks
+        hooks.instance_started.append(self._billing_start)
+        hooks.instance_ended.append(self._billing_end)
+        hooks.scaled_up.append(self._scaled_up)
+        hooks.deleting_nodes.append(self._deleting_nodes)
+
+    # -- reset after the initial state is built ----------------------------------------------
+    def start(self) -> None:
+        """Forget the set-up (the t=0 scheduling pass): measurement starts now."""
+        self.c.max_pending = self._pending
+        self.c.pending_pod_seconds = 0.0
+        self._pending_since = self.engine.now()
+        self.c.peak_nodes = len(self.world.snapshot)
+        self.initial_nodes = len(self.world.snapshot)
+
+    # -- pending / running gauges ------------------------------------------------------------
+    def _set_pending(self, delta: int) -> None:
+        now = self.engine.now()
+        self.c.pending_pod_seconds += self._pending * (now - self._pending_since)
+        self._pending_since = now
+        self._pending += delta
+        if self._pending > self.c.max_pending:
+            self.c.max_pending = self._pending
+
+    def pod_added(self, pod: Pod) -> None:
+        if not pod.node_name:
+            self._set_pending(1)
+        elif pod.phase == "Running":
+            self.running += 1
+
+    def pod_bound(self, pod: Pod) -> None:
+        self._set_pending(-1)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        was = old.phase == "Running" and bool(old.node_name)
+        now_running = new.phase == "Running" and bool(new.node_name)
+        if was != now_running:
+            self.running += 1 if now_running else -1
+            if now_running:
+                self._replacement_started(new)
+
+    def pod_removed(self, pod: Pod) -> None:
+        if not pod.node_name:
+            self._set_pending(-1)
+        elif pod.phase == "Running":
+            self.running -= 1
+
+    def node_added(self, node: Node) -> None:
+        gauges = self._gauges(node)
+        gauges.registered += 1
+        gauges.ready += node.ready
+        size = len(self.world.snapshot)
+        if size > self.c.peak_nodes:
+            self.c.peak_nodes = size
+
+    def node_updated(self, old: Node, new: Node) -> None:
+        if old.ready != new.ready:
+            self._gauges(new).ready += 1 if new.ready else -1
+
+    def node_removed(self, node: Node) -> None:
+        gauges = self._gauges(node)
+        gauges.registered -= 1
+        gauges.ready -= node.ready
+        self._evicted_from.pop(node.name, None)
+
+    def _gauges(self, node: Node) -> GroupGauges:
+        return self.groups.get(node.labels.get(NODE_GROUP_LABEL, ""), self.unmanaged)
+
+    # -- cloud -------------------------------------------------------------------------------
+    def _billing_start(self, instance: SimInstance) -> None:
+        now = self.engine.elapsed()
+        self._billing[instance.id] = now
+        entry = self._open[instance.group]
+        entry[0] += 1
+        entry[1] += now
+
+    def _billing_end(self, instance: SimInstance) -> None:
+        started = self._billing.pop(instance.id, None)
+        if started is not None:
+            self.c.node_seconds[instance.group] += self.engine.elapsed() - started
+            entry = self._open[instance.group]
+            entry[0] -= 1
+            entry[1] -= started
+
+    def node_seconds(self) -> dict[str, float]:
+        now = self.engine.elapsed()
+        return {
+            name: closed + self._open[name][0] * now - self._open[name][1]
+            for name, closed in self.c.node_seconds.items()
+        }
+
+    def cost(self) -> float:
+        seconds = self.node_seconds()
+        return sum(seconds[name] / 3600 * group.config.price for name, group in self.cloud.groups.items())
+
+    def _scaled_up(self, group: str, delta: int) -> None:
+        self.c.scale_up_events += 1
+        self.c.nodes_added += delta
+
+    # -- autoscaler actions and the invariants -------------------------------------------------
+    def evicted(self, pod: Pod) -> None:
+        """The autoscaler's eviction of `pod` was accepted (called before the pod changes)."""
+        self.c.evictions += 1
+        if pod.node_name:
+            self._evicted_from[pod.node_name] = self._evicted_from.get(pod.node_name, 0) + 1
+        if healthy(pod):
+            self._check_budgets([pod])
+        self._owe_replacement(pod)
+        drains = self.drains_in_progress()
+        if drains > self.c.max_concurrent_drains:
+            self.c.max_concurrent_drains = drains
+
+    def _deleting_nodes(self, group: str, nodes: list[Node]) -> None:
+        now = self.engine.elapsed()
+        snapshot = self.world.snapshot
+        for node in nodes:
+            self.c.nodes_removed += 1
+            if self._evicted_from.get(node.name):
+                self.c.drained_removed += 1
+            else:
+                self.c.empty_removed += 1
+            if self.c.first_removal_at is None:
+                self.c.first_removal_at = now
+            self.c.last_removal_at = now
+            pods = list(snapshot.pods_on(node.name).values())
+            stranded = [
+                p
+                for p in pods
+                if not p.is_daemonset
+                and not p.is_mirror
+                and not p.is_terminal
+                and not (p.is_terminating and not node.ready)
+            ]
+            if stranded:
+                self.c.nodes_deleted_with_pods += 1
+                self.log.record(
+                    "Node",
+                    node.name,
+                    "Warning",
+                    "InvariantViolated",
+                    f"node deleted with {len(stranded)} pods still bound: "
+                    + ", ".join(p.key for p in stranded[:5]),
+                    "simulator",
+                    invariant="nodes_deleted_with_pods",
+                )
+            self._check_budgets([p for p in pods if healthy(p)])
+            for pod in stranded:
+                if not pod.is_terminating:
+                    self._owe_replacement(pod)
+
+    def deleted_node_object(self, node: Node) -> None:
+        """The autoscaler deleted a Node object directly (ClusterActions.delete_node_object)."""
+        self._deleting_nodes(node.labels.get(NODE_GROUP_LABEL, ""), [node])
+        self.c.nodes_removed -= 1  # counted as a removal only when the cloud deletes it
+        if self._evicted_from.get(node.name):
+            self.c.drained_removed -= 1
+        else:
+            self.c.empty_removed -= 1
+
+    def _check_budgets(self, leaving: list[Pod]) -> None:
+        """Would these healthy pods leaving take any budget below what it requires?"""
+        if not leaving:
+            return
+        losses: dict[str, int] = {}
+        states = {}
+        for pod in leaving:
+            for state in self.budgets.budgets_of(pod):
+                losses[state.pdb.key] = losses.get(state.pdb.key, 0) + 1
+                states[state.pdb.key] = state
+        for key, lost in losses.items():
+            status = self.budgets.status(states[key])
+            if status.current_healthy - lost < status.desired_healthy:
+                self.c.pdb_violations += 1
+                self.log.record(
+                    "PodDisruptionBudget",
+                    key,
+                    "Warning",
+                    "InvariantViolated",
+                    f"{status.current_healthy - lost} healthy pods left, {status.desired_healthy} required",
+                    "simulator",
+                    invariant="pdb_violations",
+                )
+
+    def _owe_replacement(self, pod: Pod) -> None:
+        ref = pod.meta.controller
+        if ref is None or ref.kind == "DaemonSet" or pod.is_mirror:
+            return
+        deadline = self.engine.now() + LOST_AFTER
+        self._debts.setdefault(ref.uid, deque()).append(deadline)
+        self.engine.at(deadline, self._check_debt, ref.uid, ref.kind, f"{pod.namespace}/{ref.name}", pod.key)
+
+    def _replacement_started(self, pod: Pod) -> None:
+        ref = pod.meta.controller
+        if ref is None:
+            return
+        debts = self._debts.get(ref.uid)
+        if debts:
+            debts.popleft()
+            if not debts:
+                del self._debts[ref.uid]
+
+    def _check_debt(self, owner_uid: str, kind: str, owner_key: str, pod_key: str) -> None:
+        debts = self._debts.get(owner_uid)
+        if not debts or debts[0] > self.engine.now():
+            return  # already repaid by a replacement that started
+        debts.popleft()
+        if not debts:
+            del self._debts[owner_uid]
+        if self._short_of_pods(owner_uid, kind, owner_key):
+            self.c.pods_lost += 1
+            self.log.record(
+                "Pod",
+                pod_key,
+                "Warning",
+                "InvariantViolated",
+                f"no running replacement {LOST_AFTER:g}s after the autoscaler removed it",
+                "simulator",
+                invariant="pods_lost",
+            )
+
+    def _short_of_pods(self, owner_uid: str, kind: str, owner_key: str) -> bool:
+        workload = self.world.workloads.get(f"{kind}/{owner_key}")
+        if workload is None:
+            return False
+        running = sum(
+            1
+            for p in self.world.pods_of(owner_uid)
+            if p.phase == "Running" and not p.is_terminating and p.node_name
+        )
+        if kind == "Job":
+            return running < (workload.parallelism or 0)
+        return running < (workload.replicas or 0)
+
+    # -- sampled state -----------------------------------------------------------------------
+    def drains_in_progress(self) -> int:
+        count = 0
+        snapshot = self.world.snapshot
+        for name in self._evicted_from:
+            if name not in snapshot:
+                continue
+            if not snapshot.node(name).has_taint(TO_BE_DELETED_TAINT):
+                continue
+            group = self.cloud.groups.get(snapshot.node(name).labels.get(NODE_GROUP_LABEL, ""))
+            instance = group.instance_of(name) if group is not None else None
+            if instance is None or instance.state is not InstanceState.DELETING:
+                count += 1
+        return count
+
+    def sample(self) -> dict[str, float | int]:
+        """One timeline row (called after each autoscaler loop)."""
+        snapshot = self.world.snapshot
+        columns = snapshot.columns.index
+        alloc = snapshot.alloc
+        used = snapshot.used
+        cpu, memory = columns["cpu"], columns["memory"]
+        row: dict[str, float | int] = {"time": round(self.engine.elapsed(), 3)}
+        total = ready = upcoming = deleting = 0
+        for name, group in self.cloud.groups.items():
+            gauges = self.groups[name]
+            group_deleting = group.deleting
+            group_upcoming = max(0, group.target_size() - (gauges.registered - group_deleting))
+            row[f"{name}_total"] = gauges.registered
+            row[f"{name}_ready"] = gauges.ready
+            row[f"{name}_unready"] = gauges.registered - gauges.ready
+            row[f"{name}_upcoming"] = group_upcoming
+            total += gauges.registered
+            ready += gauges.ready
+            upcoming += group_upcoming
+            deleting += group_deleting
+        row["nodes_total"] = total + self.unmanaged.registered
+        row["nodes_ready"] = ready + self.unmanaged.ready
+        row["nodes_unready"] = row["nodes_total"] - row["nodes_ready"]
+        row["nodes_upcoming"] = upcoming
+        row["pending_pods"] = self._pending
+        row["running_pods"] = self.running
+        row["cpu_requested"] = int(np.sum(used[:, cpu])) / 1000
+        row["cpu_allocatable"] = int(np.sum(alloc[:, cpu])) / 1000
+        row["memory_requested_gib"] = round(int(np.sum(used[:, memory])) / 2**30, 3)
+        row["memory_allocatable_gib"] = round(int(np.sum(alloc[:, memory])) / 2**30, 3)
+        drains = self.drains_in_progress()
+        if drains > self.c.max_concurrent_drains:
+            self.c.max_concurrent_drains = drains
+        row["drains_in_progress"] = drains
+        row["nodes_being_deleted"] = deleting
+        row["evictions_total"] = self.c.evictions
+        row["cost"] = round(self.cost(), 4)
+        self.timeline.append(row)
+        return row
+
+    def pending_pod_seconds(self) -> float:
+        now = self.engine.now()
+        return self.c.pending_pod_seconds + self._pending * (now - self._pending_since)

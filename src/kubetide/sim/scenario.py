@@ -1,0 +1,533 @@
+"""Scenario files: what cluster to simulate, for how long, and what happens to it.
+
+The file is validated in two passes. The pydantic models below check the shape (unknown fields are
+errors, with a did-you-mean); then `load_scenario` parses what the models leave as raw data (node
+templates, manifests, autoscaler flags, trace files) with the model's own readers. Every error
+becomes one `ScenarioError` line naming the file and the field path, for example
+`scenario.yaml: spec.nodeGroups[0].maxSize: must be at least minSize (3), got 2`, and nothing runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from kubetide.autoscaler.options import AutoscalerOptions, parse_options
+from kubetide.durations import format_duration, parse_duration
+from kubetide.errors import ManifestError, UserError
+from kubetide.model import Manifests, Node, load_documents
+from kubetide.model.loader import parse_text, resolve_priorities
+from kubetide.model.node import parse_node
+from kubetide.model.reader import Reader
+
+API_VERSION = "kubetide.io/v1alpha1"
+FAULT_TYPES = (
+    "stockout",
+    "nodeNeverReady",
+    "nodeNeverRegisters",
+    "nodeNotReady",
+    "nodeReady",
+    "cloudError",
+    "autoscalerRestart",
+)
+NODE_GROUP_LABEL = "kubetide.io/node-group"
+RUN_DURATION_ANNOTATION = "kubetide.io/run-duration"
+
+
+class ScenarioError(UserError):
+    """A scenario file is wrong; the message names the file and the field."""
+
+    def __init__(self, source: str, field: str, message: str):
+        self.source, self.field, self.message = source, field, message
+        super().__init__(f"{source}: {field}: {message}" if field else f"{source}: {message}")
+
+
+# -- shape -----------------------------------------------------------------------------------
+
+
+def _duration(value: Any) -> float:
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"must not be negative, got {value!r}")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+
+
+class Delay(_Model):
+    """A fixed delay (`20s`) or a range (`{min: 10s, max: 40s}`) drawn uniformly per use."""
+
+    min: Duration
+    max: Duration
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar(cls, value: Any) -> Any:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return {"min": value, "max": value}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Delay:
+        if self.max < self.min:
+            raise ValueError(
+                f"max ({format_duration(self.max)}) is less than min ({format_duration(self.min)})"
+            )
+        return self
+
+    def draw(self, rng) -> float:
+        if self.max == self.min:
+            return self.min
+        return round(rng.uniform(self.min, self.max), 3)
+
+
+class Metadata(_Model):
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    description: str = ""
+
+
+class NodeGroupSpec(_Model):
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    minSize: int = Field(default=0, ge=0)
+    maxSize: int = Field(ge=0)
+    initialSize: int | None = Field(default=None, ge=0)
+    price: float = Field(default=0.0, ge=0)
+    provisioningDelay: Delay = Delay(min="2m", max="2m")
+    readyDelay: Delay = Delay(min="20s", max="20s")
+    deletionDelay: Delay = Delay(min="30s", max="30s")
+    template: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NodeGroupSpec:
+        if self.maxSize < self.minSize:
+            raise ValueError(f"maxSize ({self.maxSize}) is less than minSize ({self.minSize})")
+        initial = self.minSize if self.initialSize is None else self.initialSize
+        if initial > self.maxSize:
+            raise ValueError(f"initialSize ({initial}) is more than maxSize ({self.maxSize})")
+        return self
+
+
+class ObjectRef(_Model):
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Pod", "PodDisruptionBudget"]
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+
+
+class ScaleSpec(_Model):
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Job"]
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+    replicas: int = Field(ge=0)
+
+
+class FaultSpec(_Model):
+    type: Literal[FAULT_TYPES]  # type: ignore[valid-type]
+    nodeGroup: str | None = None
+    count: int | None = Field(default=None, ge=1)
+    duration: Duration | None = None
+
+    @model_validator(mode="after")
+    def _group(self) -> FaultSpec:
+        if self.type != "autoscalerRestart" and not self.nodeGroup:
+            raise ValueError(f"a {self.type} fault needs nodeGroup")
+        return self
+
+
+class EventSpec(_Model):
+    at: Duration
+    scale: ScaleSpec | None = None
+    apply: list[dict[str, Any]] | None = None
+    delete: ObjectRef | None = None
+    fault: FaultSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> EventSpec:
+        actions = [name for name in ("scale", "apply", "delete", "fault") if getattr(self, name) is not None]
+        if len(actions) != 1:
+            found = ", ".join(actions) or "none"
+            raise ValueError(f"an event needs exactly one of scale, apply, delete or fault (found {found})")
+        return self
+
+
+class TraceSpec(_Model):
+    """Replicas over time for a Deployment, from a CSV file with columns `time,replicas`."""
+
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet"] = "Deployment"
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+
+
+class ClusterSpec(_Model):
+    """How fast the simulated control plane and kubelets react."""
+
+    podStartupDelay: Delay = Delay(min="2s", max="8s")  # bound -> Running and Ready
+    controllerDelay: Delay = Delay(min="1s", max="1s")  # a pod is gone -> its replacement is created
+    schedulerInterval: Duration = Field(default=1.0, gt=0)  # at most one scheduling pass this often
+    jobRunDuration: Duration = 600.0  # when a Job's pods carry no kubetide.io/run-duration
+    notReadyTolerationSeconds: int = Field(default=300, ge=0)  # DefaultTolerationSeconds admission
+
+
+class WorkloadRanking(_Model):
+    logarithmic: bool = True
+
+
+class Spec(_Model):
+    duration: Duration
+    seed: int = 0
+    autoscaler: dict[str, Any] = Field(default_factory=dict)
+    nodeGroups: list[NodeGroupSpec] = Field(min_length=1)
+    objects: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[EventSpec] = Field(default_factory=list)
+    traces: list[TraceSpec] = Field(default_factory=list)
+    cluster: ClusterSpec = ClusterSpec()
+    workloadRanking: WorkloadRanking = WorkloadRanking()
+
+    @model_validator(mode="after")
+    def _positive(self) -> Spec:
+        if self.duration <= 0:
+            raise ValueError("duration must be positive")
+        return self
+
+
+class ScenarioDocument(_Model):
+    apiVersion: Literal["kubetide.io/v1alpha1"]
+    kind: Literal["Scenario"]
+    metadata: Metadata
+    spec: Spec
+
+
+# -- loaded form -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    name: str
+    min_size: int
+    max_size: int
+    initial_size: int
+    price: float
+    provisioning_delay: Delay
+    ready_delay: Delay
+    deletion_delay: Delay
+    template: Node
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the scenario makes happen at `at` seconds after the start."""
+
+    at: float
+    kind: str  # scale | apply | delete | fault
+    payload: Any  # ScaleSpec | Manifests | ObjectRef | FaultSpec
+    field: str  # where it came from, for messages (spec.events[3])
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str
+    source: str
+    seed: int
+    duration: float
+    options: AutoscalerOptions
+    groups: list[GroupConfig]
+    objects: Manifests
+    events: list[Event]
+    cluster: ClusterSpec
+    logarithmic_ranking: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    def with_duration(self, seconds: float) -> Scenario:
+        """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
+        return dataclasses.replace(self, duration=seconds, events=[e for e in self.events if e.at <= seconds])
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(source, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(source, "", f"cannot read: {exc}") from None
+    try:
+        documents = parse_text(text, source)
+    except ManifestError as exc:
+        raise ScenarioError(source, exc.location, exc.message) from None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ScenarioError(source, "", "expected one YAML document with kind: Scenario")
+    return parse_scenario(documents[0], source, base_dir=path.parent)
+
+
+def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
+    try:
+        doc = ScenarioDocument.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(exc, source) from None
+    spec = doc.spec
+    options = parse_options(spec.autoscaler, source, "spec.autoscaler")
+
+    groups = []
+    names: set[str] = set()
+    for index, group in enumerate(spec.nodeGroups):
+        where = f"spec.nodeGroups[{index}]"
+        if group.name in names:
+            raise ScenarioError(source, f"{where}.name", f'duplicate node group "{group.name}"')
+        names.add(group.name)
+        groups.append(
+            GroupConfig(
+                name=group.name,
+                min_size=group.minSize,
+                max_size=group.maxSize,
+                initial_size=group.minSize if group.initialSize is None else group.initialSize,
+                price=group.price,
+                provisioning_delay=group.provisioningDelay,
+                ready_delay=group.readyDelay,
+                deletion_delay=group.deletionDelay,
+                template=_template(group.template, group.name, source, f"{where}.template"),
+            )
+        )
+
+    objects = _manifests(spec.objects, source, "spec.objects", base_dir)
+    classes = list(objects.priority_classes)
+    resolve_priorities(objects, source)
+
+    events: list[Event] = []
+    for index, event in enumerate(spec.events):
+        where = f"spec.events[{index}]"
+        if event.at > spec.duration:
+            raise ScenarioError(
+                source,
+                f"{where}.at",
+                f"{format_duration(event.at)} is after the end of the scenario ({format_duration(spec.duration)})",
+            )
+        if event.scale is not None:
+            events.append(Event(event.at, "scale", event.scale, where))
+        elif event.apply is not None:
+            manifests = _manifests(event.apply, source, f"{where}.apply", base_dir)
+            classes.extend(manifests.priority_classes)
+            known = Manifests(priority_classes=list(classes))
+            known.pods, known.workloads = manifests.pods, manifests.workloads
+            resolve_priorities(known, source)
+            events.append(Event(event.at, "apply", manifests, where))
+        elif event.delete is not None:
+            events.append(Event(event.at, "delete", event.delete, where))
+        else:
+            fault = event.fault
+            assert fault is not None
+            if fault.nodeGroup is not None and fault.nodeGroup not in names:
+                raise ScenarioError(
+                    source, f"{where}.fault.nodeGroup", _unknown("node group", fault.nodeGroup, names)
+                )
+            events.append(Event(event.at, "fault", fault, where))
+    for index, trace in enumerate(spec.traces):
+        events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
+    events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
+
+    return Scenario(
+        name=doc.metadata.name,
+        description=doc.metadata.description,
+        source=source,
+        seed=spec.seed,
+        duration=spec.duration,
+        options=options,
+        groups=groups,
+        objects=objects,
+        events=events,
+        cluster=spec.cluster,
+        logarithmic_ranking=spec.workloadRanking.logarithmic,
+        warnings=list(objects.warnings),
+    )
+
+
+def _template(data: dict, group: str, source: str, where: str) -> Node:
+    manifest = {"apiVersion": "v1", "kind": "Node", **data}
+    meta = manifest.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise ScenarioError(source, f"{where}.metadata", "expected a mapping")
+    manifest["metadata"] = {"name": f"{group}-template", **(meta or {})}
+    try:
+        node = parse_node(Reader(manifest, source, where))
+    except ManifestError as exc:
+        raise ScenarioError(source, f"{where}.{exc.field}" if exc.field else where, exc.message) from None
+    if not node.allocatable.get("cpu") and not node.allocatable.get("memory"):
+        raise ScenarioError(
+            source, f"{where}.status.allocatable", "a node template needs allocatable cpu and memory"
+        )
+    labels = dict(node.labels)
+    labels[NODE_GROUP_LABEL] = group
+    allocatable = dict(node.allocatable)
+    allocatable.setdefault("pods", 110)
+    return dataclasses.replace(
+        node, meta=dataclasses.replace(node.meta, labels=labels), allocatable=allocatable
+    )
+
+
+def _manifests(entries: list[dict], source: str, where: str, base_dir: Path) -> Manifests:
+    """Inline manifests and `{file: path}` entries (relative to the scenario file)."""
+    result = Manifests()
+    for index, entry in enumerate(entries):
+        at = f"{where}[{index}]"
+        if set(entry) == {"file"}:
+            name = entry["file"]
+            if not isinstance(name, str) or not name:
+                raise ScenarioError(source, f"{at}.file", "expected a file path")
+            file = base_dir / name
+            try:
+                text = file.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise ScenarioError(source, f"{at}.file", f'no such file "{name}"') from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ScenarioError(source, f"{at}.file", f"cannot read {name}: {exc}") from None
+            result.extend(load_documents(parse_text(text, str(file)), str(file)))
+        elif "file" in entry and "kind" not in entry:
+            extra = sorted(k for k in entry if k != "file")
+            raise ScenarioError(source, f"{at}.{extra[0]}", "a {file: path} entry takes no other fields")
+        else:
+            result.extend(load_documents([entry], f"{source}: {at}"))
+    return result
+
+
+def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float) -> list[Event]:
+    file = base_dir / trace.file
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(source, f"{where}.file", f'no such file "{trace.file}"') from None
+    rows = list(csv.reader(text.splitlines()))
+    events = []
+    target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
+    for number, row in enumerate(rows, start=1):
+        if not row or row[0].strip().startswith("#"):
+            continue
+        if number == 1 and row[0].strip().lower() == "time":
+            continue
+        if len(row) != 2:
+            raise ScenarioError(
+                str(file), f"line {number}", f"expected two columns (time, replicas), got {len(row)}"
+            )
+        try:
+            at = _trace_time(row[0])
+        except ValueError as exc:
+            raise ScenarioError(str(file), f"line {number}", f"time: {exc}") from None
+        try:
+            replicas = int(row[1].strip())
+            if replicas < 0:
+                raise ValueError
+        except ValueError:
+            raise ScenarioError(
+                str(file), f"line {number}", f"replicas: expected a non-negative integer, got {row[1]!r}"
+            ) from None
+        if at <= duration:
+            events.append(
+                Event(at, "scale", target.model_copy(update={"replicas": replicas}), f"{where} line {number}")
+            )
+    return events
+
+
+def _trace_time(text: str) -> float:
+    """A trace's time column: seconds (`90`) or a Go duration (`1h30m`)."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        return _duration(text)
+    if seconds < 0:
+        raise ValueError(f"must not be negative, got {text!r}")
+    return seconds
+
+
+def _unknown(what: str, name: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    return f'unknown {what} "{name}"{hint}'
+
+
+# -- error messages --------------------------------------------------------------------------
+
+
+def _first_error(exc: ValidationError, source: str) -> ScenarioError:
+    errors = exc.errors(include_url=False)
+    # A typo'd field also makes the real one "missing": report the typo, which is the cause.
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = [
+        part
+        for part in error["loc"]
+        if not (isinstance(part, str) and ("[" in part or part.startswith("function-")))
+    ]
+    kind = error["type"]
+    path = _path(loc)
+    if kind == "extra_forbidden":
+        known = _known_fields(ScenarioDocument, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        hint = f' (did you mean "{close[0]}"?)' if close else ""
+        return ScenarioError(source, path, f"unknown field{hint}")
+    if kind == "missing":
+        return ScenarioError(source, path, "required field is missing")
+    message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if (
+        kind not in ("value_error", "assertion_error")
+        and "input" in error
+        and not isinstance(error["input"], dict | list)
+    ):
+        message = f"{message}, got {error['input']!r}"
+    return ScenarioError(source, path, message)
+
+
+def _path(loc: list) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _known_fields(model: type[BaseModel], loc: list) -> list[str]:
+    """The field names the model allows at `loc` (for did-you-mean hints)."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(part, int):
+            args = typing.get_args(annotation)
+            annotation = args[0] if args else Any
+            continue
+        if (
+            isinstance(annotation, type)
+            and issubclass(annotation, BaseModel)
+            and part in annotation.model_fields
+        ):
+            annotation = annotation.model_fields[part].annotation
+        else:
+            return []
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """`X | None` -> X, `Annotated[X, ...]` -> X."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _unwrap(args[0]) if len(args) == 1 else annotation
+    return annotation

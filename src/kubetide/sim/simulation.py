@@ -1,0 +1,398 @@
+"""A whole simulated cluster, wired together and driven by the scenario.
+
+    sim = Simulation(load_scenario("nightly.yaml"), seed=7, autoscaler_factory=Autoscaler)
+    result = sim.run()            # SimulationResult: summary, timeline rows, events
+
+The autoscaler plugs in through `autoscaler_factory(options, clock, view, actions, cloud)`, which
+must return an object with `run_once()`; `kubetide.autoscaler.loop.Autoscaler` has exactly that
+constructor. The simulation calls `run_once()` every `scan-interval` of simulated time, and calls
+the factory again when the scenario injects an `autoscalerRestart` fault (in-memory state is lost;
+what the autoscaler wrote to the cluster stays).
+
+The cluster starts warm: the initial nodes are Ready at t=0 and the initial objects' pods are
+created, scheduled and Running before the first loop, so measurements start from a steady state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
+from kubetide.clock import Clock
+from kubetide.model import Manifests, Pod
+from kubetide.sim.adapters import SimClusterActions, SimClusterView, WorkloadStatus
+from kubetide.sim.cloud import SimCloud
+from kubetide.sim.daemonset import DaemonSets
+from kubetide.sim.disruption import Budgets
+from kubetide.sim.engine import Engine
+from kubetide.sim.events import EventLog
+from kubetide.sim.eviction import EvictionApi
+from kubetide.sim.faults import Faults
+from kubetide.sim.job import Jobs
+from kubetide.sim.kubelet import Kubelets
+from kubetide.sim.metrics import Metrics
+from kubetide.sim.nodelifecycle import NodeLifecycle
+from kubetide.sim.replicaset import ReplicaSets
+from kubetide.sim.scenario import Event, ObjectRef, ScaleSpec, Scenario
+from kubetide.sim.scheduler import Scheduler
+from kubetide.sim.statefulset import StatefulSets
+from kubetide.sim.world import World
+
+
+class SupportsRunOnce(Protocol):
+    def run_once(self) -> Any: ...
+
+
+AutoscalerFactory = Callable[
+    [AutoscalerOptions, Clock, ClusterView, ClusterActions, CloudProvider], SupportsRunOnce
+]
+
+
+class NoAutoscaler:
+    """Stands in when no autoscaler is available: the cluster runs, nothing scales."""
+
+    def __init__(self, options, clock, view, actions, cloud):
+        pass
+
+    def run_once(self) -> None:
+        return None
+
+
+def default_autoscaler_factory() -> tuple[AutoscalerFactory, str]:
+    """kubetide's autoscaler when it is installed, else NoAutoscaler. Returns (factory, name)."""
+    try:
+        from kubetide.autoscaler.loop import Autoscaler
+    except ImportError:
+        return NoAutoscaler, "none"
+    return Autoscaler, "kubetide"
+
+
+@dataclass
+class SimulationResult:
+    scenario: Scenario
+    summary: dict[str, Any]
+    timeline: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    markers: list[dict[str, Any]] = field(default_factory=list)  # scenario events, for plots
+    warnings: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int | None = None,
+        autoscaler_factory: AutoscalerFactory | None = None,
+        autoscaler_name: str | None = None,
+    ):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        if autoscaler_factory is None:
+            autoscaler_factory, default_name = default_autoscaler_factory()
+            autoscaler_name = autoscaler_name or default_name
+        self.factory = autoscaler_factory
+        self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
+        cluster = scenario.cluster
+
+        self.engine = engine = Engine(self.seed)
+        self.log = log = EventLog(engine)
+        self.world = world = World()
+        self.kubelets = kubelets = Kubelets(engine, world, cluster)
+        self.lifecycle = lifecycle = NodeLifecycle(
+            engine, world, kubelets, log, cluster.notReadyTolerationSeconds
+        )
+        self.faults = faults = Faults(engine, world, lifecycle, log)
+        self.cloud = cloud = SimCloud(engine, world, lifecycle, log, faults, scenario.groups)
+        self.budgets = budgets = Budgets(world)
+        self.eviction = eviction = EvictionApi(world, budgets, kubelets)
+        self.replicasets = ReplicaSets(engine, world, cluster, kubelets, scenario.logarithmic_ranking)
+        self.statefulsets = StatefulSets(engine, world, cluster, kubelets)
+        self.daemonsets = DaemonSets(engine, world, cluster, kubelets)
+        self.jobs = Jobs(engine, world, cluster, kubelets)
+        namespaces = {ns.name: ns.labels for ns in scenario.objects.namespaces}
+        self.scheduler = Scheduler(engine, world, log, cluster.schedulerInterval, namespaces)
+        self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
+        self.status = WorkloadStatus(world)
+        self.view = SimClusterView(world, budgets, self.status)
+        self.actions = SimClusterActions(world, eviction, metrics, log, engine)
+        eviction.on_evicted.append(metrics.evicted)
+        faults.group_nodes = self._group_nodes
+        faults.on_restart = self._restart_autoscaler
+        self.autoscaler: SupportsRunOnce | None = None
+        self.warnings: list[str] = list(scenario.warnings)
+        self._markers: list[dict[str, Any]] = []
+        self._ready = False
+
+    # -- set-up ------------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Initial nodes and objects, settled (scheduled and running) at t=0."""
+        if self._ready:
+            return
+        self._ready = True
+        for group in self.cloud.groups.values():
+            group.add_initial(group.config.initial_size)
+        self.apply(self.scenario.objects)
+        self._settle()
+        self.metrics.start()
+        start = self.engine.start
+        for event in self.scenario.events:
+            self.engine.at(start + event.at, self._scenario_event, event)
+        self.autoscaler = self.factory(
+            self.scenario.options, self.engine.clock, self.view, self.actions, self.cloud
+        )
+        self.engine.at(start, self._loop)
+
+    def _settle(self) -> None:
+        """Run controllers, scheduler and kubelets to a fixed point without letting time pass."""
+        controllers = (self.replicasets, self.statefulsets, self.daemonsets, self.jobs)
+        self.kubelets.instant = True
+        try:
+            for _ in range(100_000):
+                progressed = False
+                for controller in controllers:
+                    if controller.flush():
+                        progressed = True
+                if self.scheduler.active:
+                    self.scheduler.cancel_timer()
+                    self.scheduler.run()
+                    progressed = True
+                if self.kubelets.start_queued():
+                    progressed = True
+                if not progressed:
+                    break
+        finally:
+            self.kubelets.instant = False
+
+    def _group_nodes(self, group: str) -> list[str]:
+        return [i.node_name for i in self.cloud.groups[group].sim_instances() if i.registered]
+
+    # -- objects -----------------------------------------------------------------------------
+    def apply(self, manifests: Manifests) -> None:
+        world = self.world
+        now = self.engine.now()
+        for pc in manifests.priority_classes:
+            world.priority_classes[pc.name] = pc
+        for cm in manifests.configmaps:
+            world.configmaps[(cm.meta.namespace, cm.meta.name)] = cm
+        for node in manifests.nodes:
+            if node.name not in world.snapshot:
+                world.add_node(
+                    dataclasses.replace(node, meta=dataclasses.replace(node.meta, creation_timestamp=now))
+                )
+        for pdb in manifests.pdbs:
+            self.budgets.apply(pdb)
+        for workload in manifests.workloads:
+            self._controller(workload.kind).apply(workload)
+        for pod in manifests.pods:
+            self._create_bare_pod(pod, now)
+
+    def _create_bare_pod(self, pod: Pod, now: float) -> None:
+        if self.world.pod(pod.uid) is not None:
+            return
+        meta = dataclasses.replace(pod.meta, creation_timestamp=now, deletion_timestamp=None)
+        fresh = dataclasses.replace(
+            pod,
+            meta=meta,
+            phase="Pending",
+            ready=False,
+            ready_transition=None,
+            start_time=None,
+            scheduled_status="",
+            scheduled_reason="",
+            scheduled_transition=None,
+        )
+        if fresh.node_name and fresh.node_name not in self.world.snapshot:
+            fresh = dataclasses.replace(fresh, node_name="")
+        self.world.add_pod(fresh)
+
+    def _controller(self, kind: str):
+        if kind in ("Deployment", "ReplicaSet"):
+            return self.replicasets
+        return {"StatefulSet": self.statefulsets, "DaemonSet": self.daemonsets, "Job": self.jobs}[kind]
+
+    # -- scenario events -----------------------------------------------------------------------
+    def _scenario_event(self, event: Event) -> None:
+        marker = {"time": event.at, "kind": event.kind, "label": _describe(event)}
+        self._markers.append(marker)
+        if event.kind == "scale":
+            self._scale(event.payload, event)
+        elif event.kind == "apply":
+            self.log.record("Scenario", event.field, "Normal", "Applied", marker["label"], "scenario")
+            self.apply(event.payload)
+        elif event.kind == "delete":
+            self._delete(event.payload, event)
+        else:
+            self.faults.inject(event.payload)
+
+    def _scale(self, spec: ScaleSpec, event: Event) -> None:
+        key = f"{spec.kind}/{spec.namespace}/{spec.name}"
+        if key not in self.world.workloads:
+            self._missing(event, key)
+            return
+        self.log.record("Scenario", key, "Normal", "Scaled", f"replicas -> {spec.replicas}", "scenario")
+        if spec.kind == "Job":
+            self.jobs.scale(key, spec.replicas)
+        else:
+            self._controller(spec.kind).scale(key, spec.replicas)
+
+    def _delete(self, ref: ObjectRef, event: Event) -> None:
+        key = f"{ref.kind}/{ref.namespace}/{ref.name}"
+        self.log.record(
+            "Scenario", key, "Normal", "Deleted", f"{ref.kind} {ref.namespace}/{ref.name} deleted", "scenario"
+        )
+        if ref.kind == "PodDisruptionBudget":
+            if f"{ref.namespace}/{ref.name}" not in self.world.pdbs:
+                self._missing(event, key)
+            self.budgets.delete(f"{ref.namespace}/{ref.name}")
+        elif ref.kind == "Pod":
+            pod = next(
+                (p for p in self.world.pods() if p.namespace == ref.namespace and p.name == ref.name), None
+            )
+            if pod is None:
+                self._missing(event, key)
+            else:
+                self.kubelets.delete(pod)
+        elif key not in self.world.workloads:
+            self._missing(event, key)
+        else:
+            self._controller(ref.kind).delete(key)
+
+    def _missing(self, event: Event, key: str) -> None:
+        message = f"{self.scenario.source}: {event.field}: no {key.replace('/', ' ', 1)} at {event.at:g}s; event ignored"
+        self.warnings.append(message)
+        self.log.record("Scenario", key, "Warning", "ScenarioEventIgnored", message, "scenario")
+
+    # -- the autoscaler ------------------------------------------------------------------------
+    def _loop(self) -> None:
+        self.metrics.c.autoscaler_loops += 1
+        if self.autoscaler is not None:
+            self.autoscaler.run_once()
+        self.metrics.sample()
+        self.engine.after(self.scenario.options.scan_interval, self._loop)
+
+    def _restart_autoscaler(self) -> None:
+        self.metrics.c.autoscaler_restarts += 1
+        self.autoscaler = self.factory(
+            self.scenario.options, self.engine.clock, self.view, self.actions, self.cloud
+        )
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
+        """Simulate the whole scenario. `progress(elapsed_seconds)` is called as time advances."""
+        wall = time.perf_counter()
+        self.setup()
+        end = self.engine.start + self.scenario.duration
+        on_step = None
+        if progress is not None:
+            start = self.engine.start
+            step = max(1.0, self.scenario.duration / 500)
+            next_report = [start]
+
+            def on_step(now: float) -> None:
+                if now >= next_report[0]:
+                    next_report[0] = now + step
+                    progress(now - start)
+
+        self.engine.run_until(end, on_step)
+        if progress is not None:
+            progress(self.scenario.duration)
+        self.scheduler.close()
+        summary = self.summary(wall_seconds=time.perf_counter() - wall)
+        return SimulationResult(
+            scenario=self.scenario,
+            summary=summary,
+            timeline=self.metrics.timeline,
+            events=self.log.entries,
+            markers=self._markers,
+            warnings=self.warnings,
+        )
+
+    def summary(self, wall_seconds: float) -> dict[str, Any]:
+        c = self.metrics.c
+        node_seconds = self.metrics.node_seconds()
+        groups = {}
+        for name, group in self.cloud.groups.items():
+            gauges = self.metrics.groups[name]
+            hours = node_seconds[name] / 3600
+            groups[name] = {
+                "initial": group.config.initial_size,
+                "final": gauges.registered,
+                "target": group.target_size(),
+                "node_hours": round(hours, 3),
+                "cost": round(hours * group.config.price, 4),
+            }
+        node_hours = sum(node_seconds.values()) / 3600
+        pending = self.world.pending.values()
+        summary: dict[str, Any] = {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "simulated_seconds": round(self.scenario.duration, 3),
+            "wall_seconds": round(wall_seconds, 3),
+            "autoscaler": self.autoscaler_name,
+            "nodes": {
+                "initial": self.metrics.initial_nodes,
+                "final": len(self.world.snapshot),
+                "peak": c.peak_nodes,
+            },
+            "node_hours": round(node_hours, 3),
+            "cost": round(sum(g["cost"] for g in groups.values()), 4),
+            "pods": {
+                "pending_pod_seconds": round(self.metrics.pending_pod_seconds(), 3),
+                "max_pending": c.max_pending,
+                "pending_at_end": len(self.world.pending),
+                "unschedulable_at_end": sum(1 for p in pending if p.is_unschedulable),
+                "running_at_end": self.metrics.running,
+                "created": self.world._uids,
+                "jobs_completed": len(self.jobs.completed_jobs),
+            },
+            "scale_up": {"events": c.scale_up_events, "nodes_added": c.nodes_added},
+            "scale_down": {
+                "nodes_removed": c.nodes_removed,
+                "empty_removed": c.empty_removed,
+                "drained_removed": c.drained_removed,
+                "max_concurrent_drains": c.max_concurrent_drains,
+                "first_removal_at": None if c.first_removal_at is None else round(c.first_removal_at, 3),
+                "last_removal_at": None if c.last_removal_at is None else round(c.last_removal_at, 3),
+            },
+            "evictions": c.evictions,
+            "evictions_refused": c.evictions_refused,
+            "node_controller_evictions": self.lifecycle.evictions,
+            "invariants": {
+                "pdb_violations": c.pdb_violations,
+                "pods_lost": c.pods_lost,
+                "nodes_deleted_with_pods": c.nodes_deleted_with_pods,
+            },
+            "groups": groups,
+            "autoscaler_loops": c.autoscaler_loops,
+            "autoscaler_restarts": c.autoscaler_restarts,
+            "faults_injected": self.faults.injected,
+            "scheduler": {"passes": self.scheduler.passes, "bindings": self.scheduler.bound},
+            "events": dict(sorted(self.log.reasons.items())),
+        }
+        ratio = self.replicasets.age_ratio
+        if ratio is not None:
+            summary["downscale"] = {"deletion_age_ratio": ratio.as_dict()}
+        return summary
+
+
+def _describe(event: Event) -> str:
+    payload = event.payload
+    if event.kind == "scale":
+        return f"scale {payload.kind} {payload.name} to {payload.replicas}"
+    if event.kind == "apply":
+        count = len(payload.workloads) + len(payload.pods) + len(payload.pdbs) + len(payload.nodes)
+        return f"apply {count} object{'s' if count != 1 else ''}"
+    if event.kind == "delete":
+        return f"delete {payload.kind} {payload.name}"
+    label = payload.type
+    if payload.nodeGroup:
+        label += f" {payload.nodeGroup}"
+    if payload.count:
+        label += f" x{payload.count}"
+    return label
