@@ -113,7 +113,8 @@ class NodeGroup(Protocol):
         ...
 
     def decrease_target_size(self, delta: int) -> None:
-        """Lower the target without deleting running nodes (drops requests not yet fulfilled)."""
+        """Lower the target by -delta (delta < 0, CA's convention) without deleting any registered
+        node: only requests not yet fulfilled are dropped. Raises ActionError otherwise."""
         ...
 
     def delete_nodes(self, nodes: Sequence[Node]) -> None:
