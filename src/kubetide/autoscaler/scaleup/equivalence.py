@@ -71,13 +71,20 @@ def _spec_fingerprint(pod: Pod) -> tuple:
 
 
 def _label_fingerprint(labels: dict[str, str]) -> tuple:
-    return tuple(sorted(item for item in labels.items() if item[0] not in PER_POD_LABELS))
+    if not labels:
+        return ()
+    items = sorted(labels.items())
+    if PER_POD_LABELS.isdisjoint(labels):
+        return tuple(items)
+    return tuple(item for item in items if item[0] not in PER_POD_LABELS)
 
 
 def group_pods(pods: Iterable[Pod]) -> list[PodGroup]:
     """Equivalence groups in order of first appearance (deterministic for a given input)."""
-    # The identity cache is only valid while the pods are alive, which they are for this call.
-    spec_cache: dict[tuple, tuple] = {}
+    # Spec fingerprints are interned to small integers so the per-pod key hashes cheaply. The
+    # identity cache is only valid while the pods are alive, which they are for this call.
+    by_identity: dict[tuple, int] = {}
+    by_spec: dict[tuple, int] = {}
     groups: dict[tuple, PodGroup] = {}
     for pod in pods:
         ident = (
@@ -88,14 +95,14 @@ def group_pods(pods: Iterable[Pod]) -> list[PodGroup]:
             id(pod.topology_spread),
             id(pod.containers),
             id(pod.init_containers),
-            pod.namespace,
+            pod.meta.namespace,
             pod.priority,
             pod.scheduler_name,
         )
-        spec = spec_cache.get(ident)
+        spec = by_identity.get(ident)
         if spec is None:
-            spec = spec_cache[ident] = _spec_fingerprint(pod)
-        key = (spec, _label_fingerprint(pod.labels))
+            spec = by_identity[ident] = by_spec.setdefault(_spec_fingerprint(pod), len(by_spec))
+        key = (spec, _label_fingerprint(pod.meta.labels))
         group = groups.get(key)
         if group is None:
             group = groups[key] = PodGroup(key, [], has_inter_pod_constraints(pod))
