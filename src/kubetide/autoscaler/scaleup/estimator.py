@@ -1,0 +1,405 @@
+"""The binpacking estimator: how many template nodes would the pending pods need?
+
+First-fit decreasing, as the Cluster Autoscaler does it: equivalence groups are ordered by
+cpu_req/alloc + mem_req/alloc on the template (largest first); each pod goes to the first node
+already added by this estimate that takes it, else to a freshly added template node. When a pod
+does not fit even a fresh, empty node, no number of nodes will help its group: that node is
+removed again and the rest of the group is refused with the scheduler's reason.
+
+Two ways to place a group, with the same outcome:
+
+- pods without inter-pod constraints (no required pod (anti-)affinity, no DoNotSchedule spread,
+  no host ports) are packed with arithmetic. One real `fits` check on a fresh copy of the
+  template (the probe) settles every non-resource filter for every copy at once: copies differ
+  only in name and hostname label, so node selector, node affinity and taints answer the same,
+  and a pod without inter-pod constraints is only affected by other pods through their
+  anti-affinity (symmetry). Anti-affinity with a topology key other than the hostname spans every
+  copy (all copies share the zone, the instance type, ...): a pod placed by this estimate on one
+  copy with zone-level anti-affinity against the group blocks the probe too, so the probe's "no"
+  is the right answer for all copies. Hostname-level anti-affinity only blocks the node it sits
+  on, so nodes holding such pods are checked individually, once per distinct set of
+  constrained groups on them. After that, identical pods fill nodes in order, which is exactly
+  what pod-by-pod first fit does: node i takes min(free_i // request) of them, then fresh nodes
+  take `capacity` each. One NumPy pass per group instead of one scheduler call per pod.
+- pods with inter-pod constraints go pod by pod through the PredicateChecker on the forked
+  snapshot. Pods placed arithmetically before them are bound first ("flushed"): as themselves
+  when a constrained group's selector could select them, otherwise as one resource-only filler
+  pod per node (same requests, no labels), which is what keeps a 50 000-pod flush cheap.
+
+Limits: the caller gives one node cap per estimate (the smallest of max-nodes-per-scaleup, the
+group's headroom and the cluster-wide headrooms) with the reason to report when it binds, and two
+deadlines on an injected monotonic timer (max-nodegroup-binpacking-duration for this group,
+max-binpacking-time for the whole scale-up). The timer is a budget that bounds the work, not an
+input to any decision, so it is the only clock here and defaults to `time.perf_counter`; a
+deadline that passes means no new nodes for the rest of the estimate, as in CA.
+
+The snapshot is forked for the estimate and reverted before returning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubetide.autoscaler.scaleup.equivalence import PodGroup
+from kubetide.autoscaler.scaleup.template import GroupTemplate
+from kubetide.model import Node, ObjectMeta, Pod
+from kubetide.model.node import HOSTNAME_LABEL
+from kubetide.model.quantity import CPU, MEMORY
+from kubetide.model.selectors import LabelSelector
+from kubetide.snapshot import ClusterSnapshot
+
+TIME_LIMIT_REASON = "binpacking time limit reached"
+FILLER_NAMESPACE = "kubetide-estimator"
+_filler_ids = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLimit:
+    """At most `max_nodes` new nodes; pods cut off by it are refused with `reason`."""
+
+    max_nodes: int
+    reason: str
+
+
+@dataclass(slots=True)
+class Estimate:
+    group_id: str
+    node_count: int = 0
+    helped: list[Pod] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # pod key -> reason
+    limited_by: str | None = None  # the limit reason, when a limit cut pods off
+    placements: list[tuple[int, int]] = field(default_factory=list)  # (node index, pods) in order
+
+
+def _score(group: PodGroup, alloc: dict[str, int]) -> float:
+    requests = group.exemplar.requests
+    score = 0.0
+    for resource in (CPU, MEMORY):
+        available = alloc.get(resource, 0)
+        if available > 0:
+            score += requests.get(resource, 0) / available
+    return score
+
+
+def order_groups(groups: Sequence[PodGroup], template: Node) -> list[PodGroup]:
+    """Largest first by cpu/alloc + mem/alloc on this template; stable for equal scores."""
+    alloc = template.allocatable
+    return sorted(groups, key=lambda g: -_score(g, alloc))
+
+
+def _selectors(group: PodGroup) -> list[LabelSelector]:
+    pod = group.exemplar
+    found = [t.label_selector for t in (*pod.affinity.pod_required, *pod.affinity.anti_required)]
+    found += [c.label_selector for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
+    return [s for s in found if s is not None]
+
+
+class BinpackingEstimator:
+    """Estimates one node group at a time on a shared snapshot and checker."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        checker,
+        *,
+        timer: Callable[[], float] = time.perf_counter,
+        max_group_duration: float = 10.0,
+    ):
+        self.snapshot = snapshot
+        self.checker = checker
+        self.timer = timer
+        self.max_group_duration = max_group_duration
+
+    def estimate(
+        self,
+        template: GroupTemplate,
+        groups: Sequence[PodGroup],
+        limit: NodeLimit,
+        deadline: float | None = None,
+    ) -> Estimate:
+        run = _Run(self, template, groups, limit, deadline)
+        self.snapshot.fork()
+        try:
+            run.execute()
+        finally:
+            self.snapshot.revert()
+        return run.result
+
+
+class _Run:
+    """State of one estimate. Nodes are indexed in creation order; row i of `free` is node i."""
+
+    def __init__(
+        self,
+        owner: BinpackingEstimator,
+        template: GroupTemplate,
+        groups: Sequence[PodGroup],
+        limit: NodeLimit,
+        deadline: float | None,
+    ):
+        self.snapshot = owner.snapshot
+        self.checker = owner.checker
+        self.timer = owner.timer
+        start = owner.timer()
+        group_deadline = start + owner.max_group_duration
+        self.deadline = group_deadline if deadline is None else min(deadline, group_deadline)
+        self.template = template
+        self.groups = order_groups(groups, template.node)
+        self.limit = limit
+        self.result = Estimate(template.group_id)
+        snapshot = self.snapshot
+        # Every column any pod or the template needs, before reading array shapes.
+        for group in self.groups:
+            snapshot.vector(group.exemplar.requests)
+        self.alloc = snapshot.vector(template.node.allocatable)
+        self.width = len(snapshot.columns)
+        self.free = np.zeros((64, self.width), dtype=np.int64)
+        self.count = 0
+        self.names: list[str] = []
+        self.materialized = 0  # nodes [0, materialized) are in the snapshot
+        # Placed arithmetically, not yet bound: (node index, group, first pod, pod count).
+        self.unbound: list[tuple[int, PodGroup, int, int]] = []
+        # Constrained groups present on each node (index -> frozenset of group positions).
+        self.constrained_on: dict[int, frozenset[int]] = {}
+        self.serial = 0
+        selectors = [s for g in self.groups if g.inter_pod for s in _selectors(g)]
+        self.selectors = selectors
+        self.filler_safe = not any(s.matches({}) for s in selectors)
+        self.out_of_time = False
+
+    # -- driver -------------------------------------------------------------------------------
+    def execute(self) -> None:
+        for position, group in enumerate(self.groups):
+            if not self.out_of_time and self.timer() > self.deadline:
+                self.out_of_time = True
+            if group.inter_pod:
+                if self.out_of_time:
+                    self._refuse(group.pods, TIME_LIMIT_REASON)
+                    continue
+                self._flush()
+                self._place_one_by_one(position, group)
+            else:
+                self._place_arithmetically(group)
+        self.result.node_count = self.count
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _refuse(self, pods: Sequence[Pod], reason: str) -> None:
+        refused = self.result.refused
+        for pod in pods:
+            refused[pod.key] = reason
+
+    def _limit_hit(self, pods: Sequence[Pod]) -> None:
+        reason = TIME_LIMIT_REASON if self.out_of_time else self.limit.reason
+        self.result.limited_by = self.result.limited_by or reason
+        self._refuse(pods, reason)
+
+    def _may_add(self) -> bool:
+        if self.out_of_time or self.timer() > self.deadline:
+            self.out_of_time = True
+            return False
+        return self.count < self.limit.max_nodes
+
+    def _new_name(self) -> str:
+        name = f"{self.template.prefix}-e{self.serial}"
+        self.serial += 1
+        while name in self.snapshot:
+            name = f"{self.template.prefix}-e{self.serial}"
+            self.serial += 1
+        return name
+
+    def _grow_to(self, rows: int) -> None:
+        if rows > len(self.free):
+            size = max(rows, 2 * len(self.free))
+            grown = np.zeros((size, self.width), dtype=np.int64)
+            grown[: self.count] = self.free[: self.count]
+            self.free = grown
+
+    def _append_nodes(self, n: int) -> int:
+        """Add `n` virtual nodes (not yet in the snapshot); returns the first index."""
+        first = self.count
+        self._grow_to(first + n)
+        self.free[first : first + n] = self.alloc
+        for _ in range(n):
+            self.names.append(self._new_name())
+        self.count += n
+        return first
+
+    def _node(self, index: int) -> Node:
+        return self._node_named(self.names[index])
+
+    def _node_named(self, name: str) -> Node:
+        template = self.template.node
+        labels = dict(template.labels)
+        labels[HOSTNAME_LABEL] = name
+        meta = ObjectMeta(name, labels=labels, annotations=dict(template.annotations))
+        return Node(meta, template.allocatable, template.capacity, template.taints, ready=True)
+
+    def _probe(self, pod: Pod):
+        """The checker's verdict for `pod` on a fresh copy of the template."""
+        snapshot = self.snapshot
+        name = f"{self.template.prefix}-probe"
+        while name in snapshot:
+            name += "-x"
+        snapshot.fork()
+        try:
+            snapshot.add_node(self._node_named(name))
+            return self.checker.fits(pod, name)
+        finally:
+            snapshot.revert()
+
+    # -- arithmetic placement ----------------------------------------------------------------------
+    def _place_arithmetically(self, group: PodGroup) -> None:
+        pods = group.pods
+        exemplar = group.exemplar
+        unfit = self._probe(exemplar)
+        if unfit is not None:
+            self._refuse(pods, unfit.reason)
+            return
+        request = self.snapshot.pod_vector(exemplar)
+        nz = np.flatnonzero(request)
+        need = request[nz]
+        fresh = int((self.alloc[nz] // need).min()) if len(nz) else len(pods)
+        remaining = len(pods)
+        placed = 0
+        if self.count:
+            caps = (self.free[: self.count][:, nz] // need).min(axis=1) if len(nz) else None
+            if caps is None:
+                caps = np.full(self.count, remaining, dtype=np.int64)
+            self._block_constrained_nodes(group, caps)
+            total = int(caps.sum())
+            if total:
+                take = min(remaining, total)
+                cum = np.cumsum(caps)
+                last = int(np.searchsorted(cum, take))
+                counts = caps[: last + 1].copy()
+                counts[last] -= int(cum[last]) - take
+                idx = np.flatnonzero(counts)
+                self.free[idx] -= counts[idx, None] * request
+                for i, n in zip(idx.tolist(), counts[idx].tolist()):
+                    self._record(i, group, placed, n)
+                    placed += n
+                remaining -= take
+        if remaining and fresh <= 0:
+            # The checker let one pod onto a fresh node but the arithmetic says none fits: a
+            # resource only the checker knows how to count. Trust the stricter answer.
+            self._refuse(pods[placed:], "Insufficient resources on a fresh template node")
+            return
+        while remaining:
+            if not self._may_add():
+                self._limit_hit(pods[placed:])
+                return
+            allowed = self.limit.max_nodes - self.count
+            wanted = -(-remaining // fresh)
+            n = min(wanted, allowed)
+            first = self._append_nodes(n)
+            for i in range(first, first + n):
+                take = min(fresh, remaining)
+                self.free[i] -= take * request
+                self._record(i, group, placed, take)
+                placed += take
+                remaining -= take
+
+    def _block_constrained_nodes(self, group: PodGroup, caps: np.ndarray) -> None:
+        """Zero the capacity of nodes whose constrained pods' anti-affinity rejects the group."""
+        if not self.constrained_on:
+            return
+        verdicts: dict[frozenset[int], bool] = {}
+        exemplar = group.exemplar
+        for i, signature in self.constrained_on.items():
+            if caps[i] <= 0:
+                continue
+            ok = verdicts.get(signature)
+            if ok is None:
+                ok = verdicts[signature] = self.checker.fits(exemplar, self.names[i]) is None
+            if not ok:
+                caps[i] = 0
+
+    def _record(self, index: int, group: PodGroup, first: int, n: int) -> None:
+        self.result.helped.extend(group.pods[first : first + n])
+        self.result.placements.append((index, n))
+        self.unbound.append((index, group, first, n))
+
+    # -- binding ------------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Bring the snapshot up to date with every node and pod placed arithmetically."""
+        snapshot = self.snapshot
+        while self.materialized < self.count:
+            snapshot.add_node(self._node(self.materialized))
+            self.materialized += 1
+        if not self.unbound:
+            return
+        fillers: dict[int, dict[str, int]] = {}
+        for index, group, first, n in self.unbound:
+            name = self.names[index]
+            labels = group.exemplar.labels
+            if not self.filler_safe or any(s.matches(labels) for s in self.selectors):
+                for pod in group.pods[first : first + n]:
+                    snapshot.add_pod(pod, name)
+                continue
+            total = fillers.setdefault(index, {})
+            for resource, amount in group.exemplar.requests.items():
+                total[resource] = total.get(resource, 0) + amount * n
+        for index, requests in fillers.items():
+            serial = next(_filler_ids)
+            meta = ObjectMeta(f"filler-{serial}", FILLER_NAMESPACE, f"kubetide-estimator-filler-{serial}")
+            snapshot.add_pod(Pod(meta, requests, {}), self.names[index])
+        self.unbound = []
+
+    # -- one pod at a time ---------------------------------------------------------------------------
+    def _place_one_by_one(self, position: int, group: PodGroup) -> None:
+        pods = group.pods
+        exemplar = group.exemplar
+        snapshot, checker = self.snapshot, self.checker
+        request = snapshot.pod_vector(exemplar)
+        nz = np.flatnonzero(request)
+        need = request[nz]
+        affinity = exemplar.affinity
+        # Rejections only grow as pods are added, unless the pod needs company (affinity) or a
+        # balance (spread), where a node refused now may accept later: rescan those from 0.
+        monotone = not affinity.pod_required and not any(
+            c.when_unsatisfiable == "DoNotSchedule" for c in exemplar.topology_spread
+        )
+        cursor = 0
+        for k, pod in enumerate(pods):
+            if self.timer() > self.deadline:
+                self.out_of_time = True
+                self._limit_hit(pods[k:])
+                return
+            target = -1
+            if self.count:
+                start = cursor if monotone else 0
+                free = self.free[start : self.count]
+                roomy = np.flatnonzero((free[:, nz] >= need).all(axis=1)) + start
+                for i in roomy.tolist():
+                    if checker.fits(pod, self.names[i]) is None:
+                        target = i
+                        break
+                if monotone:
+                    cursor = target if target >= 0 else self.count
+            if target < 0:
+                if not self._may_add():
+                    self._limit_hit(pods[k:])
+                    return
+                target = self._append_nodes(1)
+                snapshot.add_node(self._node(target))
+                self.materialized += 1
+                unfit = checker.fits(pod, self.names[target])
+                if unfit is not None:
+                    snapshot.remove_node(self.names[target])
+                    self.names.pop()
+                    self.count -= 1
+                    self.materialized -= 1
+                    self._refuse(pods[k:], unfit.reason)
+                    return
+            snapshot.add_pod(pod, self.names[target])
+            self.free[target] -= request
+            self.result.helped.append(pod)
+            self.result.placements.append((target, 1))
+            signature = self.constrained_on.get(target, frozenset())
+            if position not in signature:
+                self.constrained_on[target] = signature | {position}
