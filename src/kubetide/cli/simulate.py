@@ -1,0 +1,149 @@
+"""`kubetide simulate [SCENARIO] [--seed N] [--out DIR] [--json]`: run a scenario on the simulator.
+
+Without SCENARIO it runs the bundled demo. Writes summary.json, timeline.csv, events.jsonl and
+report.html to DIR (default ./kubetide-out/<scenario name>/) and ends with a summary table, or
+prints summary.json with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+
+from kubetide.cli.output import console, print_json, warn
+from kubetide.durations import format_duration, parse_duration
+from kubetide.errors import UserError
+
+DEMO = "data/scenarios/demo.yaml"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="run a scenario on the embedded cluster simulator",
+        description="Simulate a cluster, its cloud and the autoscaler through a scenario, deterministically.",
+    )
+    parser.add_argument(
+        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+    )
+    parser.add_argument(
+        "--seed", type=int, metavar="N", help="random seed (default: the scenario's spec.seed)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>/)"
+    )
+    parser.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    parser.add_argument(
+        "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
+    )
+    parser.add_argument("--no-report", action="store_true", help="skip report.html")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kubetide.sim.output import default_out_dir, write_outputs
+    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.simulation import Simulation
+
+    with ExitStack() as stack:
+        if args.scenario:
+            path = Path(args.scenario)
+        else:
+            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
+        scenario = load_scenario(path)
+        if not args.scenario:
+            scenario.source = "demo.yaml (bundled)"
+    if args.duration:
+        try:
+            seconds = parse_duration(args.duration)
+        except ValueError as exc:
+            raise UserError(f"--duration: {exc}") from None
+        if seconds <= 0:
+            raise UserError("--duration: must be positive")
+        scenario = scenario.with_duration(seconds)
+    warn(scenario.warnings)
+
+    simulation = Simulation(scenario, seed=args.seed)
+    show_progress = not args.json and sys.stderr.isatty()
+    if show_progress:
+        result = _run_with_progress(simulation, scenario)
+    else:
+        result = simulation.run()
+    out_dir = Path(args.out) if args.out else default_out_dir(scenario.name)
+    paths = write_outputs(result, out_dir, report=not args.no_report)
+    warn(w for w in result.warnings if w not in scenario.warnings)
+    if args.json:
+        print_json(result.summary)
+    else:
+        _print_summary(result.summary, scenario, paths)
+    return 0
+
+
+def _run_with_progress(simulation, scenario):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[simulated]} / " + format_duration(scenario.duration)),
+        TimeElapsedColumn(),
+        transient=True,
+        console=console_stderr(),
+    ) as progress:
+        task = progress.add_task(f"simulating {scenario.name}", total=scenario.duration, simulated="0s")
+
+        def update(elapsed: float) -> None:
+            progress.update(task, completed=elapsed, simulated=format_duration(round(elapsed)))
+
+        return simulation.run(progress=update)
+
+
+def console_stderr():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_summary(summary: dict, scenario, paths: dict) -> None:
+    from rich.table import Table
+
+    out = console()
+    simulated = summary["simulated_seconds"]
+    wall = max(summary["wall_seconds"], 1e-9)
+    out.print(
+        f"[bold]{summary['scenario']}[/bold]: simulated {format_duration(simulated)} in {wall:.1f}s "
+        f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}"
+    )
+    if summary["autoscaler"] == "none":
+        out.print("[yellow]no autoscaler is installed yet: the cluster runs, but nothing scales[/yellow]")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("")
+    table.add_column("", justify="right")
+    nodes = summary["nodes"]
+    pods = summary["pods"]
+    up = summary["scale_up"]
+    down = summary["scale_down"]
+    table.add_row(
+        "nodes (initial -> final, peak)", f"{nodes['initial']} -> {nodes['final']}, peak {nodes['peak']}"
+    )
+    table.add_row("node-hours / cost", f"{summary['node_hours']:,.1f} / ${summary['cost']:,.2f}")
+    table.add_row("pending pods (max, at end)", f"{pods['max_pending']:,}, {pods['pending_at_end']:,}")
+    table.add_row("pending pod-seconds", f"{pods['pending_pod_seconds']:,.0f}")
+    table.add_row("scale-up (decisions, nodes added)", f"{up['events']}, {up['nodes_added']}")
+    table.add_row(
+        "scale-down (removed: empty + drained)",
+        f"{down['nodes_removed']}: {down['empty_removed']} + {down['drained_removed']}",
+    )
+    table.add_row("max concurrent drains", str(down["max_concurrent_drains"]))
+    table.add_row(
+        "evictions (refused by PDBs)", f"{summary['evictions']:,} ({summary['evictions_refused']:,})"
+    )
+    for name, value in summary["invariants"].items():
+        style = "green" if value == 0 else "bold red"
+        table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")
+    out.print(table)
+    files = ", ".join(p.name for p in paths.values())
+    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/")

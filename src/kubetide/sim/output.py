@@ -1,0 +1,43 @@
+"""Writing a run's files: summary.json, timeline.csv, events.jsonl and report.html."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from kubetide.sim.simulation import SimulationResult
+
+
+def default_out_dir(scenario_name: str) -> Path:
+    return Path("kubetide-out") / scenario_name
+
+
+def summary_json(summary: dict) -> str:
+    """The exact bytes of summary.json (key order as built, so runs compare byte for byte)."""
+    return json.dumps(summary, indent=2) + "\n"
+
+
+def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool = True) -> dict[str, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "summary": out / "summary.json",
+        "timeline": out / "timeline.csv",
+        "events": out / "events.jsonl",
+    }
+    paths["summary"].write_text(summary_json(result.summary), encoding="utf-8")
+    with paths["timeline"].open("w", newline="", encoding="utf-8") as handle:
+        if result.timeline:
+            writer = csv.DictWriter(handle, fieldnames=list(result.timeline[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(result.timeline)
+    with paths["events"].open("w", encoding="utf-8") as handle:
+        for entry in result.events:
+            handle.write(json.dumps(entry) + "\n")
+    if report:
+        from kubetide.sim.report import render
+
+        paths["report"] = out / "report.html"
+        paths["report"].write_text(render(result), encoding="utf-8")
+    return paths

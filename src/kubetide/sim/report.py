@@ -1,0 +1,436 @@
+"""report.html: one self-contained page with the run's plots and its summary.
+
+Plots are plotly figures sharing one time axis (nodes per group, pending and running pods,
+utilisation, drains and evictions, cost), with the scenario's events drawn as labelled vertical
+lines across all of them and the autoscaler's scale-ups and scale-downs as markers. plotly.js is
+inlined once, so the page works offline and can be mailed around.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from kubetide.durations import format_duration
+
+_PALETTE = ["#2563eb", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d", "#ca8a04"]
+_EVENT_COLOURS = {"fault": "#dc2626", "scale": "#2563eb", "apply": "#16a34a", "delete": "#6b7280"}
+_AUTOSCALER_MARKS = {
+    "ScaledUpGroup": ("triangle-up", "#16a34a", "scale-up"),
+    "ScaleDown": ("triangle-down", "#ea580c", "scale-down (drain)"),
+    "ScaleDownEmpty": ("triangle-down", "#f59e0b", "scale-down (empty)"),
+    "ScaleDownFailed": ("x", "#dc2626", "scale-down failed"),
+}
+
+
+def _time_axis(duration: float) -> tuple[float, str]:
+    if duration <= 2 * 3600:
+        return 60.0, "minutes since start"
+    return 3600.0, "hours since start"
+
+
+def build_figure(result) -> Any:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    timeline = result.timeline
+    scale, axis_title = _time_axis(result.scenario.duration)
+    x = [row["time"] / scale for row in timeline]
+    groups = [g.name for g in result.scenario.groups]
+    titles = (
+        "Nodes per group (ready, with unready and upcoming)",
+        "Pods",
+        "Utilisation (requests / allocatable)",
+        "Drains and deletions",
+        "Cumulative cost",
+    )
+    fig = make_subplots(
+        rows=5,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.045,
+        subplot_titles=titles,
+        row_heights=[0.26, 0.2, 0.18, 0.18, 0.18],
+        specs=[[{}], [{}], [{}], [{"secondary_y": True}], [{}]],
+    )
+
+    def col(name: str) -> list:
+        return [row.get(name, 0) for row in timeline]
+
+    for index, name in enumerate(groups):
+        colour = _PALETTE[index % len(_PALETTE)]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=col(f"{name}_ready"),
+                name=f"{name} ready",
+                stackgroup="ready",
+                mode="lines",
+                line={"width": 0.5, "color": colour, "shape": "hv"},
+                legendgroup="nodes",
+                legendgrouptitle_text="Nodes",
+            ),
+            row=1,
+            col=1,
+        )
+    for index, name in enumerate(groups):
+        colour = _PALETTE[index % len(_PALETTE)]
+        unready = col(f"{name}_unready")
+        if any(unready):
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=unready,
+                    name=f"{name} unready",
+                    mode="lines",
+                    line={"color": colour, "dash": "dot", "width": 1.5, "shape": "hv"},
+                    legendgroup="nodes",
+                ),
+                row=1,
+                col=1,
+            )
+        upcoming = col(f"{name}_upcoming")
+        if any(upcoming):
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=upcoming,
+                    name=f"{name} upcoming",
+                    mode="lines",
+                    line={"color": colour, "dash": "dash", "width": 1.5, "shape": "hv"},
+                    legendgroup="nodes",
+                ),
+                row=1,
+                col=1,
+            )
+
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("pending_pods"),
+            name="pending",
+            mode="lines",
+            fill="tozeroy",
+            line={"color": "#dc2626", "width": 1.5, "shape": "hv"},
+            fillcolor="rgba(220,38,38,0.15)",
+            legendgroup="pods",
+            legendgrouptitle_text="Pods",
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("running_pods"),
+            name="running",
+            mode="lines",
+            line={"color": "#0f766e", "width": 1.5, "shape": "hv"},
+            legendgroup="pods",
+        ),
+        row=2,
+        col=1,
+    )
+
+    def ratio(used: str, total: str) -> list:
+        return [round(100 * row[used] / row[total], 2) if row.get(total) else None for row in timeline]
+
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=ratio("cpu_requested", "cpu_allocatable"),
+            name="cpu",
+            mode="lines",
+            line={"color": "#2563eb", "width": 1.8},
+            legendgroup="util",
+            legendgrouptitle_text="Utilisation",
+        ),
+        row=3,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=ratio("memory_requested_gib", "memory_allocatable_gib"),
+            name="memory",
+            mode="lines",
+            line={"color": "#9333ea", "width": 1.8},
+            legendgroup="util",
+        ),
+        row=3,
+        col=1,
+    )
+
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("drains_in_progress"),
+            name="drains in progress",
+            mode="lines",
+            line={"color": "#ea580c", "width": 1.8, "shape": "hv"},
+            legendgroup="drain",
+            legendgrouptitle_text="Scale-down",
+        ),
+        row=4,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("nodes_being_deleted"),
+            name="nodes being deleted",
+            mode="lines",
+            line={"color": "#6b7280", "width": 1.5, "dash": "dot", "shape": "hv"},
+            legendgroup="drain",
+        ),
+        row=4,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("evictions_total"),
+            name="evictions (cumulative)",
+            mode="lines",
+            line={"color": "#0891b2", "width": 1.2},
+            legendgroup="drain",
+        ),
+        row=4,
+        col=1,
+        secondary_y=True,
+    )
+
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=col("cost"),
+            name="cost",
+            mode="lines",
+            fill="tozeroy",
+            line={"color": "#15803d", "width": 1.8},
+            fillcolor="rgba(21,128,61,0.12)",
+            legendgroup="cost",
+            legendgrouptitle_text="Cost",
+            hovertemplate="%{y:$.2f}<extra></extra>",
+        ),
+        row=5,
+        col=1,
+    )
+
+    # The autoscaler's decisions, as markers along the top of the node plot.
+    top = max((row.get("nodes_total", 0) + row.get("nodes_upcoming", 0) for row in timeline), default=1) or 1
+    for reason, (symbol, colour, label) in _AUTOSCALER_MARKS.items():
+        times = [e["time"] / scale for e in result.events if e["reason"] == reason]
+        if times:
+            fig.add_trace(
+                go.Scatter(
+                    x=times,
+                    y=[top * 1.06] * len(times),
+                    mode="markers",
+                    name=label,
+                    marker={"symbol": symbol, "color": colour, "size": 9},
+                    legendgroup="decisions",
+                    legendgrouptitle_text="Autoscaler",
+                    text=[e["message"] for e in result.events if e["reason"] == reason],
+                    hovertemplate="%{text}<extra></extra>",
+                ),
+                row=1,
+                col=1,
+            )
+
+    for marker in result.markers:
+        colour = _EVENT_COLOURS.get(marker["kind"], "#6b7280")
+        fig.add_vline(
+            x=marker["time"] / scale, line_width=1, line_dash="dash", line_color=colour, opacity=0.6
+        )
+        fig.add_annotation(
+            x=marker["time"] / scale,
+            y=1.0,
+            yref="paper",
+            yanchor="bottom",
+            text=html.escape(marker["label"]),
+            showarrow=False,
+            textangle=-30,
+            font={"size": 10, "color": colour},
+            xanchor="left",
+        )
+
+    fig.update_layout(
+        template="plotly_white",
+        height=1500,
+        margin={"l": 70, "r": 30, "t": 90, "b": 50},
+        hovermode="x unified",
+        legend={"groupclick": "toggleitem", "tracegroupgap": 18, "font": {"size": 11}},
+        font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
+    )
+    fig.update_xaxes(showgrid=True, gridcolor="#eef0f3", range=[0, result.scenario.duration / scale])
+    fig.update_xaxes(title_text=axis_title, row=5, col=1)
+    fig.update_yaxes(showgrid=True, gridcolor="#eef0f3", rangemode="tozero")
+    fig.update_yaxes(title_text="nodes", row=1, col=1)
+    fig.update_yaxes(title_text="pods", row=2, col=1)
+    fig.update_yaxes(title_text="%", range=[0, 105], row=3, col=1)
+    fig.update_yaxes(title_text="nodes", row=4, col=1)
+    fig.update_yaxes(title_text="evictions", row=4, col=1, secondary_y=True, showgrid=False)
+    fig.update_yaxes(title_text="$", row=5, col=1)
+    return fig
+
+
+def _cards(summary: dict) -> str:
+    inv = summary["invariants"]
+    broken = sum(inv.values())
+    cards = [
+        ("Cost", f"${summary['cost']:,.2f}", f"{summary['node_hours']:,.1f} node-hours"),
+        (
+            "Nodes",
+            f"{summary['nodes']['initial']} → {summary['nodes']['final']}",
+            f"peak {summary['nodes']['peak']}",
+        ),
+        (
+            "Pending",
+            f"{summary['pods']['max_pending']:,} max",
+            f"{summary['pods']['pending_pod_seconds'] / 3600:,.1f} pod-hours waiting",
+        ),
+        (
+            "Scale-up",
+            f"+{summary['scale_up']['nodes_added']}",
+            f"{summary['scale_up']['events']} scale-up decisions",
+        ),
+        (
+            "Scale-down",
+            f"\u2212{summary['scale_down']['nodes_removed']}",
+            f"{summary['scale_down']['drained_removed']} drained, {summary['scale_down']['empty_removed']} empty",
+        ),
+        (
+            "Evictions",
+            f"{summary['evictions']:,}",
+            f"{summary.get('evictions_refused', 0):,} refused by PDBs (429)",
+        ),
+        (
+            "Invariants",
+            "all held" if not broken else f"{broken} broken",
+            ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in inv.items()),
+        ),
+    ]
+    parts = []
+    for title, value, note in cards:
+        bad = title == "Invariants" and broken
+        good = title == "Invariants" and not broken
+        cls = " bad" if bad else (" good" if good else "")
+        parts.append(
+            f'<div class="card{cls}"><div class="t">{html.escape(title)}</div>'
+            f'<div class="v">{html.escape(value)}</div><div class="n">{html.escape(note)}</div></div>'
+        )
+    return "\n".join(parts)
+
+
+def _table(summary: dict) -> str:
+    rows = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            shown = "—" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
+            rows.append(f"<tr><th>{html.escape(prefix)}</th><td>{html.escape(shown)}</td></tr>")
+
+    for key, value in summary.items():
+        if key in ("events", "downscale"):
+            continue
+        walk(key, value)
+    return "\n".join(rows)
+
+
+def _event_table(events: list[dict], limit: int = 400) -> str:
+    interesting = [
+        e
+        for e in events
+        if e["source"] in ("cluster-autoscaler", "scenario", "simulator")
+        or e["reason"] in ("InstanceCreationFailed", "CloudError", "NodeNotReady")
+    ]
+    rows = []
+    for e in interesting[:limit]:
+        cls = ' class="warn"' if e["type"] == "Warning" else ""
+        rows.append(
+            f"<tr{cls}><td>{html.escape(format_duration(e['time']))}</td><td>{html.escape(e['source'])}</td>"
+            f"<td>{html.escape(e['reason'])}</td><td>{html.escape(e['object'])}</td>"
+            f"<td>{html.escape(e['message'])}</td></tr>"
+        )
+    more = len(interesting) - limit
+    if more > 0:
+        rows.append(f'<tr><td colspan="5">… {more} more in events.jsonl</td></tr>')
+    if not rows:
+        rows.append('<tr><td colspan="5">no autoscaler decisions or scenario events</td></tr>')
+    return "\n".join(rows)
+
+
+_CSS = """
+*{box-sizing:border-box}
+body{margin:0;background:#f6f7f9;color:#111827;font:14px/1.5 Inter,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif}
+header{background:#0f172a;color:#f8fafc;padding:28px 40px 22px}
+header h1{margin:0;font-size:24px;font-weight:650;letter-spacing:-.01em}
+header p{margin:6px 0 0;color:#cbd5e1}
+header .meta{margin-top:10px;font-size:13px;color:#94a3b8}
+header .meta span{margin-right:18px}
+main{max-width:1320px;margin:0 auto;padding:24px 32px 48px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;margin-bottom:22px}
+.card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:14px 16px}
+.card .t{font-size:12px;text-transform:uppercase;letter-spacing:.06em;color:#6b7280}
+.card .v{font-size:22px;font-weight:650;margin-top:2px}
+.card .n{font-size:12px;color:#6b7280}
+.card.good{border-color:#86efac;background:#f0fdf4}.card.good .v{color:#15803d}
+.card.bad{border-color:#fca5a5;background:#fef2f2}.card.bad .v{color:#b91c1c}
+section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px 18px;margin-bottom:22px}
+section h2{font-size:16px;margin:0 0 10px;font-weight:620}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-align:top}
+.summary th{font-weight:500;color:#374151;width:40%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.summary td{font-variant-numeric:tabular-nums}
+.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.6fr);gap:22px}
+.events{max-height:520px;overflow:auto}
+.events td:first-child{white-space:nowrap;font-variant-numeric:tabular-nums;color:#6b7280}
+.events tr.warn td{color:#b91c1c}
+footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
+"""
+
+
+def render(result) -> str:
+    summary = result.summary
+    scenario = result.scenario
+    figure = build_figure(result)
+    plot = figure.to_html(
+        full_html=False, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}
+    )
+    description = html.escape(scenario.description) if scenario.description else ""
+    warnings = "".join(f"<li>{html.escape(w)}</li>" for w in result.warnings)
+    warning_block = f"<section><h2>Warnings</h2><ul>{warnings}</ul></section>" if warnings else ""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kubetide simulate: {html.escape(scenario.name)}</title>
+<style>{_CSS}</style></head>
+<body>
+<header>
+<h1>{html.escape(scenario.name)}</h1>
+{f"<p>{description}</p>" if description else ""}
+<div class="meta"><span>simulated {html.escape(format_duration(scenario.duration))}</span>
+<span>seed {summary["seed"]}</span><span>autoscaler: {html.escape(str(summary["autoscaler"]))}</span>
+<span>{summary["autoscaler_loops"]:,} loops</span><span>wall time {summary["wall_seconds"]:.1f}s</span></div>
+</header>
+<main>
+<div class="cards">{_cards(summary)}</div>
+{warning_block}
+<section>{plot}</section>
+<div class="cols">
+<section><h2>Summary</h2><table class="summary">{_table(summary)}</table></section>
+<section><h2>Decisions and scenario events</h2><div class="events"><table>
+<tr><th>time</th><th>source</th><th>reason</th><th>object</th><th>message</th></tr>
+{_event_table(result.events)}
+</table></div></section>
+</div>
+</main>
+<footer>generated by kubetide simulate · summary.json, timeline.csv and events.jsonl sit beside this file</footer>
+<script type="application/json" id="summary">{html.escape(json.dumps(summary))}</script>
+</body></html>
+"""
