@@ -1,0 +1,478 @@
+"""ScaleUp.plan: pending pods in, "grow these groups by this much, and why" out.
+
+The steps, each in its own module:
+
+    select_pending        unschedulable, old enough, not expendable          (pending.py)
+    filter_schedulable    drop pods that fit existing or upcoming nodes       (filter_schedulable.py)
+    group_pods            equivalence groups                                  (equivalence.py)
+    per node group        skip (no template, backoff, unhealthy, at max, cluster limits),
+                          else template net of DaemonSets (template.py) and
+                          binpacking estimate within the limits              (estimator.py)
+    choose                expander chain from the `expander` flag             (expanders.py)
+    balance               split across similar groups                         (balance.py)
+
+Planning is pure: it reads the snapshot (forked and reverted, so it is left as found), the
+groups' sizes and templates and the inputs the caller passes, and returns a ScaleUpPlan. The
+loop acts on it: for each increase it calls `group.increase_size(delta)`; on success it emits
+`plan.events` for that group (ScaledUpGroup) and its pods (TriggeredScaleUp), on failure it emits
+`plan.failure_event(...)` and backs the group off. NotTriggerScaleUp events for pods no group
+could help are in `plan.events` too.
+
+What the cluster state registry knows is taken as plain inputs: `upcoming` (group -> nodes
+requested but not yet registered and ready), `backed_off` and `healthy` (group id -> bool), so
+this module does not depend on the registry's API. Upcoming nodes count against every limit and
+are represented by template copies while filtering, so pods waiting for them do not ask again.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import NodeGroup
+from kubetide.autoscaler.scaleup.balance import BalanceTarget, similar, split
+from kubetide.autoscaler.scaleup.equivalence import group_pods
+from kubetide.autoscaler.scaleup.estimator import BinpackingEstimator, Estimate, NodeLimit
+from kubetide.autoscaler.scaleup.expanders import (
+    ExpanderContext,
+    ExpansionOption,
+    choose,
+    parse_priorities,
+    priorities_from_configmap,
+)
+from kubetide.autoscaler.scaleup.filter_schedulable import filter_schedulable, nodes_being_deleted
+from kubetide.autoscaler.scaleup.pending import select_pending
+from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of
+from kubetide.model import ConfigMap, Node, Pod, Workload
+from kubetide.model.quantity import CPU, MEMORY
+from kubetide.snapshot import ClusterSnapshot
+
+GIB = 2**30
+STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
+
+# Reasons a whole group is passed over (the Cluster Autoscaler's wording where it has one).
+BACKOFF_REASON = "in backoff after failed scale-up"
+NOT_READY_REASON = "not ready for scale-up"
+MAX_SIZE_REASON = "max node group size reached"
+MAX_TOTAL_REASON = "max total nodes in cluster reached"
+MAX_CPU_REASON = "max cluster cpu limit reached"
+MAX_MEMORY_REASON = "max cluster memory limit reached"
+MAX_PER_SCALEUP_REASON = "max nodes per scale-up reached"
+BINPACKING_SKIPPED_REASON = "max binpacking time reached before this group was estimated"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleUpEvent:
+    """Arguments for ClusterActions.emit_event."""
+
+    kind: str
+    key: str
+    event_type: str
+    reason: str
+    message: str
+    group_id: str | None = None  # the increase this event depends on (None: emit regardless)
+
+
+@dataclass(frozen=True, slots=True)
+class Increase:
+    group_id: str
+    delta: int
+    current: int  # target size before
+    max_size: int
+    pods: tuple[str, ...]  # keys of the pods this scale-up is for (the chosen option's)
+
+    @property
+    def new_size(self) -> int:
+        return self.current + self.delta
+
+
+@dataclass(slots=True)
+class ScaleUpPlan:
+    pending: list[str] = field(default_factory=list)  # pods a new node was sought for
+    options: list[ExpansionOption] = field(default_factory=list)
+    chosen: ExpansionOption | None = None
+    increases: list[Increase] = field(default_factory=list)
+    helped: list[str] = field(default_factory=list)
+    not_helped: dict[str, str] = field(default_factory=dict)
+    schedulable: dict[str, str] = field(default_factory=dict)  # pod key -> existing/upcoming node
+    skipped_groups: dict[str, str] = field(default_factory=dict)  # group id -> reason
+    estimates: dict[str, Estimate] = field(default_factory=dict)
+    events: list[ScaleUpEvent] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)  # expander steps and warnings
+
+    def to_json(self) -> dict[str, Any]:
+        """The `scale_up` object of `kubetide plan --json`."""
+        return {
+            "pending": list(self.pending),
+            "options": [
+                {"node_group": o.group_id, "node_count": o.node_count, "pods": o.pod_keys}
+                for o in self.options
+            ],
+            "chosen": (
+                {"node_group": self.chosen.group_id, "node_count": self.chosen.node_count}
+                if self.chosen is not None
+                else None
+            ),
+            "not_helped": dict(self.not_helped),
+        }
+
+    def describe(self) -> list[str]:
+        """A few human lines saying what would happen and why."""
+        lines = []
+        if not self.pending:
+            lines.append("scale-up: no pending pod needs a new node")
+        else:
+            lines.append(f"scale-up: {len(self.pending)} pending pod(s) need a new node")
+        for option in self.options:
+            lines.append(
+                f"  option {option.group_id}: +{option.node_count} node(s) for {len(option.pods)} pod(s)"
+            )
+        for group_id, reason in self.skipped_groups.items():
+            lines.append(f"  skipped {group_id}: {reason}")
+        for increase in self.increases:
+            lines.append(
+                f"  increase {increase.group_id} {increase.current}->{increase.new_size} (max {increase.max_size})"
+            )
+        if self.pending and not self.increases:
+            lines.append("  no scale-up")
+        reasons = Counter(self.not_helped.values())
+        for reason, n in reasons.most_common(5):
+            lines.append(f"  {n} pod(s) not helped: {reason}")
+        return lines
+
+    def failure_event(self, group_id: str, error: str) -> ScaleUpEvent:
+        """What the loop emits when `increase_size` fails for a group of this plan."""
+        return ScaleUpEvent(
+            "ConfigMap",
+            STATUS_CONFIGMAP,
+            "Warning",
+            "FailedToScaleUpGroup",
+            f"Scale-up failed for group {group_id}: {error}",
+            group_id,
+        )
+
+
+def _as_predicate(
+    value: Callable[[str], bool] | Collection[str] | None, default: bool
+) -> Callable[[str], bool]:
+    if value is None:
+        return lambda _id: default
+    if callable(value):
+        return value
+    members = set(value)
+    return lambda group_id: group_id in members
+
+
+def _capacity(node: Node, resource: str) -> int:
+    return node.capacity.get(resource) or node.allocatable.get(resource, 0)
+
+
+def not_triggered_message(reasons: Mapping[str, str]) -> str:
+    """CA's NotTriggerScaleUp text: "pod didn't trigger scale-up: 1 max node group size reached, ..."."""
+    counts = Counter(reasons.values())
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    if not parts:
+        return "pod didn't trigger scale-up: no node group can be scaled up"
+    return "pod didn't trigger scale-up: " + ", ".join(parts)
+
+
+class ScaleUp:
+    """Plans scale-ups with fixed options; `seed` makes the expanders' random choices replayable."""
+
+    def __init__(
+        self,
+        options: AutoscalerOptions,
+        *,
+        seed: int | random.Random = 0,
+        timer: Callable[[], float] = time.perf_counter,
+    ):
+        self.options = options
+        self.rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        self.timer = timer
+
+    def plan(
+        self,
+        *,
+        snapshot: ClusterSnapshot,
+        pending: Sequence[Pod],
+        node_groups: Sequence[NodeGroup],
+        now: float,
+        workloads: Sequence[Workload] = (),
+        upcoming: Mapping[str, int] | None = None,
+        backed_off: Callable[[str], bool] | Collection[str] | None = None,
+        healthy: Callable[[str], bool] | Collection[str] | None = None,
+        priorities: ConfigMap | str | Mapping | None = None,
+        checker=None,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> ScaleUpPlan:
+        """One scale-up decision. See the module docstring for what the caller does with it.
+
+        `pending`: pods not bound to any node (ClusterView.pending_pods()). `upcoming`: nodes per
+        group requested but not yet ready. `backed_off` / `healthy`: per group id, as a predicate
+        or a collection of ids. `priorities`: the priority expander's ConfigMap, or its
+        `priorities` text, or an already parsed mapping. `checker`: a PredicateChecker already
+        attached to `snapshot` (one is made and closed otherwise).
+        """
+        from kubetide.scheduling import PredicateChecker
+
+        plan = ScaleUpPlan()
+        selection = select_pending(pending, self.options, now)
+        for key, reason in {**selection.too_young, **selection.expendable}.items():
+            plan.not_helped[key] = reason
+        plan.trace.extend(f"{key}: {warning}" for key, warning in selection.warnings.items())
+        if not selection.pods:
+            return plan
+        own_checker = checker is None
+        if own_checker:
+            checker = PredicateChecker(snapshot, namespaces)
+        snapshot.fork()
+        try:
+            self._plan(
+                plan,
+                snapshot,
+                checker,
+                selection.pods,
+                node_groups,
+                workloads,
+                upcoming or {},
+                backed_off,
+                healthy,
+                priorities,
+            )
+        finally:
+            snapshot.revert()
+            if own_checker:
+                checker.close()
+        return plan
+
+    # -- the steps ----------------------------------------------------------------------------
+    def _plan(
+        self,
+        plan,
+        snapshot,
+        checker,
+        candidates,
+        node_groups,
+        workloads,
+        upcoming,
+        backed_off,
+        healthy,
+        priorities,
+    ) -> None:
+        options = self.options
+        is_backed_off = _as_predicate(backed_off, False)
+        is_healthy = _as_predicate(healthy, True)
+        real_nodes = list(snapshot.nodes())
+        deleting = nodes_being_deleted(snapshot)
+
+        templates: dict[str, GroupTemplate] = {}
+        daemonsets = daemonsets_of(workloads)
+        for group in node_groups:
+            try:
+                raw = group.template_node()
+            except Exception as exc:  # a provider without templates for a group: skip the group
+                plan.skipped_groups[group.id] = f"no template node: {exc}"
+                continue
+            templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker)
+
+        # Upcoming nodes take pods first, as template copies.
+        upcoming_total = 0
+        upcoming_cpu = upcoming_mem = 0
+        for group_id, count in upcoming.items():
+            if count <= 0:
+                continue
+            upcoming_total += count
+            template = templates.get(group_id)
+            if template is None:
+                continue
+            upcoming_cpu += _capacity(template.node, CPU) * count
+            upcoming_mem += _capacity(template.node, MEMORY) * count
+            for i in range(count):
+                snapshot.add_node(template.copy(f"upcoming-{i}"))
+
+        filtered = filter_schedulable(snapshot, checker, candidates, skip=deleting, keep=True)
+        plan.schedulable = filtered.placed
+        still = filtered.pending
+        plan.pending = [p.key for p in still]
+        if not still:
+            return
+
+        # Cluster-wide headroom, counting nodes on their way.
+        node_total = len(real_nodes) + upcoming_total
+        cpu_total = sum(_capacity(n, CPU) for n in real_nodes) + upcoming_cpu
+        mem_total = sum(_capacity(n, MEMORY) for n in real_nodes) + upcoming_mem
+        groups = group_pods(still)
+        estimator = BinpackingEstimator(
+            snapshot, checker, timer=self.timer, max_group_duration=options.max_nodegroup_binpacking_duration
+        )
+        deadline = self.timer() + options.max_binpacking_time
+        refusals: dict[str, dict[str, str]] = {p.key: {} for p in still}
+        sizes: dict[str, tuple[int, int]] = {}
+        group_by_id = {g.id: g for g in node_groups}
+
+        for group in node_groups:
+            gid = group.id
+            template = templates.get(gid)
+            if template is None:
+                continue
+            target = group.target_size()
+            sizes[gid] = (target, group.max_size)
+            limit = self._limit(group, template, target, node_total, cpu_total, mem_total)
+            reason = None
+            if is_backed_off(gid):
+                reason = BACKOFF_REASON
+            elif not is_healthy(gid):
+                reason = NOT_READY_REASON
+            elif limit.max_nodes <= 0:
+                reason = limit.reason
+            elif self.timer() > deadline:
+                reason = BINPACKING_SKIPPED_REASON
+            if reason is not None:
+                plan.skipped_groups[gid] = reason
+                for key in refusals:
+                    refusals[key][gid] = reason
+                continue
+            estimate = estimator.estimate(template, groups, limit, deadline)
+            plan.estimates[gid] = estimate
+            for key, why in estimate.refused.items():
+                refusals[key][gid] = why
+            if estimate.node_count > 0:
+                plan.options.append(
+                    ExpansionOption(
+                        gid, estimate.node_count, tuple(estimate.helped), template.node, self._price(group)
+                    )
+                )
+
+        if plan.options:
+            context = ExpanderContext(
+                self.rng, cluster_size=len(real_nodes), priorities=self._priorities(priorities, plan)
+            )
+            plan.chosen = choose(plan.options, options.expander, context)
+            plan.trace.extend(context.trace)
+        if plan.chosen is not None:
+            self._increase(plan, templates, sizes, group_by_id, is_backed_off, is_healthy)
+        self._explain(plan, still, refusals)
+
+    def _limit(
+        self,
+        group: NodeGroup,
+        template: GroupTemplate,
+        target: int,
+        node_total: int,
+        cpu_total: int,
+        mem_total: int,
+    ) -> NodeLimit:
+        """The tightest of the limits on this group's new nodes, and its reason."""
+        options = self.options
+        limits = [NodeLimit(group.max_size - target, MAX_SIZE_REASON)]
+        if options.max_nodes_per_scaleup > 0:
+            limits.append(NodeLimit(options.max_nodes_per_scaleup, MAX_PER_SCALEUP_REASON))
+        if options.max_nodes_total > 0:
+            limits.append(NodeLimit(options.max_nodes_total - node_total, MAX_TOTAL_REASON))
+        node_cpu = _capacity(template.node, CPU)
+        if options.cores_total.max > 0 and node_cpu > 0:
+            left = options.cores_total.max * 1000 - cpu_total
+            limits.append(NodeLimit(left // node_cpu, MAX_CPU_REASON))
+        node_mem = _capacity(template.node, MEMORY)
+        if options.memory_total.max > 0 and node_mem > 0:
+            left = options.memory_total.max * GIB - mem_total
+            limits.append(NodeLimit(left // node_mem, MAX_MEMORY_REASON))
+        tightest = min(limits, key=lambda lim: lim.max_nodes)
+        return NodeLimit(max(0, tightest.max_nodes), tightest.reason)
+
+    @staticmethod
+    def _price(group: NodeGroup) -> float | None:
+        try:
+            return float(group.price_per_hour())
+        except Exception:  # providers without prices: the price expander keeps such options
+            return None
+
+    def _priorities(self, source, plan: ScaleUpPlan):
+        if source is None:
+            return None
+        try:
+            if isinstance(source, ConfigMap):
+                return priorities_from_configmap(source)
+            if isinstance(source, str):
+                return parse_priorities(source)
+            return {int(k): list(v) for k, v in source.items()}
+        except ValueError as exc:
+            plan.trace.append(f"priority expander configuration ignored: {exc}")
+            return None
+
+    def _increase(self, plan, templates, sizes, group_by_id, is_backed_off, is_healthy) -> None:
+        chosen = plan.chosen
+        total = chosen.node_count
+        members = [chosen.group_id]
+        if self.options.balance_similar_node_groups:
+            helped = {p.key for p in chosen.pods}
+            base = templates[chosen.group_id].node
+            for gid, estimate in plan.estimates.items():
+                if gid == chosen.group_id or gid not in templates:
+                    continue
+                if not similar(base, templates[gid].node):
+                    continue
+                # A similar group must be able to take every pod the chosen option is for.
+                if not helped <= {p.key for p in estimate.helped}:
+                    continue
+                members.append(gid)
+            if len(members) > 1:
+                plan.trace.append(f"balancing {total} node(s) across {', '.join(members)}")
+        targets = [BalanceTarget(gid, *sizes[gid]) for gid in members]
+        deltas = split(total, targets)
+        pods = tuple(p.key for p in chosen.pods)
+        for gid in members:
+            delta = deltas.get(gid, 0)
+            if delta > 0:
+                current, max_size = sizes[gid]
+                plan.increases.append(Increase(gid, delta, current, max_size, pods))
+        plan.helped = list(pods)
+
+    def _explain(self, plan: ScaleUpPlan, still: Sequence[Pod], refusals) -> None:
+        helped = set(plan.helped)
+        option_groups: dict[str, list[str]] = {}
+        for option in plan.options:
+            for key in option.pod_keys:
+                option_groups.setdefault(key, []).append(option.group_id)
+        summary = ", ".join(
+            f"{{{i.group_id} {i.current}->{i.new_size} (max: {i.max_size})}}" for i in plan.increases
+        )
+        for inc in plan.increases:
+            plan.events.append(
+                ScaleUpEvent(
+                    "ConfigMap",
+                    STATUS_CONFIGMAP,
+                    "Normal",
+                    "ScaledUpGroup",
+                    f"Scale-up: setting group {inc.group_id} size to {inc.new_size} instead of "
+                    f"{inc.current} (max: {inc.max_size})",
+                    inc.group_id,
+                )
+            )
+        for pod in still:
+            key = pod.key
+            if key in helped:
+                plan.events.append(
+                    ScaleUpEvent(
+                        "Pod",
+                        key,
+                        "Normal",
+                        "TriggeredScaleUp",
+                        f"pod triggered scale-up: [{summary}]",
+                        plan.increases[0].group_id if plan.increases else None,
+                    )
+                )
+                continue
+            fits = option_groups.get(key)
+            if fits:
+                # It would fit another option; the next loop looks again once these nodes exist.
+                plan.not_helped[key] = f"not chosen this loop: fits node group(s) {', '.join(fits)}"
+                continue
+            message = not_triggered_message(refusals.get(key, {}))
+            plan.not_helped[key] = message
+            plan.events.append(ScaleUpEvent("Pod", key, "Normal", "NotTriggerScaleUp", message))
