@@ -13,8 +13,8 @@
    with the metric's sorter (the general one when it has none) and act in order until the gap is
    closed, subtracting what each action released. A pod is acted on at most once per round.
 3. What an eviction releases also comes off the ThrottleDown gaps (the node's usage drops), so a
-   node brought back under by evictions is not throttled as well. Restores wait while any Evict or
-   ThrottleDown gap on the same resource is open.
+   node brought back under by evictions is not throttled as well. Restores wait for a round
+   without any Evict or ThrottleDown gap on the same resource.
 
 Candidates: pods below system-cluster-critical that are not terminating. Evictions also skip
 mirror pods and DaemonSet pods (both come straight back on the same node). ThrottleUp acts only on
@@ -168,10 +168,12 @@ class Executor:
     # -- entry point -------------------------------------------------------------------------
     def run(self, watermarks: Watermarks) -> Execution:
         gaps = compute_gaps(self.state, watermarks, self.registry, self.excess_percent)
+        candidates = self._candidates()
+        if not any(p.cpu_quota is not None for p in candidates):
+            gaps.pop(THROTTLE_UP, None)  # headroom with nobody throttled is nothing to act on
         self.result.gaps = {kind: dict(by_metric) for kind, by_metric in gaps.items()}
         self.remaining = gaps
         self.result.remaining = gaps
-        candidates = self._candidates()
         for kind in (EVICT, THROTTLE_DOWN, THROTTLE_UP):
             if kind == THROTTLE_UP:
                 self._hold_restores()
@@ -205,15 +207,15 @@ class Executor:
         return bool(reason)
 
     def _hold_restores(self) -> None:
-        """No restore on a resource that still has an avoidance gap open."""
+        """No restore on a resource that had an avoidance gap this round: giving cpu back in the
+        same round that took it would only oscillate."""
         up = self.remaining.get(THROTTLE_UP)
         if not up:
             return
         pressed = {
             self.registry[m].resource
             for kind in (EVICT, THROTTLE_DOWN)
-            for m, gap in self.remaining.get(kind, {}).items()
-            if gap is None or gap > 0
+            for m in self.result.gaps.get(kind, {})
         }
         for name in list(up):
             if self.registry[name].resource in pressed:

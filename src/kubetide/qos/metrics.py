@@ -164,6 +164,9 @@ class MetricRegistry:
         self._metrics[metric.name] = metric
         return metric
 
+    def unregister(self, name: str) -> None:
+        del self._metrics[name]
+
     def get(self, name: str) -> Metric | None:
         return self._metrics.get(name)
 
