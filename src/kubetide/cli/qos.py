@@ -1,0 +1,315 @@
+"""`kubetide qos NODE_STATE.yaml [--nodeqos NODEQOS.yaml] [--json]`: what the node QoS agent would
+do on this node right now, and why.
+
+The node-state file holds one Node, its pods, their usage as metrics-server objects (PodMetrics,
+optionally NodeMetrics, as `kubectl get --raw /apis/metrics.k8s.io/v1beta1/...` prints them) and,
+here or in --nodeqos, the NodeQOS and AvoidanceAction objects. The node's usage is its NodeMetrics
+when present, else the sum of its pods. Every threshold counts as reached after this one sample.
+A pod already throttled by the agent carries its quota in the annotation
+`qos.kubetide.io/cpu-quota` (e.g. "800m"), so restores can be shown too. Evictions a
+PodDisruptionBudget in the files would refuse (status.disruptionsAllowed) are shown as refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+
+from kubetide.cli.output import console, print_json, warn
+from kubetide.errors import UserError
+from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, load_files
+from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
+from kubetide.qos import (
+    AgentOptions,
+    NodeMetrics,
+    NodeState,
+    PodMetrics,
+    PodState,
+    QosAgent,
+    QosConfig,
+    RoundResult,
+)
+from kubetide.qos.config import ACTION_KINDS
+from kubetide.qos.executor import DONE, REFUSED, Execution, gap_units
+
+QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "qos",
+        help="show what the node QoS agent would throttle or evict on a node now",
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+    )
+    parser.add_argument("state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics")
+    parser.add_argument("--nodeqos", metavar="NODEQOS.yaml", help="NodeQOS and AvoidanceAction objects")
+    parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
+    parser.add_argument(
+        "--no-precise",
+        dest="precise",
+        action="store_false",
+        help="crane's old behaviour: act on every candidate pod (for comparison)",
+    )
+    parser.add_argument(
+        "--execute-excess",
+        metavar="PERCENT",
+        type=_percent,
+        default=10,
+        help="how far past the watermark to act (default 10)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _percent(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole percentage, got {text!r}") from None
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 99, got {value}")
+    return value
+
+
+# -- building the node state ------------------------------------------------------------------
+
+
+class _DryRun:
+    """The QosActuator for a what-if: nothing changes; PDBs with a known status refuse evictions
+    beyond their disruptionsAllowed."""
+
+    def __init__(self, pdbs: list[PodDisruptionBudget]):
+        self.allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
+        self.pdbs = pdbs
+
+    def throttle(self, pod: Pod, quota_millicores: int) -> None:
+        pass
+
+    def restore(self, pod: Pod, quota_millicores: int | None) -> None:
+        pass
+
+    def evict(self, pod: Pod, grace_seconds: int) -> bool:
+        budgets = [p.key for p in self.pdbs if p.matches(pod) and self.allowed[p.key] is not None]
+        if any(self.allowed[key] <= 0 for key in budgets):
+            return False
+        for key in budgets:
+            self.allowed[key] -= 1
+        return True
+
+
+def _load(args) -> tuple[Manifests, list[str]]:
+    paths = [args.state] + ([args.nodeqos] if args.nodeqos else [])
+    manifests = load_files(paths)
+    return manifests, paths
+
+
+def _node(manifests: Manifests, source: str) -> Node:
+    if not manifests.nodes:
+        raise UserError(f"{source}: no Node (the node-state file needs exactly one)")
+    if len(manifests.nodes) > 1:
+        names = ", ".join(n.name for n in manifests.nodes)
+        raise UserError(f"{source}: more than one Node ({names}); the node-state file describes one node")
+    return manifests.nodes[0]
+
+
+def _quota(pod: Pod, source: str) -> int | None:
+    text = pod.annotations.get(QUOTA_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        quota = parse_resource(CPU, text)
+    except QuantityError as exc:
+        raise UserError(f"{source}: Pod {pod.key}: metadata.annotations.{QUOTA_ANNOTATION}: {exc}") from None
+    if quota <= 0:
+        raise UserError(
+            f"{source}: Pod {pod.key}: metadata.annotations.{QUOTA_ANNOTATION}: must be positive, got {text!r}"
+        )
+    return quota
+
+
+def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str], str]:
+    """The node's state from the files, with warnings and where the node usage comes from."""
+    node = _node(manifests, source)
+    warnings: list[str] = []
+    metrics: dict[str, PodMetrics] = {}
+    for pm in manifests.other.get("PodMetrics", []):
+        if pm.key in metrics:
+            raise UserError(f"{source}: two PodMetrics for pod {pm.key}")
+        metrics[pm.key] = pm
+    pods: list[PodState] = []
+    for pod in manifests.pods:
+        if pod.node_name and pod.node_name != node.name:
+            warnings.append(f"{source}: pod {pod.key} is bound to {pod.node_name}, not {node.name}: ignored")
+            continue
+        if pod.is_terminal:
+            continue
+        pm = metrics.pop(pod.key, None)
+        if pm is None:
+            warnings.append(
+                f"{source}: pod {pod.key} has no PodMetrics: its usage is missing, so the agent "
+                "cannot act precisely"
+            )
+        pods.append(PodState(pod, pm.usage if pm else None, _quota(pod, source)))
+    for key in metrics:
+        warnings.append(f"{source}: PodMetrics for {key}, which is not a pod on {node.name}: ignored")
+    node_metrics: list[NodeMetrics] = [
+        nm for nm in manifests.other.get("NodeMetrics", []) if nm.name == node.name
+    ]
+    for nm in manifests.other.get("NodeMetrics", []):
+        if nm.name != node.name:
+            warnings.append(f"{source}: NodeMetrics for {nm.name}, not {node.name}: ignored")
+    if len(node_metrics) > 1:
+        raise UserError(f"{source}: more than one NodeMetrics for node {node.name}")
+    usage = node_metrics[0].usage if node_metrics else None
+    origin = "NodeMetrics" if usage else "sum of its pods' PodMetrics"
+    return NodeState(node, tuple(pods), usage), warnings, origin
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def run(args) -> int:
+    manifests, paths = _load(args)
+    warn(manifests.warnings)
+    config = QosConfig.from_manifests(manifests)
+    if not config.nodeqos:
+        raise UserError(f"{', '.join(paths)}: no NodeQOS (put it in the node-state file or pass --nodeqos)")
+    state, warnings, origin = build_state(manifests, args.state)
+    warn(config.warnings)
+    warn(warnings)
+    agent = QosAgent(
+        config,
+        AgentOptions(precise=args.precise, execute_excess_percent=args.execute_excess, one_sample=True),
+    )
+    result = agent.step(state, _DryRun(manifests.pdbs), now=0.0)
+    if args.json:
+        print_json(to_json(result))
+    else:
+        render(result, state, config, origin, args)
+    return 0
+
+
+def to_json(result: RoundResult) -> dict:
+    gaps = {
+        kind: {metric: gap_units(gap) for metric, gap in result.gaps[kind].items()}
+        for kind in ACTION_KINDS
+        if result.gaps.get(kind)
+    }
+    actions = [
+        {"pod": d.pod, "action": d.action, "metric": d.metric, "released": d.released}
+        for d in result.decisions
+        if d.outcome == DONE
+    ]
+    return {"gaps": gaps, "actions": actions}
+
+
+# -- the readable report ----------------------------------------------------------------------
+
+
+def _percent_text(value: Fraction) -> str:
+    return f"{float(value):.1f}%"
+
+
+def _usage_line(state: NodeState, resource: str) -> str:
+    used = state.used(resource)
+    capacity = state.capacity(resource)
+    if used is None:
+        return f"{resource} unknown"
+    share = f" ({_percent_text(Fraction(used * 100, capacity))})" if capacity else ""
+    return f"{resource} {format_units(resource, used)} of {format_units(resource, capacity)}{share}"
+
+
+def render(result: RoundResult, state: NodeState, config: QosConfig, origin: str, args) -> None:
+    out = console()
+    registry = config.registry
+    out.print(
+        f"[bold]Node {state.name}[/bold]: {_usage_line(state, CPU)}, {_usage_line(state, MEMORY)}; "
+        f"usage from {origin}"
+    )
+    selected = config.for_node(state.node)
+    if not selected:
+        out.print("No NodeQOS selects this node: the agent does nothing here.")
+        return
+    out.print()
+    out.print("[bold]Rules[/bold] (every threshold counts as reached in this one sample)")
+    for qos in selected:
+        for rule in qos.rules:
+            metric = registry[rule.metric]
+            value = result.values.get(rule.metric)
+
+            def show(amount: Fraction, metric=metric) -> str:
+                return _percent_text(amount) if metric.percent else metric.format(amount)
+
+            if value is None:
+                compared = f"unknown (watermark {show(rule.watermark)})"
+            else:
+                relation = "over" if value > rule.watermark else "within"
+                compared = f"{show(value)} {relation} {show(rule.watermark)}"
+            preview = " (Preview)" if rule.preview else ""
+            out.print(f"  {qos.name}/{rule.name}: {rule.metric} {compared} -> {rule.action_name}{preview}")
+    _render_execution(out, "", result.execution, state, registry, args)
+    if result.preview.gaps:
+        _render_execution(out, "Preview: ", result.preview, state, registry, args)
+
+
+def _render_execution(out, prefix: str, execution: Execution, state: NodeState, registry, args) -> None:
+    out.print()
+    if not execution.gaps:
+        out.print(f"[bold]{prefix}Nothing to do[/bold]: no rule in force has a gap to close.")
+        return
+    margin = f" (+{args.execute_excess}% execute excess on avoidance)" if args.execute_excess else ""
+    out.print(f"[bold]{prefix}Gaps[/bold]{margin}")
+    for kind in ACTION_KINDS:
+        for name, gap in execution.gaps.get(kind, {}).items():
+            amount = "unknown (usage missing)" if gap is None else registry[name].format(gap)
+            out.print(f"  {kind} on {name}: {amount}")
+
+    pods = {p.key: p for p in state.pods}
+    title = "actions it would take, not carried out" if prefix else "Actions, in execution order"
+    out.print(f"[bold]{prefix}{title}[/bold]")
+    if not execution.decisions:
+        out.print("  none")
+    for index, d in enumerate(execution.decisions, start=1):
+        p = pods[d.pod].pod
+        metric = registry[d.metric]
+        parts = []
+        if d.kind != "Evict":
+            before = pods[d.pod].cpu_quota
+            after = f"{d.quota}m" if d.quota is not None else "none"
+            parts.append(f"quota {'none' if before is None else f'{before}m'} -> {after}")
+        if d.outcome == REFUSED:
+            parts.append("refused by a PodDisruptionBudget, nothing released")
+        else:
+            word = "takes" if d.kind == "ThrottleUp" else "releases"
+            parts.append(f"{word} {metric.format(d.released)} of {d.metric}")
+            if d.gap_before is not None and d.gap_before <= 0:
+                parts.append("gap already closed")
+            elif d.gap_before is not None and d.released is not None:
+                left = d.gap_before - d.released
+                closed = " (closed)" if left <= 0 else ""
+                parts.append(f"gap {metric.format(d.gap_before)} -> {metric.format(max(left, 0))}{closed}")
+        if not d.precise:
+            parts.append(d.reason)
+        out.print(
+            f"  {index}. {d.action} {d.pod} (priority {p.priority}, {p.qos_class}): " + ", ".join(parts)
+        )
+    for kind in ACTION_KINDS:
+        for name, gap in execution.gaps.get(kind, {}).items():
+            acted = any(d.kind == kind for d in execution.decisions)
+            left = execution.remaining.get(kind, {}).get(name)
+            if not acted and gap is not None:
+                why = "closed by the evictions" if left is not None and left <= 0 else "no pod could take it"
+                if kind == "ThrottleUp" and name not in execution.remaining.get(kind, {}):
+                    why = "held: an avoidance gap on the same resource is open"
+                out.print(f"  {kind} on {name}: nothing to do ({why})")
+            elif left is not None and left > 0 and acted:
+                out.print(f"  {kind} on {name}: {registry[name].format(left)} still open after acting")
+
+    acted_on = {d.pod for d in execution.decisions}
+    untouched = [p for p in state.pods if p.key not in acted_on]
+    if untouched:
+        out.print("[bold]Untouched[/bold]")
+        restoring_only = set(execution.gaps) == {"ThrottleUp"}
+        for p in untouched:
+            default = "not throttled" if restoring_only else "not needed: the gaps closed without it"
+            why = execution.skipped.get(p.key, default)
+            out.print(f"  {p.key} (priority {p.pod.priority}, {p.pod.qos_class}): {why}")

@@ -1,0 +1,228 @@
+"""`kubetide qos`: the readable report, the --json shape, and one-line errors with exit code 2."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kubetide.cli.main as cli_main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "qos"
+STATE = str(EXAMPLES / "node-state.yaml")
+NODEQOS = str(EXAMPLES / "nodeqos.yaml")
+
+
+@pytest.fixture
+def kubetide(monkeypatch, capsys):
+    # Only this subcommand: the test must not depend on the others being importable yet.
+    monkeypatch.setattr(cli_main, "COMMANDS", ("qos",))
+
+    def run(*argv):
+        code = cli_main.main(["qos", *map(str, argv)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_example_evicts_just_enough(kubetide):
+    code, out, err = kubetide(STATE, "--nodeqos", NODEQOS)
+    assert code == 0 and err == ""
+    text = " ".join(out.split())  # the console wraps long lines
+    assert "Node worker-1: cpu 7300m of 8 (91.2%)" in text
+    assert "usage from NodeMetrics" in text
+    assert "general-pool/cpu-utilization-high: cpu_total_utilization 91.2% over 80.0% -> evict-batch" in text
+    assert "Evict on cpu_total_utilization: 990m" in text
+    assert (
+        "1. evict batch/etl-a (priority 0, BestEffort): releases 700m of cpu_total_utilization, gap 990m -> 290m"
+        in text
+    )
+    assert (
+        "2. evict batch/etl-b (priority 0, BestEffort): releases 450m of cpu_total_utilization, gap 290m -> 0 (closed)"
+        in text
+    )
+    assert "ThrottleDown on cpu_total_usage: nothing to do (closed by the evictions)" in text
+    assert "kube-system/kube-proxy-x7k2p (priority 2000001000, Burstable): critical" in text
+    assert "shop/api-0 (priority 1000, Guaranteed): not needed" in text
+    assert "Preview: actions it would take, not carried out" in text
+
+
+def test_example_json(kubetide):
+    code, out, _ = kubetide(STATE, "--nodeqos", NODEQOS, "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "gaps": {"Evict": {"cpu_total_utilization": 990}, "ThrottleDown": {"cpu_total_usage": 110}},
+        "actions": [
+            {"pod": "batch/etl-a", "action": "evict", "metric": "cpu_total_utilization", "released": 700},
+            {"pod": "batch/etl-b", "action": "evict", "metric": "cpu_total_utilization", "released": 450},
+        ],
+    }
+
+
+def test_no_precise_evicts_every_candidate(kubetide):
+    code, out, _ = kubetide(STATE, "--nodeqos", NODEQOS, "--json", "--no-precise")
+    assert code == 0
+    pods = [a["pod"] for a in json.loads(out)["actions"]]
+    assert pods == [
+        "batch/etl-a",
+        "batch/etl-b",
+        "batch/report-28461",
+        "shop/cache-0",
+        "shop/api-0",
+        "shop/api-1",
+    ]
+
+
+NODE = """
+kind: Node
+metadata: {name: n1}
+status: {capacity: {cpu: "4", memory: 8Gi}}
+"""
+QOS = """
+---
+kind: NodeQOS
+apiVersion: ensurance.crane.io/v1alpha1
+metadata: {name: q}
+spec:
+  rules:
+  - {name: cpu, actionName: throttle, metricRule: {name: cpu_total_usage, value: 3000}}
+---
+kind: AvoidanceAction
+metadata: {name: throttle}
+spec: {throttle: {cpuThrottle: {minCPURatio: 10, stepCPURatio: 50}}}
+"""
+
+
+def pod(name, priority=0, annotations=None, limit=None):
+    resources = f"{{requests: {{cpu: 100m}}, limits: {{cpu: {limit}}}}}" if limit else "{}"
+    return f"""
+---
+kind: Pod
+metadata: {{name: {name}, namespace: ns, annotations: {annotations or {}}}}
+spec: {{nodeName: n1, priority: {priority}, containers: [{{name: c, resources: {resources}}}]}}
+status: {{phase: Running}}
+"""
+
+
+def metrics(name, cpu):
+    return f"""
+---
+kind: PodMetrics
+apiVersion: metrics.k8s.io/v1beta1
+metadata: {{name: {name}, namespace: ns}}
+containers: [{{name: c, usage: {{cpu: {cpu}, memory: 1Mi}}}}]
+"""
+
+
+def test_node_usage_is_the_sum_of_the_pods_without_node_metrics(kubetide, tmp_path):
+    text = NODE + pod("a") + pod("b", priority=10) + metrics("a", "2000m") + metrics("b", "1400m") + QOS
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "gaps": {"ThrottleDown": {"cpu_total_usage": 440}},
+        "actions": [{"pod": "ns/a", "action": "throttle", "metric": "cpu_total_usage", "released": 1000}],
+    }
+
+
+def test_a_pod_without_metrics_warns_and_the_agent_acts_on_all(kubetide, tmp_path):
+    text = NODE + pod("a") + pod("b", priority=10, limit="2") + metrics("a", "3500m") + QOS
+    code, out, err = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert code == 0
+    assert "kubetide: warning: " in err and "pod ns/b has no PodMetrics" in err
+    actions = json.loads(out)["actions"]
+    assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", 1750), ("ns/b", None)]
+
+
+def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):
+    quota = {"qos.kubetide.io/cpu-quota": "400m"}
+    text = NODE + pod("a", annotations=quota, limit="1") + metrics("a", "400m") + QOS
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "gaps": {"ThrottleUp": {"cpu_total_usage": 2340}},
+        "actions": [{"pod": "ns/a", "action": "restore", "metric": "cpu_total_usage", "released": 200}],
+    }
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
+    assert (
+        "1. restore ns/a (priority 0, Burstable): quota 400m -> 600m, takes 200m of cpu_total_usage"
+        in " ".join(out.split())
+    )
+
+
+def test_a_pdb_that_allows_no_disruption_refuses_the_eviction(kubetide, tmp_path):
+    qos = QOS.replace("actionName: throttle", "actionName: evict") + (
+        "---\nkind: AvoidanceAction\nmetadata: {name: evict}\nspec: {eviction: {}}\n"
+    )
+    pdb = """
+---
+kind: PodDisruptionBudget
+metadata: {name: keep-a, namespace: ns}
+spec: {minAvailable: 1, selector: {matchLabels: {app: a}}}
+status: {disruptionsAllowed: 0}
+"""
+    pod_a = pod("a").replace("annotations: {}", "annotations: {}, labels: {app: a}")
+    text = NODE + pod_a + pod("b", priority=10) + metrics("a", "2000m") + metrics("b", "1400m") + qos + pdb
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "1. evict (refused) ns/a" not in flat
+    assert (
+        "1. evict ns/a (priority 0, BestEffort): refused by a PodDisruptionBudget, nothing released" in flat
+    )
+    assert "2. evict ns/b (priority 10, BestEffort): releases 1400m" in flat
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert [a["pod"] for a in json.loads(out)["actions"]] == ["ns/b"]
+
+
+def test_nothing_to_do(kubetide, tmp_path):
+    text = NODE + pod("a") + metrics("a", "100m") + QOS
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
+    assert code == 0 and "Nothing to do" in out
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert json.loads(out) == {"gaps": {}, "actions": []}
+
+
+@pytest.mark.parametrize(
+    ("text", "nodeqos", "message"),
+    [
+        (pod("a") + QOS, None, "s.yaml: no Node (the node-state file needs exactly one)"),
+        (NODE + "---" + NODE.replace("n1", "n2") + QOS, None, "s.yaml: more than one Node (n1, n2)"),
+        (NODE + pod("a"), None, "s.yaml: no NodeQOS (put it in the node-state file or pass --nodeqos)"),
+        (
+            NODE,
+            QOS.replace("value: 3000", "value: x"),
+            'q.yaml: document 1 (NodeQOS q): spec.rules[0].metricRule.value: invalid quantity "x"',
+        ),
+        (
+            NODE,
+            QOS.replace("actionName: throttle", "actionName: thorttle"),
+            'q.yaml: document 1 (NodeQOS q): spec.rules[0].actionName: unknown AvoidanceAction "thorttle" (known: throttle)',
+        ),
+        (
+            NODE + pod("a", annotations={"qos.kubetide.io/cpu-quota": "fast"}) + QOS,
+            None,
+            'Pod ns/a: metadata.annotations.qos.kubetide.io/cpu-quota: invalid quantity "fast"',
+        ),
+        (NODE + metrics("a", "1") + metrics("a", "2") + QOS, None, "s.yaml: two PodMetrics for pod ns/a"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_2(kubetide, tmp_path, text, nodeqos, message):
+    argv = [write(tmp_path, "s.yaml", text)]
+    if nodeqos:
+        argv += ["--nodeqos", write(tmp_path, "q.yaml", nodeqos)]
+    code, out, err = kubetide(*argv)
+    assert code == 2 and out == ""
+    assert err.startswith("kubetide: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_is_a_one_line_error(kubetide, tmp_path):
+    code, _, err = kubetide(tmp_path / "nope.yaml")
+    assert code == 2 and "nope.yaml: no such file" in err
