@@ -1,0 +1,418 @@
+"""Which pods a ReplicaSet deletes first when it shrinks (KEP-2185, LogarithmicScaleDown).
+
+Kubernetes sorts the ReplicaSet's active pods with a pairwise comparator (`ActivePodsWithRanks.Less`)
+and deletes the first `diff`. Criteria, in order; the first that tells two pods apart decides:
+
+1. unassigned (no node) before assigned;
+2. phase Pending < Unknown < Running (any other phase counts as Pending);
+3. not ready before ready;
+4. lower pod-deletion-cost first (see `cost.py`);
+5. higher rank first: the number of active related pods on the pod's node, itself included;
+6. both ready with different ready times: younger ready-age bucket first (`timebuckets.py`), and in
+   the same bucket the smaller UID first, without looking at 7-8. A missing ready time counts as
+   the newest. (`logarithmic=False`: the more recently ready pod first, the pre-1.22 rule.)
+7. more container restarts first; tie: more sidecar (restartable init container) restarts first;
+8. creation time, by the same rule as 6 (`logarithmic=False`: newer first);
+9. otherwise equal.
+
+## A key instead of a comparator
+
+We compute one sort key per pod and sort once. The key is seven integers, compared in order:
+
+    c1  criteria 1-4 packed: ((assigned * 3 + phase) * 2 + ready) * 2^33 + cost + 2^31
+    c2  criterion 5: -rank
+    c3  criterion 6: the ready-age bucket (-1 for an age <= 0), or -2 when not ready or no ready
+        time; logarithmic=False: -ready time in ns, or -2^63 (before any time)
+    c4  criterion 6 inside a bucket: the UID rank of the pod's *run head* (below); -1 outside
+    c5  criterion 7: -(restarts * 2^32 + sidecar restarts)
+    c6  criterion 8: the creation-age bucket, or -2 without a creation time; logarithmic=False:
+        -creation time in ns, or -2^63
+    c7  the pod's position in (UID, namespace/name) order
+
+Criteria 1-5, 7 and 8 are plain key fields (in 8, pods of one bucket are ordered by UID whether or
+not their creation times differ: that refines Go's "equal" for equal times, which any order may do).
+Criterion 6 is not: inside one bucket, pods with *different* ready times are ordered by UID, but
+pods with the *same* ready time fall through to restarts and creation. Ready times have one-second
+resolution and pods of one rollout often turn ready in the same second, so both happen together,
+and then the comparator can contradict itself: with A and B ready at t, C ready at t+1 in the same
+bucket, A with more restarts and UIDs B < C < A, it says A < B (restarts), B < C and C < A (UIDs).
+No order satisfies that; Go's sort returns whatever its swaps produce, which depends on the input
+order.
+
+So c4 is computed from the bucket's pods (same c1-c3) sorted by UID: a *run* is a maximal stretch
+of consecutive pods in that UID order with the same ready time, and c4 is the UID rank of the run's
+first pod. Pods with different ready times are in different runs, ordered by UID as Go orders
+them; pods of one run share c4 and are ordered by restarts and creation as Go orders them. Go's
+answer is only overruled between two pods with the same ready time whose UIDs enclose a pod with
+another ready time, which is exactly when it contradicts itself (the A-B-C cycle above). Hence:
+
+- whenever Go's comparator is a consistent order on the pods given, our order is that order, with
+  its ties (criterion 9) broken by UID and then namespace/name, so the result never depends on the
+  input order; tests/workloads/test_equivalence.py checks this against a literal transcription of
+  the comparator;
+- when it is not, we keep every UID decision of criterion 6 and drop the restart/creation decisions
+  that close a cycle.
+
+Two implementations compute the same columns: NumPy for large inputs (100k pods in well under the
+time Go takes, see BENCHMARKS.md), plain Python for small ones and for times NumPy's int64
+nanoseconds cannot hold (outside 1843-2096). The tests run both.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kubetide.model.pod import Pod
+from kubetide.workloads.cost import DELETION_COST_ANNOTATION, parse_deletion_cost
+from kubetide.workloads.timebuckets import NS_PER_SECOND, to_ns
+
+PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
+COLUMNS = ("c1", "c2", "c3", "c4", "c5", "c6", "c7")
+NO_TIME_BUCKET = -2  # c3/c6 in logarithmic mode for a missing time: before bucket -1
+NO_TIME_LEGACY = -(2**63)  # c3/c6 with logarithmic=False for a missing time: before any time
+NUMPY_THRESHOLD = 200  # below this many pods the Python columns are faster
+_NUMPY_TIME_LIMIT = 4.0e9  # |seconds| below this: ns and ages fit int64 with room to spare
+
+
+def is_active(pod: Pod) -> bool:
+    """Counted by the ReplicaSet controller: not Succeeded/Failed and not being deleted."""
+    return pod.phase != "Succeeded" and pod.phase != "Failed" and pod.meta.deletion_timestamp is None
+
+
+def pods_per_node(pods: Iterable[Pod], related_pods: Iterable[Pod] | None = None) -> dict[str, int]:
+    """Active pods per node name ("" for unscheduled) over pods and related_pods, one per UID.
+
+    The rank of criterion 5. Copies of one pod (same UID) count once; should two different pods
+    share a UID, the one with the smaller namespace/name counts, so the input order never matters.
+    """
+    unique: dict[str, Pod] = {}
+    for source in (pods, () if related_pods is None else related_pods):
+        for pod in source:
+            meta = pod.meta
+            other = unique.setdefault(meta.uid, pod)
+            if other is not pod and (meta.namespace, meta.name) < (other.meta.namespace, other.meta.name):
+                unique[meta.uid] = pod
+    return Counter(
+        pod.node_name
+        for pod in unique.values()
+        if pod.phase != "Succeeded" and pod.phase != "Failed" and pod.meta.deletion_timestamp is None
+    )
+
+
+class Ranking:
+    """The deletion order of a set of pods and the keys it was computed from.
+
+    `order` is the deletion order (first = deleted first). `key(pod)` is a pod's sort key (the
+    seven columns of the module docstring, as a tuple of ints).
+    """
+
+    def __init__(
+        self,
+        pods: Sequence[Pod],
+        index: list[int],
+        columns: list[Sequence[int]],
+        now_ns: int,
+        node_counts: dict[str, int],
+        logarithmic: bool,
+        deletion_cost: bool,
+    ):
+        self.pods = pods
+        self.order = [pods[i] for i in index]
+        self.now_ns = now_ns
+        self.node_counts = node_counts
+        self.logarithmic = logarithmic
+        self.deletion_cost = deletion_cost
+        self._index = index
+        self._columns = columns
+        self._input_index: dict[int, int] | None = None
+
+    def _input_position(self, pod: Pod) -> int:
+        if self._input_index is None:
+            self._input_index = {id(p): i for i, p in enumerate(self.pods)}
+        return self._input_index[id(pod)]
+
+    def key(self, pod: Pod) -> tuple[int, ...]:
+        i = self._input_position(pod)
+        return tuple(int(column[i]) for column in self._columns)
+
+    def keys(self) -> list[tuple[int, ...]]:
+        """The keys in deletion order."""
+        return [tuple(int(column[i]) for column in self._columns) for i in self._index]
+
+    def rank_of(self, pod: Pod) -> int:
+        return self.node_counts.get(pod.node_name, 0)
+
+    def cost_of(self, pod: Pod) -> int:
+        if not self.deletion_cost:
+            return 0
+        value = pod.meta.annotations.get(DELETION_COST_ANNOTATION)
+        return 0 if value is None else parse_deletion_cost(value) or 0
+
+
+def rank(
+    pods: Sequence[Pod],
+    now: float,
+    related_pods: Iterable[Pod] | None = None,
+    *,
+    logarithmic: bool = True,
+    deletion_cost: bool = True,
+    engine: str = "auto",
+) -> Ranking:
+    """Rank pods for deletion; see the module docstring for the criteria and the key.
+
+    `now` is Unix seconds from the caller's clock (the library never reads the wall clock).
+    `related_pods` are the pods of every ReplicaSet owned by the same controller as these pods'
+    ReplicaSet; the pods themselves always count, so None means "no other ReplicaSets".
+    `engine` ("auto", "numpy", "python") picks the implementation; both give the same order.
+    """
+    pods = pods if isinstance(pods, list | tuple) else list(pods)
+    n = len(pods)
+    now_ns = to_ns(now)
+    metas = [pod.meta for pod in pods]
+    uids = [meta.uid for meta in metas]
+    unique_uids = len(set(uids)) == n
+    if related_pods is None and unique_uids:
+        counts: dict[str, int] = Counter(
+            [
+                pod.node_name
+                for pod, meta in zip(pods, metas)
+                if pod.phase != "Succeeded" and pod.phase != "Failed" and meta.deletion_timestamp is None
+            ]
+        )
+    else:
+        counts = pods_per_node(pods, related_pods)
+    tiebreak, uid_rank = _uid_order(uids, metas, unique_uids)
+
+    nodes = [pod.node_name for pod in pods]
+    ready_at = [pod.ready_transition if pod.ready else None for pod in pods]
+    created = [meta.creation_timestamp for meta in metas]
+    if deletion_cost:
+        values = [meta.annotations.get(DELETION_COST_ANNOTATION) for meta in metas]
+        costs = [0 if value is None else _cached_cost(value) for value in values]
+    else:
+        costs = [0] * n
+    raw = _Raw(
+        assigned=[1 if node else 0 for node in nodes],
+        phase=[PHASE_ORDINAL.get(pod.phase, 0) for pod in pods],
+        ready=[1 if pod.ready else 0 for pod in pods],
+        cost=costs,
+        rank=[counts.get(node, 0) for node in nodes],
+        ready_at=ready_at,
+        restarts=[pod.restarts for pod in pods],
+        sidecar_restarts=[pod.sidecar_restarts for pod in pods],
+        created=created,
+        tiebreak=tiebreak,
+        uid_rank=uid_rank,
+    )
+    use_numpy = engine == "numpy" or (engine == "auto" and n >= NUMPY_THRESHOLD)
+    if use_numpy and not _numpy_safe(now, ready_at, created):
+        if engine == "numpy":
+            raise ValueError("times outside 1843-2096 need engine='python'")
+        use_numpy = False
+    if use_numpy:
+        columns = _columns_numpy(raw, now_ns, logarithmic)
+        index = np.lexsort(columns[::-1]).tolist()
+    else:
+        columns = _columns_python(raw, now_ns, logarithmic)
+        keys = list(zip(*columns))
+        index = sorted(range(n), key=keys.__getitem__)
+    return Ranking(pods, index, columns, now_ns, counts, logarithmic, deletion_cost)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_cost(value: str) -> int:
+    return parse_deletion_cost(value) or 0
+
+
+@dataclass(slots=True)
+class _Raw:
+    """Per-pod inputs of the key, one list per field (input order)."""
+
+    assigned: list[int]
+    phase: list[int]
+    ready: list[int]
+    cost: list[int]
+    rank: list[int]
+    ready_at: list[float | None]  # only for ready pods
+    restarts: list[int]
+    sidecar_restarts: list[int]
+    created: list[float | None]
+    tiebreak: list[int]  # c7
+    uid_rank: list[int]
+
+
+def _uid_order(uids: list[str], metas, unique: bool) -> tuple[list[int], list[int]]:
+    """c7 (position in (UID, namespace/name) order) and each pod's UID rank (equal UIDs, equal rank)."""
+    n = len(uids)
+    if unique:
+        order = np.array(sorted(range(n), key=uids.__getitem__), dtype=np.int64)
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n, dtype=np.int64)
+        as_list = position.tolist()
+        return as_list, as_list
+    names = [meta.key for meta in metas]
+    position = [0] * n
+    uid_rank = [0] * n
+    previous, first = None, 0
+    for at, i in enumerate(sorted(range(n), key=lambda i: (uids[i], names[i]))):
+        position[i] = at
+        if uids[i] != previous:
+            previous, first = uids[i], at
+        uid_rank[i] = first
+    return position, uid_rank
+
+
+def _numpy_safe(now: float, *time_lists: list[float | None]) -> bool:
+    limit = _NUMPY_TIME_LIMIT
+    if not -limit < now < limit:
+        return False
+    for times in time_lists:
+        present = [t for t in times if t is not None]
+        if present and not (-limit < min(present) and max(present) < limit):
+            return False
+    return True
+
+
+# -- plain Python ---------------------------------------------------------------------------
+
+
+def _columns_python(raw: _Raw, now_ns: int, logarithmic: bool) -> list[list[int]]:
+    ns = NS_PER_SECOND
+
+    def time_key(moment: float | None) -> tuple[int, int | None]:
+        """(c3/c6 value, ns) for a time."""
+        if moment is None:
+            return (NO_TIME_BUCKET if logarithmic else NO_TIME_LEGACY), None
+        whole = int(moment)
+        at = whole * ns if whole == moment else whole * ns + round((moment - whole) * 1e9)
+        if not logarithmic:
+            return -at, at
+        age = now_ns - at
+        return (age.bit_length() - 1 if age > 0 else -1), at
+
+    c1 = [
+        ((u * 3 + phase) * 2 + ready) * 2**33 + cost + 2**31
+        for u, phase, ready, cost in zip(raw.assigned, raw.phase, raw.ready, raw.cost)
+    ]
+    c2 = [-rank for rank in raw.rank]
+    ready = [time_key(t) for t in raw.ready_at]
+    c3 = [value for value, _ in ready]
+    c5 = [-(r * 2**32 + s) for r, s in zip(raw.restarts, raw.sidecar_restarts)]
+    c6 = [time_key(t)[0] for t in raw.created]
+    c4 = [-1] * len(c1)
+    if logarithmic:
+        tiebreak, uid_rank = raw.tiebreak, raw.uid_rank
+        groups: dict[tuple[int, int, int], list[int]] = {}
+        for i, (value, at) in enumerate(ready):
+            if at is not None:
+                groups.setdefault((c1[i], c2[i], value), []).append(i)
+        for members in groups.values():
+            members.sort(key=tiebreak.__getitem__)
+            head, run_time = -1, None
+            for i in members:
+                at = ready[i][1]
+                if at != run_time:
+                    head, run_time = uid_rank[i], at
+                c4[i] = head
+    return [c1, c2, c3, c4, c5, c6, raw.tiebreak]
+
+
+# -- NumPy ----------------------------------------------------------------------------------
+
+
+def _ns_array(times: list[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, present) for float seconds, exactly as `to_ns` rounds them."""
+    seconds = np.array([np.nan if t is None else t for t in times], dtype=np.float64)
+    present = ~np.isnan(seconds)
+    seconds = np.where(present, seconds, 0.0)
+    whole = np.trunc(seconds)
+    fraction = np.rint((seconds - whole) * 1e9).astype(np.int64)
+    return whole.astype(np.int64) * NS_PER_SECOND + fraction, present
+
+
+def _bucket_array(age: np.ndarray) -> np.ndarray:
+    """floor(log2(age)) exactly for int64 ages (float64 can round up at a power of two), -1 for <= 0."""
+    positive = age > 0
+    safe = np.where(positive, age, 1)
+    bucket = np.frexp(safe.astype(np.float64))[1].astype(np.int64) - 1
+    bucket -= np.left_shift(np.int64(1), bucket) > safe
+    return np.where(positive, bucket, -1)
+
+
+def _time_column(now_ns: int, times: list[float | None], logarithmic: bool):
+    at, present = _ns_array(times)
+    if logarithmic:
+        return np.where(present, _bucket_array(np.int64(now_ns) - at), NO_TIME_BUCKET), at, present
+    return np.where(present, -at, NO_TIME_LEGACY), at, present
+
+
+def _columns_numpy(raw: _Raw, now_ns: int, logarithmic: bool) -> list[np.ndarray]:
+    def column(values: list[int]) -> np.ndarray:
+        return np.array(values, dtype=np.int64)
+
+    a1 = ((column(raw.assigned) * 3 + column(raw.phase)) * 2 + column(raw.ready)) * 2**33 + (
+        column(raw.cost) + 2**31
+    )
+    a2 = -column(raw.rank)
+    a3, ready_ns, has_ready = _time_column(now_ns, raw.ready_at, logarithmic)
+    a5 = -(column(raw.restarts) * 2**32 + column(raw.sidecar_restarts))
+    a6, _, _ = _time_column(now_ns, raw.created, logarithmic)
+    a7 = column(raw.tiebreak)
+    a4 = np.full(len(a1), -1, dtype=np.int64)
+    if logarithmic and has_ready.any():
+        members = np.flatnonzero(has_ready)
+        # the bucket's pods in UID order; a run starts where the group or the ready time changes
+        members = members[np.lexsort((a7[members], a3[members], a2[members], a1[members]))]
+        g1, g2, g3, t = a1[members], a2[members], a3[members], ready_ns[members]
+        starts = np.ones(len(members), dtype=bool)
+        starts[1:] = (g1[1:] != g1[:-1]) | (g2[1:] != g2[:-1]) | (g3[1:] != g3[:-1]) | (t[1:] != t[:-1])
+        first = np.maximum.accumulate(np.where(starts, np.arange(len(members)), 0))
+        a4[members] = column(raw.uid_rank)[members[first]]
+    return [a1, a2, a3, a4, a5, a6, a7]
+
+
+# -- the controller's entry points --------------------------------------------------------------
+
+
+def rank_pods_for_deletion(
+    pods: Sequence[Pod],
+    now: float,
+    related_pods: Iterable[Pod] | None = None,
+    *,
+    logarithmic: bool = True,
+    deletion_cost: bool = True,
+) -> list[Pod]:
+    """All pods in deletion order (first = deleted first)."""
+    return rank(pods, now, related_pods, logarithmic=logarithmic, deletion_cost=deletion_cost).order
+
+
+def pods_to_delete(
+    pods: Sequence[Pod],
+    diff: int,
+    now: float,
+    related_pods: Iterable[Pod] | None = None,
+    *,
+    logarithmic: bool = True,
+    deletion_cost: bool = True,
+    metric=None,
+) -> list[Pod]:
+    """The `diff` pods a ReplicaSet controller deletes, in deletion order.
+
+    `pods` are the ReplicaSet's active pods (the controller filters with `is_active` first). As
+    upstream, nothing is sorted when every pod goes (`diff >= len(pods)`: the pods come back in
+    input order), and `metric` (a `DeletionAgeRatio`) observes only decisions that needed sorting.
+    """
+    if diff <= 0:
+        return []
+    if diff >= len(pods):
+        return list(pods)
+    order = rank(pods, now, related_pods, logarithmic=logarithmic, deletion_cost=deletion_cost).order
+    deleted = order[:diff]
+    if metric is not None:
+        metric.observe(deleted, pods, now)
+    return deleted

@@ -1,0 +1,123 @@
+"""Pods for the downscale tests, and a literal transcription of Kubernetes' comparator.
+
+`go_less` follows ActivePodsWithRanks.Less line by line (criteria 1-9 of ranking.py), with pods,
+ranks and `now` instead of Go structs. It is the oracle the key-based sort is checked against.
+"""
+
+from __future__ import annotations
+
+from kubetide.model.meta import ObjectMeta, OwnerReference
+from kubetide.model.pod import Pod
+from kubetide.workloads.cost import DELETION_COST_ANNOTATION, deletion_cost
+from kubetide.workloads.timebuckets import age_bucket, to_ns
+
+NOW = 1_790_000_000.0  # 2026-09-21T...Z, whole seconds
+HOUR = 3600.0
+DAY = 86400.0
+MONTH = 30 * DAY
+OWNER = OwnerReference("ReplicaSet", "web-7f9c8d6b5", "rs-uid-1", controller=True)
+
+
+def pod(
+    name: str = "p",
+    *,
+    node: str = "node-1",
+    phase: str = "Running",
+    ready: bool = True,
+    ready_at: float | None = None,
+    created: float | None = None,
+    restarts: int = 0,
+    sidecar_restarts: int = 0,
+    cost: str | None = None,
+    uid: str | None = None,
+    deleting: bool = False,
+    namespace: str = "default",
+    owner: OwnerReference | None = OWNER,
+) -> Pod:
+    annotations = {} if cost is None else {DELETION_COST_ANNOTATION: cost}
+    meta = ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=uid if uid is not None else f"uid-{name}",
+        annotations=annotations,
+        owner_references=(owner,) if owner else (),
+        creation_timestamp=created,
+        deletion_timestamp=NOW - 1 if deleting else None,
+    )
+    return Pod(
+        meta=meta,
+        requests={"pods": 1},
+        limits={},
+        node_name=node,
+        phase=phase,
+        ready=ready,
+        ready_transition=ready_at,
+        restarts=restarts,
+        sidecar_restarts=sidecar_restarts,
+    )
+
+
+_PHASE = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _after_or_zero(t1: int | None, t2: int | None) -> bool:
+    if t1 is None or t2 is None:
+        return t1 is None
+    return t1 > t2
+
+
+def _bucket_diff(t1: int, t2: int, now_ns: int) -> int:
+    return age_bucket(now_ns - t1) - age_bucket(now_ns - t2)
+
+
+def _ns(moment: float | None) -> int | None:
+    return None if moment is None else to_ns(moment)
+
+
+def go_less(
+    a: Pod, rank_a: int, b: Pod, rank_b: int, now: float, *, logarithmic=True, deletion_cost_on=True
+) -> bool:
+    """ActivePodsWithRanks.Less(a, b): True when a is deleted before b."""
+    now_ns = to_ns(now)
+    # 1. Unassigned < assigned
+    if a.node_name != b.node_name and (not a.node_name or not b.node_name):
+        return not a.node_name
+    # 2. PodPending < PodUnknown < PodRunning
+    if _PHASE.get(a.phase, 0) != _PHASE.get(b.phase, 0):
+        return _PHASE.get(a.phase, 0) < _PHASE.get(b.phase, 0)
+    # 3. Not ready < ready
+    if a.ready != b.ready:
+        return not a.ready
+    # 4. lower pod-deletion-cost < higher pod-deletion cost
+    if deletion_cost_on:
+        cost_a, cost_b = deletion_cost(a.annotations), deletion_cost(b.annotations)
+        if cost_a != cost_b:
+            return cost_a < cost_b
+    # 5. Doubled up < not doubled up
+    if rank_a != rank_b:
+        return rank_a > rank_b
+    # 6. Been ready for empty time < less time < more time
+    if a.ready and b.ready:
+        t1, t2 = _ns(a.ready_transition), _ns(b.ready_transition)
+        if t1 != t2:
+            if not logarithmic or t1 is None or t2 is None:
+                return _after_or_zero(t1, t2)
+            diff = _bucket_diff(t1, t2, now_ns)
+            if diff == 0:
+                return a.uid < b.uid
+            return diff < 0
+    # 7. Higher restart counts < lower restart counts (regular containers, then sidecars)
+    if a.restarts != b.restarts:
+        return a.restarts > b.restarts
+    if a.sidecar_restarts != b.sidecar_restarts:
+        return a.sidecar_restarts > b.sidecar_restarts
+    # 8. Empty creation time pods < newer pods < older pods
+    t1, t2 = _ns(a.meta.creation_timestamp), _ns(b.meta.creation_timestamp)
+    if t1 != t2:
+        if not logarithmic or t1 is None or t2 is None:
+            return _after_or_zero(t1, t2)
+        diff = _bucket_diff(t1, t2, now_ns)
+        if diff == 0:
+            return a.uid < b.uid
+        return diff < 0
+    return False
