@@ -207,3 +207,13 @@ def test_metric_attributes_are_checked(kwargs, message):
 def test_registering_a_name_twice_needs_replace():
     with pytest.raises(ValueError, match="already registered"):
         METRICS.register(METRICS["cpu_total_usage"])
+
+
+def test_over_watermark_is_reported_for_every_sample():
+    cfg = rules(
+        "{name: r, actionName: evict, avoidanceThreshold: 2, metricRule: {name: cpu_total_usage, value: 3000}}",
+        "{name: p, actionName: evict, strategy: Preview, metricRule: {name: cpu_total_usage, value: 500}}",
+    )
+    agent = QosAgent(cfg)
+    assert step(agent, hot(), 0).over_watermark  # over, though not acting yet
+    assert not step(agent, cool(), 10).over_watermark  # only the Preview rule is over

@@ -53,6 +53,12 @@ class RoundResult:
     def decisions(self) -> list[Decision]:
         return self.execution.decisions
 
+    @property
+    def over_watermark(self) -> bool:
+        """Whether this sample was over any (non-Preview) rule's watermark: what a report adds up
+        into seconds over the watermark."""
+        return bool(self.analysis.over)
+
     def counts(self) -> dict[str, int]:
         """Carried-out actions: {"throttles", "restores", "evictions"}."""
         done = [d for d in self.decisions if d.outcome == DONE]

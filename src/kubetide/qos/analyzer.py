@@ -51,6 +51,7 @@ class Analysis:
     preview: Watermarks = field(default_factory=dict)
     values: dict[str, Fraction | None] = field(default_factory=dict)
     cooling: list[str] = field(default_factory=list)  # rules held back by their action's coolDown
+    over: list[str] = field(default_factory=list)  # rules (not Preview) over their watermark now
 
 
 def _add(target: Watermarks, kind: str, mark: Watermark) -> None:
@@ -81,7 +82,10 @@ class Analyzer:
                 value = analysis.values[rule.metric]
                 counters = self.rules.setdefault((qos.name, rule.name), RuleState())
                 if value is not None:
-                    self._count(counters, rule, value > rule.watermark, one_sample)
+                    over = value > rule.watermark
+                    self._count(counters, rule, over, one_sample)
+                    if over and not rule.preview:
+                        analysis.over.append(f"{qos.name}/{rule.name}")
                 action = self.config.actions[rule.action_name]
                 restoring = (
                     not counters.in_force

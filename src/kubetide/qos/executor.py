@@ -12,6 +12,8 @@
    the action. Otherwise, metric by metric (highest action priority first), sort the candidates
    with the metric's sorter (the general one when it has none) and act in order until the gap is
    closed, subtracting what each action released. A pod is acted on at most once per round.
+   Evict goes first: a pod is acted on once per round, so throttle steps taken first would use up
+   the low-priority pods and push the evictions onto more important ones.
 3. What an eviction releases also comes off the ThrottleDown gaps (the node's usage drops), so a
    node brought back under by evictions is not throttled as well. Restores wait for a round
    without any Evict or ThrottleDown gap on the same resource.
