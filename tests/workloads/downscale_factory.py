@@ -6,6 +6,9 @@ ranks and `now` instead of Go structs. It is the oracle the key-based sort is ch
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
 from kubetide.model.meta import ObjectMeta, OwnerReference
 from kubetide.model.pod import Pod
 from kubetide.workloads.cost import DELETION_COST_ANNOTATION, deletion_cost
@@ -121,3 +124,70 @@ def go_less(
             return a.uid < b.uid
         return diff < 0
     return False
+
+
+# -- hypothesis strategies ------------------------------------------------------------------
+
+OLD_RS = OwnerReference("ReplicaSet", "web-old", "rs-uid-0", controller=True)
+# Seconds before NOW: few distinct values so buckets, equal times and ties are all common.
+# 3600 and 4000 share bucket 41, 5400 and 7000 bucket 42; -5 is in the future (bucket -1).
+OFFSETS = [0, 1, 2, 3600, 4000, 5400, 7000, 86400, 2592000, -5, 0.25, 3600.5]
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+times = st.one_of(st.none(), st.sampled_from(OFFSETS).map(lambda offset: NOW - offset))
+
+
+@st.composite
+def pod_sets(draw, min_size=1, max_size=9, unique_uids=True):
+    n = draw(st.integers(min_size, max_size))
+    uid_alphabet = st.text(alphabet="abcd", min_size=1, max_size=3)
+    if unique_uids:
+        uids = draw(st.lists(uid_alphabet, min_size=n, max_size=n, unique=True))
+    else:
+        uids = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=n, max_size=n))
+    pods = []
+    for i, uid in enumerate(uids):
+        ready = draw(st.booleans())
+        pods.append(
+            pod(
+                f"p{i}",
+                uid=uid,
+                node=draw(st.sampled_from(["", "n1", "n2", "n3"])),
+                phase=draw(st.sampled_from(["Running", "Running", "Pending", "Unknown", "Succeeded"])),
+                ready=ready,
+                ready_at=draw(times),
+                created=draw(times),
+                restarts=draw(st.sampled_from([0, 0, 1, 5])),
+                sidecar_restarts=draw(st.sampled_from([0, 0, 2])),
+                cost=draw(st.sampled_from([None, None, None, "10", "-5", "+1", "x"])),
+                deleting=draw(st.booleans()) and draw(st.booleans()),
+            )
+        )
+    related = [
+        pod(f"r{i}", uid=f"r{i}", owner=OLD_RS, node=node, deleting=deleting)
+        for i, (node, deleting) in enumerate(
+            draw(st.lists(st.tuples(st.sampled_from(["n1", "n2", ""]), st.booleans()), max_size=4))
+        )
+    ]
+    switches = {"logarithmic": draw(st.booleans()), "deletion_cost": draw(st.booleans())}
+    return pods, related, switches
+
+
+@st.composite
+def crowded_sets(draw):
+    """Ready pods on one node, ready at one of two times in one bucket: the comparator's weak spot."""
+    n = draw(st.integers(3, 9))
+    uids = draw(
+        st.lists(st.text(alphabet="abcd", min_size=1, max_size=2), min_size=n, max_size=n, unique=True)
+    )
+    pods = [
+        pod(
+            f"p{i}",
+            uid=uid,
+            ready_at=NOW - draw(st.sampled_from([3600, 3601, 4000])),  # all bucket 41
+            created=draw(times),
+            restarts=draw(st.sampled_from([0, 1])),
+        )
+        for i, uid in enumerate(uids)
+    ]
+    return pods, [], {"logarithmic": True, "deletion_cost": True}
