@@ -1,0 +1,284 @@
+"""Which pods a drain must move, which it may ignore, and which forbid it.
+
+The rules run in the Cluster Autoscaler's order and the first definite outcome wins, so a mirror
+pod annotated safe-to-evict=false is still just skipped, and a DaemonSet pod in kube-system never
+counts as an unmovable system pod. The order is the contract; the tests pin it.
+
+ 1. mirror pod: skipped (the kubelet owns it; it goes with the node)
+ 2. terminating for longer than its grace period + 30 s: skipped (it is as good as gone)
+ 3. controller missing, or a ReplicationController/ReplicaSet below min-replica-count: blocks
+    (only with skip-nodes-with-custom-controller-pods, as in CA)
+ 4. DaemonSet pod: drainable, never rescheduled elsewhere
+ 5. safe-to-evict "true": drainable
+ 6. terminal (Succeeded/Failed): drainable, needs no new home
+ 7. no controller, or (with skip-nodes-with-custom-controller-pods) an unknown kind: NotReplicated
+ 8. kube-system without a PDB, younger than an hour: UnmovableKubeSystemPod
+    (only with skip-nodes-with-system-pods)
+ 9. safe-to-evict "false": NotSafeToEvictAnnotation
+10. local storage not listed in safe-to-evict-local-volumes: LocalStorageRequested
+    (only with skip-nodes-with-local-storage)
+11. a matching PDB that cannot afford this pod now: NotEnoughPdb
+
+Expendable pods (priority below expendable-pods-priority-cutoff) are looked at before any rule:
+they never block and are never moved; the scheduler would preempt them anyway.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.reasons import PodReason
+from kubetide.model import Pod, Workload
+from kubetide.model.pod import MIRROR_ANNOTATION
+
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+KUBE_SYSTEM = "kube-system"
+# A terminating pod this long past its grace period is treated as deleted (CA's
+# PodLongTerminatingExtraThreshold).
+LONG_TERMINATING_EXTRA = 30.0
+# The reference's rule 8: kube-system pods without a PDB block only while younger than this.
+KUBE_SYSTEM_UNMOVABLE_AGE = 3600.0
+# Owners a drained pod can count on to recreate it elsewhere. DaemonSet is known too, but its pods
+# are handled by rule 4 before rule 7 looks.
+REPLICATED_KINDS = frozenset({"ReplicationController", "ReplicaSet", "Job", "StatefulSet"})
+
+WorkloadIndex = Mapping[tuple[str, str, str], Workload]
+
+
+class Outcome(enum.Enum):
+    SKIP = "skip"  # not moved, not evicted, does not block
+    MOVE = "move"  # evicted; needs a new home elsewhere
+    DONE = "done"  # drainable and needs no new home (terminal pods)
+    DAEMONSET = "daemonset"  # evicted per the daemonset-eviction flags; not rescheduled elsewhere
+    BLOCK = "block"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    rule: str  # which rule decided, for explanations
+    reason: PodReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRules:
+    """The flags the rules read."""
+
+    skip_nodes_with_system_pods: bool = True
+    skip_nodes_with_local_storage: bool = True
+    skip_nodes_with_custom_controller_pods: bool = True
+    min_replica_count: int = 0
+    expendable_pods_priority_cutoff: int = -10
+
+    @classmethod
+    def from_options(cls, options: AutoscalerOptions) -> DrainRules:
+        return cls(
+            skip_nodes_with_system_pods=options.skip_nodes_with_system_pods,
+            skip_nodes_with_local_storage=options.skip_nodes_with_local_storage,
+            skip_nodes_with_custom_controller_pods=options.skip_nodes_with_custom_controller_pods,
+            min_replica_count=options.min_replica_count,
+            expendable_pods_priority_cutoff=options.expendable_pods_priority_cutoff,
+        )
+
+
+@dataclass(slots=True)
+class DrainContext:
+    """What the rules may consult besides the pod.
+
+    `workloads` is None when the controllers are unknown (a manifest dump without them): then
+    rule 3 cannot tell a missing controller from an unlisted one and stays silent, as CA does
+    without listers.
+    """
+
+    rules: DrainRules
+    pdbs: PdbTracker
+    now: float
+    workloads: WorkloadIndex | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockingPod:
+    pod: Pod
+    reason: PodReason
+
+    def to_json(self) -> dict:
+        return {"pod": self.pod.key, "reason": str(self.reason)}
+
+
+@dataclass(slots=True)
+class NodeDrain:
+    """The drain of one node, as the rules see it."""
+
+    movable: list[Pod] = field(default_factory=list)
+    terminal: list[Pod] = field(default_factory=list)
+    daemonset: list[Pod] = field(default_factory=list)
+    skipped: list[Pod] = field(default_factory=list)
+    blocking: BlockingPod | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing needs a new home: the node can go without a drain."""
+        return not self.movable and self.blocking is None
+
+
+def index_workloads(workloads: Iterable[Workload]) -> dict[tuple[str, str, str], Workload]:
+    return {(w.kind, w.namespace, w.name): w for w in workloads}
+
+
+def is_expendable(pod: Pod, cutoff: int) -> bool:
+    return pod.priority < cutoff
+
+
+def is_long_terminating(pod: Pod, now: float) -> bool:
+    deleted = pod.meta.deletion_timestamp
+    return deleted is not None and deleted + pod.termination_grace_period + LONG_TERMINATING_EXTRA < now
+
+
+def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
+    """Rules 1-11 for one pod (expendable pods included, as a rule 0).
+
+    Written against the fields rather than the Pod's convenience properties: it runs for every
+    pod of every eligible node, every loop.
+    """
+    rules = ctx.rules
+    if pod.priority < rules.expendable_pods_priority_cutoff:
+        return _EXPENDABLE
+    meta = pod.meta
+    annotations = meta.annotations
+    # 1
+    if MIRROR_ANNOTATION in annotations:
+        return _MIRROR
+    # 2
+    deleted = meta.deletion_timestamp
+    if deleted is not None and deleted + pod.termination_grace_period + LONG_TERMINATING_EXTRA < ctx.now:
+        return _LONG_TERMINATING
+    ref = None
+    for owner in meta.owner_references:
+        if owner.controller:
+            ref = owner
+            break
+    # 3
+    if rules.skip_nodes_with_custom_controller_pods and ref is not None and ctx.workloads is not None:
+        blocked = _controller_check(pod, ref.kind, ref.name, ctx.workloads, rules.min_replica_count)
+        if blocked is not None:
+            return Verdict(Outcome.BLOCK, "replica-count", blocked)
+    # 4
+    if ref is not None and ref.kind == "DaemonSet":
+        return _DAEMONSET
+    annotation = annotations.get(SAFE_TO_EVICT)
+    # 5
+    if annotation == "true":
+        return _SAFE_TO_EVICT
+    # 6
+    if pod.phase == "Succeeded" or pod.phase == "Failed":
+        return _TERMINAL
+    # 7
+    if ref is None or (rules.skip_nodes_with_custom_controller_pods and ref.kind not in REPLICATED_KINDS):
+        return _NOT_REPLICATED
+    # 8
+    if rules.skip_nodes_with_system_pods and meta.namespace == KUBE_SYSTEM and not ctx.pdbs.has_pdb(pod):
+        created = meta.creation_timestamp
+        if created is None or ctx.now - created < KUBE_SYSTEM_UNMOVABLE_AGE:
+            return _UNMOVABLE_SYSTEM
+    # 9
+    if annotation == "false":
+        return _NOT_SAFE_TO_EVICT
+    # 10
+    if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
+        return _LOCAL_STORAGE
+    # 11
+    if ctx.pdbs.blocking(pod) is not None:
+        return _NOT_ENOUGH_PDB
+    return _MOVE
+
+
+_EXPENDABLE = Verdict(Outcome.SKIP, "expendable")
+_MIRROR = Verdict(Outcome.SKIP, "mirror")
+_LONG_TERMINATING = Verdict(Outcome.SKIP, "long-terminating")
+_DAEMONSET = Verdict(Outcome.DAEMONSET, "daemonset")
+_SAFE_TO_EVICT = Verdict(Outcome.MOVE, "safe-to-evict")
+_TERMINAL = Verdict(Outcome.DONE, "terminal")
+_NOT_REPLICATED = Verdict(Outcome.BLOCK, "replicated", PodReason.NOT_REPLICATED)
+_UNMOVABLE_SYSTEM = Verdict(Outcome.BLOCK, "system", PodReason.UNMOVABLE_KUBE_SYSTEM_POD)
+_NOT_SAFE_TO_EVICT = Verdict(Outcome.BLOCK, "not-safe-to-evict", PodReason.NOT_SAFE_TO_EVICT_ANNOTATION)
+_LOCAL_STORAGE = Verdict(Outcome.BLOCK, "local-storage", PodReason.LOCAL_STORAGE_REQUESTED)
+_NOT_ENOUGH_PDB = Verdict(Outcome.BLOCK, "pdb", PodReason.NOT_ENOUGH_PDB)
+_MOVE = Verdict(Outcome.MOVE, "default")
+
+
+def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
+    """Sort a node's pods by verdict; stop at the first blocking pod (it decides the node)."""
+    result = NodeDrain()
+    for pod in pods:
+        try:
+            v = verdict(pod, ctx)
+        except Exception:  # a malformed object must block its node, never crash the loop
+            result.blocking = BlockingPod(pod, PodReason.UNEXPECTED_ERROR)
+            return result
+        outcome = v.outcome
+        if outcome is Outcome.MOVE:
+            result.movable.append(pod)
+        elif outcome is Outcome.SKIP:
+            result.skipped.append(pod)
+        elif outcome is Outcome.DAEMONSET:
+            result.daemonset.append(pod)
+        elif outcome is Outcome.DONE:
+            result.terminal.append(pod)
+        else:
+            result.blocking = BlockingPod(pod, v.reason)  # type: ignore[arg-type]
+            return result
+    return result
+
+
+def _controller_check(
+    pod: Pod, kind: str, name: str, workloads: WorkloadIndex, min_replicas: int
+) -> PodReason | None:
+    # CA checks only these kinds; a DaemonSet's existence is not checked (rule 4 handles its pods).
+    if kind not in REPLICATED_KINDS:
+        return None
+    workload = workloads.get((kind, pod.namespace, name))
+    if workload is None:
+        return PodReason.CONTROLLER_NOT_FOUND
+    if (
+        kind in ("ReplicationController", "ReplicaSet")
+        and workload.replicas is not None
+        and workload.replicas < min_replicas
+    ):
+        return PodReason.MIN_REPLICAS_REACHED
+    return None
+
+
+def _blocking_local_storage(pod: Pod) -> bool:
+    local = [v.name for v in pod.volumes if v.is_local_storage]
+    if not local:
+        return False
+    listed = pod.annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES, "")
+    allowed = {name.strip() for name in listed.split(",") if name.strip()}
+    return any(name not in allowed for name in local)
+
+
+def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
+    """Pods of a node already being drained that will still need a home elsewhere.
+
+    The drain is under way, so nothing blocks any more: every pod the rules would move or would
+    have refused to move counts.
+    """
+    result = []
+    for pod in pods:
+        try:
+            outcome = verdict(pod, ctx).outcome
+        except Exception:  # same stance as drain_node: an odd object still needs its home
+            outcome = Outcome.BLOCK
+        if outcome is Outcome.MOVE or outcome is Outcome.BLOCK:
+            result.append(pod)
+    return result
+
+
+def looks_empty(pods: Iterable[Pod], cutoff: int) -> bool:
+    """A quick emptiness test for nodes whose drain is not simulated (for reporting only)."""
+    return all(p.is_mirror or p.is_daemonset or p.is_terminal or is_expendable(p, cutoff) for p in pods)

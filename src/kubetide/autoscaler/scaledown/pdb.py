@@ -1,0 +1,205 @@
+"""pdbs_remaining_disruptions: how many more pods each PodDisruptionBudget lets scale-down disrupt.
+
+Computed at the start of every planner update, then consumed as the drain simulation moves pods,
+across candidate nodes: two nodes whose pods share a budget of one cannot both become candidates.
+
+Healthy and unhealthy pods are accounted for as the parallel-drain design says. A budget's quota
+of unavailable pods is spent by the unhealthy (not Ready) pods first, once, at the start: that is
+exactly what `disruptionsAllowed = currentHealthy - desiredHealthy` expresses, whether we read it
+from the PDB's status or compute it from the pods. Moving an unhealthy pod then costs nothing more,
+since evicting it does not lower the healthy count; moving a healthy pod costs one. (The Cluster
+Autoscaler charges every moved pod, so unhealthy pods are counted twice and nodes are kept for
+nothing; kubetide closes that gap.) An unhealthy pod may still be refused, as the eviction API
+refuses it: when the budget is already violated and its unhealthyPodEvictionPolicy is
+IfHealthyBudget.
+
+Forks work like the snapshot's: `fork()` marks, `revert()` restores the counters changed since the
+mark, `commit()` keeps them. A failed node simulation therefore leaves the budgets untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from kubetide.model import Pod, PodDisruptionBudget, Workload
+
+# Controllers whose `replicas` tell the disruption controller how many pods to expect.
+_SCALABLE = ("ReplicaSet", "StatefulSet", "Deployment", "ReplicationController")
+
+
+def is_healthy(pod: Pod) -> bool:
+    """The disruption controller's notion: Ready and not being deleted."""
+    return pod.ready and not pod.is_terminating
+
+
+class PdbTracker:
+    """Remaining disruptions per PDB, with undo-log forks."""
+
+    def __init__(
+        self,
+        pdbs: Sequence[PodDisruptionBudget],
+        pods: Iterable[Pod],
+        workloads: Mapping[tuple[str, str, str], Workload] | None = None,
+    ):
+        self.pdbs: list[PodDisruptionBudget] = list(pdbs)
+        self._by_namespace: dict[str, list[int]] = {}
+        for i, pdb in enumerate(self.pdbs):
+            if pdb.selector is not None:
+                self._by_namespace.setdefault(pdb.meta.namespace, []).append(i)
+        self._match_cache: dict[tuple, tuple[int, ...]] = {}
+        self._matches_of: dict[str, tuple[int, ...]] = {}
+        healthy = [0] * len(self.pdbs)
+        matched = [0] * len(self.pdbs)
+        owners: list[set[tuple[str, str]]] = [set() for _ in self.pdbs]
+        if self._by_namespace:
+            for pod in pods:
+                for i in self.matching(pod):
+                    matched[i] += 1
+                    if is_healthy(pod):
+                        healthy[i] += 1
+                    ref = pod.controller
+                    owners[i].add((ref.kind, ref.name) if ref else ("", pod.name))
+        self.remaining: list[int] = [
+            _initial_remaining(pdb, healthy[i], matched[i], owners[i], workloads)
+            for i, pdb in enumerate(self.pdbs)
+        ]
+        self.initial: tuple[int, ...] = tuple(self.remaining)
+        self._log: list[tuple[int, int]] = []
+        self._marks: list[int] = []
+
+    # -- matching ------------------------------------------------------------------------------
+    def matching(self, pod: Pod) -> tuple[int, ...]:
+        """Indexes of the PDBs selecting this pod (cached per namespace and label set)."""
+        if not self._by_namespace:
+            return ()
+        cached = self._matches_of.get(pod.uid)
+        if cached is not None:
+            return cached
+        candidates = self._by_namespace.get(pod.namespace)
+        if not candidates:
+            result: tuple[int, ...] = ()
+        else:
+            key = (pod.namespace, tuple(sorted(pod.labels.items())))
+            result = self._match_cache.get(key)  # type: ignore[assignment]
+            if result is None:
+                result = tuple(i for i in candidates if self.pdbs[i].selector.matches(pod.labels))  # type: ignore[union-attr]
+                self._match_cache[key] = result
+        self._matches_of[pod.uid] = result
+        return result
+
+    def has_pdb(self, pod: Pod) -> bool:
+        return bool(self.matching(pod))
+
+    # -- decisions -----------------------------------------------------------------------------
+    def blocking(self, pod: Pod) -> PodDisruptionBudget | None:
+        """The first matching PDB that would refuse this pod's eviction now, or None."""
+        if not self._by_namespace:
+            return None
+        healthy = is_healthy(pod)
+        for i in self.matching(pod):
+            if not self._allows(i, healthy):
+                return self.pdbs[i]
+        return None
+
+    def consume(self, pod: Pod) -> PodDisruptionBudget | None:
+        """Charge the pod's disruption to its budgets; all or nothing.
+
+        Returns the refusing PDB (and charges nothing) when one budget has no room left.
+        """
+        if not self._by_namespace:
+            return None
+        blocking = self.blocking(pod)
+        if blocking is not None:
+            return blocking
+        if is_healthy(pod):
+            for i in self.matching(pod):
+                self._set(i, self.remaining[i] - 1)
+        return None
+
+    def force_consume(self, pod: Pod) -> None:
+        """Charge without asking: for pods of nodes already being drained, which will go anyway."""
+        if is_healthy(pod):
+            for i in self.matching(pod):
+                self._set(i, self.remaining[i] - 1)
+
+    def _allows(self, i: int, healthy: bool) -> bool:
+        if healthy:
+            return self.remaining[i] >= 1
+        pdb = self.pdbs[i]
+        return pdb.unhealthy_pod_eviction_policy == "AlwaysAllow" or self.remaining[i] >= 0
+
+    # -- transactions --------------------------------------------------------------------------
+    def _set(self, i: int, value: int) -> None:
+        if self._marks:
+            self._log.append((i, self.remaining[i]))
+        self.remaining[i] = value
+
+    def fork(self) -> None:
+        self._marks.append(len(self._log))
+
+    def revert(self) -> None:
+        mark = self._marks.pop()
+        while len(self._log) > mark:
+            i, value = self._log.pop()
+            self.remaining[i] = value
+
+    def commit(self) -> None:
+        self._marks.pop()
+        if not self._marks:
+            self._log.clear()
+
+    # -- reporting -----------------------------------------------------------------------------
+    def by_key(self) -> dict[str, int]:
+        """Remaining disruptions by PDB `namespace/name`."""
+        return {pdb.key: self.remaining[i] for i, pdb in enumerate(self.pdbs)}
+
+    def overconsumed(self) -> list[str]:
+        """PDBs the simulation charged beyond what they allowed at the start (should be none
+        except where pods of nodes already being deleted were charged without asking)."""
+        return [
+            pdb.key
+            for i, pdb in enumerate(self.pdbs)
+            if self.remaining[i] < 0 and self.remaining[i] < self.initial[i]
+        ]
+
+
+def _initial_remaining(
+    pdb: PodDisruptionBudget,
+    healthy: int,
+    matched: int,
+    owners: set[tuple[str, str]],
+    workloads: Mapping[tuple[str, str, str], Workload] | None,
+) -> int:
+    if pdb.disruptions_allowed is not None:
+        allowed = pdb.disruptions_allowed
+        # The status clamps at zero; keep a violated budget negative so unhealthy pods are refused
+        # as the eviction API would refuse them.
+        if allowed == 0 and pdb.current_healthy is not None and pdb.desired_healthy is not None:
+            allowed = min(0, pdb.current_healthy - pdb.desired_healthy)
+        return allowed
+    expected = _expected_pods(pdb, matched, owners, workloads)
+    return healthy - pdb.desired_healthy_for(expected)
+
+
+def _expected_pods(
+    pdb: PodDisruptionBudget,
+    matched: int,
+    owners: set[tuple[str, str]],
+    workloads: Mapping[tuple[str, str, str], Workload] | None,
+) -> int:
+    """How many pods the budget expects, as the disruption controller counts them.
+
+    An integer minAvailable counts the pods that exist; maxUnavailable and percentages use the
+    scale of the pods' controllers. When a controller is unknown we fall back to the pod count.
+    """
+    if pdb.max_unavailable is None and not isinstance(pdb.min_available, str):
+        return matched
+    if not workloads:
+        return matched
+    total = 0
+    for kind, name in owners:
+        workload = workloads.get((kind, pdb.meta.namespace, name)) if kind in _SCALABLE else None
+        if workload is None or workload.replicas is None:
+            return matched
+        total += workload.replicas
+    return total
