@@ -31,8 +31,10 @@ class ScaleUpDouble:
         group = self.cloud.node_groups()[0]
         per_node = group.template_node().allocatable["cpu"]
         needed = math.ceil(sum(p.requests.get("cpu", 0) for p in pods) / per_node)
-        registered = sum(1 for n in self.view.snapshot().nodes() if self.cloud.node_group_for(n) is group)
-        upcoming = group.target_size() - registered
+        ready = sum(
+            1 for n in self.view.snapshot().nodes() if n.ready and self.cloud.node_group_for(n) is group
+        )
+        upcoming = group.target_size() - ready  # requested, or registered but not Ready yet
         delta = min(needed - upcoming, group.max_size - group.target_size())
         if delta > 0:
             try:
