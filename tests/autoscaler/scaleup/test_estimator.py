@@ -148,6 +148,7 @@ pod_specs = st.lists(
         st.integers(1, 6),  # replicas
         st.booleans(),  # hostname anti-affinity against its own app
         st.booleans(),  # node selector the template may lack
+        st.booleans(),  # zone spread against its own app
     ),
     min_size=1,
     max_size=6,
@@ -158,7 +159,7 @@ pod_specs = st.lists(
 @given(pod_specs, st.integers(0, 8), st.booleans())
 def test_estimate_is_within_limits_and_replays(specs, max_nodes, template_has_disk):
     pods = []
-    for i, (app, cpu, mem, count, anti, selector) in enumerate(specs):
+    for i, (app, cpu, mem, count, anti, selector, spread) in enumerate(specs):
         pods += replicas(
             f"p{i}",
             count,
@@ -167,10 +168,14 @@ def test_estimate_is_within_limits_and_replays(specs, max_nodes, template_has_di
             labels={"app": app},
             affinity=anti_affinity({"app": app}) if anti else None,
             node_selector={"disk": "ssd"} if selector else None,
+            spread=[zone_spread({"app": app}, skew=2)] if spread else (),
         )
     labels = {"disk": "ssd"} if template_has_disk else {}
     template_node = node("t", cpu=1000, mem=8000, pods=8, labels=labels)
-    snapshot = ClusterSnapshot()
+    # Two full nodes in other zones, so zone spread has domains to balance against.
+    snapshot = ClusterSnapshot(
+        [node("x", cpu=0, labels={ZONE_LABEL: "x"}), node("y", cpu=0, labels={ZONE_LABEL: "y"})]
+    )
     result = estimate(pods, template_node, NodeLimit(max_nodes, "cap"), snapshot=snapshot)
     assert result.node_count <= max_nodes
     assert len(result.helped) + len(result.refused) == len(pods)

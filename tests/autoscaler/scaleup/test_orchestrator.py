@@ -243,3 +243,41 @@ def test_failure_event():
     event = result.failure_event("g", "quota exceeded")
     assert (event.reason, event.event_type) == ("FailedToScaleUpGroup", "Warning")
     assert result.describe()[0] == "scale-up: 1 pending pod(s) need a new node"
+
+
+def test_a_burst_is_absorbed_within_the_lower_bound_plus_one_per_group():
+    import dataclasses
+    import math
+
+    from kubetide.scheduling import PredicateChecker, schedule_pods
+
+    groups = [group("small", cpu=2000, max_size=100), group("large", cpu=8000, max_size=100)]
+    snapshot = ClusterSnapshot([node("n1", cpu=10)])
+    burst = [*replicas("web", 37, cpu=300), *replicas("api", 11, cpu=1100), *replicas("job", 5, cpu=1900)]
+    pending = list(burst)
+    added = 0
+    for _round in range(5):
+        result = plan(
+            groups, pending, snapshot=snapshot, options=AutoscalerOptions(expander=("least-waste",))
+        )
+        for inc in result.increases:
+            g = next(x for x in groups if x.id == inc.group_id)
+            for _ in range(inc.delta):
+                template = g.template_node()
+                name = f"{g.id}-{g.target}"
+                labels = {**template.labels, "kubernetes.io/hostname": name}
+                snapshot.add_node(dataclasses.replace(template, meta=ObjectMeta(name, labels=labels)))
+                g.target += 1
+                added += 1
+        with PredicateChecker(snapshot) as checker:
+            placed = schedule_pods(snapshot, pending, checker)
+        pending = [p for p in pending if placed[p.uid] is None]
+        if not pending:
+            break
+    assert pending == []
+    # Per group: no more nodes than its pods' lower bound plus one.
+    for g in groups:
+        names = [n.name for n in snapshot.nodes() if n.name.startswith(f"{g.id}-")]
+        cpu = sum(p.requests["cpu"] for name in names for p in snapshot.pods_on(name).values())
+        assert len(names) <= math.ceil(cpu / g.template_node().allocatable["cpu"]) + 1
+    assert added == sum(x.target for x in groups)

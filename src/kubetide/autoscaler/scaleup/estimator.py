@@ -71,9 +71,17 @@ class Estimate:
     group_id: str
     node_count: int = 0
     helped: list[Pod] = field(default_factory=list)
-    refused: dict[str, str] = field(default_factory=dict)  # pod key -> reason
+    # Refused pods in runs sharing one reason (a group's tail is usually refused at once), so a
+    # 50 000-pod estimate does not build a 50 000-entry dict unless someone asks for it.
+    refused_runs: list[tuple[Sequence[Pod], str]] = field(default_factory=list)
     limited_by: str | None = None  # the limit reason, when a limit cut pods off
     placements: list[tuple[int, int]] = field(default_factory=list)  # (node index, pods) in order
+    requested: dict[str, int] = field(default_factory=dict)  # total requests of the helped pods
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """Pod key -> why no node of this group would take it."""
+        return {pod.key: reason for pods, reason in self.refused_runs for pod in pods}
 
 
 def _score(group: PodGroup, alloc: dict[str, int]) -> float:
@@ -97,6 +105,18 @@ def _selectors(group: PodGroup) -> list[LabelSelector]:
     found = [t.label_selector for t in (*pod.affinity.pod_required, *pod.affinity.anti_required)]
     found += [c.label_selector for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
     return [s for s in found if s is not None]
+
+
+def _self_exclusive(pod: Pod) -> bool:
+    """Whether the pod's required anti-affinity keeps two of its group off one hostname."""
+    for term in pod.affinity.anti_required:
+        if term.topology_key != HOSTNAME_LABEL or term.label_selector is None or term.mismatch_label_keys:
+            continue
+        if term.namespace_selector is not None or (term.namespaces and pod.namespace not in term.namespaces):
+            continue
+        if term.label_selector.matches(pod.labels):
+            return True
+    return False
 
 
 class BinpackingEstimator:
@@ -189,9 +209,8 @@ class _Run:
 
     # -- helpers ------------------------------------------------------------------------------
     def _refuse(self, pods: Sequence[Pod], reason: str) -> None:
-        refused = self.result.refused
-        for pod in pods:
-            refused[pod.key] = reason
+        if pods:
+            self.result.refused_runs.append((pods, reason))
 
     def _limit_hit(self, pods: Sequence[Pod]) -> None:
         reason = TIME_LIMIT_REASON if self.out_of_time else self.limit.reason
@@ -319,7 +338,13 @@ class _Run:
             if not ok:
                 caps[i] = 0
 
+    def _add_requests(self, pod: Pod, n: int) -> None:
+        requested = self.result.requested
+        for resource, amount in pod.requests.items():
+            requested[resource] = requested.get(resource, 0) + amount * n
+
     def _record(self, index: int, group: PodGroup, first: int, n: int) -> None:
+        self._add_requests(group.exemplar, n)
         self.result.helped.extend(group.pods[first : first + n])
         self.result.placements.append((index, n))
         self.unbound.append((index, group, first, n))
@@ -364,6 +389,9 @@ class _Run:
         monotone = not affinity.pod_required and not any(
             c.when_unsatisfiable == "DoNotSchedule" for c in exemplar.topology_spread
         )
+        # A pod that repels its own group per hostname never shares a node with a sibling, so the
+        # node that took one member is not even asked about the next (saves a failing check each).
+        step = 1 if monotone and _self_exclusive(exemplar) else 0
         cursor = 0
         for k, pod in enumerate(pods):
             if self.timer() > self.deadline:
@@ -371,16 +399,16 @@ class _Run:
                 self._limit_hit(pods[k:])
                 return
             target = -1
-            if self.count:
-                start = cursor if monotone else 0
+            start = cursor if monotone else 0
+            if start < self.count:
                 free = self.free[start : self.count]
                 roomy = np.flatnonzero((free[:, nz] >= need).all(axis=1)) + start
                 for i in roomy.tolist():
                     if checker.fits(pod, self.names[i]) is None:
                         target = i
                         break
-                if monotone:
-                    cursor = target if target >= 0 else self.count
+            if monotone:
+                cursor = target + step if target >= 0 else self.count
             if target < 0:
                 if not self._may_add():
                     self._limit_hit(pods[k:])
@@ -398,8 +426,11 @@ class _Run:
                     return
             snapshot.add_pod(pod, self.names[target])
             self.free[target] -= request
+            self._add_requests(pod, 1)
             self.result.helped.append(pod)
             self.result.placements.append((target, 1))
             signature = self.constrained_on.get(target, frozenset())
             if position not in signature:
                 self.constrained_on[target] = signature | {position}
+            if monotone and step and cursor <= target:
+                cursor = target + 1

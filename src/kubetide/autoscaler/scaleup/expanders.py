@@ -66,6 +66,12 @@ class ExpansionOption:
     pods: tuple[Pod, ...]
     template: Node  # the group's template node (capacity, labels; GPUs)
     price_per_hour: float | None = None
+    requested: Mapping[str, int] | None = None  # total requests of `pods`, when already known
+
+    def total(self, resource: str) -> int:
+        if self.requested is not None:
+            return self.requested.get(resource, 0)
+        return sum(p.requests.get(resource, 0) for p in self.pods)
 
     @property
     def pod_keys(self) -> list[str]:
@@ -112,8 +118,7 @@ def waste_score(option: ExpansionOption) -> Fraction:
         available = _capacity(option.template, resource) * option.node_count
         if available <= 0:
             continue
-        requested = sum(p.requests.get(resource, 0) for p in option.pods)
-        total += Fraction(available - requested, available)
+        total += Fraction(available - option.total(resource), available)
     return total
 
 
@@ -141,7 +146,7 @@ def price_score(option: ExpansionOption, cluster_size: int) -> float | None:
     if option.price_per_hour is None:
         return None
     node_cost = option.price_per_hour * option.node_count
-    pods_cost = sum(pod_price(p.requests.get(CPU, 0), p.requests.get(MEMORY, 0)) for p in option.pods)
+    pods_cost = pod_price(option.total(CPU), option.total(MEMORY))
     stabiliser = pod_price(STABILISATION_CPU, STABILISATION_MEMORY)
     ratio = (node_cost + stabiliser) / (pods_cost + stabiliser)
     if _has_gpu(option.template):

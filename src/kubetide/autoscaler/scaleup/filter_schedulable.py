@@ -28,7 +28,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-from kubetide.autoscaler.scaleup.equivalence import group_pods
+from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
 from kubetide.model import Pod
 from kubetide.scheduling import queue_order
 from kubetide.snapshot import ClusterSnapshot
@@ -38,6 +38,7 @@ from kubetide.snapshot import ClusterSnapshot
 class FilterResult:
     pending: list[Pod] = field(default_factory=list)  # still need a new node, in queue order
     placed: dict[str, str] = field(default_factory=dict)  # pod key -> node it fits on
+    placed_uids: set[str] = field(default_factory=set)
 
 
 def nodes_being_deleted(snapshot: ClusterSnapshot) -> set[str]:
@@ -57,10 +58,12 @@ def filter_schedulable(
     *,
     skip: Container[str] | None = None,
     keep: bool = False,
+    groups: Sequence[PodGroup] | None = None,
 ) -> FilterResult:
     """Split `pods` into those that fit somewhere now (bound there) and those still pending.
 
-    `skip`: node names never to use; defaults to the nodes being deleted.
+    `skip`: node names never to use; defaults to the nodes being deleted. `groups`: the
+    equivalence groups of `pods`, when the caller already has them.
     """
     if skip is None:
         skip = nodes_being_deleted(snapshot)
@@ -68,7 +71,7 @@ def filter_schedulable(
     ordered = sorted(pods, key=queue_order)
     group_of: dict[str, int] = {}
     volatile: list[bool] = []
-    for number, group in enumerate(group_pods(ordered)):
+    for number, group in enumerate(groups if groups is not None else group_pods(pods)):
         volatile.append(_may_improve(group.exemplar))
         for pod in group.pods:
             group_of[pod.uid] = number
@@ -93,6 +96,7 @@ def filter_schedulable(
             snapshot.add_pod(pod, name)
             last[number] = name
             result.placed[pod.key] = name
+            result.placed_uids.add(pod.uid)
     except BaseException:
         snapshot.revert()
         raise

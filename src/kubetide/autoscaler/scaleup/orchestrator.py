@@ -26,10 +26,11 @@ are represented by template copies while filtering, so pods waiting for them do 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,9 +173,10 @@ def _capacity(node: Node, resource: str) -> int:
     return node.capacity.get(resource) or node.allocatable.get(resource, 0)
 
 
-def not_triggered_message(reasons: Mapping[str, str]) -> str:
-    """CA's NotTriggerScaleUp text: "pod didn't trigger scale-up: 1 max node group size reached, ..."."""
-    counts = Counter(reasons.values())
+def not_triggered_message(reasons: Iterable[str]) -> str:
+    """CA's NotTriggerScaleUp text: "pod didn't trigger scale-up: 1 max node group size reached, ...",
+    from one reason per node group that refused the pod."""
+    counts = Counter(reasons)
     parts = sorted(f"{n} {reason}" for reason, n in counts.items())
     if not parts:
         return "pod didn't trigger scale-up: no node group can be scaled up"
@@ -295,25 +297,35 @@ class ScaleUp:
             for i in range(count):
                 snapshot.add_node(template.copy(f"upcoming-{i}"))
 
-        filtered = filter_schedulable(snapshot, checker, candidates, skip=deleting, keep=True)
+        all_groups = group_pods(candidates)
+        filtered = filter_schedulable(
+            snapshot, checker, candidates, skip=deleting, keep=True, groups=all_groups
+        )
         plan.schedulable = filtered.placed
         still = filtered.pending
-        plan.pending = [p.key for p in still]
+        keys = [p.key for p in still]
+        plan.pending = keys
         if not still:
             return
+        placed = filtered.placed_uids
+        groups = []
+        for group in all_groups:
+            members = [p for p in group.pods if p.uid not in placed] if placed else group.pods
+            if members:
+                groups.append(dataclasses.replace(group, pods=members))
 
         # Cluster-wide headroom, counting nodes on their way.
         node_total = len(real_nodes) + upcoming_total
         cpu_total = sum(_capacity(n, CPU) for n in real_nodes) + upcoming_cpu
         mem_total = sum(_capacity(n, MEMORY) for n in real_nodes) + upcoming_mem
-        groups = group_pods(still)
         estimator = BinpackingEstimator(
             snapshot, checker, timer=self.timer, max_group_duration=options.max_nodegroup_binpacking_duration
         )
         deadline = self.timer() + options.max_binpacking_time
-        refusals: dict[str, dict[str, str]] = {p.key: {} for p in still}
+        # Why groups refused pods: reasons for every pod (skipped groups), and per pod (by id).
+        common: list[str] = []
+        per_pod: dict[int, list[str]] = {}
         sizes: dict[str, tuple[int, int]] = {}
-        group_by_id = {g.id: g for g in node_groups}
 
         for group in node_groups:
             gid = group.id
@@ -334,17 +346,22 @@ class ScaleUp:
                 reason = BINPACKING_SKIPPED_REASON
             if reason is not None:
                 plan.skipped_groups[gid] = reason
-                for key in refusals:
-                    refusals[key][gid] = reason
+                common.append(reason)
                 continue
             estimate = estimator.estimate(template, groups, limit, deadline)
             plan.estimates[gid] = estimate
-            for key, why in estimate.refused.items():
-                refusals[key][gid] = why
+            for pods, why in estimate.refused_runs:
+                for pod in pods:
+                    per_pod.setdefault(id(pod), []).append(why)
             if estimate.node_count > 0:
                 plan.options.append(
                     ExpansionOption(
-                        gid, estimate.node_count, tuple(estimate.helped), template.node, self._price(group)
+                        gid,
+                        estimate.node_count,
+                        tuple(estimate.helped),
+                        template.node,
+                        self._price(group),
+                        dict(estimate.requested),
                     )
                 )
 
@@ -355,8 +372,8 @@ class ScaleUp:
             plan.chosen = choose(plan.options, options.expander, context)
             plan.trace.extend(context.trace)
         if plan.chosen is not None:
-            self._increase(plan, templates, sizes, group_by_id, is_backed_off, is_healthy)
-        self._explain(plan, still, refusals)
+            self._increase(plan, templates, sizes)
+        self._explain(plan, still, keys, common, per_pod)
 
     def _limit(
         self,
@@ -405,12 +422,12 @@ class ScaleUp:
             plan.trace.append(f"priority expander configuration ignored: {exc}")
             return None
 
-    def _increase(self, plan, templates, sizes, group_by_id, is_backed_off, is_healthy) -> None:
+    def _increase(self, plan, templates, sizes) -> None:
         chosen = plan.chosen
         total = chosen.node_count
         members = [chosen.group_id]
         if self.options.balance_similar_node_groups:
-            helped = {p.key for p in chosen.pods}
+            helped = {id(p) for p in chosen.pods}
             base = templates[chosen.group_id].node
             for gid, estimate in plan.estimates.items():
                 if gid == chosen.group_id or gid not in templates:
@@ -418,7 +435,7 @@ class ScaleUp:
                 if not similar(base, templates[gid].node):
                     continue
                 # A similar group must be able to take every pod the chosen option is for.
-                if not helped <= {p.key for p in estimate.helped}:
+                if not helped <= {id(p) for p in estimate.helped}:
                     continue
                 members.append(gid)
             if len(members) > 1:
@@ -433,12 +450,15 @@ class ScaleUp:
                 plan.increases.append(Increase(gid, delta, current, max_size, pods))
         plan.helped = list(pods)
 
-    def _explain(self, plan: ScaleUpPlan, still: Sequence[Pod], refusals) -> None:
-        helped = set(plan.helped)
-        option_groups: dict[str, list[str]] = {}
+    def _explain(self, plan: ScaleUpPlan, still: Sequence[Pod], keys: Sequence[str], common, per_pod) -> None:
+        helped = {id(p) for p in plan.chosen.pods} if plan.chosen is not None else set()
+        fits_in: dict[int, list[str]] = {}
         for option in plan.options:
-            for key in option.pod_keys:
-                option_groups.setdefault(key, []).append(option.group_id)
+            if plan.chosen is not None and option.group_id == plan.chosen.group_id:
+                continue
+            for pod in option.pods:
+                if id(pod) not in helped:
+                    fits_in.setdefault(id(pod), []).append(option.group_id)
         summary = ", ".join(
             f"{{{i.group_id} {i.current}->{i.new_size} (max: {i.max_size})}}" for i in plan.increases
         )
@@ -454,25 +474,20 @@ class ScaleUp:
                     inc.group_id,
                 )
             )
-        for pod in still:
-            key = pod.key
-            if key in helped:
+        trigger_group = plan.increases[0].group_id if plan.increases else None
+        triggered = f"pod triggered scale-up: [{summary}]"
+        for pod, key in zip(still, keys):
+            ident = id(pod)
+            if ident in helped:
                 plan.events.append(
-                    ScaleUpEvent(
-                        "Pod",
-                        key,
-                        "Normal",
-                        "TriggeredScaleUp",
-                        f"pod triggered scale-up: [{summary}]",
-                        plan.increases[0].group_id if plan.increases else None,
-                    )
+                    ScaleUpEvent("Pod", key, "Normal", "TriggeredScaleUp", triggered, trigger_group)
                 )
                 continue
-            fits = option_groups.get(key)
+            fits = fits_in.get(ident)
             if fits:
                 # It would fit another option; the next loop looks again once these nodes exist.
                 plan.not_helped[key] = f"not chosen this loop: fits node group(s) {', '.join(fits)}"
                 continue
-            message = not_triggered_message(refusals.get(key, {}))
+            message = not_triggered_message([*common, *per_pod.get(ident, ())])
             plan.not_helped[key] = message
             plan.events.append(ScaleUpEvent("Pod", key, "Normal", "NotTriggerScaleUp", message))
