@@ -281,3 +281,21 @@ def test_a_burst_is_absorbed_within_the_lower_bound_plus_one_per_group():
         cpu = sum(p.requests["cpu"] for name in names for p in snapshot.pods_on(name).values())
         assert len(names) <= math.ceil(cpu / g.template_node().allocatable["cpu"]) + 1
     assert added == sum(x.target for x in groups)
+
+
+def test_min_size_enforcement_and_scale_up_from_zero():
+    from kubetide.autoscaler.scaleup.orchestrator import min_size_increases
+
+    low, ok, off = (
+        group("low", min_size=3, target=1),
+        group("ok", min_size=1, target=2),
+        group("off", min_size=2),
+    )
+    increases_ = min_size_increases([low, ok, off], backed_off={"off"})
+    assert [(i.group_id, i.delta, i.new_size) for i in increases_] == [("low", 2, 3)]
+    snapshot = ClusterSnapshot([node("n1", cpu=10, ready=False)])
+    result = plan(
+        [group("g")], [pod("p")], snapshot=snapshot, options=AutoscalerOptions(scale_up_from_zero=False)
+    )
+    assert result.increases == [] and "scale-up-from-zero" in result.not_helped["default/p"]
+    assert increases(plan([group("g")], [pod("p")], snapshot=snapshot)) == [("g", 1)]

@@ -183,6 +183,27 @@ def not_triggered_message(reasons: Iterable[str]) -> str:
     return "pod didn't trigger scale-up: " + ", ".join(parts)
 
 
+def min_size_increases(
+    node_groups: Sequence[NodeGroup],
+    *,
+    backed_off: Callable[[str], bool] | Collection[str] | None = None,
+    healthy: Callable[[str], bool] | Collection[str] | None = None,
+) -> list[Increase]:
+    """enforce-node-group-min-size: raise groups below their min size to it, pods or not.
+
+    Groups in backoff or not healthy are left alone, as for any scale-up. The loop calls this
+    when the flag is set, after the pod-driven scale-up (whose increases it should subtract).
+    """
+    is_backed_off = _as_predicate(backed_off, False)
+    is_healthy = _as_predicate(healthy, True)
+    result = []
+    for group in node_groups:
+        target = group.target_size()
+        if target < group.min_size and not is_backed_off(group.id) and is_healthy(group.id):
+            result.append(Increase(group.id, group.min_size - target, target, group.max_size, ()))
+    return result
+
+
 class ScaleUp:
     """Plans scale-ups with fixed options; `seed` makes the expanders' random choices replayable."""
 
@@ -270,6 +291,13 @@ class ScaleUp:
         is_backed_off = _as_predicate(backed_off, False)
         is_healthy = _as_predicate(healthy, True)
         real_nodes = list(snapshot.nodes())
+        if not options.scale_up_from_zero and not any(n.ready for n in real_nodes):
+            plan.trace.append("no ready node and scale-up-from-zero is false: no scale-up")
+            for pod in candidates:
+                plan.not_helped[pod.key] = (
+                    "pod didn't trigger scale-up: no ready node (scale-up-from-zero is false)"
+                )
+            return
         deleting = nodes_being_deleted(snapshot)
 
         templates: dict[str, GroupTemplate] = {}
