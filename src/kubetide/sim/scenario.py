@@ -418,8 +418,8 @@ def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, dur
     for number, row in enumerate(rows, start=1):
         if not row or row[0].strip().startswith("#"):
             continue
-        if number == 1 and row[0].strip().lower() == "time":
-            continue
+        if row[0].strip().lower() == "time":
+            continue  # the header
         if len(row) != 2:
             raise ScenarioError(
                 str(file), f"line {number}", f"expected two columns (time, replicas), got {len(row)}"

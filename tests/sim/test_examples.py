@@ -1,0 +1,49 @@
+"""Every Scenario in examples/ (and the bundled demo) loads, runs, and keeps the invariants.
+
+Runs are shortened so the suite stays fast; they use the default autoscaler (kubetide's own once it
+is installed), so this is also the autoscaler's end-to-end check on the scenarios users read.
+"""
+
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubetide.sim import Simulation, load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SHORTENED = 45 * 60
+
+
+def scenario_files():
+    files = []
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+        if len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == "Scenario":
+            files.append(path)
+    return files
+
+
+def test_the_examples_are_found():
+    names = {p.name for p in scenario_files()}
+    assert {"morning-burst.yaml", "nightly-scale-down.yaml", "unready-nodes.yaml"} <= names
+
+
+@pytest.mark.parametrize("path", scenario_files(), ids=lambda p: p.name)
+def test_example_runs_with_invariants_held(path):
+    scenario = load_scenario(path)
+    assert path.read_text().startswith("#"), "each example starts with a comment header"
+    result = Simulation(scenario.with_duration(min(scenario.duration, SHORTENED))).run()
+    assert result.summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
+    assert result.timeline and not result.warnings
+
+
+def test_the_bundled_demo_runs():
+    with resources.as_file(resources.files("kubetide").joinpath("data/scenarios/demo.yaml")) as path:
+        scenario = load_scenario(path)
+    result = Simulation(scenario.with_duration(SHORTENED)).run()
+    assert result.summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
