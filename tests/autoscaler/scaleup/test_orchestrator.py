@@ -299,3 +299,10 @@ def test_min_size_enforcement_and_scale_up_from_zero():
     )
     assert result.increases == [] and "scale-up-from-zero" in result.not_helped["default/p"]
     assert increases(plan([group("g")], [pod("p")], snapshot=snapshot)) == [("g", 1)]
+
+
+def test_priorities_as_scenario_data():
+    groups = [group("cheap"), group("fast")]
+    options = AutoscalerOptions(expander=("priority",))
+    result = plan(groups, [pod("p", cpu=100)], options=options, priorities={10: ["cheap"], 5: ["fast"]})
+    assert increases(result) == [("cheap", 1)]

@@ -180,7 +180,12 @@ def parse_priorities(text: str) -> dict[int, list[re.Pattern[str]]]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"cannot parse the {PRIORITY_KEY} YAML: {exc}") from None
-    if not isinstance(data, dict):
+    return priorities_from_mapping(data)
+
+
+def priorities_from_mapping(data: object) -> dict[int, list[re.Pattern[str]]]:
+    """Priorities given as data (a scenario's `expanderPriorities`): integer -> regex list."""
+    if not isinstance(data, Mapping):
         raise ValueError(f"{PRIORITY_KEY} must map integers to lists of regular expressions")
     result: dict[int, list[re.Pattern[str]]] = {}
     for raw_priority, patterns in data.items():
@@ -190,11 +195,16 @@ def parse_priorities(text: str) -> dict[int, list[re.Pattern[str]]]:
             priority = int(raw_priority)
         except (TypeError, ValueError):
             raise ValueError(f"priority {raw_priority!r} is not an integer") from None
-        if isinstance(patterns, str):
+        if isinstance(patterns, str | re.Pattern):
             patterns = [patterns]
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        if not isinstance(patterns, list | tuple) or not all(
+            isinstance(p, str | re.Pattern) for p in patterns
+        ):
             raise ValueError(f"priority {priority}: expected a list of regular expressions")
         for pattern in patterns:
+            if isinstance(pattern, re.Pattern):
+                result.setdefault(priority, []).append(pattern)
+                continue
             try:
                 result.setdefault(priority, []).append(re.compile(pattern))
             except re.error as exc:

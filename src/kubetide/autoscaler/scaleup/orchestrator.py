@@ -45,6 +45,7 @@ from kubetide.autoscaler.scaleup.expanders import (
     choose,
     parse_priorities,
     priorities_from_configmap,
+    priorities_from_mapping,
 )
 from kubetide.autoscaler.scaleup.filter_schedulable import filter_schedulable, nodes_being_deleted
 from kubetide.autoscaler.scaleup.pending import select_pending
@@ -445,7 +446,7 @@ class ScaleUp:
                 return priorities_from_configmap(source)
             if isinstance(source, str):
                 return parse_priorities(source)
-            return {int(k): list(v) for k, v in source.items()}
+            return priorities_from_mapping(source)
         except ValueError as exc:
             plan.trace.append(f"priority expander configuration ignored: {exc}")
             return None
