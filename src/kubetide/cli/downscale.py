@@ -1,0 +1,153 @@
+"""`kubetide downscale PODS.yaml --replicas N [--owner KIND/NAME] [--now RFC3339] [--legacy] [--json]`:
+which pods a ReplicaSet would delete to shrink to N replicas, in order, and why.
+
+PODS.yaml holds the pods (as `kubectl get pods -o yaml` prints them) and, when available, their
+ReplicaSets and Deployment. The ranking is kube-controller-manager's (KEP-2185): see
+kubetide.workloads. Related pods (every ReplicaSet of the same Deployment) count towards a node's
+rank; without the ReplicaSet objects the Deployment is recognised by the pod-template-hash label.
+--owner picks the ReplicaSet (KIND/NAME or KIND/NAMESPACE/NAME; a Deployment means its one
+ReplicaSet with active pods); without it the file must hold pods of exactly one owner.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from rich.markup import escape
+
+from kubetide.cli.output import console, print_json, warn
+from kubetide.errors import UserError
+from kubetide.model import Pod, load_files
+from kubetide.model.reader import parse_time
+from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
+from kubetide.workloads.owners import resolve_owner
+from kubetide.workloads.timebuckets import format_age, to_ns
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "downscale",
+        help="show which pods a ReplicaSet would delete to reach N replicas, and why",
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+    )
+    parser.add_argument(
+        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment"
+    )
+    parser.add_argument("--replicas", metavar="N", type=int, required=True, help="the replica count to reach")
+    parser.add_argument(
+        "--owner", metavar="KIND/NAME", help="the Deployment, ReplicaSet or ReplicationController"
+    )
+    parser.add_argument("--now", metavar="RFC3339", help="the moment of the decision (default: now)")
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="rank by exact timestamps, newest first (before LogarithmicScaleDown), for comparison",
+    )
+    parser.add_argument("--json", action="store_true", help='print {"delete": [...], "keep": [...]}')
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.replicas < 0:
+        raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
+    now = _now(args.now)
+    source = ", ".join(args.files)
+    manifests = load_files(args.files)
+    warn(manifests.warnings)
+    target = resolve_owner(manifests, args.owner, source)
+    current = len(target.pods)
+    if args.replicas > current:
+        raise UserError(
+            f"--replicas {args.replicas} is more than the {current} active pods of {target.label}: "
+            "downscale only removes pods"
+        )
+    diff = current - args.replicas
+    logarithmic = not args.legacy
+    if diff == current:  # every pod goes: the controller does not sort (nor do we)
+        deleted, kept = list(target.pods), []
+        reasons = [Reason(0, "every pod goes") for _ in deleted]
+        ranks = None
+    else:
+        ranking = rank(target.pods, now, target.related, logarithmic=logarithmic)
+        deleted, kept = ranking.order[:diff], ranking.order[diff:]
+        reasons = [r for _, r in explain_ranking(ranking, diff)]
+        ranks = ranking.node_counts
+
+    if args.json:
+        print_json({"delete": [p.key for p in deleted], "keep": [p.key for p in kept]})
+        return 0
+    _print_human(target, args.replicas, now, logarithmic, deleted, reasons, kept, ranks)
+    return 0
+
+
+def _now(text: str | None) -> float:
+    if text is None:
+        return time.time()  # the CLI may read the wall clock; the library never does
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise UserError(f"--now: invalid RFC 3339 time {text!r} (e.g. 2026-11-22T12:00:00Z)") from None
+
+
+def _print_human(target, replicas, now, logarithmic, deleted, reasons, kept, ranks) -> None:
+    console_ = console()
+
+    def say(text: str = "") -> None:
+        console_.print(text, soft_wrap=True)  # long rows stay one line each, even in a pipe
+
+    now_ns = to_ns(now)
+    owner = target.label.removeprefix(f"{target.kind}/")
+    family = f" of Deployment {target.deployment}" if target.deployment else ""
+    when = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    mode = "newest first (--legacy)" if not logarithmic else "logarithmic age buckets (KEP-2185)"
+    say(
+        f"[bold]{target.kind} {escape(owner)}[/bold]{escape(family)}: "
+        f"{len(deleted) + len(kept)} active pods -> {replicas}, [bold]{len(deleted)} to delete[/bold]"
+    )
+    say(f"Ranking: {mode}, at {when}.")
+    if target.siblings:
+        others = ", ".join(target.siblings)
+        active = sum(1 for p in target.related if is_active(p))
+        say(
+            f"Related pods: {active} active in this ReplicaSet and {escape(others)} (a node's count is its rank)."
+        )
+    if target.inactive:
+        names = ", ".join(p.name for p in target.inactive)
+        say(f"Not counted: {len(target.inactive)} terminating or finished pod(s): {escape(names)}.")
+
+    rows = [("#", "", "pod", "node", "state", "why it goes first" if kept else "why")]
+    for i, (pod, why) in enumerate(zip(deleted, reasons), 1):
+        rows.append((str(i), "delete", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), why.text))
+    for i, pod in enumerate(kept, len(deleted) + 1):
+        rows.append((str(i), "keep", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), ""))
+    widths = [max(len(row[c]) for row in rows) for c in range(5)]
+    say()
+    for n, row in enumerate(rows):
+        cells = [row[0].rjust(widths[0])] + [row[c].ljust(widths[c]) for c in range(1, 5)] + [row[5]]
+        line = escape("  ".join(cells).rstrip())
+        say(f"[bold]{line}[/bold]" if n == 0 else line)
+    if not deleted:
+        say("\nNothing to delete: the ReplicaSet already has that many pods.")
+
+
+def _state(pod: Pod, now_ns: int, ranks: dict[str, int] | None) -> str:
+    parts = []
+    if pod.phase != "Running":
+        parts.append(pod.phase)
+    if not pod.ready:
+        parts.append("not ready")
+    elif pod.ready_transition is None:
+        parts.append("ready")
+    else:
+        parts.append(f"ready {format_age(now_ns - to_ns(pod.ready_transition))}")
+    if pod.restarts:
+        parts.append(f"{pod.restarts} restart{'s' if pod.restarts != 1 else ''}")
+    if pod.sidecar_restarts:
+        parts.append(f"{pod.sidecar_restarts} sidecar restarts")
+    cost = pod.annotations.get(DELETION_COST_ANNOTATION)
+    if cost is not None:
+        parts.append(f"cost {cost}")
+    if ranks is not None and pod.node_name:
+        parts.append(f"{ranks.get(pod.node_name, 0)} on node")
+    return ", ".join(parts)

@@ -1,0 +1,188 @@
+"""`kubetide downscale`: reasons in words, the --json shape, and one-line errors with exit code 2."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kubetide.cli.main as cli_main
+
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "downscale-pods.yaml")
+NOW = "2026-11-22T12:00:00Z"
+NEW = "ReplicaSet/web-7f9c8d6b5"
+
+
+@pytest.fixture
+def kubetide(monkeypatch, capsys):
+    # Only this subcommand: the test must not depend on the others being importable.
+    monkeypatch.setattr(cli_main, "COMMANDS", ("downscale",))
+
+    def run(*argv):
+        code = cli_main.main(["downscale", *map(str, argv)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_example_explains_each_deletion(kubetide):
+    code, out, err = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 4, "--now", NOW)
+    assert code == 0 and err == ""
+    assert "ReplicaSet shop/web-7f9c8d6b5 of Deployment web: 10 active pods -> 4, 6 to delete" in out
+    assert "Related pods: 13 active in this ReplicaSet and web-6d4b7c9f8" in out
+    rows = [line.split() for line in out.splitlines() if " delete " in line or " keep " in line]
+    assert [row[1] for row in rows] == ["delete"] * 6 + ["keep"] * 4
+    lines = {
+        line.split()[2]: line for line in out.splitlines() if line.split()[1:2] in (["delete"], ["keep"])
+    }
+    assert lines["shop/web-7f9c8d6b5-q8x2m"].endswith("unscheduled")
+    assert lines["shop/web-7f9c8d6b5-h4k7p"].endswith("not ready")
+    assert lines["shop/web-7f9c8d6b5-2xkqz"].endswith("4 related pods on node-a (vs 3 on node-c)")
+    assert lines["shop/web-7f9c8d6b5-k2p9s"].endswith("more restarts (6 > 0)")
+    assert "cost 500" in lines["shop/web-7f9c8d6b5-vb7lc"]
+
+
+@pytest.mark.parametrize(
+    ("replicas", "expected"),
+    [
+        (6, ["ready 2h ago vs 8d23h ago (bucket 42 < 49)", "ready 5d ago vs 8d23h ago (bucket 48 < 49)"]),
+        (
+            2,
+            [
+                "ready 3d ago vs 4d ago (bucket 47 < 48)",
+                "same age bucket, UID ordering (ready 4d3h ago vs 4d ago, bucket 48)",
+            ],
+        ),
+    ],
+)
+def test_time_buckets_are_explained(kubetide, replicas, expected):
+    code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", replicas, "--now", NOW)
+    assert code == 0
+    for reason in expected:
+        assert reason in out
+
+
+def test_json_shape_is_exactly_delete_and_keep_in_ranking_order(kubetide):
+    code, out, err = kubetide(EXAMPLE, "--owner", "rs/web-7f9c8d6b5", "--replicas", 4, "--now", NOW, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert list(data) == ["delete", "keep"]
+    assert data["delete"] == [
+        "shop/web-7f9c8d6b5-q8x2m",
+        "shop/web-7f9c8d6b5-h4k7p",
+        "shop/web-7f9c8d6b5-2xkqz",
+        "shop/web-7f9c8d6b5-8mwtd",
+        "shop/web-7f9c8d6b5-rz5jn",
+        "shop/web-7f9c8d6b5-k2p9s",
+    ]
+    assert data["keep"] == [
+        "shop/web-7f9c8d6b5-f6hwx",
+        "shop/web-7f9c8d6b5-w7cbm",  # ready 4d3h and 4d ago, both bucket 48: the smaller UID first
+        "shop/web-7f9c8d6b5-n3gty",
+        "shop/web-7f9c8d6b5-vb7lc",
+    ]
+
+
+def test_legacy_deletes_the_most_recently_ready_first(kubetide):
+    code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 2, "--now", NOW, "--legacy", "--json")
+    assert code == 0
+    data = json.loads(out)
+    # node-d: 4d ready goes before 4d3h ready, whatever the UIDs say
+    assert data["delete"][-1] == "shop/web-7f9c8d6b5-n3gty"
+    assert data["keep"] == ["shop/web-7f9c8d6b5-w7cbm", "shop/web-7f9c8d6b5-vb7lc"]
+    code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 2, "--now", NOW, "--legacy")
+    assert "newest first (--legacy)" in out
+    assert "ready 4d ago vs 4d3h ago (more recently ready first)" in out
+
+
+def test_every_pod_goes_without_ranking(kubetide):
+    code, out, _ = kubetide(
+        EXAMPLE, "--owner", "ReplicaSet/shop/web-6d4b7c9f8", "--replicas", 0, "--now", NOW
+    )
+    assert code == 0
+    assert out.count("every pod goes") == 3
+    assert "Not counted: 1 terminating or finished pod(s): web-6d4b7c9f8-t6wqn." in out
+
+
+def test_nothing_to_delete(kubetide):
+    code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 10, "--now", NOW, "--json")
+    assert code == 0
+    assert json.loads(out)["delete"] == []
+
+
+def test_without_replicaset_objects_the_deployment_is_inferred_from_pod_template_hash(kubetide, tmp_path):
+    text = Path(EXAMPLE).read_text()
+    items = text.split("\n- ")
+    pods_only = "\n- ".join([items[0]] + [item for item in items[1:] if item.startswith("apiVersion: v1")])
+    path = tmp_path / "pods.yaml"
+    path.write_text(pods_only)
+    code, out, _ = kubetide(path, "--owner", NEW, "--replicas", 4, "--now", NOW, "--json")
+    assert code == 0
+    code, human, _ = kubetide(path, "--owner", NEW, "--replicas", 4, "--now", NOW)
+    assert "of Deployment web" in human and "4 related pods on node-a" in human
+    code, full, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 4, "--now", NOW, "--json")
+    assert json.loads(out) == json.loads(full)
+
+
+def test_a_single_owner_needs_no_flag(kubetide, tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            apiVersion: v1
+            kind: List
+            items:
+            - kind: Pod
+              metadata:
+                name: a
+                creationTimestamp: "2026-11-22T10:00:00Z"
+                ownerReferences: [{kind: ReplicaSet, name: solo, controller: true}]
+              spec: {nodeName: n1, containers: [{name: c}]}
+              status:
+                phase: Running
+                conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-11-22T10:00:00Z"}]
+            - kind: Pod
+              metadata:
+                name: b
+                creationTimestamp: "2026-11-20T10:00:00Z"
+                ownerReferences: [{kind: ReplicaSet, name: solo, controller: true}]
+              spec: {nodeName: n2, containers: [{name: c}]}
+              status:
+                phase: Running
+                conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-11-20T10:00:00Z"}]
+            """
+        )
+    )
+    code, out, err = kubetide(path, "--replicas", 1, "--now", NOW, "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"delete": ["default/a"], "keep": ["default/b"]}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--replicas", -1, "--owner", NEW], "--replicas must be 0 or more, got -1"),
+        (["--replicas", 11, "--owner", NEW], "--replicas 11 is more than the 10 active pods"),
+        (["--replicas", 1, "--owner", NEW, "--now", "yesterday"], "--now: invalid RFC 3339 time 'yesterday'"),
+        (["--replicas", 1, "--owner", "ReplicaSet/nope"], "no ReplicaSet nope in"),
+        (["--replicas", 1, "--owner", "StatefulSet/web"], "does not scale down by ranking pods"),
+        (["--replicas", 1, "--owner", "web"], "expected KIND/NAME"),
+        (
+            ["--replicas", 1],
+            "pods of 2 owners (ReplicaSet/shop/web-6d4b7c9f8 (3 pods), ReplicaSet/shop/web-7f9c8d6b5",
+        ),
+        (["--replicas", 1, "--owner", "Deployment/web"], "would split the scale-down between them"),
+        (["--replicas", 1, "--owner", "Deployment/api"], "no ReplicaSet of Deployment api"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(kubetide, argv, message):
+    code, out, err = kubetide(EXAMPLE, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("kubetide: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_is_one_line(kubetide):
+    code, _, err = kubetide("/no/such/pods.yaml", "--replicas", 1)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "no such file" in err
