@@ -1,0 +1,11 @@
+"""Scale-down with parallel drain: which nodes can go together, and taking them away safely.
+
+- `drainability`: which pods a drain moves, skips, or is blocked by (CA's rules, in order);
+- `eligibility`: which nodes are considered at all; node group and cluster minimums;
+- `pdb`: PodDisruptionBudget remaining disruptions, consumed across candidates;
+- `planner`: the parallel-drain design's UpdateUnneededNodes (candidate set, timers, hints,
+  recent evictions); `plan`: its result, explainable per node and as `kubetide plan` JSON;
+- `budgets`, `actuator`: the design's StartDeletion (parallelism budgets, taints, drains as
+  per-node state machines driven by the loop); `softtaint`: DeletionCandidate taints;
+  `restart`: resuming or releasing nodes left tainted by a previous run.
+"""

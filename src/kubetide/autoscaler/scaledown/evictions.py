@@ -1,0 +1,103 @@
+"""recent_evictions: pods we evicted whose replacements may not exist yet.
+
+Between an eviction and the controller creating (and the scheduler binding) a replacement, the
+cluster looks as if the pod's capacity were free. Without a memory of it, the next planner update
+would happily hand that capacity to another drain and the replacement would end up pending. So
+evicted pods are remembered for recent-evictions-ttl and put back into the simulated cluster
+before the candidates are chosen, unless their owner already has all its replicas again.
+
+The owner check compares the controller's target replicas with what it has now (bound, not
+terminating pods it owns, capped by its status.replicas when that is lower) and injects at most
+`target - current` of its evicted pods. A pod without a known owner is always injected. (The
+Cluster Autoscaler has this list but leaves the re-injection effectively off; kubetide keeps it.)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Container, Mapping
+from dataclasses import dataclass
+
+from kubetide.autoscaler.scaledown.placement import PodMover
+from kubetide.model import OwnerReference, Pod, Workload
+from kubetide.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class RecentEviction:
+    pod: Pod
+    owner: OwnerReference | None
+    at: float
+
+
+class RecentEvictions:
+    def __init__(self, ttl: float):
+        self.ttl = ttl
+        self.by_uid: dict[str, RecentEviction] = {}
+
+    def __len__(self) -> int:
+        return len(self.by_uid)
+
+    def record(self, pod: Pod, now: float) -> None:
+        self.by_uid[pod.uid] = RecentEviction(pod, pod.controller, now)
+
+    def expire(self, now: float) -> None:
+        self.by_uid = {uid: e for uid, e in self.by_uid.items() if now - e.at < self.ttl}
+
+    def needing_homes(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> list[Pod]:
+        """The evicted pods to inject, oldest eviction first."""
+        result = []
+        left: dict[tuple[str, str, str], int] = {}
+        counts: Counter | None = None
+        for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
+            pod = eviction.pod
+            if snapshot.has_pod(pod.uid):
+                continue  # still terminating where it was: it holds its own place
+            owner = eviction.owner
+            workload = None
+            if owner is not None and workloads is not None:
+                workload = workloads.get((owner.kind, pod.namespace, owner.name))
+            if workload is not None and workload.replicas is not None:
+                key = (owner.kind, pod.namespace, owner.name)  # type: ignore[union-attr]
+                if key not in left:
+                    if counts is None:
+                        counts = _owned_pods(snapshot)
+                    current = counts[key]
+                    if workload.status_replicas is not None:
+                        current = min(current, workload.status_replicas)
+                    left[key] = max(0, workload.replicas - current)
+                if left[key] <= 0:
+                    continue
+                left[key] -= 1
+            result.append(pod)
+        return result
+
+    def inject(
+        self,
+        snapshot: ClusterSnapshot,
+        mover: PodMover,
+        skip: Container[str],
+        workloads: Mapping[tuple[str, str, str], Workload] | None,
+    ) -> tuple[dict[str, str], Pod | None]:
+        """Place the pods needing homes into the snapshot; stop at the first that fits nowhere.
+
+        Returns pod key -> node for the placed ones, and the pod that did not fit (or None).
+        """
+        placed: dict[str, str] = {}
+        for pod in self.needing_homes(snapshot, workloads):
+            dest = mover.place(pod, skip)
+            if dest is None:
+                return placed, pod
+            placed[pod.key] = dest
+        return placed, None
+
+
+def _owned_pods(snapshot: ClusterSnapshot) -> Counter:
+    counts: Counter = Counter()
+    for pod in snapshot.pods():
+        ref = pod.controller
+        if ref is not None and not pod.is_terminating:
+            counts[(ref.kind, pod.namespace, ref.name)] += 1
+    return counts

@@ -1,0 +1,98 @@
+"""What one planner update decided, node by node, in a form `kubetide plan` can print.
+
+Every node gets a status (removable, unremovable, being_deleted) and, when it is not going away
+now, the reason in the Cluster Autoscaler's vocabulary plus the blocking pod when a pod decided it.
+`detail` says the rest in words (which pod had no place to go, which timer is running) for the
+human output; the JSON keeps to the documented fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+
+REMOVABLE = "removable"
+UNREMOVABLE = "unremovable"
+BEING_DELETED = "being_deleted"
+
+
+@dataclass(slots=True)
+class NodeStatus:
+    name: str
+    status: str  # REMOVABLE | UNREMOVABLE | BEING_DELETED
+    empty: bool
+    utilization: float | None
+    reason: NodeReason | None = None
+    blocking_pod: BlockingPod | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "empty": self.empty,
+            "utilization": None if self.utilization is None else round(self.utilization, 4),
+            "reason": None if self.reason is None else str(self.reason),
+            "blocking_pod": None if self.blocking_pod is None else self.blocking_pod.to_json(),
+        }
+
+    def explain(self) -> str:
+        """One line answering "why is this node (not) scaled down?"."""
+        util = "" if self.utilization is None else f", utilization {self.utilization:.2f}"
+        head = f"{self.name}: {self.status}{' (empty)' if self.empty else ''}{util}"
+        if self.reason is None:
+            return head + (f": {self.detail}" if self.detail else "")
+        why = str(self.reason)
+        if self.blocking_pod is not None:
+            why += f" (pod {self.blocking_pod.pod.key}: {self.blocking_pod.reason})"
+        if self.detail:
+            why += f": {self.detail}"
+        return f"{head}: {why}"
+
+
+@dataclass(slots=True)
+class ScaleDownPlan:
+    now: float
+    nodes: dict[str, NodeStatus] = field(default_factory=dict)
+    candidate_set: list[str] = field(default_factory=list)
+    # Removable now (timers run out, no cooldown); budgets crop these in the actuator.
+    empty_to_delete: list[str] = field(default_factory=list)
+    drain_to_delete: list[str] = field(default_factory=list)
+    destinations: dict[str, str] = field(default_factory=dict)  # pod key -> node
+    drains: dict[str, NodeDrain] = field(default_factory=dict)  # per candidate
+    # Why no new candidates were added this loop (deleted nodes' pods or recent evictions do not
+    # fit any more), or None.
+    validation_failure: str | None = None
+    cooldown: str | None = None
+    timed_out: bool = False
+    simulated: int = 0  # nodes whose drain was simulated
+    injected: dict[str, str] = field(default_factory=dict)  # recently evicted pod key -> node
+    pdb_remaining: dict[str, int] = field(default_factory=dict)
+
+    def removable_now(self) -> list[str]:
+        return [*self.empty_to_delete, *self.drain_to_delete]
+
+    def to_json(self) -> dict:
+        """The `scale_down` section of `kubetide plan --json`."""
+        return {
+            "nodes": {name: status.to_json() for name, status in self.nodes.items()},
+            "candidate_set": list(self.candidate_set),
+            "to_delete": {"empty": list(self.empty_to_delete), "drain": list(self.drain_to_delete)},
+            "destinations": dict(self.destinations),
+        }
+
+    def explain(self, node: str) -> str:
+        return self.nodes[node].explain()
+
+    def summary(self) -> list[str]:
+        """Human lines: the loop-wide notes first, then one line per node."""
+        lines = []
+        if self.validation_failure:
+            lines.append(f"no new scale-down candidates this loop: {self.validation_failure}")
+        if self.cooldown:
+            lines.append(f"scale-down paused: {self.cooldown}")
+        if self.timed_out:
+            lines.append("scale-down-simulation-timeout reached; remaining nodes were not simulated")
+        lines.extend(status.explain() for status in self.nodes.values())
+        return lines

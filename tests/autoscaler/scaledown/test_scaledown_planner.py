@@ -1,0 +1,371 @@
+"""The planner (UpdateUnneededNodes): candidate sets, hints, re-validation, recent evictions,
+timers, pauses, limits and the explanation of every node."""
+
+import json
+from itertools import count
+
+from scaledown_fakes import FakeCloud, FakeGroup, cloud_for, node, pdb, pod, snapshot_of, state, workload
+
+from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.model import Taint
+
+OPTS = AutoscalerOptions()
+RS = [workload("ReplicaSet", "rs", 100)]
+BUSY = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}  # a destination that is never a candidate
+
+
+def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, **kw):
+    s = snapshot_of(nodes, pods)
+    planner = planner or Planner(OPTS, timers_expired=True)
+    cloud = cloud or cloud_for(*[n.name for n in nodes])
+    kw.setdefault("workloads", RS)
+    before = state(s)
+    plan = planner.update(s, cloud=cloud, now=now, **kw)
+    assert state(s) == before, "the snapshot must be left as found"
+    return plan
+
+
+def test_two_half_empty_nodes_that_can_only_absorb_each_other_give_one_candidate():
+    nodes = [node("a"), node("b"), node("full", annotations=BUSY)]
+    pods = [pod("pa", "a", 400), pod("pb", "b", 400), pod("pf", "full", 1000)]
+    plan = plan_for(nodes, pods)
+    assert plan.candidate_set == ["a"]
+    assert plan.destinations == {"default/pa": "b"}
+    b = plan.nodes["b"]
+    assert (b.status, b.reason) == ("unremovable", NodeReason.NOT_UNNEEDED_OTHER_REASON)
+    assert "destination for pods of a" in b.detail
+
+
+def test_a_node_whose_pods_fit_nowhere_is_no_place_to_move():
+    nodes = [node("a"), node("full", annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 400), pod("pf", "full", 900)])
+    assert plan.candidate_set == []
+    a = plan.nodes["a"]
+    assert (a.reason, a.blocking_pod) == (NodeReason.NO_PLACE_TO_MOVE_PODS, None)
+    assert "default/pa" in a.detail
+
+
+def test_candidates_are_removable_together_and_share_destinations():
+    nodes = [node("a"), node("b"), node("c"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 300), pod("pb", "b", 300), pod("pc", "c", 300), pod("pd", "d", 200)]
+    plan = plan_for(nodes, pods)
+    # d has room for 800: two of the three, and the third has nowhere else to go.
+    assert plan.candidate_set == ["a", "b"]
+    assert set(plan.destinations.values()) == {"d"}
+    assert plan.nodes["c"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+
+
+def test_blocking_pod_is_reported_with_its_reason():
+    nodes = [node("a"), node("b", annotations=BUSY)]
+    pods = [pod("ok", "a", 100), pod("metrics", "a", 100, namespace="kube-system", created=0.0)]
+    plan = plan_for(nodes, pods, workloads=[*RS, workload("ReplicaSet", "rs", 1, namespace="kube-system")])
+    a = plan.nodes["a"]
+    assert a.reason is NodeReason.BLOCKED_BY_POD
+    assert a.blocking_pod.reason is PodReason.UNMOVABLE_KUBE_SYSTEM_POD
+    assert plan.to_json()["nodes"]["a"] == {
+        "status": "unremovable",
+        "empty": False,
+        "utilization": 0.2,
+        "reason": "BlockedByPod",
+        "blocking_pod": {"pod": "kube-system/metrics", "reason": "UnmovableKubeSystemPod"},
+    }
+
+
+def test_pdb_budget_is_consumed_across_candidates():
+    nodes = [node("a"), node("b"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 100), pod("pb", "b", 100)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", allowed=1)])
+    assert plan.candidate_set == ["a"]
+    b = plan.nodes["b"]
+    assert (b.reason, b.blocking_pod.reason, b.blocking_pod.pod.name) == (
+        NodeReason.BLOCKED_BY_POD,
+        PodReason.NOT_ENOUGH_PDB,
+        "pb",
+    )
+    assert plan.pdb_remaining == {"default/web": 0}
+
+
+def test_unhealthy_pods_do_not_spend_the_budget_again():
+    nodes = [node("a"), node("b"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 100, ready=False), pod("pb", "b", 100), pod("pc", "d", 100)]
+    # Status: 2 healthy, 1 desired -> 1 allowed (the unready pod already spent its share).
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", allowed=1, current_healthy=2, desired_healthy=1)])
+    assert plan.candidate_set == ["a", "b"]
+
+
+def test_several_pods_of_one_node_can_exhaust_a_budget_alone():
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("p1", "a", 100), pod("p2", "a", 100)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", allowed=1)])
+    assert plan.candidate_set == []
+    assert plan.nodes["a"].blocking_pod.reason is PodReason.NOT_ENOUGH_PDB
+    assert plan.pdb_remaining == {"default/web": 1}  # the failed simulation spent nothing
+
+
+def test_hints_are_reused():
+    nodes = [node("a"), node("d1", annotations=BUSY), node("d2", annotations=BUSY)]
+    pods = [pod("pa", "a", 300), pod("x1", "d1", 600), pod("x2", "d2", 600)]
+    planner = Planner(OPTS)
+    first = plan_for(nodes, pods, planner)
+    assert first.destinations == {"default/pa": "d2"}  # the search starts at the last node
+    assert planner.hints == {"a": {"uid-default-pa": "d2"}}
+    # A new node at the end would now be the search's first pick; the hint keeps pa on d2.
+    nodes.append(node("d3", annotations=BUSY))
+    again = plan_for(nodes, [*pods, pod("x3", "d3", 600)], planner, now=10)
+    assert again.destinations == {"default/pa": "d2"}
+    fresh = plan_for(nodes, [*pods, pod("x3", "d3", 600)])
+    assert fresh.destinations == {"default/pa": "d3"}
+
+
+def test_empty_nodes_come_first():
+    group = FakeGroup("g", min_size=2)
+    cloud = FakeCloud()
+    cloud.add(group, "busy", "empty", "keeper")
+    nodes = [node("busy"), node("empty"), node("keeper", annotations=BUSY)]
+    pods = [pod("p", "busy", 100), pod("ds", "empty", 50, owner=("DaemonSet", "ds"))]
+    plan = plan_for(nodes, pods, cloud=cloud)
+    assert plan.candidate_set == ["empty"]
+    assert plan.nodes["empty"].empty
+    assert plan.nodes["busy"].reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED
+    assert plan.empty_to_delete == ["empty"] and plan.drain_to_delete == []
+
+
+def test_group_min_size_counts_nodes_being_deleted():
+    group = FakeGroup("g", min_size=1)
+    cloud = FakeCloud()
+    cloud.add(group, "a", "b", "c")
+    nodes = [node("a"), node("b"), node("c")]
+    plan = plan_for(nodes, [], cloud=cloud, being_deleted={"c"})
+    assert plan.candidate_set == ["a"]
+    assert plan.nodes["b"].reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED
+    assert plan.nodes["c"].status == "being_deleted"
+    assert plan.nodes["c"].reason is NodeReason.CURRENTLY_BEING_DELETED
+
+
+def test_cluster_minimum_resources_limit_the_candidate_set():
+    nodes = [node("a"), node("b"), node("c")]  # one core each
+    planner = Planner(AutoscalerOptions(cores_total=ResourceRange(2, 100)), timers_expired=True)
+    plan = plan_for(nodes, [], planner)
+    assert plan.candidate_set == ["a"]
+    assert plan.nodes["b"].reason is NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED
+
+
+def test_footnote_reasons_each_reported():
+    cloud = cloud_for("deleting", "annotated", "busy", "low", "dest")
+    nodes = [
+        node("deleting"),
+        node("unmanaged"),
+        node("annotated", annotations=BUSY),
+        node("busy"),
+        node("low"),
+        node("dest"),
+    ]
+    pods = [
+        pod("p1", "busy", 800),
+        pod("p2", "low", 200),
+        pod("p3", "dest", 300),
+        pod("p4", "annotated", 100),
+    ]
+    plan = plan_for(nodes, pods, cloud=cloud, being_deleted={"deleting"})
+    reasons = {name: s.reason for name, s in plan.nodes.items()}
+    assert reasons == {
+        "deleting": NodeReason.CURRENTLY_BEING_DELETED,
+        "unmanaged": NodeReason.NOT_AUTOSCALED,
+        "annotated": NodeReason.SCALE_DOWN_DISABLED_ANNOTATION,
+        "busy": NodeReason.NOT_UNDERUTILIZED,
+        "low": None,
+        "dest": NodeReason.NOT_UNNEEDED_OTHER_REASON,  # took low's pod
+    }
+
+
+def test_deleted_nodes_are_revalidated_and_their_pods_take_room_first():
+    nodes = [node("x"), node("a"), node("d", annotations=BUSY)]
+    pods = [pod("px", "x", 500), pod("pa", "a", 400), pod("pd", "d", 400)]
+    plan = plan_for(nodes, pods, being_deleted={"x"})
+    # px takes d's room (or a's) first, so a is not removable any more.
+    assert plan.validation_failure is None
+    assert plan.candidate_set == []
+    assert plan.destinations["default/px"] == "d"
+
+
+def test_revalidation_failure_stops_new_candidates():
+    nodes = [node("x", cpu=2000), node("empty"), node("d", annotations=BUSY)]
+    pods = [pod("px", "x", 1500), pod("pd", "d", 400)]
+    planner = Planner(OPTS, timers_expired=True)
+    plan = plan_for(nodes, pods, planner, being_deleted={"x"})
+    # px (1500 m) fits nowhere: "empty" would be removable, but not this loop.
+    assert plan.validation_failure is not None and "default/px" in plan.validation_failure
+    assert plan.candidate_set == [] and plan.removable_now() == []
+    assert plan.nodes["empty"].reason is NodeReason.NOT_UNNEEDED_OTHER_REASON
+    assert any("no new scale-down candidates" in line for line in plan.summary())
+
+
+def test_nodes_tainted_by_someone_count_as_being_deleted():
+    tainted = node("t", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
+    plan = plan_for([tainted, node("d", annotations=BUSY)], [pod("pt", "t", 100)])
+    assert plan.nodes["t"].status == "being_deleted"
+    assert plan.destinations == {"default/pt": "d"}
+
+
+def test_recent_evictions_are_injected_until_the_owner_has_its_replicas():
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 400), pod("pd", "d", 300)]
+    evicted = pod("gone", "old-node", 400)
+    planner = Planner(OPTS.with_values(unremovable_node_recheck_timeout=0), timers_expired=True)
+    planner.record_eviction(evicted, now=0)
+    # The ReplicaSet wants 3 and has 2: the evicted pod is injected and takes d's room.
+    plan = plan_for(nodes, pods, planner, now=10, workloads=[workload("ReplicaSet", "rs", 3)])
+    assert plan.injected == {"default/gone": "d"}
+    assert plan.candidate_set == []
+    # Its replacement exists now (3 of 3): nothing to inject, a can go.
+    plan = plan_for(
+        nodes, [*pods, pod("new", "d", 0)], planner, now=20, workloads=[workload("ReplicaSet", "rs", 3)]
+    )
+    assert plan.injected == {}
+    assert plan.candidate_set == ["a"]
+
+
+def test_at_most_target_minus_current_per_owner():
+    planner = Planner(OPTS, timers_expired=True)
+    for name in ("e1", "e2", "e3"):
+        planner.record_eviction(pod(name, "old", 100), now=0)
+    nodes = [node("d", annotations=BUSY)]
+    plan = plan_for(nodes, [pod("p", "d", 100)], planner, now=1, workloads=[workload("ReplicaSet", "rs", 3)])
+    assert sorted(plan.injected) == ["default/e1", "default/e2"]
+
+
+def test_pods_without_a_known_owner_are_always_injected_and_expire_with_the_ttl():
+    planner = Planner(OPTS.with_values(recent_evictions_ttl=60), timers_expired=True)
+    planner.record_eviction(pod("bare", "old", 100, owner=None), now=0)
+    nodes = [node("d", annotations=BUSY)]
+    assert plan_for(nodes, [], planner, now=59).injected == {"default/bare": "d"}
+    assert plan_for(nodes, [], planner, now=60).injected == {}
+    assert len(planner.recent_evictions) == 0
+
+
+def test_an_injected_pod_that_fits_nowhere_stops_new_candidates():
+    planner = Planner(OPTS, timers_expired=True)
+    planner.record_eviction(pod("huge", "old", 2000, owner=None), now=0)
+    plan = plan_for([node("a"), node("b")], [], planner, now=1)
+    assert "default/huge" in plan.validation_failure
+    assert plan.candidate_set == []
+
+
+def test_unneeded_timer_runs_and_resets_when_the_node_leaves_the_set():
+    o = OPTS.with_values(scale_down_unneeded_time=600)
+    planner = Planner(o)
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 100)]
+    assert plan_for(nodes, pods, planner, now=0).nodes["a"].reason is NodeReason.NOT_UNNEEDED_LONG_ENOUGH
+    assert plan_for(nodes, pods, planner, now=599).removable_now() == []
+    assert plan_for(nodes, pods, planner, now=600).drain_to_delete == ["a"]
+    # A pod that blocks arrives: a leaves the set; when it goes again the timer starts over.
+    blocked = plan_for(nodes, [*pods, pod("bare", "a", 100, owner=None)], planner, now=700)
+    assert blocked.candidate_set == [] and "a" not in planner.unneeded_since
+    back = plan_for(nodes, pods, planner, now=1000 + o.unremovable_node_recheck_timeout)
+    assert back.candidate_set == ["a"] and back.removable_now() == []
+    assert planner.unneeded_since["a"] == 1000 + o.unremovable_node_recheck_timeout
+
+
+def test_unready_nodes_use_the_unready_time():
+    o = OPTS.with_values(scale_down_unneeded_time=600, scale_down_unready_time=1200)
+    planner = Planner(o)
+    nodes = [node("a", ready=False), node("d", annotations=BUSY)]
+    plan_for(nodes, [pod("pa", "a", 100)], planner, now=0)
+    late = plan_for(nodes, [pod("pa", "a", 100)], planner, now=900)
+    assert late.nodes["a"].reason is NodeReason.NOT_UNREADY_LONG_ENOUGH
+    assert plan_for(nodes, [pod("pa", "a", 100)], planner, now=1200).drain_to_delete == ["a"]
+
+
+def test_failed_simulations_are_rechecked_after_the_timeout():
+    o = OPTS.with_values(unremovable_node_recheck_timeout=300)
+    planner = Planner(o, timers_expired=True)
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 400), pod("pd", "d", 700)]
+    assert plan_for(nodes, pods, planner, now=0).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+    # Room appears on d, but a is not simulated again before the recheck timeout.
+    roomy = [pod("pa", "a", 400), pod("pd", "d", 100)]
+    recent = plan_for(nodes, roomy, planner, now=299)
+    assert recent.nodes["a"].reason is NodeReason.RECENTLY_UNREMOVABLE
+    assert "NoPlaceToMovePods" in recent.nodes["a"].detail
+    assert recent.simulated == 0
+    assert plan_for(nodes, roomy, planner, now=300).candidate_set == ["a"]
+
+
+def test_pauses_after_scale_up_deletion_and_failure():
+    o = OPTS.with_values(
+        scale_down_delay_after_add=600, scale_down_delay_after_delete=60, scale_down_delay_after_failure=180
+    )
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 100)]
+    for note, delay in (("note_scale_up", 600), ("note_deletion", 60), ("note_failure", 180)):
+        planner = Planner(o, timers_expired=True)
+        getattr(planner, note)(1000)
+        paused = plan_for(nodes, pods, planner, now=1000 + delay - 1)
+        assert paused.candidate_set == ["a"] and paused.removable_now() == []
+        assert paused.cooldown is not None
+        assert plan_for(nodes, pods, planner, now=1000 + delay).drain_to_delete == ["a"]
+
+
+def test_simulation_stops_at_the_time_budget():
+    ticks = count()
+    planner = Planner(
+        OPTS.with_values(scale_down_simulation_timeout=2), timers_expired=True, timer=lambda: next(ticks)
+    )
+    nodes = [node(f"n{i}") for i in range(5)]
+    plan = plan_for(nodes, [], planner)
+    assert plan.timed_out
+    assert 0 < len(plan.candidate_set) < 5
+    skipped = [s for s in plan.nodes.values() if s.status == "unremovable"]
+    assert skipped and all("timeout" in s.detail for s in skipped)
+
+
+def test_expendable_pods_neither_block_nor_take_room():
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [
+        pod("low", "a", 100, owner=None, priority=-100),
+        pod("pa", "a", 300),
+        pod("filler", "d", 900, priority=-100),
+    ]
+    plan = plan_for(nodes, pods)
+    assert plan.candidate_set == ["a"]
+    assert plan.destinations == {"default/pa": "d"}
+
+
+def test_resumed_nodes_go_first_with_their_timers_run_out():
+    tainted = node("t", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
+    planner = Planner(OPTS)
+    plan = plan_for([tainted, node("d", annotations=BUSY)], [pod("pt", "t", 100)], planner, resume={"t"})
+    assert plan.candidate_set == ["t"] and plan.drain_to_delete == ["t"]
+
+
+def test_plan_json_has_the_documented_shape():
+    nodes = [node("a"), node("b", annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 300)])
+    doc = json.loads(json.dumps(plan.to_json()))
+    assert doc == {
+        "nodes": {
+            "a": {
+                "status": "removable",
+                "empty": False,
+                "utilization": 0.3,
+                "reason": None,
+                "blocking_pod": None,
+            },
+            "b": {
+                "status": "unremovable",
+                "empty": True,
+                "utilization": 0.0,
+                "reason": "ScaleDownDisabledAnnotation",
+                "blocking_pod": None,
+            },
+        },
+        "candidate_set": ["a"],
+        "to_delete": {"empty": [], "drain": ["a"]},
+        "destinations": {"default/pa": "b"},
+    }
+    assert plan.explain("a") == "a: removable, utilization 0.30"
