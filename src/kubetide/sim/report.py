@@ -239,17 +239,20 @@ def build_figure(result) -> Any:
                 col=1,
             )
 
+    # Scenario events: one dashed line and one label per moment (events at the same time share it).
+    moments: dict[float, list[dict]] = {}
     for marker in result.markers:
-        colour = _EVENT_COLOURS.get(marker["kind"], "#6b7280")
-        fig.add_vline(
-            x=marker["time"] / scale, line_width=1, line_dash="dash", line_color=colour, opacity=0.6
-        )
+        moments.setdefault(marker["time"], []).append(marker)
+    for moment, markers in moments.items():
+        kinds = [m["kind"] for m in markers]
+        colour = _EVENT_COLOURS.get("fault" if "fault" in kinds else kinds[0], "#6b7280")
+        fig.add_vline(x=moment / scale, line_width=1, line_dash="dash", line_color=colour, opacity=0.6)
         fig.add_annotation(
-            x=marker["time"] / scale,
-            y=1.0,
+            x=moment / scale,
+            y=1.03,
             yref="paper",
             yanchor="bottom",
-            text=html.escape(marker["label"]),
+            text=html.escape(" + ".join(m["label"] for m in markers)),
             showarrow=False,
             textangle=-30,
             font={"size": 10, "color": colour},
@@ -258,8 +261,8 @@ def build_figure(result) -> Any:
 
     fig.update_layout(
         template="plotly_white",
-        height=1500,
-        margin={"l": 70, "r": 30, "t": 90, "b": 50},
+        height=1560,
+        margin={"l": 70, "r": 30, "t": 140, "b": 50},
         hovermode="x unified",
         legend={"groupclick": "toggleitem", "tracegroupgap": 18, "font": {"size": 11}},
         font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
@@ -293,12 +296,14 @@ def _cards(summary: dict) -> str:
         ),
         (
             "Scale-up",
-            f"+{summary['scale_up']['nodes_added']}",
+            f"+{summary['scale_up']['nodes_added']}" if summary["scale_up"]["nodes_added"] else "0",
             f"{summary['scale_up']['events']} scale-up decisions",
         ),
         (
             "Scale-down",
-            f"\u2212{summary['scale_down']['nodes_removed']}",
+            f"\u2212{summary['scale_down']['nodes_removed']}"
+            if summary["scale_down"]["nodes_removed"]
+            else "0",
             f"{summary['scale_down']['drained_removed']} drained, {summary['scale_down']['empty_removed']} empty",
         ),
         (
