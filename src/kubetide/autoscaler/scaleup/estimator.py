@@ -107,6 +107,18 @@ def _selectors(group: PodGroup) -> list[LabelSelector]:
     return [s for s in found if s is not None]
 
 
+class _Outside:
+    """`name in outside` for every node that is not this estimate's (find_node's `skip`)."""
+
+    __slots__ = ("inside",)
+
+    def __init__(self, inside: dict[str, int]):
+        self.inside = inside
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self.inside
+
+
 def _self_exclusive(pod: Pod) -> bool:
     """Whether the pod's required anti-affinity keeps two of its group off one hostname."""
     for term in pod.affinity.anti_required:
@@ -181,6 +193,8 @@ class _Run:
         self.free = np.zeros((64, self.width), dtype=np.int64)
         self.count = 0
         self.names: list[str] = []
+        self.index_of: dict[str, int] = {}
+        self.outside = _Outside(self.index_of)
         self.materialized = 0  # nodes [0, materialized) are in the snapshot
         # Placed arithmetically, not yet bound: (node index, group, first pod, pod count).
         self.unbound: list[tuple[int, PodGroup, int, int]] = []
@@ -243,8 +257,10 @@ class _Run:
         first = self.count
         self._grow_to(first + n)
         self.free[first : first + n] = self.alloc
-        for _ in range(n):
-            self.names.append(self._new_name())
+        for i in range(first, first + n):
+            name = self._new_name()
+            self.names.append(name)
+            self.index_of[name] = i
         self.count += n
         return first
 
@@ -393,16 +409,23 @@ class _Run:
         # node that took one member is not even asked about the next (saves a failing check each).
         step = 1 if monotone and _self_exclusive(exemplar) else 0
         cursor = 0
+        last: str | None = None
         for k, pod in enumerate(pods):
             if self.timer() > self.deadline:
                 self.out_of_time = True
                 self._limit_hit(pods[k:])
                 return
             target = -1
-            start = cursor if monotone else 0
-            if start < self.count:
-                free = self.free[start : self.count]
-                roomy = np.flatnonzero((free[:, nz] >= need).all(axis=1)) + start
+            if not monotone:
+                # Any node may have become acceptable: one vectorised pass over every filter,
+                # restricted to this estimate's nodes, with the last placement tried first.
+                if self.count:
+                    start = snapshot.slot_of(self.names[0])  # usually past every cluster node
+                    found = checker.find_node(pod, hint=last, skip=self.outside, start=start)
+                    target = self.index_of[found] if found is not None else -1
+            elif cursor < self.count:
+                free = self.free[cursor : self.count]
+                roomy = np.flatnonzero((free[:, nz] >= need).all(axis=1)) + cursor
                 for i in roomy.tolist():
                     if checker.fits(pod, self.names[i]) is None:
                         target = i
@@ -419,12 +442,13 @@ class _Run:
                 unfit = checker.fits(pod, self.names[target])
                 if unfit is not None:
                     snapshot.remove_node(self.names[target])
-                    self.names.pop()
+                    del self.index_of[self.names.pop()]
                     self.count -= 1
                     self.materialized -= 1
                     self._refuse(pods[k:], unfit.reason)
                     return
-            snapshot.add_pod(pod, self.names[target])
+            last = self.names[target]
+            snapshot.add_pod(pod, last)
             self.free[target] -= request
             self._add_requests(pod, 1)
             self.result.helped.append(pod)
