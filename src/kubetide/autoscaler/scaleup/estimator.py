@@ -24,7 +24,11 @@ Two ways to place a group, with the same outcome:
 - pods with inter-pod constraints go pod by pod through the PredicateChecker on the forked
   snapshot. Pods placed arithmetically before them are bound first ("flushed"): as themselves
   when a constrained group's selector could select them, otherwise as one resource-only filler
-  pod per node (same requests, no labels), which is what keeps a 50 000-pod flush cheap.
+  pod per node (same requests, no labels), which is what keeps a 50 000-pod flush cheap. When
+  a node's refusal can only grow as pods are added (anti-affinity, host ports), the scan for the
+  next pod of the group resumes where the last one landed; when it can shrink (required pod
+  affinity, DoNotSchedule spread) every pod gets one vectorised `find_node` over this estimate's
+  nodes.
 
 Limits: the caller gives one node cap per estimate (the smallest of max-nodes-per-scaleup, the
 group's headroom and the cluster-wide headrooms) with the reason to report when it binds, and two
