@@ -25,6 +25,7 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
 from kubetide.clock import Clock
 from kubetide.model import Manifests, Pod
+from kubetide.model.node import ZONE_LABEL
 from kubetide.sim.adapters import SimClusterActions, SimClusterView, WorkloadStatus
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
@@ -313,6 +314,20 @@ class Simulation:
             warnings=self.warnings,
         )
 
+    def _pods_by_zone(self) -> dict[str, int]:
+        """Running pods (DaemonSet pods aside) per zone, when nodes carry zone labels."""
+        snapshot = self.world.snapshot
+        counts: dict[str, int] = {}
+        for node in snapshot.nodes():
+            zone = _zone_of(node)
+            if not zone:
+                continue
+            counts.setdefault(zone, 0)
+            for pod in snapshot.pods_on(node.name).values():
+                if pod.phase == "Running" and not pod.is_terminating and not pod.is_daemonset:
+                    counts[zone] += 1
+        return dict(sorted(counts.items()))
+
     def summary(self, wall_seconds: float) -> dict[str, Any]:
         c = self.metrics.c
         node_seconds = self.metrics.node_seconds()
@@ -375,10 +390,17 @@ class Simulation:
             "scheduler": {"passes": self.scheduler.passes, "bindings": self.scheduler.bound},
             "events": dict(sorted(self.log.reasons.items())),
         }
+        zones = self._pods_by_zone()
+        if zones:
+            summary["pods"]["by_zone_at_end"] = zones
         ratio = self.replicasets.age_ratio
         if ratio is not None:
             summary["downscale"] = {"deletion_age_ratio": ratio.as_dict()}
         return summary
+
+
+def _zone_of(node) -> str:
+    return node.labels.get(ZONE_LABEL, "")
 
 
 def _describe(event: Event) -> str:
