@@ -47,3 +47,13 @@ def test_the_bundled_demo_runs():
         scenario = load_scenario(path)
     result = Simulation(scenario.with_duration(SHORTENED)).run()
     assert result.summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
+
+
+def test_zone_rebalancing_depends_on_the_workload_ranking():
+    zones = {}
+    for logarithmic in (True, False):
+        scenario = load_scenario(EXAMPLES / "zone-rebalancing.yaml")
+        scenario.logarithmic_ranking = logarithmic
+        zones[logarithmic] = Simulation(scenario).run().summary["pods"]["by_zone_at_end"]
+    assert zones[True] == {"zone-a": 20, "zone-b": 20, "zone-c": 20}
+    assert zones[False] == {"zone-a": 30, "zone-b": 30, "zone-c": 0}  # newest-first undoes the recovery
