@@ -92,13 +92,15 @@ class DrainContext:
 
     `workloads` is None when the controllers are unknown (a manifest dump without them): then
     rule 3 cannot tell a missing controller from an unlisted one and stays silent, as CA does
-    without listers.
+    without listers. `check_budgets` off skips rule 11: the actuator's re-check before evicting
+    leaves PDB refusals to the eviction API, whose 429s it retries.
     """
 
     rules: DrainRules
     pdbs: PdbTracker
     now: float
     workloads: WorkloadIndex | None = None
+    check_budgets: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +194,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
         return _LOCAL_STORAGE
     # 11
-    if ctx.pdbs.blocking(pod) is not None:
+    if ctx.check_budgets and ctx.pdbs.blocking(pod) is not None:
         return _NOT_ENOUGH_PDB
     return _MOVE
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.scaledown.budgets import BudgetDecision
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 
@@ -73,12 +74,19 @@ class ScaleDownPlan:
     def removable_now(self) -> list[str]:
         return [*self.empty_to_delete, *self.drain_to_delete]
 
-    def to_json(self) -> dict:
-        """The `scale_down` section of `kubetide plan --json`."""
+    def to_json(self, budget: BudgetDecision | None = None) -> dict:
+        """The `scale_down` section of `kubetide plan --json`.
+
+        `to_delete` lists the nodes removable now; pass the actuator's budget decision to show
+        only those the parallelism budgets let start.
+        """
+        empty, drain = (
+            (self.empty_to_delete, self.drain_to_delete) if budget is None else (budget.empty, budget.drain)
+        )
         return {
             "nodes": {name: status.to_json() for name, status in self.nodes.items()},
             "candidate_set": list(self.candidate_set),
-            "to_delete": {"empty": list(self.empty_to_delete), "drain": list(self.drain_to_delete)},
+            "to_delete": {"empty": list(empty), "drain": list(drain)},
             "destinations": dict(self.destinations),
         }
 

@@ -1,0 +1,341 @@
+"""The parallel-drain design's StartDeletion, and the drains it starts.
+
+`start` picks what the budgets allow from the planner's removable nodes, taints all of them with
+ToBeDeletedByClusterAutoscaler in one go (rolling every taint back if one fails, so no node is
+left half-chosen) and opens one `NodeDeletion` per node. Each deletion is a small state machine
+that the loop advances with `tick` on every pass; there are no threads, so the simulator's
+discrete-event clock and a real controller drive it the same way, and a deletion is always in a
+well-defined phase:
+
+  TAINTED   wait node-delete-delay-after-taint, then re-check the node's pods with the drain
+            rules (a pod that now blocks aborts the deletion);
+  EVICTING  evict the pods, retrying every 10 s until max-pod-eviction-time (a PDB's 429 is a
+            retry; a 404 means the pod is gone already); DaemonSet pods are evicted too when the
+            daemonset-eviction-for-empty-nodes / -occupied-nodes flag says so, best effort;
+  WAITING   wait for the evicted pods to disappear, up to the longest grace period
+            (min(pod's, max-graceful-termination-sec)) + 30 s;
+  DELAYED   hold while the node carries delay-deletion.cluster-autoscaler.kubernetes.io/*
+            annotations, up to node-deletion-delay-timeout;
+  then delete through the node group (nodes of one group ready in the same tick go together).
+
+Any failure aborts the node: its taint is removed, a ScaleDownFailed event names the cause and
+the planner is told (scale-down-delay-after-failure). Evictions are recorded in the planner's
+recent_evictions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import (
+    TO_BE_DELETED_TAINT,
+    ActionError,
+    CloudProvider,
+    ClusterActions,
+    EvictionOutcome,
+    NodeGroup,
+)
+from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
+from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
+from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.snapshot import ClusterSnapshot
+
+DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
+EVICTION_RETRY_INTERVAL = 10.0  # CA retries a refused eviction every 10 s
+POD_EVICTION_HEADROOM = 30.0  # extra wait after the longest grace period
+STATUS_OBJECT = ("ConfigMap", "kube-system/cluster-autoscaler-status")
+
+
+class Phase(enum.Enum):
+    TAINTED = "tainted"
+    EVICTING = "evicting"
+    WAITING = "waiting"
+    DELAYED = "delayed"
+    DELETING = "deleting"
+
+
+def to_be_deleted_taint(now: float) -> Taint:
+    return Taint(TO_BE_DELETED_TAINT, str(int(now)), "NoSchedule", time_added=now)
+
+
+def has_delay_deletion(node: Node) -> bool:
+    return any(key.startswith(DELAY_DELETION_PREFIX) for key in node.annotations)
+
+
+@dataclass(slots=True)
+class NodeDeletion:
+    node: str
+    group: NodeGroup
+    empty: bool  # chosen as an empty node (no drain)
+    tainted_at: float
+    phase: Phase = Phase.TAINTED
+    pending: dict[str, Pod] = field(default_factory=dict)  # to evict (retried)
+    daemonset: dict[str, Pod] = field(default_factory=dict)  # to evict, best effort
+    evicted: dict[str, Pod] = field(default_factory=dict)  # evicted, waiting to disappear
+    eviction_started: float = 0.0
+    next_attempt: float = 0.0
+    wait_until: float = 0.0
+    delay_started: float | None = None
+
+    @property
+    def drain(self) -> bool:
+        return not self.empty
+
+
+@dataclass(slots=True)
+class StartResult:
+    budget: BudgetDecision | None = None
+    started_empty: list[str] = field(default_factory=list)
+    started_drain: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # node -> why (taint failures)
+    throttled: bool = False
+
+
+@dataclass(slots=True)
+class TickResult:
+    deleted: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)  # pod keys
+
+
+class Actuator:
+    """Starts and drives node deletions. `planner`, when given, hears about evictions, deletions
+    and failures (recent_evictions and the scale-down-delay-after-* pauses)."""
+
+    def __init__(
+        self,
+        options: AutoscalerOptions,
+        actions: ClusterActions,
+        cloud: CloudProvider,
+        planner=None,
+    ):
+        self.options = options
+        self.actions = actions
+        self.cloud = cloud
+        self.planner = planner
+        self.rules = DrainRules.from_options(options)
+        self.deletions: dict[str, NodeDeletion] = {}
+
+    # -- state the planner and budgets read -----------------------------------------------------
+    def being_deleted(self) -> set[str]:
+        return set(self.deletions)
+
+    def in_progress(self) -> tuple[int, int]:
+        """(empty, drain) deletions in progress."""
+        empty = sum(1 for d in self.deletions.values() if d.empty)
+        return empty, len(self.deletions) - empty
+
+    def budget(self, plan: ScaleDownPlan) -> BudgetDecision:
+        empty, drain = self.in_progress()
+        return crop(
+            plan.empty_to_delete,
+            plan.drain_to_delete,
+            self.options,
+            empty_in_progress=empty,
+            drain_in_progress=drain,
+        )
+
+    # -- StartDeletion ---------------------------------------------------------------------------
+    def start(self, plan: ScaleDownPlan, snapshot: ClusterSnapshot, now: float) -> StartResult:
+        result = StartResult()
+        if not plan.empty_to_delete and not plan.drain_to_delete:
+            return result
+        decision = self.budget(plan)
+        result.budget = decision
+        if decision.throttled:
+            result.throttled = True
+            self._event(*STATUS_OBJECT, "Normal", "ScaleDownThrottled", decision.message())
+        chosen = [
+            (name, True) for name in decision.empty if name in snapshot and name not in self.deletions
+        ] + [(name, False) for name in decision.drain if name in snapshot and name not in self.deletions]
+        groups: dict[str, NodeGroup] = {}
+        for name, _ in chosen:
+            group = self.cloud.node_group_for(snapshot.node(name))
+            if group is None:  # the planner never chooses such nodes; a changed cloud could
+                result.failed[name] = "no node group"
+                continue
+            groups[name] = group
+        chosen = [(name, empty) for name, empty in chosen if name in groups]
+        tainted: list[str] = []
+        for name, _ in chosen:
+            try:
+                self.actions.add_taint(name, to_be_deleted_taint(now))
+            except ActionError as exc:
+                # All or nothing: a node left tainted but not deleted is the leak CA users report.
+                for done in tainted:
+                    self._untaint(done)
+                result.failed[name] = f"could not taint: {exc}"
+                self._event(
+                    "Node", name, "Warning", "ScaleDownFailed", f"failed to mark the node for deletion: {exc}"
+                )
+                self._note_failure(now)
+                return result
+            tainted.append(name)
+        for name, empty in chosen:
+            self.deletions[name] = NodeDeletion(name, groups[name], empty, now)
+            (result.started_empty if empty else result.started_drain).append(name)
+            reason = "ScaleDownEmpty" if empty else "ScaleDown"
+            self._event("Node", name, "Normal", reason, "marked the node as toBeDeleted/unschedulable")
+        return result
+
+    def resume(self, node: str, group: NodeGroup, *, empty: bool, tainted_at: float) -> None:
+        """Take over a deletion a previous run started (restart safety): it continues from the
+        re-check, the taint delay counted from when the node was tainted."""
+        self.deletions[node] = NodeDeletion(node, group, empty, tainted_at)
+
+    # -- driving the deletions ---------------------------------------------------------------------
+    def tick(
+        self,
+        snapshot: ClusterSnapshot,
+        now: float,
+        *,
+        pdbs: Sequence[PodDisruptionBudget] = (),
+        workloads: Sequence[Workload] | None = None,
+    ) -> TickResult:
+        """Advance every deletion as far as `now` allows. `snapshot` is the cluster as it is now
+        (pods still there, node annotations); it is only read."""
+        result = TickResult()
+        ready: dict[str, list[NodeDeletion]] = {}
+        index = index_workloads(workloads) if workloads is not None else None
+        ctx = DrainContext(self.rules, PdbTracker(pdbs, ()), now, index, check_budgets=False)
+        for d in list(self.deletions.values()):
+            if d.node not in snapshot:
+                # Gone already (deleted by someone, or its instance vanished): nothing left to do.
+                del self.deletions[d.node]
+                result.deleted.append(d.node)
+                continue
+            failure = self._advance(d, snapshot, now, ctx, result)
+            if failure is not None:
+                self._fail(d, failure, now, result)
+            elif d.phase is Phase.DELETING:
+                ready.setdefault(d.group.id, []).append(d)
+        for batch in ready.values():
+            self._delete(batch, snapshot, now, result)
+        return result
+
+    def _advance(
+        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext, result: TickResult
+    ) -> str | None:
+        o = self.options
+        if d.phase is Phase.TAINTED:
+            if now < d.tainted_at + o.node_delete_delay_after_taint:
+                return None
+            drain = drain_node(list(snapshot.pods_on(d.node).values()), ctx)
+            if drain.blocking is not None:
+                return f"pod {drain.blocking.pod.key} blocks the drain ({drain.blocking.reason})"
+            # An "empty" node that gained pods meanwhile is drained rather than deleted under them.
+            d.pending = {p.uid: p for p in drain.movable}
+            evict_ds = (
+                o.daemonset_eviction_for_empty_nodes if d.empty else o.daemonset_eviction_for_occupied_nodes
+            )
+            d.daemonset = {p.uid: p for p in drain.daemonset} if evict_ds else {}
+            d.phase = Phase.EVICTING
+            d.eviction_started = d.next_attempt = now
+        if d.phase is Phase.EVICTING:
+            if now < d.next_attempt:
+                return None
+            if d.pending and now >= d.eviction_started + o.max_pod_eviction_time:
+                keys = ", ".join(sorted(p.key for p in d.pending.values()))
+                return f"could not evict {keys} within max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
+            self._evict_round(d, snapshot, now, result)
+            if d.pending:
+                d.next_attempt = now + EVICTION_RETRY_INTERVAL
+                return None
+            d.daemonset.clear()  # best effort only: what was refused goes with the node
+            grace = max((self._grace(p) for p in d.evicted.values()), default=0)
+            d.wait_until = now + grace + POD_EVICTION_HEADROOM
+            d.phase = Phase.WAITING
+        if d.phase is Phase.WAITING:
+            left = [p for uid, p in d.evicted.items() if snapshot.node_of(uid) == d.node]
+            if left:
+                if now >= d.wait_until:
+                    keys = ", ".join(sorted(p.key for p in left))
+                    return (
+                        f"pods {keys} still on the node after their grace period + {POD_EVICTION_HEADROOM:g}s"
+                    )
+                return None
+            d.phase = Phase.DELAYED
+        if d.phase is Phase.DELAYED:
+            timeout = o.node_deletion_delay_timeout
+            if timeout > 0 and has_delay_deletion(snapshot.node(d.node)):
+                if d.delay_started is None:
+                    d.delay_started = now
+                if now < d.delay_started + timeout:
+                    return None
+                # Timed out: CA goes ahead (with a warning), and so do we.
+                self._event(
+                    "Node",
+                    d.node,
+                    "Warning",
+                    "ScaleDown",
+                    f"delay-deletion annotations still present after {timeout:g}s; deleting anyway",
+                )
+            d.phase = Phase.DELETING
+        return None
+
+    def _evict_round(
+        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, result: TickResult
+    ) -> None:
+        for pods, required in ((d.pending, True), (d.daemonset, False)):
+            for uid, pod in list(pods.items()):
+                if snapshot.node_of(uid) != d.node:
+                    del pods[uid]  # already gone
+                    continue
+                outcome = self.actions.evict(pod, self._grace(pod))
+                if outcome is EvictionOutcome.EVICTED:
+                    del pods[uid]
+                    if required:
+                        d.evicted[uid] = pod
+                        if self.planner is not None:
+                            self.planner.record_eviction(pod, now)
+                    result.evicted.append(pod.key)
+                    self._event("Pod", pod.key, "Normal", "ScaleDown", "deleting pod for node scale down")
+                elif outcome is EvictionOutcome.NOT_FOUND:
+                    del pods[uid]
+                # BLOCKED_BY_PDB and FAILED stay pending: retried in 10 s.
+
+    def _grace(self, pod: Pod) -> int:
+        return min(pod.termination_grace_period, self.options.max_graceful_termination_sec)
+
+    def _delete(
+        self, batch: list[NodeDeletion], snapshot: ClusterSnapshot, now: float, result: TickResult
+    ) -> None:
+        group = batch[0].group
+        try:
+            group.delete_nodes([snapshot.node(d.node) for d in batch])
+        except ActionError as exc:
+            for d in batch:
+                self._fail(d, f"the cloud provider refused to delete it: {exc}", now, result)
+            return
+        for d in batch:
+            del self.deletions[d.node]
+            result.deleted.append(d.node)
+            reason = "ScaleDownEmpty" if d.empty else "ScaleDown"
+            self._event("Node", d.node, "Normal", reason, "node removed by cluster autoscaler")
+        if self.planner is not None:
+            self.planner.note_deletion(now)
+
+    def _fail(self, d: NodeDeletion, why: str, now: float, result: TickResult) -> None:
+        self.deletions.pop(d.node, None)
+        self._untaint(d.node)
+        result.failed[d.node] = why
+        self._event("Node", d.node, "Warning", "ScaleDownFailed", why)
+        self._note_failure(now)
+
+    def _untaint(self, node: str) -> None:
+        # If this fails too, restart safety catches it: tainted nodes are resumed or untainted.
+        with contextlib.suppress(ActionError):
+            self.actions.remove_taint(node, TO_BE_DELETED_TAINT)
+
+    def _note_failure(self, now: float) -> None:
+        if self.planner is not None:
+            self.planner.note_failure(now)
+
+    def _event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        self.actions.emit_event(kind, key, event_type, reason, message)

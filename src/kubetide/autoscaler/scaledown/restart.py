@@ -1,0 +1,104 @@
+"""Restart safety: what to do with taints a previous run left behind.
+
+Scale-down state lives in memory, so after a restart nodes may still carry
+ToBeDeletedByClusterAutoscaler with nobody driving their deletion (the Cluster Autoscaler's users
+report such nodes sitting tainted and unschedulable for days), and DeletionCandidate soft taints
+may sit on nodes that are needed again. On the first loop of a fresh process, `recover`:
+
+- runs one planner update in which those nodes are simulated first, timers taken as run out
+  (they had been chosen already);
+- resumes the deletion of every such node that made it into the candidate set: still removable
+  together with everything else, it continues from the re-check, its taint delay counted from
+  the taint's own timestamp;
+- removes the taint from every other one, with the planner's reason for keeping it;
+- removes soft taints from nodes that are not unneeded (all of them: this is a one-off cleanup,
+  not the per-loop trickle of update_soft_taints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.ports import (
+    DELETION_CANDIDATE_TAINT,
+    TO_BE_DELETED_TAINT,
+    ActionError,
+    CloudProvider,
+)
+from kubetide.autoscaler.scaledown.actuator import Actuator
+from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.model import Node, PodDisruptionBudget, Workload
+from kubetide.snapshot import ClusterSnapshot
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    plan: ScaleDownPlan
+    resumed: list[str] = field(default_factory=list)
+    released: dict[str, str] = field(default_factory=dict)  # node -> why it was untainted
+    soft_released: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def tainted_at(node: Node, default: float) -> float:
+    """When ToBeDeleted went on: its value is Unix seconds (CA's format), else its timeAdded."""
+    for taint in node.taints:
+        if taint.key == TO_BE_DELETED_TAINT:
+            try:
+                return float(taint.value)
+            except ValueError:
+                return taint.time_added if taint.time_added is not None else default
+    return default
+
+
+def recover(
+    planner: Planner,
+    actuator: Actuator,
+    snapshot: ClusterSnapshot,
+    *,
+    cloud: CloudProvider,
+    now: float,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    workloads: Sequence[Workload] | None = None,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+) -> RecoveryReport:
+    """Call once, on the first loop after start, before the regular scale-down steps."""
+    tracked = actuator.being_deleted()
+    orphans = [n for n in snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT) and n.name not in tracked]
+    plan = planner.update(
+        snapshot,
+        cloud=cloud,
+        now=now,
+        pdbs=pdbs,
+        workloads=workloads,
+        being_deleted=tracked,
+        resume={n.name for n in orphans},
+        namespaces=namespaces,
+    )
+    report = RecoveryReport(plan)
+    candidates = set(plan.candidate_set)
+    for node in orphans:
+        group = cloud.node_group_for(node)
+        if node.name in candidates and group is not None:
+            actuator.resume(
+                node.name, group, empty=plan.nodes[node.name].empty, tainted_at=tainted_at(node, now)
+            )
+            report.resumed.append(node.name)
+            continue
+        status = plan.nodes.get(node.name)
+        why = status.explain() if status is not None else "not removable"
+        try:
+            actuator.actions.remove_taint(node.name, TO_BE_DELETED_TAINT)
+            report.released[node.name] = why
+        except ActionError as exc:
+            report.errors[node.name] = str(exc)
+    for node in snapshot.nodes():
+        if node.has_taint(DELETION_CANDIDATE_TAINT) and node.name not in candidates:
+            try:
+                actuator.actions.remove_taint(node.name, DELETION_CANDIDATE_TAINT)
+                report.soft_released.append(node.name)
+            except ActionError as exc:
+                report.errors[node.name] = str(exc)
+    return report

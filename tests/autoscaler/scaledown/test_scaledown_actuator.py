@@ -1,0 +1,340 @@
+"""Budgets, StartDeletion and the per-node deletion state machine, soft taints, restart safety."""
+
+import dataclasses
+from itertools import count
+
+import pytest
+from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pod, snapshot_of, workload
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, EvictionOutcome
+from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX, Actuator, Phase
+from kubetide.autoscaler.scaledown.budgets import crop
+from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.restart import recover
+from kubetide.autoscaler.scaledown.softtaint import update_soft_taints
+from kubetide.model import Taint
+
+BLOCKED = EvictionOutcome.BLOCKED_BY_PDB
+RS = [workload("ReplicaSet", "rs", 100)]
+KEEP = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}
+
+
+# -- budgets --------------------------------------------------------------------------------------
+def opts(**kw):
+    return AutoscalerOptions().with_values(**kw)
+
+
+def test_empty_nodes_first_then_drains_within_both_budgets():
+    d = crop(["e1", "e2"], ["d1", "d2", "d3"], opts(max_scale_down_parallelism=4, max_drain_parallelism=3))
+    assert (d.empty, d.drain, d.left_out, d.throttled) == (["e1", "e2"], ["d1", "d2"], ["d3"], True)
+
+
+def test_deletions_in_progress_count_against_both_budgets():
+    o = opts(max_scale_down_parallelism=5, max_drain_parallelism=2)
+    d = crop(["e1"], ["d1", "d2"], o, empty_in_progress=1, drain_in_progress=1)
+    assert (d.empty, d.drain) == (["e1"], ["d1"])
+    assert d.left_out == ["d2"] and not d.throttled  # the overall budget still has room for empties
+
+
+def test_throttled_only_when_both_budgets_are_spent():
+    o = opts(max_scale_down_parallelism=2, max_drain_parallelism=10)
+    full = crop(["e1"], ["d1"], o, drain_in_progress=2)
+    assert (full.empty, full.drain, full.throttled) == ([], [], True)
+    assert "max-scale-down-parallelism" in full.message()
+    assert not crop([], [], o, drain_in_progress=2).throttled  # nothing waits: not throttled
+
+
+# -- a small world ---------------------------------------------------------------------------------
+class World:
+    """A real-cluster stand-in: a snapshot we edit by hand, fake actions and cloud, planner and
+    actuator wired as the loop will wire them."""
+
+    def __init__(self, nodes, pods, options=None, groups=None):
+        self.options = options or opts(node_delete_delay_after_taint=5)
+        self.snapshot = snapshot_of(nodes, pods)
+        self.cloud = FakeCloud()
+        self.group = self.cloud.add(FakeGroup("g"), *[n.name for n in nodes])
+        self.actions = FakeActions()
+        self.planner = Planner(self.options, timers_expired=True)
+        self.actuator = Actuator(self.options, self.actions, self.cloud, self.planner)
+
+    def plan(self, now=0.0):
+        return self.planner.update(
+            self.snapshot,
+            cloud=self.cloud,
+            now=now,
+            workloads=RS,
+            being_deleted=self.actuator.being_deleted(),
+        )
+
+    def start(self, now=0.0):
+        return self.actuator.start(self.plan(now), self.snapshot, now)
+
+    def tick(self, now):
+        result = self.actuator.tick(self.snapshot, now, workloads=RS)
+        for name in result.deleted:
+            if name in self.snapshot:
+                self.snapshot.remove_node(name)
+        return result
+
+    def pod_gone(self, name):
+        self.snapshot.remove_pod(f"uid-default-{name}")
+
+    def evictions(self):
+        return [c for c in self.actions.calls if c[0] == "evict"]
+
+
+def two_node_world(pods_on_a=None, **kw):
+    pods = pods_on_a if pods_on_a is not None else [pod("pa", "a", 300, grace=60)]
+    return World([node("a"), node("d", annotations=KEEP)], pods, **kw)
+
+
+def test_start_taints_the_chosen_nodes_and_emits_events():
+    w = two_node_world()
+    result = w.start(now=100)
+    assert result.started_drain == ["a"]
+    taint = w.actions.taints["a"][TO_BE_DELETED_TAINT]
+    assert (taint.effect, taint.value) == ("NoSchedule", "100")
+    assert (
+        "Node",
+        "a",
+        "Normal",
+        "ScaleDown",
+        "marked the node as toBeDeleted/unschedulable",
+    ) in w.actions.events
+    assert w.actuator.being_deleted() == {"a"}
+    assert w.actuator.in_progress() == (0, 1)
+
+
+def test_scale_down_throttled_is_reported():
+    w = World(
+        [node("a"), node("b"), node("d", annotations=KEEP)],
+        [pod("pa", "a", 100), pod("pb", "b", 100)],
+        options=opts(max_scale_down_parallelism=1, max_drain_parallelism=1),
+    )
+    first = w.start()
+    assert first.started_drain == ["a"] and first.throttled
+    assert "ScaleDownThrottled" in w.actions.reasons()
+    assert w.actions.events[0][:2] == ("ConfigMap", "kube-system/cluster-autoscaler-status")
+
+
+def test_a_taint_failure_rolls_back_every_taint():
+    w = World([node("a"), node("b"), node("c")], [])
+    w.actions.fail_taint_on = {"b"}
+    result = w.start(now=50)
+    assert result.failed.keys() == {"b"}
+    assert w.actions.calls == [
+        ("add_taint", "a", TO_BE_DELETED_TAINT),
+        ("add_taint", "b", TO_BE_DELETED_TAINT),
+        ("remove_taint", "a", TO_BE_DELETED_TAINT),
+    ]
+    assert w.actuator.being_deleted() == set()
+    assert "ScaleDownFailed" in w.actions.reasons()
+    assert w.planner.last_failure == 50
+
+
+def test_waits_for_the_taint_delay_then_evicts_waits_and_deletes():
+    w = two_node_world()
+    w.start(now=0)
+    assert w.tick(4).deleted == [] and w.evictions() == []
+    w.tick(5)
+    assert w.evictions() == [("evict", "default/pa", 60)]
+    assert w.actuator.deletions["a"].phase is Phase.WAITING
+    assert "uid-default-pa" in w.planner.recent_evictions.by_uid
+    assert w.tick(15).deleted == []  # the pod is still terminating
+    w.pod_gone("pa")
+    result = w.tick(25)
+    assert result.deleted == ["a"] and w.group.deleted == ["a"]
+    assert ("Node", "a", "Normal", "ScaleDown", "node removed by cluster autoscaler") in w.actions.events
+    assert w.planner.last_deletion == 25
+
+
+def test_refused_evictions_are_retried_every_ten_seconds():
+    w = two_node_world()
+    w.actions.outcomes["default/pa"] = [BLOCKED, BLOCKED, EvictionOutcome.EVICTED]
+    w.start(now=0)
+    attempts = []
+    for t in (5, 10, 15, 20, 25):
+        w.tick(t)
+        attempts.append(len(w.evictions()))
+    assert attempts == [1, 1, 2, 2, 3]  # at 5, 15 and 25: every 10 s, not every tick
+    assert w.actuator.deletions["a"].phase is Phase.WAITING
+
+
+def test_eviction_gives_up_after_max_pod_eviction_time_and_untaints():
+    w = two_node_world(options=opts(node_delete_delay_after_taint=0, max_pod_eviction_time=120))
+    w.actions.outcomes["default/pa"] = [BLOCKED]
+    w.start(now=0)
+    for t in range(0, 120, 10):
+        assert w.tick(t).failed == {}
+    assert len(w.evictions()) == 12
+    result = w.tick(120)
+    assert "max-pod-eviction-time" in result.failed["a"]
+    assert ("remove_taint", "a", TO_BE_DELETED_TAINT) in w.actions.calls
+    assert "ScaleDownFailed" in w.actions.reasons()
+    assert w.actuator.being_deleted() == set()
+    assert w.planner.last_failure == 120
+
+
+def test_not_found_counts_as_evicted():
+    w = two_node_world()
+    w.actions.outcomes["default/pa"] = [EvictionOutcome.NOT_FOUND]
+    w.start(now=0)
+    assert w.tick(5).deleted == ["a"]
+
+
+def test_pods_that_do_not_disappear_within_grace_plus_30s_abort_the_deletion():
+    w = two_node_world()
+    w.start(now=0)
+    w.tick(5)  # evicted; grace 60 -> wait until 95
+    assert w.tick(94).failed == {}
+    result = w.tick(95)
+    assert "grace period + 30s" in result.failed["a"]
+    assert ("remove_taint", "a", TO_BE_DELETED_TAINT) in w.actions.calls
+    assert w.group.deleted == []
+
+
+def test_grace_is_capped_by_max_graceful_termination_sec():
+    w = two_node_world([pod("pa", "a", 300, grace=3600)], options=opts(max_graceful_termination_sec=600))
+    w.start(now=0)
+    w.tick(5)
+    assert w.evictions() == [("evict", "default/pa", 600)]
+    assert w.actuator.deletions["a"].wait_until == 5 + 600 + 30
+
+
+def test_a_pod_that_now_blocks_aborts_before_any_eviction():
+    w = two_node_world()
+    w.start(now=0)
+    w.snapshot.add_pod(pod("bare", "a", 10, owner=None), "a")
+    result = w.tick(5)
+    assert "default/bare" in result.failed["a"] and w.evictions() == []
+
+
+def test_delay_deletion_annotation_holds_deletion_until_removed():
+    w = two_node_world([])
+    w.start(now=0)
+    annotated = dataclasses.replace(
+        w.snapshot.node("a"),
+        meta=dataclasses.replace(w.snapshot.node("a").meta, annotations={DELAY_DELETION_PREFIX + "lb": "x"}),
+    )
+    w.snapshot.replace_node(annotated)
+    assert w.tick(5).deleted == []
+    assert w.actuator.deletions["a"].phase is Phase.DELAYED
+    assert w.tick(60).deleted == []
+    w.snapshot.replace_node(node("a"))
+    assert w.tick(70).deleted == ["a"]
+
+
+def test_delay_deletion_times_out():
+    w = two_node_world([], options=opts(node_delete_delay_after_taint=5, node_deletion_delay_timeout=120))
+    w.start(now=0)
+    w.snapshot.replace_node(node("a", annotations={DELAY_DELETION_PREFIX + "lb": "x"}))
+    w.tick(5)
+    assert w.tick(124).deleted == []
+    assert w.tick(125).deleted == ["a"]
+    assert any("delay-deletion" in e[4] for e in w.actions.events)
+
+
+@pytest.mark.parametrize(
+    ("pods_on_a", "flags", "evicted"),
+    [
+        ([pod("pa", "a", 100)], {}, ["default/pa", "default/ds"]),  # occupied: DaemonSet pods go too
+        ([pod("pa", "a", 100)], {"daemonset_eviction_for_occupied_nodes": False}, ["default/pa"]),
+        ([], {}, []),  # empty: DaemonSet pods stay by default
+        ([], {"daemonset_eviction_for_empty_nodes": True}, ["default/ds"]),
+    ],
+)
+def test_daemonset_pods_follow_the_eviction_flags(pods_on_a, flags, evicted):
+    ds = pod("ds", "a", 10, owner=("DaemonSet", "ds"))
+    w = two_node_world([*pods_on_a, ds], options=opts(node_delete_delay_after_taint=0, **flags))
+    w.start(now=0)
+    w.tick(0)
+    assert sorted(c[1] for c in w.evictions()) == sorted(evicted)
+
+
+def test_empty_nodes_emit_scale_down_empty():
+    w = two_node_world([])
+    assert w.start(now=0).started_empty == ["a"]
+    assert w.tick(5).deleted == ["a"]
+    assert [e[3] for e in w.actions.events] == ["ScaleDownEmpty", "ScaleDownEmpty"]
+
+
+def test_a_cloud_refusal_aborts_and_untaints():
+    w = two_node_world([])
+    w.group.fail_delete = True
+    w.start(now=0)
+    result = w.tick(5)
+    assert "refused" in result.failed["a"]
+    assert ("remove_taint", "a", TO_BE_DELETED_TAINT) in w.actions.calls
+
+
+def test_nodes_being_deleted_are_not_chosen_again_and_count_in_the_budget():
+    w = World(
+        [node("a"), node("b"), node("d", annotations=KEEP)],
+        [pod("pa", "a", 100), pod("pb", "b", 100)],
+        options=opts(max_drain_parallelism=1),
+    )
+    assert w.start(now=0).started_drain == ["a"]
+    again = w.start(now=10)
+    assert again.started_drain == [] and again.budget.left_out == ["b"]
+    assert w.plan(20).nodes["a"].status == "being_deleted"
+
+
+# -- soft taints ------------------------------------------------------------------------------------
+def soft(name):
+    return node(name, taints=[Taint(DELETION_CANDIDATE_TAINT, "0", "PreferNoSchedule")])
+
+
+def test_soft_taints_follow_the_candidate_set_within_the_count_budget():
+    actions = FakeActions()
+    nodes = [soft("needed1"), soft("needed2"), node("u1"), node("u2"), node("u3")]
+    result = update_soft_taints(actions, nodes, {"u1", "u2", "u3"}, 100, opts(max_bulk_soft_taint_count=3))
+    assert result.removed == ["needed1", "needed2"]  # removals first
+    assert result.added == ["u1"] and result.skipped == 2
+    assert actions.taints["u1"][DELETION_CANDIDATE_TAINT].effect == "PreferNoSchedule"
+
+
+def test_soft_taints_stop_when_the_time_budget_is_spent():
+    ticks = count(step=2)
+    result = update_soft_taints(
+        FakeActions(),
+        [node(f"u{i}") for i in range(5)],
+        {f"u{i}" for i in range(5)},
+        0,
+        opts(max_bulk_soft_taint_time=3),
+        timer=lambda: next(ticks),
+    )
+    assert result.added == ["u0", "u1"] and result.skipped == 3
+
+
+def test_soft_taints_leave_nodes_being_deleted_alone():
+    doomed = node("x", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
+    result = update_soft_taints(FakeActions(), [doomed], {"x"}, 0, opts())
+    assert result.added == [] and result.removed == []
+
+
+# -- restart safety ---------------------------------------------------------------------------------
+def test_restart_resumes_removable_tainted_nodes_and_releases_the_rest():
+    doomed = Taint(TO_BE_DELETED_TAINT, "90", "NoSchedule")
+    nodes = [
+        node("resume", taints=[doomed]),
+        node("stuck", taints=[doomed]),
+        node("stale-soft", taints=[Taint(DELETION_CANDIDATE_TAINT, "0", "PreferNoSchedule")]),
+        node("d", annotations=KEEP),
+    ]
+    pods = [pod("pr", "resume", 300), pod("ps", "stuck", 100, owner=None), pod("big", "stale-soft", 900)]
+    w = World(nodes, pods)
+    report = recover(w.planner, w.actuator, w.snapshot, cloud=w.cloud, now=100, workloads=RS)
+    assert report.resumed == ["resume"]
+    assert "BlockedByPod" in report.released["stuck"]
+    assert report.soft_released == ["stale-soft"]
+    assert ("remove_taint", "stuck", TO_BE_DELETED_TAINT) in w.actions.calls
+    assert ("remove_taint", "resume", TO_BE_DELETED_TAINT) not in w.actions.calls
+    # The resumed deletion continues: its taint delay counts from the taint's own timestamp (90).
+    assert w.actuator.deletions["resume"].tainted_at == 90
+    w.tick(100)
+    assert w.evictions() == [("evict", "default/pr", 30)]
+    w.pod_gone("pr")
+    assert w.tick(110).deleted == ["resume"]
