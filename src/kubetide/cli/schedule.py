@@ -1,0 +1,119 @@
+"""`kubetide schedule CLUSTER.yaml [--json]`: place every pending pod on the existing nodes as
+kube-scheduler would, and say why the rest cannot run.
+
+CLUSTER.yaml is a dump such as `kubectl get nodes,pods -A -o yaml` prints (Namespaces too, when
+pod affinity terms use namespaceSelector). Bound pods occupy their nodes; pending pods (no
+nodeName, not finished) are placed one at a time in scheduling-queue order (priority, then age)
+with the filters and scoring of kubetide.scheduling, each placement visible to the next. The
+reason shown for a pod that fits nowhere is kube-scheduler's summary against the final state,
+which is what its next retry would report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.markup import escape
+from rich.table import Table
+
+from kubetide.cli.output import console, print_json, warn
+from kubetide.model import Pod, load_files
+from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
+from kubetide.snapshot import ClusterSnapshot
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "schedule",
+        help="place pending pods on the existing nodes as kube-scheduler would",
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+    )
+    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump)")
+    parser.add_argument(
+        "--json", action="store_true", help='print {"placements": {...}, "unschedulable": {...}}'
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    source = ", ".join(args.files)
+    manifests = load_files(args.files)
+    warn(manifests.warnings)
+    snapshot = ClusterSnapshot(manifests.nodes)
+    pending, messages = _split_pods(manifests.pods, snapshot, source)
+    warn(messages)
+
+    namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
+    with PredicateChecker(snapshot, namespaces) as checker:
+        placements = schedule_pods(snapshot, pending, checker)
+        order = sorted(pending, key=queue_order)
+        unschedulable = {p.key: checker.explain(p) for p in order if placements[p.uid] is None}
+
+    if args.json:
+        print_json(
+            {
+                "placements": {p.key: placements[p.uid] for p in order},
+                "unschedulable": unschedulable,
+            }
+        )
+        return 0
+    _print_table(order, placements, unschedulable, snapshot)
+    return 0
+
+
+def _split_pods(pods: list[Pod], snapshot: ClusterSnapshot, source: str) -> tuple[list[Pod], list[str]]:
+    """Bind the bound pods into the snapshot; return the pending ones and warnings."""
+    pending: list[Pod] = []
+    missing: Counter[str] = Counter()
+    duplicates: list[str] = []
+    seen: set[str] = set()
+    for pod in pods:
+        if pod.is_terminal:
+            continue  # finished pods hold no resources; kube-scheduler does not see them
+        if pod.uid in seen:
+            duplicates.append(pod.key)
+            continue
+        seen.add(pod.uid)
+        if not pod.node_name:
+            pending.append(pod)
+        elif pod.node_name not in snapshot:
+            missing[pod.node_name] += 1
+        else:
+            snapshot.add_pod(pod, pod.node_name)
+    messages = [
+        f"{source}: {n} bound pod{'s' if n > 1 else ''} on node {name}, which is not in the dump: ignored"
+        for name, n in sorted(missing.items())
+    ]
+    messages += [f"{source}: pod {key} repeats another pod's UID: ignored" for key in duplicates]
+    return pending, messages
+
+
+def _print_table(
+    order: list[Pod],
+    placements: dict[str, str | None],
+    unschedulable: dict[str, str],
+    snapshot: ClusterSnapshot,
+) -> None:
+    out = console()
+    if not out.is_terminal:
+        # Piped or redirected output is read by tools and people with wide editors: one line per
+        # pod, like kubectl, rather than reasons folded into an 80-column box.
+        out.width = 1000
+    if not order:
+        out.print(f"No pending pods ({snapshot.pod_count()} bound on {len(snapshot)} nodes).")
+        return
+    names = [p.key for p in order]
+    nodes = [placements[p.uid] or "-" for p in order]
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("pod", no_wrap=True, min_width=max(map(len, names)))
+    table.add_column("priority", justify="right", no_wrap=True)
+    table.add_column("node", no_wrap=True, min_width=max(map(len, nodes)))
+    table.add_column("reason", overflow="fold")
+    for pod, name, node in zip(order, names, nodes):
+        table.add_row(escape(name), str(pod.priority), escape(node), escape(unschedulable.get(pod.key, "")))
+    out.print(table)
+    placed = sum(1 for n in placements.values() if n is not None)
+    out.print(
+        f"{len(snapshot)} nodes: placed {placed} of {len(order)} pending pods, "
+        f"{len(order) - placed} cannot be scheduled."
+    )
