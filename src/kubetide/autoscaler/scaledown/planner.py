@@ -228,6 +228,10 @@ class _Update:
         self.plan = plan
         self.skip: set[str] = set(deleted)
         self.new_hints: dict[str, dict[str, str]] = {}
+        # Destination node -> whose pods it took (a candidate, a node being deleted, or a
+        # recently evicted pod). The design keeps destinations out of the candidate set: their
+        # reserved room would otherwise be moved on again.
+        self.destination_of: dict[str, str] = {}
 
     def run(self) -> None:
         p, plan, now = self.p, self.plan, self.now
@@ -273,6 +277,7 @@ class _Update:
                     return f"pod {pod.key} of node {name} (being deleted) no longer fits on any other node"
                 moved[pod.uid] = dest
                 self.plan.destinations[pod.key] = dest
+                self.destination_of.setdefault(dest, name)
             self.new_hints[name] = moved
         return None
 
@@ -282,6 +287,8 @@ class _Update:
             self.snapshot, self.mover, self.skip, self.ctx.workloads
         )
         self.plan.injected = placed
+        for key, dest in placed.items():
+            self.destination_of.setdefault(dest, f"recently evicted pod {key}")
         if unfit is not None:
             return f"recently evicted pod {unfit.key} has no replacement yet and fits on no node"
         return None
@@ -376,7 +383,7 @@ class _Update:
         )
         old_hints = p.hints
         timer, deadline = p.timer, self.deadline
-        destination_of: dict[str, str] = {}  # destination node -> the candidate whose pods it took
+        destination_of = self.destination_of
         candidates: list[str] = []
         for node, e, drain in self.order(eligible):
             name = node.name

@@ -1,0 +1,203 @@
+"""Properties of the planner over random small clusters (hypothesis).
+
+After any update, and after a second one that starts deleting what the first found removable:
+- the candidate set is removable together: re-simulated from scratch (candidates and nodes being
+  deleted emptied, every pod needing a home put back on its reported destination, checked by the
+  scheduler filters), everything fits, and no destination is itself going away;
+- no PodDisruptionBudget is charged beyond what it allowed at the start;
+- no node is up for deletion that is unremovable (blocked, annotated, above threshold, ...);
+- the snapshot is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scaledown_fakes import FakeCloud, FakeGroup, node, pdb, pod, state, workload
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+from kubetide.autoscaler.scaledown.drainability import (
+    DrainContext,
+    DrainRules,
+    drain_node,
+    index_workloads,
+    pods_needing_homes,
+)
+from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, EligibilityChecker
+from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
+from kubetide.autoscaler.scaledown.placement import homeless
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.model import Taint
+from kubetide.scheduling.checker import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+APPS = ("web", "api", "db")
+OPTIONS = AutoscalerOptions(scale_down_utilization_threshold=0.7)
+
+
+@st.composite
+def clusters(draw):
+    n_nodes = draw(st.integers(2, 7))
+    nodes = []
+    for i in range(n_nodes):
+        annotations = {SCALE_DOWN_DISABLED_ANNOTATION: "true"} if draw(st.integers(0, 9)) == 0 else {}
+        labels = {"disk": "ssd"} if draw(st.booleans()) else {}
+        taints = [Taint("dedicated", "x", "NoSchedule")] if draw(st.integers(0, 7)) == 0 else []
+        nodes.append(
+            node(
+                f"n{i}",
+                cpu=draw(st.sampled_from([1000, 2000, 4000])),
+                annotations=annotations,
+                labels=labels,
+                taints=taints,
+            )
+        )
+    pods = []
+    for i in range(draw(st.integers(0, 16))):
+        host = nodes[draw(st.integers(0, n_nodes - 1))]
+        kind = draw(st.sampled_from(["rs", "rs", "rs", "bare", "ds", "expendable"]))
+        app = draw(st.sampled_from(APPS))
+        owner = {
+            "rs": ("ReplicaSet", app),
+            "bare": None,
+            "ds": ("DaemonSet", "ds"),
+            "expendable": ("ReplicaSet", app),
+        }[kind]
+        candidate = pod(
+            f"p{i}",
+            host.name,
+            draw(st.sampled_from([100, 200, 300, 500])),
+            owner=owner,
+            labels={"app": app},
+            ready=draw(st.integers(0, 4)) > 0,
+            priority=-100 if kind == "expendable" else 0,
+        )
+        if draw(st.integers(0, 5)) == 0:
+            candidate = dataclasses.replace(candidate, node_selector={"disk": "ssd"})
+        # Keep the starting cluster feasible: a pod goes only where it fits.
+        used = sum(p.requests["cpu"] for p in pods if p.node_name == host.name)
+        if used + candidate.requests["cpu"] <= host.allocatable["cpu"]:
+            pods.append(candidate)
+    pdbs = [pdb(f"pdb-{app}", app, allowed=draw(st.integers(0, 2))) for app in APPS if draw(st.booleans())]
+    min_size = draw(st.integers(0, 2))
+    evicted = [
+        pod(
+            f"evicted{i}",
+            "gone-node",
+            draw(st.sampled_from([100, 300])),
+            labels={"app": app},
+            owner=("ReplicaSet", app),
+        )
+        for i, app in enumerate(draw(st.lists(st.sampled_from(APPS), max_size=3)))
+    ]
+    return nodes, pods, pdbs, min_size, evicted
+
+
+WORKLOADS = [workload("ReplicaSet", app, 10) for app in APPS]
+
+
+def check_plan(plan, nodes, pods, pdbs, deleted, cloud, evicted=()):
+    snapshot = ClusterSnapshot(nodes, pods)
+    for p in [p for p in snapshot.pods() if p.priority < OPTIONS.expendable_pods_priority_cutoff]:
+        snapshot.remove_pod(p.uid)
+    index = index_workloads(WORKLOADS)
+    tracker = PdbTracker(pdbs, snapshot.pods(), index)
+    ctx = DrainContext(DrainRules.from_options(OPTIONS), tracker, 0.0, index)
+    going = set(plan.candidate_set) | deleted
+    assert not set(plan.candidate_set) & deleted
+
+    # Everything that needs a home, node by node, in the order the planner handled them.
+    homeless_pods = []
+    for name in sorted(deleted):
+        homeless_pods += pods_needing_homes(list(snapshot.pods_on(name).values()), ctx)
+    for name in plan.candidate_set:
+        drain = drain_node(list(snapshot.pods_on(name).values()), ctx)
+        assert drain.blocking is None, f"candidate {name} has a blocking pod"
+        homeless_pods += drain.movable
+
+    # PDBs: healthy pods moved off candidates never exceed what the budget allowed (after the
+    # pods of nodes already being deleted took their share).
+    charged = [0] * len(pdbs)
+    forced = [0] * len(pdbs)
+    for p in homeless_pods:
+        if is_healthy(p):
+            for i in tracker.matching(p):
+                (forced if p.node_name in deleted else charged)[i] += 1
+    for i, budget in enumerate(pdbs):
+        assert charged[i] <= max(0, tracker.initial[i] - forced[i]), f"{budget.key} over-consumed"
+
+    # Removable together: empty the going nodes, put every pod on its destination, after the
+    # recently evicted pods took the places the planner reserved for them.
+    checker = PredicateChecker(snapshot)
+    try:
+        by_key = {p.key: p for p in evicted}
+        for key, dest in plan.injected.items():
+            standin = homeless(by_key[key])
+            assert dest not in going and checker.fits(standin, dest) is None
+            snapshot.add_pod(standin, dest)
+        for p in homeless_pods:
+            snapshot.remove_pod(p.uid)
+        for p in homeless_pods:
+            dest = plan.destinations.get(p.key)
+            assert dest is not None, f"pod {p.key} of a going node has no destination"
+            assert dest not in going, f"pod {p.key} sent to {dest}, which is going too"
+            standin = homeless(p)
+            assert checker.fits(standin, dest) is None, f"pod {p.key} does not fit on {dest}"
+            snapshot.add_pod(standin, dest)
+    finally:
+        checker.close()
+
+    # Nothing unremovable is up for deletion.
+    eligibility = EligibilityChecker(OPTIONS, cloud, 0.0)
+    # Expendable pods do not count, in utilization as anywhere else.
+    fresh = ClusterSnapshot(nodes, [p for p in pods if p.priority >= OPTIONS.expendable_pods_priority_cutoff])
+    for name in plan.removable_now():
+        assert name in plan.candidate_set
+        status = plan.nodes[name]
+        assert status.status == "removable" and status.reason is None
+        n = fresh.node(name)
+        assert eligibility.check(n, list(fresh.pods_on(name).values())).eligible
+    group = cloud.node_groups()[0]
+    assert len(plan.candidate_set) <= max(0, group.target_size() - len(deleted) - group.min_size)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_planner_invariants(cluster):
+    nodes, pods, pdbs, min_size, evicted = cluster
+    cloud = FakeCloud()
+    cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
+    planner = Planner(OPTIONS, timers_expired=True)
+    for p in evicted:
+        planner.record_eviction(p, now=0.0)
+    snapshot = ClusterSnapshot(nodes, pods)
+    before = state(snapshot)
+
+    plan = planner.update(snapshot, cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS)
+    assert state(snapshot) == before
+    if plan.validation_failure is not None:  # an evicted pod found no home: nothing may go
+        assert plan.candidate_set == [] and plan.removable_now() == []
+        return
+    check_plan(plan, nodes, pods, pdbs, set(), cloud, evicted)
+
+    # Start deleting what was removable (tainted, as the actuator would), then plan again.
+    deleted = set(plan.removable_now()[:2])
+    tainted = [
+        dataclasses.replace(n, taints=(*n.taints, Taint(TO_BE_DELETED_TAINT, "0")))
+        if n.name in deleted
+        else n
+        for n in nodes
+    ]
+    snapshot = ClusterSnapshot(tainted, pods)
+    before = state(snapshot)
+    again = planner.update(
+        snapshot, cloud=cloud, now=10.0, pdbs=pdbs, workloads=WORKLOADS, being_deleted=deleted
+    )
+    assert state(snapshot) == before
+    if again.validation_failure is None:
+        check_plan(again, tainted, pods, pdbs, deleted, cloud, evicted)
+    else:
+        assert again.candidate_set == [] and again.removable_now() == []
