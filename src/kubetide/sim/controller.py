@@ -6,10 +6,9 @@ burst of pod deletions costs one reconcile per owner, not one per pod.
 
 from __future__ import annotations
 
-import dataclasses
-
-from kubetide.model import OwnerReference, Pod, Workload
+from kubetide.model import ObjectMeta, OwnerReference, Pod, Workload
 from kubetide.sim.engine import Engine, Timer
+from kubetide.sim.evolve import evolve
 from kubetide.sim.scenario import ClusterSpec
 from kubetide.sim.world import World, WorldObserver
 
@@ -85,13 +84,23 @@ class Controller(WorldObserver):
         return base + "-" + "".join(self.rng.choice(_ALPHABET) for _ in range(5))
 
     def create_pod(self, workload: Workload, name: str, node_name: str = "", extra_labels=None) -> Pod:
-        owner = OwnerReference(workload.kind, workload.name, workload.meta.uid, controller=True)
-        pod = workload.template.instantiate(
-            name, workload.namespace, self.world.new_uid(), owner, self.engine.now(), node_name
-        )
+        """A pod stamped from the workload's template (PodTemplate.instantiate, minus its cost)."""
+        prototype = workload.template.prototype
+        labels = dict(prototype.meta.labels)
         if extra_labels:
-            meta = dataclasses.replace(pod.meta, labels={**pod.meta.labels, **extra_labels})
-            pod = dataclasses.replace(pod, meta=meta)
+            labels.update(extra_labels)
+        meta = ObjectMeta(
+            name=name,
+            namespace=workload.namespace,
+            uid=self.world.new_uid(),
+            labels=labels,
+            annotations=dict(prototype.meta.annotations),
+            owner_references=(
+                OwnerReference(workload.kind, workload.name, workload.meta.uid, controller=True),
+            ),
+            creation_timestamp=self.engine.now(),
+        )
+        pod = evolve(prototype, meta=meta, node_name=node_name)
         self.created += 1
         self.world.add_pod(pod)
         return pod

@@ -50,11 +50,15 @@ class Budgets(WorldObserver):
         self.world = world
         self.states: dict[str, BudgetState] = {}
         self._of_pod: dict[str, list[BudgetState]] = {}  # pod UID -> budgets selecting it
+        # Controller UID -> budgets selecting its pods. Pods stamped from one template share their
+        # labels (StatefulSets add per-pod ones, so theirs are matched pod by pod).
+        self._of_owner: dict[str, list[BudgetState]] = {}
         world.subscribe(self)
 
     # -- objects ---------------------------------------------------------------------------
     def apply(self, pdb: PodDisruptionBudget) -> None:
         self.delete(pdb.key)
+        self._of_owner.clear()
         self.world.pdbs[pdb.key] = pdb
         state = BudgetState(pdb, {})
         self.states[pdb.key] = state
@@ -65,6 +69,7 @@ class Budgets(WorldObserver):
     def delete(self, key: str) -> None:
         state = self.states.pop(key, None)
         self.world.pdbs.pop(key, None)
+        self._of_owner.clear()
         if state is None:
             return
         for uid in state.pods:
@@ -134,9 +139,17 @@ class Budgets(WorldObserver):
             state.controllers[key] = state.controllers.get(key, 0) + 1
 
     def pod_added(self, pod: Pod) -> None:
-        for state in self.states.values():
-            if state.pdb.matches(pod):
-                self._add(state, pod)
+        if not self.states:
+            return
+        ref = pod.meta.controller
+        if ref is None or ref.kind == "StatefulSet":
+            matching = [state for state in self.states.values() if state.pdb.matches(pod)]
+        else:
+            matching = self._of_owner.get(ref.uid)
+            if matching is None:
+                matching = self._of_owner[ref.uid] = [s for s in self.states.values() if s.pdb.matches(pod)]
+        for state in matching:
+            self._add(state, pod)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
         budgets = self._of_pod.get(new.uid)

@@ -10,11 +10,10 @@ wait until the node recovers or is deleted.
 
 from __future__ import annotations
 
-import dataclasses
-
 from kubetide.durations import parse_duration
 from kubetide.model import Node, Pod
 from kubetide.sim.engine import Engine, Timer
+from kubetide.sim.evolve import evolve
 from kubetide.sim.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
 from kubetide.sim.world import World, WorldObserver
 
@@ -62,9 +61,7 @@ class Kubelets(WorldObserver):
         if node is None or not node.ready:
             return
         now = self.engine.now()
-        self.world.update_pod(
-            dataclasses.replace(pod, phase="Running", ready=True, ready_transition=now, start_time=now)
-        )
+        self.world.update_pod(evolve(pod, phase="Running", ready=True, ready_transition=now, start_time=now))
         ref = pod.meta.controller
         if ref is not None and ref.kind == "Job":
             self._timers[uid] = self.engine.after(self._run_duration(pod), self._complete, uid)
@@ -97,7 +94,7 @@ class Kubelets(WorldObserver):
         if node is None or not node.ready:
             return  # finishes when the node is back
         self.completed += 1
-        self.world.update_pod(dataclasses.replace(pod, phase="Succeeded", ready=False))
+        self.world.update_pod(evolve(pod, phase="Succeeded", ready=False))
         # A finished pod no longer holds resources (the scheduler ignores terminal pods); the
         # Job controller has counted it, so it can go.
         self.world.remove_pod(uid)
@@ -112,8 +109,8 @@ class Kubelets(WorldObserver):
             return
         grace = pod.termination_grace_period if grace is None else max(0, grace)
         now = self.engine.now()
-        meta = dataclasses.replace(pod.meta, deletion_timestamp=now + grace)
-        self.world.update_pod(dataclasses.replace(pod, meta=meta, ready=False))
+        meta = evolve(pod.meta, deletion_timestamp=now + grace)
+        self.world.update_pod(evolve(pod, meta=meta, ready=False))
         timer = self._timers.pop(pod.uid, None)
         if timer is not None:
             timer.cancel()
@@ -153,7 +150,7 @@ class Kubelets(WorldObserver):
                     self._schedule_start(pod)
             elif pod.phase == "Running":
                 if not pod.ready:
-                    self.world.update_pod(dataclasses.replace(pod, ready=True, ready_transition=now))
+                    self.world.update_pod(evolve(pod, ready=True, ready_transition=now))
                 ref = pod.meta.controller
                 if ref is not None and ref.kind == "Job" and pod.uid not in self._timers:
                     started = pod.start_time or now

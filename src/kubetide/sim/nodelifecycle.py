@@ -15,6 +15,7 @@ import dataclasses
 from kubetide.model import Node, Pod, Taint
 from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
+from kubetide.sim.evolve import evolve
 from kubetide.sim.kubelet import Kubelets
 from kubetide.sim.world import World, WorldObserver
 
@@ -61,7 +62,7 @@ class NodeLifecycle(WorldObserver):
         now = self.engine.now()
         for pod in list(self.world.snapshot.pods_on(node.name).values()):
             if pod.ready:
-                self.world.update_pod(dataclasses.replace(pod, ready=False, ready_transition=now))
+                self.world.update_pod(evolve(pod, ready=False, ready_transition=now))
             if pod.is_terminating:
                 continue
             seconds = self._toleration_seconds(pod)

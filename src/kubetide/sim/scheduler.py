@@ -11,13 +11,13 @@ binds each to `PredicateChecker.best_node`, kube-scheduler's choice with its sco
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker, queue_order
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
+from kubetide.sim.evolve import evolve
 from kubetide.sim.world import World, WorldObserver
 
 UNSCHEDULABLE_FLUSH = 300.0
@@ -112,7 +112,7 @@ class Scheduler(WorldObserver):
                 if message is None:
                     message = explained[key] = checker.explain(pod)
                 self.world.update_pod(
-                    dataclasses.replace(
+                    evolve(
                         pod,
                         scheduled_status="False",
                         scheduled_reason="Unschedulable",

@@ -11,11 +11,11 @@ so the snapshot, the owner index and the observers never disagree.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, PriorityClass, Workload
 from kubetide.model.node import HOSTNAME_LABEL
+from kubetide.sim.evolve import evolve
 from kubetide.snapshot import ClusterSnapshot
 
 
@@ -57,7 +57,7 @@ class World:
     def __init__(self) -> None:
         self.snapshot = ClusterSnapshot()
         self.pending: dict[str, Pod] = {}
-        self.owned: dict[str, dict[str, None]] = {}  # controller UID -> UIDs of its live pods
+        self.owned: dict[str, dict[str, Pod]] = {}  # controller UID -> its live pods, by UID
         self.workloads: dict[str, Workload] = {}  # "Kind/namespace/name"
         self.pdbs: dict[str, PodDisruptionBudget] = {}  # "namespace/name"
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
@@ -91,11 +91,8 @@ class World:
         yield from self.pending.values()
 
     def pods_of(self, controller_uid: str) -> list[Pod]:
-        uids = self.owned.get(controller_uid)
-        if not uids:
-            return []
-        pod = self.pod
-        return [p for p in (pod(uid) for uid in uids) if p is not None]
+        owned = self.owned.get(controller_uid)
+        return list(owned.values()) if owned else []
 
     def node(self, name: str) -> Node | None:
         return self.snapshot.node(name) if name in self.snapshot else None
@@ -107,7 +104,7 @@ class World:
     def add_pod(self, pod: Pod) -> None:
         ref = pod.meta.controller
         if ref is not None:
-            self.owned.setdefault(ref.uid, {})[pod.uid] = None
+            self.owned.setdefault(ref.uid, {})[pod.uid] = pod
         if pod.node_name:
             self.snapshot.add_pod(pod, pod.node_name)
         else:
@@ -118,10 +115,11 @@ class World:
     def bind(self, pod: Pod, node_name: str, now: float) -> Pod:
         """Bind a pending pod (the scheduler's Binding call). Returns the bound pod."""
         del self.pending[pod.uid]
-        bound = dataclasses.replace(
+        bound = evolve(
             pod, node_name=node_name, scheduled_status="True", scheduled_reason="", scheduled_transition=now
         )
         self.snapshot.add_pod(bound, node_name)
+        self._own(bound)
         for hook in self._hooks["pod_bound"]:
             hook(bound)
         return bound
@@ -129,10 +127,11 @@ class World:
     def adopt_binding(self, pod: Pod, node_name: str, now: float) -> Pod:
         """Record a binding the scheduling code already made in the snapshot (with `pod` as given)."""
         del self.pending[pod.uid]
-        bound = dataclasses.replace(
+        bound = evolve(
             pod, node_name=node_name, scheduled_status="True", scheduled_reason="", scheduled_transition=now
         )
         self.snapshot.update_pod(bound)
+        self._own(bound)
         for hook in self._hooks["pod_bound"]:
             hook(bound)
         return bound
@@ -145,6 +144,7 @@ class World:
         else:
             old = self.snapshot.pod(uid)
             self.snapshot.update_pod(new)
+        self._own(new)
         for hook in self._hooks["pod_updated"]:
             hook(old, new)
 
@@ -164,6 +164,13 @@ class World:
         for hook in self._hooks["pod_removed"]:
             hook(pod)
         return pod
+
+    def _own(self, pod: Pod) -> None:
+        ref = pod.meta.controller
+        if ref is not None:
+            owned = self.owned.get(ref.uid)
+            if owned is not None and pod.uid in owned:
+                owned[pod.uid] = pod
 
     # -- nodes -------------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
