@@ -182,3 +182,12 @@ def test_scenario_scale_apply_and_delete_events():
     advance(sim, 60)
     assert not pods_of(sim, "web")
     assert sim.warnings == ["test.yaml: spec.events[3]: no Deployment default/nope at 240s; event ignored"]
+
+
+def test_lowering_job_parallelism_deletes_the_newest_pods():
+    job = workload("Job", "crunch", parallelism=4, annotations={"kubetide.io/run-duration": "1h"})
+    sim = simulate(make_scenario(objects=[job], duration="2h"), NoAutoscaler)
+    assert len(pods_of(sim, "crunch")) == 4
+    sim.jobs.scale("Job/default/crunch", 1)
+    advance(sim, 2)
+    assert sum(1 for p in pods_of(sim, "crunch") if not p.is_terminating) == 1

@@ -144,6 +144,6 @@ def _print_summary(summary: dict, scenario, paths: dict) -> None:
     for name, value in summary["invariants"].items():
         style = "green" if value == 0 else "bold red"
         table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")
-    out.print(table)
     files = ", ".join(p.name for p in paths.values())
     out.print(f"wrote {files} to {next(iter(paths.values())).parent}/")
+    out.print(table)

@@ -77,3 +77,7 @@ class Jobs(Controller):
             return
         for _ in range(wanted - len(active)):
             self.create_pod(job, self.generate_name(job.name))
+        if len(active) > wanted:  # parallelism lowered: the newest pods go
+            active.sort(key=lambda p: (p.meta.creation_timestamp or 0.0, p.name))
+            for pod in active[wanted:]:
+                self.kubelets.delete(pod)
