@@ -29,7 +29,8 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "downscale",
         help="show which pods a ReplicaSet would delete to reach N replicas, and why",
-        description=__doc__.split("\n\n")[0].replace("`", ""),
+        description="Which pods a ReplicaSet would delete to shrink to N replicas, in order, and why "
+        "(kube-controller-manager's ranking, KEP-2185).",
     )
     parser.add_argument(
         "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment"
