@@ -9,3 +9,28 @@
   per-node state machines driven by the loop); `softtaint`: DeletionCandidate taints;
   `restart`: resuming or releasing nodes left tainted by a previous run.
 """
+
+from kubetide.autoscaler.scaledown.actuator import Actuator, StartResult, TickResult
+from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
+from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.restart import RecoveryReport, recover
+from kubetide.autoscaler.scaledown.softtaint import SoftTaintResult, update_soft_taints
+
+__all__ = [
+    "Actuator",
+    "BudgetDecision",
+    "NodeReason",
+    "NodeStatus",
+    "Planner",
+    "PodReason",
+    "RecoveryReport",
+    "ScaleDownPlan",
+    "SoftTaintResult",
+    "StartResult",
+    "TickResult",
+    "crop",
+    "recover",
+    "update_soft_taints",
+]
