@@ -191,3 +191,19 @@ def test_lowering_job_parallelism_deletes_the_newest_pods():
     sim.jobs.scale("Job/default/crunch", 1)
     advance(sim, 2)
     assert sum(1 for p in pods_of(sim, "crunch") if not p.is_terminating) == 1
+
+
+def test_the_view_reports_workload_status():
+    sim = simulate(make_scenario(objects=[deployment("web", 3)]), NoAutoscaler)
+
+    def status():
+        return {w.key: (w.status_replicas, w.status_ready_replicas) for w in sim.view.workloads()}
+
+    (rs_key,) = [k for k in status() if k.startswith("ReplicaSet/")]
+    assert status() == {"Deployment/default/web": (3, 3), rs_key: (3, 3)}
+    sim.actions.evict(pods_of(sim, "web")[0], 30)
+    assert status()["Deployment/default/web"] == (2, 2)
+    advance(sim, 1.5)
+    assert status()["Deployment/default/web"] == (3, 2)  # replacement created, not Ready yet
+    advance(sim, 10)
+    assert status()["Deployment/default/web"] == (3, 3)

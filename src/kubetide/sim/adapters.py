@@ -33,18 +33,15 @@ class WorkloadStatus(WorldObserver):
 
     def __init__(self, world: World):
         self.world = world
-        self.counts: dict[str, list[int]] = {}  # controller UID -> [active pods, ready pods]
+        self.ready: dict[str, int] = {}  # controller UID -> active Ready pods (active: World.active)
         self._cache: dict[str, tuple[Workload, int, int, Workload]] = {}
         world.subscribe(self)
 
     def _adjust(self, pod: Pod, sign: int) -> None:
         ref = pod.meta.controller
-        if ref is None or not _active(pod):
+        if ref is None or not pod.ready or not _active(pod):
             return
-        entry = self.counts.setdefault(ref.uid, [0, 0])
-        entry[0] += sign
-        if pod.ready:
-            entry[1] += sign
+        self.ready[ref.uid] = self.ready.get(ref.uid, 0) + sign
 
     def pod_added(self, pod: Pod) -> None:
         self._adjust(pod, 1)
@@ -57,6 +54,9 @@ class WorkloadStatus(WorldObserver):
     def pod_removed(self, pod: Pod) -> None:
         self._adjust(pod, -1)
 
+    def _counts(self, uid: str) -> tuple[int, int]:
+        return self.world.active.get(uid, 0), self.ready.get(uid, 0)
+
     def workloads(self) -> list[Workload]:
         result = []
         for key, workload in self.world.workloads.items():
@@ -66,11 +66,11 @@ class WorkloadStatus(WorldObserver):
                 for other in self.world.workloads.values():
                     ref = other.meta.controller
                     if other.kind == "ReplicaSet" and ref is not None and ref.uid == workload.meta.uid:
-                        count = self.counts.get(other.meta.uid, (0, 0))
+                        count = self._counts(other.meta.uid)
                         replicas += count[0]
                         ready += count[1]
             else:
-                replicas, ready = self.counts.get(workload.meta.uid, (0, 0))
+                replicas, ready = self._counts(workload.meta.uid)
             cached = self._cache.get(key)
             if cached is not None and cached[0] is workload and cached[1] == replicas and cached[2] == ready:
                 result.append(cached[3])

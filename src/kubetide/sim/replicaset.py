@@ -122,14 +122,14 @@ class ReplicaSets(Controller):
 
     # -- reconcile ---------------------------------------------------------------------------
     def sync(self, rs: Workload) -> None:
-        active = self.active_pods(rs)
-        diff = (rs.replicas or 0) - len(active)
+        diff = (rs.replicas or 0) - self.world.active.get(rs.meta.uid, 0)
         if diff > 0:
             for _ in range(min(diff, BURST_REPLICAS)):
                 self.create_pod(rs, self.generate_name(rs.name))
             if diff > BURST_REPLICAS:
                 self.enqueue(rs.key)
         elif diff < 0:
+            active = self.active_pods(rs)
             now = self.engine.now()
             victims = pods_to_delete(active, -diff, now, logarithmic=self.logarithmic, metric=self.age_ratio)
             for pod in victims:

@@ -53,11 +53,18 @@ _HOOKS = (
 )
 
 
+def _active(pod: Pod) -> bool:
+    return pod.meta.deletion_timestamp is None and pod.phase not in ("Succeeded", "Failed")
+
+
 class World:
     def __init__(self) -> None:
         self.snapshot = ClusterSnapshot()
         self.pending: dict[str, Pod] = {}
         self.owned: dict[str, dict[str, Pod]] = {}  # controller UID -> its live pods, by UID
+        # controller UID -> how many of its pods are active (neither terminating nor finished),
+        # what replica counts compare against
+        self.active: dict[str, int] = {}
         self.workloads: dict[str, Workload] = {}  # "Kind/namespace/name"
         self.pdbs: dict[str, PodDisruptionBudget] = {}  # "namespace/name"
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
@@ -105,6 +112,8 @@ class World:
         ref = pod.meta.controller
         if ref is not None:
             self.owned.setdefault(ref.uid, {})[pod.uid] = pod
+            if _active(pod):
+                self.active[ref.uid] = self.active.get(ref.uid, 0) + 1
         if pod.node_name:
             self.snapshot.add_pod(pod, pod.node_name)
         else:
@@ -145,6 +154,11 @@ class World:
             old = self.snapshot.pod(uid)
             self.snapshot.update_pod(new)
         self._own(new)
+        was, now = _active(old), _active(new)
+        if was != now:
+            ref = new.meta.controller
+            if ref is not None:
+                self.active[ref.uid] = self.active.get(ref.uid, 0) + (1 if now else -1)
         for hook in self._hooks["pod_updated"]:
             hook(old, new)
 
@@ -161,6 +175,8 @@ class World:
                 owned.pop(uid, None)
                 if not owned:
                     del self.owned[ref.uid]
+            if _active(pod):
+                self.active[ref.uid] -= 1
         for hook in self._hooks["pod_removed"]:
             hook(pod)
         return pod
