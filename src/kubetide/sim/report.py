@@ -252,9 +252,9 @@ def build_figure(result) -> Any:
             y=1.03,
             yref="paper",
             yanchor="bottom",
-            text=html.escape(" + ".join(m["label"] for m in markers)),
+            text="<br>".join(html.escape(m["label"]) for m in markers),
             showarrow=False,
-            textangle=-30,
+            textangle=-25,
             font={"size": 10, "color": colour},
             xanchor="left",
         )
