@@ -115,7 +115,8 @@ def _print_summary(summary: dict, scenario, paths: dict) -> None:
     wall = max(summary["wall_seconds"], 1e-9)
     out.print(
         f"[bold]{summary['scenario']}[/bold]: simulated {format_duration(simulated)} in {wall:.1f}s "
-        f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}"
+        f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}",
+        soft_wrap=True,
     )
     if summary["autoscaler"] == "none":
         out.print("[yellow]no autoscaler is installed yet: the cluster runs, but nothing scales[/yellow]")
@@ -145,5 +146,5 @@ def _print_summary(summary: dict, scenario, paths: dict) -> None:
         style = "green" if value == 0 else "bold red"
         table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")
     files = ", ".join(p.name for p in paths.values())
-    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/")
+    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/", soft_wrap=True)
     out.print(table)
