@@ -369,3 +369,29 @@ def test_plan_json_has_the_documented_shape():
         "destinations": {"default/pa": "b"},
     }
     assert plan.explain("a") == "a: removable, utilization 0.30"
+
+
+def test_plan_json_can_show_what_the_budgets_let_start():
+    from kubetide.autoscaler.scaledown.budgets import crop
+
+    nodes = [node("a"), node("b"), node("c"), node("d", annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 100)])
+    assert plan.to_json()["to_delete"] == {"empty": ["b", "c"], "drain": ["a"]}
+    budget = crop(plan.empty_to_delete, plan.drain_to_delete, OPTS.with_values(max_scale_down_parallelism=2))
+    assert plan.to_json(budget)["to_delete"] == {"empty": ["b", "c"], "drain": []}
+
+
+def test_scale_down_disabled_plans_but_removes_nothing():
+    planner = Planner(OPTS.with_values(scale_down_enabled=False), timers_expired=True)
+    plan = plan_for([node("a"), node("d", annotations=BUSY)], [], planner)
+    assert plan.candidate_set == ["a"] and plan.removable_now() == []
+    assert "scale-down-enabled" in plan.cooldown
+
+
+def test_clear_forgets_unneeded_nodes():
+    planner = Planner(OPTS)
+    plan_for([node("a"), node("d", annotations=BUSY)], [], planner, now=0)
+    assert planner.unneeded_since == {"a": 0}
+    planner.clear()
+    plan_for([node("a"), node("d", annotations=BUSY)], [], planner, now=500)
+    assert planner.unneeded_since == {"a": 500}
