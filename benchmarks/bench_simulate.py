@@ -222,6 +222,7 @@ def run(hours: float, profile: bool) -> tuple[dict, str, str]:
         listing = out.getvalue()
     summary = dict(result.summary)
     summary["wall_seconds"] = round(wall, 2)
+    summary["autoscaler_seconds"] = round(simulation.autoscaler_seconds, 2)
     return summary, name, listing
 
 
@@ -249,9 +250,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['nodes']['initial']}/{summary['nodes']['peak']}/{summary['nodes']['final']}",
     )
     table.add_row("wall time", f"{wall:.1f} s" + (" (profiled)" if args.profile else ""))
+    table.add_row("of which in the autoscaler", f"{summary['autoscaler_seconds']:.1f} s")
     table.add_row("speed", f"{summary['simulated_seconds'] / wall:,.0f}x real time")
-    verdict = "met" if per_day <= TARGET_SECONDS_PER_DAY else "missed"
-    table.add_row("24 h would take", f"{per_day:.1f} s (target {TARGET_SECONDS_PER_DAY:.0f} s: {verdict})")
+    if args.hours >= 24:
+        verdict = "met" if per_day <= TARGET_SECONDS_PER_DAY else "missed"
+        table.add_row("per 24 h", f"{per_day:.1f} s (target {TARGET_SECONDS_PER_DAY:.0f} s: {verdict})")
+    else:
+        table.add_row("per 24 h", "run --hours 24 for the target (set-up at t=0 dominates short runs)")
     console.print(table)
     if listing:
         console.print(listing)

@@ -118,3 +118,15 @@ def test_same_scenario_and_seed_give_byte_identical_summaries():
     third, _ = run_summary(seed=99)
     assert third != first
     assert '"seed": 99' in third
+
+
+def test_an_autoscaler_that_leaves_a_fork_open_is_a_bug():
+    class Leaky(ScaleUpDouble):
+        def run_once(self):
+            self.view.snapshot().fork()
+
+    import pytest
+
+    sim = simulate(make_scenario(), Leaky)
+    with pytest.raises(RuntimeError, match="left 1 snapshot fork"):
+        advance(sim, 1)

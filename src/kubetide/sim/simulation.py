@@ -126,6 +126,7 @@ class Simulation:
         faults.group_nodes = self._group_nodes
         faults.on_restart = self._restart_autoscaler
         self.autoscaler: SupportsRunOnce | None = None
+        self.autoscaler_seconds = 0.0  # wall time inside run_once (not in summary.json: not deterministic)
         self.warnings: list[str] = list(scenario.warnings)
         self._markers: list[dict[str, Any]] = []
         self._ready = False
@@ -273,7 +274,15 @@ class Simulation:
     def _loop(self) -> None:
         self.metrics.c.autoscaler_loops += 1
         if self.autoscaler is not None:
+            started = time.perf_counter()
             self.autoscaler.run_once()
+            self.autoscaler_seconds += time.perf_counter() - started
+            depth = self.world.snapshot.depth
+            if depth:
+                raise RuntimeError(
+                    f"the autoscaler left {depth} snapshot fork(s) open after run_once(); "
+                    "ClusterView.snapshot() must be left as found"
+                )
         self.metrics.sample()
         self.engine.after(self.scenario.options.scan_interval, self._loop)
 
