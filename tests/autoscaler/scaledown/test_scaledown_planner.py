@@ -4,6 +4,7 @@ timers, pauses, limits and the explanation of every node."""
 import json
 from itertools import count
 
+import pytest
 from scaledown_fakes import FakeCloud, FakeGroup, cloud_for, node, pdb, pod, snapshot_of, state, workload
 
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
@@ -395,3 +396,30 @@ def test_clear_forgets_unneeded_nodes():
     planner.clear()
     plan_for([node("a"), node("d", annotations=BUSY)], [], planner, now=500)
     assert planner.unneeded_since == {"a": 500}
+
+
+def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
+    class Broken(FakeCloud):
+        def node_groups(self):
+            raise RuntimeError("cloud API down")
+
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    s = snapshot_of(nodes, [pod("pa", "a", 100), pod("low", "a", 10, priority=-100)])
+    cloud = Broken()
+    cloud.add(FakeGroup("g"), "a", "d")
+    before = state(s)
+    with pytest.raises(RuntimeError):
+        Planner(OPTS).update(s, cloud=cloud, now=0)
+    assert state(s) == before and s.depth == 0
+
+    class Exploding:  # fails inside a node's own fork, with a pod already taken off its node
+        def fits(self, pod, node_name):
+            raise RuntimeError("checker bug")
+
+        find_node = fits
+
+    s = snapshot_of(nodes, [pod("pa", "a", 100)])
+    before = state(s)
+    with pytest.raises(RuntimeError):
+        Planner(OPTS).update(s, cloud=cloud_for("a", "d"), now=0, checker=Exploding())
+    assert state(s) == before and s.depth == 0

@@ -176,6 +176,7 @@ class Planner:
         index = index_workloads(workloads) if workloads is not None else None
         plan = ScaleDownPlan(now=now)
 
+        depth = snapshot.depth
         snapshot.fork()
         own_checker = checker is None
         try:
@@ -195,7 +196,8 @@ class Planner:
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
-            snapshot.revert()
+            while snapshot.depth > depth:  # an error inside a node's simulation leaves its fork open
+                snapshot.revert()
         self.last_plan = plan
         return plan
 
