@@ -1,6 +1,6 @@
 import itertools
 
-from conftest import advance, deployment, group, make_scenario, pods_of, simulate, workload
+from sim_helpers import advance, deployment, group, make_scenario, pods_of, simulate, workload
 
 from kubetide.sim import NoAutoscaler
 

@@ -1,6 +1,6 @@
 import dataclasses
 
-from conftest import advance, deployment, make_scenario, pdb, pods_of, simulate, workload
+from sim_helpers import advance, deployment, make_scenario, pdb, pods_of, simulate, workload
 
 from kubetide.autoscaler.ports import EvictionOutcome
 from kubetide.sim import NoAutoscaler

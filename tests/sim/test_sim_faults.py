@@ -1,5 +1,5 @@
 import pytest
-from conftest import advance, deployment, group, make_scenario, pods_of, simulate
+from sim_helpers import advance, deployment, group, make_scenario, pods_of, simulate
 
 from kubetide.autoscaler.ports import ActionError, InstanceState
 from kubetide.sim import NoAutoscaler
@@ -116,7 +116,7 @@ def test_autoscaler_restart_rebuilds_it_from_the_factory():
 
 
 def test_unschedulable_pods_plus_stockout_with_the_test_autoscaler():
-    from doubles import ScaleUpDouble
+    from sim_doubles import ScaleUpDouble
 
     sim, group_ = run(
         [fault("stockout", duration="3m")], factory=ScaleUpDouble, objects=[deployment("big", 2, cpu="3")]

@@ -1,7 +1,7 @@
 import functools
 
-from conftest import advance, deployment, group, make_scenario, pdb, pods_of, simulate, workload
-from doubles import DrainDouble, RecklessDouble, ScaleUpDouble
+from sim_doubles import DrainDouble, RecklessDouble, ScaleUpDouble
+from sim_helpers import advance, deployment, group, make_scenario, pdb, pods_of, simulate, workload
 
 from kubetide.autoscaler.ports import EvictionOutcome
 from kubetide.sim import Simulation

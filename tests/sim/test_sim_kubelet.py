@@ -1,4 +1,4 @@
-from conftest import advance, deployment, make_scenario, pods_of, simulate
+from sim_helpers import advance, deployment, make_scenario, pods_of, simulate
 
 from kubetide.sim import NoAutoscaler
 

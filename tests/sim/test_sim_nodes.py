@@ -1,4 +1,4 @@
-from conftest import advance, deployment, group, make_scenario, pods_of, simulate, workload
+from sim_helpers import advance, deployment, group, make_scenario, pods_of, simulate, workload
 
 from kubetide.autoscaler.ports import InstanceState
 from kubetide.sim import NoAutoscaler

@@ -1,7 +1,7 @@
 import textwrap
 
 import pytest
-from conftest import group, make_scenario
+from sim_helpers import group, make_scenario
 
 from kubetide.cli import main as cli_main
 from kubetide.sim.scenario import ScenarioError, load_scenario
