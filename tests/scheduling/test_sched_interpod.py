@@ -234,3 +234,20 @@ def test_match_label_keys_conflicting_with_selector_select_nothing():
 def test_terminating_pods_still_count_for_affinity():
     _, checker = cluster(zones(1), [(pod(labels={"app": "web"}, deleting=True), "n-a-0")])
     assert reason(checker, pod(spec=anti(term(HOST, labels={"app": "web"}))), "n-a-0") == ANTI
+
+
+def test_pods_differing_only_in_labels_do_not_share_anti_affinity_answers():
+    """Unconstrained pods share a class whatever their labels; bound pods' anti-affinity must
+    still be judged on each pod's own labels, and a "fits nowhere" memo must not leak."""
+    from schedtools import node
+
+    loner = pod(labels={"app": "loner"}, spec=anti(term(HOST, labels={"app": "web"})))
+    snapshot, checker = cluster([node("only", labels={HOST: "only"})], [(loner, "only")])
+    blocked, free = pod(labels={"app": "web"}), pod(labels={"app": "db"})
+    assert checker.find_node(blocked) is None
+    assert checker.best_node(blocked) is None
+    assert checker.find_node(free) == "only"
+    assert checker.best_node(free) == "only"
+    assert checker.find_node(pod(labels={"app": "web"}, namespace="other")) == "only"
+    snapshot.remove_pod(loner.uid)
+    assert checker.find_node(blocked) == "only"

@@ -205,3 +205,62 @@ def test_node_static_cache_follows_replaced_and_added_nodes():
     assert checker.find_node(p) == "b"
     snapshot.remove_node("b")
     assert checker.find_node(p) is None
+
+
+def test_pods_pinned_by_match_fields_report_every_nodes_own_reason():
+    """DaemonSet pods: only the named nodes are evaluated up front, yet each other node still
+    reports the first filter that rejects it, in kube-scheduler's order."""
+    from schedref import check
+
+    nodes = [
+        node("a"),
+        node("b", unschedulable=True),
+        node("c", taints=[GPU]),
+        node("d", cpu="1"),
+    ]
+    snapshot, checker = cluster(nodes)
+    pinned = pod(cpu="2", spec=required({"matchFields": [expr("metadata.name", "In", "d", "a")]}))
+    assert checker.find_node(pinned) == "a"
+    for n in nodes:
+        got = checker.fits(pinned, n.name)
+        want = check(snapshot, pinned, n.name, lambda ns: {})
+        assert (got and (got.plugin, got.reasons)) == want
+    assert checker.reasons(pinned) == {
+        "node(s) were unschedulable": 1,
+        "node(s) had untolerated taint {gpu: true}": 1,
+        "Insufficient cpu": 1,
+    }
+    snapshot.add_node(node("e"))
+    assert reason(checker, pinned, "e") == AFFINITY
+
+
+def test_pinned_pod_spread_honouring_taints_but_not_affinity():
+    from schedref import check
+
+    zone = "topology.kubernetes.io/zone"
+    nodes = [
+        node("a", labels={zone: "x"}),
+        node("b", labels={zone: "y"}, taints=[GPU]),
+        node("c", labels={zone: "z"}),
+    ]
+    snapshot, checker = cluster(nodes)
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": zone,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "ds"}},
+        "nodeAffinityPolicy": "Ignore",
+        "nodeTaintsPolicy": "Honor",
+    }
+    snapshot.add_pod(pod(labels={"app": "ds"}), "c")
+    p = pod(
+        labels={"app": "ds"},
+        spec={
+            **required({"matchFields": [expr("metadata.name", "In", "c")]}),
+            "topologySpreadConstraints": [spread],
+        },
+    )
+    for n in nodes:
+        got = checker.fits(p, n.name)
+        assert (got and (got.plugin, got.reasons)) == check(snapshot, p, n.name, lambda ns: {})
+    assert checker.find_node(p) is None  # c already holds one; domain y is tainted, so min is x = 0

@@ -1,9 +1,11 @@
 """PredicateChecker: kube-scheduler's filters over a ClusterSnapshot, fast.
 
-A query goes class -> node-static mask (cached) -> resource mask (NumPy over `alloc - used`) ->
-dynamic filters (ports, spread, inter-pod affinity) from a pre-filter state computed once per class
-and snapshot version from incrementally maintained counts. `fits` evaluates one slot with the same
-data, in kube-scheduler's filter order, so it names the first failing plugin.
+A query goes class -> base mask of its fit group (node-static results cached per node, host ports,
+resources vectorised over `alloc - used`; shared per snapshot version) -> the pod's own spread and
+inter-pod terms from a pre-filter state computed once per class and version -> bound pods'
+anti-affinity against this pod's labels. All counts come from the incrementally maintained index.
+`fits` evaluates one slot from the same data, in kube-scheduler's filter order, so it names the
+first failing plugin.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import numpy as np
 from kubetide.model.pod import Pod
 from kubetide.scheduling import reasons as R
 from kubetide.scheduling.classes import (
+    AntiProfile,
+    FitGroup,
     PodClass,
     Resolved,
     SpreadRule,
@@ -26,13 +30,14 @@ from kubetide.scheduling.classes import (
 )
 from kubetide.scheduling.index import SchedulingIndex
 from kubetide.scheduling.reasons import Unfit
-from kubetide.scheduling.scoring import score_nodes
+from kubetide.scheduling.scoring import resource_scores, score_nodes
 from kubetide.scheduling.terms import affinity_matcher, spread_matcher
 from kubetide.snapshot import ClusterSnapshot, SnapshotError
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _NO_MIN = 2**31 - 1  # kube-scheduler's "no domain yet" minimum (MaxInt32)
-_POD_CACHE_LIMIT = 200_000
+_CACHE_LIMIT = 200_000
+_NO_STATE = State([], [], False, [])
 
 
 class PredicateChecker:
@@ -48,7 +53,9 @@ class PredicateChecker:
         self._namespaces = {name: dict(labels) for name, labels in (namespaces or {}).items()}
         self._index = SchedulingIndex(snapshot, self._ns_labels)
         self._statics: dict[tuple, StaticClass] = {}
+        self._groups: dict[tuple, FitGroup] = {}
         self._classes: dict[tuple, PodClass] = {}
+        self._profiles: dict[tuple, AntiProfile] = {}  # for label-free classes
         self._pod_class: dict[str, tuple[Pod, PodClass]] = {}
 
     def close(self) -> None:
@@ -67,7 +74,8 @@ class PredicateChecker:
             slot = self._index.slot[node_name]
         except KeyError:
             raise SnapshotError(f"no node {node_name!r} in the snapshot") from None
-        return self._check(self._class(pod), slot)
+        cls = self._class(pod)
+        return self._check(cls, self._existing(cls, pod), slot)
 
     def find_node(
         self,
@@ -79,16 +87,18 @@ class PredicateChecker:
     ) -> str | None:
         """The first node that fits: `hint` first, then slot order from `start`, wrapping around."""
         cls = self._class(pod)
-        if cls.none_at == self._index.version:
+        version = self._index.version
+        if cls.none_at == version or cls.group.none_at == version:
             return None
+        existing = self._existing(cls, pod)
         if hint is not None and (skip is None or hint not in skip):
             slot = self._index.slot.get(hint)
-            if slot is not None and self._check(cls, slot) is None:
+            if slot is not None and self._check(cls, existing, slot) is None:
                 return hint
-        mask = self._feasible(cls)
+        mask = self._feasible(cls, existing)
         candidates = np.flatnonzero(mask)
         if not len(candidates):
-            cls.none_at = self._index.version
+            self._fits_nowhere(cls, existing, version)
             return None
         if start:
             cut = int(np.searchsorted(candidates, start % len(mask)))
@@ -104,24 +114,28 @@ class PredicateChecker:
     def best_node(self, pod: Pod) -> str | None:
         """The node kube-scheduler would pick: feasible, highest score (see scoring), lowest slot."""
         cls = self._class(pod)
-        if cls.none_at == self._index.version:
+        version = self._index.version
+        if cls.none_at == version or cls.group.none_at == version:
             return None
-        mask = self._feasible(cls)
+        existing = self._existing(cls, pod)
+        mask = self._feasible(cls, existing)
         if not mask.any():
-            cls.none_at = self._index.version
+            self._fits_nowhere(cls, existing, version)
             return None
-        self._resolve(cls)
-        scores = score_nodes(self.snapshot, cls, cls.static, mask)
+        res = self._resolve(cls)
+        if any(r.honor_taints and not r.honor_affinity for r in res.soft):
+            self._materialize(cls.static)
+        scores = score_nodes(self.snapshot, cls, cls.static, mask, self._fit_scores(cls.group))
         slot = int(np.argmax(np.where(mask, scores, -1)))
         return self.snapshot.node_at(slot).name  # type: ignore[union-attr]
 
     def reasons(self, pod: Pod) -> dict[str, int]:
         """Reason -> number of nodes failing with it (a node can give several resource reasons)."""
-        return self._diagnose(self._class(pod))[1]
+        return self._diagnose(pod)[1]
 
     def explain(self, pod: Pod) -> str:
         """kube-scheduler's summary, e.g. "0/5 nodes are available: 2 ..., 3 Insufficient cpu."."""
-        fitting, counts = self._diagnose(self._class(pod))
+        fitting, counts = self._diagnose(pod)
         return R.summarize(counts, len(self.snapshot), fitting)
 
     # -- classes -----------------------------------------------------------------------------
@@ -142,13 +156,25 @@ class PredicateChecker:
             static = self._statics.get(skey)
             if static is None:
                 static = self._statics[skey] = StaticClass(pod, self._index.capacity)
-            cls = self._classes[key] = PodClass(pod, static)
-        if len(self._pod_class) >= _POD_CACHE_LIMIT:
+            gkey = (skey, key[2], key[3])  # static, requests, host ports
+            group = self._groups.get(gkey)
+            if group is None:
+                group = self._groups[gkey] = FitGroup(static, key[2], key[3])
+            if len(self._classes) >= _CACHE_LIMIT:
+                self._classes.clear()  # a cache: classes rebuild their state on demand
+            cls = self._classes[key] = PodClass(pod, group)
+        if len(self._pod_class) >= _CACHE_LIMIT:
             self._pod_class.clear()
         self._pod_class[pod.uid] = (pod, cls)
         return cls
 
-    def _static(self, cls: PodClass) -> StaticClass:
+    def _fits_nowhere(self, cls: PodClass, existing: list, version: int) -> None:
+        # A label-free class stands for pods with different labels; if bound pods' anti-affinity
+        # took part, the answer was about this pod's labels only.
+        if not (cls.label_free and existing):
+            cls.none_at = version
+
+    def _static(self, cls: PodClass | FitGroup) -> StaticClass:
         """The class's node-static results, caught up with every node added or changed since."""
         static = cls.static
         index = self._index
@@ -159,6 +185,9 @@ class PredicateChecker:
         node_at = self.snapshot.node_at
         if static.pos < index.log_base:
             slots = list(index.slot.values())
+            if static.pinned is not None:
+                static.defer(slots)
+                slots = [index.slot[name] for name in static.pinned if name in index.slot]
         else:
             slots = index.node_log[static.pos - index.log_base :]
         for slot in slots:
@@ -167,6 +196,14 @@ class PredicateChecker:
                 static.compute(slot, node)
         static.pos = end
         return static
+
+    def _materialize(self, static: StaticClass) -> None:
+        """Evaluate deferred slots (only spread eligibility that ignores affinity needs them)."""
+        node_at = self.snapshot.node_at
+        for slot in np.flatnonzero(static.lazy[: self._index.capacity]).tolist():
+            node = node_at(slot)
+            if node is not None:
+                static.compute(slot, node)
 
     def _resolve(self, cls: PodClass) -> Resolved:
         if cls.resolved is not None:
@@ -202,16 +239,34 @@ class PredicateChecker:
         )
         return cls.resolved
 
-    def _existing_anti(self, cls: PodClass) -> list:
-        """Bound pods' anti-affinity terms that select this class's pods and are in force."""
-        entries = self._index.anti_entries
-        if cls.anti_seen < len(entries):
-            pod = cls.pod
-            for entry in entries[cls.anti_seen :]:
-                if entry.matcher.matches(pod.namespace, pod.labels, self._ns_labels):
-                    cls.anti_match.append(entry)
-            cls.anti_seen = len(entries)
-        return [e for e in cls.anti_match if e.total > 0]
+    def _existing(self, cls: PodClass, pod: Pod) -> list[tuple]:
+        """Bound pods' anti-affinity terms in force that select this pod: (topology, counts)."""
+        index = self._index
+        entries = index.anti_entries
+        if not entries:
+            return []
+        profile = cls.profile
+        if profile is None:
+            key = (pod.namespace, tuple(sorted(pod.labels.items())))
+            profile = self._profiles.get(key)
+            if profile is None:
+                if len(self._profiles) >= _CACHE_LIMIT:
+                    self._profiles.clear()
+                profile = self._profiles[key] = AntiProfile(pod.namespace, pod.labels)
+        if profile.seen < len(entries):
+            for entry in entries[profile.seen :]:
+                if entry.matcher.matches(profile.namespace, profile.labels, self._ns_labels):
+                    profile.matched.append(entry)
+            profile.seen = len(entries)
+        result = []
+        version = index.version
+        for entry in profile.matched:
+            if entry.total > 0:
+                if entry.padded_version != version:
+                    entry.padded = np.append(entry.domain_counts(), 0)
+                    entry.padded_version = version
+                result.append((entry.topology, entry.padded))
+        return result
 
     # -- pre-filter state ---------------------------------------------------------------------
     def _state(self, cls: PodClass) -> State:
@@ -219,7 +274,6 @@ class PredicateChecker:
         if cls.state_version == version and cls.state is not None:
             return cls.state
         res = self._resolve(cls)
-        existing = [(e.topology, np.append(e.domain_counts(), 0)) for e in self._existing_anti(cls)]
         spread = self._spread_state(cls, res.spread) if res.spread else []
         affinity = []
         exists = False
@@ -229,7 +283,7 @@ class PredicateChecker:
                 exists = exists or bool(counts.sum() > 0)
                 affinity.append((topology, np.append(counts, 0)))
         anti = [(t, np.append(pods.domain_counts(t), 0)) for t, pods in res.anti if pods.total]
-        cls.state = State(spread, affinity, exists, anti, existing)
+        cls.state = State(spread, affinity, exists, anti)
         cls.state_version = version
         return cls.state
 
@@ -240,6 +294,8 @@ class PredicateChecker:
         per-slot counts kept by the index, in one vectorised pass per constraint.
         """
         static = self._static(cls)
+        if any(r.honor_taints and not r.honor_affinity for r in rules):
+            self._materialize(static)
         cap = self._index.capacity
         has_all = self.snapshot.valid[:cap].copy()
         for rule in rules:
@@ -265,27 +321,81 @@ class PredicateChecker:
         return result
 
     # -- filters -----------------------------------------------------------------------------
-    def _feasible(self, cls: PodClass) -> np.ndarray:
-        """Boolean mask over slots: nodes passing every filter."""
+    def _rows(self, pos: int) -> np.ndarray | slice:
+        """Slots touched since absolute log position `pos` (repeats allowed), or every slot when
+        that is most of them or the log no longer reaches back that far."""
+        index = self._index
+        end = index.touched_base + len(index.touched)
+        if pos < index.touched_base or end - pos > index.capacity // 8:
+            return slice(None)
+        return np.array(index.touched[pos - index.touched_base :], dtype=np.int64)
+
+    def _grow(self, group: FitGroup) -> None:
+        cap = self._index.capacity
+        if len(group.mask) < cap:
+            grow = cap - len(group.mask)
+            group.mask = np.concatenate([group.mask, np.zeros(grow, dtype=bool)])
+            group.fit = np.concatenate([group.fit, np.zeros(grow, dtype=np.int64)])
+            group.pos = group.fit_pos = -1
+
+    def _refresh(self, group: FitGroup) -> None:
+        """Bring the group's base mask up to date for the slots touched since it last looked."""
+        index = self._index
+        end = index.touched_base + len(index.touched)
+        if group.pos == end and len(group.mask) == index.capacity:
+            return
+        static = self._static(group)
+        self._grow(group)
         snapshot = self.snapshot
-        static = self._static(cls)
-        cap = len(snapshot.valid)
-        mask = snapshot.valid & static.ok[:cap]
-        index = snapshot.columns.index
-        alloc, used = snapshot.alloc, snapshot.used
-        for name, amount in cls.need:
-            col = index.get(name)
+        rows = self._rows(group.pos)
+        alloc, used = snapshot.alloc[rows], snapshot.used[rows]
+        mask = snapshot.valid[rows] & static.ok[rows]
+        columns = snapshot.columns.index
+        for name, amount in group.need:
+            col = columns.get(name)
             if col is None:
-                mask[:] = False
-                return mask
+                mask &= False
+                break
             mask &= (alloc[:, col] - used[:, col]) >= amount
-        if cls.ports:
-            for slot in self._index.ports:
-                if mask[slot] and self._index.port_conflict(slot, cls.ports):
-                    mask[slot] = False
-        if not cls.dynamic and not self._existing_anti(cls):
+        group.mask[rows] = mask
+        if group.ports:
+            port_slots = list(index.ports) if isinstance(rows, slice) else rows.tolist()
+            for slot in port_slots:
+                if group.mask[slot] and index.port_conflict(slot, group.ports):
+                    group.mask[slot] = False
+        group.pos = end
+
+    def _fit_scores(self, group: FitGroup) -> np.ndarray:
+        """The group's resource scores per slot, brought up to date the same way."""
+        index = self._index
+        end = index.touched_base + len(index.touched)
+        self._grow(group)
+        if group.fit_pos != end:
+            rows = self._rows(group.fit_pos)
+            snapshot = self.snapshot
+            group.fit[rows] = resource_scores(
+                snapshot.alloc[rows], snapshot.used[rows], group.cpu, group.memory, snapshot.columns.index
+            )
+            group.fit_pos = end
+        return group.fit
+
+    def _base_mask(self, group: FitGroup) -> np.ndarray:
+        """Valid, node-static, host ports and resources (the group's own array: do not modify)."""
+        self._refresh(group)
+        if not group.mask.any():
+            group.none_at = self._index.version
+        return group.mask
+
+    def _feasible(self, cls: PodClass, existing: list) -> np.ndarray:
+        """Boolean mask over slots: nodes passing every filter (do not modify it)."""
+        mask = self._base_mask(cls.group)
+        if not (cls.dynamic or existing) or not mask.any():
             return mask
-        if not mask.any():
+        mask = mask.copy()
+        cap = len(mask)
+        for topology, counts in existing:
+            mask &= counts[topology.dom[:cap]] == 0
+        if not cls.dynamic:
             return mask
         state = self._state(cls)
         for rule, counts, low in state.spread:
@@ -301,13 +411,15 @@ class PredicateChecker:
             if not state.affinity_exists and cls.resolved.affinity_self:  # type: ignore[union-attr]
                 placed[:] = True
             mask &= has_all & placed
-        for topology, counts in (*state.anti, *state.existing):
+        for topology, counts in state.anti:
             mask &= counts[topology.dom[:cap]] == 0
         return mask
 
-    def _check(self, cls: PodClass, slot: int) -> Unfit | None:
+    def _check(self, cls: PodClass, existing: list, slot: int) -> Unfit | None:
         """Every filter on one slot, in kube-scheduler's order; the first failure wins."""
         static = self._static(cls)
+        if static.lazy[slot]:
+            static.compute(slot, self.snapshot.node_at(slot))  # type: ignore[arg-type]
         reason = static.reason[slot]
         if reason is not None:
             return Unfit(reason[0], (reason[1],))
@@ -323,9 +435,9 @@ class PredicateChecker:
                 short.append(R.insufficient(name))
         if short:
             return Unfit(R.NODE_RESOURCES_FIT, tuple(short))
-        if not cls.dynamic and not self._existing_anti(cls):
+        if not (cls.dynamic or existing):
             return None
-        state = self._state(cls)
+        state = self._state(cls) if cls.dynamic else _NO_STATE
         for rule, counts, low in state.spread:
             d = rule.topology.dom[slot]
             if d < 0:
@@ -345,16 +457,18 @@ class PredicateChecker:
         for topology, counts in state.anti:
             if counts[topology.dom[slot]] > 0:
                 return Unfit(R.INTER_POD_AFFINITY, (R.ANTI_AFFINITY_MISMATCH,))
-        for topology, counts in state.existing:
+        for topology, counts in existing:
             if counts[topology.dom[slot]] > 0:
                 return Unfit(R.INTER_POD_AFFINITY, (R.EXISTING_ANTI_AFFINITY_MISMATCH,))
         return None
 
-    def _diagnose(self, cls: PodClass) -> tuple[int, dict[str, int]]:
+    def _diagnose(self, pod: Pod) -> tuple[int, dict[str, int]]:
+        cls = self._class(pod)
+        existing = self._existing(cls, pod)
         counts: Counter[str] = Counter()
         fitting = 0
         for slot in self._index.slot.values():
-            unfit = self._check(cls, slot)
+            unfit = self._check(cls, existing, slot)
             if unfit is None:
                 fitting += 1
             else:

@@ -1,11 +1,15 @@
 """Equivalence classes: pods the scheduler cannot tell apart share every cached answer.
 
-Two levels:
+Three levels:
 
 - `StaticClass`: what decides node-static feasibility (node name, node selector, node affinity,
   tolerations). Its per-slot results (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
   plus the static score inputs) are computed once per node and caught up lazily from the index's
   node log when nodes appear or change.
+- `FitGroup`: a static class plus requests and host ports: everything the filters read that does
+  not depend on other pods' labels. Its base mask (valid, node-static, ports, resources) is
+  shared per snapshot version, and so is "fits nowhere", by every class in it: pods differing
+  only in labels (StatefulSet or Job pods) do not each pay for the vectorised fit.
 - `PodClass`: everything any filter or score reads (namespace, labels, requests, host ports,
   affinity, spread, and the static class). Pods of one ReplicaSet normally share one class, so
   registration of matchers, the per-version pre-filter state and the "fits nowhere" memo are
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubetide.model.node import Node
-from kubetide.model.pod import Pod, TopologySpreadConstraint
+from kubetide.model.pod import HostPort, Pod, TopologySpreadConstraint
 from kubetide.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kubetide.scheduling import reasons as R
 from kubetide.scheduling.index import AntiEntry, PodSet, Topology
@@ -50,10 +54,22 @@ def static_key(pod: Pod) -> tuple:
     )
 
 
+def label_free(pod: Pod) -> bool:
+    """No constraint of the pod's own reads its namespace or labels.
+
+    Then only bound pods' anti-affinity (checked per label set, not per class) can tell apart two
+    such pods with different labels, so the class leaves labels out: StatefulSet or indexed-Job
+    pods with unique labels share one class.
+    """
+    affinity = pod.affinity
+    return not (affinity.pod_required or affinity.anti_required or pod.topology_spread)
+
+
 def class_key(pod: Pod) -> tuple:
+    free = label_free(pod)
     return (
-        pod.namespace,
-        _items(pod.labels),
+        None if free else pod.namespace,
+        None if free else _items(pod.labels),
         _items(pod.requests),
         pod.host_ports,
         pod.node_name,
@@ -64,31 +80,75 @@ def class_key(pod: Pod) -> tuple:
     )
 
 
-class StaticClass:
-    """Per-slot node-static results for one static key (arrays indexed by snapshot slot)."""
+def pinned_names(pod: Pod) -> frozenset[str] | None:
+    """The only node names a pod's required node affinity can match, when every term pins names
+    with `matchFields metadata.name In` (DaemonSet pods); None otherwise."""
+    terms = pod.affinity.node_required
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        lists = [set(r.values) for r in term.match_fields if r.key == "metadata.name" and r.operator == "In"]
+        if not lists:
+            return None
+        names |= set.intersection(*lists)
+    return frozenset(names)
 
-    __slots__ = ("aff_ok", "ok", "pod", "pos", "prefer_taints", "preferred", "reason", "taint_ok")
+
+class StaticClass:
+    """Per-slot node-static results for one static key (arrays indexed by snapshot slot).
+
+    For a pod pinned to named nodes only those nodes are evaluated up front; the others are
+    marked `lazy` (infeasible, reason not yet worked out) and evaluated if someone asks why.
+    """
+
+    __slots__ = (
+        "aff_ok",
+        "any_prefer_taints",
+        "lazy",
+        "ok",
+        "pinned",
+        "pod",
+        "pos",
+        "prefer_taints",
+        "preferred",
+        "reason",
+        "taint_ok",
+    )
 
     def __init__(self, pod: Pod, capacity: int):
         self.pod = pod
+        self.pinned = pinned_names(pod)
+        self.lazy = np.zeros(capacity, dtype=bool)
         self.ok = np.zeros(capacity, dtype=bool)
         self.aff_ok = np.zeros(capacity, dtype=bool)
         self.taint_ok = np.zeros(capacity, dtype=bool)
         self.preferred = np.zeros(capacity, dtype=np.int64)
         self.prefer_taints = np.zeros(capacity, dtype=np.int64)
         self.reason: list[tuple[str, str] | None] = [None] * capacity
+        self.any_prefer_taints = False  # ever seen a node with an untolerated PreferNoSchedule taint
         self.pos = -1  # absolute position in the index's node log caught up to; -1: never
 
     def grow(self, capacity: int) -> None:
         extra = capacity - len(self.ok)
         if extra <= 0:
             return
-        for name in ("ok", "aff_ok", "taint_ok", "preferred", "prefer_taints"):
+        for name in ("ok", "aff_ok", "taint_ok", "preferred", "prefer_taints", "lazy"):
             array = getattr(self, name)
             setattr(self, name, np.concatenate([array, np.zeros(extra, dtype=array.dtype)]))
         self.reason.extend([None] * extra)
 
+    def defer(self, slots: list[int]) -> None:
+        """Mark slots as infeasible-for-now; `compute` fills them in on demand."""
+        self.ok[slots] = False
+        self.aff_ok[slots] = False
+        self.taint_ok[slots] = False
+        self.preferred[slots] = 0
+        self.prefer_taints[slots] = 0
+        self.lazy[slots] = True
+
     def compute(self, slot: int, node: Node) -> None:
+        self.lazy[slot] = False
         pod = self.pod
         reason: tuple[str, str] | None = None
         if unschedulable_blocks(pod, node):
@@ -106,7 +166,10 @@ class StaticClass:
         self.taint_ok[slot] = taint is None
         self.aff_ok[slot] = affinity
         self.preferred[slot] = preferred_affinity_weight(pod, node) if pod.affinity.node_preferred else 0
-        self.prefer_taints[slot] = intolerable_prefer_no_schedule(pod, node) if node.taints else 0
+        prefer = intolerable_prefer_no_schedule(pod, node) if node.taints else 0
+        self.prefer_taints[slot] = prefer
+        if prefer:
+            self.any_prefer_taints = True
 
 
 @dataclass(slots=True)
@@ -139,7 +202,8 @@ class Resolved:
 
 @dataclass(slots=True)
 class State:
-    """What kube-scheduler's PreFilter computes, for one class at one snapshot version.
+    """What kube-scheduler's PreFilter computes from the pod's own terms, for one class at one
+    snapshot version (bound pods' anti-affinity is per label set: see AntiProfile).
 
     Count arrays carry a trailing zero so that indexing with domain -1 (node lacks the key)
     reads 0.
@@ -149,40 +213,77 @@ class State:
     affinity: list[tuple[Topology, np.ndarray]]
     affinity_exists: bool  # some pod matches all affinity terms on a node with the keys
     anti: list[tuple[Topology, np.ndarray]]
-    existing: list[tuple[Topology, np.ndarray]]
+
+
+class AntiProfile:
+    """Which bound pods' anti-affinity terms select pods of one (namespace, labels)."""
+
+    __slots__ = ("labels", "matched", "namespace", "seen")
+
+    def __init__(self, namespace: str, labels: dict[str, str]):
+        self.namespace = namespace
+        self.labels = labels
+        self.seen = 0  # entries of the index's append-only list already tested
+        self.matched: list[AntiEntry] = []
+
+
+class FitGroup:
+    """Pods alike in everything but labels and pod (anti-)affinity/spread.
+
+    Holds, per slot, the base mask (valid, node-static, host ports, resources) and the resource
+    scores, kept current by recomputing only the slots the index logged as touched since.
+    """
+
+    __slots__ = ("cpu", "fit", "fit_pos", "mask", "memory", "need", "none_at", "ports", "pos", "static")
+
+    def __init__(self, static: StaticClass, requests: tuple, ports: tuple[HostPort, ...]):
+        self.static = static
+        self.need = tuple(
+            sorted(
+                ((r, a) for r, a in requests if a > 0),
+                key=lambda item: (_RESOURCE_ORDER.get(item[0], 4), item[0]),
+            )
+        )
+        amounts = dict(requests)
+        self.cpu = amounts.get(CPU, 0)
+        self.memory = amounts.get(MEMORY, 0)
+        self.ports = ports
+        self.mask = np.zeros(0, dtype=bool)
+        self.fit = np.zeros(0, dtype=np.int64)
+        self.pos = -1  # absolute position in the index's touched log; -1: never computed
+        self.fit_pos = -1  # the same for `fit`, which only best_node needs
+        self.none_at = -1  # index version at which the base mask was empty
 
 
 class PodClass:
     __slots__ = (
-        "anti_match",
-        "anti_seen",
         "dynamic",
+        "group",
+        "label_free",
         "need",
         "none_at",
         "pod",
         "ports",
+        "profile",
         "resolved",
         "state",
         "state_version",
         "static",
     )
 
-    def __init__(self, pod: Pod, static: StaticClass):
-        self.pod = pod
-        self.static = static
-        self.need = tuple(
-            sorted(
-                ((r, a) for r, a in pod.requests.items() if a > 0),
-                key=lambda item: (_RESOURCE_ORDER.get(item[0], 4), item[0]),
-            )
-        )
-        self.ports = pod.host_ports
+    def __init__(self, pod: Pod, group: FitGroup):
+        self.pod = pod  # the first pod seen: stands for the class (its labels only if not label_free)
+        self.group = group
+        self.static = group.static
+        self.need = group.need
+        self.ports = group.ports
+        self.label_free = label_free(pod)
+        self.profile = None if self.label_free else AntiProfile(pod.namespace, pod.labels)
+        # The per-class pre-filter state is needed only for the pod's own pod-level terms.
         affinity = pod.affinity
         hard = any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.topology_spread)
-        self.dynamic = bool(self.ports or hard or affinity.pod_required or affinity.anti_required)
+        self.dynamic = bool(hard or affinity.pod_required or affinity.anti_required)
         self.resolved: Resolved | None = None
         self.state: State | None = None
         self.state_version = -1
-        self.none_at = -1  # index version at which no node fitted
-        self.anti_seen = 0
-        self.anti_match: list[AntiEntry] = []
+        self.none_at = -1  # index version at which no node passed every filter

@@ -15,6 +15,8 @@ changes a revert replays, and keeps these structures right without ever rescanni
 - host ports in use, per slot.
 
 `version` increases on every change; caches keyed on it are invalidated by any change at all.
+`touched` logs the slot of every change, so per-slot caches (a fit group's base mask and resource
+scores) recompute only the rows that changed since they last looked.
 """
 
 from __future__ import annotations
@@ -113,13 +115,15 @@ class PodSet:
 class AntiEntry:
     """Bound pods carrying one (resolved) required anti-affinity term, counted per domain."""
 
-    __slots__ = ("counts", "matcher", "topology", "total")
+    __slots__ = ("counts", "matcher", "padded", "padded_version", "topology", "total")
 
     def __init__(self, matcher: PodMatcher, topology: Topology):
         self.matcher = matcher
         self.topology = topology
         self.counts = np.zeros(max(8, topology.size), dtype=np.int64)
         self.total = 0  # only pods on nodes that carry the key count
+        self.padded: np.ndarray | None = None  # domain counts + a trailing 0, per index version
+        self.padded_version = -1
 
     def add(self, slot: int, delta: int) -> None:
         d = self.topology.dom[slot]
@@ -165,6 +169,9 @@ class SchedulingIndex(SnapshotObserver):
         # Slots whose node appeared or changed, for per-class node caches to catch up on.
         self.node_log: list[int] = []
         self.log_base = 0
+        # Slots of every pod or node change; `touched_base` entries were dropped from the front.
+        self.touched: list[int] = []
+        self.touched_base = 0
         for node in snapshot.nodes():
             self.node_added(node)
         for node in snapshot.nodes():
@@ -188,6 +195,7 @@ class SchedulingIndex(SnapshotObserver):
             self.log_base += len(self.node_log)
             self.node_log = []
         self.node_log.append(slot)
+        self._touch(slot)
 
     def node_removed(self, node: Node) -> None:
         self.version += 1
@@ -195,6 +203,14 @@ class SchedulingIndex(SnapshotObserver):
         for topology in self.topologies.values():
             topology.clear(slot)
         self.ports.pop(slot, None)
+        self._touch(slot)
+
+    def _touch(self, slot: int) -> None:
+        touched = self.touched
+        if len(touched) > 8 * self.capacity + 4096:
+            self.touched_base += len(touched)
+            touched.clear()
+        touched.append(slot)
 
     def pod_added(self, pod: Pod, node: Node) -> None:
         self._pod_changed(pod, self.slot[node.name], 1)
@@ -204,6 +220,7 @@ class SchedulingIndex(SnapshotObserver):
 
     def _pod_changed(self, pod: Pod, slot: int, delta: int) -> None:
         self.version += 1
+        self._touch(slot)
         info = self._pods.get(pod.uid)
         if info is None or info[0] is not pod:
             info = self._describe(pod)

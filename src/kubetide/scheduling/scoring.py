@@ -38,43 +38,58 @@ WEIGHTS = {
 }
 
 
-def score_nodes(
-    snapshot: ClusterSnapshot, cls: PodClass, static: StaticClass, feasible: np.ndarray
+def resource_scores(
+    alloc: np.ndarray, used: np.ndarray, cpu: int, memory: int, index: dict[str, int]
 ) -> np.ndarray:
-    """Total score per slot (meaningful on feasible slots only)."""
-    cap = len(feasible)
-    index = snapshot.columns.index
-    fractions = []
-    least = np.zeros(cap, dtype=np.int64)
-    for name in (CPU, MEMORY):
-        col = index[name]
-        alloc = snapshot.alloc[:cap, col]
-        requested = snapshot.used[:cap, col] + cls.pod.requests.get(name, 0)
-        safe = np.where(alloc > 0, alloc, 1)
-        fits = (alloc > 0) & (requested <= alloc)
-        least += np.where(fits, (alloc - requested) * MAX_SCORE // safe, 0)
-        fractions.append((alloc > 0, np.minimum(requested / safe, 1.0)))
-    total = least // 2 * WEIGHTS["NodeResourcesFit"]
+    """NodeResourcesFit (LeastAllocated) + NodeResourcesBalancedAllocation, for the given rows.
 
+    These depend only on a node's own allocatable and requested amounts, so the checker keeps
+    them per fit group and recomputes only the rows of nodes that changed.
+    """
+    least = np.zeros(len(alloc), dtype=np.int64)
+    fractions = []
+    for col, amount in ((index[CPU], cpu), (index[MEMORY], memory)):
+        capacity = alloc[:, col]
+        requested = used[:, col] + amount
+        has = capacity > 0
+        safe = np.where(has, capacity, 1)
+        least += np.where(has & (requested <= capacity), (capacity - requested) * MAX_SCORE // safe, 0)
+        fractions.append((has, np.minimum(requested / safe, 1.0)))
+    total = least // 2 * WEIGHTS["NodeResourcesFit"]
     (has_cpu, f_cpu), (has_mem, f_mem) = fractions
     std = np.where(has_cpu & has_mem, np.abs(f_cpu - f_mem) / 2, 0.0)
     total += ((1 - std) * MAX_SCORE).astype(np.int64) * WEIGHTS["NodeResourcesBalancedAllocation"]
-
-    taints = static.prefer_taints[:cap]
-    worst = int(taints[feasible].max()) if feasible.any() else 0
-    if worst:
-        total += (MAX_SCORE - taints * MAX_SCORE // worst) * WEIGHTS["TaintToleration"]
-    else:
-        total += MAX_SCORE * WEIGHTS["TaintToleration"]
-
-    preferred = static.preferred[:cap]
-    best = int(preferred[feasible].max()) if feasible.any() else 0
-    if best:
-        total += preferred * MAX_SCORE // best * WEIGHTS["NodeAffinity"]
-
-    if cls.resolved is not None and cls.resolved.soft:
-        total += _spread_score(snapshot, cls.resolved.soft, static, feasible) * WEIGHTS["PodTopologySpread"]
     return total
+
+
+def score_nodes(
+    snapshot: ClusterSnapshot, cls: PodClass, static: StaticClass, feasible: np.ndarray, base: np.ndarray
+) -> np.ndarray:
+    """Total score per slot (meaningful on feasible slots only); `base` is resource_scores.
+
+    Plugins whose score is the same on every node (no PreferNoSchedule taints, no preferred
+    terms) are left out: a constant does not change the choice.
+    """
+    cap = len(feasible)
+    total = base[:cap]
+    extra = False
+    if static.any_prefer_taints:
+        taints = static.prefer_taints[:cap]
+        worst = int(taints[feasible].max())
+        if worst:
+            total = total + (MAX_SCORE - taints * MAX_SCORE // worst) * WEIGHTS["TaintToleration"]
+            extra = True
+    if cls.pod.affinity.node_preferred:
+        preferred = static.preferred[:cap]
+        best = int(preferred[feasible].max())
+        if best:
+            total = total + preferred * MAX_SCORE // best * WEIGHTS["NodeAffinity"]
+            extra = True
+    if cls.resolved is not None and cls.resolved.soft:
+        spread = _spread_score(snapshot, cls.resolved.soft, static, feasible)
+        total = total + spread * WEIGHTS["PodTopologySpread"]
+        extra = True
+    return total if extra else total.copy()
 
 
 def _spread_score(
