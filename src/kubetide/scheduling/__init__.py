@@ -26,6 +26,10 @@ The whole API::
         # Pod UID -> node or None: places pending pods in queue order (priority desc, creation
         # time, name) with best_node and binds each (snapshot.add_pod) so later pods see it.
 
+    queue_order(pod) -> tuple
+        # The sort key schedule_pods uses (kube-scheduler's PrioritySort), for callers that place
+        # pods one at a time themselves.
+
 Filters, in kube-scheduler's order: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity
 (nodeSelector + required node affinity), NodePorts, NodeResourcesFit (every resource column),
 PodTopologySpread (DoNotSchedule), InterPodAffinity (required affinity, anti-affinity, and bound
