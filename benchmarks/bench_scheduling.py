@@ -183,7 +183,7 @@ def heterogeneous(runs: int) -> dict[str, tuple[float, int]]:
 
 
 def main() -> None:
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=120)
     table = Table(title="filter-out-schedulable (find_node per pending pod, bind if found)")
     for column in ("nodes", "scheduled", "pending", "labels", "placed", "time", "Go CA", "target", "result"):
         table.add_column(column, justify="right" if column not in ("labels", "result") else "left")

@@ -84,7 +84,7 @@ def fork_add_revert(snapshot: ClusterSnapshot, nodes: list[Node], runs: int) -> 
 
 
 def main() -> None:
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=120)
     table = Table(title="ClusterSnapshot")
     for column in ("operation", "time", "Go CA", "target", "result"):
         table.add_column(column, justify="left" if column in ("operation", "result") else "right")

@@ -172,6 +172,7 @@ class SchedulingIndex(SnapshotObserver):
         # Slots of every pod or node change; `touched_base` entries were dropped from the front.
         self.touched: list[int] = []
         self.touched_base = 0
+        self._touch_limit = 8 * self.capacity + 4096
         for node in snapshot.nodes():
             self.node_added(node)
         for node in snapshot.nodes():
@@ -207,7 +208,7 @@ class SchedulingIndex(SnapshotObserver):
 
     def _touch(self, slot: int) -> None:
         touched = self.touched
-        if len(touched) > 8 * self.capacity + 4096:
+        if len(touched) > self._touch_limit:
             self.touched_base += len(touched)
             touched.clear()
         touched.append(slot)
@@ -219,21 +220,29 @@ class SchedulingIndex(SnapshotObserver):
         self._pod_changed(pod, self.slot[node.name], -1)
 
     def _pod_changed(self, pod: Pod, slot: int, delta: int) -> None:
+        # The hot path of every simulation (each bind and each undo): kept flat on purpose.
         self.version += 1
-        self._touch(slot)
-        info = self._pods.get(pod.uid)
+        touched = self.touched
+        if len(touched) > self._touch_limit:
+            self.touched_base += len(touched)
+            touched.clear()
+        touched.append(slot)
+        info = self._pods.get(pod.meta.uid)
         if info is None or info[0] is not pod:
             info = self._describe(pod)
         group = info[1]
-        count = group.slots.get(slot, 0) + delta
+        slots = group.slots
+        count = slots.get(slot, 0) + delta
         if count:
-            group.slots[slot] = count
+            slots[slot] = count
         else:
-            del group.slots[slot]
-        for pod_set in group.sets:
-            pod_set.add(slot, delta)
-        for entry in info[2]:
-            entry.add(slot, delta)
+            del slots[slot]
+        if group.sets:
+            for pod_set in group.sets:
+                pod_set.add(slot, delta)
+        if info[2]:
+            for entry in info[2]:
+                entry.add(slot, delta)
         if info[3]:
             self._ports_changed(slot, info[3], delta)
 
@@ -271,6 +280,7 @@ class SchedulingIndex(SnapshotObserver):
 
     def _grow(self, capacity: int) -> None:
         self.capacity = capacity
+        self._touch_limit = 8 * capacity + 4096
         for topology in self.topologies.values():
             topology.dom = _grown(topology.dom, capacity, -1)
         for pod_set in self.sets.values():
