@@ -323,7 +323,7 @@ class PredicateChecker:
     # -- filters -----------------------------------------------------------------------------
     def _rows(self, pos: int) -> np.ndarray | slice:
         """Slots touched since absolute log position `pos` (repeats allowed), or every slot when
-        that is most of them or the log no longer reaches back that far."""
+        there are many (one vectorised pass is then cheaper) or the log no longer reaches back."""
         index = self._index
         end = index.touched_base + len(index.touched)
         if pos < index.touched_base or end - pos > index.capacity // 8:
