@@ -186,3 +186,31 @@ def test_workloads_parse_templates(tmp_path):
     assert deploy.template.prototype.requests["cpu"] == 1000
     pod = deploy.template.instantiate("web-x", "shop", "uid-1", deploy.owner_reference(), created=5.0)
     assert (pod.key, pod.labels, pod.controller.kind) == ("shop/web-x", {"app": "web"}, "Deployment")
+
+
+def test_priority_classes_learnt_from_admitted_pods(tmp_path):
+    """kubectl dumps have no PriorityClass objects; admitted pods carry the class's value."""
+    text = """
+    kind: Pod
+    metadata: {name: a}
+    spec: {priority: 500, priorityClassName: gold, containers: [{name: c}]}
+    ---
+    kind: Deployment
+    metadata: {name: web}
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {priorityClassName: gold, containers: [{name: c}]}
+    ---
+    kind: Deployment
+    metadata: {name: batch}
+    spec:
+      selector: {matchLabels: {app: batch}}
+      template:
+        metadata: {labels: {app: batch}}
+        spec: {priorityClassName: bronze, containers: [{name: c}]}
+    """
+    m = load_files([write(tmp_path, "dump.yaml", text)])
+    assert [w.template.prototype.priority for w in m.workloads] == [500, 0]
+    assert any("unknown PriorityClass bronze" in w for w in m.warnings)

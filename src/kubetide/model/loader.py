@@ -196,22 +196,32 @@ def _describe(obj: dict, kind: str) -> str:
 def resolve_priorities(manifests: Manifests, source: str) -> None:
     """Fill in pod priorities from priorityClassName, as the Priority admission plugin does.
 
-    A pod (or template) that names an unknown class without an explicit spec.priority is an error:
-    the API server would have rejected it.
+    Class values come from PriorityClass objects, the built-in system classes, and admitted pods:
+    `kubectl get ... -o yaml` dumps omit PriorityClasses, but every admitted pod carries both its
+    class name and its resolved spec.priority. A pod naming an unknown class without a priority is
+    an error (the API server would have rejected it); a workload template naming one is not (the
+    class may simply be missing from the dump), so it gets a warning and priority 0.
     """
     classes = dict(SYSTEM_PRIORITY_CLASSES)
+    for pod in manifests.pods:
+        if pod.explicit_priority and pod.priority_class_name:
+            classes.setdefault(pod.priority_class_name, pod.priority)
     default = 0
     for pc in manifests.priority_classes:
         classes[pc.name] = pc.value
         if pc.global_default:
             default = pc.value
+    unknown_in_templates: set[str] = set()
 
-    def resolve(pod: Pod, where: str, field: str) -> Pod:
+    def resolve(pod: Pod, where: str, field: str | None) -> Pod:
         if pod.explicit_priority:
             return pod
         if not pod.priority_class_name:
             return dataclasses.replace(pod, priority=default) if default else pod
         if pod.priority_class_name not in classes:
+            if field is None:
+                unknown_in_templates.add(pod.priority_class_name)
+                return pod
             raise ManifestError(
                 source,
                 where,
@@ -222,7 +232,12 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
 
     manifests.pods[:] = [resolve(p, f"Pod {p.key}", "spec.priorityClassName") for p in manifests.pods]
     for index, w in enumerate(manifests.workloads):
-        prototype = resolve(w.template.prototype, w.key, "spec.template.spec.priorityClassName")
+        prototype = resolve(w.template.prototype, w.key, None)
         if prototype is not w.template.prototype:
             template = dataclasses.replace(w.template, prototype=prototype)
             manifests.workloads[index] = dataclasses.replace(w, template=template)
+    if unknown_in_templates:
+        names = ", ".join(sorted(unknown_in_templates))
+        manifests.warnings.append(
+            f"{source}: unknown PriorityClass {names} in workload templates; using priority 0"
+        )
