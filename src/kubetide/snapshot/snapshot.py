@@ -59,11 +59,14 @@ class ClusterSnapshot:
         self._free: list[int] = list(range(capacity))
         self._pods_on: dict[str, dict[str, Pod]] = {}
         self._node_of: dict[str, str] = {}
-        self._vectors: dict[str, np.ndarray] = {}
-        # Per pod: (its requests dict, [(column, amount)...]). Pods request 2-4 resources, so
-        # scalar updates through a memoryview beat a NumPy row operation by several times.
-        self._sparse: dict[str, tuple[dict, list[tuple[int, int]]]] = {}
-        self._used_view = memoryview(self.used)
+        # Resource vectors cached by the identity of a pod's `requests` dict: every version of a
+        # pod (dataclasses.replace) and every pod stamped from one template share that dict, so
+        # the cache stays small and hits almost always. Each entry keeps its dict alive, so an id
+        # is never reused while cached. Pods request 2-4 resources, and scalar updates through a
+        # memoryview beat a NumPy row operation several times over.
+        self._sparse: dict[int, tuple[dict, list[tuple[int, int]]]] = {}
+        self._vectors: dict[int, tuple[dict, np.ndarray]] = {}
+        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
         self._log: list[tuple] = []
         self._marks: list[int] = []
         self._observers: list[SnapshotObserver] = []
@@ -134,20 +137,33 @@ class ClusterSnapshot:
         return vec
 
     def _sparse_of(self, pod: Pod) -> list[tuple[int, int]]:
-        entry = self._sparse.get(pod.uid)
-        if entry is not None and entry[0] is pod.requests:
+        requests = pod.requests
+        entry = self._sparse.get(id(requests))
+        if entry is not None and entry[0] is requests:
             return entry[1]
-        self._ensure_columns(pod.requests)
+        self._ensure_columns(requests)
         index = self.columns.index
-        sparse = [(index[name], amount) for name, amount in pod.requests.items() if amount]
-        self._sparse[pod.uid] = (pod.requests, sparse)
+        sparse = [(index[name], amount) for name, amount in requests.items() if amount]
+        self._sparse[id(requests)] = (requests, sparse)
+        self._bound_caches()
         return sparse
 
     def pod_vector(self, pod: Pod) -> np.ndarray:
-        vec = self._vectors.get(pod.uid)
-        if vec is None or len(vec) != len(self.columns):
-            vec = self._vectors[pod.uid] = self.vector(pod.requests)
-        return vec
+        requests = pod.requests
+        entry = self._vectors.get(id(requests))
+        if entry is None or entry[0] is not requests or len(entry[1]) != len(self.columns):
+            entry = self._vectors[id(requests)] = (requests, self.vector(requests))
+            self._bound_caches()
+        return entry[1]
+
+    def _bound_caches(self) -> None:
+        # Parsed pods each own their dict; drop everything now and then rather than hold every
+        # pod ever seen (a day-long simulation sees hundreds of thousands).
+        limit = 2 * len(self._node_of) + 65536  # at most a few tens of MB
+        if len(self._sparse) > limit:
+            self._sparse.clear()
+        if len(self._vectors) > limit:
+            self._vectors.clear()
 
     # -- observers -------------------------------------------------------------------------
     def add_observer(self, observer: SnapshotObserver) -> None:
@@ -165,8 +181,25 @@ class ClusterSnapshot:
             raise SnapshotError("revert() without a fork()")
         mark = self._marks.pop()
         log = self._log
+        observers = self._observers
         while len(log) > mark:
-            self._undo(log.pop())
+            entry = log.pop()
+            if entry[0] != _ADD_POD:
+                self._undo(entry)
+                continue
+            # Undoing an add is by far the commonest step of a what-if: inlined, using what the
+            # add recorded (node, slot, resource list) instead of looking it up again.
+            _, uid, node_name, slot, sparse = entry
+            del self._node_of[uid]
+            pod = self._pods_on[node_name].pop(uid)
+            used = self._used_view
+            base = slot * len(self.columns)
+            for column, amount in sparse:
+                used[base + column] -= amount
+            if observers:
+                node = self._node_at[slot]
+                for observer in observers:
+                    observer.pod_removed(pod, node)
 
     def commit(self) -> None:
         if not self._marks:
@@ -182,10 +215,8 @@ class ClusterSnapshot:
 
     def _undo(self, entry: tuple) -> None:
         op = entry[0]
-        if op == _ADD_POD:
-            self._unplace(entry[1])
-        elif op == _REMOVE_POD:
-            self._place(entry[1], entry[2])
+        if op == _REMOVE_POD:
+            self._place(entry[1], entry[2], self._slot[entry[2]])
         elif op == _ADD_NODE:
             self._drop_node(entry[1])
         elif op == _REMOVE_NODE:
@@ -220,13 +251,15 @@ class ClusterSnapshot:
             self._log.append((_REPLACE_NODE, old))
 
     def add_pod(self, pod: Pod, node_name: str) -> None:
-        if pod.uid in self._node_of:
-            raise SnapshotError(f"pod {pod.key} ({pod.uid}) is already bound to {self._node_of[pod.uid]!r}")
-        if node_name not in self._slot:
+        uid = pod.uid
+        if uid in self._node_of:
+            raise SnapshotError(f"pod {pod.key} ({uid}) is already bound to {self._node_of[uid]!r}")
+        slot = self._slot.get(node_name)
+        if slot is None:
             raise SnapshotError(f"no node {node_name!r} in the snapshot for pod {pod.key}")
-        self._place(pod, node_name)
+        sparse = self._place(pod, node_name, slot)
         if self._marks:
-            self._log.append((_ADD_POD, pod.uid))
+            self._log.append((_ADD_POD, uid, node_name, slot, sparse))
 
     def remove_pod(self, uid: str) -> Pod:
         if uid not in self._node_of:
@@ -248,18 +281,23 @@ class ClusterSnapshot:
         self.add_pod(pod, node_name)
 
     # -- internals (shared by changes and their undo) ----------------------------------------
-    def _place(self, pod: Pod, node_name: str) -> None:
-        slot = self._slot[node_name]
-        self._pods_on[node_name][pod.uid] = pod
-        self._node_of[pod.uid] = node_name
-        sparse = self._sparse_of(pod)  # may add columns, which reallocates the arrays
+    def _place(self, pod: Pod, node_name: str, slot: int) -> list[tuple[int, int]]:
+        uid = pod.uid
+        self._pods_on[node_name][uid] = pod
+        self._node_of[uid] = node_name
+        requests = pod.requests
+        entry = self._sparse.get(id(requests))
+        # _sparse_of may add columns, which reallocates the arrays: take the view after it.
+        sparse = entry[1] if entry is not None and entry[0] is requests else self._sparse_of(pod)
         used = self._used_view
+        base = slot * len(self.columns)
         for column, amount in sparse:
-            used[slot, column] += amount
+            used[base + column] += amount
         if self._observers:
             node = self._node_at[slot]
             for observer in self._observers:
                 observer.pod_added(pod, node)
+        return sparse
 
     def _unplace(self, uid: str) -> Pod:
         node_name = self._node_of.pop(uid)
@@ -267,8 +305,9 @@ class ClusterSnapshot:
         pod = self._pods_on[node_name].pop(uid)
         sparse = self._sparse_of(pod)
         used = self._used_view
+        base = slot * len(self.columns)
         for column, amount in sparse:
-            used[slot, column] -= amount
+            used[base + column] -= amount
         if self._observers:
             node = self._node_at[slot]
             for observer in self._observers:
@@ -330,7 +369,7 @@ class ClusterSnapshot:
         self.alloc = np.concatenate([self.alloc, np.zeros((old, self.alloc.shape[1]), dtype=np.int64)])
         self.used = np.concatenate([self.used, np.zeros((old, self.used.shape[1]), dtype=np.int64)])
         self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
-        self._used_view = memoryview(self.used)
+        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
         self._node_at.extend([None] * old)
         for slot in range(old, new):
             heapq.heappush(self._free, slot)
@@ -344,5 +383,5 @@ class ClusterSnapshot:
         extra = np.zeros((self.alloc.shape[0], len(missing)), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, extra])
         self.used = np.hstack([self.used, extra])
-        self._used_view = memoryview(self.used)
+        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
         self._sparse.clear()
