@@ -17,7 +17,9 @@ def test_version(capsys):
     assert capsys.readouterr().out.startswith("kubetide ")
 
 
-@pytest.mark.parametrize("argv", [["--no-such-flag"], ["no-such-command"], ["schedule"], ["schedule", "x.yaml", "--frobnicate"]])
+@pytest.mark.parametrize(
+    "argv", [["--no-such-flag"], ["no-such-command"], ["schedule"], ["schedule", "x.yaml", "--frobnicate"]]
+)
 def test_usage_errors_are_one_line_and_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
