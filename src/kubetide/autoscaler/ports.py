@@ -11,10 +11,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus
 
 # Taints the autoscaler owns (Cluster Autoscaler's names, so existing tooling recognises them).
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"  # NoSchedule, value = Unix seconds
@@ -63,8 +66,13 @@ class ClusterActions(Protocol):
 
     def delete_node_object(self, node_name: str) -> None: ...
 
-    def write_status(self, status_yaml: str) -> None:
-        """Store the status document (kube-system/cluster-autoscaler-status, key `status`)."""
+    def write_status(self, status: ClusterAutoscalerStatus) -> None:
+        """Store the status document (kube-system/cluster-autoscaler-status, key `status`).
+
+        The object, not its YAML: the loop writes it every scan-interval, and an adapter that
+        only keeps the latest (the simulator) need not serialise thousands it will never show.
+        A real adapter stores `clusterstate.status_yaml(status)`.
+        """
         ...
 
     def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:

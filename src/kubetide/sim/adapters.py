@@ -81,6 +81,14 @@ class WorkloadStatus(WorldObserver):
         return result
 
 
+def status_configmap(status) -> ConfigMap:
+    """The in-memory kube-system/cluster-autoscaler-status ConfigMap for a status document."""
+    from kubetide.autoscaler.clusterstate.status import status_yaml
+
+    meta = ObjectMeta(name=STATUS_CONFIGMAP, namespace=STATUS_NAMESPACE, uid="cluster-autoscaler-status")
+    return ConfigMap(meta, {"status": status_yaml(status)})
+
+
 class SimClusterView:
     def __init__(self, world: World, budgets: Budgets, status: WorkloadStatus):
         self.world = world
@@ -100,6 +108,11 @@ class SimClusterView:
         return self.status.workloads()
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
+        if (namespace, name) == (
+            STATUS_NAMESPACE,
+            STATUS_CONFIGMAP,
+        ) and self.world.autoscaler_status is not None:
+            return status_configmap(self.world.autoscaler_status)
         return self.world.configmaps.get((namespace, name))
 
 
@@ -159,10 +172,10 @@ class SimClusterActions:
             "Node", node_name, "Normal", "NodeObjectDeleted", "node object deleted", "cluster-autoscaler"
         )
 
-    def write_status(self, status_yaml: str) -> None:
+    def write_status(self, status) -> None:
+        # Kept as an object; the ConfigMap text is rendered only when someone reads it.
         self.status_writes += 1
-        meta = ObjectMeta(name=STATUS_CONFIGMAP, namespace=STATUS_NAMESPACE, uid="cluster-autoscaler-status")
-        self.world.configmaps[(STATUS_NAMESPACE, STATUS_CONFIGMAP)] = ConfigMap(meta, {"status": status_yaml})
+        self.world.autoscaler_status = status
 
     def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")

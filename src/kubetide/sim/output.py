@@ -35,6 +35,9 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool
     with paths["events"].open("w", encoding="utf-8") as handle:
         for entry in result.events:
             handle.write(json.dumps(entry) + "\n")
+    if result.status_yaml is not None:
+        paths["status"] = out / "status.yaml"
+        paths["status"].write_text(result.status_yaml, encoding="utf-8")
     if report:
         from kubetide.sim.report import render
 

@@ -26,7 +26,13 @@ from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
 from kubetide.clock import Clock
 from kubetide.model import Manifests, Pod
 from kubetide.model.node import ZONE_LABEL
-from kubetide.sim.adapters import SimClusterActions, SimClusterView, WorkloadStatus
+from kubetide.sim.adapters import (
+    STATUS_CONFIGMAP,
+    STATUS_NAMESPACE,
+    SimClusterActions,
+    SimClusterView,
+    WorkloadStatus,
+)
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
 from kubetide.sim.disruption import Budgets
@@ -55,7 +61,8 @@ AutoscalerFactory = Callable[
 
 
 class NoAutoscaler:
-    """Stands in when no autoscaler is available: the cluster runs, nothing scales."""
+    """No autoscaler at all: the cluster runs, nothing scales (tests of the simulated components,
+    and `kubetide simulate --no-autoscaler` for a baseline)."""
 
     def __init__(self, options, clock, view, actions, cloud):
         pass
@@ -64,13 +71,14 @@ class NoAutoscaler:
         return None
 
 
-def default_autoscaler_factory() -> tuple[AutoscalerFactory, str]:
-    """kubetide's autoscaler when it is installed, else NoAutoscaler. Returns (factory, name)."""
-    try:
-        from kubetide.autoscaler.loop import Autoscaler
-    except ImportError:
-        return NoAutoscaler, "none"
-    return Autoscaler, "kubetide"
+def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
+    """kubetide's autoscaler, its random expander seeded from the scenario. Returns (factory, name)."""
+    from kubetide.autoscaler.loop import Autoscaler
+
+    def factory(options, clock, view, actions, cloud):
+        return Autoscaler(options, clock, view, actions, cloud, seed=seed)
+
+    return factory, "kubetide"
 
 
 @dataclass
@@ -81,6 +89,7 @@ class SimulationResult:
     events: list[dict[str, Any]]
     markers: list[dict[str, Any]] = field(default_factory=list)  # scenario events, for plots
     warnings: list[str] = field(default_factory=list)
+    status_yaml: str | None = None  # the autoscaler's last status document
 
 
 class Simulation:
@@ -95,7 +104,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         if autoscaler_factory is None:
-            autoscaler_factory, default_name = default_autoscaler_factory()
+            autoscaler_factory, default_name = default_autoscaler_factory(self.seed)
             autoscaler_name = autoscaler_name or default_name
         self.factory = autoscaler_factory
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
@@ -321,7 +330,12 @@ class Simulation:
             events=self.log.entries,
             markers=self._markers,
             warnings=self.warnings,
+            status_yaml=self._status_yaml(),
         )
+
+    def _status_yaml(self) -> str | None:
+        cm = self.view.configmap(STATUS_NAMESPACE, STATUS_CONFIGMAP)
+        return None if cm is None else cm.data.get("status")
 
     def _pods_by_zone(self) -> dict[str, int]:
         """Running pods (DaemonSet pods aside) per zone, when nodes carry zone labels."""
@@ -336,6 +350,12 @@ class Simulation:
                 if pod.phase == "Running" and not pod.is_terminating and not pod.is_daemonset:
                     counts[zone] += 1
         return dict(sorted(counts.items()))
+
+    def _autoscaler_summary(self) -> dict[str, Any]:
+        """cluster_health and node_groups from the autoscaler's registry, when it keeps one.
+        After an autoscalerRestart they count from the restart, like the real process would."""
+        report = getattr(self.autoscaler, "summary", None)
+        return report() if callable(report) else {}
 
     def summary(self, wall_seconds: float) -> dict[str, Any]:
         c = self.metrics.c
@@ -393,6 +413,7 @@ class Simulation:
                 "nodes_deleted_with_pods": c.nodes_deleted_with_pods,
             },
             "groups": groups,
+            **self._autoscaler_summary(),
             "autoscaler_loops": c.autoscaler_loops,
             "autoscaler_restarts": c.autoscaler_restarts,
             "faults_injected": self.faults.injected,

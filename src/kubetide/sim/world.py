@@ -68,6 +68,7 @@ class World:
         self.workloads: dict[str, Workload] = {}  # "Kind/namespace/name"
         self.pdbs: dict[str, PodDisruptionBudget] = {}  # "namespace/name"
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
+        self.autoscaler_status = None  # the latest status document the autoscaler wrote
         self.priority_classes: dict[str, PriorityClass] = {}
         self._hooks: dict[str, list] = {name: [] for name in _HOOKS}
         self._uids = 0

@@ -244,7 +244,7 @@ class FakeActions:
     def delete_node_object(self, node_name: str) -> None:
         self.calls.append(("delete_node_object", node_name))
 
-    def write_status(self, status_yaml: str) -> None:
+    def write_status(self, status) -> None:
         self.calls.append(("write_status",))
 
     def emit_event(self, kind, key, event_type, reason, message) -> None:

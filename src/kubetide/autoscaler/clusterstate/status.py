@@ -144,9 +144,15 @@ class ClusterAutoscalerStatus:
 # ----------------------------------------------------------------------------- YAML in and out
 
 
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def status_yaml(status: ClusterAutoscalerStatus) -> str:
     """The document as the ConfigMap's ``status`` key holds it."""
-    return yaml.safe_dump(to_dict(status), sort_keys=False, default_flow_style=False, allow_unicode=True)
+    # Written every loop: libyaml's emitter is an order of magnitude faster than PyYAML's own.
+    return yaml.dump(
+        to_dict(status), Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
 
 
 def parse_status_yaml(text: str) -> ClusterAutoscalerStatus:

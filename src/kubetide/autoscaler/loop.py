@@ -1,0 +1,303 @@
+"""RunOnce: one autoscaler loop, in the order the cluster-state-registry design gives.
+
+    registry.update -> unhealthy? halt -> remove unregistered instances -> fix group sizes
+    -> scale-up (filter schedulable, estimate, expand, increase) -> scale-down (drive deletions in
+    progress, plan, start new ones, soft taints) -> status
+
+Everything reaches the world through the ports (Clock, ClusterView, ClusterActions,
+CloudProvider), so this exact code runs in the simulator and against a real cluster. The loop
+keeps one PredicateChecker attached to the view's snapshot across loops: its indexes follow the
+snapshot incrementally, and rebuilding them every loop would cost more than the loop itself.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.clusterstate import (
+    ClusterStateRegistry,
+    ScaleDownSummary,
+    ScaleUpSummary,
+    StatusBuilder,
+)
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import ActionError, CloudProvider, ClusterActions, ClusterView, NodeGroup
+from kubetide.autoscaler.scaledown import (
+    Actuator,
+    Planner,
+    ScaleDownPlan,
+    StartResult,
+    recover,
+    update_soft_taints,
+)
+from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
+from kubetide.clock import Clock
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+STATUS_CONFIGMAP = ("ConfigMap", "kube-system/cluster-autoscaler-status")
+PRIORITY_EXPANDER_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")
+
+
+@dataclass(slots=True)
+class LoopResult:
+    """What one loop did, for the simulator's metrics and for tests."""
+
+    now: float
+    halted: str | None = None  # why the loop stopped early, if it did
+    scale_up: ScaleUpPlan | None = None
+    scaled_up: dict[str, int] = field(default_factory=dict)  # group -> nodes added
+    scale_down: ScaleDownPlan | None = None
+    started: StartResult | None = None
+    deleted: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    failed_deletions: dict[str, str] = field(default_factory=dict)
+
+
+class Autoscaler:
+    """The autoscaler. `run_once()` is one loop; the caller runs it every scan-interval."""
+
+    def __init__(
+        self,
+        options: AutoscalerOptions,
+        clock: Clock,
+        view: ClusterView,
+        actions: ClusterActions,
+        cloud: CloudProvider,
+        *,
+        seed: int | random.Random = 0,
+        timer: Callable[[], float] = time.perf_counter,
+    ):
+        self.options = options
+        self.clock = clock
+        self.view = view
+        self.actions = actions
+        self.cloud = cloud
+        self.registry = ClusterStateRegistry(options)
+        self.scale_up = ScaleUp(options, seed=seed, timer=timer)
+        self.planner = Planner(options, timer=timer)
+        self.actuator = Actuator(options, actions, cloud, self.planner)
+        self.status = StatusBuilder()
+        self.timer = timer
+        self._checker: PredicateChecker | None = None
+        self._checked_snapshot: ClusterSnapshot | None = None
+        self._recovered = False
+
+    def summary(self) -> dict:
+        """The registry's counters (cluster_health, node_groups) for the simulator's summary."""
+        return self.registry.summary(self.clock.now())
+
+    def close(self) -> None:
+        if self._checker is not None:
+            self._checker.close()
+            self._checker = None
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run_once(self) -> LoopResult:
+        now = self.clock.now()
+        result = LoopResult(now)
+        snapshot = self.view.snapshot()
+        registry = self.registry
+        registry.update(list(snapshot.nodes()), self.cloud, now)
+        self._emit(registry.take_events())
+
+        if not registry.is_cluster_healthy():
+            # UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers.
+            self.planner.clear()
+            counts = registry.node_counts()
+            message = (
+                f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready"
+            )
+            self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", message)
+            result.halted = message
+            self._write_status(now, message=message)
+            return result
+
+        self._remove_unregistered(now)
+        if self._fix_node_group_sizes(now):
+            # The seed's algorithm: after fixing sizes, skip the rest of the iteration so the
+            # next one starts from the corrected targets.
+            result.halted = "fixed node group sizes"
+            self._write_status(now)
+            return result
+
+        checker = self._checker_for(snapshot)
+        pdbs = self.view.pdbs()
+        workloads = self.view.workloads()
+        self._run_scale_up(snapshot, checker, workloads, now, result)
+        if self.options.scale_down_enabled:
+            self._run_scale_down(snapshot, checker, pdbs, workloads, now, result)
+        self._write_status(now, result=result)
+        return result
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _remove_unregistered(self, now: float) -> None:
+        """UC5: instances that never registered as nodes are deleted, group by group."""
+        for group_id, instances in self.registry.unregistered_nodes_to_delete(now).items():
+            group = self._group(group_id)
+            if group is None:
+                continue
+            ids = [u.instance_id for u in instances]
+            try:
+                group.delete_nodes([u.node for u in instances])
+            except ActionError as exc:
+                self.actions.emit_event(
+                    *STATUS_CONFIGMAP, "Warning", "DeleteUnregisteredFailed", f"{group_id}: {exc}"
+                )
+                continue
+            for instance_id in ids:
+                self.actions.emit_event(
+                    *STATUS_CONFIGMAP,
+                    "Normal",
+                    "DeleteUnregistered",
+                    f"removed unregistered node {instance_id} of {group_id}",
+                )
+            self.registry.record_unregistered_removed(group_id, ids, now)
+
+    def _fix_node_group_sizes(self, now: float) -> bool:
+        """UC4: a group that has been missing requested nodes for too long shrinks to what exists."""
+        fixed = False
+        for fix in self.registry.size_fixes(now):
+            group = self._group(fix.group_id)
+            if group is None:
+                continue
+            try:
+                group.decrease_target_size(fix.delta)
+            except ActionError as exc:
+                self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "FixNodeGroupSizeFailed", str(exc))
+                continue
+            self.registry.record_target_size_fixed(fix.group_id, fix.decrease, now)
+            fixed = True
+        return fixed
+
+    def _run_scale_up(self, snapshot, checker, workloads, now: float, result: LoopResult) -> None:
+        registry = self.registry
+        groups = self.cloud.node_groups()
+        plan = self.scale_up.plan(
+            snapshot=snapshot,
+            pending=self.view.pending_pods(),
+            node_groups=groups,
+            now=now,
+            workloads=workloads,
+            upcoming=registry.upcoming_nodes(),
+            backed_off=lambda gid: registry.is_backed_off(gid, now),
+            healthy=registry.is_node_group_healthy,
+            priorities=self.view.configmap(*PRIORITY_EXPANDER_CONFIGMAP),
+            checker=checker,
+        )
+        result.scale_up = plan
+        increases = list(plan.increases)
+        if self.options.enforce_node_group_min_size:
+            planned = {i.group_id for i in increases}
+            increases += [
+                i
+                for i in min_size_increases(
+                    groups,
+                    backed_off=lambda gid: registry.is_backed_off(gid, now),
+                    healthy=registry.is_node_group_healthy,
+                )
+                if i.group_id not in planned
+            ]
+        succeeded: set[str] = set()
+        for increase in increases:
+            group = self._group(increase.group_id)
+            if group is None:
+                continue
+            try:
+                group.increase_size(increase.delta)
+            except ActionError as exc:
+                registry.register_failed_scale_up(increase.group_id, "CloudProviderError", now, str(exc))
+                event = plan.failure_event(increase.group_id, str(exc))
+                self.actions.emit_event(event.kind, event.key, event.event_type, event.reason, event.message)
+                continue
+            registry.register_scale_up(increase.group_id, increase.delta, now)
+            succeeded.add(increase.group_id)
+            result.scaled_up[increase.group_id] = increase.delta
+        for event in plan.events:
+            if event.group_id is None or event.group_id in succeeded:
+                self.actions.emit_event(event.kind, event.key, event.event_type, event.reason, event.message)
+        if succeeded:
+            self.planner.note_scale_up(now)
+
+    def _run_scale_down(self, snapshot, checker, pdbs, workloads, now: float, result: LoopResult) -> None:
+        if not self._recovered:
+            # Restart safety: nodes a previous run left tainted are resumed or released, and
+            # stale soft taints removed, before anything new is decided.
+            recover(
+                self.planner,
+                self.actuator,
+                snapshot,
+                cloud=self.cloud,
+                now=now,
+                pdbs=pdbs,
+                workloads=workloads,
+            )
+            self._recovered = True
+        tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
+        result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        being_deleted = self.actuator.being_deleted() | self.registry.being_deleted_nodes()
+        plan = self.planner.update(
+            snapshot,
+            cloud=self.cloud,
+            now=now,
+            pdbs=pdbs,
+            workloads=workloads,
+            being_deleted=being_deleted,
+            checker=checker,
+        )
+        result.scale_down = plan
+        result.started = self.actuator.start(plan, snapshot, now)
+        update_soft_taints(
+            self.actions, list(snapshot.nodes()), plan.candidate_set, now, self.options, timer=self.timer
+        )
+
+    def _write_status(self, now: float, *, result: LoopResult | None = None, message: str = "") -> None:
+        scale_up = ScaleUpSummary()
+        scale_down = ScaleDownSummary()
+        if result is not None and result.scale_up is not None:
+            plan = result.scale_up
+            needing = len(plan.pending) - len(plan.schedulable)
+            scale_up = ScaleUpSummary(
+                evaluated=True,
+                pods_needing_nodes=max(0, needing),
+                backed_off=bool(needing)
+                and not plan.increases
+                and "backoff" in " ".join(plan.skipped_groups.values()),
+            )
+        if result is not None and result.scale_down is not None:
+            scale_down = ScaleDownSummary(self._candidates_by_group(result.scale_down.candidate_set))
+        self.actions.write_status(
+            self.status.build(self.registry, now, scale_up=scale_up, scale_down=scale_down, message=message)
+        )
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _checker_for(self, snapshot: ClusterSnapshot) -> PredicateChecker:
+        if self._checker is None or self._checked_snapshot is not snapshot:
+            self.close()
+            self._checker = PredicateChecker(snapshot)
+            self._checked_snapshot = snapshot
+        return self._checker
+
+    def _group(self, group_id: str) -> NodeGroup | None:
+        for group in self.cloud.node_groups():
+            if group.id == group_id:
+                return group
+        return None
+
+    def _candidates_by_group(self, names: Iterable[str]) -> dict[str, list[str]]:
+        snapshot = self.view.snapshot()
+        result: dict[str, list[str]] = {}
+        for name in names:
+            if name not in snapshot:
+                continue
+            group = self.cloud.node_group_for(snapshot.node(name))
+            if group is not None:
+                result.setdefault(group.id, []).append(name)
+        return result
+
+    def _emit(self, events) -> None:
+        for e in events:
+            self.actions.emit_event(e.kind, e.key, e.event_type, e.reason, e.message)
