@@ -7,8 +7,7 @@ The cluster: one node group of 16-cpu/64 GiB nodes (1000 at the start, up to 140
 on every node, 20 Deployments of 1 400 pods each behind PodDisruptionBudgets, whose replicas follow
 a daily curve (every 15 minutes each moves by a few percent, peaking mid-day at +15%), an hourly
 batch Job of 300 pods that runs 20 minutes, and two node failures (NotReady for 10 minutes and for
-good). The autoscaler is kubetide's own when `kubetide.autoscaler.loop` exists; until then a small
-stand-in that grows the group for unschedulable pods (so scale-ups and the scheduler still work).
+good). The autoscaler is kubetide's own (kubetide.autoscaler.loop).
 The figure is wall time for `Simulation.run()` (set-up at t=0 included), one run; `--profile` adds
 a cProfile listing of what dominates.
 """
@@ -28,33 +27,11 @@ from rich.table import Table
 
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import default_autoscaler_factory
 
 TARGET_SECONDS_PER_DAY = 90.0
 NODES = 1000
 DEPLOYMENTS = 20
 REPLICAS = 1400
-
-
-class GrowForPending:
-    """Stand-in autoscaler (until kubetide.autoscaler.loop lands): grow the group for the cpu of
-    unschedulable pods, counting requested and not-yet-Ready nodes as on their way."""
-
-    def __init__(self, options, clock, view, actions, cloud):
-        self.view, self.actions, self.cloud = view, actions, cloud
-
-    def run_once(self) -> None:
-        pods = [p for p in self.view.pending_pods() if p.is_unschedulable]
-        if not pods:
-            return
-        group = self.cloud.node_groups()[0]
-        per_node = group.template_node().allocatable["cpu"]
-        needed = math.ceil(sum(p.requests.get("cpu", 0) for p in pods) / per_node)
-        ready = sum(1 for n in self.view.snapshot().nodes() if n.ready)
-        delta = min(needed - (group.target_size() - ready), group.max_size - group.target_size())
-        if delta > 0:
-            group.increase_size(delta)
-            self.actions.emit_event("NodeGroup", group.id, "Normal", "ScaledUpGroup", f"+{delta}")
 
 
 def _deployment(index: int) -> list[dict]:
@@ -203,10 +180,8 @@ def scenario_data(hours: float) -> dict:
 
 def run(hours: float, profile: bool) -> tuple[dict, str, str]:
     scenario = parse_scenario(scenario_data(hours), "bench_simulate.py", Path("."))
-    factory, name = default_autoscaler_factory()
-    if name == "none":
-        factory, name = GrowForPending, "stand-in (grow for pending pods)"
-    simulation = Simulation(scenario, autoscaler_factory=factory, autoscaler_name=name)
+    simulation = Simulation(scenario)
+    name = simulation.autoscaler_name
     profiler = cProfile.Profile() if profile else None
     started = time.perf_counter()
     if profiler is not None:

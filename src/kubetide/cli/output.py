@@ -20,5 +20,11 @@ def warn(messages: Iterable[str]) -> None:
 
 
 def console() -> Console:
-    """A console for human output; plain text when stdout is not a terminal."""
-    return Console(highlight=False, soft_wrap=False)
+    """A console for human output; plain text when stdout is not a terminal.
+
+    Sentences are never wrapped mid-line (soft wrap), and when piped the console is wide
+    enough for our tables, so `kubetide ... | less` reads like the terminal does.
+    """
+    probe = Console()
+    width = None if probe.is_terminal else 160
+    return Console(highlight=False, soft_wrap=True, width=width)
