@@ -12,21 +12,22 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
-from kubetide.durations import format_duration, parse_duration
-from kubetide.errors import ManifestError, UserError
+from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
+from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, first_error
+from kubetide.cloud.schema import StrictModel as _Model
+from kubetide.cloud.schema import duration as _duration
+from kubetide.cloud.schema import parse_template as _parse_template
+from kubetide.durations import format_duration
+from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
 from kubetide.model.loader import parse_text, resolve_priorities
-from kubetide.model.node import parse_node
-from kubetide.model.reader import Reader
 
 API_VERSION = "kubetide.io/v1alpha1"
 FAULT_TYPES = (
@@ -38,86 +39,20 @@ FAULT_TYPES = (
     "cloudError",
     "autoscalerRestart",
 )
-NODE_GROUP_LABEL = "kubetide.io/node-group"
 RUN_DURATION_ANNOTATION = "kubetide.io/run-duration"
 
 
-class ScenarioError(UserError):
+class ScenarioError(SpecError):
     """A scenario file is wrong; the message names the file and the field."""
-
-    def __init__(self, source: str, field: str, message: str):
-        self.source, self.field, self.message = source, field, message
-        super().__init__(f"{source}: {field}: {message}" if field else f"{source}: {message}")
 
 
 # -- shape -----------------------------------------------------------------------------------
-
-
-def _duration(value: Any) -> float:
-    seconds = parse_duration(value)
-    if seconds < 0:
-        raise ValueError(f"must not be negative, got {value!r}")
-    return seconds
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
-
-
-class Delay(_Model):
-    """A fixed delay (`20s`) or a range (`{min: 10s, max: 40s}`) drawn uniformly per use."""
-
-    min: Duration
-    max: Duration
-
-    @model_validator(mode="before")
-    @classmethod
-    def _scalar(cls, value: Any) -> Any:
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            return {"min": value, "max": value}
-        return value
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Delay:
-        if self.max < self.min:
-            raise ValueError(
-                f"max ({format_duration(self.max)}) is less than min ({format_duration(self.min)})"
-            )
-        return self
-
-    def draw(self, rng) -> float:
-        if self.max == self.min:
-            return self.min
-        return round(rng.uniform(self.min, self.max), 3)
+# Node groups (NodeGroupSpec, Delay, Duration) are in kubetide.cloud.schema, shared with GROUPS.yaml.
 
 
 class Metadata(_Model):
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     description: str = ""
-
-
-class NodeGroupSpec(_Model):
-    name: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    minSize: int = Field(default=0, ge=0)
-    maxSize: int = Field(ge=0)
-    initialSize: int | None = Field(default=None, ge=0)
-    price: float = Field(default=0.0, ge=0)
-    provisioningDelay: Delay = Delay(min="2m", max="2m")
-    readyDelay: Delay = Delay(min="20s", max="20s")
-    deletionDelay: Delay = Delay(min="30s", max="30s")
-    template: dict[str, Any]
-
-    @model_validator(mode="after")
-    def _sizes(self) -> NodeGroupSpec:
-        if self.maxSize < self.minSize:
-            raise ValueError(f"maxSize ({self.maxSize}) is less than minSize ({self.minSize})")
-        initial = self.minSize if self.initialSize is None else self.initialSize
-        if initial > self.maxSize:
-            raise ValueError(f"initialSize ({initial}) is more than maxSize ({self.maxSize})")
-        return self
 
 
 class ObjectRef(_Model):
@@ -359,26 +294,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
 
 
 def _template(data: dict, group: str, source: str, where: str) -> Node:
-    manifest = {"apiVersion": "v1", "kind": "Node", **data}
-    meta = manifest.get("metadata")
-    if meta is not None and not isinstance(meta, dict):
-        raise ScenarioError(source, f"{where}.metadata", "expected a mapping")
-    manifest["metadata"] = {"name": f"{group}-template", **(meta or {})}
-    try:
-        node = parse_node(Reader(manifest, source, where))
-    except ManifestError as exc:
-        raise ScenarioError(source, f"{where}.{exc.field}" if exc.field else where, exc.message) from None
-    if not node.allocatable.get("cpu") and not node.allocatable.get("memory"):
-        raise ScenarioError(
-            source, f"{where}.status.allocatable", "a node template needs allocatable cpu and memory"
-        )
-    labels = dict(node.labels)
-    labels[NODE_GROUP_LABEL] = group
-    allocatable = dict(node.allocatable)
-    allocatable.setdefault("pods", 110)
-    return dataclasses.replace(
-        node, meta=dataclasses.replace(node.meta, labels=labels), allocatable=allocatable
-    )
+    return _parse_template(data, group, source, where, ScenarioError)
 
 
 def _manifests(entries: list[dict], source: str, where: str, base_dir: Path) -> Manifests:
@@ -465,69 +381,5 @@ def _unknown(what: str, name: str, known: set[str]) -> str:
 
 
 def _first_error(exc: ValidationError, source: str) -> ScenarioError:
-    errors = exc.errors(include_url=False)
-    # A typo'd field also makes the real one "missing": report the typo, which is the cause.
-    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = [
-        part
-        for part in error["loc"]
-        if not (isinstance(part, str) and ("[" in part or part.startswith("function-")))
-    ]
-    kind = error["type"]
-    path = _path(loc)
-    if kind == "extra_forbidden":
-        known = _known_fields(ScenarioDocument, loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
-        hint = f' (did you mean "{close[0]}"?)' if close else ""
-        return ScenarioError(source, path, f"unknown field{hint}")
-    if kind == "missing":
-        return ScenarioError(source, path, "required field is missing")
-    message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if (
-        kind not in ("value_error", "assertion_error")
-        and "input" in error
-        and not isinstance(error["input"], dict | list)
-    ):
-        message = f"{message}, got {error['input']!r}"
+    path, message = first_error(exc, ScenarioDocument)
     return ScenarioError(source, path, message)
-
-
-def _path(loc: list) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _known_fields(model: type[BaseModel], loc: list) -> list[str]:
-    """The field names the model allows at `loc` (for did-you-mean hints)."""
-    annotation: Any = model
-    for part in loc:
-        annotation = _unwrap(annotation)
-        if isinstance(part, int):
-            args = typing.get_args(annotation)
-            annotation = args[0] if args else Any
-            continue
-        if (
-            isinstance(annotation, type)
-            and issubclass(annotation, BaseModel)
-            and part in annotation.model_fields
-        ):
-            annotation = annotation.model_fields[part].annotation
-        else:
-            return []
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """`X | None` -> X, `Annotated[X, ...]` -> X."""
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _unwrap(args[0]) if len(args) == 1 else annotation
-    return annotation
