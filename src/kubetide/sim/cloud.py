@@ -52,6 +52,8 @@ class CloudHooks:
         self.instance_ended: list[Callable[[SimInstance], None]] = []  # billing stops
         self.scaled_up: list[Callable[[str, int], None]] = []
         self.deleting_nodes: list[Callable[[str, Sequence[Node]], None]] = []  # before the deletion
+        # The instance is gone and its Node is about to be removed, with whatever is still bound.
+        self.terminating: list[Callable[[str, Node], None]] = []
 
 
 class SimNodeGroup:
@@ -262,6 +264,10 @@ class SimNodeGroup:
     def _terminated(self, instance: SimInstance) -> None:
         instance.timer = None
         self.deleting -= 1
+        node = self.cloud.world.node(instance.node_name)
+        if node is not None:
+            for hook in self.cloud.hooks.terminating:
+                hook(self.id, node)
         self.cloud.world.remove_node(instance.node_name)
         self._forget(instance)
 

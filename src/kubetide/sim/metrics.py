@@ -9,7 +9,9 @@ what the autoscaler believes or reports:
   that still had no Running replacement 5 minutes later while its controller was short of pods.
 - `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
   mirror pods were still bound (pods already terminating on a NotReady node are not counted:
-  the node failure, not the autoscaler, lost them).
+  the node failure, not the autoscaler, lost them). Checked when the autoscaler asks the cloud,
+  and again when the cloud removes the Node: pods that were scheduled onto a node the cloud was
+  already terminating (for instance because its ToBeDeleted taint was taken off) vanish with it.
 
 Gauges (pending pods, running pods, registered nodes per group) are kept incrementally from world
 events, so a timeline row costs O(node groups), not O(pods).
@@ -82,6 +84,10 @@ class Metrics(WorldObserver):
         # is O(groups): closed seconds + open * now - sum(starts).
         self._open = {name: [0, 0.0] for name in cloud.groups}
         self._evicted_from: dict[str, int] = {}  # node -> pods the autoscaler evicted from it
+        # Nodes the autoscaler deleted -> UIDs of the pods already charged to that deletion, and
+        # the nodes already counted in nodes_deleted_with_pods (each node counts once).
+        self._charged: dict[str, set[str]] = {}
+        self._with_pods: set[str] = set()
         self._debts: dict[str, deque[float]] = {}  # controller UID -> deadlines of owed replacements
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
@@ -90,6 +96,7 @@ class Metrics(WorldObserver):
         hooks.instance_ended.append(self._billing_end)
         hooks.scaled_up.append(self._scaled_up)
         hooks.deleting_nodes.append(self._deleting_nodes)
+        hooks.terminating.append(self._terminating)
 
     # -- reset after the initial state is built ----------------------------------------------
     def start(self) -> None:
@@ -149,6 +156,8 @@ class Metrics(WorldObserver):
         gauges.registered -= 1
         gauges.ready -= node.ready
         self._evicted_from.pop(node.name, None)
+        self._charged.pop(node.name, None)
+        self._with_pods.discard(node.name)
 
     def _gauges(self, node: Node) -> GroupGauges:
         return self.groups.get(node.labels.get(NODE_GROUP_LABEL, ""), self.unmanaged)
@@ -210,15 +219,10 @@ class Metrics(WorldObserver):
                 self.c.first_removal_at = now
             self.c.last_removal_at = now
             pods = list(snapshot.pods_on(node.name).values())
-            stranded = [
-                p
-                for p in pods
-                if not p.is_daemonset
-                and not p.is_mirror
-                and not p.is_terminal
-                and not (p.is_terminating and not node.ready)
-            ]
+            stranded = _stranded(node, pods)
+            self._charged[node.name] = {p.uid for p in stranded}
             if stranded:
+                self._with_pods.add(node.name)
                 self.c.nodes_deleted_with_pods += 1
                 self.log.record(
                     "Node",
@@ -231,13 +235,43 @@ class Metrics(WorldObserver):
                     invariant="nodes_deleted_with_pods",
                 )
             self._check_budgets([p for p in pods if healthy(p)])
-            for pod in stranded:
-                if not pod.is_terminating:
-                    self._owe_replacement(pod)
+            # Replacements are owed when the pods actually go, with the Node (_terminating).
+
+    def _terminating(self, group: str, node: Node) -> None:
+        """The cloud removes a Node the autoscaler deleted, with the pods still bound to it: each
+        is owed a replacement from now, and pods bound since the deletion break the invariant."""
+        charged = self._charged.get(node.name)
+        if charged is None:
+            return  # not the autoscaler's deletion
+        pods = list(self.world.snapshot.pods_on(node.name).values())
+        stranded = _stranded(node, pods)
+        for pod in stranded:
+            if not pod.is_terminating:
+                self._owe_replacement(pod)
+        new = [p for p in stranded if p.uid not in charged]
+        if not new:
+            return
+        charged.update(p.uid for p in new)
+        if node.name not in self._with_pods:
+            self._with_pods.add(node.name)
+            self.c.nodes_deleted_with_pods += 1
+            self.log.record(
+                "Node",
+                node.name,
+                "Warning",
+                "InvariantViolated",
+                f"node removed by the cloud with {len(new)} pods bound after its deletion: "
+                + ", ".join(p.key for p in new[:5]),
+                "simulator",
+                invariant="nodes_deleted_with_pods",
+            )
+        self._check_budgets([p for p in new if healthy(p)])
 
     def deleted_node_object(self, node: Node) -> None:
         """The autoscaler deleted a Node object directly (ClusterActions.delete_node_object)."""
-        self._deleting_nodes(node.labels.get(NODE_GROUP_LABEL, ""), [node])
+        group = node.labels.get(NODE_GROUP_LABEL, "")
+        self._deleting_nodes(group, [node])
+        self._terminating(group, node)  # the Node goes at once
         self.c.nodes_removed -= 1  # counted as a removal only when the cloud deletes it
         if self._evicted_from.get(node.name):
             self.c.drained_removed -= 1
@@ -377,3 +411,16 @@ class Metrics(WorldObserver):
     def pending_pod_seconds(self) -> float:
         now = self.engine.now()
         return self.c.pending_pod_seconds + self._pending * (now - self._pending_since)
+
+
+def _stranded(node: Node, pods: list[Pod]) -> list[Pod]:
+    """Pods a node deletion would take down with it (DaemonSet, mirror and finished pods aside,
+    and pods already terminating on a NotReady node, which the node failure lost)."""
+    return [
+        p
+        for p in pods
+        if not p.is_daemonset
+        and not p.is_mirror
+        and not p.is_terminal
+        and not (p.is_terminating and not node.ready)
+    ]
