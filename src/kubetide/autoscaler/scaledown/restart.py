@@ -10,7 +10,10 @@ may sit on nodes that are needed again. On the first loop of a fresh process, `r
 - resumes the deletion of every such node that made it into the candidate set: still removable
   together with everything else, it continues from the re-check, its taint delay counted from
   the taint's own timestamp;
-- removes the taint from every other one, with the planner's reason for keeping it;
+- removes the taint from every other one, with the planner's reason for keeping it, except from
+  nodes whose instance the cloud is already deleting: the previous run finished with them (it
+  asked the cloud), and untainting them would let the scheduler put pods on a machine that is
+  about to vanish. They stay tainted and are treated as being deleted until their Node goes;
 - removes soft taints from nodes that are not unneeded (all of them: this is a one-off cleanup,
   not the per-loop trickle of update_soft_taints).
 """
@@ -25,6 +28,7 @@ from kubetide.autoscaler.ports import (
     TO_BE_DELETED_TAINT,
     ActionError,
     CloudProvider,
+    InstanceState,
 )
 from kubetide.autoscaler.scaledown.actuator import Actuator
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
@@ -38,6 +42,7 @@ class RecoveryReport:
     plan: ScaleDownPlan
     resumed: list[str] = field(default_factory=list)
     released: dict[str, str] = field(default_factory=dict)  # node -> why it was untainted
+    cloud_deleting: list[str] = field(default_factory=list)  # left tainted: the cloud is deleting them
     soft_released: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -66,18 +71,21 @@ def recover(
 ) -> RecoveryReport:
     """Call once, on the first loop after start, before the regular scale-down steps."""
     tracked = actuator.being_deleted()
-    orphans = [n for n in snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT) and n.name not in tracked]
+    tainted = [n for n in snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT) and n.name not in tracked]
+    deleting = _cloud_deleting(cloud)
+    gone = [n.name for n in tainted if n.provider_id and n.provider_id in deleting]
+    orphans = [n for n in tainted if n.name not in gone]
     plan = planner.update(
         snapshot,
         cloud=cloud,
         now=now,
         pdbs=pdbs,
         workloads=workloads,
-        being_deleted=tracked,
+        being_deleted=tracked | set(gone),
         resume={n.name for n in orphans},
         namespaces=namespaces,
     )
-    report = RecoveryReport(plan)
+    report = RecoveryReport(plan, cloud_deleting=gone)
     candidates = set(plan.candidate_set)
     for node in orphans:
         group = cloud.node_group_for(node)
@@ -95,6 +103,8 @@ def recover(
         except ActionError as exc:
             report.errors[node.name] = str(exc)
     for node in snapshot.nodes():
+        if node.name in gone:
+            continue
         if node.has_taint(DELETION_CANDIDATE_TAINT) and node.name not in candidates:
             try:
                 actuator.actions.remove_taint(node.name, DELETION_CANDIDATE_TAINT)
@@ -102,3 +112,13 @@ def recover(
             except ActionError as exc:
                 report.errors[node.name] = str(exc)
     return report
+
+
+def _cloud_deleting(cloud: CloudProvider) -> set[str]:
+    """Provider IDs of the instances the cloud is deleting."""
+    return {
+        instance.id
+        for group in cloud.node_groups()
+        for instance in group.instances()
+        if instance.state is InstanceState.DELETING
+    }
