@@ -1,0 +1,559 @@
+"""`kubetide plan CLUSTER.yaml [--node-groups GROUPS.yaml] [--set flag=value ...] [--json]`: one
+autoscaler loop, offline, on a cluster dump: what would the autoscaler do now, and why? Above all:
+why is this node not scaled down?
+
+CLUSTER.yaml is a dump such as `kubectl get nodes,pods,pdb,deploy,rs,sts,ds,jobs,cm -A -o yaml`
+prints. Node groups come from GROUPS.yaml or from the nodes' group labels (kubetide.cloud.static).
+The loop's steps, on one snapshot with one PredicateChecker:
+
+1. Bound pods go into the snapshot. Pending pods are those without spec.nodeName that have not
+   finished. The scheduler marks the ones it gave up on PodScheduled=False/Unschedulable, which is
+   what scale-up reacts to; a pending pod with no PodScheduled condition (not tried yet, or a
+   hand-written dump) is treated as unschedulable too, and filter-out-schedulable then places it
+   on an existing node when one can take it, exactly as the scheduler's first try would, so only
+   pods that fit nowhere ask for a node. Pods whose PodScheduled condition says anything else
+   (SchedulingGated, ...) are not the autoscaler's business and are left alone.
+2. The cluster state registry takes in the nodes (upcoming = nodes registered but not started;
+   an unhealthy cluster is reported: the real loop would stop there).
+3. `ScaleUp.plan` with the flags, the workloads (DaemonSets shrink templates) and the priority
+   expander's ConfigMap (kube-system/cluster-autoscaler-priority-expander) when the dump has it.
+   Pending pods it placed on existing nodes are bound there before scale-down, as the Cluster
+   Autoscaler's snapshot carries them: the scheduler will put them there.
+4. `Planner(options, timers_expired=...).update`: with timers expired (the default) a node that
+   is removable now counts as unneeded for long enough, and the scale-down-delay-after-add that
+   this loop's own scale-up would start counts as run out too; `--no-expire-timers` keeps both
+   (a fresh autoscaler: every timer starts now, so nothing is deleted). The parallelism budgets
+   (`budgets.crop`, counting nodes already tainted ToBeDeleted as deletions in progress) decide
+   what `to_delete` lists.
+
+`now` is the newest timestamp the dump's objects carry (creation, start, condition and taint
+times): the dump was taken no earlier, and a given file always gives the same plan. Ages are
+lower bounds, so time-dependent rules (a kube-system pod blocks while younger than an hour,
+new-pod-scale-up-delay) read the dump as if taken at that moment; `--now` sets another time.
+
+`--json` prints exactly `{"scale_up": ..., "scale_down": ...}`; warnings go to stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from rich.markup import escape
+from rich.table import Table
+
+from kubetide.autoscaler.clusterstate import ClusterStateRegistry
+from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
+from kubetide.autoscaler.options import AutoscalerOptions, parse_options
+from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
+from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, NodeStatus
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
+from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.schedule import _split_pods
+from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
+from kubetide.durations import format_duration
+from kubetide.errors import ManifestError, UserError
+from kubetide.model import ConfigMap, Manifests, Pod, load_files
+from kubetide.model.reader import parse_time
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+SHOWN_PODS = 5  # pod names listed per line before "and N more"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+    )
+    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="a cluster dump (kubectl -o yaml)")
+    parser.add_argument(
+        "--node-groups",
+        metavar="GROUPS.yaml",
+        help="node groups (the scenario's nodeGroups schema); default: inferred from node labels",
+    )
+    parser.add_argument(
+        "--set",
+        metavar="FLAG=VALUE",
+        action="append",
+        default=[],
+        dest="flags",
+        help="an autoscaler flag, Cluster Autoscaler syntax (e.g. scale-down-utilization-threshold=0.6); repeatable",
+    )
+    parser.add_argument(
+        "--no-expire-timers",
+        action="store_true",
+        help="keep scale-down timers running (unneeded time, delay after add): nothing is deleted yet",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help='the time of the loop (default: the newest timestamp in the dump; "now": the wall clock)',
+    )
+    parser.add_argument("--json", action="store_true", help='print {"scale_up": {...}, "scale_down": {...}}')
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    options = parse_set_flags(args.flags)
+    now_arg = _parse_now(args.now)
+    definitions = load_groups_file(args.node_groups) if args.node_groups else None
+    source = ", ".join(args.files)
+    manifests = load_files(list(args.files))
+    warn(manifests.warnings)
+    cloud = StaticCloud.from_nodes(manifests.nodes, definitions)
+    warn(cloud.warnings)
+    if now_arg is not None:
+        now, now_source = now_arg, "--now"
+    else:
+        newest = newest_timestamp(manifests)
+        now, now_source = (
+            (newest, "newest timestamp in the dump")
+            if newest is not None
+            else (
+                time.time(),
+                "wall clock: the dump carries no timestamps",
+            )
+        )
+
+    snapshot = ClusterSnapshot(manifests.nodes)
+    pending, messages = _split_pods(manifests.pods, snapshot, source)
+    warn(messages)
+    pending, untried = mark_untried(pending)
+    planner_workloads, missing = planner_workloads_of(manifests, snapshot)
+    if missing:
+        warn(
+            [
+                f"{source}: pods are owned by {', '.join(missing)} objects the dump does not contain: "
+                "scale-down's controller checks (ControllerNotFound, MinReplicasReached) are off"
+            ]
+        )
+
+    result = plan_loop(
+        options,
+        snapshot,
+        cloud,
+        pending,
+        manifests,
+        now,
+        expire_timers=not args.no_expire_timers,
+        planner_workloads=planner_workloads,
+    )
+    if result.unhealthy and args.json:
+        warn([result.unhealthy])
+    if args.json:
+        print_json(
+            {"scale_up": result.scale_up.to_json(), "scale_down": result.scale_down.to_json(result.budget)}
+        )
+        return 0
+    _print_human(result, cloud, snapshot, now, now_source, untried, expire_timers=not args.no_expire_timers)
+    return 0
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+
+def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
+    """`--set flag=value` items into options; bad ones are one-line UserErrors naming the flag."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UserError(f"--set {item}: expected FLAG=VALUE (e.g. --set scale-down-unneeded-time=5m)")
+        mapping[name] = value.strip()
+    try:
+        return parse_options(mapping, "--set", field="")
+    except ManifestError as exc:
+        raise UserError(f"--set {exc.field}: {exc.message}") from None
+
+
+def _parse_now(text: str | None) -> float | None:
+    if text is None:
+        return None
+    if text == "now":
+        return time.time()
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise UserError(
+            f'--now: expected an RFC 3339 time (e.g. 2026-05-01T10:00:00Z) or "now", got {text!r}'
+        ) from None
+
+
+def newest_timestamp(manifests: Manifests) -> float | None:
+    """The latest time any loaded object records (deletion times excluded: they lie ahead)."""
+    times: list[float | None] = []
+    for node in manifests.nodes:
+        times += [node.meta.creation_timestamp, node.ready_transition]
+        times += [t.time_added for t in node.taints]
+    for pod in manifests.pods:
+        times += [
+            pod.meta.creation_timestamp,
+            pod.start_time,
+            pod.scheduled_transition,
+            pod.ready_transition,
+        ]
+    for obj in (*manifests.workloads, *manifests.pdbs, *manifests.configmaps):
+        times.append(obj.meta.creation_timestamp)
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def mark_untried(pending: Iterable[Pod]) -> tuple[list[Pod], list[str]]:
+    """Pending pods with no PodScheduled condition become PodScheduled=False/Unschedulable."""
+    result, untried = [], []
+    for pod in pending:
+        if not pod.scheduled_status:
+            pod = dataclasses.replace(pod, scheduled_status="False", scheduled_reason="Unschedulable")
+            untried.append(pod.key)
+        result.append(pod)
+    return result, untried
+
+
+def planner_workloads_of(manifests: Manifests, snapshot: ClusterSnapshot):
+    """The workloads for scale-down, or None when bound pods name controller kinds the dump lacks.
+
+    Drainability rule 3 takes a controller missing from the list as gone (ControllerNotFound); a
+    dump without any ReplicaSet would block every node that way. None means "controllers
+    unknown", under which rule 3 stays silent, as the Cluster Autoscaler without listers.
+    """
+    present = {w.kind for w in manifests.workloads}
+    referenced = {
+        ref.kind
+        for pod in snapshot.pods()
+        if (ref := pod.controller) is not None and ref.kind in REPLICATED_KINDS
+    }
+    missing = sorted(referenced - present)
+    return (None if missing else manifests.workloads), missing
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class PlanResult:
+    scale_up: ScaleUpPlan
+    scale_down: ScaleDownPlan
+    budget: BudgetDecision
+    unhealthy: str | None = None
+    bound_for_scale_down: dict[str, str] = dataclasses.field(default_factory=dict)
+    cooldown_expired: bool = False  # this loop's scale-up would pause scale-down; taken as run out
+    options: AutoscalerOptions = dataclasses.field(default_factory=AutoscalerOptions)
+
+
+def plan_loop(
+    options: AutoscalerOptions,
+    snapshot: ClusterSnapshot,
+    cloud: StaticCloud,
+    pending: Sequence[Pod],
+    manifests: Manifests,
+    now: float,
+    *,
+    expire_timers: bool = True,
+    planner_workloads=None,
+) -> PlanResult:
+    """Scale-up then scale-down on `snapshot` (left with the placed pending pods bound)."""
+    namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
+    registry = ClusterStateRegistry(options)
+    nodes = list(snapshot.nodes())
+    registry.update(nodes, cloud, now)
+    unhealthy = None
+    if not registry.is_cluster_healthy():
+        counts = registry.node_counts()
+        unhealthy = (
+            f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready; "
+            "the autoscaler would stop this loop here (the plan shows what it would do otherwise)"
+        )
+    priorities = _configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP)
+    with PredicateChecker(snapshot, namespaces) as checker:
+        scale_up = ScaleUp(options).plan(
+            snapshot=snapshot,
+            pending=pending,
+            node_groups=cloud.node_groups(),
+            now=now,
+            workloads=manifests.workloads,
+            upcoming=registry.upcoming_nodes(),
+            healthy=registry.is_node_group_healthy,
+            priorities=priorities,
+            checker=checker,
+            namespaces=namespaces,
+        )
+        by_key = {p.key: p for p in pending}
+        bound: dict[str, str] = {}
+        for key, node in scale_up.schedulable.items():
+            pod = by_key.get(key)
+            if pod is not None and node in snapshot:
+                snapshot.add_pod(dataclasses.replace(pod, node_name=node), node)
+                bound[key] = node
+        planner = Planner(options, timers_expired=expire_timers)
+        if scale_up.increases and not expire_timers:
+            planner.note_scale_up(now)
+        scale_down = planner.update(
+            snapshot,
+            cloud=cloud,
+            now=now,
+            pdbs=manifests.pdbs,
+            workloads=planner_workloads,
+            being_deleted=registry.being_deleted_nodes(),
+            checker=checker,
+            namespaces=namespaces,
+        )
+    deleting = [s for s in scale_down.nodes.values() if s.status == BEING_DELETED]
+    empty_in_progress = sum(1 for s in deleting if s.empty)
+    budget = crop(
+        scale_down.empty_to_delete,
+        scale_down.drain_to_delete,
+        options,
+        empty_in_progress=empty_in_progress,
+        drain_in_progress=len(deleting) - empty_in_progress,
+    )
+    return PlanResult(
+        scale_up,
+        scale_down,
+        budget,
+        unhealthy,
+        bound,
+        cooldown_expired=bool(scale_up.increases) and expire_timers,
+        options=options,
+    )
+
+
+def _configmap(configmaps: Iterable[ConfigMap], namespace: str, name: str) -> ConfigMap | None:
+    for cm in configmaps:
+        if cm.meta.namespace == namespace and cm.meta.name == name:
+            return cm
+    return None
+
+
+# -- human output -------------------------------------------------------------------------------------
+
+# Why a pod blocks its node, in words, with the flag that would change the answer.
+POD_REASON_WORDS = {
+    PodReason.UNMOVABLE_KUBE_SYSTEM_POD: "a kube-system pod without a PodDisruptionBudget "
+    "(skip-nodes-with-system-pods; blocks while the pod is younger than 1h)",
+    PodReason.LOCAL_STORAGE_REQUESTED: "the pod uses local storage (emptyDir or hostPath) not listed in "
+    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes (skip-nodes-with-local-storage)",
+    PodReason.NOT_SAFE_TO_EVICT_ANNOTATION: 'the pod is annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false"',
+    PodReason.NOT_REPLICATED: "the pod has no controller that would recreate it elsewhere",
+    PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
+    PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",
+    PodReason.MIN_REPLICAS_REACHED: "its ReplicaSet has fewer replicas than min-replica-count",
+    PodReason.UNEXPECTED_ERROR: "the drainability rules failed on this pod",
+}
+_TIMERS = {
+    NodeReason.NOT_UNNEEDED_LONG_ENOUGH: "scale-down-unneeded-time",
+    NodeReason.NOT_UNREADY_LONG_ENOUGH: "scale-down-unready-time",
+}
+NODE_REASON_WORDS = {
+    NodeReason.SCALE_DOWN_DISABLED_ANNOTATION: 'annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"',
+    NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED: "the cluster would go below cores-total / memory-total minimum",
+}
+
+
+def _names(keys: Sequence[str], limit: int = SHOWN_PODS) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def scale_up_lines(plan: ScaleUpPlan, expander: Sequence[str], untried: Sequence[str] = ()) -> list[str]:
+    """The scale-up half in a few lines: what grows, for whom, and why the others get nothing."""
+    lines = []
+    if not plan.pending and not plan.schedulable and not plan.not_helped:
+        return ["no unschedulable pods: nothing to scale up"]
+    if plan.schedulable:
+        fit = [f"{key} on {node}" for key, node in plan.schedulable.items()]
+        lines.append(f"{_plural(len(fit), 'pending pod')} fit existing or upcoming nodes: {_names(fit)}")
+    if untried:
+        lines.append(
+            f"({_plural(len(untried), 'pending pod')} without a PodScheduled condition taken as "
+            f"unschedulable: {_names(list(untried))})"
+        )
+    if plan.pending:
+        head = f"{_plural(len(plan.pending), 'pod')} need a new node"
+        if plan.increases:
+            grow = ", ".join(
+                f"{i.group_id} by {_plural(i.delta, 'node')} to {i.new_size} (max {i.max_size})"
+                for i in plan.increases
+            )
+            helped = list(plan.increases[0].pods)
+            lines.append(
+                f"{head}; growing {grow}, chosen by {','.join(expander)}, "
+                f"for {_plural(len(helped), 'pod')}: {_names(helped)}"
+            )
+        else:
+            lines.append(f"{head}; no node group can take them: no scale-up")
+    if plan.chosen is not None:
+        for option in plan.options:
+            if option.group_id != plan.chosen.group_id:
+                lines.append(
+                    f"  other option: {option.group_id} +{_plural(option.node_count, 'node')} "
+                    f"for {_plural(len(option.pods), 'pod')}"
+                )
+    for group_id, reason in plan.skipped_groups.items():
+        lines.append(f"  node group {group_id} skipped: {reason}")
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in plan.not_helped.items():
+        by_reason.setdefault(reason, []).append(key)
+    for reason, keys in by_reason.items():
+        lines.append(f"  not helped: {_names(keys)}: {reason}")
+    return lines
+
+
+def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: AutoscalerOptions) -> str:
+    """The planner's detail, or the reason in words when the planner left it blank.
+
+    Timer details are rewritten: the planner states them in absolute seconds, while here every
+    timer starts with this one loop.
+    """
+    if status.reason in _TIMERS:
+        flag = _TIMERS[status.reason]
+        wait = format_duration(getattr(options, flag.replace("-", "_")))
+        return f"unneeded from now on: removable once it stays so for {flag} ({wait})"
+    if status.detail:
+        return status.detail
+    if status.status == REMOVABLE:
+        return "empty: deleted without a drain" if status.empty else "its pods fit on other nodes"
+    if status.blocking_pod is not None:
+        return POD_REASON_WORDS.get(status.blocking_pod.reason, "")
+    if status.reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED and group is not None:
+        return f"removing it would take node group {group.id} below its min size {group.min_size}"
+    return NODE_REASON_WORDS.get(status.reason, "") if status.reason is not None else ""
+
+
+def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
+    if not budget.empty and not budget.drain:
+        removable = plan.removable_now()
+        return [
+            "would delete: nothing"
+            + (
+                ""
+                if removable or not plan.candidate_set
+                else " (candidates are waiting, see the reasons above)"
+            )
+        ]
+    chosen = set(budget.drain)
+    lines = [
+        "would delete: "
+        + ", ".join([*(f"{n} (empty)" for n in budget.empty), *(f"{n} (drain)" for n in budget.drain)])
+    ]
+    drained = {
+        pod.key for name in chosen if (drain := plan.drains.get(name)) is not None for pod in drain.movable
+    }
+    moving = [f"{pod} -> {node}" for pod, node in plan.destinations.items() if pod in drained]
+    if moving:
+        lines.append(f"  pods move: {_names(moving, 8)}")
+    return lines
+
+
+def _print_human(
+    result: PlanResult,
+    cloud: StaticCloud,
+    snapshot: ClusterSnapshot,
+    now: float,
+    now_source: str,
+    untried: Sequence[str],
+    *,
+    expire_timers: bool,
+) -> None:
+    out = console()
+    if not out.is_terminal:
+        out.width = 1000  # one line per node for tools and wide editors, as `kubetide schedule` does
+
+    def say(text: str = "") -> None:
+        out.print(escape(text))
+
+    say(
+        f"{_plural(len(snapshot), 'node')}, {_plural(snapshot.pod_count(), 'bound pod')}; "
+        f"now = {_rfc3339(now)} ({now_source})"
+    )
+    unmanaged = [n.name for n in snapshot.nodes() if cloud.node_group_for(n) is None]
+    for g in cloud.node_groups():
+        say(
+            f"node group {g.id}: {_plural(g.target_size(), 'node')}, min {g.min_size}, max {g.max_size} "
+            f"({'from ' + g.origin if g.origin != GROUPS_YAML else g.origin})"
+        )
+    if unmanaged:
+        say(f"not autoscaled: {_names(unmanaged)}")
+    if result.unhealthy:
+        say(f"warning: {result.unhealthy}")
+
+    say()
+    out.print("[bold]Scale-up[/bold]")
+    for line in scale_up_lines(result.scale_up, result.options.expander, untried):
+        say(line)
+
+    sd = result.scale_down
+    say()
+    timers = "timers taken as expired" if expire_timers else "timers running: --no-expire-timers"
+    out.print(f"[bold]Scale-down[/bold] ({escape(timers)})")
+    if result.bound_for_scale_down:
+        say(
+            f"{_plural(len(result.bound_for_scale_down), 'pending pod')} counted on the nodes they fit "
+            "(the scheduler will bind them there)"
+        )
+    if sd.validation_failure:
+        say(f"note: no new candidates: {sd.validation_failure}")
+    if sd.cooldown:
+        options = result.options
+        if options.scale_down_enabled:  # a fresh planner: only this loop's scale-up pauses it
+            wait = format_duration(options.scale_down_delay_after_add)
+            say(f"note: scale-down paused: this scale-up starts scale-down-delay-after-add ({wait})")
+        else:
+            say(f"note: scale-down paused: {sd.cooldown}")
+    if sd.timed_out:
+        say("note: scale-down-simulation-timeout reached; the remaining nodes were not simulated")
+    if result.cooldown_expired and not sd.cooldown:
+        say(
+            "note: after this scale-up the autoscaler waits scale-down-delay-after-add before deleting; "
+            "taken as run out"
+        )
+    out.print(_node_table(sd, cloud, snapshot, result.options))
+    for line in deletion_lines(result.budget, sd):
+        say(line)
+    if result.budget.left_out:
+        say(
+            f"waiting for the parallelism budgets: {_names(result.budget.left_out)}"
+            + (" (ScaleDownThrottled)" if result.budget.throttled else "")
+        )
+
+
+def _node_table(
+    plan: ScaleDownPlan, cloud: StaticCloud, snapshot: ClusterSnapshot, options: AutoscalerOptions
+) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for name in ("node", "group", "util", "status", "reason", "blocking pod"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("why", overflow="fold")
+    for name, status in plan.nodes.items():
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        util = "-" if status.utilization is None else f"{status.utilization:.0%}"
+        state = status.status + (" (empty)" if status.empty and status.status == REMOVABLE else "")
+        blocking = (
+            "-"
+            if status.blocking_pod is None
+            else f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason})"
+        )
+        table.add_row(
+            escape(name),
+            escape(group.id if group is not None else "-"),
+            util,
+            state,
+            str(status.reason) if status.reason is not None else "-",
+            escape(blocking),
+            escape(node_detail(status, group, options)),
+        )
+    return table

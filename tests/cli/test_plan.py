@@ -1,0 +1,406 @@
+"""`kubetide plan`: the examples, the --json shape, every blocking reason in the human output,
+timers, --set, --now, the pending-pod rule, and one-line errors with exit code 2.
+
+Expectations are derived from the example dump's content (its pods, annotations, PDBs and
+requests), which examples/plan-cluster.yaml's header lays out node by node.
+"""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kubetide.cli.main as cli_main
+from kubetide.autoscaler.scaledown.drainability import KUBE_SYSTEM_UNMOVABLE_AGE, SAFE_TO_EVICT
+from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.model import load_files
+from kubetide.model.reader import parse_time
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLUSTER = str(EXAMPLES / "plan-cluster.yaml")
+GROUPS = str(EXAMPLES / "plan-node-groups.yaml")
+NOW = "2026-03-10T14:00:00Z"  # the newest timestamp in plan-cluster.yaml
+
+
+@pytest.fixture
+def kubetide(monkeypatch, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("plan",))
+
+    def run(*argv):
+        code = cli_main.main(["plan", *map(str, argv)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def dump():
+    return load_files([CLUSTER])
+
+
+def workload_pods(dump, node):
+    """The pods on a node other than DaemonSet pods (those never block a drain)."""
+    return [p for p in dump.pods if p.node_name == node and not p.is_daemonset]
+
+
+def the_pod(dump, node, predicate):
+    (pod,) = [p for p in workload_pods(dump, node) if predicate(p)]
+    return pod.key
+
+
+def plan_json(kubetide, *argv):
+    code, out, err = kubetide(CLUSTER, "--json", *argv)
+    assert code == 0 and err == "", err
+    return json.loads(out)
+
+
+# -- shape ----------------------------------------------------------------------------------------
+
+
+def test_json_shape_is_exactly_the_documented_one(kubetide):
+    result = plan_json(kubetide, "--node-groups", GROUPS)
+    assert list(result) == ["scale_up", "scale_down"]
+    up, down = result["scale_up"], result["scale_down"]
+    assert list(up) == ["pending", "options", "chosen", "not_helped"]
+    assert all(list(o) == ["node_group", "node_count", "pods"] for o in up["options"])
+    assert list(up["chosen"]) == ["node_group", "node_count"]
+    assert list(down) == ["nodes", "candidate_set", "to_delete", "destinations"]
+    assert list(down["to_delete"]) == ["empty", "drain"]
+    for entry in down["nodes"].values():
+        assert list(entry) == ["status", "empty", "utilization", "reason", "blocking_pod"]
+        assert entry["status"] in ("removable", "unremovable", "being_deleted")
+        assert entry["blocking_pod"] is None or list(entry["blocking_pod"]) == ["pod", "reason"]
+
+
+# -- the example, node by node -----------------------------------------------------------------------
+
+
+def test_every_blocking_reason_follows_from_the_dump(kubetide, dump):
+    nodes = plan_json(kubetide, "--node-groups", GROUPS)["scale_down"]["nodes"]
+    now = parse_time(NOW)
+
+    def blocked(node, pod_key, reason):
+        assert nodes[node]["status"] == "unremovable"
+        assert nodes[node]["reason"] == "BlockedByPod"
+        assert nodes[node]["blocking_pod"] == {"pod": pod_key, "reason": reason}
+
+    pdb_names = {(p.meta.namespace, p.meta.name) for p in dump.pdbs}
+    system = the_pod(dump, "general-b2", lambda p: p.namespace == "kube-system")
+    (system_pod,) = [p for p in dump.pods if p.key == system]
+    assert now - system_pod.meta.creation_timestamp < KUBE_SYSTEM_UNMOVABLE_AGE
+    assert not any(pdb.matches(system_pod) for pdb in dump.pdbs)
+    blocked("general-b2", system, "UnmovableKubeSystemPod")
+
+    local = the_pod(dump, "general-b3", lambda p: any(v.is_local_storage for v in p.volumes))
+    blocked("general-b3", local, "LocalStorageRequested")
+
+    unsafe = the_pod(dump, "general-c1", lambda p: p.annotations.get(SAFE_TO_EVICT) == "false")
+    blocked("general-c1", unsafe, "NotSafeToEvictAnnotation")
+
+    bare = the_pod(dump, "general-c3", lambda p: p.controller is None)
+    blocked("general-c3", bare, "NotReplicated")
+
+    (checkout_pdb,) = [p for p in dump.pdbs if p.meta.name == "checkout"]
+    assert checkout_pdb.disruptions_allowed == 0 and ("shop", "checkout") in pdb_names
+    guarded = the_pod(dump, "general-a3", checkout_pdb.matches)
+    blocked("general-a3", guarded, "NotEnoughPdb")
+
+    (c2,) = [n for n in dump.nodes if n.name == "general-c2"]
+    assert c2.annotations[SCALE_DOWN_DISABLED_ANNOTATION] == "true"
+    assert nodes["general-c2"]["reason"] == "ScaleDownDisabledAnnotation"
+
+    assert nodes["legacy-worker-1"]["reason"] == "NotAutoscaled"
+    # GROUPS.yaml gives ingress minSize 1 and the dump has one ingress node.
+    assert nodes["ingress-a1"]["reason"] == "NodeGroupMinSizeReached"
+
+
+def test_utilization_is_requests_over_allocatable(kubetide, dump):
+    nodes = plan_json(kubetide)["scale_down"]["nodes"]
+    for node in dump.nodes:
+        pods = [p for p in dump.pods if p.node_name == node.name]
+        expected = max(
+            sum(p.requests.get(r, 0) for p in pods) / node.allocatable[r] for r in ("cpu", "memory")
+        )
+        assert nodes[node.name]["utilization"] == pytest.approx(expected, abs=1e-4)
+        if expected >= 0.5:  # the default scale-down-utilization-threshold
+            assert nodes[node.name]["reason"] in ("NotUnderutilized", "NotAutoscaled")
+    busy = {name for name, entry in nodes.items() if entry["reason"] == "NotUnderutilized"}
+    assert busy == {"general-a1", "general-c4", "highmem-a1"}
+
+
+def test_removable_nodes_and_what_would_be_deleted(kubetide, dump):
+    down = plan_json(kubetide, "--node-groups", GROUPS)["scale_down"]
+    assert workload_pods(dump, "general-b1") == []  # DaemonSet pods only
+    assert down["nodes"]["general-b1"] == {
+        "status": "removable",
+        "empty": True,
+        "utilization": down["nodes"]["general-b1"]["utilization"],
+        "reason": None,
+        "blocking_pod": None,
+    }
+    assert down["nodes"]["general-a2"]["status"] == "removable"
+    assert not down["nodes"]["general-a2"]["empty"]
+    assert sorted(down["candidate_set"]) == ["general-a2", "general-b1"]
+    assert down["to_delete"] == {"empty": ["general-b1"], "drain": ["general-a2"]}
+    moved = {p.key for p in workload_pods(dump, "general-a2")}
+    assert set(down["destinations"]) == moved
+    # Destinations are never candidates themselves.
+    assert not set(down["destinations"].values()) & set(down["candidate_set"])
+
+
+def test_inferred_groups_have_min_zero_so_the_ingress_pod_needs_a_home(kubetide):
+    nodes = plan_json(kubetide)["scale_down"]["nodes"]
+    # The ingress controller selects and tolerates only the ingress group, whose one node it is on.
+    assert nodes["ingress-a1"]["reason"] == "NoPlaceToMovePods"
+
+
+def test_scale_up_grows_highmem_for_the_trino_workers(kubetide, dump):
+    up = plan_json(kubetide, "--node-groups", GROUPS)["scale_up"]
+    pending = sorted(p.key for p in dump.pods if not p.node_name)
+    assert sorted(up["pending"]) == pending
+    trino = [k for k in pending if k.startswith("analytics/trino-worker-")]
+    # 24Gi each; a highmem node (about 59Gi allocatable) takes two: three pods need two nodes.
+    assert up["chosen"] == {"node_group": "highmem", "node_count": 2}
+    assert up["options"] == [{"node_group": "highmem", "node_count": 2, "pods": trino}]
+    (genome,) = set(pending) - set(trino)
+    assert list(up["not_helped"]) == [genome]
+    assert "Insufficient memory" in up["not_helped"][genome]
+
+
+def test_human_output_answers_why_for_each_node(kubetide, dump):
+    code, out, err = kubetide(CLUSTER, "--node-groups", GROUPS)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"13 nodes, 45 bound pods; now = {NOW} (newest timestamp in the dump)"
+    rows = {line.split()[0]: line for line in out.splitlines() if "│" in line}
+    expect = {
+        "general-b2": ["BlockedByPod", "(UnmovableKubeSystemPod)", "kube-system"],
+        "general-b3": ["BlockedByPod", "(LocalStorageRequested)", "local storage"],
+        "general-c1": ["BlockedByPod", "(NotSafeToEvictAnnotation)", 'safe-to-evict: "false"'],
+        "general-c3": ["BlockedByPod", "(NotReplicated)", "no controller"],
+        "general-a3": ["BlockedByPod", "(NotEnoughPdb)", "PodDisruptionBudget"],
+        "general-c2": ["ScaleDownDisabledAnnotation", "scale-down-disabled"],
+        "general-a1": ["NotUnderutilized", "cpu utilization 0.65 >= threshold 0.5"],
+        "highmem-a1": ["NotUnderutilized", "memory utilization"],
+        "ingress-a1": ["NodeGroupMinSizeReached", "min size 1"],
+        "legacy-worker-1": ["NotAutoscaled"],
+        "general-b1": ["removable (empty)"],
+        "general-a2": ["removable"],
+    }
+    for node, words in expect.items():
+        for word in words:
+            assert word in rows[node], (node, word)
+    for node in ("general-b2", "general-b3", "general-c1", "general-c3", "general-a3"):
+        blocking = next(w for w in rows[node].split() if "/" in w)
+        assert blocking in {p.key for p in workload_pods(dump, node)}
+    assert "would delete: general-b1 (empty), general-a2 (drain)" in out
+    assert "growing highmem by 2 nodes to 3 (max 6), chosen by least-waste, for 3 pods" in out
+    assert "not helped: analytics/genome-assembly-" in out
+
+
+# -- timers, --now, --set -----------------------------------------------------------------------------
+
+
+def test_with_timers_running_nothing_is_deleted(kubetide):
+    down = plan_json(kubetide, "--no-expire-timers")["scale_down"]
+    assert down["to_delete"] == {"empty": [], "drain": []}
+    assert sorted(down["candidate_set"]) == ["general-a2", "general-b1"]
+    for name in down["candidate_set"]:
+        assert down["nodes"][name]["reason"] == "NotUnneededLongEnough"
+    code, out, _ = kubetide(CLUSTER, "--no-expire-timers")
+    assert code == 0 and "would delete: nothing" in out
+    assert "scale-down-delay-after-add (10m)" in out  # this loop's scale-up pauses scale-down
+
+
+def test_now_decides_whether_the_kube_system_pod_is_young(kubetide):
+    later = "2026-03-10T15:00:00Z"  # metrics-server was created at 13:40: now older than an hour
+    down = plan_json(kubetide, "--now", later)["scale_down"]
+    assert down["nodes"]["general-b2"]["status"] == "removable"
+    assert "general-b2" in down["to_delete"]["drain"]
+
+
+def test_set_flags_change_the_plan(kubetide):
+    down = plan_json(kubetide, "--set", "skip-nodes-with-local-storage=false")["scale_down"]
+    assert down["nodes"]["general-b3"]["reason"] != "BlockedByPod"
+    down = plan_json(kubetide, "--set", "max-scale-down-parallelism=1")["scale_down"]
+    assert down["to_delete"] == {"empty": ["general-b1"], "drain": []}  # empty nodes first
+    code, out, _ = kubetide(CLUSTER, "--set", "max-scale-down-parallelism=1")
+    assert code == 0
+    assert "waiting for the parallelism budgets: general-a2 (ScaleDownThrottled)" in out
+    down = plan_json(kubetide, "--set=--scale-down-utilization-threshold=0.05")["scale_down"]
+    assert down["candidate_set"] == ["general-b1"]  # 4%: the only node below 5%
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--set", "scale-down-unneded-time=5m"],
+            "--set scale-down-unneded-time: unknown flag (did you mean scale-down-unneeded-time?)",
+        ),
+        (
+            ["--set", "scale-down-unneeded-time"],
+            "--set scale-down-unneeded-time: expected FLAG=VALUE (e.g. --set scale-down-unneeded-time=5m)",
+        ),
+        (
+            ["--set", "scale-down-utilization-threshold=2"],
+            "--set scale-down-utilization-threshold: must be between 0 and 1, got '2'",
+        ),
+        (["--set", "expander=leastwaste"], '--set expander: unknown expander "leastwaste" (did you mean'),
+        (["--now", "yesterday"], "--now: expected an RFC 3339 time"),
+        (["--node-groups", "missing.yaml"], "missing.yaml: no such file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(kubetide, argv, message):
+    code, out, err = kubetide(CLUSTER, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"kubetide: error: {message}")
+    assert err.count("\n") == 1
+
+
+def test_groups_file_errors_name_the_field(kubetide, tmp_path):
+    path = tmp_path / "groups.yaml"
+    path.write_text("nodeGroups:\n  - name: general\n    maxSiz: 3\n")
+    code, _, err = kubetide(CLUSTER, "--node-groups", path)
+    assert code == 2
+    assert err == f'kubetide: error: {path}: nodeGroups[0].maxSiz: unknown field (did you mean "maxSize"?)\n'
+    path.write_text("nodeGroups:\n  - name: spot\n    maxSize: 3\n")
+    code, _, err = kubetide(CLUSTER, "--node-groups", path)
+    assert code == 2
+    assert err.startswith(
+        f'kubetide: error: {path}: nodeGroups[0].template: required: no node of group "spot"'
+    )
+
+
+def test_missing_cluster_file(kubetide, tmp_path):
+    code, out, err = kubetide(tmp_path / "nope.yaml")
+    assert code == 2 and out == "" and err.endswith("nope.yaml: no such file\n")
+
+
+# -- the other example ---------------------------------------------------------------------------
+
+
+def test_plan_works_on_the_schedule_example(kubetide):
+    example = str(EXAMPLES / "cluster.yaml")
+    code, out, err = kubetide(example, "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    dump = load_files([example])
+    assert set(result["scale_down"]["nodes"]) == {n.name for n in dump.nodes}
+    # Node groups come from eks.amazonaws.com/nodegroup: every node is autoscaled.
+    assert all(e["reason"] != "NotAutoscaled" for e in result["scale_down"]["nodes"].values())
+    assert "monitoring/prometheus-0" in result["scale_up"]["not_helped"]
+    code, out, err = kubetide(example)
+    assert (
+        code == 0 and "node group general: 10 nodes, min 0, max 100 (from eks.amazonaws.com/nodegroup)" in out
+    )
+
+
+# -- pending pods and controllers, on small dumps --------------------------------------------------
+
+SMALL = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, labels: {kubetide.io/node-group: g}, creationTimestamp: "2026-01-01T00:00:00Z"}
+  status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n2, labels: {kubetide.io/node-group: g}, creationTimestamp: "2026-01-01T00:00:00Z"}
+  status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: big
+    creationTimestamp: "2026-01-01T01:00:00Z"
+    ownerReferences: [{kind: ReplicaSet, name: big-5d8c7b9f6, controller: true}]
+  spec:
+    nodeName: n1
+    containers: [{name: c, resources: {requests: {cpu: "4"}}}]
+  status: {phase: Running}
+"""
+
+
+def pending_pod(name, cpu, condition=""):
+    status = "status: {phase: Pending}"
+    if condition:
+        status = f"status: {{phase: Pending, conditions: [{condition}]}}"
+    return textwrap.dedent(
+        f"""\
+        - apiVersion: v1
+          kind: Pod
+          metadata:
+            name: {name}
+            creationTimestamp: "2026-01-01T02:00:00Z"
+            ownerReferences: [{{kind: ReplicaSet, name: web-5d8c7b9f6, controller: true}}]
+          spec:
+            containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+          {status}
+        """
+    )
+
+
+def write_small(tmp_path, *extra):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(SMALL + "".join(textwrap.indent(e, "") for e in extra))
+    return path
+
+
+def test_untried_pending_pods_fit_existing_nodes_first(kubetide, tmp_path):
+    path = write_small(
+        tmp_path,
+        pending_pod("fits", "1"),  # no PodScheduled condition: not tried yet, fits n2
+        pending_pod("too-big", "3500m", "{type: PodScheduled, status: 'False', reason: Unschedulable}"),
+        pending_pod("gated", "1", "{type: PodScheduled, status: 'False', reason: SchedulingGated}"),
+    )
+    code, out, err = kubetide(path, "--json")
+    assert code == 0
+    # The dump has no ReplicaSet objects although pods name them: controller checks are off.
+    assert "ReplicaSet objects the dump does not contain" in err
+    result = json.loads(out)
+    up, down = result["scale_up"], result["scale_down"]
+    # "fits" goes to n2 (n1 is full); "too-big" then fits nowhere (3.5 > 4 - 1) and needs a node.
+    assert up["pending"] == ["default/too-big"]
+    assert up["chosen"] == {"node_group": "g", "node_count": 1}
+    assert "default/gated" not in up["not_helped"]  # not the autoscaler's business
+    # Scale-down sees "fits" on n2, where the scheduler will put it: n2 is not empty, and its pod
+    # has nowhere else to go.
+    assert down["nodes"]["n2"]["empty"] is False
+    assert down["nodes"]["n2"]["reason"] == "NoPlaceToMovePods"
+    assert down["nodes"]["n2"]["utilization"] == 0.25
+    code, out, _ = kubetide(path)
+    assert "1 pending pod fit existing or upcoming nodes: default/fits on n2" in out
+    assert "(1 pending pod without a PodScheduled condition taken as unschedulable: default/fits)" in out
+
+
+def test_controllers_in_the_dump_are_checked(kubetide, tmp_path):
+    # With ReplicaSets in the dump, a pod whose ReplicaSet is not among them blocks its node.
+    objects = textwrap.dedent(
+        """\
+        - apiVersion: apps/v1
+          kind: ReplicaSet
+          metadata: {name: big-5d8c7b9f6}
+          spec:
+            replicas: 1
+            selector: {matchLabels: {app: big}}
+            template:
+              metadata: {labels: {app: big}}
+              spec: {containers: [{name: c}]}
+        - apiVersion: v1
+          kind: Pod
+          metadata:
+            name: orphan
+            ownerReferences: [{kind: ReplicaSet, name: gone-6c9d8f7b5, controller: true}]
+          spec:
+            nodeName: n2
+            containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+          status: {phase: Running}
+        """
+    )
+    code, out, err = kubetide(write_small(tmp_path, objects), "--json")
+    assert code == 0 and err == ""
+    n2 = json.loads(out)["scale_down"]["nodes"]["n2"]
+    assert n2["blocking_pod"] == {"pod": "default/orphan", "reason": "ControllerNotFound"}
