@@ -404,3 +404,29 @@ def test_controllers_in_the_dump_are_checked(kubetide, tmp_path):
     assert code == 0 and err == ""
     n2 = json.loads(out)["scale_down"]["nodes"]["n2"]
     assert n2["blocking_pod"] == {"pod": "default/orphan", "reason": "ControllerNotFound"}
+
+
+def test_an_unhealthy_cluster_is_reported(kubetide, tmp_path):
+    nodes = []
+    for i in range(5):
+        ready = "True" if i == 0 else "False"
+        nodes.append(
+            textwrap.dedent(
+                f"""\
+                - apiVersion: v1
+                  kind: Node
+                  metadata: {{name: n{i}, labels: {{kubetide.io/node-group: g}}, creationTimestamp: "2026-01-01T00:00:00Z"}}
+                  status:
+                    allocatable: {{cpu: "4", memory: 8Gi}}
+                    conditions: [{{type: Ready, status: "{ready}", lastTransitionTime: "2026-01-02T00:00:00Z"}}]
+                """
+            )
+        )
+    path = tmp_path / "cluster.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems:\n" + "".join(nodes))
+    # 4 of 5 unready: more than ok-total-unready-count (3) and max-total-unready-percentage (45).
+    message = "cluster unhealthy: 4 of 5 registered nodes are unready; the autoscaler would stop this loop"
+    code, out, err = kubetide(path, "--json")
+    assert code == 0 and message in err and json.loads(out)["scale_down"]["nodes"]
+    code, out, err = kubetide(path)
+    assert code == 0 and f"warning: {message}" in out

@@ -108,18 +108,13 @@ def run(args) -> int:
     warn(manifests.warnings)
     cloud = StaticCloud.from_nodes(manifests.nodes, definitions)
     warn(cloud.warnings)
+    newest = newest_timestamp(manifests)
     if now_arg is not None:
         now, now_source = now_arg, "--now"
+    elif newest is not None:
+        now, now_source = newest, "newest timestamp in the dump"
     else:
-        newest = newest_timestamp(manifests)
-        now, now_source = (
-            (newest, "newest timestamp in the dump")
-            if newest is not None
-            else (
-                time.time(),
-                "wall clock: the dump carries no timestamps",
-            )
-        )
+        now, now_source = time.time(), "wall clock: the dump carries no timestamps"
 
     snapshot = ClusterSnapshot(manifests.nodes)
     pending, messages = _split_pods(manifests.pods, snapshot, source)
@@ -521,7 +516,10 @@ def _print_human(
             "note: after this scale-up the autoscaler waits scale-down-delay-after-add before deleting; "
             "taken as run out"
         )
-    out.print(_node_table(sd, cloud, snapshot, result.options))
+    if sd.nodes:
+        out.print(_node_table(sd, cloud, snapshot, result.options))
+    else:
+        say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
         say(line)
     if result.budget.left_out:
