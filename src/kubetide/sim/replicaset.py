@@ -6,7 +6,8 @@ replica count and the template new pods are stamped from). The ReplicaSet contro
 `replicas` active pods: a pod that is deleted, evicted or lost is replaced after the controller
 delay (terminating pods no longer count, so replacements start while they wind down). On
 scale-down it picks victims with the workload ranking (KEP-2185, logarithmic age buckets unless the
-scenario says otherwise).
+scenario says otherwise), passing the pods of every ReplicaSet with the same controller as related
+pods, as upstream's getIndirectlyRelatedPods does (the rank criterion counts them per node).
 """
 
 from __future__ import annotations
@@ -131,10 +132,36 @@ class ReplicaSets(Controller):
         elif diff < 0:
             active = self.active_pods(rs)
             now = self.engine.now()
-            victims = pods_to_delete(active, -diff, now, logarithmic=self.logarithmic, metric=self.age_ratio)
+            victims = pods_to_delete(
+                active,
+                -diff,
+                now,
+                self.related_pods(rs),
+                logarithmic=self.logarithmic,
+                metric=self.age_ratio,
+            )
             for pod in victims:
                 self.deleted += 1
                 self.kubelets.delete(pod)
+
+    def related_pods(self, rs: Workload) -> list[Pod] | None:
+        """Pods of every ReplicaSet owned by the same controller as `rs` (itself included), as
+        upstream's getIndirectlyRelatedPods lists them; None for a ReplicaSet without a controller
+        (the ranking then counts the ReplicaSet's own pods)."""
+        ref = rs.meta.controller
+        if ref is None:
+            return None
+        pods: list[Pod] = []
+        for other in self.world.workloads.values():
+            owner = other.meta.controller
+            if (
+                other.kind == "ReplicaSet"
+                and owner is not None
+                and owner.uid == ref.uid
+                and other.namespace == rs.namespace
+            ):
+                pods.extend(self.world.pods_of(other.meta.uid))
+        return pods
 
 
 def _template_hash(deployment: Workload) -> str:
