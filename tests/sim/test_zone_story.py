@@ -1,13 +1,38 @@
-"""The ReplicaSet controller's related pods (upstream's getIndirectlyRelatedPods)."""
+"""KEP-2185's zone story (issue 4 item 5) with the real autoscaler running, over several seeds,
+and the ReplicaSet controller's related pods (upstream's getIndirectlyRelatedPods).
+
+examples/zone-rebalancing.yaml: 2N pods over zones a and b after zone-c's outage, scale to 3N (the
+new pods go to zone-c), back to 2N. With logarithmic buckets each zone keeps about 2N/3; the KEP
+says "about", and a random choice of N victims among 3N leaves each zone a hypergeometric count
+(mean 2N/3), so "about" is taken as within three standard deviations. Newest-first empties zone-c.
+"""
 
 from __future__ import annotations
+
+import math
+from pathlib import Path
 
 import pytest
 from sim_helpers import deployment, group, make_scenario
 
 import kubetide.sim.replicaset as replicaset_module
 from kubetide.model.node import ZONE_LABEL
-from kubetide.sim import NoAutoscaler, Simulation
+from kubetide.sim import NoAutoscaler, Simulation, load_scenario
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "zone-rebalancing.yaml"
+SEEDS = (1, 2, 3, 4)
+ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
+
+
+def story():
+    scenario = load_scenario(EXAMPLE)
+    web = next(w for w in scenario.objects.workloads if w.kind == "Deployment")
+    scales = [e for e in scenario.events if e.kind == "scale"]
+    two_n = web.replicas
+    assert two_n % 2 == 0
+    n = two_n // 2
+    assert [e.payload.replicas for e in scales] == [3 * n, 2 * n], "the story: 2N -> 3N -> 2N"
+    return scenario, n, scales[-1].at
 
 
 def web_pods_by_zone(sim) -> dict[str, int]:
@@ -20,6 +45,47 @@ def web_pods_by_zone(sim) -> dict[str, int]:
             if pod.labels.get("app") == "web" and not pod.is_terminating and pod.phase == "Running":
                 counts[zone] += 1
     return dict(sorted(counts.items()))
+
+
+def run(logarithmic: bool, seed: int):
+    scenario, n, downscale_at = story()
+    scenario.logarithmic_ranking = logarithmic
+    sim = Simulation(scenario, seed=seed)  # the default factory: kubetide's autoscaler
+    sim.setup()
+    sim.engine.run_until(sim.engine.start + downscale_at - 1)
+    before = web_pods_by_zone(sim)
+    result = sim.run()
+    return n, before, result
+
+
+def noise(n: int) -> float:
+    """Three standard deviations of a zone's remaining pods when N of 3N go at random (N each)."""
+    total, removed, in_zone = 3 * n, n, n
+    variance = removed * (in_zone / total) * (1 - in_zone / total) * (total - removed) / (total - 1)
+    return 3 * math.sqrt(variance)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_logarithmic_ranking_rebalances_the_zones_with_the_autoscaler_running(seed):
+    n, before, result = run(True, seed)
+    s = result.summary
+    assert s["autoscaler"] == "kubetide" and s["autoscaler_loops"] > 0
+    # The story's premise held: the N new pods went to the new zone.
+    assert before == {"zone-a": n, "zone-b": n, "zone-c": n}
+    zones = s["pods"]["by_zone_at_end"]
+    assert sum(zones.values()) == 2 * n
+    for zone, count in zones.items():
+        assert abs(count - 2 * n / 3) <= noise(n), f"seed {seed}: {zone} has {count} of {2 * n}"
+    assert s["invariants"] == ZERO
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_newest_first_empties_the_new_zone_with_the_autoscaler_running(seed):
+    n, before, result = run(False, seed)
+    s = result.summary
+    assert before == {"zone-a": n, "zone-b": n, "zone-c": n}
+    assert s["pods"]["by_zone_at_end"] == {"zone-a": n, "zone-b": n, "zone-c": 0}
+    assert s["invariants"] == ZERO
 
 
 # -- related pods ------------------------------------------------------------------------------
