@@ -1,0 +1,453 @@
+"""Usage profiles: how much cpu and memory each simulated pod really uses, over time.
+
+Requests are what the scheduler and the autoscaler see; usage is what the node QoS agent sees
+(sim/qos.py). A profile gives each resource one of
+
+    a constant      cpu: 300m                         (a Kubernetes quantity)
+    a trace         cpu: {trace: traces/batch.csv}    (the file's `cpu` column)
+    a generator     cpu: {base: 200m, spikes: {every: 10m, to: 1500m, for: 2m, start: 5m}, jitter: 0.1}
+
+and `trace: file.csv` alone reads every resource column the file has. Trace files (relative to the
+scenario) have a header naming their columns, `time,cpu,memory`, then one row per change: time in
+seconds since the start of the scenario (or a duration, `10m`), values as quantities; a value holds
+until the next row, and the first row's value also holds before it. A generator is `base`, except
+during spikes: `for` long, every `every`, the first at `start` (default: one `every` in); `jitter`
+(a fraction below 1) scales each sample by a factor drawn uniformly from [1 - jitter, 1 + jitter],
+from a hash of the seed, the pod and the time, so a run is reproducible and pods draw independently.
+Profiles run on scenario time: all pods of a workload spike together, and a replacement pod picks
+up where the profile is.
+
+Where profiles come from, per resource, first found wins:
+1. the pod's annotation `kubetide.io/usage` (on a workload, in its pod template), a JSON or YAML
+   flow mapping, e.g. `'{"cpu": {"base": "200m", "spikes": {"every": "10m", "to": "1500m", "for": "2m"}}}'`;
+2. the scenario's `spec.usage` entries, in order: `match` (kind + name of a workload, which for a
+   Deployment also covers its ReplicaSet's pods; namespace; a label `selector` on the pods; all
+   optional, an empty match is every pod) plus the profile (`cpu`, `memory`, `trace`);
+3. the pod's request (0 when it has none).
+
+A pod uses nothing until it is Running, and never more than its limit; a pod the agent throttled
+never more than its CPU quota. Only cpu and memory have profiles.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import difflib
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetide.durations import parse_duration
+from kubetide.errors import ManifestError
+from kubetide.model import Manifests, Pod
+from kubetide.model.quantity import CPU, MEMORY, QuantityError, parse_resource
+from kubetide.model.reader import Reader
+from kubetide.model.selectors import LabelSelector, parse_label_selector
+from kubetide.sim.scenario import ScenarioError
+
+USAGE_ANNOTATION = "kubetide.io/usage"
+RESOURCES = (CPU, MEMORY)
+_MASK = (1 << 64) - 1
+
+
+# -- series: one resource over time -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    value: int
+
+    def at(self, t: float, key: int) -> int:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    times: tuple[float, ...]
+    values: tuple[int, ...]
+
+    def at(self, t: float, key: int) -> int:
+        index = bisect.bisect_right(self.times, t) - 1
+        return self.values[max(index, 0)]
+
+
+@dataclass(frozen=True, slots=True)
+class Generator:
+    base: int
+    spike_to: int | None = None
+    every: float = 0.0
+    duration: float = 0.0  # `for`
+    start: float = 0.0
+    jitter: float = 0.0
+
+    def spiking(self, t: float) -> bool:
+        if self.spike_to is None or t < self.start:
+            return False
+        return (t - self.start) % self.every < self.duration
+
+    def at(self, t: float, key: int) -> int:
+        value = self.spike_to if self.spiking(t) else self.base
+        assert value is not None
+        if self.jitter:
+            value = round(value * (1 + self.jitter * (2 * unit_draw(key, t) - 1)))
+        return max(0, value)
+
+
+Series = Constant | Trace | Generator
+
+
+def unit_draw(key: int, t: float) -> float:
+    """A number in [0, 1) from (key, time), the same every run (splitmix64's finaliser)."""
+    x = (key + (round(t * 1000) + 1) * 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    x ^= x >> 31
+    return x / 2**64
+
+
+def _stable_hash(*parts: object) -> int:
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Series per resource; a resource absent here falls through to the next source."""
+
+    series: Mapping[str, Series]
+
+
+# -- matching pods (spec.usage) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageRule:
+    kind: str | None
+    namespace: str | None
+    name: str | None
+    selector: LabelSelector | None
+    profile: Profile
+    field: str  # spec.usage[2], for messages
+
+
+# What a pod belongs to: (kind, namespace, name) of its controller and of the controller's own
+# controller (a Deployment above its ReplicaSet), answered by the simulator's world.
+OwnersOf = Callable[[Pod], Iterable[tuple[str, str]]]
+
+
+def _matches(rule: UsageRule, pod: Pod, owners: OwnersOf) -> bool:
+    if rule.namespace is not None and pod.namespace != rule.namespace:
+        return False
+    if rule.selector is not None and not rule.selector.matches(pod.labels):
+        return False
+    if rule.kind is None:
+        return True
+    if rule.kind == "Pod":
+        return rule.name is None or pod.name == rule.name
+    return any(kind == rule.kind and (rule.name is None or name == rule.name) for kind, name in owners(pod))
+
+
+# -- the model ---------------------------------------------------------------------------------
+
+
+@dataclass
+class UsageModel:
+    """Every profile a scenario declares, checked at load time; `usage(pod, t)` at run time."""
+
+    rules: list[UsageRule] = field(default_factory=list)
+    annotations: dict[str, Profile] = field(default_factory=dict)  # annotation text -> profile
+    seed: int = 0
+    owners: OwnersOf = lambda pod: ()
+    _resolved: dict[str, tuple[tuple[str, Series | None, int], ...]] = field(default_factory=dict)
+
+    def resolve(self, pod: Pod) -> tuple[tuple[str, Series | None, int], ...]:
+        """(resource, series or None for "use the request", jitter key) per resource, cached per pod."""
+        cached = self._resolved.get(pod.uid)
+        if cached is not None:
+            return cached
+        found: dict[str, Series] = {}
+        text = pod.annotations.get(USAGE_ANNOTATION)
+        if text is not None and text in self.annotations:
+            found.update(self.annotations[text].series)
+        for rule in self.rules:
+            if len(found) == len(RESOURCES):
+                break
+            if _matches(rule, pod, self.owners):
+                for resource, series in rule.profile.series.items():
+                    found.setdefault(resource, series)
+        resolved = tuple(
+            (resource, found.get(resource), _stable_hash(self.seed, pod.uid, resource))
+            for resource in RESOURCES
+        )
+        self._resolved[pod.uid] = resolved
+        return resolved
+
+    def forget(self, uid: str) -> None:
+        self._resolved.pop(uid, None)
+
+    def usage(self, pod: Pod, t: float, quota: int | None = None) -> dict[str, int]:
+        """What `pod` uses at `t` seconds into the scenario: profile (or request), capped at the
+        pod's limit and, for cpu, at the agent's quota. Nothing before the pod is Running."""
+        if pod.phase != "Running":
+            return {CPU: 0, MEMORY: 0}
+        result = {}
+        limits = pod.limits
+        for resource, series, key in self.resolve(pod):
+            value = pod.requests.get(resource, 0) if series is None else series.at(t, key)
+            limit = limits.get(resource)
+            if limit and value > limit:
+                value = limit
+            if resource == CPU and quota is not None and value > quota:
+                value = quota
+            result[resource] = value
+        return result
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+PROFILE_KEYS = ("cpu", "memory", "trace")
+SERIES_TRACE_KEYS = ("trace",)
+GENERATOR_KEYS = ("base", "spikes", "jitter")
+SPIKE_KEYS = ("every", "to", "for", "start")
+
+
+class _Loader:
+    def __init__(self, source: str, base_dir: Path):
+        self.source = source
+        self.base_dir = base_dir
+        self.files: dict[str, dict[str, Trace]] = {}
+
+    def error(self, where: str, message: str) -> ScenarioError:
+        return ScenarioError(self.source, where, message)
+
+    def _unknown(self, where: str, data: Mapping, allowed: Iterable[str]) -> None:
+        allowed = tuple(allowed)
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+                hint = f' (did you mean "{close[0]}"?)' if close else f" (expected {', '.join(allowed)})"
+                raise self.error(f"{where}.{key}", f"unknown field{hint}")
+
+    def quantity(self, where: str, resource: str, value: Any) -> int:
+        if value is None:
+            raise self.error(where, "required field is missing")
+        try:
+            amount = parse_resource(resource, value)
+        except QuantityError as exc:
+            raise self.error(where, str(exc)) from None
+        if amount < 0:
+            raise self.error(where, f"must not be negative, got {value!r}")
+        return amount
+
+    def duration(self, where: str, value: Any, *, positive: bool) -> float:
+        if value is None:
+            raise self.error(where, "required field is missing")
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            raise self.error(where, str(exc)) from None
+        if seconds < 0 or (positive and seconds == 0):
+            raise self.error(where, f"must be {'positive' if positive else 'non-negative'}, got {value!r}")
+        return seconds
+
+    def profile(self, where: str, data: Any, *, extra: Iterable[str] = ()) -> Profile:
+        if not isinstance(data, Mapping):
+            raise self.error(where, "expected a mapping with cpu, memory or trace")
+        self._unknown(where, data, (*PROFILE_KEYS, *extra))
+        series: dict[str, Series] = {}
+        if data.get("trace") is not None:
+            clash = [r for r in RESOURCES if data.get(r) is not None]
+            if clash:
+                raise self.error(
+                    f"{where}.{clash[0]}",
+                    "give a trace for every resource, or a profile per resource, not both",
+                )
+            columns = self.trace_file(f"{where}.trace", data["trace"])
+            series.update(columns)
+        for resource in RESOURCES:
+            if data.get(resource) is not None:
+                series[resource] = self.series(f"{where}.{resource}", resource, data[resource])
+        if not series:
+            raise self.error(where, "a usage profile needs cpu, memory or trace")
+        return Profile(series)
+
+    def series(self, where: str, resource: str, data: Any) -> Series:
+        if not isinstance(data, Mapping):
+            return Constant(self.quantity(where, resource, data))
+        if "trace" in data:
+            self._unknown(where, data, SERIES_TRACE_KEYS)
+            columns = self.trace_file(f"{where}.trace", data["trace"])
+            if resource not in columns:
+                raise self.error(f"{where}.trace", f'{data["trace"]} has no "{resource}" column')
+            return columns[resource]
+        self._unknown(where, data, GENERATOR_KEYS)
+        if "base" not in data:
+            raise self.error(f"{where}.base", "required field is missing (or give a trace)")
+        base = self.quantity(f"{where}.base", resource, data["base"])
+        jitter = data.get("jitter", 0) or 0
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter < 1:
+            raise self.error(
+                f"{where}.jitter", f"must be a fraction from 0 up to (not including) 1, got {jitter!r}"
+            )
+        spikes = data.get("spikes")
+        if spikes is None:
+            return Generator(base, jitter=float(jitter))
+        at = f"{where}.spikes"
+        if not isinstance(spikes, Mapping):
+            raise self.error(at, "expected a mapping with every, to, for (and optionally start)")
+        self._unknown(at, spikes, SPIKE_KEYS)
+        every = self.duration(f"{at}.every", spikes.get("every"), positive=True)
+        to = self.quantity(f"{at}.to", resource, spikes.get("to"))
+        length = self.duration(f"{at}.for", spikes.get("for"), positive=True)
+        if length > every:
+            raise self.error(
+                f"{at}.for",
+                f"a spike ({spikes['for']}) cannot last longer than its period ({spikes['every']})",
+            )
+        start = (
+            every
+            if spikes.get("start") is None
+            else self.duration(f"{at}.start", spikes["start"], positive=False)
+        )
+        return Generator(base, to, every, length, start, float(jitter))
+
+    def trace_file(self, where: str, name: Any) -> dict[str, Trace]:
+        if not isinstance(name, str) or not name:
+            raise self.error(where, "expected a file path")
+        cached = self.files.get(name)
+        if cached is not None:
+            return cached
+        path = self.base_dir / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise self.error(where, f'no such file "{name}"') from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self.error(where, f"cannot read {name}: {exc}") from None
+        self.files[name] = columns = _parse_trace(text, str(path))
+        return columns
+
+
+def _parse_trace(text: str, source: str) -> dict[str, Trace]:
+    header: list[str] | None = None
+    times: list[float] = []
+    values: dict[str, list[int]] = {}
+    for number, row in enumerate(csv.reader(text.splitlines()), start=1):
+        if not row or not "".join(row).strip() or row[0].strip().startswith("#"):
+            continue
+        cells = [cell.strip() for cell in row]
+        if header is None:
+            header = [cell.lower() for cell in cells]
+            if not header or header[0] != "time":
+                raise ScenarioError(
+                    source, f"line {number}", 'expected a header naming the columns, e.g. "time,cpu,memory"'
+                )
+            for name in header[1:]:
+                if name not in RESOURCES:
+                    raise ScenarioError(
+                        source, f"line {number}", f'unknown column "{name}" (expected cpu, memory)'
+                    )
+            if len(set(header)) != len(header):
+                raise ScenarioError(source, f"line {number}", "a column is named twice")
+            if len(header) < 2:
+                raise ScenarioError(source, f"line {number}", "no cpu or memory column")
+            values = {name: [] for name in header[1:]}
+            continue
+        if len(cells) != len(header):
+            raise ScenarioError(
+                source,
+                f"line {number}",
+                f"expected {len(header)} columns ({','.join(header)}), got {len(cells)}",
+            )
+        try:
+            seconds = float(cells[0])
+        except ValueError:
+            try:
+                seconds = parse_duration(cells[0])
+            except ValueError as exc:
+                raise ScenarioError(source, f"line {number}", f"time: {exc}") from None
+        if seconds < 0:
+            raise ScenarioError(source, f"line {number}", f"time: must not be negative, got {cells[0]!r}")
+        if times and seconds <= times[-1]:
+            raise ScenarioError(source, f"line {number}", f"time: {cells[0]} is not after the previous row's")
+        times.append(seconds)
+        for name, cell in zip(header[1:], cells[1:], strict=True):
+            try:
+                amount = parse_resource(name, cell)
+            except QuantityError as exc:
+                raise ScenarioError(source, f"line {number}", f"{name}: {exc}") from None
+            if amount < 0:
+                raise ScenarioError(source, f"line {number}", f"{name}: must not be negative, got {cell!r}")
+            values[name].append(amount)
+    if header is None or not times:
+        raise ScenarioError(source, "", "no rows: expected a header (time,cpu,memory) and at least one row")
+    return {name: Trace(tuple(times), tuple(column)) for name, column in values.items()}
+
+
+def _annotated(manifests: Manifests) -> Iterable[tuple[str, str]]:
+    """(where, annotation text) for every pod and pod template carrying the usage annotation."""
+    for workload in manifests.workloads:
+        text = workload.template.prototype.annotations.get(USAGE_ANNOTATION)
+        if text is not None:
+            yield (
+                f"{workload.kind} {workload.meta.key}: spec.template.metadata.annotations[{USAGE_ANNOTATION}]",
+                text,
+            )
+    for pod in manifests.pods:
+        text = pod.annotations.get(USAGE_ANNOTATION)
+        if text is not None:
+            yield f"Pod {pod.key}: metadata.annotations[{USAGE_ANNOTATION}]", text
+
+
+def load_usage(
+    rules: list[Any],
+    manifests: list[tuple[str, Manifests]],
+    source: str,
+    base_dir: Path,
+    seed: int,
+) -> UsageModel:
+    """Check `spec.usage` (pydantic-shaped entries) and every usage annotation in `manifests`
+    ((where, manifests) pairs: spec.objects and each applied event)."""
+    loader = _Loader(source, base_dir)
+    model = UsageModel(seed=seed)
+    for where, loaded in manifests:
+        for what, text in _annotated(loaded):
+            if text in model.annotations:
+                continue
+            at = f"{where}: {what}"
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+                raise loader.error(at, f"not a JSON or YAML mapping: {mark}") from None
+            model.annotations[text] = loader.profile(at, data)
+    workloads = {(w.kind, w.meta.name) for _, loaded in manifests for w in loaded.workloads}
+    workloads |= {("Pod", p.name) for _, loaded in manifests for p in loaded.pods}
+    for index, rule in enumerate(rules):
+        at = f"spec.usage[{index}]"
+        match = rule.match
+        if match.name is not None and match.kind is None:
+            raise loader.error(f"{at}.match.name", "a name needs a kind (Deployment, StatefulSet, ...)")
+        if match.kind is not None and match.name is not None and (match.kind, match.name) not in workloads:
+            known = sorted(name for kind, name in workloads if kind == match.kind)
+            close = difflib.get_close_matches(match.name, known, n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            raise loader.error(
+                f"{at}.match.name", f'no {match.kind} "{match.name}" in spec.objects or spec.events{hint}'
+            )
+        selector = None
+        if match.selector is not None:
+            try:
+                selector = parse_label_selector(Reader(match.selector, source, "", f"{at}.match.selector"))
+            except ManifestError as exc:
+                raise loader.error(exc.field or f"{at}.match.selector", exc.message) from None
+        data = {key: getattr(rule, key) for key in PROFILE_KEYS if getattr(rule, key) is not None}
+        model.rules.append(
+            UsageRule(match.kind, match.namespace, match.name, selector, loader.profile(at, data), at)
+        )
+    return model
