@@ -120,6 +120,34 @@ class WorkloadRanking(_Model):
     logarithmic: bool = True
 
 
+class UsageMatch(_Model):
+    """Which pods a spec.usage entry is for (every field optional; empty = every pod)."""
+
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Pod"] | None = None
+    name: str | None = Field(default=None, min_length=1)
+    namespace: str | None = Field(default=None, min_length=1)
+    selector: dict[str, Any] | None = None  # a label selector on the pods
+
+
+class UsageSpec(_Model):
+    """A usage profile for the pods `match` selects (parsed in sim/usage.py)."""
+
+    match: UsageMatch = UsageMatch()
+    cpu: Any = None
+    memory: Any = None
+    trace: str | None = None
+
+
+class QosSpec(_Model):
+    """The node QoS agent on every node (sim/qos.py)."""
+
+    collectInterval: Duration = Field(default=10.0, gt=0)
+    precise: bool = True
+    executeExcessPercent: int = Field(default=10, ge=0, le=100)
+    compare: bool = False  # also run with the other `precise` setting; both counts in summary.json
+    objects: list[dict[str, Any]] = Field(min_length=1)  # NodeQOS / AvoidanceAction, inline or {file:}
+
+
 class Spec(_Model):
     duration: Duration
     seed: int = 0
@@ -130,6 +158,8 @@ class Spec(_Model):
     traces: list[TraceSpec] = Field(default_factory=list)
     cluster: ClusterSpec = ClusterSpec()
     workloadRanking: WorkloadRanking = WorkloadRanking()
+    usage: list[UsageSpec] = Field(default_factory=list)
+    qos: QosSpec | None = None
 
     @model_validator(mode="after")
     def _positive(self) -> Spec:
@@ -185,6 +215,7 @@ class Scenario:
     cluster: ClusterSpec
     logarithmic_ranking: bool = True
     warnings: list[str] = field(default_factory=list)
+    qos: Any = None  # sim.qos.QosSettings (spec.qos and the usage profiles); None: no QoS agent
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -213,6 +244,9 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
+    # spec.qos and spec.usage (importing it registers NodeQOS / AvoidanceAction with the loader)
+    from kubetide.sim.qos import load_qos
+
     try:
         doc = ScenarioDocument.model_validate(data)
     except ValidationError as exc:
@@ -276,6 +310,8 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     for index, trace in enumerate(spec.traces):
         events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
+    warnings = list(objects.warnings)
+    qos = load_qos(spec, objects, events, source, base_dir, warnings)
 
     return Scenario(
         name=doc.metadata.name,
@@ -289,7 +325,8 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         events=events,
         cluster=spec.cluster,
         logarithmic_ranking=spec.workloadRanking.logarithmic,
-        warnings=list(objects.warnings),
+        warnings=warnings,
+        qos=qos,
     )
 
 

@@ -131,7 +131,14 @@ class Simulation:
         self.status = WorkloadStatus(world)
         self.view = SimClusterView(world, budgets, self.status)
         self.actions = SimClusterActions(world, eviction, metrics, log, engine)
-        eviction.on_evicted.append(metrics.evicted)
+        eviction.on_evicted.append(self._evicted)
+        # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
+        self.qos = None
+        if scenario.qos is not None:
+            from kubetide.sim.qos import NodeAgents
+
+            end = engine.start + scenario.duration
+            self.qos = NodeAgents(engine, world, eviction, log, scenario.qos, end)
         faults.group_nodes = self._group_nodes
         faults.on_restart = self._restart_autoscaler
         self.autoscaler: SupportsRunOnce | None = None
@@ -157,6 +164,8 @@ class Simulation:
         self.autoscaler = self.factory(
             self.scenario.options, self.engine.clock, self.view, self.actions, self.cloud
         )
+        if self.qos is not None:
+            self.qos.start()
         self.engine.at(start, self._loop)
 
     def _settle(self) -> None:
@@ -292,8 +301,15 @@ class Simulation:
                     f"the autoscaler left {depth} snapshot fork(s) open after run_once(); "
                     "ClusterView.snapshot() must be left as found"
                 )
-        self.metrics.sample()
+        row = self.metrics.sample()
+        if self.qos is not None:
+            self.qos.timeline_columns(row)
         self.engine.after(self.scenario.options.scan_interval, self._loop)
+
+    def _evicted(self, pod: Pod) -> None:
+        """An accepted eviction: the autoscaler's count in its metrics; the QoS agent's do not."""
+        if self.qos is None or not self.qos.evicting:
+            self.metrics.evicted(pod)
 
     def _restart_autoscaler(self) -> None:
         self.metrics.c.autoscaler_restarts += 1
@@ -323,6 +339,10 @@ class Simulation:
             progress(self.scenario.duration)
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
+        if self.qos is not None and self.scenario.qos.compare:
+            from kubetide.sim.qos import compare_modes
+
+            summary["qos"]["comparison"] = compare_modes(self, summary)
         return SimulationResult(
             scenario=self.scenario,
             summary=summary,
@@ -423,6 +443,8 @@ class Simulation:
         zones = self._pods_by_zone()
         if zones:
             summary["pods"]["by_zone_at_end"] = zones
+        if self.qos is not None:
+            summary["qos"] = self.qos.summary()
         ratio = self.replicasets.age_ratio
         if ratio is not None:
             summary["downscale"] = {"deletion_age_ratio": ratio.as_dict()}

@@ -1,0 +1,591 @@
+"""The node QoS agent (kubetide.qos) on every simulated node.
+
+`spec.qos` turns it on:
+
+    qos:
+      collectInterval: 10s         # one sample per node this often
+      precise: true                # false: crane's old behaviour, act on every candidate pod
+      executeExcessPercent: 10
+      compare: false               # true: run again with the other `precise`, both counts reported
+      objects:                     # NodeQOS and AvoidanceAction, inline or {file: path}
+      - {apiVersion: ensurance.crane.io/v1alpha1, kind: NodeQOS, ...}
+
+Every collect interval, on every Ready node some NodeQOS selects, `NodeAgents` builds the node's
+`NodeState` from the world (each pod's usage from its profile, sim/usage.py, capped at its limit
+and at the agent's CFS quota; node usage = the sum over its pods) and steps that node's `QosAgent`.
+It is the agent's `QosActuator`: throttle and restore record the quota per pod, which caps the
+pod's cpu usage from the next sample on; evict goes through the simulator's Eviction API, so PDBs
+apply (a refusal returns False) and the evicted pod is recreated by its controller and scheduled
+anew, possibly onto a node the autoscaler adds for it. The agent's evictions are not the
+autoscaler's: they count in `qos`, not in the summary's `evictions` or the autoscaler invariants.
+
+Reports: summary.json `qos` (throttles, restores, evictions, over_evictions, seconds_over_watermark,
+evictions_refused, nodes_over_watermark_at_end, precise, and with `compare` a `comparison` of both
+modes), timeline.csv columns `qos_*`, events.jsonl records from source `qos-agent` (crane's node
+events AvoidanceTriggered / RestoreTriggered when a rule comes into force or is lifted; one
+AvoidanceEvict / AvoidanceEvictRefused / AvoidanceThrottle / AvoidanceRestore / AvoidancePreview
+per decision), and a QoS panel in report.html. A scenario without `spec.qos` builds none of this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubetide.autoscaler.ports import EvictionOutcome
+from kubetide.model import Manifests, Node, Pod
+from kubetide.model.quantity import format_units
+from kubetide.qos import AgentOptions, NodeState, PodState, QosAgent, QosConfig, RoundResult
+from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
+from kubetide.qos.executor import DONE, PREVIEW, REFUSED, Decision, gap_units
+from kubetide.sim.engine import Engine
+from kubetide.sim.events import EventLog
+from kubetide.sim.eviction import EvictionApi
+from kubetide.sim.scenario import Event, ScenarioError, _manifests
+from kubetide.sim.usage import UsageModel, load_usage
+from kubetide.sim.world import World, WorldObserver
+
+SOURCE = "qos-agent"
+QOS_KINDS = ("NodeQOS", "AvoidanceAction")
+REASONS = {EVICT: "AvoidanceEvict", THROTTLE_DOWN: "AvoidanceThrottle", THROTTLE_UP: "AvoidanceRestore"}
+REFUSED_REASON = "AvoidanceEvictRefused"
+PREVIEW_REASON = "AvoidancePreview"
+# What summary.json's qos.comparison shows for each mode, besides the agent's own counts.
+COUNT_KEYS = (
+    "throttles",
+    "restores",
+    "evictions",
+    "over_evictions",
+    "seconds_over_watermark",
+    "evictions_refused",
+    "nodes_over_watermark_at_end",
+)
+
+
+@dataclass(frozen=True)
+class QosSettings:
+    """spec.qos, checked: the agents' configuration, options and the pods' usage profiles."""
+
+    config: QosConfig
+    usage: UsageModel
+    collect_interval: float = 10.0
+    precise: bool = True
+    execute_excess_percent: int = 10
+    compare: bool = False
+    resources: tuple[str, ...] = ()  # resources some rule watches (timeline peaks)
+
+    def options(self) -> AgentOptions:
+        return AgentOptions(precise=self.precise, execute_excess_percent=self.execute_excess_percent)
+
+
+# -- loading (called by sim/scenario.py) -----------------------------------------------------
+
+
+def load_qos(
+    spec: Any, objects: Manifests, events: list[Event], source: str, base_dir: Path, warnings: list[str]
+) -> QosSettings | None:
+    """spec.qos and spec.usage of a validated scenario shape, or None when there is no spec.qos.
+
+    Usage profiles (spec.usage and pod annotations) are checked either way, so a mistake in one
+    is reported even while the agent is off."""
+    applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
+    for where, manifests in [("spec.objects", objects), *applied]:
+        for kind in QOS_KINDS:
+            for obj in manifests.other.get(kind, ()):
+                raise ScenarioError(source, where, f'{kind} "{obj.name}" belongs in spec.qos.objects')
+    usage = load_usage(spec.usage, [("spec.objects", objects), *applied], source, base_dir, spec.seed)
+    if spec.qos is None:
+        if spec.usage:
+            warnings.append(
+                f"{source}: spec.usage: usage profiles only matter to the node QoS agent (spec.qos)"
+            )
+        return None
+    where = "spec.qos.objects"
+    loaded = _manifests(spec.qos.objects, source, where, base_dir)
+    others = [
+        ("Node", loaded.nodes),
+        ("Pod", loaded.pods),
+        ("PodDisruptionBudget", loaded.pdbs),
+        ("PriorityClass", loaded.priority_classes),
+        ("Namespace", loaded.namespaces),
+        ("ConfigMap", loaded.configmaps),
+        *((w.kind, [w]) for w in loaded.workloads),
+        *((kind, objs) for kind, objs in loaded.other.items() if kind not in QOS_KINDS),
+    ]
+    for kind, objs in others:
+        if objs:
+            raise ScenarioError(
+                source,
+                where,
+                f"only NodeQOS and AvoidanceAction belong here (found a {kind}; put it in spec.objects)",
+            )
+    warnings.extend(loaded.warnings)
+    config = QosConfig.from_manifests(loaded)  # ManifestError names the file, object and field
+    if not config.nodeqos:
+        raise ScenarioError(source, where, "no NodeQOS: the agent would watch nothing")
+    warnings.extend(config.warnings)
+    resources = []
+    for qos in config.nodeqos:
+        for rule in qos.rules:
+            resource = config.registry[rule.metric].resource
+            if resource not in resources:
+                resources.append(resource)
+    q = spec.qos
+    return QosSettings(
+        config=config,
+        usage=usage,
+        collect_interval=q.collectInterval,
+        precise=q.precise,
+        execute_excess_percent=q.executeExcessPercent,
+        compare=q.compare,
+        resources=tuple(resources),
+    )
+
+
+# -- the component ----------------------------------------------------------------------------
+
+
+@dataclass
+class QosCounters:
+    throttles: int = 0
+    restores: int = 0
+    evictions: int = 0
+    evictions_refused: int = 0
+    over_evictions: int = 0
+    seconds_over_watermark: float = 0.0
+    previews: int = 0
+
+
+class NodeAgents(WorldObserver):
+    """One QosAgent per node, stepped every collect interval; the agents' QosActuator."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        world: World,
+        eviction: EvictionApi,
+        log: EventLog,
+        settings: QosSettings,
+        end: float,
+    ):
+        self.engine = engine
+        self.world = world
+        self.eviction = eviction
+        self.log = log
+        self.settings = settings
+        self.end = end
+        self.config = settings.config
+        self.options = settings.options()
+        # Per run: the profile cache is keyed by pod UID, which another run reuses.
+        self.usage = dataclasses.replace(settings.usage, owners=self._owners, _resolved={})
+        self.agents: dict[str, QosAgent] = {}
+        self.quotas: dict[str, int] = {}  # pod UID -> CFS quota (millicores) the agent set
+        self.over: set[str] = set()  # nodes over a watermark at their last sample
+        self.peaks: dict[str, float] = {}  # resource -> the hottest node's usage, % of capacity
+        self.c = QosCounters()
+        self.samples = 0
+        self.evicting = False  # an eviction of ours is in the Eviction API right now
+        self._actions = {(q.name, r.name): r.action_name for q in self.config.nodeqos for r in q.rules}
+        world.subscribe(self)
+
+    def start(self) -> None:
+        """First sample now (the warm start), then every collect interval."""
+        self.engine.at(self.engine.now(), self._tick)
+
+    # -- world -------------------------------------------------------------------------------
+    def pod_removed(self, pod: Pod) -> None:
+        self.quotas.pop(pod.uid, None)
+        self.usage.forget(pod.uid)
+
+    def node_removed(self, node: Node) -> None:
+        self.agents.pop(node.name, None)
+        self.over.discard(node.name)
+
+    def _owners(self, pod: Pod) -> Iterable[tuple[str, str]]:
+        ref = pod.meta.controller
+        if ref is None:
+            return ()
+        owners = [(ref.kind, ref.name)]
+        workload = self.world.workloads.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
+        parent = workload.meta.controller if workload is not None else None
+        if parent is not None:
+            owners.append((parent.kind, parent.name))
+        return owners
+
+    # -- QosActuator -------------------------------------------------------------------------
+    def throttle(self, pod: Pod, quota_millicores: int) -> None:
+        self.quotas[pod.uid] = quota_millicores
+
+    def restore(self, pod: Pod, quota_millicores: int | None) -> None:
+        if quota_millicores is None:
+            self.quotas.pop(pod.uid, None)
+        else:
+            self.quotas[pod.uid] = quota_millicores
+
+    def evict(self, pod: Pod, grace_seconds: int) -> bool:
+        self.evicting = True
+        try:
+            outcome = self.eviction.evict(pod.uid, grace_seconds)
+        finally:
+            self.evicting = False
+        return outcome is EvictionOutcome.EVICTED
+
+    # -- sampling ----------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = self.engine.now()
+        t = now - self.engine.start
+        interval = self.settings.collect_interval
+        span = max(0.0, min(interval, self.end - now))
+        snapshot = self.world.snapshot
+        usage = self.usage
+        quotas = self.quotas
+        peaks: dict[str, float] = {}
+        self.samples += 1
+        for node in list(snapshot.nodes()):
+            if not node.ready or not self.config.for_node(node):
+                self.over.discard(node.name)  # no agent here (or its kubelet is down): no sample
+                continue
+            agent = self.agents.get(node.name)
+            if agent is None:
+                agent = self.agents[node.name] = QosAgent(self.config, self.options)
+            pods = []
+            for pod in snapshot.pods_on(node.name).values():
+                if pod.is_terminal:
+                    continue
+                quota = quotas.get(pod.uid)
+                pods.append(PodState(pod, usage.usage(pod, t, quota), quota))
+            state = NodeState(node, tuple(pods))
+            for resource in self.settings.resources:
+                capacity = state.capacity(resource)
+                if capacity:
+                    used = sum(p.usage.get(resource, 0) for p in pods if p.usage is not None)
+                    peaks[resource] = max(peaks.get(resource, 0.0), round(100 * used / capacity, 2))
+            before = {key: rs.in_force for key, rs in agent.analyzer.rules.items()}
+            result = agent.step(state, self, now)
+            self._record(node, result, before, span)
+        self.peaks = peaks
+        self.engine.after(interval, self._tick)
+
+    def _record(self, node: Node, result: RoundResult, before: dict, span: float) -> None:
+        for key, rule_state in self.agents[node.name].analyzer.rules.items():
+            was = before.get(key, False)
+            if rule_state.in_force == was:
+                continue
+            action = self._actions.get(key, "")
+            label = f"{key[0]}/{key[1]}"
+            if rule_state.in_force:
+                self.log.record(
+                    "Node",
+                    node.name,
+                    "Warning",
+                    "AvoidanceTriggered",
+                    f"{label} triggered action {action}",
+                    SOURCE,
+                )
+            else:
+                self.log.record(
+                    "Node",
+                    node.name,
+                    "Normal",
+                    "RestoreTriggered",
+                    f"{label} restored action {action}",
+                    SOURCE,
+                )
+        for decision in result.decisions:
+            if decision.outcome == REFUSED:
+                self.c.evictions_refused += 1
+            elif decision.outcome == DONE:
+                if decision.kind == EVICT:
+                    self.c.evictions += 1
+                elif decision.kind == THROTTLE_DOWN:
+                    self.c.throttles += 1
+                else:
+                    self.c.restores += 1
+            self._event(node, decision)
+        for decision in result.preview.decisions:
+            self.c.previews += 1
+            self._event(node, decision)
+        self.c.over_evictions += result.over_evictions()
+        if result.over_watermark:
+            self.c.seconds_over_watermark += span
+            self.over.add(node.name)
+        else:
+            self.over.discard(node.name)
+
+    def _event(self, node: Node, d: Decision) -> None:
+        metric = self.config.registry.get(d.metric)
+        released = (
+            "unknown" if d.released is None or metric is None else format_units(metric.resource, d.released)
+        )
+        gap = gap_units(d.gap_before)
+        extra: dict[str, Any] = {
+            "node": node.name,
+            "action": d.action,
+            "metric": d.metric,
+            "rule": d.rule,
+            "released": d.released,
+            "gap": gap,
+            "precise": d.precise,
+        }
+        if d.kind != EVICT:
+            extra["quota"] = d.quota
+        verb = {EVICT: "evicted", THROTTLE_DOWN: "throttled", THROTTLE_UP: "restored"}[d.kind]
+        quota = ""
+        if d.kind != EVICT:
+            quota = f" to a cpu quota of {d.quota}m" if d.quota is not None else " (quota removed)"
+        if d.outcome == REFUSED:
+            self.log.record(
+                "Pod",
+                d.pod,
+                "Warning",
+                REFUSED_REASON,
+                f"eviction from {node.name} refused: {d.reason}",
+                SOURCE,
+                **extra,
+            )
+        elif d.outcome == PREVIEW:
+            self.log.record(
+                "Pod",
+                d.pod,
+                "Normal",
+                PREVIEW_REASON,
+                f"would be {verb} on {node.name}{quota} (Preview, {d.reason}), releasing {released}",
+                SOURCE,
+                **extra,
+            )
+        else:
+            self.log.record(
+                "Pod",
+                d.pod,
+                "Warning" if d.kind == EVICT else "Normal",
+                REASONS[d.kind],
+                f"{verb} on {node.name}{quota}: {d.reason}; releases {released}",
+                SOURCE,
+                **extra,
+            )
+
+    # -- reports -----------------------------------------------------------------------------
+    def timeline_columns(self, row: dict) -> None:
+        row["qos_nodes_over_watermark"] = len(self.over)
+        row["qos_evictions_total"] = self.c.evictions
+        row["qos_throttles_total"] = self.c.throttles
+        row["qos_throttled_pods"] = len(self.quotas)
+        for resource in self.settings.resources:
+            row[f"qos_peak_{resource}_pct"] = self.peaks.get(resource, 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        c = self.c
+        return {
+            "throttles": c.throttles,
+            "restores": c.restores,
+            "evictions": c.evictions,
+            "over_evictions": c.over_evictions,
+            "seconds_over_watermark": round(c.seconds_over_watermark, 3),
+            "evictions_refused": c.evictions_refused,
+            "nodes_over_watermark_at_end": len(self.over),
+            "precise": self.settings.precise,
+        }
+
+
+# -- precise vs all ---------------------------------------------------------------------------
+
+
+def mode_counts(summary: dict) -> dict[str, Any]:
+    """One mode's column of qos.comparison: the agent's counts and what the cluster paid."""
+    counts: dict[str, Any] = {key: summary["qos"][key] for key in COUNT_KEYS}
+    counts["nodes_added"] = summary["scale_up"]["nodes_added"]
+    counts["cost"] = summary["cost"]
+    counts["pending_pod_seconds"] = summary["pods"]["pending_pod_seconds"]
+    return counts
+
+
+def compare_modes(simulation: Any, summary: dict) -> dict[str, dict[str, Any]]:
+    """Run the simulation's scenario again with the other `precise` setting (same seed and
+    autoscaler) and return {"precise": counts, "all": counts}."""
+    from kubetide.sim.simulation import Simulation
+
+    scenario = simulation.scenario
+    settings = scenario.qos
+    other = dataclasses.replace(settings, precise=not settings.precise, compare=False)
+    run = Simulation(
+        dataclasses.replace(scenario, qos=other),
+        seed=simulation.seed,
+        autoscaler_factory=simulation.factory,
+        autoscaler_name=simulation.autoscaler_name,
+    ).run()
+    mine, theirs = mode_counts(summary), mode_counts(run.summary)
+    precise, everything = (mine, theirs) if settings.precise else (theirs, mine)
+    return {"precise": precise, "all": everything}
+
+
+# -- report.html ------------------------------------------------------------------------------
+
+_ROWS = (
+    ("evictions", "evictions"),
+    ("over_evictions", "over-evictions (beyond the fewest that closed the gap)"),
+    ("evictions_refused", "evictions refused (PodDisruptionBudgets)"),
+    ("throttles", "throttles"),
+    ("restores", "restores"),
+    ("seconds_over_watermark", "node-seconds over a watermark"),
+    ("nodes_over_watermark_at_end", "nodes over a watermark at the end"),
+    ("nodes_added", "nodes added by scale-up"),
+    ("cost", "cost"),
+    ("pending_pod_seconds", "pending pod-seconds"),
+)
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if key == "cost":
+        return f"${value:,.2f}"
+    if isinstance(value, float):
+        return f"{value:,.0f}"
+    return f"{value:,}"
+
+
+def _counts_table(qos: dict) -> str:
+    comparison = qos.get("comparison")
+    if comparison:
+        head = "<tr><th></th><th>precise</th><th>all candidates (crane's old mode)</th></tr>"
+        rows = [
+            f"<tr><th>{html.escape(label)}</th><td>{html.escape(_cell(key, comparison['precise'].get(key)))}</td>"
+            f"<td>{html.escape(_cell(key, comparison['all'].get(key)))}</td></tr>"
+            for key, label in _ROWS
+        ]
+    else:
+        head = f"<tr><th></th><th>{'precise' if qos.get('precise', True) else 'all candidates'}</th></tr>"
+        rows = [
+            f"<tr><th>{html.escape(label)}</th><td>{html.escape(_cell(key, qos.get(key)))}</td></tr>"
+            for key, label in _ROWS
+            if key in qos
+        ]
+    return f'<table class="summary qos">{head}{"".join(rows)}</table>'
+
+
+def _watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
+    """(resource, percent, label) of every non-Preview utilization rule, for the plot."""
+    marks = []
+    for qos in config.nodeqos:
+        for rule in qos.rules:
+            metric = config.registry[rule.metric]
+            if metric.percent and not rule.preview:
+                marks.append(
+                    (metric.resource, float(rule.watermark), f"{qos.name}/{rule.name} {rule.watermark}%")
+                )
+    return marks
+
+
+def _figure(result: Any) -> Any:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from kubetide.sim.report import _time_axis
+
+    timeline = result.timeline
+    settings: QosSettings = result.scenario.qos
+    scale, axis_title = _time_axis(result.scenario.duration)
+    x = [row["time"] / scale for row in timeline]
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        subplot_titles=("Hottest node: usage / capacity", "Nodes over a watermark, and the agent's actions"),
+        specs=[[{}], [{"secondary_y": True}]],
+    )
+    colours = {"cpu": "#2563eb", "memory": "#9333ea"}
+    for resource in settings.resources:
+        column = f"qos_peak_{resource}_pct"
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[row.get(column) for row in timeline],
+                name=f"{resource} (hottest node)",
+                mode="lines",
+                line={"color": colours.get(resource, "#0891b2"), "width": 1.6, "shape": "hv"},
+            ),
+            row=1,
+            col=1,
+        )
+    for _resource, percent, label in _watermarks(settings.config):
+        fig.add_hline(
+            y=percent,
+            line_dash="dash",
+            line_color="#dc2626",
+            line_width=1,
+            annotation_text=html.escape(label),
+            annotation_position="top left",
+            annotation_font={"size": 10, "color": "#dc2626"},
+            row=1,
+            col=1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[row.get("qos_nodes_over_watermark", 0) for row in timeline],
+            name="nodes over a watermark",
+            mode="lines",
+            fill="tozeroy",
+            line={"color": "#dc2626", "width": 1.5, "shape": "hv"},
+            fillcolor="rgba(220,38,38,0.15)",
+        ),
+        row=2,
+        col=1,
+    )
+    for column, name, colour in (
+        ("qos_evictions_total", "evictions (cumulative)", "#ea580c"),
+        ("qos_throttles_total", "throttles (cumulative)", "#0891b2"),
+    ):
+        values = [row.get(column, 0) for row in timeline]
+        if any(values):
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=values,
+                    name=name,
+                    mode="lines",
+                    line={"color": colour, "width": 1.4, "shape": "hv"},
+                ),
+                row=2,
+                col=1,
+                secondary_y=True,
+            )
+    fig.update_layout(
+        template="plotly_white",
+        height=520,
+        margin={"l": 70, "r": 30, "t": 60, "b": 50},
+        hovermode="x unified",
+        font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
+    )
+    fig.update_xaxes(showgrid=True, gridcolor="#eef0f3", range=[0, result.scenario.duration / scale])
+    fig.update_xaxes(title_text=axis_title, row=2, col=1)
+    fig.update_yaxes(showgrid=True, gridcolor="#eef0f3", rangemode="tozero")
+    fig.update_yaxes(title_text="%", row=1, col=1)
+    fig.update_yaxes(title_text="nodes", row=2, col=1)
+    fig.update_yaxes(title_text="actions", row=2, col=1, secondary_y=True, showgrid=False)
+    return fig
+
+
+def report_section(result: Any) -> str:
+    """The QoS panel of report.html ("" without spec.qos). plotly.js must already be on the page."""
+    qos = result.summary.get("qos")
+    if qos is None or result.scenario.qos is None:
+        return ""
+    plot = _figure(result).to_html(
+        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
+    )
+    shown = "precise" if qos.get("precise", True) else "all candidates"
+    note = (
+        f"Counts of both runs side by side; the plots show the {shown} run."
+        if qos.get("comparison")
+        else f"The agent ran in {shown} mode."
+    )
+    return (
+        f"<section><h2>Node QoS agent</h2><p>{html.escape(note)}</p>"
+        f'<div style="max-width:820px">{_counts_table(qos)}</div>{plot}</section>'
+    )
