@@ -150,6 +150,18 @@ def _print_summary(summary: dict, scenario, paths: dict) -> None:
     table.add_row(
         "evictions (refused by PDBs)", f"{summary['evictions']:,} ({summary['evictions_refused']:,})"
     )
+    qos = summary.get("qos")
+    if qos is not None:
+        runs = qos.get("comparison") or {"precise" if qos["precise"] else "all": qos}
+        for mode, counts in runs.items():
+            table.add_row(
+                f"QoS agent, {mode} (evictions, throttles, restores)",
+                f"{counts['evictions']:,}, {counts['throttles']:,}, {counts['restores']:,}",
+            )
+            table.add_row(
+                f"QoS agent, {mode}: node-seconds over a watermark",
+                f"{counts['seconds_over_watermark']:,.0f}",
+            )
     for name, value in summary["invariants"].items():
         style = "green" if value == 0 else "bold red"
         table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")

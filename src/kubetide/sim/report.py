@@ -317,6 +317,17 @@ def _cards(summary: dict) -> str:
             ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in inv.items()),
         ),
     ]
+    qos = summary.get("qos")
+    if qos is not None:
+        over = qos["seconds_over_watermark"] / 60
+        cards.insert(
+            -1,
+            (
+                "QoS agent",
+                f"{qos['evictions']:,} evictions",
+                f"{qos['throttles']:,} throttles, {over:,.1f} node-min over",
+            ),
+        )
     parts = []
     for title, value, note in cards:
         bad = title == "Invariants" and broken
@@ -341,7 +352,7 @@ def _table(summary: dict) -> str:
             rows.append(f"<tr><th>{html.escape(prefix)}</th><td>{html.escape(shown)}</td></tr>")
 
     for key, value in summary.items():
-        if key in ("events", "downscale"):
+        if key in ("events", "downscale", "qos"):  # qos: its own panel
             continue
         walk(key, value)
     return "\n".join(rows)
@@ -351,7 +362,7 @@ def _event_table(events: list[dict], limit: int = 400) -> str:
     interesting = [
         e
         for e in events
-        if e["source"] in ("cluster-autoscaler", "scenario", "simulator")
+        if e["source"] in ("cluster-autoscaler", "scenario", "simulator", "qos-agent")
         or e["reason"] in ("InstanceCreationFailed", "CloudError", "NodeNotReady")
     ]
     rows = []
@@ -400,6 +411,15 @@ footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
 """
 
 
+def _qos_section(result) -> str:
+    """The node QoS agent's panel (sim/qos.py), only for scenarios with spec.qos."""
+    if "qos" not in result.summary:
+        return ""
+    from kubetide.sim.qos import report_section
+
+    return report_section(result)
+
+
 def render(result) -> str:
     summary = result.summary
     scenario = result.scenario
@@ -427,6 +447,7 @@ def render(result) -> str:
 <div class="cards">{_cards(summary)}</div>
 {warning_block}
 <section>{plot}</section>
+{_qos_section(result)}
 <div class="cols">
 <section><h2>Summary</h2><table class="summary">{_table(summary)}</table></section>
 <section><h2>Decisions and scenario events</h2><div class="events"><table>
