@@ -85,6 +85,17 @@ def utilization(
     return Utilization(shares[CPU], shares[MEMORY], shares[resource], resource)
 
 
+def _upper_bound(node: Node, requested: tuple[int, int]) -> Utilization | None:
+    """Utilization from total requests, for nodes judged by cpu and memory (None otherwise)."""
+    if gpu_resource(node) is not None:
+        return None
+    cpu_alloc, memory_alloc = node.allocatable.get(CPU, 0), node.allocatable.get(MEMORY, 0)
+    if cpu_alloc <= 0 or memory_alloc <= 0:
+        return None
+    cpu, memory = requested[0] / cpu_alloc, requested[1] / memory_alloc
+    return Utilization(cpu, memory, max(cpu, memory), CPU if cpu >= memory else MEMORY)
+
+
 @dataclass(frozen=True, slots=True)
 class Eligibility:
     node: str
@@ -113,8 +124,28 @@ class EligibilityChecker:
         *,
         being_deleted: bool = False,
         recently_unremovable: bool = False,
+        requested: tuple[int, int] | None = None,
     ) -> Eligibility:
+        """`requested`: the node's (cpu, memory) requests as the snapshot's arrays hold them, all
+        pods counted. For a Ready non-GPU node with the ignore-* flags off, that can only exceed
+        the exact figure (long-terminating pods drop out of it), so when it is already at or
+        above the threshold the per-pod sum is skipped: the common case in a busy cluster, and
+        the reason the planner stays cheap on thousands of nodes."""
         o = self.options
+        if (
+            requested is not None
+            and node.ready
+            and not o.ignore_daemonsets_utilization
+            and not o.ignore_mirror_pods_utilization
+            and not recently_unremovable
+            and not being_deleted
+        ):
+            bound = _upper_bound(node, requested)
+            if bound is not None and bound.value >= o.scale_down_utilization_threshold:
+                group = self.cloud.node_group_for(node)
+                if group is not None and node.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION) != "true":
+                    detail = f"{bound.resource} utilization {bound.value:.2f} >= threshold {o.scale_down_utilization_threshold:g}"
+                    return Eligibility(node.name, NodeReason.NOT_UNDERUTILIZED, bound, group, detail)
         try:
             util: Utilization | None = utilization(
                 node,

@@ -51,7 +51,10 @@ class PdbTracker:
         healthy = [0] * len(self.pdbs)
         matched = [0] * len(self.pdbs)
         owners: list[set[tuple[str, str]]] = [set() for _ in self.pdbs]
-        if self._by_namespace:
+        # The pods are only needed for budgets without a status (hand-written manifests); a real
+        # cluster's and the simulator's PDBs carry disruptionsAllowed, and scanning every pod
+        # against every budget each loop was the planner's largest cost.
+        if self._by_namespace and any(pdb.disruptions_allowed is None for pdb in self.pdbs):
             for pod in pods:
                 for i in self.matching(pod):
                     matched[i] += 1

@@ -303,12 +303,21 @@ class _Update:
         recheck = p.options.unremovable_node_recheck_timeout
         cutoff = p.options.expendable_pods_priority_cutoff
         eligible = []
+        cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
+        used = snapshot.used
         for node in snapshot.nodes():
             name = node.name
             pods = snapshot.pods_on(name).values()
             old = p.unremovable.get(name)
             recent = old is not None and now < old.at + recheck and name not in self.resume
-            e = checker.check(node, pods, being_deleted=name in self.deleted, recently_unremovable=recent)
+            slot = snapshot.slot_of(name)
+            e = checker.check(
+                node,
+                pods,
+                being_deleted=name in self.deleted,
+                recently_unremovable=recent,
+                requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
+            )
             util = e.utilization.value if e.utilization is not None else None
             if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
                 self.plan.nodes[name] = NodeStatus(
