@@ -53,14 +53,13 @@ from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, NodeSta
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
 from kubetide.cli.output import console, print_json, warn
-from kubetide.cli.schedule import _split_pods
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
 from kubetide.durations import format_duration
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import ConfigMap, Manifests, Pod, load_files
 from kubetide.model.reader import parse_time
 from kubetide.scheduling import PredicateChecker
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
 
@@ -116,8 +115,7 @@ def run(args) -> int:
     else:
         now, now_source = time.time(), "wall clock: the dump carries no timestamps"
 
-    snapshot = ClusterSnapshot(manifests.nodes)
-    pending, messages = _split_pods(manifests.pods, snapshot, source)
+    snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
     pending, untried = mark_untried(pending)
     planner_workloads, missing = planner_workloads_of(manifests, snapshot)

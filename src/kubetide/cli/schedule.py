@@ -11,15 +11,13 @@ which is what its next retry would report.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from rich.markup import escape
 from rich.table import Table
 
 from kubetide.cli.output import console, print_json, warn
 from kubetide.model import Pod, load_files
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
 
 def add_parser(subparsers) -> None:
@@ -39,8 +37,7 @@ def run(args) -> int:
     source = ", ".join(args.files)
     manifests = load_files(args.files)
     warn(manifests.warnings)
-    snapshot = ClusterSnapshot(manifests.nodes)
-    pending, messages = _split_pods(manifests.pods, snapshot, source)
+    snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
 
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
@@ -59,33 +56,6 @@ def run(args) -> int:
         return 0
     _print_table(order, placements, unschedulable, snapshot)
     return 0
-
-
-def _split_pods(pods: list[Pod], snapshot: ClusterSnapshot, source: str) -> tuple[list[Pod], list[str]]:
-    """Bind the bound pods into the snapshot; return the pending ones and warnings."""
-    pending: list[Pod] = []
-    missing: Counter[str] = Counter()
-    duplicates: list[str] = []
-    seen: set[str] = set()
-    for pod in pods:
-        if pod.is_terminal:
-            continue  # finished pods hold no resources; kube-scheduler does not see them
-        if pod.uid in seen:
-            duplicates.append(pod.key)
-            continue
-        seen.add(pod.uid)
-        if not pod.node_name:
-            pending.append(pod)
-        elif pod.node_name not in snapshot:
-            missing[pod.node_name] += 1
-        else:
-            snapshot.add_pod(pod, pod.node_name)
-    messages = [
-        f"{source}: {n} bound pod{'s' if n > 1 else ''} on node {name}, which is not in the dump: ignored"
-        for name, n in sorted(missing.items())
-    ]
-    messages += [f"{source}: pod {key} repeats another pod's UID: ignored" for key in duplicates]
-    return pending, messages
 
 
 def _print_table(

@@ -2,4 +2,4 @@
 
 from kubetide.snapshot.snapshot import ClusterSnapshot, SnapshotError, SnapshotObserver
 
-__all__ = ["ClusterSnapshot", "SnapshotError", "SnapshotObserver"]
+__all__ = ["ClusterSnapshot", "SnapshotError", "SnapshotObserver", "snapshot_from_dump"]
