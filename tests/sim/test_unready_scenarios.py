@@ -344,3 +344,52 @@ def test_every_use_case_has_a_scenario():
         "cloudError",
         "autoscalerRestart",
     }
+
+
+def test_uc8_a_halt_cancels_deletions_in_progress_instead_of_freezing_them():
+    # Regression: while the cluster was unhealthy the loop stopped before scale-down, so a drain
+    # started just before the outage stayed frozen: its node kept ToBeDeleted (unschedulable,
+    # capacity withheld) for the whole halt and was deleted on the first healthy loop on a
+    # decision made before the outage. A halt now cancels deletions in progress (untaint).
+    from sim_helpers import deployment, group, make_scenario, pdb
+
+    from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+
+    def zone(name):
+        labels = {"topology.kubernetes.io/zone": name}
+        allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        return group(
+            name,
+            size=6,
+            min_size=1,
+            template={"metadata": {"labels": labels}, "status": {"allocatable": allocatable}},
+        )
+
+    scenario = make_scenario(
+        groups=[zone("zone-a"), zone("zone-b")],
+        objects=[deployment("web", 12, cpu="1", grace=120), pdb("web", "web", max_unavailable=1)],
+        events=[{"at": "5m30s", "fault": {"type": "nodeNotReady", "nodeGroup": "zone-b", "duration": "30m"}}],
+        autoscaler={"scale-down-unneeded-time": "5m", "scale-down-delay-after-add": "0s"},
+        duration="50m",
+    )
+    options = scenario.options
+    down_at, back_at = 330.0, 330.0 + 1800.0
+    sim = Simulation(scenario)
+    sim.setup()
+    sim.engine.run_until(sim.engine.start + down_at - 1)
+    doomed = [n.name for n in sim.world.snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT)]
+    assert doomed and all(n.startswith("zone-a-") for n in doomed), (
+        "a drain is in progress in the healthy zone"
+    )
+    t = down_at + 2 * options.scan_interval
+    while t < back_at:
+        sim.engine.run_until(sim.engine.start + t)
+        tainted = [n.name for n in sim.world.snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT)]
+        assert not tainted, f"t={t:g}: {tainted} still tainted ToBeDeleted while the autoscaler is halted"
+        t += 60
+    result = sim.run()
+    s = result.summary
+    assert s["cluster_health"]["halted_loops"] > 0
+    assert s["invariants"] == ZERO
+    # Nothing was removed during the halt; what is still unneeded goes after recovery.
+    assert s["scale_down"]["first_removal_at"] >= back_at + options.scale_down_unneeded_time

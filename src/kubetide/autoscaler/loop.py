@@ -105,12 +105,15 @@ class Autoscaler:
         self._emit(registry.take_events())
 
         if not registry.is_cluster_healthy():
-            # UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers.
+            # UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers,
+            # and deletions in progress are cancelled: their nodes are capacity again rather than
+            # cordoned for the whole halt (nothing drives them while the loop is halted).
             self.planner.clear()
             counts = registry.node_counts()
             message = (
                 f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready"
             )
+            result.failed_deletions = self.actuator.cancel_all(now, f"scale-down cancelled: {message}")
             self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", message)
             result.halted = message
             self._write_status(now, message=message)

@@ -189,6 +189,16 @@ class Actuator:
         re-check, the taint delay counted from when the node was tainted."""
         self.deletions[node] = NodeDeletion(node, group, empty, tainted_at)
 
+    def cancel_all(self, now: float, why: str) -> dict[str, str]:
+        """Abort every deletion in progress: untaint, ScaleDownFailed, planner told. For a loop
+        that halts (cluster unhealthy): a drain decided before the trouble must neither stay
+        frozen with its node cordoned for the whole halt nor be finished on stale grounds.
+        Nodes already handed to the cloud are not tracked here and are not affected."""
+        result = TickResult()
+        for d in list(self.deletions.values()):
+            self._fail(d, why, now, result)
+        return result.failed
+
     # -- driving the deletions ---------------------------------------------------------------------
     def tick(
         self,
