@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     values = [int(v) for v in args.parallelism.split(",") if v]
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=150)
     runs = []
     for parallelism in values:
         runs.append(run(args.nodes, parallelism))
@@ -334,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.wall:.1f} s",
         )
     console.print(table)
+    for r in runs:
+        waves = ", ".join(
+            f"{_duration(a)}-{_duration(b)}: {n}" if b > a else f"{_duration(a)}: {n}"
+            for a, b, n in r.waves()
+        )
+        console.print(f"removal waves at {r.parallelism} (time since start: nodes): {waves}")
     by = {r.parallelism: r for r in runs}
     if 1 in by and 10 in by and by[1].seconds and by[10].seconds:
         speedup = by[1].seconds / by[10].seconds
