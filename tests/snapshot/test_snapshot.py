@@ -186,3 +186,56 @@ def test_random_operations_revert_to_the_forked_state(ops):
     for n in s.nodes():
         total = sum(p.requests["cpu"] for p in s.pods_on(n.name).values())
         assert s.requested(n.name).get("cpu", 0) == total
+
+
+def test_stamps_change_with_every_change_and_never_repeat():
+    """Stamps key per-node caches: any change to a node or its pods, the inverse changes of a
+    revert included, gives the node a stamp it never had before."""
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    seen = {s.stamp("n1"), s.stamp("n2")}
+    assert len(seen) == 2
+
+    def changed(name):
+        stamp = s.stamp(name)
+        assert stamp not in seen
+        seen.add(stamp)
+
+    untouched = s.stamp("n2")
+    s.add_pod(pod("a"), "n1")
+    changed("n1")
+    assert s.stamp("n2") == untouched
+    s.fork()
+    s.add_pod(pod("b"), "n1")
+    changed("n1")
+    s.move_pod("uid-a", "n2")
+    changed("n1")
+    changed("n2")
+    s.revert()  # back to the same pods, but never to an old stamp
+    changed("n1")
+    changed("n2")
+    s.fork()
+    s.replace_node(node("n2", cpu=1))
+    changed("n2")
+    s.remove_node("n1")
+    s.revert()
+    changed("n1")
+    changed("n2")
+    s.update_pod(pod("a", 200))  # a is back on n1
+    changed("n1")
+    assert [(n.name, st) for n, st in s.stamps()] == [("n1", s.stamp("n1")), ("n2", s.stamp("n2"))]
+    # Another snapshot never hands out a stamp this one did.
+    other = ClusterSnapshot([node("n1")])
+    assert other.stamp("n1") not in seen
+
+
+def test_pods_by_node_follows_pods_order():
+    s = ClusterSnapshot([node("n1"), node("n2"), node("n3")])
+    s.add_pod(pod("a"), "n2")
+    s.add_pod(pod("b"), "n1")
+    s.add_pod(pod("c"), "n2")
+    s.fork()
+    s.remove_node("n1")
+    s.revert()  # n1 comes back: last in pods() order, first in slot order
+    grouped = [(name, stamp, list(pods)) for name, stamp, pods in s.pods_by_node()]
+    assert [uid for _, _, uids in grouped for uid in uids] == [p.uid for p in s.pods()]
+    assert [(name, stamp) for name, stamp, _ in grouped] == [(n, s.stamp(n)) for n in ("n2", "n3", "n1")]

@@ -15,6 +15,7 @@ change, including the inverse changes a revert makes, so they never need a resca
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -24,6 +25,11 @@ from kubetide.model.pod import Pod
 from kubetide.snapshot.columns import ResourceColumns
 
 _ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
+
+# Change stamps come from one counter shared by every snapshot, so a stamp is issued once per
+# process: a value cached under (node object, stamp) can never be mistaken for another
+# snapshot's, or for the same node after any later change, a revert's inverse changes included.
+_STAMPS = itertools.count(1)
 
 
 class SnapshotObserver:
@@ -54,6 +60,8 @@ class ClusterSnapshot:
         self.used = np.zeros((capacity, len(self.columns)), dtype=np.int64)
         self.valid = np.zeros(capacity, dtype=bool)
         self._node_at: list[Node | None] = [None] * capacity
+        # Per slot: the stamp of the last change to the node in it or its pods (see `stamp`).
+        self._stamp: list[int] = [0] * capacity
         self._slot: dict[str, int] = {}
         # Min-heap of free slots, lazily cleaned: a revert may refill a slot that is still listed.
         self._free: list[int] = list(range(capacity))
@@ -98,6 +106,18 @@ class ClusterSnapshot:
     def node_at(self, slot: int) -> Node | None:
         return self._node_at[slot]
 
+    def stamp(self, name: str) -> int:
+        """A number that changes whenever the node or the pods bound to it change (add, remove,
+        replace, and the inverse changes a revert makes). Stamps never repeat, even across
+        snapshots, so anything derived from a node and its pods can be cached under
+        (node object, stamp) and reused as long as both are the same."""
+        return self._stamp[self._slot[name]]
+
+    def stamps(self) -> Iterator[tuple[Node, int]]:
+        """(node, stamp) in slot order: what a per-node cache checks once per loop."""
+        stamp = self._stamp
+        return ((n, stamp[i]) for i, n in enumerate(self._node_at) if n is not None)
+
     def pods_on(self, node_name: str) -> Mapping[str, Pod]:
         """Pods bound to a node, by UID (a live view: copy before changing the snapshot)."""
         return self._pods_on[node_name]
@@ -105,6 +125,13 @@ class ClusterSnapshot:
     def pods(self) -> Iterator[Pod]:
         for pods in self._pods_on.values():
             yield from pods.values()
+
+    def pods_by_node(self) -> Iterator[tuple[str, int, Mapping[str, Pod]]]:
+        """(node name, stamp, its pods by UID) per node, in the order `pods()` yields pods, so a
+        per-node cache can stand in for a scan of every pod (live views: copy before changing)."""
+        stamp, slot = self._stamp, self._slot
+        for name, pods in self._pods_on.items():
+            yield name, stamp[slot[name]], pods
 
     def pod_count(self) -> int:
         return len(self._node_of)
@@ -196,6 +223,7 @@ class ClusterSnapshot:
             base = slot * len(self.columns)
             for column, amount in sparse:
                 used[base + column] -= amount
+            self._stamp[slot] = next(_STAMPS)
             if observers:
                 node = self._node_at[slot]
                 for observer in observers:
@@ -293,6 +321,7 @@ class ClusterSnapshot:
         base = slot * len(self.columns)
         for column, amount in sparse:
             used[base + column] += amount
+        self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             for observer in self._observers:
@@ -308,6 +337,7 @@ class ClusterSnapshot:
         base = slot * len(self.columns)
         for column, amount in sparse:
             used[base + column] -= amount
+        self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             for observer in self._observers:
@@ -318,6 +348,7 @@ class ClusterSnapshot:
         self._ensure_columns(node.allocatable)
         self._slot[node.name] = slot
         self._node_at[slot] = node
+        self._stamp[slot] = next(_STAMPS)
         self._pods_on[node.name] = {}
         self.alloc[slot] = self.vector(node.allocatable)
         self.used[slot] = 0
@@ -330,6 +361,7 @@ class ClusterSnapshot:
         node = self._node_at[slot]
         del self._pods_on[name]
         self._node_at[slot] = None
+        self._stamp[slot] = next(_STAMPS)
         self.alloc[slot] = 0
         self.used[slot] = 0
         self.valid[slot] = False
@@ -349,6 +381,7 @@ class ClusterSnapshot:
             observer.node_removed(old)
         self._ensure_columns(node.allocatable)
         self._node_at[slot] = node
+        self._stamp[slot] = next(_STAMPS)
         self.alloc[slot] = self.vector(node.allocatable)
         for observer in self._observers:
             observer.node_added(node)
@@ -371,6 +404,7 @@ class ClusterSnapshot:
         self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
         self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
         self._node_at.extend([None] * old)
+        self._stamp.extend([0] * old)
         for slot in range(old, new):
             heapq.heappush(self._free, slot)
 
