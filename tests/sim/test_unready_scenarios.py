@@ -346,11 +346,14 @@ def test_every_use_case_has_a_scenario():
     }
 
 
-def test_uc8_a_halt_cancels_deletions_in_progress_instead_of_freezing_them():
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "restarted-at-the-outage"])
+def test_uc8_a_halt_cancels_deletions_in_progress_instead_of_freezing_them(restart):
     # Regression: while the cluster was unhealthy the loop stopped before scale-down, so a drain
     # started just before the outage stayed frozen: its node kept ToBeDeleted (unschedulable,
     # capacity withheld) for the whole halt and was deleted on the first healthy loop on a
-    # decision made before the outage. A halt now cancels deletions in progress (untaint).
+    # decision made before the outage. A halt now cancels deletions in progress (untaint), and
+    # releases the nodes a previous process left tainted when the autoscaler restarts into the
+    # outage (restart recovery waits for a loop that scales down).
     from sim_helpers import deployment, group, make_scenario, pdb
 
     from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
@@ -368,7 +371,10 @@ def test_uc8_a_halt_cancels_deletions_in_progress_instead_of_freezing_them():
     scenario = make_scenario(
         groups=[zone("zone-a"), zone("zone-b")],
         objects=[deployment("web", 12, cpu="1", grace=120), pdb("web", "web", max_unavailable=1)],
-        events=[{"at": "5m30s", "fault": {"type": "nodeNotReady", "nodeGroup": "zone-b", "duration": "30m"}}],
+        events=[
+            {"at": "5m30s", "fault": {"type": "nodeNotReady", "nodeGroup": "zone-b", "duration": "30m"}},
+            *([{"at": "5m30s", "fault": {"type": "autoscalerRestart"}}] if restart else []),
+        ],
         autoscaler={"scale-down-unneeded-time": "5m", "scale-down-delay-after-add": "0s"},
         duration="50m",
     )
@@ -390,6 +396,7 @@ def test_uc8_a_halt_cancels_deletions_in_progress_instead_of_freezing_them():
     result = sim.run()
     s = result.summary
     assert s["cluster_health"]["halted_loops"] > 0
+    assert s["autoscaler_restarts"] == int(restart)
     assert s["invariants"] == ZERO
     # Nothing was removed during the halt; what is still unneeded goes after recovery.
     assert s["scale_down"]["first_removal_at"] >= back_at + options.scale_down_unneeded_time

@@ -31,6 +31,7 @@ from kubetide.autoscaler.scaledown import (
     ScaleDownPlan,
     StartResult,
     recover,
+    release_orphans,
     update_soft_taints,
 )
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
@@ -107,13 +108,16 @@ class Autoscaler:
         if not registry.is_cluster_healthy():
             # UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers,
             # and deletions in progress are cancelled: their nodes are capacity again rather than
-            # cordoned for the whole halt (nothing drives them while the loop is halted).
+            # cordoned for the whole halt (nothing drives them while the loop is halted), and so
+            # are nodes a previous run left tainted (recover() waits for a loop that scales down).
             self.planner.clear()
             counts = registry.node_counts()
             message = (
                 f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready"
             )
-            result.failed_deletions = self.actuator.cancel_all(now, f"scale-down cancelled: {message}")
+            why = f"scale-down cancelled: {message}"
+            result.failed_deletions = self.actuator.cancel_all(now, why)
+            release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why)
             self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", message)
             result.halted = message
             self._write_status(now, message=message)

@@ -15,7 +15,7 @@ from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.restart import RecoveryReport, recover
+from kubetide.autoscaler.scaledown.restart import RecoveryReport, recover, release_orphans
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintResult, update_soft_taints
 
 __all__ = [
@@ -32,5 +32,6 @@ __all__ = [
     "TickResult",
     "crop",
     "recover",
+    "release_orphans",
     "update_soft_taints",
 ]

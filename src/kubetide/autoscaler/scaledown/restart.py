@@ -114,6 +114,30 @@ def recover(
     return report
 
 
+def release_orphans(
+    actuator: Actuator, snapshot: ClusterSnapshot, *, cloud: CloudProvider, why: str
+) -> dict[str, str]:
+    """Untaint ToBeDeleted nodes that nobody drives: not tracked by `actuator` and not being
+    deleted by the cloud. For a loop that halts (cluster unhealthy) after a restart: `recover`
+    waits for the first loop that scales down, and until then a previous run's drains would keep
+    their nodes cordoned. Returns node -> error for the nodes that could not be untainted."""
+    tracked = actuator.being_deleted()
+    deleting = _cloud_deleting(cloud)
+    errors: dict[str, str] = {}
+    for node in snapshot.nodes():
+        if not node.has_taint(TO_BE_DELETED_TAINT) or node.name in tracked:
+            continue
+        if node.provider_id and node.provider_id in deleting:
+            continue
+        try:
+            actuator.actions.remove_taint(node.name, TO_BE_DELETED_TAINT)
+        except ActionError as exc:
+            errors[node.name] = str(exc)
+            continue
+        actuator.actions.emit_event("Node", node.name, "Warning", "ScaleDownFailed", why)
+    return errors
+
+
 def _cloud_deleting(cloud: CloudProvider) -> set[str]:
     """Provider IDs of the instances the cloud is deleting."""
     return {
