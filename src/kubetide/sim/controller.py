@@ -6,9 +6,12 @@ burst of pod deletions costs one reconcile per owner, not one per pod.
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubetide.model import ObjectMeta, OwnerReference, Pod, Workload
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.evolve import evolve
+from kubetide.sim.kubelet import Kubelets
 from kubetide.sim.scenario import ClusterSpec
 from kubetide.sim.world import World, WorldObserver
 
@@ -18,16 +21,42 @@ _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 class Controller(WorldObserver):
     kind = ""
+    scaled_field = "replicas"  # the spec field a `scale` event sets (Jobs: parallelism)
 
-    def __init__(self, engine: Engine, world: World, cluster: ClusterSpec):
+    def __init__(self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets):
         self.engine = engine
         self.world = world
         self.cluster = cluster
+        self.kubelets = kubelets
         self.rng = engine.rng(f"controller/{self.kind}")
         self._dirty: dict[str, None] = {}  # workload keys, in the order they were enqueued
         self._timer: Timer | None = None
         self.created = 0
         world.subscribe(self)
+
+    # -- the API server's side: apply, scale, delete ------------------------------------------
+    def apply(self, workload: Workload) -> None:
+        """Create or update; an update keeps the existing object's identity (UID)."""
+        old = self.world.workloads.get(workload.key)
+        if old is not None:
+            workload = dataclasses.replace(workload, meta=old.meta)
+        self.world.workloads[workload.key] = workload
+        self.enqueue(workload.key)
+
+    def scale(self, key: str, count: int) -> None:
+        workload = self.world.workloads[key]
+        self.world.workloads[key] = dataclasses.replace(workload, **{self.scaled_field: count})
+        self.enqueue(key)
+
+    def delete(self, key: str) -> None:
+        """Delete with cascading (background) garbage collection of the pods."""
+        workload = self.world.workloads.pop(key, None)
+        if workload is not None:
+            self.delete_pods(workload)
+
+    def delete_pods(self, workload: Workload) -> None:
+        for pod in self.world.pods_of(workload.meta.uid):
+            self.kubelets.delete(pod)
 
     # -- queue -------------------------------------------------------------------------------
     def enqueue(self, key: str) -> None:

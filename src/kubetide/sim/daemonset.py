@@ -34,14 +34,13 @@ class DaemonSets(Controller):
     kind = "DaemonSet"
 
     def __init__(self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets):
-        super().__init__(engine, world, cluster)
-        self.kubelets = kubelets
+        super().__init__(engine, world, cluster, kubelets)
         self._placed: dict[str, dict[str, str]] = {}  # DaemonSet UID -> node -> pod UID
         self._dirty_nodes: dict[str, None] = {}
         self._node_timer: Timer | None = None
 
     def apply(self, workload: Workload) -> None:
-        old = self.world.workloads.get(workload.key)
+        # The DaemonSet controller adds its default tolerations to every pod it creates.
         prototype = workload.template.prototype
         tolerations = (
             *prototype.tolerations,
@@ -50,17 +49,7 @@ class DaemonSets(Controller):
         template = dataclasses.replace(
             workload.template, prototype=dataclasses.replace(prototype, tolerations=tolerations)
         )
-        workload = dataclasses.replace(workload, template=template)
-        if old is not None:
-            workload = dataclasses.replace(workload, meta=old.meta)
-        self.world.workloads[workload.key] = workload
-        self.enqueue(workload.key)
-
-    def delete(self, key: str) -> None:
-        workload = self.world.workloads.pop(key, None)
-        if workload is not None:
-            for pod in self.world.pods_of(workload.meta.uid):
-                self.kubelets.delete(pod)
+        super().apply(dataclasses.replace(workload, template=template))
 
     def _daemonsets(self) -> list[Workload]:
         return [w for w in self.world.workloads.values() if w.kind == "DaemonSet"]

@@ -9,7 +9,6 @@ before it finished is replaced (it counts as neither success nor failure here). 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 from kubetide.durations import parse_duration
 from kubetide.model import Pod, Workload
@@ -21,34 +20,21 @@ from kubetide.sim.world import World
 
 
 class Jobs(Controller):
+    scaled_field = "parallelism"
     kind = "Job"
 
     def __init__(self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets):
-        super().__init__(engine, world, cluster)
-        self.kubelets = kubelets
+        super().__init__(engine, world, cluster, kubelets)
         self.succeeded: dict[str, int] = {}  # Job UID -> succeeded pods
         self.completed_jobs: dict[str, float] = {}  # Job key -> completion time
 
     def apply(self, workload: Workload) -> None:
-        old = self.world.workloads.get(workload.key)
-        if old is not None:
-            workload = dataclasses.replace(workload, meta=old.meta)
-        self.world.workloads[workload.key] = workload
-        text = workload.meta.annotations.get(RUN_DURATION_ANNOTATION)
+        super().apply(workload)
+        stored = self.world.workloads[workload.key]
+        text = stored.meta.annotations.get(RUN_DURATION_ANNOTATION)
         if text:
             with contextlib.suppress(ValueError):
-                self.kubelets.run_durations[workload.meta.uid] = parse_duration(text)
-        self.enqueue(workload.key)
-
-    def scale(self, key: str, parallelism: int) -> None:
-        self.world.workloads[key] = dataclasses.replace(self.world.workloads[key], parallelism=parallelism)
-        self.enqueue(key)
-
-    def delete(self, key: str) -> None:
-        workload = self.world.workloads.pop(key, None)
-        if workload is not None:
-            for pod in self.world.pods_of(workload.meta.uid):
-                self.kubelets.delete(pod)
+                self.kubelets.run_durations[stored.meta.uid] = parse_duration(text)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
         if new.phase == "Succeeded" and old.phase != "Succeeded":

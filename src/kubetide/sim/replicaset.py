@@ -22,22 +22,10 @@ from kubetide.sim.engine import Engine
 from kubetide.sim.kubelet import Kubelets
 from kubetide.sim.scenario import ClusterSpec
 from kubetide.sim.world import World
+from kubetide.workloads import DeletionAgeRatio, pods_to_delete
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 BURST_REPLICAS = 500  # the ReplicaSet controller's per-sync creation limit
-
-try:  # the downscale-ranking package; a plain fallback keeps the simulator usable without it
-    from kubetide.workloads import DeletionAgeRatio, pods_to_delete
-except ImportError:  # pragma: no cover - only until kubetide.workloads exists
-    DeletionAgeRatio = None  # type: ignore[assignment,misc]
-
-    def pods_to_delete(
-        pods, diff, now, related_pods=None, *, logarithmic=True, deletion_cost=True, metric=None
-    ):  # type: ignore[no-redef]
-        def rank(pod: Pod):
-            return (pod.node_name != "", pod.phase == "Running", pod.ready, -(pod.start_time or 0.0), pod.uid)
-
-        return sorted(pods, key=rank)[:diff]
 
 
 class ReplicaSets(Controller):
@@ -46,11 +34,10 @@ class ReplicaSets(Controller):
     def __init__(
         self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets, logarithmic: bool
     ):
-        super().__init__(engine, world, cluster)
-        self.kubelets = kubelets
+        super().__init__(engine, world, cluster, kubelets)
         self.logarithmic = logarithmic
         self.deleted = 0
-        self.age_ratio = DeletionAgeRatio() if DeletionAgeRatio is not None else None
+        self.age_ratio = DeletionAgeRatio()
 
     # -- objects -----------------------------------------------------------------------------
     def apply(self, workload: Workload) -> None:
@@ -91,8 +78,7 @@ class ReplicaSets(Controller):
             if rs is None:
                 return
             workload = rs
-        for pod in self.world.pods_of(workload.meta.uid):
-            self.kubelets.delete(pod)
+        self.delete_pods(workload)
 
     def _replicaset_key(self, deployment: Workload) -> str:
         return f"ReplicaSet/{deployment.namespace}/{deployment.name}-{_template_hash(deployment)}"

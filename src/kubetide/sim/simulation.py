@@ -445,9 +445,7 @@ class Simulation:
             summary["pods"]["by_zone_at_end"] = zones
         if self.qos is not None:
             summary["qos"] = self.qos.summary()
-        ratio = self.replicasets.age_ratio
-        if ratio is not None:
-            summary["downscale"] = {"deletion_age_ratio": ratio.as_dict()}
+        summary["downscale"] = {"deletion_age_ratio": self.replicasets.age_ratio.as_dict()}
         return summary
 
 

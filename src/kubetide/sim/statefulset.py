@@ -9,8 +9,6 @@ gone (at the end of its grace period).
 
 from __future__ import annotations
 
-import dataclasses
-
 from kubetide.model import Pod, Workload
 from kubetide.sim.controller import Controller
 from kubetide.sim.engine import Engine
@@ -26,25 +24,7 @@ class StatefulSets(Controller):
     kind = "StatefulSet"
 
     def __init__(self, engine: Engine, world: World, cluster: ClusterSpec, kubelets: Kubelets):
-        super().__init__(engine, world, cluster)
-        self.kubelets = kubelets
-
-    def apply(self, workload: Workload) -> None:
-        old = self.world.workloads.get(workload.key)
-        if old is not None:
-            workload = dataclasses.replace(workload, meta=old.meta)
-        self.world.workloads[workload.key] = workload
-        self.enqueue(workload.key)
-
-    def scale(self, key: str, replicas: int) -> None:
-        self.world.workloads[key] = dataclasses.replace(self.world.workloads[key], replicas=replicas)
-        self.enqueue(key)
-
-    def delete(self, key: str) -> None:
-        workload = self.world.workloads.pop(key, None)
-        if workload is not None:
-            for pod in self.world.pods_of(workload.meta.uid):
-                self.kubelets.delete(pod)
+        super().__init__(engine, world, cluster, kubelets)
 
     def sync(self, sts: Workload) -> None:
         replicas = sts.replicas or 0
