@@ -127,10 +127,11 @@ class EligibilityChecker:
         requested: tuple[int, int] | None = None,
     ) -> Eligibility:
         """`requested`: the node's (cpu, memory) requests as the snapshot's arrays hold them, all
-        pods counted. For a Ready non-GPU node with the ignore-* flags off, that can only exceed
-        the exact figure (long-terminating pods drop out of it), so when it is already at or
-        above the threshold the per-pod sum is skipped: the common case in a busy cluster, and
-        the reason the planner stays cheap on thousands of nodes."""
+        pods counted. For a Ready non-GPU node with the ignore-* flags off and no long-terminating
+        pod, that is the exact figure, so when it is at or above the threshold the per-pod sum
+        is skipped: the common case in a busy cluster. (With a long-terminating pod it only
+        overstates the figure, which proves nothing about the threshold.) With `requested`,
+        `pods` must be a collection: it may be read twice."""
         o = self.options
         if (
             requested is not None
@@ -141,7 +142,11 @@ class EligibilityChecker:
             and not being_deleted
         ):
             bound = _upper_bound(node, requested)
-            if bound is not None and bound.value >= o.scale_down_utilization_threshold:
+            if (
+                bound is not None
+                and bound.value >= o.scale_down_utilization_threshold
+                and not any(is_long_terminating(pod, self.now) for pod in pods)
+            ):
                 group = self.cloud.node_group_for(node)
                 if group is not None and node.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION) != "true":
                     detail = f"{bound.resource} utilization {bound.value:.2f} >= threshold {o.scale_down_utilization_threshold:g}"
