@@ -423,3 +423,124 @@ def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
     with pytest.raises(RuntimeError):
         Planner(OPTS).update(s, cloud=cloud_for("a", "d"), now=0, checker=Exploding())
     assert state(s) == before and s.depth == 0
+
+
+# -- the per-node caches (keyed by the snapshot's change stamps) must never serve a stale answer --
+
+
+def update_on(planner, s, cloud, now=0.0, **kw):
+    """One update on a snapshot and cloud kept across loops (what the loop does; a new cloud
+    would mean new node groups, which the caches rightly do not trust), left as found."""
+    kw.setdefault("workloads", RS)
+    before = state(s)
+    plan = planner.update(s, cloud=cloud, now=now, **kw)
+    assert state(s) == before, "the snapshot must be left as found"
+    return plan
+
+
+def test_cached_utilization_follows_pods_added_and_removed():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 500)])
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    busy = update_on(planner, s, cloud).nodes["a"]
+    assert (busy.reason, busy.utilization) == (NodeReason.NOT_UNDERUTILIZED, 0.5)
+    entry = planner._checked["a"]
+    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.5
+    assert planner._checked["a"] is entry  # served from the cache: nothing changed
+    s.add_pod(pod("more", "a", 300), "a")
+    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.8
+    s.remove_pod("uid-default-pa")
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    assert planner.last_plan.nodes["a"].utilization == 0.3
+
+
+def test_a_revert_leaves_no_stale_cache_entry():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    s.fork()  # someone's what-if makes a busy, and the planner looks at it then
+    s.add_pod(pod("big", "a", 800), "a")
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
+    s.revert()  # same pods as before the fork, but a new stamp: recomputed
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    # And the other way round: cached as removable, then a pod arrives inside a fork.
+    s.fork()
+    s.add_pod(pod("big", "a", 800), "a")
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
+    s.revert()
+
+
+def test_a_replaced_node_is_checked_again():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    s.replace_node(node("a", annotations=BUSY))
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.SCALE_DOWN_DISABLED_ANNOTATION
+    s.replace_node(node("a", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")]))
+    assert update_on(planner, s, cloud).nodes["a"].status == "being_deleted"
+    s.replace_node(node("a"))
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+
+
+def test_a_node_leaving_its_group_is_seen_without_a_snapshot_change():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
+    cloud = cloud_for("a", "d")
+    planner = Planner(OPTS, timers_expired=True)
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    cloud.groups["g"].members.remove("a")
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_AUTOSCALED
+    cloud.groups["g"].members.append("a")
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+
+
+def test_long_terminating_pods_leave_utilization_as_time_passes():
+    # A pod deleted at t=0 with 30 s grace stops counting once 60 s have passed (grace + 30 s),
+    # with no change to the snapshot in between.
+    s = snapshot_of(
+        [node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100), pod("old", "a", 800, deleted=0.0)]
+    )
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    assert update_on(planner, s, cloud, now=10).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
+    assert update_on(planner, s, cloud, now=59).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
+    late = update_on(planner, s, cloud, now=61)
+    assert late.nodes["a"].utilization == 0.1
+
+
+def test_per_loop_flags_are_never_served_from_the_cache():
+    o = OPTS.with_values(unremovable_node_recheck_timeout=300)
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 400), pod("pd", "d", 700)])
+    planner = Planner(o, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    assert update_on(planner, s, cloud, now=0).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+    assert update_on(planner, s, cloud, now=299).nodes["a"].reason is NodeReason.RECENTLY_UNREMOVABLE
+    s.remove_pod("uid-default-pd")
+    assert update_on(planner, s, cloud, now=299).nodes["a"].reason is NodeReason.RECENTLY_UNREMOVABLE
+    assert update_on(planner, s, cloud, now=300).candidate_set == ["a"]
+    assert update_on(planner, s, cloud, now=310, being_deleted={"a"}).nodes["a"].status == "being_deleted"
+    assert update_on(planner, s, cloud, now=320).candidate_set == ["a"]
+
+
+def test_expendable_pods_are_tracked_as_they_come_and_go():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 300), pod("pd", "d", 700)])
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    s.add_pod(pod("filler", "d", 200), "d")  # d is full: a's pod has nowhere to go
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+    planner.unremovable.clear()  # simulate a again at once
+    s.update_pod(pod("filler", "d", 200, priority=-100))  # now expendable: its room counts as free
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    s.update_pod(pod("filler", "d", 200))
+    planner.unremovable.clear()
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+
+
+def test_new_options_drop_the_caches():
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 300)])
+    planner = Planner(OPTS, timers_expired=True)
+    cloud = cloud_for("a", "d")
+    assert update_on(planner, s, cloud).candidate_set == ["a"]
+    planner.options = OPTS.with_values(scale_down_utilization_threshold=0.2)
+    assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED

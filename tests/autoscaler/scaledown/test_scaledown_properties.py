@@ -201,3 +201,102 @@ def test_planner_invariants(cluster):
         check_plan(again, tainted, pods, pdbs, deleted, cloud, evicted)
     else:
         assert again.candidate_set == [] and again.removable_now() == []
+
+
+class _Uncached(Planner):
+    """The same planner with its per-node caches emptied before every update."""
+
+    def update(self, snapshot, **kw):
+        self._scanned, self._checked = {}, {}
+        return super().update(snapshot, **kw)
+
+
+def _view(plan):
+    return (
+        plan.to_json(),
+        {name: status.detail for name, status in plan.nodes.items()},
+        plan.validation_failure,
+        plan.cooldown,
+        plan.simulated,
+        plan.pdb_remaining,
+        plan.injected,
+    )
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "remove",
+                "add",
+                "expendable",
+                "terminate",
+                "taint",
+                "untaint",
+                "leave",
+                "join",
+                "what-if",
+                "wait",
+            ]
+        ),
+        st.integers(0, 99),
+        st.sampled_from([100, 300, 500]),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), STEPS)
+def test_cached_planner_decides_as_an_uncached_one(cluster, steps):
+    """Loop after loop over a changing cluster (pods come and go, become expendable or
+    terminating, nodes are tainted, leave their group, what-ifs are forked and reverted, time
+    passes), a planner reusing its per-node caches plans exactly as one that recomputes all."""
+    nodes, pods, pdbs, min_size, evicted = cluster
+    cloud = FakeCloud()
+    group = cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
+    options = OPTIONS.with_values(scale_down_unneeded_time=20, unremovable_node_recheck_timeout=30)
+    cached, uncached = Planner(options), _Uncached(options)
+    for p in evicted:
+        cached.record_eviction(p, now=0.0)
+        uncached.record_eviction(p, now=0.0)
+    snapshot = ClusterSnapshot(nodes, pods)
+    now = 0.0
+
+    def both():
+        kw = dict(cloud=cloud, now=now, pdbs=pdbs, workloads=WORKLOADS)
+        assert _view(cached.update(snapshot, **kw)) == _view(uncached.update(snapshot, **kw))
+
+    both()
+    for i, (op, pick, cpu) in enumerate(steps):
+        names = [n.name for n in snapshot.nodes()]
+        name = names[pick % len(names)]
+        bound = list(snapshot.pods())
+        target = bound[pick % len(bound)] if bound else None
+        if op == "remove" and target is not None:
+            snapshot.remove_pod(target.uid)
+        elif op == "add":
+            snapshot.add_pod(pod(f"new{i}", name, cpu, labels={"app": APPS[pick % 3]}), name)
+        elif op == "expendable" and target is not None:
+            snapshot.update_pod(dataclasses.replace(target, priority=-100))
+        elif op == "terminate" and target is not None:
+            meta = dataclasses.replace(target.meta, deletion_timestamp=now)
+            snapshot.update_pod(dataclasses.replace(target, meta=meta))
+        elif op in ("taint", "untaint"):
+            n = snapshot.node(name)
+            taints = tuple(t for t in n.taints if t.key != TO_BE_DELETED_TAINT)
+            if op == "taint":
+                taints += (Taint(TO_BE_DELETED_TAINT, "0"),)
+            snapshot.replace_node(dataclasses.replace(n, taints=taints))
+        elif op == "leave" and name in group.members:
+            group.members.remove(name)
+        elif op == "join" and name not in group.members:
+            group.members.append(name)
+        elif op == "what-if":
+            snapshot.fork()
+            snapshot.add_pod(pod(f"whatif{i}", name, cpu), name)
+            both()
+            snapshot.revert()
+        else:
+            now += 40.0  # past the unneeded time and the recheck timeout; twice: long-terminating
+        both()

@@ -65,6 +65,28 @@ from kubetide.snapshot import ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)
+class _Scanned:
+    """A node's facts read before the planner's fork, valid while its snapshot stamp holds."""
+
+    stamp: int
+    tainted: bool  # carries ToBeDeletedByClusterAutoscaler
+    expendable: tuple[Pod, ...]  # in the node's pod order
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A node's eligibility with no per-loop flag set (neither recently unremovable nor being
+    deleted), and whether it looks empty. Reused while the node object, its stamp and its node
+    group are the same: with no terminating pod on the node, nothing in it depends on `now`."""
+
+    node: Node
+    stamp: int
+    group: object  # what cloud.node_group_for answered (None included)
+    eligibility: Eligibility
+    empty: bool | None  # looks_empty, computed for ineligible nodes only
+
+
+@dataclass(frozen=True, slots=True)
 class Unremovable:
     """A failed drain simulation, remembered until unremovable-node-recheck-timeout passes."""
 
@@ -110,6 +132,12 @@ class Planner:
         self.last_plan: ScaleDownPlan | None = None
         # UID -> (pod, the same pod bound to no node), reused across loops (see placement).
         self._homeless: dict[str, tuple[Pod, Pod]] = {}
+        # Per-node caches keyed by the snapshot's change stamps, so a loop over a quiet cluster
+        # costs a lookup per node instead of a pass over every pod (see `_scan`, `statuses`).
+        # Both depend on the options, so they are dropped if the options object is replaced.
+        self._cached_options = options
+        self._scanned: dict[str, _Scanned] = {}
+        self._checked: dict[str, _Checked] = {}
 
     # -- what the loop and the actuator tell the planner ---------------------------------------
     def note_scale_up(self, now: float) -> None:
@@ -167,11 +195,12 @@ class Planner:
         """
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
+        if self._cached_options is not o:
+            self._cached_options, self._scanned, self._checked = o, {}, {}
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in being_deleted if n in snapshot} - resume_set
-        for node in snapshot.nodes():
-            if node.name not in resume_set and node.has_taint(TO_BE_DELETED_TAINT):
-                deleted.add(node.name)
+        tainted, expendable = self._scan(snapshot)
+        deleted.update(name for name in tainted if name not in resume_set)
         self.recent_evictions.expire(now)
         index = index_workloads(workloads) if workloads is not None else None
         plan = ScaleDownPlan(now=now)
@@ -180,8 +209,7 @@ class Planner:
         snapshot.fork()
         own_checker = checker is None
         try:
-            cutoff = o.expendable_pods_priority_cutoff
-            for pod in [p for p in snapshot.pods() if is_expendable(p, cutoff)]:
+            for pod in expendable:
                 snapshot.remove_pod(pod.uid)
             if checker is None:
                 checker = PredicateChecker(snapshot, namespaces)
@@ -200,6 +228,29 @@ class Planner:
                 snapshot.revert()
         self.last_plan = plan
         return plan
+
+    def _scan(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[Pod]]:
+        """Nodes tainted ToBeDeleted, and the expendable pods in `snapshot.pods()` order, from
+        per-node entries that are recomputed only for nodes whose stamp changed."""
+        cutoff = self.options.expendable_pods_priority_cutoff
+        old, new = self._scanned, {}
+        tainted: list[str] = []
+        expendable: list[Pod] = []
+        for name, stamp, pods in snapshot.pods_by_node():
+            entry = old.get(name)
+            if entry is None or entry.stamp != stamp:
+                entry = _Scanned(
+                    stamp,
+                    snapshot.node(name).has_taint(TO_BE_DELETED_TAINT),
+                    tuple(pod for pod in pods.values() if is_expendable(pod, cutoff)),
+                )
+            new[name] = entry
+            if entry.tainted:
+                tainted.append(name)
+            if entry.expendable:
+                expendable.extend(entry.expendable)
+        self._scanned = new
+        return tainted, expendable
 
 
 class _Update:
@@ -305,29 +356,61 @@ class _Update:
         eligible = []
         cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
         used = snapshot.used
-        for node in snapshot.nodes():
+        node_group_for = self.cloud.node_group_for
+        deleted, resume, unremovable = self.deleted, self.resume, p.unremovable
+        old_checked, checked = p._checked, {}
+        for node, stamp in snapshot.stamps():
             name = node.name
-            pods = snapshot.pods_on(name).values()
-            old = p.unremovable.get(name)
-            recent = old is not None and now < old.at + recheck and name not in self.resume
-            slot = snapshot.slot_of(name)
-            e = checker.check(
-                node,
-                pods,
-                being_deleted=name in self.deleted,
-                recently_unremovable=recent,
-                requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
-            )
+            old = unremovable.get(name)
+            recent = old is not None and now < old.at + recheck and name not in resume
+            being_deleted = name in deleted
+            entry = group = None
+            if not recent and not being_deleted:
+                # The per-loop flags are off, so the answer depends on the node, its pods and its
+                # group only: reuse last loop's when none changed (the group is asked every loop,
+                # since a cloud may move a node without changing the Node object).
+                group = node_group_for(node)
+                entry = old_checked.get(name)
+                if entry is not None and (
+                    entry.stamp != stamp or entry.node is not node or entry.group is not group
+                ):
+                    entry = None
+            if entry is not None:
+                e, empty = entry.eligibility, entry.empty
+                checked[name] = entry
+            else:
+                pods = snapshot.pods_on(name).values()
+                slot = snapshot.slot_of(name)
+                e = checker.check(
+                    node,
+                    pods,
+                    being_deleted=being_deleted,
+                    recently_unremovable=recent,
+                    requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
+                )
+                empty = None
+                if e.reason is not None:
+                    empty = looks_empty(pods, cutoff)
+                # Only answers without the per-loop flags are kept, and only while no pod is
+                # terminating: that is the one way time enters them (long-terminating pods drop
+                # out of utilization).
+                if (
+                    not recent
+                    and not being_deleted
+                    and e.group is group
+                    and all(pod.meta.deletion_timestamp is None for pod in pods)
+                ):
+                    checked[name] = _Checked(node, stamp, group, e, empty)
             util = e.utilization.value if e.utilization is not None else None
             if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
                 self.plan.nodes[name] = NodeStatus(
-                    name, BEING_DELETED, looks_empty(pods, cutoff), util, e.reason, detail=e.detail
+                    name, BEING_DELETED, empty, util, e.reason, detail=e.detail
                 )
             elif e.reason is NodeReason.RECENTLY_UNREMOVABLE:
                 self.plan.nodes[name] = NodeStatus(
                     name,
                     UNREMOVABLE,
-                    looks_empty(pods, cutoff),
+                    empty,
                     util,
                     e.reason,
                     old.blocking_pod,  # type: ignore[union-attr]
@@ -336,13 +419,12 @@ class _Update:
                     + f"; simulated again after t={old.at + recheck:g}",  # type: ignore[union-attr]
                 )
             elif e.reason is not None:
-                self.plan.nodes[name] = NodeStatus(
-                    name, UNREMOVABLE, looks_empty(pods, cutoff), util, e.reason, detail=e.detail
-                )
+                self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
             else:
-                drain = drain_node(list(pods), self.ctx)
+                drain = drain_node(list(snapshot.pods_on(name).values()), self.ctx)
                 self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
                 eligible.append((node, e, drain))
+        p._checked = checked
         return eligible
 
     def mark(
