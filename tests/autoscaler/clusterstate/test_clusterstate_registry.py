@@ -2,9 +2,23 @@
 unregistered removal limits, size fixes and the summary counters."""
 
 import pytest
-from clusterstate_fakes import STOCKOUT, T0, FakeCloud, FakeGroup, group_with_nodes, make_registry, node
+from clusterstate_fakes import (
+    STOCKOUT,
+    T0,
+    FakeCloud,
+    FakeGroup,
+    group_with_nodes,
+    make_registry,
+    node,
+    pid,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kubetide.autoscaler.clusterstate import ClusterStateRegistry
+from kubetide.autoscaler.clusterstate.readiness import Readiness
 from kubetide.autoscaler.clusterstate.records import STATUS_OBJECT
+from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import InstanceState
 
 P = 900.0
@@ -235,3 +249,126 @@ def test_unhealthy_seconds_include_the_time_since_the_last_update():
     registry.update(nodes, FakeCloud(group), T0 + 5000)
     assert registry.unhealthy_seconds(T0 + 5025) == 25
     assert registry.halted_loops == 1
+
+
+# -- Ready nodes seen again as the same Node object reuse their record (see _classify_nodes) -----
+
+
+class _Uncached(ClusterStateRegistry):
+    """The same registry, made to forget which Node objects it saw: every node is classified."""
+
+    def update(self, nodes, cloud, now):
+        self._node_objects = {}
+        return super().update(nodes, cloud, now)
+
+
+def _answers(registry, now):
+    return (
+        registry.nodes(),
+        registry.node_counts(),
+        registry.node_groups(),
+        registry.cluster_health(),
+        [registry.node_group_health(g.id) for g in registry.node_groups()],
+        registry.upcoming_nodes(),
+        registry.being_deleted_nodes(),
+        registry.long_unready_nodes(now),
+        registry.size_fixes(now),
+        registry.unregistered_nodes_to_delete(now),
+    )
+
+
+def test_the_same_ready_node_object_is_reclassified_when_the_cloud_deletes_it():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 3)
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0)
+    record = registry.node("ng-0")
+    registry.update(nodes, cloud, T0 + 10)
+    assert registry.node("ng-0") is record  # nothing changed: reused
+    group.delete_nodes([nodes[0]])  # same Node object, instance now DELETING
+    registry.update(nodes, cloud, T0 + 20)
+    assert registry.node("ng-0").readiness is Readiness.BEING_DELETED
+    assert registry.node_counts().being_deleted == 1
+    assert registry.node("ng-0").deletion_since == T0 + 20
+
+
+def test_a_ready_node_that_changes_object_is_classified_again():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 2)
+    cloud = FakeCloud(group)
+    registry.update(nodes, cloud, T0)
+    broken = node("ng-0", ready=False, transition=T0 + 50)
+    registry.update([broken, nodes[1]], cloud, T0 + 60)
+    assert registry.node("ng-0").readiness is Readiness.UNREADY
+    assert registry.node("ng-0").unready_since == T0 + 50
+    tainted = node("ng-1", deleting_since=T0 + 70)
+    registry.update([broken, tainted], cloud, T0 + 80)
+    assert registry.node("ng-1").readiness is Readiness.BEING_DELETED
+    registry.update(nodes, cloud, T0 + 90)
+    assert [r.readiness for r in registry.nodes()] == [Readiness.READY, Readiness.READY]
+
+
+def test_a_node_whose_instance_moves_group_is_counted_in_its_new_group():
+    registry = make_registry()
+    a, nodes = group_with_nodes("a", 2)
+    b = FakeGroup("b", target=0)
+    cloud = FakeCloud(a, b)
+    registry.update(nodes, cloud, T0)
+    a.drop("a-1")
+    a.target, b.target = 1, 1
+    b.add("a-1")  # the same Node object now belongs to b
+    registry.update(nodes, cloud, T0 + 10)
+    assert registry.node("a-1").group_id == "b"
+    assert registry.node_group("b").counts.ready == 1
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["unready", "ready", "taint", "cloud-delete", "drop", "move", "wait", "same"]),
+        st.integers(0, 99),
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 5), STEPS)
+def test_reusing_records_answers_as_classifying_every_node(count, steps):
+    """Over random histories (nodes going NotReady and back, tainted, deleted by the cloud, their
+    instances dropped or moved to another group, time passing), a registry that reuses records of
+    unchanged Ready nodes answers every question exactly as one that classifies every node."""
+    a, nodes = group_with_nodes("a", count)
+    b = FakeGroup("b", target=0)
+    cloud = FakeCloud(a, b)
+    cached, uncached = make_registry(), _Uncached(AutoscalerOptions())
+    now = T0
+
+    def both():
+        cached.update(list(nodes), cloud, now)
+        uncached.update(list(nodes), cloud, now)
+        assert _answers(cached, now) == _answers(uncached, now)
+
+    both()
+    for op, pick in steps:
+        i = pick % len(nodes)
+        name = nodes[i].name
+        if op == "unready":
+            nodes[i] = node(name, ready=False, transition=now)
+        elif op == "ready":
+            nodes[i] = node(name, transition=now)
+        elif op == "taint":
+            nodes[i] = node(name, deleting_since=now)
+        elif op == "cloud-delete":
+            for group in (a, b):
+                if any(inst.id == pid(name) for inst in group.listed):
+                    group.delete_nodes([nodes[i]])
+        elif op == "drop":
+            for group in (a, b):
+                group.drop(name)
+        elif op == "move":
+            for group in (a, b):
+                group.drop(name)
+            b.add(name)
+        elif op == "wait":
+            now += 400.0
+        both()
