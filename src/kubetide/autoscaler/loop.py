@@ -34,6 +34,7 @@ from kubetide.autoscaler.scaledown import (
     release_orphans,
     update_soft_taints,
 )
+from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
 from kubetide.clock import Clock
 from kubetide.scheduling import PredicateChecker
@@ -86,6 +87,9 @@ class Autoscaler:
         self._checker: PredicateChecker | None = None
         self._checked_snapshot: ClusterSnapshot | None = None
         self._recovered = False
+        # Skips the soft-taint pass while nodes and the candidate set stay as a quiet pass left
+        # them (a walk over every node's taints each loop otherwise).
+        self._soft_taints = SoftTaintMemo()
 
     def summary(self) -> dict:
         """The registry's counters (cluster_health, node_groups) for the simulator's summary."""
@@ -258,7 +262,13 @@ class Autoscaler:
         result.scale_down = plan
         result.started = self.actuator.start(plan, snapshot, now)
         update_soft_taints(
-            self.actions, list(snapshot.nodes()), plan.candidate_set, now, self.options, timer=self.timer
+            self.actions,
+            list(snapshot.nodes()),
+            plan.candidate_set,
+            now,
+            self.options,
+            timer=self.timer,
+            memo=self._soft_taints,
         )
 
     def _write_status(self, now: float, *, result: LoopResult | None = None, message: str = "") -> None:

@@ -13,7 +13,7 @@ from kubetide.autoscaler.scaledown.budgets import crop
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.restart import recover
-from kubetide.autoscaler.scaledown.softtaint import update_soft_taints
+from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo, update_soft_taints
 from kubetide.model import Taint
 
 BLOCKED = EvictionOutcome.BLOCKED_BY_PDB
@@ -313,6 +313,35 @@ def test_soft_taints_leave_nodes_being_deleted_alone():
     doomed = node("x", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
     result = update_soft_taints(FakeActions(), [doomed], {"x"}, 0, opts())
     assert result.added == [] and result.removed == []
+
+
+def test_soft_taint_memo_skips_only_a_pass_that_would_do_nothing():
+    memo, actions, o = SoftTaintMemo(), FakeActions(), opts(max_bulk_soft_taint_count=1)
+
+    def run(nodes, unneeded):
+        before = len(actions.calls)
+        result = update_soft_taints(actions, nodes, unneeded, 0, o, memo=memo)
+        same = FakeActions()
+        same.fail_taint_on = actions.fail_taint_on
+        fresh = update_soft_taints(same, nodes, unneeded, 0, o)  # what the full pass says
+        assert (result.added, result.removed, result.skipped) == (fresh.added, fresh.removed, fresh.skipped)
+        return actions.calls[before:]
+
+    nodes = [node("a"), node("b"), node("c")]
+    assert run(nodes, {"a", "b"}) == [("add_taint", "a", DELETION_CANDIDATE_TAINT)]  # b left over
+    assert run(nodes, {"a", "b"}) == [("add_taint", "a", DELETION_CANDIDATE_TAINT)]  # not skipped
+    done = [soft("a"), soft("b"), node("c")]
+    assert run(done, {"a", "b"}) == []  # nothing to do: remembered
+    assert run(list(done), {"b", "a"}) == []  # same objects, same set: skipped
+    assert run(done, {"a"}) == [("remove_taint", "b", DELETION_CANDIDATE_TAINT)]  # set changed
+    assert run(done, {"a", "b"}) == []
+    replaced = [soft("a"), node("b"), node("c")]  # someone removed b's taint: a new object
+    assert run(replaced, {"a", "b"}) == [("add_taint", "b", DELETION_CANDIDATE_TAINT)]
+    assert run([*done, node("d")], {"a", "b"}) == []  # a new node
+    assert run([*done, soft("d")], {"a", "b"}) == [("remove_taint", "d", DELETION_CANDIDATE_TAINT)]
+    actions.fail_taint_on = {"c"}
+    assert run(done, {"a", "b", "c"}) == [("add_taint", "c", DELETION_CANDIDATE_TAINT)]
+    assert run(done, {"a", "b", "c"}) == [("add_taint", "c", DELETION_CANDIDATE_TAINT)]  # errors retried
 
 
 # -- restart safety ---------------------------------------------------------------------------------

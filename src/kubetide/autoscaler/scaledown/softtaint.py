@@ -10,8 +10,9 @@ The time budget reads an injected monotonic timer: it bounds work, it decides no
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -36,6 +37,31 @@ class SoftTaintResult:
     errors: dict[str, str] = field(default_factory=dict)
 
 
+class SoftTaintMemo:
+    """The inputs of the last call that found nothing to do.
+
+    Node objects are immutable, so the same node objects (the same taints) and the same unneeded
+    set mean the pass would find nothing to do again: the loop skips it on a quiet cluster. Any
+    taint change replaces the node object, so a call that did something is never skipped next.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: Sequence[Node] = ()
+        self._unneeded: frozenset[str] | None = None
+
+    def settled(self, nodes: Sequence[Node], unneeded: Collection[str]) -> bool:
+        return (
+            self._unneeded is not None
+            and len(nodes) == len(self._nodes)
+            and all(map(operator.is_, nodes, self._nodes))
+            and frozenset(unneeded) == self._unneeded
+        )
+
+    def remember(self, nodes: Sequence[Node], unneeded: Collection[str], result: SoftTaintResult) -> None:
+        quiet = not (result.added or result.removed or result.skipped or result.errors)
+        self._nodes, self._unneeded = (tuple(nodes), frozenset(unneeded)) if quiet else ((), None)
+
+
 def update_soft_taints(
     actions: ClusterActions,
     nodes: Iterable[Node],
@@ -46,6 +72,29 @@ def update_soft_taints(
     timer: Callable[[], float] = time.perf_counter,
     max_count: int | None = None,
     max_time: float | None = None,
+    memo: SoftTaintMemo | None = None,
+) -> SoftTaintResult:
+    """`memo` (kept by the caller across loops) skips the pass when nothing changed since a call
+    that had nothing to do; the result is the same empty one either way."""
+    if memo is not None:
+        nodes = nodes if isinstance(nodes, Sequence) else list(nodes)
+        if memo.settled(nodes, unneeded):
+            return SoftTaintResult()
+        result = _update_soft_taints(actions, nodes, unneeded, now, options, timer, max_count, max_time)
+        memo.remember(nodes, unneeded, result)
+        return result
+    return _update_soft_taints(actions, nodes, unneeded, now, options, timer, max_count, max_time)
+
+
+def _update_soft_taints(
+    actions: ClusterActions,
+    nodes: Iterable[Node],
+    unneeded: Collection[str],
+    now: float,
+    options: AutoscalerOptions,
+    timer: Callable[[], float],
+    max_count: int | None,
+    max_time: float | None,
 ) -> SoftTaintResult:
     count_left = options.max_bulk_soft_taint_count if max_count is None else max_count
     time_left = options.max_bulk_soft_taint_time if max_time is None else max_time
