@@ -464,6 +464,8 @@ class _Update:
     def build(
         self, eligible: list[tuple[Node, Eligibility, NodeDrain]], new_unremovable: dict[str, Unremovable]
     ) -> list[str]:
+        if not eligible:
+            return []  # the limits below cost a pass over every node, for nobody
         p, snapshot, ctx, plan = self.p, self.snapshot, self.ctx, self.plan
         tracker, mover, skip, now = ctx.pdbs, self.mover, self.skip, self.now
         in_progress: dict[str, int] = {}
