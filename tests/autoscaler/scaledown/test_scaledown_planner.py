@@ -544,3 +544,22 @@ def test_new_options_drop_the_caches():
     assert update_on(planner, s, cloud).candidate_set == ["a"]
     planner.options = OPTS.with_values(scale_down_utilization_threshold=0.2)
     assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
+
+
+def test_owner_counts_for_recent_evictions_follow_the_snapshot():
+    # The owner check counts bound, not-terminating pods per node, cached under node stamps.
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 400), pod("pd", "d", 300)])
+    cloud = cloud_for("a", "d")
+    rs = [workload("ReplicaSet", "rs", 3)]
+    planner = Planner(OPTS.with_values(unremovable_node_recheck_timeout=0), timers_expired=True)
+    planner.record_eviction(pod("gone", "old-node", 400), now=0)
+    assert update_on(planner, s, cloud, now=10, workloads=rs).injected == {"default/gone": "d"}
+    s.add_pod(pod("new", "d", 0), "d")  # the replacement: 3 of 3
+    assert update_on(planner, s, cloud, now=20, workloads=rs).injected == {}
+    s.update_pod(pod("new", "d", 0, deleted=15.0))  # terminating: 2 of 3 again
+    assert update_on(planner, s, cloud, now=30, workloads=rs).injected == {"default/gone": "d"}
+    s.fork()
+    s.update_pod(pod("new", "d", 0))
+    assert update_on(planner, s, cloud, now=40, workloads=rs).injected == {}
+    s.revert()  # back to terminating
+    assert update_on(planner, s, cloud, now=50, workloads=rs).injected == {"default/gone": "d"}

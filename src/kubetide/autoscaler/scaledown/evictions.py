@@ -15,7 +15,7 @@ Cluster Autoscaler has this list but leaves the re-injection effectively off; ku
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.placement import PodMover
@@ -34,6 +34,10 @@ class RecentEvictions:
     def __init__(self, ttl: float):
         self.ttl = ttl
         self.by_uid: dict[str, RecentEviction] = {}
+        # Node -> (snapshot stamp, its bound not-terminating pods per owner): the owner check
+        # runs every loop while evictions are recent, and counting every pod each time was the
+        # loop's largest cost during drains. Stamps never repeat, so an entry is never stale.
+        self._owned: dict[str, tuple[int, Counter]] = {}
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -50,7 +54,7 @@ class RecentEvictions:
         """The evicted pods to inject, oldest eviction first."""
         result = []
         left: dict[tuple[str, str, str], int] = {}
-        counts: Counter | None = None
+        counts: list[Counter] | None = None
         for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
             pod = eviction.pod
             if snapshot.has_pod(pod.uid):
@@ -63,8 +67,8 @@ class RecentEvictions:
                 key = (owner.kind, pod.namespace, owner.name)  # type: ignore[union-attr]
                 if key not in left:
                     if counts is None:
-                        counts = _owned_pods(snapshot)
-                    current = counts[key]
+                        counts = self._owned_per_node(snapshot)
+                    current = sum(c[key] for c in counts if key in c)
                     if workload.status_replicas is not None:
                         current = min(current, workload.status_replicas)
                     left[key] = max(0, workload.replicas - current)
@@ -93,10 +97,20 @@ class RecentEvictions:
             placed[pod.key] = dest
         return placed, None
 
+    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter]:
+        old, new = self._owned, {}
+        for name, stamp, pods in snapshot.pods_by_node():
+            entry = old.get(name)
+            if entry is None or entry[0] != stamp:
+                entry = (stamp, _owned_pods(pods.values()))
+            new[name] = entry
+        self._owned = new
+        return [counts for _, counts in new.values()]
 
-def _owned_pods(snapshot: ClusterSnapshot) -> Counter:
+
+def _owned_pods(pods: Iterable[Pod]) -> Counter:
     counts: Counter = Counter()
-    for pod in snapshot.pods():
+    for pod in pods:
         ref = pod.controller
         if ref is not None and not pod.is_terminating:
             counts[(ref.kind, pod.namespace, ref.name)] += 1
