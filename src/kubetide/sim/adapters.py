@@ -59,16 +59,21 @@ class WorkloadStatus(WorldObserver):
 
     def workloads(self) -> list[Workload]:
         result = []
+        # ReplicaSets by owning controller UID, once per call (the autoscaler asks every loop;
+        # a scan of every workload per Deployment was quadratic).
+        owned: dict[str, list[str]] = {}
+        for other in self.world.workloads.values():
+            ref = other.meta.controller
+            if other.kind == "ReplicaSet" and ref is not None:
+                owned.setdefault(ref.uid, []).append(other.meta.uid)
         for key, workload in self.world.workloads.items():
             if workload.kind == "Deployment":
                 # A Deployment's pods belong to its ReplicaSet; its status sums theirs.
                 replicas = ready = 0
-                for other in self.world.workloads.values():
-                    ref = other.meta.controller
-                    if other.kind == "ReplicaSet" and ref is not None and ref.uid == workload.meta.uid:
-                        count = self._counts(other.meta.uid)
-                        replicas += count[0]
-                        ready += count[1]
+                for uid in owned.get(workload.meta.uid, ()):
+                    count = self._counts(uid)
+                    replicas += count[0]
+                    ready += count[1]
             else:
                 replicas, ready = self._counts(workload.meta.uid)
             cached = self._cache.get(key)

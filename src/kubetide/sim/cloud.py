@@ -39,9 +39,15 @@ class SimInstance:
     registered: bool = False
     never_ready: bool = False
     timer: Timer | None = None
+    # The last view handed out: the autoscaler lists every instance every loop, and an unchanged
+    # instance can keep answering with the same immutable object.
+    _view: Instance | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def view(self) -> Instance:
-        return Instance(self.id, self.state, self.error)
+        view = self._view
+        if view is None or view.state is not self.state or view.error is not self.error:
+            view = self._view = Instance(self.id, self.state, self.error)
+        return view
 
 
 class CloudHooks:
