@@ -84,6 +84,7 @@ class _Checked:
     group: object  # what cloud.node_group_for answered (None included)
     eligibility: Eligibility
     empty: bool | None  # looks_empty, computed for ineligible nodes only
+    util: float | None  # eligibility.utilization.value, for the status
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +360,9 @@ class _Update:
         node_group_for = self.cloud.node_group_for
         deleted, resume, unremovable = self.deleted, self.resume, p.unremovable
         old_checked, checked = p._checked, {}
+        statuses = self.plan.nodes
         for node, stamp in snapshot.stamps():
-            name = node.name
+            name = node.meta.name
             old = unremovable.get(name)
             recent = old is not None and now < old.at + recheck and name not in resume
             being_deleted = name in deleted
@@ -378,6 +380,13 @@ class _Update:
             if entry is not None:
                 e, empty = entry.eligibility, entry.empty
                 checked[name] = entry
+                if e.reason is not None:
+                    # The common case on a quiet cluster. Cached answers never carry the reasons
+                    # of the per-loop flags (being deleted, recently unremovable).
+                    statuses[name] = NodeStatus(
+                        name, UNREMOVABLE, empty, entry.util, e.reason, None, e.detail
+                    )  # type: ignore[arg-type]
+                    continue
             else:
                 pods = snapshot.pods_on(name).values()
                 slot = snapshot.slot_of(name)
@@ -400,7 +409,8 @@ class _Update:
                     and e.group is group
                     and all(pod.meta.deletion_timestamp is None for pod in pods)
                 ):
-                    checked[name] = _Checked(node, stamp, group, e, empty)
+                    util = e.utilization.value if e.utilization is not None else None
+                    checked[name] = _Checked(node, stamp, group, e, empty, util)
             util = e.utilization.value if e.utilization is not None else None
             if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
                 self.plan.nodes[name] = NodeStatus(
