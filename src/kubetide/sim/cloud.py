@@ -337,8 +337,10 @@ class SimCloud:
         return list(self.groups.values())
 
     def node_group_for(self, node: Node) -> SimNodeGroup | None:
-        group = self.groups.get(node.labels.get(NODE_GROUP_LABEL, ""))
-        if group is not None and group.instance_of(node.name) is not None:
+        # Asked for every node every loop: field reads rather than properties and instance_of.
+        meta = node.meta
+        group = self.groups.get(meta.labels.get(NODE_GROUP_LABEL, ""))
+        if group is not None and group._by_node.get(meta.name) is not None:
             return group
         if node.provider_id.startswith("kubetide://"):
             return self.groups.get(node.provider_id.removeprefix("kubetide://").split("/", 1)[0])
