@@ -33,3 +33,10 @@ def test_invalid(text):
 def test_format(seconds, text):
     assert format_duration(seconds) == text
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_rfc3339_whole_seconds_utc():
+    from kubetide.durations import rfc3339
+
+    assert rfc3339(0) == "1970-01-01T00:00:00Z"
+    assert rfc3339(1767225610.9) == "2026-01-01T00:00:10Z"

@@ -1,8 +1,11 @@
-"""Go-style durations ("90s", "10m", "1h30m", "1.5h", "250ms"), as Kubernetes flags write them."""
+"""Go-style durations ("90s", "10m", "1h30m", "1.5h", "250ms"), as Kubernetes flags write them,
+and RFC 3339 times, as Kubernetes objects write them."""
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import UTC, datetime
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
@@ -52,3 +55,8 @@ def format_duration(seconds: float) -> str:
     if secs:
         parts.append(f"{secs:g}s")
     return sign + "".join(parts)
+
+
+def rfc3339(moment: float) -> str:
+    """Unix seconds as RFC 3339 in UTC at whole seconds (how metav1.Time is written)."""
+    return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -25,6 +25,7 @@ import yaml
 
 from kubetide.autoscaler.clusterstate.records import HealthRecord, NodeCounts
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
+from kubetide.durations import rfc3339
 from kubetide.model.reader import parse_time
 
 RUNNING = "Running"
@@ -216,11 +217,6 @@ def _convert(hint: typing.Any, value: typing.Any, key: str) -> typing.Any:
 
 
 # ---------------------------------------------------------------------------------- the times
-
-
-def rfc3339(moment: float) -> str:
-    """Unix seconds as RFC 3339 in UTC at whole seconds (how metav1.Time is written)."""
-    return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status_time(moment: float) -> str:

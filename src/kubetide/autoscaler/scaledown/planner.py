@@ -58,6 +58,7 @@ from kubetide.autoscaler.scaledown.plan import (
     ScaleDownPlan,
 )
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget, Workload
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.scheduling.checker import PredicateChecker
@@ -168,7 +169,7 @@ class Planner:
             (self.last_failure, o.scale_down_delay_after_failure, "scale-down-delay-after-failure"),
         ):
             if now < last + delay:
-                return f"{flag} ({delay:g}s) until t={last + delay:g}"
+                return f"{flag} ({format_duration(delay)}) until {rfc3339(last + delay)}"
         return None
 
     # -- the update ------------------------------------------------------------------------------
@@ -424,9 +425,9 @@ class _Update:
                     util,
                     e.reason,
                     old.blocking_pod,  # type: ignore[union-attr]
-                    f"simulation at t={old.at:g} failed with {old.reason}"  # type: ignore[union-attr]
+                    f"simulation at {rfc3339(old.at)} failed with {old.reason}"  # type: ignore[union-attr]
                     + (f" ({old.detail})" if old.detail else "")  # type: ignore[union-attr]
-                    + f"; simulated again after t={old.at + recheck:g}",  # type: ignore[union-attr]
+                    + f"; simulated again after {rfc3339(old.at + recheck)}",  # type: ignore[union-attr]
                 )
             elif e.reason is not None:
                 self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
@@ -579,7 +580,7 @@ class _Update:
             expired = p.timers_expired or name in self.resume or now - since >= wait
             if not expired:
                 status.reason = reason
-                status.detail = f"unneeded since t={since:g}; removable at t={since + wait:g}"
+                status.detail = f"unneeded since {rfc3339(since)}; removable at {rfc3339(since + wait)}"
                 continue
             if plan.cooldown is not None:
                 status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
