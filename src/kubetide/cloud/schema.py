@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import types
 import typing
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -24,6 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import Node
+from kubetide.model.loader import parse_text
 from kubetide.model.node import parse_node
 from kubetide.model.reader import Reader
 
@@ -37,6 +39,22 @@ class SpecError(UserError):
     def __init__(self, source: str, field: str, message: str):
         self.source, self.field, self.message = source, field, message
         super().__init__(f"{source}: {field}: {message}" if field else f"{source}: {message}")
+
+
+def read_spec_documents(path: str | Path, error: type[SpecError] = SpecError) -> list[Any]:
+    """The YAML/JSON documents of a spec file (scenario, GROUPS.yaml); read and parse errors
+    become `error` naming the file, so every spec loader reports them the same way."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(source, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(source, "", f"cannot read: {exc}") from None
+    try:
+        return parse_text(text, source)
+    except ManifestError as exc:
+        raise error(source, exc.location, exc.message) from None
 
 
 def duration(value: Any) -> float:

@@ -47,10 +47,9 @@ from kubetide.cloud.schema import (
     StrictModel,
     first_error,
     parse_template,
+    read_spec_documents,
 )
-from kubetide.errors import ManifestError
 from kubetide.model import Node, ObjectMeta
-from kubetide.model.loader import parse_text
 from kubetide.model.node import HOSTNAME_LABEL
 
 # In order: the first one a node carries names its group.
@@ -146,16 +145,7 @@ class GroupDefinition:
 def load_groups_file(path: str | Path) -> list[GroupDefinition]:
     """Read GROUPS.yaml: `nodeGroups: [...]`, or just the list. Raises SpecError."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(source, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(source, "", f"cannot read: {exc}") from None
-    try:
-        documents = parse_text(text, source)
-    except ManifestError as exc:
-        raise SpecError(source, exc.location, exc.message) from None
+    documents = read_spec_documents(path)
     if len(documents) != 1:
         raise SpecError(source, "", "expected one YAML document with nodeGroups")
     return parse_groups(documents[0], source)

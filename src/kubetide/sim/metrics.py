@@ -222,20 +222,23 @@ class Metrics(WorldObserver):
             stranded = _stranded(node, pods)
             self._charged[node.name] = {p.uid for p in stranded}
             if stranded:
-                self._with_pods.add(node.name)
-                self.c.nodes_deleted_with_pods += 1
-                self.log.record(
-                    "Node",
-                    node.name,
-                    "Warning",
-                    "InvariantViolated",
-                    f"node deleted with {len(stranded)} pods still bound: "
-                    + ", ".join(p.key for p in stranded[:5]),
-                    "simulator",
-                    invariant="nodes_deleted_with_pods",
-                )
+                self._deleted_with_pods(node, stranded, "node deleted with {n} pods still bound")
             self._check_budgets([p for p in pods if healthy(p)])
             # Replacements are owed when the pods actually go, with the Node (_terminating).
+
+    def _deleted_with_pods(self, node: Node, pods: list[Pod], what: str) -> None:
+        """Count the nodes_deleted_with_pods invariant once per node, with an event naming pods."""
+        self._with_pods.add(node.name)
+        self.c.nodes_deleted_with_pods += 1
+        self.log.record(
+            "Node",
+            node.name,
+            "Warning",
+            "InvariantViolated",
+            what.format(n=len(pods)) + ": " + ", ".join(p.key for p in pods[:5]),
+            "simulator",
+            invariant="nodes_deleted_with_pods",
+        )
 
     def _terminating(self, group: str, node: Node) -> None:
         """The cloud removes a Node the autoscaler deleted, with the pods still bound to it: each
@@ -253,17 +256,8 @@ class Metrics(WorldObserver):
             return
         charged.update(p.uid for p in new)
         if node.name not in self._with_pods:
-            self._with_pods.add(node.name)
-            self.c.nodes_deleted_with_pods += 1
-            self.log.record(
-                "Node",
-                node.name,
-                "Warning",
-                "InvariantViolated",
-                f"node removed by the cloud with {len(new)} pods bound after its deletion: "
-                + ", ".join(p.key for p in new[:5]),
-                "simulator",
-                invariant="nodes_deleted_with_pods",
+            self._deleted_with_pods(
+                node, new, "node removed by the cloud with {n} pods bound after its deletion"
             )
         self._check_budgets([p for p in new if healthy(p)])
 

@@ -20,12 +20,11 @@ from pydantic import Field, ValidationError, model_validator
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
-from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, first_error
+from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, first_error, read_spec_documents
 from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
 from kubetide.durations import format_duration
-from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
 from kubetide.model.loader import parse_text, resolve_priorities
 
@@ -228,16 +227,7 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(source, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(source, "", f"cannot read: {exc}") from None
-    try:
-        documents = parse_text(text, source)
-    except ManifestError as exc:
-        raise ScenarioError(source, exc.location, exc.message) from None
+    documents = read_spec_documents(path, ScenarioError)
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ScenarioError(source, "", "expected one YAML document with kind: Scenario")
     return parse_scenario(documents[0], source, base_dir=path.parent)
