@@ -28,6 +28,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.clusters import node_agent_daemonset
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
@@ -105,22 +106,7 @@ def scenario_data(
     nodes: int, parallelism: int, duration: float, max_unavailable: str = MAX_UNAVAILABLE
 ) -> dict:
     objects: list[dict] = [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "node-agent", "namespace": "kube-system"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "node-agent"}},
-                "template": {
-                    "metadata": {"labels": {"app": "node-agent"}},
-                    "spec": {
-                        "containers": [
-                            {"name": "agent", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
-                        ]
-                    },
-                },
-            },
-        }
+        node_agent_daemonset(),
     ]
     events = []
     for name, replicas, cpu, memory, pdb, extra in workloads(nodes):

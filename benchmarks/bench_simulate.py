@@ -25,6 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.clusters import node_agent_daemonset
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
 
@@ -69,22 +70,7 @@ def _deployment(index: int) -> list[dict]:
 
 def scenario_data(hours: float) -> dict:
     objects: list[dict] = [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "node-agent", "namespace": "kube-system"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "node-agent"}},
-                "template": {
-                    "metadata": {"labels": {"app": "node-agent"}},
-                    "spec": {
-                        "containers": [
-                            {"name": "agent", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
-                        ]
-                    },
-                },
-            },
-        }
+        node_agent_daemonset(),
     ]
     for index in range(DEPLOYMENTS):
         objects.extend(_deployment(index))
