@@ -198,7 +198,7 @@ def test_precise_throttle_steps_in_cpu_order_until_the_gap_is_closed():
         ps(pod("a"), cpu=1000),
         ps(pod("b"), cpu=600),
         ps(pod("c", cpu="500m"), cpu=700),
-        ps(pod("web", priority=1000), cpu=1000),
+        ps(pod("web", priority=1000, cpu="500m"), cpu=1000),
     )  # 3300m: gap 300m +10% = 330m; step 20%, floors: request and 10% of the limit
     port = Recorder()
     result = once(rules(THROTTLE_AT_3000), st_, port=port)

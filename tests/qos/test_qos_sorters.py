@@ -5,7 +5,12 @@ from qos_factories import pod, ps
 
 from kubetide.qos import cpu_sorter, general_sorter, memory_sorter
 from kubetide.qos.extcpu import ext_cpu_sorter
-from kubetide.qos.sorters import compare_ext_cpu, compare_qos_class, compare_running_time
+from kubetide.qos.sorters import (
+    compare_class_and_priority,
+    compare_ext_cpu,
+    compare_qos_class,
+    compare_running_time,
+)
 
 BE = {}  # BestEffort: no requests or limits
 BU = {"cpu": "100m"}  # Burstable
@@ -23,14 +28,40 @@ def test_qos_class_order_is_besteffort_burstable_guaranteed():
 
 
 @pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # the QoS class decides before the priority value (the design's classAndPriority)
+        (pod("be-high", priority=1000, **BE), pod("gu-low", priority=-5, **GU), -1),
+        (pod("bu-high", priority=1000, **BU), pod("gu-low", priority=-5, **GU), -1),
+        (pod("gu-low", priority=-5, **GU), pod("be-high", priority=1000, **BE), 1),
+        # the same class: the lower priority value first
+        (pod("bu-low", priority=0, **BU), pod("bu-high", priority=10, **BU), -1),
+        (pod("a", priority=7, **BU), pod("b", priority=7, **BU), 0),
+    ],
+)
+def test_class_and_priority_compares_the_qos_class_first(a, b, expected):
+    assert compare_class_and_priority(ps(a), ps(b)) == expected
+
+
+@pytest.mark.parametrize(
     ("pods", "expected"),
     [
-        # lower priority value first, whatever the QoS class or age
-        ([ps(pod("high", priority=100, **BE)), ps(pod("low", priority=-5, **GU))], ["low", "high"]),
-        # same priority: BestEffort < Burstable < Guaranteed
+        # the QoS class first, whatever the priority: BestEffort < Burstable < Guaranteed
         (
-            [ps(pod("gu", **GU)), ps(pod("bu", **BU)), ps(pod("be", **BE))],
+            [
+                ps(pod("gu", priority=-5, **GU)),
+                ps(pod("bu", priority=50, **BU)),
+                ps(pod("be", priority=100, **BE)),
+            ],
             ["be", "bu", "gu"],
+        ),
+        # within a class the lower priority value first, whatever the age
+        (
+            [
+                ps(pod("high", priority=100, start="2024-01-03T00:00:00Z")),
+                ps(pod("low", priority=-5, start="2024-01-01T00:00:00Z")),
+            ],
+            ["low", "high"],
         ),
         # same priority and class: the shorter running time first
         (
@@ -59,10 +90,10 @@ def test_a_pod_that_has_not_started_counts_as_the_newest():
 @pytest.mark.parametrize(
     ("pods", "expected"),
     [
-        # priority still comes first
+        # the QoS class comes first, even before a lower priority and a higher usage
+        ([ps(pod("bu", priority=0, **BU), cpu=3000), ps(pod("be", priority=10, **BE), cpu=10)], ["be", "bu"]),
+        # then the priority value
         ([ps(pod("hot", priority=10), cpu=3000), ps(pod("cool", priority=0), cpu=10)], ["cool", "hot"]),
-        # then QoS class
-        ([ps(pod("bu", **BU), cpu=3000), ps(pod("be", **BE), cpu=10)], ["be", "bu"]),
         # then the higher cpu usage
         (
             [ps(pod("a"), cpu=100), ps(pod("b"), cpu=900), ps(pod("c"), cpu=500)],
@@ -99,6 +130,11 @@ def test_cpu_sorter(pods, expected):
     [
         ([ps(pod("hog", priority=1), memory=8 << 30), ps(pod("small"), memory=1)], ["small", "hog"]),
         ([ps(pod("gu", **GU), memory=8 << 30), ps(pod("bu", **BU), memory=1)], ["bu", "gu"]),
+        # the class before the priority
+        (
+            [ps(pod("gu", priority=-1, **GU), memory=8 << 30), ps(pod("bu", priority=9, **BU), memory=1)],
+            ["bu", "gu"],
+        ),
         (
             [ps(pod("a"), memory=1 << 20), ps(pod("b"), memory=3 << 30), ps(pod("c"), memory=2 << 30)],
             ["b", "c", "a"],

@@ -42,6 +42,7 @@ from kubetide.qos.executor import (
 )
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric
 from kubetide.qos.sorters import (
+    compare_class_and_priority,
     compare_cpu_usage,
     compare_ext_cpu,
     compare_memory_usage,
@@ -102,6 +103,7 @@ __all__ = [
     "RoundResult",
     "Rule",
     "Watermark",
+    "compare_class_and_priority",
     "compare_cpu_usage",
     "compare_ext_cpu",
     "compare_memory_usage",

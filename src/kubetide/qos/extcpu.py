@@ -20,9 +20,8 @@ from kubetide.model.quantity import CPU
 from kubetide.qos.actions import evict_pod, restore_cpu, throttle_cpu
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry
 from kubetide.qos.sorters import (
+    compare_class_and_priority,
     compare_ext_cpu,
-    compare_priority,
-    compare_qos_class,
     compare_running_time,
     ext_cpu_limit,
     ordered_by,
@@ -36,7 +35,7 @@ def uses_ext_cpu(state: PodState) -> bool:
     return ext_cpu_limit(state) > 0
 
 
-ext_cpu_sorter = ordered_by(compare_ext_cpu, compare_priority, compare_qos_class, compare_running_time)
+ext_cpu_sorter = ordered_by(compare_ext_cpu, compare_class_and_priority, compare_running_time)
 
 EXT_CPU_METRIC = Metric(
     name=EXT_CPU_TOTAL_USAGE,

@@ -15,10 +15,10 @@ usage counts toward it; all of them unless said otherwise).
 
 Build a `Metric` and register it before the NodeQOS objects that name it are loaded::
 
-    from kubetide.qos import Metric, register_metric, evict_pod, ordered_by, compare_priority
+    from kubetide.qos import Metric, register_metric, evict_pod, ordered_by, compare_class_and_priority
 
     register_metric(Metric(name="my_metric", resource="cpu", action_priority=3,
-                           sortable=True, sort=ordered_by(compare_priority, my_compare),
+                           sortable=True, sort=ordered_by(compare_class_and_priority, my_compare),
                            evictable=True, evict_quantified=True, evict=evict_pod))
 
 `kubetide.qos.extcpu` is a complete example (ext-cpu usage with its own sorter), registered by

@@ -5,10 +5,11 @@ the first should be acted on first, >0 when the second should, 0 when it cannot 
 comparison in the chain breaks the tie. `ordered_by(...)` turns a chain into a sorter. The pod key
 ends every chain so the order never depends on the input order.
 
-- general: lower priority value first, then QoS class BestEffort < Burstable < Guaranteed, then
-  the shorter running time (the newest pod has lost the least work).
-- cpu: priority, QoS class, higher cpu usage, higher ext-cpu usage/limit, running time.
-- memory: priority, QoS class, higher memory usage, running time.
+- classAndPriority (the design's first link of every chain): the QoS class first, BestEffort <
+  Burstable < Guaranteed, and only between pods of the same class the lower priority value.
+- general: classAndPriority, then the shorter running time (the newest pod has lost the least work).
+- cpu: classAndPriority, higher cpu usage, higher ext-cpu usage/limit, running time.
+- memory: classAndPriority, higher memory usage, running time.
 
 A custom metric composes its own chain from these pieces (see `kubetide.qos.extcpu`).
 """
@@ -40,6 +41,11 @@ def compare_priority(a: PodState, b: PodState) -> int:
 
 def compare_qos_class(a: PodState, b: PodState) -> int:
     return _sign(QOS_RANK[a.pod.qos_class] - QOS_RANK[b.pod.qos_class])
+
+
+def compare_class_and_priority(a: PodState, b: PodState) -> int:
+    """The design's classAndPriority: QoS class first, then the priority value."""
+    return compare_qos_class(a, b) or compare_priority(a, b)
 
 
 def compare_running_time(a: PodState, b: PodState) -> int:
@@ -115,8 +121,6 @@ def ordered_by(*compares: Compare) -> Sorter:
     return sort
 
 
-general_sorter = ordered_by(compare_priority, compare_qos_class, compare_running_time)
-cpu_sorter = ordered_by(
-    compare_priority, compare_qos_class, compare_cpu_usage, compare_ext_cpu, compare_running_time
-)
-memory_sorter = ordered_by(compare_priority, compare_qos_class, compare_memory_usage, compare_running_time)
+general_sorter = ordered_by(compare_class_and_priority, compare_running_time)
+cpu_sorter = ordered_by(compare_class_and_priority, compare_cpu_usage, compare_ext_cpu, compare_running_time)
+memory_sorter = ordered_by(compare_class_and_priority, compare_memory_usage, compare_running_time)
