@@ -131,13 +131,13 @@ def test_node_usage_is_the_sum_of_the_pods_without_node_metrics(kubetide, tmp_pa
     }
 
 
-def test_a_pod_without_metrics_warns_and_the_agent_acts_on_all(kubetide, tmp_path):
+def test_a_pod_without_metrics_warns_and_the_agent_stays_precise(kubetide, tmp_path):
     text = NODE + pod("a") + pod("b", priority=10, limit="2") + metrics("a", "3500m") + QOS
     code, out, err = kubetide(write(tmp_path, "s.yaml", text), "--json")
     assert code == 0
     assert "kubetide: warning: " in err and "pod ns/b has no PodMetrics" in err
     actions = json.loads(out)["actions"]
-    assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", 1750), ("ns/b", None)]
+    assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", 1750)]  # the gap closed: b stays
 
 
 def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):

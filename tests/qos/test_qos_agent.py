@@ -165,6 +165,21 @@ def test_ext_cpu_metric_acts_only_on_ext_cpu_pods():
     assert "would release no ext_cpu_total_usage" in result.execution.skipped["default/online"]
 
 
+@pytest.mark.parametrize(
+    ("offline_usage", "expected"),
+    [
+        ((900, 800), 1700),
+        ((900, None), 900),  # one unmeasured ext-cpu pod: the measured one still counts
+        ((None, None), None),  # nothing measures the ext-cpu pods: the usage is missing
+        ((), 0),  # no ext-cpu pod at all: nothing uses ext cpu
+    ],
+)
+def test_ext_cpu_node_usage_sums_the_known_usage_of_its_pods(offline_usage, expected):
+    metric = METRICS[EXT_CPU_TOTAL_USAGE]
+    pods = [ps(pod(f"offline-{i}", ext_cpu=1000), cpu=cpu) for i, cpu in enumerate(offline_usage)]
+    assert metric.node_usage(state(ps(pod("online"), cpu=2000), *pods)) == expected
+
+
 def test_registering_a_custom_metric():
     def bigger_request_first(a, b):
         return b.pod.requests.get("cpu", 0) - a.pod.requests.get("cpu", 0)

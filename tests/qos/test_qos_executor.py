@@ -254,17 +254,34 @@ def test_restore_stops_when_the_headroom_is_used():
 # -- the fallbacks ----------------------------------------------------------------------------
 
 
-def test_a_pod_without_metrics_makes_the_agent_act_on_all_candidates():
-    st_ = state(
-        ps(pod("web", priority=1000), cpu=1200),
+def unmeasured_scene(node_cpu):
+    return state(
+        ps(pod("web", priority=1000, **GU), cpu=1200),
         ps(pod("batch-a"), cpu=500),
-        ps(pod("unknown"), cpu=None),
-        usage={"cpu": 3400, "memory": 0},  # NodeMetrics
+        ps(pod("batch-b"), cpu=800),
+        ps(pod("new-batch", start="2024-01-01T00:00:50Z"), cpu=None),  # started seconds ago: no metrics
+        usage={"cpu": node_cpu, "memory": 0},  # NodeMetrics: the node's usage is known
     )
-    result = once(rules(EVICT_AT_60), st_)
-    assert {p for _, p in acted(result)} == {"default/web", "default/batch-a", "default/unknown"}
-    assert all("usage of default/unknown is missing" in d.reason for d in result.decisions)
-    assert result.over_evictions() == 0  # unknown releases: not counted
+
+
+@pytest.mark.parametrize(
+    ("node_cpu", "expected"),
+    [
+        # 85%: gap 1100m. Two measured batch pods close it; the unmeasured pod and web stay.
+        (3400, ["default/batch-b", "default/batch-a"]),
+        # 97.5%: gap 1650m. After 1300m from the measured batch pods, the unmeasured one (zero usage,
+        # so last of the BestEffort pods) goes, releasing nothing counted; then web closes the gap.
+        (3900, ["default/batch-b", "default/batch-a", "default/new-batch", "default/web"]),
+    ],
+)
+def test_a_pod_without_metrics_counts_as_zero_usage_and_the_rest_stays_precise(node_cpu, expected):
+    """Issue 18: one pod without usage data used to make the agent evict every candidate,
+    Guaranteed high-priority pods included. Only the NODE's missing usage does that now."""
+    result = once(rules(EVICT_AT_60), unmeasured_scene(node_cpu))
+    assert [p for _, p in acted(result)] == expected
+    assert all(d.precise for d in result.decisions)
+    unmeasured = [d for d in result.decisions if d.pod == "default/new-batch"]
+    assert all(d.released is None and "usage is unknown" in d.reason for d in unmeasured)
 
 
 def test_missing_node_usage_while_a_rule_is_in_force_acts_on_all_candidates():
@@ -278,7 +295,7 @@ def test_missing_node_usage_while_a_rule_is_in_force_acts_on_all_candidates():
     blind = agent.step(state(ps(pod("b"), cpu=None), ps(pod("c"), cpu=None)), Recorder(), now=10)
     assert blind.gaps == {EVICT: {"cpu_total_usage": None}}
     assert acted(blind) == [("evict", "default/b"), ("evict", "default/c")]
-    assert "cpu_total_usage usage is missing" in blind.decisions[0].reason
+    assert "the node's cpu_total_usage usage is missing" in blind.decisions[0].reason
 
 
 @pytest.fixture

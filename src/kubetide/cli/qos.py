@@ -145,8 +145,8 @@ def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str]
         pm = metrics.pop(pod.key, None)
         if pm is None:
             warnings.append(
-                f"{source}: pod {pod.key} has no PodMetrics: its usage is missing, so the agent "
-                "cannot act precisely"
+                f"{source}: pod {pod.key} has no PodMetrics: the agent counts it as using nothing "
+                "(last of its class and priority)"
             )
         pods.append(PodState(pod, pm.usage if pm else None, _quota(pod, source)))
     for key in metrics:

@@ -7,11 +7,14 @@
    widens the avoidance gaps (act a little more than the bare gap) and narrows the restore gap
    (give back a little less than the headroom): the margin is on the safe side both ways.
 2. Per kind, in the order Evict, ThrottleDown, ThrottleUp: if a metric with a gap is not quantified
-   for the kind, or its usage is missing (for the node or for a candidate pod), or `precise` is off
+   for the kind, or the NODE's usage of it is missing (its gap is unknown), or `precise` is off
    (crane's old behaviour), act on ALL candidates with the highest-priority metric that can take
    the action. Otherwise, metric by metric (highest action priority first), sort the candidates
    with the metric's sorter (the general one when it has none) and act in order until the gap is
    closed, subtracting what each action released. A pod is acted on at most once per round.
+   A pod without usage data (one started seconds ago) does not stop precise execution: the
+   sorters count it as using nothing, so it comes last among its class and priority, and acting
+   on it is counted as releasing nothing.
    Evict goes first: a pod is acted on once per round, so throttle steps taken first would use up
    the low-priority pods and push the evictions onto more important ones.
 3. What an eviction releases also comes off the ThrottleDown gaps (the node's usage drops), so a
@@ -250,11 +253,7 @@ class Executor:
                 if not self._quantified(kind, metric):
                     reason = f"{metric.name} is not quantified for {VERB[kind]}: act on all candidates"
                 elif gaps[metric.name] is None:
-                    reason = f"{metric.name} usage is missing: act on all candidates"
-                else:
-                    unknown = next((p.key for p in pool if metric.pod_usage(p) is None), None)
-                    if unknown is not None:
-                        reason = f"usage of {unknown} is missing: act on all candidates"
+                    reason = f"the node's {metric.name} usage is missing: act on all candidates"
                 if reason:
                     break
         if reason:
@@ -297,11 +296,13 @@ class Executor:
             if effect is None:
                 self._skip(p, f"nothing to {VERB[kind]} (cpu quota at its floor or ceiling)")
                 continue
-            released = metric.released(p, effect) or 0
-            if kind != THROTTLE_UP and released <= 0:
+            released = metric.released(p, effect)
+            if kind != THROTTLE_UP and released is not None and released <= 0:
                 self._skip(p, f"would release no {metric.name}")
                 continue
             reason = f"{metric.name} gap {metric.format(gap)} (watermark from {mark.rule})"
+            if released is None:
+                reason += "; its usage is unknown, counted as releasing nothing"
             self._apply(kind, metric, mark, p, effect, reason)
 
     # -- acting ------------------------------------------------------------------------------

@@ -87,18 +87,18 @@ class Metric:
     def counts(self, state: PodState) -> bool:
         return self.selects is None or self.selects(state)
 
-    def pod_usage(self, state: PodState) -> int | None:
-        """What the pod contributes to the metric, in `resource` units (None when unknown)."""
-        return state.used(self.resource) if self.counts(state) else 0
-
     def node_usage(self, node: NodeState) -> int | None:
-        """The node's absolute usage for the metric (None when nothing measures it)."""
+        """The node's absolute usage for the metric (None when nothing measures it). A metric
+        that `selects` pods sums the selected pods' known usage, as the node's own usage sums its
+        pods' when it has no NodeMetrics: one unmeasured pod does not make the node's usage
+        unknown, only all of them do."""
         if self.selects is None:
             return node.used(self.resource)
-        known = [self.pod_usage(p) for p in node.pods]
-        if any(u is None for u in known):
+        selected = [p.used(self.resource) for p in node.pods if self.counts(p)]
+        known = [u for u in selected if u is not None]
+        if selected and not known:
             return None
-        return sum(u for u in known if u is not None)
+        return sum(known)
 
     def value(self, node: NodeState) -> Fraction | None:
         """The metric as rules compare it: absolute usage, or a percentage of capacity."""
