@@ -32,6 +32,7 @@ from benchmarks.clusters import node_agent_daemonset
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
+from kubetide.sim.simulation import work_timer
 
 NODES = 1000
 PARALLELISM = (1, 10, 50)
@@ -202,7 +203,7 @@ def run(
     holder: dict = {}
 
     def factory(options, clock, view, actions, cloud):
-        inner = Autoscaler(options, clock, view, actions, cloud, seed=scenario.seed)
+        inner = Autoscaler(options, clock, view, actions, cloud, seed=scenario.seed, timer=work_timer())
         holder["autoscaler"] = inner
 
         class Watched:

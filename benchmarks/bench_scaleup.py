@@ -98,7 +98,7 @@ def bench_binpacking(runs: int = 5) -> dict:
     pods = [_stamp(small, f"small-{i}") for i in range(50_000)] + [
         _stamp(big, f"big-{i}") for i in range(1_000)
     ]
-    estimator = BinpackingEstimator(snapshot, checker)
+    estimator = BinpackingEstimator(snapshot, checker, timer=time.perf_counter)
     limit = NodeLimit(10**6, "unlimited")
     groups = group_pods(pods)
     estimate_only, estimate_cpu, result = _timed_both(
@@ -254,7 +254,7 @@ def build_cluster(constrained: str = ""):
 def bench_plan(constrained: str = "", runs: int = 3) -> dict:
     snapshot, pending, groups, daemonsets = build_cluster(constrained)
     options = AutoscalerOptions(max_nodes_per_scaleup=10_000, balance_similar_node_groups=True)
-    scale_up = ScaleUp(options, seed=0)
+    scale_up = ScaleUp(options, seed=0, timer=time.perf_counter)
 
     def run():
         return scale_up.plan(

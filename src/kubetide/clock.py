@@ -1,5 +1,6 @@
-"""The Clock port. Decision code asks a Clock for the time and never reads the wall clock itself,
-so the same code runs on the simulator's virtual time and on a real cluster."""
+"""The Clock and Timer ports. Decision code asks a Clock for the time and a Timer for how much of
+a time budget it has spent, and never reads the machine's clock itself, so the same code runs on
+the simulator's virtual time and on a real cluster."""
 
 from __future__ import annotations
 
@@ -11,6 +12,39 @@ class Clock(Protocol):
     def now(self) -> float:
         """Seconds since the Unix epoch (simulated or real)."""
         ...
+
+
+class Timer(Protocol):
+    """A monotonic reading in seconds, for time budgets only (scale-down-simulation-timeout,
+    max-binpacking-time, max-nodegroup-binpacking-duration, max-bulk-soft-taint-time).
+
+    A budget bounds how long a step may run; it is never a decision input, so it reads this
+    instead of a Clock. Against a real cluster the caller passes `time.perf_counter`; the
+    simulator passes a `WorkTimer`, so a budget that runs out does so at the same point on any
+    machine.
+    """
+
+    def __call__(self) -> float: ...
+
+
+class WorkTimer:
+    """Time spent measured in work done: every reading costs `step` seconds.
+
+    Decision code reads its timer once per unit of work it bounds (a node simulated, a pod or
+    group placed by the estimator, a node added to an estimate, a soft taint written), so the
+    difference between two readings counts the units done in between. A budget of B seconds thus
+    allows about B / step units, identically on every run.
+    """
+
+    def __init__(self, step: float):
+        if step <= 0:
+            raise ValueError(f"step must be positive, not {step}")
+        self.step = step
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return self.readings * self.step
 
 
 class WallClock:

@@ -23,6 +23,7 @@ from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TA
 from kubetide.autoscaler.scaledown.actuator import POD_EVICTION_HEADROOM
 from kubetide.durations import parse_duration
 from kubetide.sim import Simulation
+from kubetide.sim.simulation import work_timer
 
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
 DELETION_DELAY = "1m"
@@ -47,7 +48,7 @@ class Recorder:
     instances: int = 0
 
     def factory(self, options, clock, view, actions, cloud):
-        inner = Autoscaler(options, clock, view, actions, cloud, seed=1)
+        inner = Autoscaler(options, clock, view, actions, cloud, seed=1, timer=work_timer())
         instance = self.instances
         self.instances += 1
         recorder = self

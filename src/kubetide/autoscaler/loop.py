@@ -13,8 +13,7 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.clusterstate import (
@@ -36,7 +35,7 @@ from kubetide.autoscaler.scaledown import (
 )
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
-from kubetide.clock import Clock
+from kubetide.clock import Clock, Timer
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -71,7 +70,7 @@ class Autoscaler:
         cloud: CloudProvider,
         *,
         seed: int | random.Random = 0,
-        timer: Callable[[], float] = time.perf_counter,
+        timer: Timer,
     ):
         self.options = options
         self.clock = clock

@@ -265,7 +265,7 @@ def plan_loop(
         )
     priorities = _configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP)
     with PredicateChecker(snapshot, namespaces) as checker:
-        scale_up = ScaleUp(options).plan(
+        scale_up = ScaleUp(options, timer=time.perf_counter).plan(
             snapshot=snapshot,
             pending=pending,
             node_groups=cloud.node_groups(),
@@ -284,7 +284,7 @@ def plan_loop(
             if pod is not None and node in snapshot:
                 snapshot.add_pod(dataclasses.replace(pod, node_name=node), node)
                 bound[key] = node
-        planner = Planner(options, timers_expired=expire_timers)
+        planner = Planner(options, timers_expired=expire_timers, timer=time.perf_counter)
         if scale_up.increases and not expire_timers:
             planner.note_scale_up(now)
         scale_down = planner.update(

@@ -1,7 +1,6 @@
 """Budgets, StartDeletion and the per-node deletion state machine, soft taints, restart safety."""
 
 import dataclasses
-from itertools import count
 
 import pytest
 from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pod, snapshot_of, workload
@@ -14,6 +13,7 @@ from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTA
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.restart import recover
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo, update_soft_taints
+from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 
 BLOCKED = EvictionOutcome.BLOCKED_BY_PDB
@@ -57,7 +57,7 @@ class World:
         self.cloud = FakeCloud()
         self.group = self.cloud.add(FakeGroup("g"), *[n.name for n in nodes])
         self.actions = FakeActions()
-        self.planner = Planner(self.options, timers_expired=True)
+        self.planner = Planner(self.options, timer=WorkTimer(1e-3), timers_expired=True)
         self.actuator = Actuator(self.options, self.actions, self.cloud, self.planner)
 
     def plan(self, now=0.0):
@@ -290,28 +290,29 @@ def soft(name):
 def test_soft_taints_follow_the_candidate_set_within_the_count_budget():
     actions = FakeActions()
     nodes = [soft("needed1"), soft("needed2"), node("u1"), node("u2"), node("u3")]
-    result = update_soft_taints(actions, nodes, {"u1", "u2", "u3"}, 100, opts(max_bulk_soft_taint_count=3))
+    result = update_soft_taints(
+        actions, nodes, {"u1", "u2", "u3"}, 100, opts(max_bulk_soft_taint_count=3), timer=WorkTimer(1e-3)
+    )
     assert result.removed == ["needed1", "needed2"]  # removals first
     assert result.added == ["u1"] and result.skipped == 2
     assert actions.taints["u1"][DELETION_CANDIDATE_TAINT].effect == "PreferNoSchedule"
 
 
 def test_soft_taints_stop_when_the_time_budget_is_spent():
-    ticks = count(step=2)
     result = update_soft_taints(
         FakeActions(),
         [node(f"u{i}") for i in range(5)],
         {f"u{i}" for i in range(5)},
         0,
         opts(max_bulk_soft_taint_time=3),
-        timer=lambda: next(ticks),
+        timer=WorkTimer(2),  # each change costs one reading, 2 s: a 3 s budget allows two
     )
     assert result.added == ["u0", "u1"] and result.skipped == 3
 
 
 def test_soft_taints_leave_nodes_being_deleted_alone():
     doomed = node("x", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
-    result = update_soft_taints(FakeActions(), [doomed], {"x"}, 0, opts())
+    result = update_soft_taints(FakeActions(), [doomed], {"x"}, 0, opts(), timer=WorkTimer(1e-3))
     assert result.added == [] and result.removed == []
 
 
@@ -320,10 +321,12 @@ def test_soft_taint_memo_skips_only_a_pass_that_would_do_nothing():
 
     def run(nodes, unneeded):
         before = len(actions.calls)
-        result = update_soft_taints(actions, nodes, unneeded, 0, o, memo=memo)
+        result = update_soft_taints(actions, nodes, unneeded, 0, o, timer=WorkTimer(1e-3), memo=memo)
         same = FakeActions()
         same.fail_taint_on = actions.fail_taint_on
-        fresh = update_soft_taints(same, nodes, unneeded, 0, o)  # what the full pass says
+        fresh = update_soft_taints(
+            same, nodes, unneeded, 0, o, timer=WorkTimer(1e-3)
+        )  # what the full pass says
         assert (result.added, result.removed, result.skipped) == (fresh.added, fresh.removed, fresh.skipped)
         return actions.calls[before:]
 

@@ -2,7 +2,6 @@
 timers, pauses, limits and the explanation of every node."""
 
 import json
-from itertools import count
 
 import pytest
 from scaledown_fakes import FakeCloud, FakeGroup, cloud_for, node, pdb, pod, snapshot_of, state, workload
@@ -12,6 +11,7 @@ from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 
 OPTS = AutoscalerOptions()
@@ -21,7 +21,7 @@ BUSY = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}  # a destination that is never a
 
 def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, **kw):
     s = snapshot_of(nodes, pods)
-    planner = planner or Planner(OPTS, timers_expired=True)
+    planner = planner or Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud or cloud_for(*[n.name for n in nodes])
     kw.setdefault("workloads", RS)
     before = state(s)
@@ -110,7 +110,7 @@ def test_several_pods_of_one_node_can_exhaust_a_budget_alone():
 def test_hints_are_reused():
     nodes = [node("a"), node("d1", annotations=BUSY), node("d2", annotations=BUSY)]
     pods = [pod("pa", "a", 300), pod("x1", "d1", 600), pod("x2", "d2", 600)]
-    planner = Planner(OPTS)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3))
     first = plan_for(nodes, pods, planner)
     assert first.destinations == {"default/pa": "d2"}  # the search starts at the last node
     assert planner.hints == {"a": {"uid-default-pa": "d2"}}
@@ -149,7 +149,9 @@ def test_group_min_size_counts_nodes_being_deleted():
 
 def test_cluster_minimum_resources_limit_the_candidate_set():
     nodes = [node("a"), node("b"), node("c")]  # one core each
-    planner = Planner(AutoscalerOptions(cores_total=ResourceRange(2, 100)), timers_expired=True)
+    planner = Planner(
+        AutoscalerOptions(cores_total=ResourceRange(2, 100)), timer=WorkTimer(1e-3), timers_expired=True
+    )
     plan = plan_for(nodes, [], planner)
     assert plan.candidate_set == ["a"]
     assert plan.nodes["b"].reason is NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED
@@ -196,7 +198,7 @@ def test_deleted_nodes_are_revalidated_and_their_pods_take_room_first():
 def test_revalidation_failure_stops_new_candidates():
     nodes = [node("x", cpu=2000), node("empty"), node("d", annotations=BUSY)]
     pods = [pod("px", "x", 1500), pod("pd", "d", 400)]
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     plan = plan_for(nodes, pods, planner, being_deleted={"x"})
     # px (1500 m) fits nowhere: "empty" would be removable, but not this loop.
     assert plan.validation_failure is not None and "default/px" in plan.validation_failure
@@ -216,7 +218,9 @@ def test_recent_evictions_are_injected_until_the_owner_has_its_replicas():
     nodes = [node("a"), node("d", annotations=BUSY)]
     pods = [pod("pa", "a", 400), pod("pd", "d", 300)]
     evicted = pod("gone", "old-node", 400)
-    planner = Planner(OPTS.with_values(unremovable_node_recheck_timeout=0), timers_expired=True)
+    planner = Planner(
+        OPTS.with_values(unremovable_node_recheck_timeout=0), timer=WorkTimer(1e-3), timers_expired=True
+    )
     planner.record_eviction(evicted, now=0)
     # The ReplicaSet wants 3 and has 2: the evicted pod is injected and takes d's room.
     plan = plan_for(nodes, pods, planner, now=10, workloads=[workload("ReplicaSet", "rs", 3)])
@@ -231,7 +235,7 @@ def test_recent_evictions_are_injected_until_the_owner_has_its_replicas():
 
 
 def test_at_most_target_minus_current_per_owner():
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     for name in ("e1", "e2", "e3"):
         planner.record_eviction(pod(name, "old", 100), now=0)
     nodes = [node("d", annotations=BUSY)]
@@ -240,7 +244,7 @@ def test_at_most_target_minus_current_per_owner():
 
 
 def test_pods_without_a_known_owner_are_always_injected_and_expire_with_the_ttl():
-    planner = Planner(OPTS.with_values(recent_evictions_ttl=60), timers_expired=True)
+    planner = Planner(OPTS.with_values(recent_evictions_ttl=60), timer=WorkTimer(1e-3), timers_expired=True)
     planner.record_eviction(pod("bare", "old", 100, owner=None), now=0)
     nodes = [node("d", annotations=BUSY)]
     assert plan_for(nodes, [], planner, now=59).injected == {"default/bare": "d"}
@@ -249,7 +253,7 @@ def test_pods_without_a_known_owner_are_always_injected_and_expire_with_the_ttl(
 
 
 def test_an_injected_pod_that_fits_nowhere_stops_new_candidates():
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     planner.record_eviction(pod("huge", "old", 2000, owner=None), now=0)
     plan = plan_for([node("a"), node("b")], [], planner, now=1)
     assert "default/huge" in plan.validation_failure
@@ -258,7 +262,7 @@ def test_an_injected_pod_that_fits_nowhere_stops_new_candidates():
 
 def test_unneeded_timer_runs_and_resets_when_the_node_leaves_the_set():
     o = OPTS.with_values(scale_down_unneeded_time=600)
-    planner = Planner(o)
+    planner = Planner(o, timer=WorkTimer(1e-3))
     nodes = [node("a"), node("d", annotations=BUSY)]
     pods = [pod("pa", "a", 100)]
     assert plan_for(nodes, pods, planner, now=0).nodes["a"].reason is NodeReason.NOT_UNNEEDED_LONG_ENOUGH
@@ -274,7 +278,7 @@ def test_unneeded_timer_runs_and_resets_when_the_node_leaves_the_set():
 
 def test_unready_nodes_use_the_unready_time():
     o = OPTS.with_values(scale_down_unneeded_time=600, scale_down_unready_time=1200)
-    planner = Planner(o)
+    planner = Planner(o, timer=WorkTimer(1e-3))
     nodes = [node("a", ready=False), node("d", annotations=BUSY)]
     plan_for(nodes, [pod("pa", "a", 100)], planner, now=0)
     late = plan_for(nodes, [pod("pa", "a", 100)], planner, now=900)
@@ -284,7 +288,7 @@ def test_unready_nodes_use_the_unready_time():
 
 def test_failed_simulations_are_rechecked_after_the_timeout():
     o = OPTS.with_values(unremovable_node_recheck_timeout=300)
-    planner = Planner(o, timers_expired=True)
+    planner = Planner(o, timer=WorkTimer(1e-3), timers_expired=True)
     nodes = [node("a"), node("d", annotations=BUSY)]
     pods = [pod("pa", "a", 400), pod("pd", "d", 700)]
     assert plan_for(nodes, pods, planner, now=0).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
@@ -304,7 +308,7 @@ def test_pauses_after_scale_up_deletion_and_failure():
     nodes = [node("a"), node("d", annotations=BUSY)]
     pods = [pod("pa", "a", 100)]
     for note, delay in (("note_scale_up", 600), ("note_deletion", 60), ("note_failure", 180)):
-        planner = Planner(o, timers_expired=True)
+        planner = Planner(o, timer=WorkTimer(1e-3), timers_expired=True)
         getattr(planner, note)(1000)
         paused = plan_for(nodes, pods, planner, now=1000 + delay - 1)
         assert paused.candidate_set == ["a"] and paused.removable_now() == []
@@ -313,14 +317,14 @@ def test_pauses_after_scale_up_deletion_and_failure():
 
 
 def test_simulation_stops_at_the_time_budget():
-    ticks = count()
+    # One reading per node considered, 1 s each: a 2 s budget simulates exactly two nodes.
     planner = Planner(
-        OPTS.with_values(scale_down_simulation_timeout=2), timers_expired=True, timer=lambda: next(ticks)
+        OPTS.with_values(scale_down_simulation_timeout=2), timer=WorkTimer(1), timers_expired=True
     )
     nodes = [node(f"n{i}") for i in range(5)]
     plan = plan_for(nodes, [], planner)
     assert plan.timed_out
-    assert 0 < len(plan.candidate_set) < 5
+    assert plan.simulated == 2 and len(plan.candidate_set) == 2
     skipped = [s for s in plan.nodes.values() if s.status == "unremovable"]
     assert skipped and all("timeout" in s.detail for s in skipped)
 
@@ -339,7 +343,7 @@ def test_expendable_pods_neither_block_nor_take_room():
 
 def test_resumed_nodes_go_first_with_their_timers_run_out():
     tainted = node("t", taints=[Taint(TO_BE_DELETED_TAINT, "0", "NoSchedule")])
-    planner = Planner(OPTS)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3))
     plan = plan_for([tainted, node("d", annotations=BUSY)], [pod("pt", "t", 100)], planner, resume={"t"})
     assert plan.candidate_set == ["t"] and plan.drain_to_delete == ["t"]
 
@@ -383,14 +387,14 @@ def test_plan_json_can_show_what_the_budgets_let_start():
 
 
 def test_scale_down_disabled_plans_but_removes_nothing():
-    planner = Planner(OPTS.with_values(scale_down_enabled=False), timers_expired=True)
+    planner = Planner(OPTS.with_values(scale_down_enabled=False), timer=WorkTimer(1e-3), timers_expired=True)
     plan = plan_for([node("a"), node("d", annotations=BUSY)], [], planner)
     assert plan.candidate_set == ["a"] and plan.removable_now() == []
     assert "scale-down-enabled" in plan.cooldown
 
 
 def test_clear_forgets_unneeded_nodes():
-    planner = Planner(OPTS)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3))
     plan_for([node("a"), node("d", annotations=BUSY)], [], planner, now=0)
     assert planner.unneeded_since == {"a": 0}
     planner.clear()
@@ -409,7 +413,7 @@ def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
     cloud.add(FakeGroup("g"), "a", "d")
     before = state(s)
     with pytest.raises(RuntimeError):
-        Planner(OPTS).update(s, cloud=cloud, now=0)
+        Planner(OPTS, timer=WorkTimer(1e-3)).update(s, cloud=cloud, now=0)
     assert state(s) == before and s.depth == 0
 
     class Exploding:  # fails inside a node's own fork, with a pod already taken off its node
@@ -421,7 +425,7 @@ def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
     s = snapshot_of(nodes, [pod("pa", "a", 100)])
     before = state(s)
     with pytest.raises(RuntimeError):
-        Planner(OPTS).update(s, cloud=cloud_for("a", "d"), now=0, checker=Exploding())
+        Planner(OPTS, timer=WorkTimer(1e-3)).update(s, cloud=cloud_for("a", "d"), now=0, checker=Exploding())
     assert state(s) == before and s.depth == 0
 
 
@@ -440,7 +444,7 @@ def update_on(planner, s, cloud, now=0.0, **kw):
 
 def test_cached_utilization_follows_pods_added_and_removed():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 500)])
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     busy = update_on(planner, s, cloud).nodes["a"]
     assert (busy.reason, busy.utilization) == (NodeReason.NOT_UNDERUTILIZED, 0.5)
@@ -456,7 +460,7 @@ def test_cached_utilization_follows_pods_added_and_removed():
 
 def test_a_revert_leaves_no_stale_cache_entry():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     s.fork()  # someone's what-if makes a busy, and the planner looks at it then
     s.add_pod(pod("big", "a", 800), "a")
@@ -472,7 +476,7 @@ def test_a_revert_leaves_no_stale_cache_entry():
 
 def test_a_replaced_node_is_checked_again():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     assert update_on(planner, s, cloud).candidate_set == ["a"]
     s.replace_node(node("a", annotations=BUSY))
@@ -486,7 +490,7 @@ def test_a_replaced_node_is_checked_again():
 def test_a_node_leaving_its_group_is_seen_without_a_snapshot_change():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100)])
     cloud = cloud_for("a", "d")
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     assert update_on(planner, s, cloud).candidate_set == ["a"]
     cloud.groups["g"].members.remove("a")
     assert update_on(planner, s, cloud).nodes["a"].reason is NodeReason.NOT_AUTOSCALED
@@ -500,7 +504,7 @@ def test_long_terminating_pods_leave_utilization_as_time_passes():
     s = snapshot_of(
         [node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 100), pod("old", "a", 800, deleted=0.0)]
     )
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     assert update_on(planner, s, cloud, now=10).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
     assert update_on(planner, s, cloud, now=59).nodes["a"].reason is NodeReason.NOT_UNDERUTILIZED
@@ -511,7 +515,7 @@ def test_long_terminating_pods_leave_utilization_as_time_passes():
 def test_per_loop_flags_are_never_served_from_the_cache():
     o = OPTS.with_values(unremovable_node_recheck_timeout=300)
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 400), pod("pd", "d", 700)])
-    planner = Planner(o, timers_expired=True)
+    planner = Planner(o, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     assert update_on(planner, s, cloud, now=0).nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
     assert update_on(planner, s, cloud, now=299).nodes["a"].reason is NodeReason.RECENTLY_UNREMOVABLE
@@ -524,7 +528,7 @@ def test_per_loop_flags_are_never_served_from_the_cache():
 
 def test_expendable_pods_are_tracked_as_they_come_and_go():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 300), pod("pd", "d", 700)])
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     assert update_on(planner, s, cloud).candidate_set == ["a"]
     s.add_pod(pod("filler", "d", 200), "d")  # d is full: a's pod has nowhere to go
@@ -539,7 +543,7 @@ def test_expendable_pods_are_tracked_as_they_come_and_go():
 
 def test_new_options_drop_the_caches():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 300)])
-    planner = Planner(OPTS, timers_expired=True)
+    planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     assert update_on(planner, s, cloud).candidate_set == ["a"]
     planner.options = OPTS.with_values(scale_down_utilization_threshold=0.2)
@@ -551,7 +555,9 @@ def test_owner_counts_for_recent_evictions_follow_the_snapshot():
     s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 400), pod("pd", "d", 300)])
     cloud = cloud_for("a", "d")
     rs = [workload("ReplicaSet", "rs", 3)]
-    planner = Planner(OPTS.with_values(unremovable_node_recheck_timeout=0), timers_expired=True)
+    planner = Planner(
+        OPTS.with_values(unremovable_node_recheck_timeout=0), timer=WorkTimer(1e-3), timers_expired=True
+    )
     planner.record_eviction(pod("gone", "old-node", 400), now=0)
     assert update_on(planner, s, cloud, now=10, workloads=rs).injected == {"default/gone": "d"}
     s.add_pod(pod("new", "d", 0), "d")  # the replacement: 3 of 3

@@ -30,6 +30,7 @@ from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTA
 from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.placement import homeless
 from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
@@ -170,7 +171,7 @@ def test_planner_invariants(cluster):
     nodes, pods, pdbs, min_size, evicted = cluster
     cloud = FakeCloud()
     cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
-    planner = Planner(OPTIONS, timers_expired=True)
+    planner = Planner(OPTIONS, timer=WorkTimer(1e-3), timers_expired=True)
     for p in evicted:
         planner.record_eviction(p, now=0.0)
     snapshot = ClusterSnapshot(nodes, pods)
@@ -256,7 +257,7 @@ def test_cached_planner_decides_as_an_uncached_one(cluster, steps):
     cloud = FakeCloud()
     group = cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
     options = OPTIONS.with_values(scale_down_unneeded_time=20, unremovable_node_recheck_timeout=30)
-    cached, uncached = Planner(options), _Uncached(options)
+    cached, uncached = Planner(options, timer=WorkTimer(1e-3)), _Uncached(options, timer=WorkTimer(1e-3))
     for p in evicted:
         cached.record_eviction(p, now=0.0)
         uncached.record_eviction(p, now=0.0)

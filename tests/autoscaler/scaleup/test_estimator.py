@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from kubetide.autoscaler.scaleup.equivalence import group_pods
 from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON, BinpackingEstimator, NodeLimit
 from kubetide.autoscaler.scaleup.template import build_template
+from kubetide.clock import WorkTimer
 from kubetide.model.node import ZONE_LABEL
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
@@ -18,9 +19,10 @@ def estimate(pods, template_node, limit=UNLIMITED, snapshot=None, timer=None, ex
     snapshot = snapshot or ClusterSnapshot(list(existing))
     with PredicateChecker(snapshot) as checker:
         template = build_template("g", template_node, [], snapshot, checker)
-        kwargs = {"timer": timer} if timer else {}
         before = ([n.name for n in snapshot.nodes()], snapshot.pod_count())
-        result = BinpackingEstimator(snapshot, checker, **kwargs).estimate(template, group_pods(pods), limit)
+        result = BinpackingEstimator(snapshot, checker, timer=timer or WorkTimer(1e-3)).estimate(
+            template, group_pods(pods), limit
+        )
         assert ([n.name for n in snapshot.nodes()], snapshot.pod_count()) == before
     return result
 
@@ -127,11 +129,10 @@ def test_zone_level_anti_affinity_blocks_every_copy():
 
 
 def test_time_budget_stops_adding_nodes():
-    ticks = iter(range(1000))
     result = estimate(
         replicas("db", 5, cpu=100, labels={"app": "db"}, affinity=anti_affinity({"app": "db"})),
         node("t"),
-        timer=lambda: float(next(ticks)),  # 1 s per reading; the group budget is 10 s
+        timer=WorkTimer(1),  # 1 s per reading; the group budget is 10 s
     )
     assert 0 < result.node_count < 5
     assert TIME_LIMIT_REASON in result.refused.values()

@@ -4,6 +4,7 @@ from _scaleup_helpers import GIB, FakeGroup, daemonset, node, pod, replicas, tai
 
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp
+from kubetide.clock import WorkTimer
 from kubetide.model import ConfigMap, ObjectMeta
 from kubetide.model.node import ZONE_LABEL
 from kubetide.snapshot import ClusterSnapshot
@@ -24,7 +25,7 @@ def group(gid, cpu=4000, mem=16 * GIB, zone="a", labels=None, **kwargs):
 def plan(groups, pending, snapshot=None, options=None, **kwargs):
     snapshot = snapshot or ClusterSnapshot([node("n1", cpu=10)])
     before = ([n.name for n in snapshot.nodes()], snapshot.pod_count())
-    result = ScaleUp(options or AutoscalerOptions(), seed=1).plan(
+    result = ScaleUp(options or AutoscalerOptions(), timer=WorkTimer(1e-3), seed=1).plan(
         snapshot=snapshot, pending=pending, node_groups=groups, now=1000.0, **kwargs
     )
     assert ([n.name for n in snapshot.nodes()], snapshot.pod_count()) == before

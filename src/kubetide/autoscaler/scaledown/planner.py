@@ -29,8 +29,7 @@ was):
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -58,6 +57,7 @@ from kubetide.autoscaler.scaledown.plan import (
     ScaleDownPlan,
 )
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.clock import Timer
 from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget, Workload
 from kubetide.model.quantity import CPU, MEMORY
@@ -108,9 +108,10 @@ class Planner:
     """Keeps the scale-down state and updates it once per loop (`update`).
 
     `timers_expired` is `kubetide plan`'s switch: unneeded/unready timers count as run out, so the
-    plan shows what would be deleted rather than what is still waiting. `timer` is a monotonic
-    clock for the simulation *budget* (scale-down-simulation-timeout) only; no decision reads it
-    except to stop early, and decisions take time from the `now` passed in.
+    plan shows what would be deleted rather than what is still waiting. `timer` (the Timer port,
+    read once per node considered) measures the simulation *budget* (scale-down-simulation-timeout)
+    only; no decision reads it except to stop early, and decisions take time from the `now`
+    passed in.
     """
 
     def __init__(
@@ -118,7 +119,7 @@ class Planner:
         options: AutoscalerOptions,
         *,
         timers_expired: bool = False,
-        timer: Callable[[], float] = time.perf_counter,
+        timer: Timer,
     ):
         self.options = options
         self.timers_expired = timers_expired

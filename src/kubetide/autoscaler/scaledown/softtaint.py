@@ -5,14 +5,13 @@ The taint goes on nodes in the candidate set and comes off every other node (nod
 keep what they have: their NoSchedule taint matters more). Each loop does at most
 max-bulk-soft-taint-count changes and stops once max-bulk-soft-taint-time is spent, removals
 first, so a large scale-down never stalls the loop on API calls; the rest waits for the next loop.
-The time budget reads an injected monotonic timer: it bounds work, it decides nothing.
+The time budget reads the caller's Timer around each change: it bounds work, it decides nothing.
 """
 
 from __future__ import annotations
 
 import operator
-import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -22,6 +21,7 @@ from kubetide.autoscaler.ports import (
     ActionError,
     ClusterActions,
 )
+from kubetide.clock import Timer
 from kubetide.model import Node, Taint
 
 
@@ -69,7 +69,7 @@ def update_soft_taints(
     now: float,
     options: AutoscalerOptions,
     *,
-    timer: Callable[[], float] = time.perf_counter,
+    timer: Timer,
     max_count: int | None = None,
     max_time: float | None = None,
     memo: SoftTaintMemo | None = None,
@@ -92,7 +92,7 @@ def _update_soft_taints(
     unneeded: Collection[str],
     now: float,
     options: AutoscalerOptions,
-    timer: Callable[[], float],
+    timer: Timer,
     max_count: int | None,
     max_time: float | None,
 ) -> SoftTaintResult:

@@ -32,10 +32,11 @@ Two ways to place a group, with the same outcome:
 
 Limits: the caller gives one node cap per estimate (the smallest of max-nodes-per-scaleup, the
 group's headroom and the cluster-wide headrooms) with the reason to report when it binds, and two
-deadlines on an injected monotonic timer (max-nodegroup-binpacking-duration for this group,
-max-binpacking-time for the whole scale-up). The timer is a budget that bounds the work, not an
-input to any decision, so it is the only clock here and defaults to `time.perf_counter`; a
-deadline that passes means no new nodes for the rest of the estimate, as in CA.
+deadlines on the caller's `Timer` (max-nodegroup-binpacking-duration for this group,
+max-binpacking-time for the whole scale-up), read once per group, per pod placed one by one and
+per node added. The timer is a budget that bounds the work, not an input to any decision, so it is
+the only clock here; a deadline that passes means no new nodes for the rest of the estimate, as in
+CA.
 
 The snapshot is forked for the estimate and reverted before returning.
 """
@@ -43,14 +44,14 @@ The snapshot is forked for the estimate and reverted before returning.
 from __future__ import annotations
 
 import itertools
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubetide.autoscaler.scaleup.equivalence import PodGroup
 from kubetide.autoscaler.scaleup.template import GroupTemplate
+from kubetide.clock import Timer
 from kubetide.model import Node, ObjectMeta, Pod
 from kubetide.model.node import HOSTNAME_LABEL
 from kubetide.model.quantity import CPU, MEMORY
@@ -143,7 +144,7 @@ class BinpackingEstimator:
         snapshot: ClusterSnapshot,
         checker,
         *,
-        timer: Callable[[], float] = time.perf_counter,
+        timer: Timer,
         max_group_duration: float = 10.0,
     ):
         self.snapshot = snapshot

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from kubetide.autoscaler.scaleup.expanders import (
 from kubetide.autoscaler.scaleup.filter_schedulable import filter_schedulable, nodes_being_deleted
 from kubetide.autoscaler.scaleup.pending import select_pending
 from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of
+from kubetide.clock import Timer
 from kubetide.model import ConfigMap, Node, Pod, Workload
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.snapshot import ClusterSnapshot
@@ -213,7 +213,7 @@ class ScaleUp:
         options: AutoscalerOptions,
         *,
         seed: int | random.Random = 0,
-        timer: Callable[[], float] = time.perf_counter,
+        timer: Timer,
     ):
         self.options = options
         self.rng = seed if isinstance(seed, random.Random) else random.Random(seed)
