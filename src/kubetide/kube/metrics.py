@@ -1,0 +1,305 @@
+"""Prometheus metrics under the Cluster Autoscaler's names, read from what each loop reports.
+
+The names, labels, label values and histogram buckets are CA's (cluster-autoscaler/metrics), so
+dashboards and alerts written for CA work unchanged. Everything is registered on a registry of
+its own rather than prometheus_client's global one: two autoscalers in one process (tests, the
+simulator) must not share counters, and /metrics should show exactly this autoscaler.
+
+Nothing here drives the loop: `observe_loop` is called after `Autoscaler.run_once()` returns
+and reads the LoopResult plus the registry's and actuator's answers, which decision code keeps
+anyway. Only the whole loop's duration is measured (function="main"): the loop's steps are not
+timed separately, and timing them would mean instrumenting decision code.
+"""
+
+from __future__ import annotations
+
+import math
+
+from prometheus_client import (
+    CONTENT_TYPE_PLAIN_0_0_4,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+
+from kubetide.autoscaler.clusterstate import Readiness
+from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.autoscaler.scaleup.orchestrator import GIB
+
+NAMESPACE = "cluster_autoscaler"
+# CA's ExponentialBuckets(0.01, 1.5, 30): 10 ms up to about 21 minutes.
+FUNCTION_DURATION_BUCKETS = tuple(0.01 * 1.5**i for i in range(30))
+
+# Label values, as CA spells them.
+NODE_STATES = ("ready", "unready", "notStarted", "longUnregistered", "unregistered")
+SCALE_DOWN_REASONS = ("empty", "underutilized", "unready")
+FAILED_SCALE_UP_REASONS = ("cloudProviderError", "apiCallError", "timeout")
+ERROR_TYPES = ("cloudProviderError", "apiCallError", "internalError")
+# The registry's failure codes that have a CA spelling; other codes (the cloud's instance error
+# codes, e.g. STOCKOUT) are CA's label values as they are.
+_FAILURE_REASONS = {"CloudProviderError": "cloudProviderError", "timeout": "timeout"}
+
+
+class AutoscalerMetrics:
+    """CA's metrics on a registry of their own. Thread-safe: the HTTP server reads while the
+    loop thread writes."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, process_metrics: bool = True):
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r, ns = self.registry, NAMESPACE
+        if process_metrics:
+            # process_resident_memory_bytes and friends, as CA's Go runtime exports them.
+            ProcessCollector(registry=r)
+
+        # Cluster state
+        self.cluster_safe_to_autoscale = Gauge(
+            "cluster_safe_to_autoscale",
+            "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
+            namespace=ns,
+            registry=r,
+        )
+        self.nodes_count = Gauge(
+            "nodes_count", "Number of nodes in cluster.", ["state"], namespace=ns, registry=r
+        )
+        self.node_groups_count = Gauge(
+            "node_groups_count",
+            "Number of node groups managed by CA.",
+            ["node_group_type"],
+            namespace=ns,
+            registry=r,
+        )
+        self.unschedulable_pods_count = Gauge(
+            "unschedulable_pods_count",
+            "Number of unschedulable pods in the cluster.",
+            ["type"],
+            namespace=ns,
+            registry=r,
+        )
+        self.max_nodes_count = Gauge(
+            "max_nodes_count", "Maximum number of nodes in all node groups", namespace=ns, registry=r
+        )
+        self.cluster_cpu_current_cores = Gauge(
+            "cluster_cpu_current_cores",
+            "Current number of cores in the cluster, minus deleting nodes.",
+            namespace=ns,
+            registry=r,
+        )
+        self.cpu_limits_cores = Gauge(
+            "cpu_limits_cores",
+            "Minimum and maximum number of cores in the cluster.",
+            ["direction"],
+            namespace=ns,
+            registry=r,
+        )
+        self.cluster_memory_current_bytes = Gauge(
+            "cluster_memory_current_bytes",
+            "Current number of bytes of memory in the cluster, minus deleting nodes.",
+            namespace=ns,
+            registry=r,
+        )
+        self.memory_limits_bytes = Gauge(
+            "memory_limits_bytes",
+            "Minimum and maximum number of bytes of memory in cluster.",
+            ["direction"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # Autoscaler execution
+        self.last_activity = Gauge(
+            "last_activity",
+            "Last time certain part of CA logic executed.",
+            ["activity"],
+            namespace=ns,
+            registry=r,
+        )
+        self.function_duration_seconds = Histogram(
+            "function_duration_seconds",
+            "Time taken by various parts of CA main loop.",
+            ["function"],
+            namespace=ns,
+            registry=r,
+            buckets=FUNCTION_DURATION_BUCKETS,
+        )
+
+        # Autoscaler operations
+        self.errors_total = Counter(
+            "errors", "The number of CA loops failed due to an error.", ["type"], namespace=ns, registry=r
+        )
+        self.scaled_up_nodes_total = Counter(
+            "scaled_up_nodes", "Number of nodes added by CA.", namespace=ns, registry=r
+        )
+        self.failed_scale_ups_total = Counter(
+            "failed_scale_ups",
+            "Number of times scale-up operation has failed.",
+            ["reason"],
+            namespace=ns,
+            registry=r,
+        )
+        self.scaled_down_nodes_total = Counter(
+            "scaled_down_nodes", "Number of nodes removed by CA.", ["reason"], namespace=ns, registry=r
+        )
+        self.evicted_pods_total = Counter(
+            "evicted_pods", "Number of pods evicted by CA", ["eviction_result"], namespace=ns, registry=r
+        )
+        self.unneeded_nodes_count = Gauge(
+            "unneeded_nodes_count",
+            "Number of nodes currently considered unneeded by CA.",
+            namespace=ns,
+            registry=r,
+        )
+        self.scale_down_in_cooldown = Gauge(
+            "scale_down_in_cooldown",
+            "Whether or not the scale down is in cooldown. 1 if its, 0 otherwise.",
+            namespace=ns,
+            registry=r,
+        )
+        # A counter in CA, but prometheus_client appends "_total" to every counter's name, and
+        # this name has to stay CA's: a gauge that only grows reads the same to rate() and alerts.
+        self.old_unregistered_nodes_removed_count = Gauge(
+            "old_unregistered_nodes_removed_count",
+            "Number of unregistered nodes removed by CA.",
+            namespace=ns,
+            registry=r,
+        )
+
+        # Series CA creates at start-up, so that rate() and alerts see a 0 before the first event.
+        for state in NODE_STATES:
+            self.nodes_count.labels(state)
+        for error_type in ERROR_TYPES:
+            self.errors_total.labels(error_type)
+        for reason in FAILED_SCALE_UP_REASONS:
+            self.failed_scale_ups_total.labels(reason)
+        for reason in SCALE_DOWN_REASONS:
+            self.scaled_down_nodes_total.labels(reason)
+        for result in ("succeeded", "failed"):
+            self.evicted_pods_total.labels(result)
+
+        # Why each deletion in progress was started, kept from the loop that started it: by the
+        # time a node is deleted its readiness says "being deleted", not what it was.
+        self._deletion_reasons: dict[str, str] = {}
+        self._unregistered_removed = 0
+
+    # -- what the loop driver calls -------------------------------------------------------------
+    def observe_loop(self, result: LoopResult, duration_seconds: float, autoscaler: Autoscaler) -> None:
+        """Everything one finished `run_once()` says. `duration_seconds`: the loop's wall time."""
+        self.function_duration_seconds.labels("main").observe(duration_seconds)
+        registry = autoscaler.registry
+        now = result.now
+        healthy = registry.is_cluster_healthy()
+        # CA records when each part of the loop last started; all of one loop start at result.now
+        # to the second, which is the resolution CA writes.
+        self.last_activity.labels("main").set(now)
+        if healthy:
+            self.last_activity.labels("autoscaling").set(now)
+        if result.scale_up is not None:
+            self.last_activity.labels("scaleUp").set(now)
+        if result.scale_down is not None:
+            self.last_activity.labels("scaleDown").set(now)
+
+        self._observe_cluster(autoscaler, healthy, now)
+        self._observe_scale_up(result, autoscaler)
+        self._observe_scale_down(result, autoscaler, healthy)
+
+    def observe_failed_loop(self, duration_seconds: float, error_type: str = "internalError") -> None:
+        """A loop that raised instead of returning a LoopResult. `error_type` is CA's: apiCallError
+        (the API server failed us), cloudProviderError, or internalError (a bug)."""
+        self.function_duration_seconds.labels("main").observe(duration_seconds)
+        self.errors_total.labels(error_type).inc()
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The registry in the Prometheus text format, and its content type: version 0.0.4, which
+        every Prometheus reads (CA's names need none of 1.0.0's escaping)."""
+        return generate_latest(self.registry), CONTENT_TYPE_PLAIN_0_0_4
+
+    # -- parts ------------------------------------------------------------------------------------
+    def _observe_cluster(self, autoscaler: Autoscaler, healthy: bool, now: float) -> None:
+        registry = autoscaler.registry
+        options = autoscaler.options
+        self.cluster_safe_to_autoscale.set(1 if healthy else 0)
+        counts = registry.node_counts()
+        for state, value in zip(
+            NODE_STATES,
+            (counts.ready, counts.unready, counts.not_started, counts.long_unregistered, counts.unregistered),
+        ):
+            self.nodes_count.labels(state).set(value)
+        groups = registry.node_groups()
+        # kubetide has no node auto-provisioning: every group is "autoscaled".
+        self.node_groups_count.labels("autoscaled").set(len(groups))
+        self.node_groups_count.labels("autoprovisioned").set(0)
+        self.max_nodes_count.set(sum(g.max_size for g in groups))
+
+        # CA counts only pods the scheduler gave up on; pods it has not tried yet
+        # (scheduler_unprocessed) are counted only for pods of bypassed schedulers, which
+        # kubetide does not support.
+        unschedulable = sum(
+            1 for pod in autoscaler.view.pending_pods() if pod.is_unschedulable and not pod.is_terminating
+        )
+        self.unschedulable_pods_count.labels("unschedulable").set(unschedulable)
+        self.unschedulable_pods_count.labels("scheduler_unprocessed").set(0)
+
+        deleting = registry.being_deleted_nodes() | autoscaler.actuator.being_deleted()
+        millicores = memory = 0
+        for node in autoscaler.view.snapshot().nodes():
+            if node.name not in deleting:
+                millicores += node.capacity.get("cpu", 0)
+                memory += node.capacity.get("memory", 0)
+        self.cluster_cpu_current_cores.set(millicores // 1000)
+        self.cluster_memory_current_bytes.set(memory)
+        self.cpu_limits_cores.labels("minimum").set(options.cores_total.min)
+        self.cpu_limits_cores.labels("maximum").set(options.cores_total.max)
+        self.memory_limits_bytes.labels("minimum").set(options.memory_total.min * GIB)
+        self.memory_limits_bytes.labels("maximum").set(options.memory_total.max * GIB)
+
+        removed = sum(
+            counters["unregistered_removed"] for counters in registry.summary(now)["node_groups"].values()
+        )
+        if removed > self._unregistered_removed:
+            self.old_unregistered_nodes_removed_count.inc(removed - self._unregistered_removed)
+        self._unregistered_removed = removed
+
+    def _observe_scale_up(self, result: LoopResult, autoscaler: Autoscaler) -> None:
+        added = sum(result.scaled_up.values())
+        if added:
+            self.scaled_up_nodes_total.inc(added)
+        # A failed scale-up backs its group off at the loop's time (an increase the cloud refused,
+        # instances it failed to create, nodes that never registered), and the backoff keeps why.
+        registry = autoscaler.registry
+        for group in registry.node_groups():
+            status = registry.backoff_status(group.id, result.now)
+            if status.error is None or status.until is None:
+                continue
+            failed_at = status.until - status.duration
+            if math.isclose(failed_at, result.now, rel_tol=0.0, abs_tol=1e-3):
+                code = status.error.code
+                self.failed_scale_ups_total.labels(_FAILURE_REASONS.get(code, code)).inc()
+
+    def _observe_scale_down(self, result: LoopResult, autoscaler: Autoscaler, healthy: bool) -> None:
+        for name in result.deleted:
+            self.scaled_down_nodes_total.labels(self._deletion_reasons.pop(name, "underutilized")).inc()
+        for name in result.failed_deletions:
+            self._deletion_reasons.pop(name, None)
+        if result.evicted:
+            self.evicted_pods_total.labels("succeeded").inc(len(result.evicted))
+
+        registry = autoscaler.registry
+        for name, deletion in autoscaler.actuator.deletions.items():
+            if name in self._deletion_reasons:
+                continue
+            # Started this loop: the registry classified the node before the taint went on. A
+            # deletion resumed after a restart finds it "being deleted" and falls back to its kind.
+            record = registry.node(name)
+            if record is not None and record.readiness is Readiness.UNREADY:
+                self._deletion_reasons[name] = "unready"
+            else:
+                self._deletion_reasons[name] = "empty" if deletion.empty else "underutilized"
+
+        plan = result.scale_down
+        if plan is not None:
+            self.unneeded_nodes_count.set(len(plan.candidate_set))
+            self.scale_down_in_cooldown.set(1 if plan.cooldown is not None else 0)
+        elif not healthy:
+            self.unneeded_nodes_count.set(0)  # the halted loop cleared every unneeded timer

@@ -1,0 +1,197 @@
+"""The Prometheus metrics, fed by the real autoscaler running in the simulator.
+
+Each test reads the exposition text back, as Prometheus would, rather than the Python objects:
+what matters is the names and labels a CA dashboard queries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.kube.metrics import FUNCTION_DURATION_BUCKETS, AutoscalerMetrics
+from kubetide.sim import Simulation
+from kubetide.sim.scenario import parse_scenario
+from kubetide.sim.simulation import work_timer
+
+LOOP_SECONDS = 0.25  # what the tests pretend every loop took
+
+
+def scenario(events, *, size=1, max_size=10, autoscaler=None, replicas=4):
+    labels = {"app": "web"}
+    web = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "900m", "memory": "1Gi"}}}]
+                },
+            },
+        },
+    }
+    group = {
+        "name": "general",
+        "minSize": 0,
+        "maxSize": max_size,
+        "initialSize": size,
+        "price": 0.2,
+        "provisioningDelay": "60s",
+        "readyDelay": "10s",
+        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
+    }
+    data = {
+        "apiVersion": "kubetide.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "metrics"},
+        "spec": {
+            "duration": "2h",
+            "seed": 1,
+            "nodeGroups": [group],
+            "objects": [web],
+            "events": events,
+            "autoscaler": autoscaler or {},
+        },
+    }
+    return parse_scenario(data, "metrics.yaml", Path("."))
+
+
+class Observed:
+    """The factory the simulator calls: a real Autoscaler whose every loop is observed."""
+
+    def __init__(self):
+        self.metrics = AutoscalerMetrics(process_metrics=False)
+        self.autoscaler: Autoscaler | None = None
+        self.loops: list[LoopResult] = []
+
+    def __call__(self, options, clock, view, actions, cloud):
+        self.autoscaler = Autoscaler(options, clock, view, actions, cloud, seed=1, timer=work_timer())
+        observed = self
+
+        class Loop:
+            def run_once(self):
+                result = observed.autoscaler.run_once()
+                observed.loops.append(result)
+                observed.metrics.observe_loop(result, LOOP_SECONDS, observed.autoscaler)
+
+        return Loop()
+
+
+def run(sc, seconds):
+    observed = Observed()
+    sim = Simulation(sc, autoscaler_factory=observed)
+    sim.setup()
+    sim.engine.run_until(sim.engine.now() + seconds)
+    return sim, observed
+
+
+def samples(metrics: AutoscalerMetrics) -> dict[tuple[str, tuple], float]:
+    text, content_type = metrics.exposition()
+    assert content_type.startswith("text/plain")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    }
+
+
+def value(metrics, name, **labels):
+    return samples(metrics)[("cluster_autoscaler_" + name, tuple(sorted(labels.items())))]
+
+
+def test_before_any_loop_the_series_ca_creates_at_start_are_zero():
+    metrics = AutoscalerMetrics(process_metrics=False)
+    for state in ("ready", "unready", "notStarted", "longUnregistered", "unregistered"):
+        assert value(metrics, "nodes_count", state=state) == 0
+    for reason in ("cloudProviderError", "apiCallError", "timeout"):
+        assert value(metrics, "failed_scale_ups_total", reason=reason) == 0
+    for reason in ("empty", "underutilized", "unready"):
+        assert value(metrics, "scaled_down_nodes_total", reason=reason) == 0
+    assert value(metrics, "evicted_pods_total", eviction_result="succeeded") == 0
+    assert value(metrics, "errors_total", type="apiCallError") == 0
+
+
+def test_a_scale_up_then_a_scale_down_as_ca_reports_them():
+    sc = scenario(
+        [
+            {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}},
+            {"at": "15m", "scale": {"kind": "Deployment", "name": "web", "replicas": 2}},
+        ],
+        autoscaler={"scale-down-unneeded-time": "1m", "scale-down-delay-after-add": "1m"},
+    )
+    sim, observed = run(sc, 14 * 60)
+    metrics, autoscaler = observed.metrics, observed.autoscaler
+    added = sum(sum(r.scaled_up.values()) for r in observed.loops)
+    assert added >= 2  # 12 pods of 900m need 3 nodes of 4 cores, one exists
+    assert value(metrics, "scaled_up_nodes_total") == added
+    assert value(metrics, "nodes_count", state="ready") == len(sim.world.snapshot)
+    assert value(metrics, "nodes_count", state="unready") == 0
+    assert value(metrics, "cluster_safe_to_autoscale") == 1
+    assert value(metrics, "node_groups_count", node_group_type="autoscaled") == 1
+    assert value(metrics, "max_nodes_count") == 10
+    assert value(metrics, "unschedulable_pods_count", type="unschedulable") == 0
+    assert value(metrics, "cluster_cpu_current_cores") == 4 * len(sim.world.snapshot)
+    assert value(metrics, "cpu_limits_cores", direction="maximum") == 320000
+    assert value(metrics, "function_duration_seconds_count", function="main") == len(observed.loops)
+    assert value(metrics, "function_duration_seconds_sum", function="main") == LOOP_SECONDS * len(
+        observed.loops
+    )
+    last = observed.loops[-1].now
+    for activity in ("main", "autoscaling", "scaleUp", "scaleDown"):
+        assert value(metrics, "last_activity", activity=activity) == last
+
+    nodes_before = len(sim.world.snapshot)
+    sim.engine.run_until(sim.engine.now() + 40 * 60)
+    deleted = sum(len(r.deleted) for r in observed.loops)
+    evicted = sum(len(r.evicted) for r in observed.loops)
+    assert deleted >= 1 and len(sim.world.snapshot) == nodes_before - deleted
+    by_reason = {
+        reason: value(metrics, "scaled_down_nodes_total", reason=reason)
+        for reason in ("empty", "underutilized", "unready")
+    }
+    assert sum(by_reason.values()) == deleted and by_reason["unready"] == 0
+    assert value(metrics, "evicted_pods_total", eviction_result="succeeded") == evicted
+    assert value(metrics, "unneeded_nodes_count") == len(observed.loops[-1].scale_down.candidate_set)
+    assert autoscaler is not None and not autoscaler.actuator.deletions
+
+
+def test_a_refused_increase_counts_as_a_failed_scale_up_once_per_loop():
+    fault = {"at": "0s", "fault": {"type": "cloudError", "nodeGroup": "general", "duration": "10m"}}
+    scale = {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}}
+    _, observed = run(scenario([fault, scale]), 4 * 60)
+    failures = value(observed.metrics, "failed_scale_ups_total", reason="cloudProviderError")
+    loops_that_failed = [r for r in observed.loops if r.scale_up is not None and r.scale_up.increases]
+    assert failures >= 1 and failures == len(loops_that_failed)
+    assert value(observed.metrics, "scaled_up_nodes_total") == 0
+    assert value(observed.metrics, "unschedulable_pods_count", type="unschedulable") >= 8
+
+
+def test_a_loop_that_raised_counts_an_error_and_its_duration():
+    metrics = AutoscalerMetrics(process_metrics=False)
+    metrics.observe_failed_loop(1.5, "apiCallError")
+    assert value(metrics, "errors_total", type="apiCallError") == 1
+    assert value(metrics, "function_duration_seconds_count", function="main") == 1
+    buckets = {
+        float(dict(labels)["le"]): count
+        for (name, labels), count in samples(metrics).items()
+        if name == "cluster_autoscaler_function_duration_seconds_bucket"
+    }
+    assert sorted(buckets)[:-1] == list(FUNCTION_DURATION_BUCKETS)  # CA's, then +Inf
+    assert next(le for le, count in sorted(buckets.items()) if count == 1) == 0.01 * 1.5**13
+
+
+def test_two_instances_do_not_share_counters():
+    first, second = AutoscalerMetrics(process_metrics=False), AutoscalerMetrics(process_metrics=False)
+    first.observe_failed_loop(0.1)
+    assert value(first, "errors_total", type="internalError") == 1
+    assert value(second, "errors_total", type="internalError") == 0
+
+
+def test_process_metrics_are_exported_for_the_rss_benchmark():
+    assert ("process_resident_memory_bytes", ()) in samples(AutoscalerMetrics())
