@@ -15,7 +15,7 @@ from kubetide import __version__
 from kubetide.errors import UserError
 
 # Subcommands, in the order `kubetide --help` lists them.
-COMMANDS = ("simulate", "plan", "schedule", "qos", "downscale")
+COMMANDS = ("simulate", "plan", "schedule", "qos", "downscale", "run")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
+        # validates them itself, with a did-you-mean for typos.
+        if not getattr(args, "accepts_extra_flags", False):
+            sys.stderr.write(f"kubetide: error: {args.command}: unrecognized arguments: {' '.join(extra)}\n")
+            sys.stderr.write(f"  (see 'kubetide {args.command} --help')\n")
+            return 2
+        args.extra_flags = extra
     if args.command is None:
         parser.print_help()
         return 2

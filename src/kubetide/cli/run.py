@@ -1,0 +1,345 @@
+"""`kubetide run`: the autoscaler on a live cluster.
+
+    kubetide run --kubeconfig PATH --cloud-provider kwok --node-groups GROUPS.yaml [--FLAG=VALUE ...]
+
+Every autoscaler flag scenarios accept is taken as the Cluster Autoscaler spells it on its
+command line (`--scale-down-unneeded-time=2m`, `--expander=least-waste`), beside the flags of the
+process itself (leader election, the status ConfigMap, the HTTP address, client rate limits).
+
+Nothing is written to the cluster before every check has passed: flags, the node-groups file,
+the kubeconfig, the API server's reachability, and each permission kubetide will use. Then the
+informers fill their caches, the replica waits for the leader lease, and the same
+`Autoscaler.run_once()` the simulator runs is called every --scan-interval (earlier when new
+unschedulable pods appear; never two at once). SIGTERM or SIGINT ends the current loop, releases
+the lease and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+
+from kubetide.errors import ManifestError, UserError
+
+log = logging.getLogger("kubetide.run")
+
+# After a loop, an early wake-up for new unschedulable pods waits at least this long, so that a
+# burst of pod creations is answered by one loop rather than one per pod.
+MIN_LOOP_GAP_SECONDS = 1.0
+INFORMER_SYNC_TIMEOUT = 120.0
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "t"):
+        return True
+    if lowered in ("false", "0", "no", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _duration(text: str) -> float:
+    from kubetide.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return seconds
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the autoscaler against a live cluster",
+        description="Run the autoscaler against a live cluster. Any Cluster Autoscaler flag kubetide "
+        "supports may follow, as --FLAG=VALUE (e.g. --scale-down-unneeded-time=2m).",
+    )
+    add = parser.add_argument
+    add("--kubeconfig", metavar="PATH", help="kubeconfig file (default: the pod's in-cluster configuration)")
+    add("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    add("--cloud-provider", required=True, choices=["kwok"], help="where nodes come from")
+    add("--node-groups", required=True, metavar="GROUPS.yaml", help="node groups (the nodeGroups schema)")
+    add("--namespace", default="kube-system", help="for the status ConfigMap and the lease (kube-system)")
+    add("--status-config-map-name", default="cluster-autoscaler-status", metavar="NAME")
+    add("--write-status-configmap", type=_bool, default=True, metavar="BOOL")
+    add("--address", default=":8085", help="where /metrics and /health-check are served (:8085)")
+    add("--leader-elect", type=_bool, default=True, metavar="BOOL")
+    add("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION")
+    add("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION")
+    add("--leader-elect-retry-period", type=_duration, default=2.0, metavar="DURATION")
+    add("--leader-elect-resource-name", default="cluster-autoscaler", metavar="NAME")
+    add("--kube-client-qps", type=_positive_float, default=5.0, metavar="QPS")
+    add("--kube-client-burst", type=_positive_int, default=10, metavar="N")
+    add("--max-inactivity", type=_duration, default=600.0, metavar="DURATION")
+    add("--max-failing-time", type=_duration, default=900.0, metavar="DURATION")
+    add(
+        "--v",
+        "-v",
+        type=int,
+        default=0,
+        metavar="LEVEL",
+        help="log verbosity (klog-style; 4+ logs every loop)",
+    )
+    parser.set_defaults(run=run, accepts_extra_flags=True)
+
+
+def parse_autoscaler_flags(extra: Sequence[str]):
+    """The --FLAG=VALUE (or --FLAG VALUE) arguments argparse did not know: autoscaler options."""
+    from kubetide.autoscaler.options import parse_options
+
+    mapping: dict[str, str] = {}
+    items = list(extra)
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if not item.startswith("--"):
+            raise UserError(f"run: unexpected argument {item!r} (flags are written --FLAG=VALUE)")
+        name, sep, value = item[2:].partition("=")
+        if not sep:
+            if index + 1 >= len(items) or items[index + 1].startswith("--"):
+                raise UserError(f"run: --{name}: expected a value (--{name}=VALUE)")
+            value = items[index + 1]
+            index += 1
+        mapping[name] = value
+        index += 1
+    try:
+        return parse_options(mapping, "run", field="")
+    except ManifestError as exc:
+        raise UserError(f"run: --{exc.field}: {exc.message}") from None
+
+
+def run(args) -> int:
+    options = parse_autoscaler_flags(getattr(args, "extra_flags", []))
+    if args.leader_elect and not (
+        args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration
+    ):
+        raise UserError(
+            "run: leader election needs retry period < renew deadline < lease duration (got "
+            f"{args.leader_elect_retry_period:g}s, {args.leader_elect_renew_deadline:g}s, "
+            f"{args.leader_elect_lease_duration:g}s)"
+        )
+    logging.basicConfig(
+        level=logging.DEBUG if args.v >= 4 else logging.INFO,
+        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
+    )
+    # Heavy imports after the flags are known good: a typo answers at once.
+    from kubetide.cloud.kwok import KwokCloudProvider
+
+    # Validate the node groups file before touching the network.
+    from kubetide.cloud.static import load_groups_file
+    from kubetide.kube.client import ApiError, connect
+    from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS, check_permissions
+
+    load_groups_file(args.node_groups)
+    client = connect(args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst)
+    try:
+        version = client.request("GET", "/version", timeout=10.0)
+    except ApiError as exc:
+        raise UserError(f"{client.source}: {exc.message if exc.status == 0 else exc}") from None
+    needed = (*PERMISSIONS, KWOK_NODES, *((LEADER_ELECTION,) if args.leader_elect else ()))
+    check_permissions(client, needed, args.namespace)
+    log.info(
+        "API server %s (%s): every permission kubetide uses is granted",
+        client.server,
+        version.get("gitVersion"),
+    )
+    return Runner(args, options, client, KwokCloudProvider).serve()
+
+
+class Runner:
+    """The process: caches, lease, HTTP endpoints, and the loop."""
+
+    def __init__(self, args, options, client, cloud_factory) -> None:
+        from kubetide.clock import WallClock
+        from kubetide.kube.metrics import AutoscalerMetrics
+        from kubetide.kube.server import HealthCheck, StatusServer
+        from kubetide.kube.view import KubeClusterView
+
+        self.args, self.options, self.client = args, options, client
+        self.clock = WallClock()
+        self.stop = threading.Event()
+        self.metrics = AutoscalerMetrics()
+        self.health = HealthCheck(args.max_inactivity, args.max_failing_time)
+        self.server = StatusServer(args.address, self.metrics.exposition, self.health)
+        self.view = KubeClusterView(client, namespace=args.namespace)
+        self.cloud = cloud_factory.from_file(args.node_groups, client, self.view.snapshot)
+        self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.elector = None
+        if args.leader_elect:
+            from kubetide.kube.leader import LeaderElector
+
+            self.elector = LeaderElector(
+                client,
+                args.namespace,
+                args.leader_elect_resource_name,
+                self.identity,
+                lease_duration=args.leader_elect_lease_duration,
+                renew_deadline=args.leader_elect_renew_deadline,
+                retry_period=args.leader_elect_retry_period,
+            )
+
+    def _leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def serve(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.view.start()
+            missing = self.view.wait_for_sync(INFORMER_SYNC_TIMEOUT)
+            if missing:
+                raise UserError(
+                    f"{self.client.source}: caches not filled within {INFORMER_SYNC_TIMEOUT:g}s: {'; '.join(missing)}"
+                )
+            log.info(
+                "caches filled: %d nodes, %d pods; serving /metrics and /health-check on port %d",
+                len(self.view.snapshot()),
+                self.view.pod_count(),
+                self.server.port,
+            )
+            if self.elector is not None:
+                self.elector.run_in_background(self.stop)
+            while not self.stop.is_set():
+                if self.elector is not None:
+                    log.info(
+                        "waiting for the lease %s/%s",
+                        self.args.namespace,
+                        self.args.leader_elect_resource_name,
+                    )
+                    if not self.elector.wait_until_leader(self.stop):
+                        break
+                    log.info("became the leader as %s", self.identity)
+                self._lead()
+        finally:
+            self.stop.set()
+            if self.elector is not None:
+                self.elector.release()
+            self.view.stop()
+            self.server.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        log.info("stopped")
+        return 0
+
+    def _on_signal(self, signum, frame) -> None:
+        log.info("%s received: finishing the current loop", signal.Signals(signum).name)
+        self.stop.set()
+        self.view.new_unschedulable.set()  # wake a sleeping loop
+
+    def _lead(self) -> None:
+        """Run loops while this replica leads. A fresh Autoscaler each time it (re)gains the
+        lease: what another leader did meanwhile is read back from the cluster (restart safety),
+        never assumed from this replica's memory."""
+        from kubetide.autoscaler.loop import Autoscaler
+        from kubetide.kube.actions import KubeClusterActions
+
+        actions = KubeClusterActions(
+            self.client,
+            self.clock,
+            namespace=self.args.namespace,
+            status_configmap=self.args.status_config_map_name,
+            write_status_configmap=self.args.write_status_configmap,
+            may_write=self._leading,
+        )
+        autoscaler = Autoscaler(
+            self.options,
+            self.clock,
+            self.view,
+            actions,
+            self.cloud,
+            seed=os.getpid(),
+            timer=time.perf_counter,
+        )
+        self.health.start_monitoring()
+        try:
+            while not self.stop.is_set():
+                if not self._leading():
+                    log.warning("lost the lease: stopped acting")
+                    return
+                started = time.monotonic()
+                self._loop_once(autoscaler, actions)
+                self._sleep_until_next(started)
+        finally:
+            self.health.stop_monitoring()
+            autoscaler.close()
+
+    def _loop_once(self, autoscaler, actions) -> None:
+        started = time.perf_counter()
+        self.view.new_unschedulable.clear()
+        self.view.sync()
+        try:
+            result = autoscaler.run_once()
+        except Exception:
+            # A bug, not bad input: log it with its traceback, count it, keep the process alive
+            # (the health check turns red if it keeps happening).
+            log.exception("loop failed")
+            self.metrics.observe_failed_loop(time.perf_counter() - started)
+            self.health.loop_finished(succeeded=False)
+            return
+        actions.events.flush()
+        duration = time.perf_counter() - started
+        self.metrics.observe_loop(result, duration, autoscaler)
+        self.health.loop_finished(succeeded=True)
+        self._log_result(result, duration)
+
+    def _log_result(self, result, duration: float) -> None:
+        parts = []
+        if result.halted:
+            parts.append(f"halted: {result.halted}")
+        if result.scaled_up:
+            parts.append("scale-up " + ", ".join(f"{g} +{n}" for g, n in sorted(result.scaled_up.items())))
+        if result.started is not None and (started := getattr(result.started, "started", None)):
+            parts.append(f"scale-down started on {', '.join(sorted(started))}")
+        if result.deleted:
+            parts.append(f"deleted {', '.join(result.deleted)}")
+        if result.evicted:
+            parts.append(f"{len(result.evicted)} pods evicted")
+        level = logging.INFO if parts else logging.DEBUG
+        log.log(level, "loop %.3fs: %s", duration, "; ".join(parts) or "nothing to do")
+
+    def _sleep_until_next(self, started: float) -> None:
+        """Sleep until scan-interval after the loop started, or until new unschedulable pods
+        appear (but at least MIN_LOOP_GAP_SECONDS after this loop)."""
+        interval = self.options.scan_interval
+        earliest = time.monotonic() + MIN_LOOP_GAP_SECONDS
+        deadline = started + interval
+        woken = self.view.new_unschedulable
+        while not self.stop.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if woken.is_set():
+                if now >= earliest:
+                    return
+                self.stop.wait(min(earliest, deadline) - now)
+                continue
+            woken.wait(deadline - now)

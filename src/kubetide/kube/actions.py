@@ -1,0 +1,186 @@
+"""ClusterActions over a live API server: taints, evictions, node deletion, status, events.
+
+- Taints are written as the Cluster Autoscaler writes them: read the Node fresh, change its
+  taint list, update it with the read resourceVersion, and on a 409 Conflict (someone else
+  wrote the Node in between: the kubelet, the node controller) read again and retry.
+- Evictions go through policy/v1 Eviction, with the pod's UID as a precondition so that a pod
+  recreated under the same name is never evicted by mistake. 201 evicted; 429 refused by a
+  PodDisruptionBudget (the actuator retries later); 404 already gone.
+- The status ConfigMap is written only when the document changed, ignoring the probe times
+  that change every loop, and refreshed at least every `status_refresh_seconds` so its
+  timestamps still say the autoscaler is alive.
+- Every write first asks `may_write()`: with leader election, a replica whose lease may have
+  been lost writes nothing (taints and evictions raise ActionError, status and events are
+  skipped), so two replicas never act at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, status_yaml, to_dict
+from kubetide.autoscaler.ports import ActionError, EvictionOutcome
+from kubetide.clock import Clock
+from kubetide.kube.client import ApiError, KubeClient
+from kubetide.kube.events import EventRecorder
+from kubetide.model import Pod, Taint
+
+log = logging.getLogger("kubetide.kube")
+
+CONFLICT_RETRIES = 5
+STATUS_REFRESH_SECONDS = 300.0
+# Fields of the status document that change every loop without saying anything new.
+_PROBE_FIELDS = frozenset({"lastProbeTime", "time"})
+
+
+def _without_probe_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_probe_times(v) for k, v in value.items() if k not in _PROBE_FIELDS}
+    if isinstance(value, list):
+        return [_without_probe_times(v) for v in value]
+    return value
+
+
+def _taint_json(taint: Taint) -> dict:
+    body: dict[str, Any] = {"key": taint.key, "effect": taint.effect}
+    if taint.value:
+        body["value"] = taint.value
+    return body
+
+
+class KubeClusterActions:
+    def __init__(
+        self,
+        client: KubeClient,
+        clock: Clock,
+        *,
+        namespace: str = "kube-system",
+        status_configmap: str = "cluster-autoscaler-status",
+        write_status_configmap: bool = True,
+        may_write: Callable[[], bool] = lambda: True,
+        status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
+    ):
+        self.client = client
+        self.clock = clock
+        self.namespace = namespace
+        self.status_configmap = status_configmap
+        self.write_status_configmap = write_status_configmap
+        self.may_write = may_write
+        self.status_refresh_seconds = status_refresh_seconds
+        self.events = EventRecorder(client, clock)
+        self._status_written: Any = None  # the last document written, probe times removed
+        self._status_written_at = float("-inf")
+        self.status_writes = 0
+
+    def _check_leader(self, what: str) -> None:
+        if not self.may_write():
+            raise ActionError(f"{what}: not written, this replica is not the leader")
+
+    # -- taints --------------------------------------------------------------------------------
+    def add_taint(self, node_name: str, taint: Taint) -> None:
+        def change(taints: list[dict]) -> list[dict] | None:
+            if any(t.get("key") == taint.key and t.get("effect") == taint.effect for t in taints):
+                return None  # already there (a previous run or a retry put it): nothing to write
+            return [*taints, _taint_json(taint)]
+
+        self._update_taints(node_name, change, f"taint {taint.key}")
+
+    def remove_taint(self, node_name: str, key: str) -> None:
+        def change(taints: list[dict]) -> list[dict] | None:
+            kept = [t for t in taints if t.get("key") != key]
+            return kept if len(kept) != len(taints) else None
+
+        self._update_taints(node_name, change, f"untaint {key}")
+
+    def _update_taints(
+        self, node_name: str, change: Callable[[list[dict]], list[dict] | None], what: str
+    ) -> None:
+        self._check_leader(f"{what} on node {node_name}")
+        path = f"/api/v1/nodes/{node_name}"
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                node = self.client.request("GET", path)
+                spec = node.setdefault("spec", {})
+                taints = change(list(spec.get("taints") or []))
+                if taints is None:
+                    return
+                spec["taints"] = taints
+                self._check_leader(f"{what} on node {node_name}")
+                self.client.request("PUT", path, body=node)
+                return
+            except ApiError as exc:
+                if exc.status == 409:
+                    continue  # the Node changed since we read it: read it again
+                if exc.status == 404:
+                    raise ActionError(f'nodes "{node_name}" not found') from None
+                raise ActionError(f"{what} on node {node_name}: {exc}") from None
+        raise ActionError(f"{what} on node {node_name}: still conflicting after {CONFLICT_RETRIES} tries")
+
+    # -- pods and nodes ------------------------------------------------------------------------
+    def evict(self, pod: Pod, grace_period_seconds: int) -> EvictionOutcome:
+        if not self.may_write():
+            return EvictionOutcome.FAILED
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": {
+                "gracePeriodSeconds": grace_period_seconds,
+                "preconditions": {"uid": pod.uid},
+            },
+        }
+        try:
+            self.client.request(
+                "POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body=body
+            )
+        except ApiError as exc:
+            if exc.status == 429:
+                return EvictionOutcome.BLOCKED_BY_PDB
+            if exc.status == 404 or (exc.status == 409 and "UID" in exc.message):
+                return EvictionOutcome.NOT_FOUND  # gone, or replaced by a pod of the same name
+            log.warning("eviction of pod %s failed: %s", pod.key, exc)
+            return EvictionOutcome.FAILED
+        return EvictionOutcome.EVICTED
+
+    def delete_node_object(self, node_name: str) -> None:
+        self._check_leader(f"delete node {node_name}")
+        try:
+            self.client.request("DELETE", f"/api/v1/nodes/{node_name}")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise ActionError(f"delete node {node_name}: {exc}") from None
+
+    # -- status and events -----------------------------------------------------------------------
+    def write_status(self, status: ClusterAutoscalerStatus) -> None:
+        if not self.write_status_configmap or not self.may_write():
+            return
+        document = _without_probe_times(to_dict(status))
+        now = self.clock.now()
+        if document == self._status_written and now - self._status_written_at < self.status_refresh_seconds:
+            return
+        path = f"/api/v1/namespaces/{self.namespace}/configmaps/{self.status_configmap}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": self.status_configmap, "namespace": self.namespace},
+            "data": {"status": status_yaml(status)},
+        }
+        try:
+            try:
+                self.client.request("PUT", path, body=body)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                self.client.request("POST", f"/api/v1/namespaces/{self.namespace}/configmaps", body=body)
+        except ApiError as exc:
+            # The loop goes on without its status; the next loop tries again.
+            log.warning("status ConfigMap %s/%s not written: %s", self.namespace, self.status_configmap, exc)
+            return
+        self._status_written, self._status_written_at = document, now
+        self.status_writes += 1
+
+    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        if self.may_write():
+            self.events.record(kind, key, event_type, reason, message)

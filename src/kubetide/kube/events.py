@@ -1,0 +1,128 @@
+"""Kubernetes Events, aggregated as `kubectl get events` users expect.
+
+The autoscaler says the same thing every loop (NotTriggerScaleUp for a pod that still fits
+nowhere, ScaleDownFailed...). One core/v1 Event per (object, type, reason) carries a count and the
+first and last time it was said; a repeat only bumps the count in memory, and the Event is
+patched at most once per `refresh_seconds` (client-go's spam filter allows about one update per
+five minutes per object) and whenever its message changes. An entry not repeated for an hour is
+forgotten, so memory follows the cluster, not its history.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kubetide.clock import Clock
+from kubetide.kube.client import ApiError, KubeClient
+
+log = logging.getLogger("kubetide.kube")
+
+COMPONENT = "cluster-autoscaler"
+REFRESH_SECONDS = 300.0
+FORGET_SECONDS = 3600.0
+# Cluster-scoped objects' events live here, as kubectl and the Cluster Autoscaler put them.
+CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+
+
+@dataclass(slots=True)
+class _Entry:
+    name: str
+    namespace: str
+    count: int
+    message: str
+    first: float
+    last: float
+    written_count: int
+    written_message: str
+    written_at: float
+
+
+def _rfc3339(moment: float) -> str:
+    return datetime.fromtimestamp(int(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    def __init__(self, client: KubeClient, clock: Clock, *, refresh_seconds: float = REFRESH_SECONDS):
+        self.client = client
+        self.clock = clock
+        self.refresh_seconds = refresh_seconds
+        self._entries: dict[tuple[str, str, str, str], _Entry] = {}
+        self.writes = 0
+
+    def record(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        now = self.clock.now()
+        entry = self._entries.get((kind, key, event_type, reason))
+        if entry is None:
+            self._create(kind, key, event_type, reason, message, now)
+            return
+        entry.count += 1
+        entry.message = message
+        entry.last = now
+        if message != entry.written_message or now - entry.written_at >= self.refresh_seconds:
+            self._patch(entry)
+
+    def flush(self) -> None:
+        """Write counts held back by the refresh interval once it has passed, and forget
+        entries that have gone quiet. Called once per loop."""
+        now = self.clock.now()
+        for id_, entry in list(self._entries.items()):
+            if entry.count != entry.written_count and now - entry.written_at >= self.refresh_seconds:
+                self._patch(entry)
+            elif now - entry.last >= FORGET_SECONDS:
+                del self._entries[id_]
+
+    def _create(self, kind: str, key: str, event_type: str, reason: str, message: str, now: float) -> None:
+        namespace, _, name = key.rpartition("/")
+        event_namespace = namespace or CLUSTER_SCOPED_EVENT_NAMESPACE
+        event_name = f"{name}.{secrets.token_hex(8)}"
+        involved = {"kind": kind, "name": name, "apiVersion": "v1"}
+        if namespace:
+            involved["namespace"] = namespace
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": event_name, "namespace": event_namespace},
+            "involvedObject": involved,
+            "type": event_type,
+            "reason": reason,
+            "message": message,
+            "count": 1,
+            "firstTimestamp": _rfc3339(now),
+            "lastTimestamp": _rfc3339(now),
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+        }
+        try:
+            self.client.request("POST", f"/api/v1/namespaces/{event_namespace}/events", body=body)
+        except ApiError as exc:
+            # Events are best effort, as in client-go: a lost event never fails the loop.
+            log.warning("event %s on %s %s not recorded: %s", reason, kind, key, exc)
+            return
+        self.writes += 1
+        self._entries[(kind, key, event_type, reason)] = _Entry(
+            event_name, event_namespace, 1, message, now, now, 1, message, now
+        )
+
+    def _patch(self, entry: _Entry) -> None:
+        body = {"count": entry.count, "message": entry.message, "lastTimestamp": _rfc3339(entry.last)}
+        try:
+            self.client.request(
+                "PATCH",
+                f"/api/v1/namespaces/{entry.namespace}/events/{entry.name}",
+                body=body,
+                content_type="application/merge-patch+json",
+            )
+        except ApiError as exc:
+            log.warning("event %s not updated: %s", entry.name, exc)
+            if exc.status == 404:  # expired by the API server's event TTL: start a new one
+                self._entries = {k: v for k, v in self._entries.items() if v is not entry}
+            return
+        self.writes += 1
+        entry.written_count, entry.written_message, entry.written_at = (
+            entry.count,
+            entry.message,
+            self.clock.now(),
+        )
