@@ -11,13 +11,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from kubetide.autoscaler.status import ClusterAutoscalerStatus
 from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
-
-if TYPE_CHECKING:
-    from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus
 
 # Taints the autoscaler owns (Cluster Autoscaler's names, so existing tooling recognises them).
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"  # NoSchedule, value = Unix seconds
@@ -71,7 +69,7 @@ class ClusterActions(Protocol):
 
         The object, not its YAML: the loop writes it every scan-interval, and an adapter that
         only keeps the latest (the simulator) need not serialise thousands it will never show.
-        A real adapter stores `clusterstate.status_yaml(status)`.
+        A real adapter stores `kubetide.autoscaler.status.status_yaml(status)`.
         """
         ...
 

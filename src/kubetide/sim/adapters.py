@@ -88,7 +88,7 @@ class WorkloadStatus(WorldObserver):
 
 def status_configmap(status) -> ConfigMap:
     """The in-memory kube-system/cluster-autoscaler-status ConfigMap for a status document."""
-    from kubetide.autoscaler.clusterstate.status import status_yaml
+    from kubetide.autoscaler.status import status_yaml
 
     meta = ObjectMeta(name=STATUS_CONFIGMAP, namespace=STATUS_NAMESPACE, uid="cluster-autoscaler-status")
     return ConfigMap(meta, {"status": status_yaml(status)})

@@ -10,8 +10,9 @@ from kubetide.autoscaler.clusterstate import (
     parse_status_yaml,
     status_yaml,
 )
-from kubetide.autoscaler.clusterstate.status import parse_status_timestamp, rfc3339, status_time
 from kubetide.autoscaler.ports import InstanceState
+from kubetide.autoscaler.status import parse_status_timestamp, status_time
+from kubetide.durations import rfc3339
 
 # Cluster Autoscaler's clusterstate/api types, key by key (json/yaml tags of types.go).
 CONDITION_TIMES = {"lastProbeTime": None, "lastTransitionTime": None}

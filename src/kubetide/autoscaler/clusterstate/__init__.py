@@ -5,7 +5,8 @@ autoscaler may act (the cluster-state-registry design, use cases UC1-UC8, questi
 - ``backoff``: exponential scale-up backoff per node group.
 - ``records``: what the registry reports and the decisions it hands the loop.
 - ``registry``: ClusterStateRegistry, updated once per loop.
-- ``status``: the cluster-autoscaler-status document in Cluster Autoscaler's YAML format.
+- ``status``: StatusBuilder, which fills the cluster-autoscaler-status document
+  (``kubetide.autoscaler.status``, Cluster Autoscaler's YAML format) from the registry.
 """
 
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
@@ -21,14 +22,8 @@ from kubetide.autoscaler.clusterstate.records import (
     UnregisteredInstance,
 )
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
-from kubetide.autoscaler.clusterstate.status import (
-    ClusterAutoscalerStatus,
-    ScaleDownSummary,
-    ScaleUpSummary,
-    StatusBuilder,
-    parse_status_yaml,
-    status_yaml,
-)
+from kubetide.autoscaler.clusterstate.status import ScaleDownSummary, ScaleUpSummary, StatusBuilder
+from kubetide.autoscaler.status import ClusterAutoscalerStatus, parse_status_yaml, status_yaml
 
 __all__ = [
     "BackoffStatus",
