@@ -80,6 +80,17 @@ def test_no_precise_evicts_every_candidate(kubetide):
     ]
 
 
+def test_the_podqos_example_keeps_the_shop_out_of_reach(kubetide):
+    podqos = str(EXAMPLES / "podqos.yaml")
+    code, out, _ = kubetide(STATE, "--nodeqos", NODEQOS, "--nodeqos", podqos, "--json", "--no-precise")
+    assert code == 0
+    pods = [a["pod"] for a in json.loads(out)["actions"]]
+    assert pods == ["batch/etl-a", "batch/etl-b", "batch/report-28461"]
+    code, out, _ = kubetide(STATE, "--nodeqos", NODEQOS, "--nodeqos", podqos)
+    text = " ".join(out.split())
+    assert "shop/api-0 (priority 1000, Guaranteed): no PodQOS selects it" in text
+
+
 NODE = """
 kind: Node
 metadata: {name: n1}
@@ -97,6 +108,17 @@ spec:
 kind: AvoidanceAction
 metadata: {name: throttle}
 spec: {throttle: {cpuThrottle: {minCPURatio: 10, stepCPURatio: 50}}}
+"""
+
+
+PODQOS = """
+---
+kind: PodQOS
+apiVersion: ensurance.crane.io/v1alpha1
+metadata: {name: batch}
+spec:
+  allowedActions: [throttle]
+  scopeSelector: {matchExpressions: [{scopeName: Namespace, operator: In, values: [batch]}]}
 """
 
 
@@ -138,6 +160,15 @@ def test_a_pod_without_metrics_warns_and_the_agent_stays_precise(kubetide, tmp_p
     assert "kubetide: warning: " in err and "pod ns/b has no PodMetrics" in err
     actions = json.loads(out)["actions"]
     assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", 1750)]  # the gap closed: b stays
+
+
+def test_podqos_limits_which_pods_are_touched(kubetide, tmp_path):
+    text = NODE + pod("a") + metrics("a", "3500m") + QOS + PODQOS
+    code, out, err = kubetide(write(tmp_path, "s.yaml", text))
+    assert code == 0 and err == ""
+    text = " ".join(out.split())
+    assert "Actions, in execution order none" in text
+    assert "ns/a (priority 0, BestEffort): no PodQOS selects it" in text
 
 
 def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):
@@ -211,6 +242,16 @@ def test_nothing_to_do(kubetide, tmp_path):
             'Pod ns/a: metadata.annotations.qos.kubetide.io/cpu-quota: invalid quantity "fast"',
         ),
         (NODE + metrics("a", "1") + metrics("a", "2") + QOS, None, "s.yaml: two PodMetrics for pod ns/a"),
+        (
+            NODE,
+            QOS + PODQOS.replace("Namespace", "Zone"),
+            'q.yaml: document 3 (PodQOS batch): spec.scopeSelector.matchExpressions[0].scopeName: unknown scopeName "Zone"',
+        ),
+        (
+            NODE,
+            QOS + PODQOS.replace("[throttle]", "[throttel]"),
+            'q.yaml: document 3 (PodQOS batch): spec.allowedActions[0]: unknown AvoidanceAction "throttel"',
+        ),
     ],
 )
 def test_errors_are_one_line_with_exit_code_2(kubetide, tmp_path, text, nodeqos, message):

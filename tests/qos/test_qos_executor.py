@@ -211,14 +211,16 @@ def test_precise_throttle_steps_in_cpu_order_until_the_gap_is_closed():
     assert result.counts() == {"throttles": 3, "restores": 0, "evictions": 0}
 
 
-def test_pods_at_their_floor_are_skipped_and_daemonsets_can_be_throttled():
+def test_pods_at_their_floor_are_skipped_and_daemonsets_are_never_throttled():
     st_ = state(
         ps(pod("floored", cpu="1"), cpu=1000),
         ps(pod("ds", owner="DaemonSet", priority=10), cpu=2500),
+        ps(pod("batch", cpu="100m"), cpu=300),
     )
     result = once(rules(THROTTLE_AT_3000), st_)
-    assert acted(result) == [("throttle", "default/ds")]
+    assert acted(result) == [("throttle", "default/batch")]
     assert "floor" in result.execution.skipped["default/floored"]
+    assert result.execution.skipped["default/ds"].startswith("DaemonSet pod")
 
 
 # -- restoring --------------------------------------------------------------------------------

@@ -397,7 +397,7 @@ def _scenario_dir(request, tmp_path, monkeypatch):
     [
         (
             qos(nodeqos(), evict_action(), deploy("x", 1)),
-            r"spec.qos.objects: only NodeQOS and AvoidanceAction belong here \(found a Deployment",
+            r"spec.qos.objects: only NodeQOS, AvoidanceAction and PodQOS belong here \(found a Deployment",
         ),
         (qos(evict_action()), r"spec.qos.objects: no NodeQOS"),
         (
@@ -582,6 +582,32 @@ def test_preview_rules_record_and_never_act():
     assert q["evictions"] == 0 and q["seconds_over_watermark"] == 0
     previews = qos_events(result, "AvoidancePreview")
     assert previews and all("would be evicted" in e["message"] for e in previews)
+
+
+def podqos(allowed=("act",), **selectors):
+    return {
+        "apiVersion": QOS_API,
+        "kind": "PodQOS",
+        "metadata": {"name": "pq"},
+        "spec": {"allowedActions": list(allowed), **selectors},
+    }
+
+
+def test_podqos_in_spec_qos_limits_which_pods_are_evicted():
+    # web uses the most cpu, but only the `batch` tier may be evicted: the agent takes a batch pod.
+    scenario = hot_scenario(
+        [deploy("web", 1, cpu="1", priority=0), deploy("batch", 2, cpu="1")],
+        [
+            {"match": {"kind": "Deployment", "name": "web"}, "cpu": "1900m"},
+            {"match": {"kind": "Deployment", "name": "batch"}, "cpu": "800m"},
+        ],
+        [nodeqos(), evict_action(cool_down=3600), podqos(labelSelector={"matchLabels": {"tier": "batch"}})],
+        duration="1m",
+    )
+    assert [q.name for q in scenario.qos.config.podqos] == ["pq"]
+    result = simulate(scenario, NoAutoscaler).run()
+    evicted = [e["object"] for e in qos_events(result, "AvoidanceEvict")]
+    assert len(evicted) == 1 and evicted[0].startswith("Pod/default/batch-")
 
 
 def test_nodeqos_selectors_choose_the_nodes():

@@ -1,9 +1,9 @@
-"""`kubetide qos NODE_STATE.yaml [--nodeqos NODEQOS.yaml] [--json]`: what the node QoS agent would
-do on this node right now, and why.
+"""`kubetide qos NODE_STATE.yaml [--nodeqos NODEQOS.yaml ...] [--json]`: what the node QoS agent
+would do on this node right now, and why.
 
 The node-state file holds one Node, its pods, their usage as metrics-server objects (PodMetrics,
 optionally NodeMetrics, as `kubectl get --raw /apis/metrics.k8s.io/v1beta1/...` prints them) and,
-here or in --nodeqos, the NodeQOS and AvoidanceAction objects. The node's usage is its NodeMetrics
+here or in --nodeqos files, the NodeQOS, AvoidanceAction and PodQOS objects. The node's usage is its NodeMetrics
 when present, else the sum of its pods. Every threshold counts as reached after this one sample.
 A pod already throttled by the agent carries its quota in the annotation
 `qos.kubetide.io/cpu-quota` (e.g. "800m"), so restores can be shown too. Evictions a
@@ -42,7 +42,13 @@ def add_parser(subparsers) -> None:
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
     parser.add_argument("state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics")
-    parser.add_argument("--nodeqos", metavar="NODEQOS.yaml", help="NodeQOS and AvoidanceAction objects")
+    parser.add_argument(
+        "--nodeqos",
+        metavar="NODEQOS.yaml",
+        action="append",
+        default=[],
+        help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
     parser.add_argument(
         "--no-precise",
@@ -97,7 +103,7 @@ class _DryRun:
 
 
 def _load(args) -> tuple[Manifests, list[str]]:
-    paths = [args.state] + ([args.nodeqos] if args.nodeqos else [])
+    paths = [args.state, *args.nodeqos]
     manifests = load_files(paths)
     return manifests, paths
 

@@ -2,6 +2,8 @@
 low-priority pods to get back under it (crane's "pod sorting and precise execution" design).
 
     config.py    NodeQOS / AvoidanceAction (ensurance.crane.io/v1alpha1), checked into a QosConfig
+    podqos.py    PodQOS: which pods each AvoidanceAction may touch
+    manifest.py  what every crane object shares (API group, where it was written)
     state.py     NodeState / PodState (what the agent sees), PodMetrics / NodeMetrics parsing
     metrics.py   the metric registry and the four built-in metrics; extcpu.py a custom one
     sorters.py   general, cpu and memory pod orders, built from comparison chains
@@ -10,8 +12,8 @@ low-priority pods to get back under it (crane's "pod sorting and precise executi
     executor.py  gaps and precise execution through the QosActuator port
     agent.py     QosAgent.step: one collect interval on one node
 
-Importing the package registers the kinds NodeQOS, AvoidanceAction, PodMetrics and NodeMetrics
-(and their *List forms) with the model loader.
+Importing the package registers the kinds NodeQOS, AvoidanceAction, PodQOS, PodMetrics and
+NodeMetrics (and their *List forms) with the model loader.
 """
 
 from kubetide.model import register_kind
@@ -41,6 +43,7 @@ from kubetide.qos.executor import (
     over_evictions,
 )
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric
+from kubetide.qos.podqos import PodQOS, parse_podqos, scope_refusal
 from kubetide.qos.sorters import (
     compare_class_and_priority,
     compare_cpu_usage,
@@ -67,6 +70,7 @@ from kubetide.qos.state import (
 
 register_kind("NodeQOS", parse_nodeqos)
 register_kind("AvoidanceAction", parse_avoidance_action)
+register_kind("PodQOS", parse_podqos)
 register_kind("PodMetrics", parse_pod_metrics)
 register_kind("NodeMetrics", parse_node_metrics)
 register_kind("PodMetricsList", parse_empty_list)
@@ -96,6 +100,7 @@ __all__ = [
     "NodeQOS",
     "NodeState",
     "PodMetrics",
+    "PodQOS",
     "PodState",
     "QosActuator",
     "QosAgent",
@@ -119,5 +124,6 @@ __all__ = [
     "over_evictions",
     "register_metric",
     "restore_cpu",
+    "scope_refusal",
     "throttle_cpu",
 ]

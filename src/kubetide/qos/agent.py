@@ -99,22 +99,22 @@ class QosAgent:
                 raise ValueError("QosAgent.step needs `now` or an agent clock")
             now = self.clock.now()
         analysis = self.analyzer.analyze(state, now, one_sample=self.options.one_sample)
-        registry = self.config.registry
-        execution = Executor(
-            state,
-            registry,
-            precise=self.options.precise,
-            excess_percent=self.options.execute_excess_percent,
-            port=actuator,
-        ).run(analysis.watermarks)
-        preview = Executor(
-            state,
-            registry,
-            precise=self.options.precise,
-            excess_percent=self.options.execute_excess_percent,
-            preview=True,
-        ).run(analysis.preview)
+        execution = self._executor(state, port=actuator).run(analysis.watermarks)
+        preview = self._executor(state, preview=True).run(analysis.preview)
         for decision in execution.decisions:
             if decision.outcome == DONE and decision.kind in (EVICT, THROTTLE_DOWN):
                 self.analyzer.acted(decision.action_name, now)
         return RoundResult(state.name, now, analysis.values, execution, preview, analysis)
+
+    def _executor(
+        self, state: NodeState, *, port: QosActuator | None = None, preview: bool = False
+    ) -> Executor:
+        return Executor(
+            state,
+            self.config.registry,
+            podqos=self.config.podqos,
+            precise=self.options.precise,
+            excess_percent=self.options.execute_excess_percent,
+            port=port,
+            preview=preview,
+        )

@@ -19,6 +19,7 @@ acting on all candidates, as the design prescribes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -28,10 +29,20 @@ from kubetide.qos.state import NodeState
 
 @dataclass(frozen=True, slots=True)
 class Watermark:
+    """The lowest watermark in force for one action kind and metric. `action` is its rule's
+    AvoidanceAction (its parameters apply); `actions` names every AvoidanceAction whose rules in
+    force put a watermark on this kind and metric: a pod any of them may touch (PodQOS) is a
+    candidate, as crane merges the candidate lists of all triggered actions."""
+
     metric: str
     value: Fraction  # in the metric's terms: a percentage, or an absolute amount
     rule: str  # "nodeqos/rule"
     action: AvoidanceAction
+    actions: tuple[str, ...] = ()  # empty: just `action`
+
+    def __post_init__(self) -> None:
+        if not self.actions:
+            object.__setattr__(self, "actions", (self.action.name,))
 
 
 # kind -> metric -> the lowest watermark
@@ -57,8 +68,12 @@ class Analysis:
 def _add(target: Watermarks, kind: str, mark: Watermark) -> None:
     by_metric = target.setdefault(kind, {})
     current = by_metric.get(mark.metric)
-    if current is None or mark.value < current.value:
+    if current is None:
         by_metric[mark.metric] = mark
+        return
+    lowest = mark if mark.value < current.value else current
+    actions = tuple(dict.fromkeys((*lowest.actions, *current.actions, *mark.actions)))
+    by_metric[mark.metric] = dataclasses.replace(lowest, actions=actions)
 
 
 class Analyzer:

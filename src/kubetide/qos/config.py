@@ -27,16 +27,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node
 from kubetide.model.meta import parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, parse_label_selector
 from kubetide.qos.actions import ActionContext
+from kubetide.qos.manifest import NOWHERE, Origin, check_api_version, origin_of
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry
+from kubetide.qos.podqos import PodQOS
 
-API_GROUP = "ensurance.crane.io"
-API_VERSION = f"{API_GROUP}/v1alpha1"
 STRATEGIES = ("None", "Preview")
 DEFAULT_COOL_DOWN = 300
 DEFAULT_STEP_CPU_RATIO = 10
@@ -49,19 +48,6 @@ ACTION_KINDS = (EVICT, THROTTLE_DOWN, THROTTLE_UP)
 
 
 @dataclass(frozen=True, slots=True)
-class Origin:
-    """Where something was written, so checks made later still name the file and field."""
-
-    source: str
-    location: str
-    path: str
-
-    def error(self, message: str, key: str = "") -> ManifestError:
-        field_path = f"{self.path}.{key}" if key and self.path else key or self.path
-        return ManifestError(self.source, self.location, field_path, message)
-
-
-@dataclass(frozen=True, slots=True)
 class Rule:
     name: str
     action_name: str
@@ -71,7 +57,7 @@ class Rule:
     avoidance_threshold: int = 1
     restore_threshold: int = 1
     strategy: str = "None"
-    origin: Origin = Origin("", "", "")
+    origin: Origin = NOWHERE
 
     @property
     def preview(self) -> bool:
@@ -83,7 +69,7 @@ class NodeQOS:
     name: str
     rules: tuple[Rule, ...]
     selector: LabelSelector | None = None  # None: every node
-    origin: Origin = Origin("", "", "")
+    origin: Origin = NOWHERE
 
     def matches(self, node: Node) -> bool:
         return self.selector is None or self.selector.matches(node.labels)
@@ -102,7 +88,7 @@ class AvoidanceAction:
     throttle: CpuThrottle | None = None
     evicts: bool = False
     grace_seconds: int | None = None  # eviction.terminationGracePeriodSeconds; None = the pod's
-    origin: Origin = Origin("", "", "")
+    origin: Origin = NOWHERE
 
     @property
     def throttles(self) -> bool:
@@ -128,16 +114,6 @@ class AvoidanceAction:
 
 
 # -- parsing ----------------------------------------------------------------------------------
-
-
-def _check_api_version(reader: Reader) -> None:
-    version = reader.str("apiVersion", default=API_VERSION)
-    if version.split("/")[0] != API_GROUP:
-        raise reader.error(f'expected "{API_VERSION}", got "{version}"', "apiVersion")
-
-
-def _origin(reader: Reader) -> Origin:
-    return Origin(reader.source, reader.location, reader.path)
 
 
 def _threshold(reader: Reader, key: str) -> int:
@@ -187,12 +163,12 @@ def parse_rule(reader: Reader, registry: MetricRegistry = METRICS) -> Rule:
         avoidance_threshold=_threshold(reader, "avoidanceThreshold"),
         restore_threshold=_threshold(reader, "restoreThreshold"),
         strategy=strategy,
-        origin=_origin(reader),
+        origin=origin_of(reader),
     )
 
 
 def parse_nodeqos(reader: Reader) -> NodeQOS:
-    _check_api_version(reader)
+    check_api_version(reader)
     meta = parse_meta(reader, "NodeQOS", namespaced=False)
     spec = reader.child("spec")
     if spec.has("rules") and spec.has("objectiveEnsurances"):
@@ -205,11 +181,11 @@ def parse_nodeqos(reader: Reader) -> NodeQOS:
             raise item.error(f'duplicate rule name "{rule.name}"', "name")
         rules.append(rule)
     selector = parse_label_selector(spec.child("selector")) if spec.has("selector") else None
-    return NodeQOS(meta.name, tuple(rules), selector, _origin(reader))
+    return NodeQOS(meta.name, tuple(rules), selector, origin_of(reader))
 
 
 def parse_avoidance_action(reader: Reader) -> AvoidanceAction:
-    _check_api_version(reader)
+    check_api_version(reader)
     meta = parse_meta(reader, "AvoidanceAction", namespaced=False)
     spec = reader.child("spec")
     cool_down = spec.int("coolDownSeconds", default=DEFAULT_COOL_DOWN)
@@ -229,7 +205,7 @@ def parse_avoidance_action(reader: Reader) -> AvoidanceAction:
         grace = eviction.int("terminationGracePeriodSeconds")
         if grace is not None and grace < 0:
             raise eviction.error(f"must be non-negative, got {grace}", "terminationGracePeriodSeconds")
-    return AvoidanceAction(meta.name, cool_down, throttle, evicts, grace, _origin(reader))
+    return AvoidanceAction(meta.name, cool_down, throttle, evicts, grace, origin_of(reader))
 
 
 # -- the checked configuration ---------------------------------------------------------------
@@ -237,12 +213,13 @@ def parse_avoidance_action(reader: Reader) -> AvoidanceAction:
 
 @dataclass
 class QosConfig:
-    """NodeQOS objects with every reference resolved and checked."""
+    """NodeQOS, AvoidanceAction and PodQOS objects with every reference resolved and checked."""
 
     nodeqos: tuple[NodeQOS, ...] = ()
     actions: Mapping[str, AvoidanceAction] = field(default_factory=dict)
     registry: MetricRegistry = METRICS
     warnings: list[str] = field(default_factory=list)
+    podqos: tuple[PodQOS, ...] = ()  # none: every action may touch every candidate
 
     @classmethod
     def build(
@@ -250,6 +227,7 @@ class QosConfig:
         nodeqos: Iterable[NodeQOS],
         actions: Iterable[AvoidanceAction],
         registry: MetricRegistry = METRICS,
+        podqos: Iterable[PodQOS] = (),
     ) -> QosConfig:
         by_name: dict[str, AvoidanceAction] = {}
         for action in actions:
@@ -265,16 +243,42 @@ class QosConfig:
             seen.add(qos.name)
             rules = tuple(_check_rule(rule, by_name, registry, warnings) for rule in qos.rules)
             checked.append(NodeQOS(qos.name, rules, qos.selector, qos.origin))
-        return cls(tuple(checked), by_name, registry, warnings)
+        scopes = _check_podqos(podqos, by_name, warnings)
+        return cls(tuple(checked), by_name, registry, warnings, scopes)
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, registry: MetricRegistry = METRICS) -> QosConfig:
         return cls.build(
-            manifests.other.get("NodeQOS", ()), manifests.other.get("AvoidanceAction", ()), registry
+            manifests.other.get("NodeQOS", ()),
+            manifests.other.get("AvoidanceAction", ()),
+            registry,
+            manifests.other.get("PodQOS", ()),
         )
 
     def for_node(self, node: Node) -> list[NodeQOS]:
         return [q for q in self.nodeqos if q.matches(node)]
+
+
+def _check_podqos(
+    podqos: Iterable[PodQOS], actions: Mapping[str, AvoidanceAction], warnings: list[str]
+) -> tuple[PodQOS, ...]:
+    checked: dict[str, PodQOS] = {}
+    for qos in podqos:
+        if qos.name in checked:
+            raise qos.origin.error(f'duplicate PodQOS "{qos.name}"', "metadata.name")
+        checked[qos.name] = qos
+        for index, name in enumerate(qos.allowed_actions):
+            if name not in actions:
+                known = ", ".join(sorted(actions)) or "none loaded"
+                raise qos.origin.error(
+                    f'unknown AvoidanceAction "{name}" (known: {known})', f"spec.allowedActions[{index}]"
+                )
+        if qos.selects_nothing:
+            warnings.append(
+                f'{qos.origin.source}: PodQOS "{qos.name}" has neither a labelSelector nor a '
+                "scopeSelector: it selects no pod"
+            )
+    return tuple(checked.values())
 
 
 def _check_rule(

@@ -21,10 +21,12 @@
    node brought back under by evictions is not throttled as well. Restores wait for a round
    without any Evict or ThrottleDown gap on the same resource.
 
-Candidates: pods below system-cluster-critical that are not terminating. Evictions also skip
-mirror pods and DaemonSet pods (both come straight back on the same node). ThrottleUp acts only on
-the throttled pods, the list it is given (crane hands its restore the throttle-down list), most
-important first: the reverse of the avoidance order.
+Candidates: never a pod at or above system-cluster-critical, a terminating one, a static (mirror)
+pod or a DaemonSet pod. Without PodQOS objects every other pod is a candidate for every action;
+with them, a pod is a candidate for a watermark when a PodQOS that selects it allows one of the
+AvoidanceActions behind that watermark (podqos.py). ThrottleUp acts only on the throttled pods,
+the list it is given (crane hands its restore the throttle-down list), most important first: the
+reverse of the avoidance order.
 
 Every action, done or not, is a `Decision` with its reason, for the CLI and the simulator.
 """
@@ -42,6 +44,7 @@ from kubetide.qos.actions import ActionContext, Effect
 from kubetide.qos.analyzer import Watermark, Watermarks
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
 from kubetide.qos.metrics import Metric, MetricRegistry, sorter_for
+from kubetide.qos.podqos import PodQOS, scope_refusal
 from kubetide.qos.state import CRITICAL_PRIORITY, NodeState, PodState
 
 DEFAULT_EXECUTE_EXCESS_PERCENT = 10
@@ -139,12 +142,17 @@ def over_evictions(gap: Fraction | int, released: Iterable[int]) -> int:
     return 0
 
 
-def eviction_refusal(state: PodState) -> str | None:
+def never_touched(state: PodState) -> str | None:
+    """Why no action may ever touch the pod, whatever PodQOS says (None: some action may)."""
     pod = state.pod
+    if state.critical:
+        return f"critical (priority {pod.priority} >= {CRITICAL_PRIORITY}): never touched"
+    if pod.is_terminating:
+        return "already terminating"
     if pod.is_mirror:
-        return "static (mirror) pod: the kubelet recreates it"
+        return "static (mirror) pod: the kubelet owns it"
     if pod.is_daemonset:
-        return "DaemonSet pod: it would come straight back on this node"
+        return "DaemonSet pod: it belongs to this node"
     return None
 
 
@@ -156,6 +164,7 @@ class Executor:
         state: NodeState,
         registry: MetricRegistry,
         *,
+        podqos: Sequence[PodQOS] = (),
         precise: bool = True,
         excess_percent: int = DEFAULT_EXECUTE_EXCESS_PERCENT,
         port: QosActuator | None = None,
@@ -163,6 +172,7 @@ class Executor:
     ):
         self.state = state
         self.registry = registry
+        self.podqos = podqos
         self.precise = precise
         self.excess_percent = excess_percent
         self.port = port
@@ -182,29 +192,25 @@ class Executor:
         for kind in (EVICT, THROTTLE_DOWN, THROTTLE_UP):
             if kind == THROTTLE_UP:
                 self._hold_restores()
-            if not gaps.get(kind):
-                continue
-            pool = candidates
-            if kind == EVICT:
-                pool = [p for p in candidates if not self._skip(p, eviction_refusal(p))]
-            elif kind == THROTTLE_UP:
-                pool = [p for p in candidates if p.cpu_quota is not None]
-            self._run_kind(kind, watermarks[kind], pool)
+            if gaps.get(kind):
+                self._run_kind(kind, watermarks[kind], candidates)
         return self.result
 
     # -- candidates --------------------------------------------------------------------------
     def _candidates(self) -> list[PodState]:
+        """The pods any action may touch at all (PodQOS narrows them further per action)."""
         result = []
         for p in self.state.pods:
-            if p.pod.is_terminal:
-                continue
-            if p.critical:
-                self._skip(p, f"critical (priority {p.pod.priority} >= {CRITICAL_PRIORITY}): never touched")
-            elif p.pod.is_terminating:
-                self._skip(p, "already terminating")
-            else:
+            if not p.pod.is_terminal and not self._skip(p, never_touched(p)):
                 result.append(p)
         return result
+
+    def _pool(self, kind: str, mark: Watermark, candidates: list[PodState]) -> list[PodState]:
+        """The candidates of one kind and watermark. A restore gives back what a throttle took,
+        whatever PodQOS says now: it acts on every throttled pod."""
+        if kind == THROTTLE_UP:
+            return [p for p in candidates if p.cpu_quota is not None]
+        return [p for p in candidates if not self._skip(p, scope_refusal(self.podqos, p.pod, mark.actions))]
 
     def _skip(self, state: PodState, reason: str | None) -> bool:
         if reason:
@@ -242,7 +248,7 @@ class Executor:
         metrics = [self.registry[n] for n in names]
         return sorted(metrics, key=lambda m: (-m.action_priority, self.registry.rank(m.name)))
 
-    def _run_kind(self, kind: str, marks: dict[str, Watermark], pool: list[PodState]) -> None:
+    def _run_kind(self, kind: str, marks: dict[str, Watermark], candidates: list[PodState]) -> None:
         gaps = self.remaining[kind]
         metrics = self._ordered(gaps)
         reason = None
@@ -257,18 +263,21 @@ class Executor:
                 if reason:
                     break
         if reason:
-            self._act_on_all(kind, marks, pool, reason)
+            self._act_on_all(kind, marks, candidates, reason)
             return
         for metric in metrics:
-            self._act_precisely(kind, metric, marks[metric.name], pool)
+            mark = marks[metric.name]
+            self._act_precisely(kind, metric, mark, self._pool(kind, mark, candidates))
 
-    def _act_on_all(self, kind: str, marks: dict[str, Watermark], pool: list[PodState], reason: str) -> None:
+    def _act_on_all(
+        self, kind: str, marks: dict[str, Watermark], candidates: list[PodState], reason: str
+    ) -> None:
         able = [m for m in self._ordered(marks) if self._able(kind, m)]
         if not able:
             return
         metric = able[0]
         mark = marks[metric.name]
-        order = sorter_for(metric)(pool)
+        order = sorter_for(metric)(self._pool(kind, mark, candidates))
         if kind == THROTTLE_UP:
             order.reverse()
         for p in order:

@@ -7,7 +7,7 @@
       precise: true                # false: crane's old behaviour, act on every candidate pod
       executeExcessPercent: 10
       compare: false               # true: run again with the other `precise`, both counts reported
-      objects:                     # NodeQOS and AvoidanceAction, inline or {file: path}
+      objects:                     # NodeQOS, AvoidanceAction and PodQOS, inline or {file: path}
       - {apiVersion: ensurance.crane.io/v1alpha1, kind: NodeQOS, ...}
 
 Every collect interval, on every Ready node some NodeQOS selects, `NodeAgents` builds the node's
@@ -50,7 +50,7 @@ from kubetide.sim.usage import UsageModel, load_usage
 from kubetide.sim.world import World, WorldObserver
 
 SOURCE = "qos-agent"
-QOS_KINDS = ("NodeQOS", "AvoidanceAction")
+QOS_KINDS = ("NodeQOS", "AvoidanceAction", "PodQOS")
 REASONS = {EVICT: "AvoidanceEvict", THROTTLE_DOWN: "AvoidanceThrottle", THROTTLE_UP: "AvoidanceRestore"}
 REFUSED_REASON = "AvoidanceEvictRefused"
 PREVIEW_REASON = "AvoidancePreview"
@@ -121,7 +121,7 @@ def load_qos(
             raise ScenarioError(
                 source,
                 where,
-                f"only NodeQOS and AvoidanceAction belong here (found a {kind}; put it in spec.objects)",
+                f"only NodeQOS, AvoidanceAction and PodQOS belong here (found a {kind}; put it in spec.objects)",
             )
     warnings.extend(loaded.warnings)
     config = QosConfig.from_manifests(loaded)  # ManifestError names the file, object and field
