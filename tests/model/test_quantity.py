@@ -24,8 +24,9 @@ from kubetide.model.quantity import QuantityError, format_units, parse_quantity,
         ("-1", Fraction(-1)),
         ("12n", Fraction(12, 10**9)),
         ("7u", Fraction(7, 10**6)),
-        ("1Ei", Fraction(2**60)),
-        ("3E", Fraction(3 * 10**18)),
+        ("8Pi", Fraction(8 * 2**50)),
+        ("9P", Fraction(9 * 10**15)),
+        ("9223372036854775807m", Fraction(2**63 - 1, 1000)),  # the largest int64 milli-value
         (" 4 ", Fraction(4)),
     ],
 )
@@ -39,6 +40,29 @@ def test_parse_quantity_exactly(text, expected):
 def test_invalid_quantities_are_rejected(text):
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9223372036854775808m",
+        "1Ei",
+        "9999999999Ei",
+        "1e100",
+        "99999999999999999999",
+        10**30,
+        -(10**30),
+        1e100,
+    ],
+)
+def test_quantities_over_int64_milli_units_are_rejected_as_the_api_server_does(value):
+    with pytest.raises(QuantityError, match=r"too large.*int64 milli-units"):
+        parse_quantity(value)
+
+
+def test_a_quantity_of_a_thousand_digits_is_refused_before_it_is_converted():
+    with pytest.raises(QuantityError, match="longer than"):
+        parse_quantity("1" * 5000)
 
 
 @pytest.mark.parametrize(

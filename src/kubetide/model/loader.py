@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 from kubetide.errors import ManifestError
+from kubetide.model.bounds import MAX_NESTING, check_text
+from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node, parse_node
 from kubetide.model.pod import Pod, parse_pod
 from kubetide.model.policy import (
@@ -32,6 +34,7 @@ from kubetide.model.policy import (
     parse_pdb,
     parse_priority_class,
 )
+from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
 
@@ -58,6 +61,13 @@ def register_kind(kind: str, parser: Parser) -> None:
     PARSERS[kind] = parser
 
 
+# A dump of the largest cluster Kubernetes supports (5,000 nodes, 150,000 pods) with its workloads
+# and policies stays well under this; anything over it is a mistake or an alias bomb.
+MAX_OBJECTS = 1_000_000
+# `kind: List` inside `kind: List`: kubectl never nests them more than once or twice.
+MAX_LIST_NESTING = 32
+
+
 @dataclass
 class Manifests:
     """Everything loaded from a set of files, by kind, in file order."""
@@ -71,8 +81,24 @@ class Manifests:
     configmaps: list[ConfigMap] = field(default_factory=list)
     other: dict[str, list[Any]] = field(default_factory=dict)  # registered extra kinds
     warnings: list[str] = field(default_factory=list)
+    # "Kind namespace/name" -> where it was loaded, so a second copy is an error naming both.
+    origins: dict[str, str] = field(default_factory=dict, repr=False)
+    # Requests of the running pods bound to each node, summed: a node's columns in the snapshot
+    # are int64, and a dump may overcommit a node (pods are bound before anyone checks fit).
+    bound_requests: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
-    def add(self, kind: str, obj: Any) -> None:
+    def add(self, kind: str, obj: Any, where: str = "") -> None:
+        """Add a parsed object; `where` ("file: items[3]") makes a second copy of it an error."""
+        meta = getattr(obj, "meta", None)  # registered kinds may carry no ObjectMeta
+        if where and isinstance(meta, ObjectMeta):
+            identity = f"{kind} {meta.key}"
+            first = self.origins.get(identity)
+            if first is not None:
+                source, _, location = where.partition(": ")
+                raise ManifestError(source, location, "", f"duplicate {identity} (also in {first})")
+            self.origins[identity] = where
+        if kind == "Pod":
+            self._count_bound(obj, where)
         target = {
             "Node": self.nodes,
             "Pod": self.pods,
@@ -84,6 +110,23 @@ class Manifests:
         if target is None:
             target = self.workloads if kind in WORKLOAD_KINDS else self.other.setdefault(kind, [])
         target.append(obj)
+
+    def _count_bound(self, pod: Pod, where: str) -> None:
+        if not pod.node_name or pod.is_terminal:
+            return
+        totals = self.bound_requests.setdefault(pod.node_name, {})
+        for resource, amount in pod.requests.items():
+            total = totals.get(resource, 0) + amount
+            if total > MAX_UNITS:
+                source, _, location = where.partition(": ")
+                raise ManifestError(
+                    source,
+                    location,
+                    "spec",
+                    f"the {resource} requests of the pods bound to node {pod.node_name} add up to "
+                    f"more than {MAX_UNITS} units (int64)",
+                )
+            totals[resource] = total
 
     def extend(self, other: Manifests) -> None:
         for name in (
@@ -105,33 +148,48 @@ class Manifests:
 
 
 def load_files(paths: Iterable[str | Path]) -> Manifests:
+    """Every object in the files; an object given twice (in one file or two) is an error."""
+    paths = list(paths)
     result = Manifests()
     for path in paths:
-        result.extend(load_file(path))
+        load_file(path, into=result)
     resolve_priorities(result, source=", ".join(str(p) for p in paths))
     return result
 
 
-def load_file(path: str | Path) -> Manifests:
+def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(source, "", "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(source, "", "", f"cannot read: {exc}") from None
-    manifests = load_documents(parse_text(text, source), source)
-    return manifests
+    except IsADirectoryError:
+        raise ManifestError(source, "", "", "is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(source, "", "", f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ManifestError(source, "", "", f"cannot read: {exc.strerror or exc}") from None
+    return load_documents(parse_text(text, source), source, into)
 
 
 def parse_text(text: str, source: str) -> list[Any]:
-    """The documents in a YAML or JSON text."""
+    """The documents in a YAML or JSON text; an error if there are none (an empty or blank file)."""
+    documents = _documents(text, source)
+    if not documents:
+        raise ManifestError(source, "", "", "no YAML or JSON document in the file (is it empty?)")
+    return documents
+
+
+def _documents(text: str, source: str) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
             return [json.loads(text)]
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise ManifestError(source, "", "", f"nested more than {MAX_NESTING} levels deep") from None
+        except ValueError:
             pass  # YAML flow style also starts with "{"; let the YAML parser have a go
+    check_text(text, source, _YamlLoader)
     try:
         return [doc for doc in yaml.load_all(text, Loader=_YamlLoader) if doc is not None]
     except yaml.YAMLError as exc:
@@ -139,54 +197,69 @@ def parse_text(text: str, source: str) -> list[Any]:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ManifestError(source, where, "", f"invalid YAML: {problem}") from None
+    except ValueError as exc:  # an integer longer than Python converts (over 4,300 digits)
+        raise ManifestError(source, "", "", f"invalid YAML: {exc}") from None
 
 
-def load_documents(documents: list[Any], source: str) -> Manifests:
-    """Parse already-decoded documents (used for files and for manifests inlined in scenarios)."""
-    result = Manifests()
+def load_documents(documents: list[Any], source: str, into: Manifests | None = None) -> Manifests:
+    """Parse already-decoded documents (used for files and for manifests inlined in scenarios),
+    adding them to `into` when given, so that duplicates across several calls are caught."""
+    result = Manifests() if into is None else into
     skipped: Counter[str] = Counter()
     multi = len(documents) > 1
-    for index, doc in enumerate(documents):
-        prefix = f"document {index + 1}" if multi else ""
-        for location, obj in _flatten(doc, prefix, source):
-            kind = obj.get("kind")
-            parser = PARSERS.get(kind) if isinstance(kind, str) else None
-            if parser is None:
-                if not isinstance(kind, str) or not kind:
-                    raise ManifestError(source, location, "kind", "required field is missing")
-                skipped[kind] += 1
-                continue
-            label = _describe(obj, kind)
-            reader = Reader(obj, source, f"{location} ({label})" if location else label)
-            result.add(kind, parser(reader))
+    for location, obj in _objects(documents, source, multi):
+        kind = obj.get("kind")
+        parser = PARSERS.get(kind) if isinstance(kind, str) else None
+        if parser is None:
+            if not isinstance(kind, str) or not kind:
+                raise ManifestError(source, location, "kind", "required field is missing")
+            skipped[kind] += 1
+            continue
+        label = _describe(obj, kind)
+        where = f"{location} ({label})" if location else label
+        result.add(kind, parser(Reader(obj, source, where)), f"{source}: {where}")
     if skipped:
         kinds = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(skipped.items()))
         result.warnings.append(f"{source}: skipped unknown kinds: {kinds}")
     return result
 
 
-def _flatten(doc: Any, location: str, source: str) -> Iterator[tuple[str, dict]]:
-    if not isinstance(doc, dict):
-        raise ManifestError(source, location, "", "expected a Kubernetes object (a mapping with a kind)")
-    kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+def _objects(documents: list[Any], source: str, multi: bool) -> list[tuple[str, dict]]:
+    """(location, object) for every object, `kind: List` items flattened, before any is parsed:
+    an alias bomb of nested lists is refused by its count, not after parsing millions of pods."""
+    found: list[tuple[str, dict]] = []
+    pending = [(f"document {index + 1}" if multi else "", doc, 0) for index, doc in enumerate(documents)]
+    pending.reverse()
+    while pending:
+        location, doc, depth = pending.pop()
+        if not isinstance(doc, dict):
+            raise ManifestError(source, location, "", "expected a Kubernetes object (a mapping with a kind)")
+        kind = doc.get("kind")
+        if not (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+            found.append((location, doc))
+            if len(found) > MAX_OBJECTS:
+                raise ManifestError(source, location, "", f"more than {MAX_OBJECTS:,} objects")
+            continue
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise ManifestError(source, location, "items", "expected a list")
+        if depth >= MAX_LIST_NESTING:
+            raise ManifestError(source, location, "items", f"lists nested more than {MAX_LIST_NESTING} deep")
+        children = []
         for index, item in enumerate(items):
-            inner = f"items[{index}]"
             if kind != "List" and isinstance(item, dict) and "kind" not in item:
                 # Typed lists as the API server returns them (PodMetricsList, PodList) leave the
                 # kind off their items: it is the list's kind without "List".
                 item = {"kind": kind[: -len("List")], **item}
-            yield from _flatten(item, f"{location}: {inner}" if location else inner, source)
-        return
-    yield location, doc
+            inner = f"{location}: items[{index}]" if location else f"items[{index}]"
+            children.append((inner, item, depth + 1))
+        pending.extend(reversed(children))
+    return found
 
 
 def _describe(obj: dict, kind: str) -> str:
     meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         return kind
     namespace = meta.get("namespace")
     name = f"{namespace}/{meta['name']}" if isinstance(namespace, str) and namespace else meta["name"]

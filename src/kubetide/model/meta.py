@@ -43,6 +43,8 @@ class ObjectMeta:
 def parse_meta(reader: Reader, kind: str, namespaced: bool) -> ObjectMeta:
     meta = reader.child("metadata")
     name = meta.str("name", required=True)
+    if not name:
+        raise meta.error("must not be empty", "name")
     namespace = (meta.str("namespace") or "default") if namespaced else ""
     owners = []
     for ref in meta.items("ownerReferences"):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
 from kubetide.model.node import Toleration, parse_toleration
-from kubetide.model.quantity import CPU, MEMORY, PODS
+from kubetide.model.quantity import CPU, MAX_UNITS, MEMORY, PODS
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import (
     NODE_OPERATORS,
@@ -404,6 +404,10 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
     requests = effective_requests(containers, init_containers, overhead, "requests")
     requests[PODS] = 1
     limits = effective_requests(containers, init_containers, overhead, "limits")
+    for what, totals in (("requests", requests), ("limits", limits)):
+        for resource, amount in totals.items():
+            if amount > MAX_UNITS:  # each quantity fits in int64; the containers' sum need not
+                raise spec.error(f"the pod's {resource} {what} add up to more than {MAX_UNITS} units (int64)")
     grace = spec.int("terminationGracePeriodSeconds", default=DEFAULT_GRACE_PERIOD)
     if grace < 0:
         raise spec.error(f"must be non-negative, got {grace}", "terminationGracePeriodSeconds")

@@ -33,6 +33,13 @@ _QUANTITY = re.compile(
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
 )
 
+# The API server keeps a quantity as an int64 number of milli-units and refuses larger ones.
+MAX_MILLI_UNITS = 2**63 - 1
+# Our integer units (millicores for cpu, base units otherwise) live in int64 snapshot columns.
+MAX_UNITS = 2**63 - 1
+# Longer texts are not quantities anyone writes (and Python refuses ints over 4,300 digits).
+_MAX_TEXT = 100
+
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -45,6 +52,16 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as a YAML string or number into an exact Fraction."""
+    amount = _parse(value)
+    if abs(amount) * 1000 > MAX_MILLI_UNITS:
+        raise QuantityError(
+            f'quantity "{value}" is too large: Kubernetes keeps quantities in int64 milli-units '
+            f"(at most {MAX_MILLI_UNITS}m)"
+        )
+    return amount
+
+
+def _parse(value: object) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
     if isinstance(value, int):
@@ -58,6 +75,8 @@ def parse_quantity(value: object) -> Fraction:
         text = value.strip()
     else:
         raise QuantityError(f"invalid quantity {value!r}")
+    if len(text) > _MAX_TEXT:
+        raise QuantityError(f"invalid quantity: longer than {_MAX_TEXT} characters")
     match = _QUANTITY.match(text)
     if match is None:
         raise QuantityError(f'invalid quantity "{value}"')

@@ -7,6 +7,7 @@ against this reader, so precise error messages cost nothing at the call sites.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from fractions import Fraction
@@ -14,6 +15,9 @@ from typing import Any
 
 from kubetide.errors import ManifestError
 from kubetide.model.quantity import QuantityError, parse_quantity, to_units
+
+# Integer fields of Kubernetes objects are int32 or int64; nothing larger reaches the API server.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class Reader:
@@ -86,14 +90,15 @@ class Reader:
             return default
         if isinstance(value, bool):
             raise self.error(f"expected an integer, got {value!r}", key)
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value, 10)
-            except ValueError:
-                pass
-        raise self.error(f"expected an integer, got {value!r}", key)
+        number = value
+        if isinstance(value, str) and len(value) <= 20:
+            with contextlib.suppress(ValueError):
+                number = int(value, 10)
+        if not isinstance(number, int):
+            raise self.error(f"expected an integer, got {value!r}", key)
+        if not INT64_MIN <= number <= INT64_MAX:
+            raise self.error(f"{value!r:.40} is out of range for an integer field (int64)", key)
+        return number
 
     def bool(self, key: str, default: bool = False) -> bool:
         value = self._mapping().get(key)

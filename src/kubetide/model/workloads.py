@@ -107,6 +107,9 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)
         completions = spec.int("completions")
+        for name, value in (("parallelism", parallelism), ("completions", completions)):
+            if value is not None and value < 0:
+                raise spec.error(f"must be non-negative, got {value}", name)
     return Workload(
         kind=kind,
         meta=meta,

@@ -1,0 +1,100 @@
+"""Bounds on a YAML or JSON text, checked before the loader builds any object from it.
+
+libyaml's C loader composes nodes recursively on the C stack: a flow sequence nested some 30,000
+deep kills the process with SIGSEGV, which no `except` can catch. Aliases are the other danger:
+the loader shares an aliased node instead of copying it, so a 1 KB file of nested `kind: List`
+items aliasing each other stands for millions of objects, and every reader after the loader walks
+them all. Both are bounded here, on the text and on the parser's event stream, never on the
+loaded objects.
+
+The event stream costs about an eighth of a full load, so it is read only when a screen over the
+raw text (a few C-speed string scans) cannot rule the danger out. The screen is sound:
+
+- every collection on a path of nested *flow* collections has its own opening bracket, and an
+  empty `[]` / `{}` nests nothing, so flow depth <= (brackets left once those are removed) + 1;
+- nested *block* collections start at strictly increasing columns, except that a block sequence
+  may sit at its parent mapping's column, and a line's block collections start inside its leading
+  run of spaces and `-`, `?`, `:` indicators; so block depth <= 2 * (longest such run + 1);
+- an alias is `*name` after a space, a line start, or a flow indicator: no such `*`, no alias.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from kubetide.errors import ManifestError
+
+# Real manifests nest a few dozen levels deep; Python's own JSON decoder stops near 1,000.
+MAX_NESTING = 500
+# Aliases may make the document stand for at most this many times the nodes it writes out.
+MAX_EXPANSION = 10
+# ... and a small file may always use them this much (a template repeated a few hundred times).
+MIN_EXPANDED_NODES = 100_000
+
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*", re.MULTILINE)
+
+
+def check_text(text: str, source: str, loader: type) -> None:
+    """Raise a ManifestError if the text nests deeper than MAX_NESTING or if its aliases expand it
+    beyond MAX_EXPANSION times its size, before `loader` composes anything."""
+    if _surely_within_bounds(text):
+        return
+    _check_events(text, source, loader)
+
+
+def _surely_within_bounds(text: str) -> bool:
+    if _ALIAS.search(text):
+        return False
+    brackets = text.replace("[]", "").replace("{}", "")
+    flow_depth = brackets.count("[") + brackets.count("{") + 1
+    room = MAX_NESTING - flow_depth
+    if room < 2:
+        return False
+    longest_indent = room // 2 - 1
+    return re.search(rf"^[ \t?:-]{{{longest_indent},}}", text, re.MULTILINE) is None
+
+
+def _check_events(text: str, source: str, loader: type) -> None:
+    """Walk the parser's events (libyaml's parser keeps its stack on the heap: any depth is safe)."""
+    depth = 0
+    written = expanded = 0
+    anchored_sizes: dict[str, int] = {}
+    open_collections: list[tuple[str | None, int]] = []
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise _error(source, event, f"nested more than {MAX_NESTING} levels deep")
+                open_collections.append((event.anchor, expanded))
+                written += 1
+                expanded += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, start = open_collections.pop()
+                if anchor is not None:
+                    anchored_sizes[anchor] = expanded - start
+            elif isinstance(event, yaml.ScalarEvent):
+                written += 1
+                expanded += 1
+                if event.anchor is not None:
+                    anchored_sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                written += 1
+                expanded += anchored_sizes.get(event.anchor, 1)
+                if expanded > max(MAX_EXPANSION * written, MIN_EXPANDED_NODES):
+                    raise _error(
+                        source,
+                        event,
+                        f"aliases expand the document more than {MAX_EXPANSION} times "
+                        f"(to over {expanded:,} nodes)",
+                    )
+    except yaml.YAMLError:
+        return  # the loader reports the syntax error itself, with its position
+
+
+def _error(source: str, event: yaml.Event, message: str) -> ManifestError:
+    mark = event.start_mark
+    return ManifestError(source, f"line {mark.line + 1}, column {mark.column + 1}", "", message)
