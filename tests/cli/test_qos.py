@@ -171,6 +171,40 @@ def test_podqos_limits_which_pods_are_touched(kubetide, tmp_path):
     assert "ns/a (priority 0, BestEffort): no PodQOS selects it" in text
 
 
+DISABLE_SCHEDULING = """
+---
+kind: NodeQOS
+metadata: {name: busy}
+spec:
+  rules:
+  - {name: cpu, actionName: disablescheduling, metricRule: {name: cpu_total_usage, value: 3000}}
+---
+kind: AvoidanceAction
+metadata: {name: disablescheduling}
+spec: {coolDownSeconds: 300}
+"""
+
+
+def test_disable_scheduling_taints_the_node(kubetide, tmp_path):
+    text = NODE + pod("a") + metrics("a", "3500m") + DISABLE_SCHEDULING
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
+    assert code == 0
+    assert (
+        "Disable scheduling: taint the node ensurance.crane.io/analyzed-pressure:NoSchedule (busy/cpu)" in out
+    )
+    assert "Nothing to do" not in out
+    code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
+    assert json.loads(out) == {"gaps": {}, "actions": [], "scheduling": "DisableScheduling"}
+    tainted = NODE.replace(
+        "metadata: {name: n1}",
+        "metadata: {name: n1}\nspec: {taints: [{key: ensurance.crane.io/analyzed-pressure, effect: NoSchedule}]}",
+    )
+    code, out, _ = kubetide(
+        write(tmp_path, "s.yaml", tainted + pod("a") + metrics("a", "100m") + DISABLE_SCHEDULING), "--json"
+    )
+    assert json.loads(out)["scheduling"] == "RestoreScheduling"
+
+
 def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):
     quota = {"qos.kubetide.io/cpu-quota": "400m"}
     text = NODE + pod("a", annotations=quota, limit="1") + metrics("a", "400m") + QOS

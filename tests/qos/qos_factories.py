@@ -7,7 +7,7 @@ import textwrap
 import yaml
 
 import kubetide.qos  # noqa: F401  (registers the kinds)
-from kubetide.model import Pod, load_documents
+from kubetide.model import Node, Pod, Taint, load_documents
 from kubetide.qos import NodeState, PodState, QosConfig
 
 GI = 2**30
@@ -60,16 +60,17 @@ def pod(
     return load_documents([doc], "test.yaml").pods[0]
 
 
-def node_doc(cpu: str = "4", memory: str = "16Gi", labels: dict | None = None) -> dict:
+def node_doc(cpu: str = "4", memory: str = "16Gi", labels: dict | None = None, taints=()) -> dict:
     return {
         "kind": "Node",
         "metadata": {"name": "n1", "labels": labels or {}},
+        "spec": {"taints": list(taints)},
         "status": {"capacity": {"cpu": cpu, "memory": memory, "pods": "110"}},
     }
 
 
-def node(cpu: str = "4", memory: str = "16Gi", labels: dict | None = None):
-    return load_documents([node_doc(cpu, memory, labels)], "test.yaml").nodes[0]
+def node(cpu: str = "4", memory: str = "16Gi", labels: dict | None = None, taints=()):
+    return load_documents([node_doc(cpu, memory, labels, taints)], "test.yaml").nodes[0]
 
 
 def ps(p: Pod, cpu: int | None = 0, memory: int = 0, quota: int | None = None) -> PodState:
@@ -78,8 +79,10 @@ def ps(p: Pod, cpu: int | None = 0, memory: int = 0, quota: int | None = None) -
     return PodState(p, usage, quota)
 
 
-def state(*pods: PodState, cpu: str = "4", memory: str = "16Gi", usage: dict | None = None, labels=None):
-    return NodeState(node(cpu, memory, labels), tuple(pods), usage)
+def state(
+    *pods: PodState, cpu: str = "4", memory: str = "16Gi", usage: dict | None = None, labels=None, taints=()
+):
+    return NodeState(node(cpu, memory, labels, taints), tuple(pods), usage)
 
 
 def config(text: str, registry=None) -> QosConfig:
@@ -133,3 +136,9 @@ class Recorder:
     def evict(self, pod: Pod, grace_seconds: int) -> bool:
         self.calls.append(("evict", pod.key, grace_seconds))
         return pod.key not in self.refuse
+
+    def taint_node(self, node: Node, taint: Taint) -> None:
+        self.calls.append(("taint", node.name, f"{taint.key}:{taint.effect}"))
+
+    def untaint_node(self, node: Node, taint: Taint) -> None:
+        self.calls.append(("untaint", node.name, f"{taint.key}:{taint.effect}"))

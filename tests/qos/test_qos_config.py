@@ -9,9 +9,9 @@ import pytest
 import yaml
 from qos_factories import config
 
-import kubetide.qos  # noqa: F401
 from kubetide.errors import ManifestError
 from kubetide.model import load_documents, load_file
+from kubetide.qos import METRICS
 
 FULL = """
 apiVersion: ensurance.crane.io/v1alpha1
@@ -111,7 +111,7 @@ def test_cpu_usage_watermarks_read_like_crane(value, millicores):
     assert cfg.nodeqos[0].rules[0].watermark == millicores
 
 
-def test_disable_scheduling_action_is_accepted_with_a_warning():
+def test_disable_scheduling_action_is_accepted():
     cfg = config(
         """
         kind: NodeQOS
@@ -123,7 +123,8 @@ def test_disable_scheduling_action_is_accepted_with_a_warning():
         spec: {coolDownSeconds: 300}
         """
     )
-    assert "neither throttles nor evicts" in cfg.warnings[0]
+    assert cfg.actions["disablescheduling"].disables_scheduling and cfg.warnings == []
+    assert cfg.actions["disablescheduling"].kinds(METRICS["cpu_total_usage"]) == ()
 
 
 def _rule_error(rule: str, action: str = "spec: {eviction: {}}", extra: str = "") -> str:

@@ -610,6 +610,59 @@ def test_podqos_in_spec_qos_limits_which_pods_are_evicted():
     assert len(evicted) == 1 and evicted[0].startswith("Pod/default/batch-")
 
 
+def disable_scheduling_action(cool_down=0):
+    return {
+        "apiVersion": QOS_API,
+        "kind": "AvoidanceAction",
+        "metadata": {"name": "act"},
+        "spec": {"coolDownSeconds": cool_down},
+    }
+
+
+def test_disable_scheduling_taints_the_node_and_the_scheduler_respects_it():
+    # 3500m of 4 cores is over 80%: the node is tainted at the first sample. `late` asks for a pod
+    # at 30 s: it stays pending while the taint is on. At 2m the hot pod cools down; one quiet
+    # sample (restoreThreshold 1) lifts the taint and the pending pod is scheduled.
+    scenario = hot_scenario(
+        [deploy("hot", 1, cpu="1"), deploy("late", 0, cpu="100m")],
+        [
+            {
+                "match": {"kind": "Deployment", "name": "hot"},
+                "cpu": {"base": "200m", "spikes": {"every": "1h", "to": "3500m", "for": "2m", "start": "0s"}},
+            }
+        ],
+        [nodeqos(), disable_scheduling_action()],
+        duration="4m",
+        events=[
+            {
+                "at": "30s",
+                "scale": {"kind": "Deployment", "namespace": "default", "name": "late", "replicas": 1},
+            }
+        ],
+    )
+    sim = simulate(scenario, NoAutoscaler)
+    advance(sim, 1)
+    (node,) = sim.world.nodes()
+    assert [t.key for t in node.taints] == ["ensurance.crane.io/analyzed-pressure"]
+    assert node.taints[0].effect == "NoSchedule"
+    advance(sim, 60)
+    (late,) = pods_of(sim, "late")
+    assert not late.node_name  # the taint keeps it off the only node
+    advance(sim, 80)
+    (node,) = sim.world.nodes()
+    assert node.taints == ()
+    result = sim.run()
+    (late,) = pods_of(sim, "late")
+    assert late.node_name == node.name
+    assert result.summary["qos"]["scheduling_disabled"] == 1
+    assert [e["reason"] for e in qos_events(result) if e["object"].startswith("Node/")] == [
+        "AvoidanceTriggered",
+        "DisableScheduling",
+        "RestoreTriggered",
+        "RestoreScheduling",
+    ]
+
+
 def test_nodeqos_selectors_choose_the_nodes():
     scenario = hot_scenario(
         [deploy("batch", 2, cpu="1")],

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 from fractions import Fraction
+from typing import Any
 
 from kubetide.cli.output import console, print_json, warn
 from kubetide.errors import UserError
-from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, load_files
+from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint, load_files
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
 from kubetide.qos import (
     AgentOptions,
@@ -30,7 +31,7 @@ from kubetide.qos import (
     RoundResult,
 )
 from kubetide.qos.config import ACTION_KINDS
-from kubetide.qos.executor import DONE, REFUSED, Execution, gap_units
+from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED, SCHEDULING_TAINT, Execution, gap_units
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
 
@@ -91,6 +92,12 @@ class _DryRun:
         pass
 
     def restore(self, pod: Pod, quota_millicores: int | None) -> None:
+        pass
+
+    def taint_node(self, node: Node, taint: Taint) -> None:
+        pass
+
+    def untaint_node(self, node: Node, taint: Taint) -> None:
         pass
 
     def evict(self, pod: Pod, grace_seconds: int) -> bool:
@@ -205,7 +212,10 @@ def to_json(result: RoundResult) -> dict:
         for d in result.decisions
         if d.outcome == DONE
     ]
-    return {"gaps": gaps, "actions": actions}
+    result_json: dict[str, Any] = {"gaps": gaps, "actions": actions}
+    if result.execution.scheduling is not None:
+        result_json["scheduling"] = result.execution.scheduling.kind
+    return result_json
 
 
 # -- the readable report ----------------------------------------------------------------------
@@ -253,14 +263,24 @@ def render(result: RoundResult, state: NodeState, config: QosConfig, origin: str
             preview = " (Preview)" if rule.preview else ""
             out.print(f"  {qos.name}/{rule.name}: {rule.metric} {compared} -> {rule.action_name}{preview}")
     _render_execution(out, "", result.execution, state, registry, args)
-    if result.preview.gaps:
+    if result.preview.gaps or result.preview.scheduling is not None:
         _render_execution(out, "Preview: ", result.preview, state, registry, args)
 
 
 def _render_execution(out, prefix: str, execution: Execution, state: NodeState, registry, args) -> None:
     out.print()
+    change = execution.scheduling
+    if change is not None:
+        taint = f"{SCHEDULING_TAINT.key}:{SCHEDULING_TAINT.effect}"
+        if change.kind == DISABLE_SCHEDULING:
+            out.print(
+                f"[bold]{prefix}Disable scheduling[/bold]: taint the node {taint} ({', '.join(change.rules)})"
+            )
+        else:
+            out.print(f"[bold]{prefix}Restore scheduling[/bold]: remove the taint {taint}")
     if not execution.gaps:
-        out.print(f"[bold]{prefix}Nothing to do[/bold]: no rule in force has a gap to close.")
+        if change is None:
+            out.print(f"[bold]{prefix}Nothing to do[/bold]: no rule in force has a gap to close.")
         return
     margin = f" (+{args.execute_excess}% execute excess on avoidance)" if args.execute_excess else ""
     out.print(f"[bold]{prefix}Gaps[/bold]{margin}")

@@ -99,8 +99,12 @@ class QosAgent:
                 raise ValueError("QosAgent.step needs `now` or an agent clock")
             now = self.clock.now()
         analysis = self.analyzer.analyze(state, now, one_sample=self.options.one_sample)
-        execution = self._executor(state, port=actuator).run(analysis.watermarks)
-        preview = self._executor(state, preview=True).run(analysis.preview)
+        execution = self._executor(state, port=actuator).run(
+            analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable
+        )
+        preview = self._executor(state, preview=True).run(
+            analysis.preview, analysis.preview_disable_scheduling
+        )
         for decision in execution.decisions:
             if decision.outcome == DONE and decision.kind in (EVICT, THROTTLE_DOWN):
                 self.analyzer.acted(decision.action_name, now)

@@ -12,6 +12,12 @@ until it has passed, the action's rules contribute nothing (neither more avoidan
 the last action's effect has to show in the samples first). Preview rules go into a separate set
 that the executor plans without acting on.
 
+Rules whose action is crane's disable-scheduling action (neither throttle nor eviction) add no
+watermark: while one is in force the node must carry the scheduling taint (`disable_scheduling`).
+Once none is, the taint may go when every such action's coolDownSeconds has passed since the last
+sample over the watermark with the rule in force (`scheduling_held` lists those still cooling), as
+crane waits its coolDown before it lets pods be scheduled again.
+
 A metric whose value cannot be measured this sample leaves its rules' counters alone. A rule
 already in force keeps its watermark, and the executor, finding the usage missing, falls back to
 acting on all candidates, as the design prescribes.
@@ -63,6 +69,14 @@ class Analysis:
     values: dict[str, Fraction | None] = field(default_factory=dict)
     cooling: list[str] = field(default_factory=list)  # rules held back by their action's coolDown
     over: list[str] = field(default_factory=list)  # rules (not Preview) over their watermark now
+    disable_scheduling: list[str] = field(default_factory=list)  # rules in force asking for the taint
+    preview_disable_scheduling: list[str] = field(default_factory=list)  # the same, Preview rules
+    scheduling_held: list[str] = field(default_factory=list)  # actions whose coolDown keeps the taint
+
+    @property
+    def scheduling_restorable(self) -> bool:
+        """Whether the scheduling taint may be lifted now."""
+        return not self.disable_scheduling and not self.scheduling_held
 
 
 def _add(target: Watermarks, kind: str, mark: Watermark) -> None:
@@ -83,6 +97,8 @@ class Analyzer:
         self.config = config
         self.rules: dict[tuple[str, str], RuleState] = {}
         self.last_acted: dict[str, float] = {}  # AvoidanceAction name -> when it last acted
+        # disable-scheduling AvoidanceAction name -> its last sample over a watermark while in force
+        self.last_disabled: dict[str, float] = {}
 
     def analyze(self, state: NodeState, now: float, *, one_sample: bool = False) -> Analysis:
         """Count this sample and return the watermarks in force. With `one_sample` every threshold
@@ -96,8 +112,8 @@ class Analyzer:
                     analysis.values[rule.metric] = metric.value(state)
                 value = analysis.values[rule.metric]
                 counters = self.rules.setdefault((qos.name, rule.name), RuleState())
+                over = value is not None and value > rule.watermark
                 if value is not None:
-                    over = value > rule.watermark
                     self._count(counters, rule, over, one_sample)
                     if over and not rule.preview:
                         analysis.over.append(f"{qos.name}/{rule.name}")
@@ -111,6 +127,14 @@ class Analyzer:
                 if not counters.in_force and not restoring:
                     continue
                 label = f"{qos.name}/{rule.name}"
+                if action.disables_scheduling:
+                    if rule.preview:
+                        analysis.preview_disable_scheduling.append(label)
+                    else:
+                        analysis.disable_scheduling.append(label)
+                        if over:
+                            self.last_disabled[action.name] = now
+                    continue
                 if self.cooling(action, now):
                     analysis.cooling.append(label)
                     continue
@@ -118,6 +142,11 @@ class Analyzer:
                 mark = Watermark(rule.metric, rule.watermark, label, action)
                 for kind in action.kinds(metric) if counters.in_force else (THROTTLE_UP,):
                     _add(target, kind, mark)
+        analysis.scheduling_held = [
+            name
+            for name, last in self.last_disabled.items()
+            if now - last < self.config.actions[name].cool_down_seconds
+        ]
         return analysis
 
     @staticmethod

@@ -13,8 +13,9 @@
 
 `objectiveEnsurances` is accepted as the older name of `rules`. Fields crane has and the agent does
 not use (nodeQualityProbe, elasticCpu, ...) are ignored. An action with neither throttle nor
-eviction (crane's disable-scheduling action) is accepted and does nothing here: cordoning is the
-scheduler's and the autoscaler's business.
+eviction is crane's disable-scheduling action: while one of its rules is in force the node carries
+a NoSchedule taint, lifted once the rule has been quiet for restoreThreshold samples and the
+action's coolDownSeconds have passed since the node last needed it.
 
 Each object parses on its own (the loader calls the parsers); references between them (a rule's
 actionName, which actions a metric supports) are checked when a `QosConfig` is built, with the
@@ -93,6 +94,11 @@ class AvoidanceAction:
     @property
     def throttles(self) -> bool:
         return self.throttle is not None
+
+    @property
+    def disables_scheduling(self) -> bool:
+        """Crane's disable-scheduling action: neither throttle nor eviction."""
+        return not self.throttles and not self.evicts
 
     def kinds(self, metric: Metric) -> tuple[str, ...]:
         """The action kinds this action takes when a rule on `metric` triggers."""
@@ -241,7 +247,7 @@ class QosConfig:
             if qos.name in seen:
                 raise qos.origin.error(f'duplicate NodeQOS "{qos.name}"', "metadata.name")
             seen.add(qos.name)
-            rules = tuple(_check_rule(rule, by_name, registry, warnings) for rule in qos.rules)
+            rules = tuple(_check_rule(rule, by_name, registry) for rule in qos.rules)
             checked.append(NodeQOS(qos.name, rules, qos.selector, qos.origin))
         scopes = _check_podqos(podqos, by_name, warnings)
         return cls(tuple(checked), by_name, registry, warnings, scopes)
@@ -281,9 +287,7 @@ def _check_podqos(
     return tuple(checked.values())
 
 
-def _check_rule(
-    rule: Rule, actions: Mapping[str, AvoidanceAction], registry: MetricRegistry, warnings: list[str]
-) -> Rule:
+def _check_rule(rule: Rule, actions: Mapping[str, AvoidanceAction], registry: MetricRegistry) -> Rule:
     metric = registry.get(rule.metric)
     if metric is None:
         raise rule.origin.error(
@@ -299,12 +303,7 @@ def _check_rule(
         raise rule.origin.error(
             f'unknown AvoidanceAction "{rule.action_name}" (known: {known})', "actionName"
         )
-    if not action.throttles and not action.evicts:
-        warnings.append(
-            f'{rule.origin.source}: rule "{rule.name}": AvoidanceAction "{action.name}" neither throttles '
-            "nor evicts; the agent does nothing for it"
-        )
-    elif not action.kinds(metric):
+    if not action.disables_scheduling and not action.kinds(metric):
         can = [w for w, ok in (("throttled", metric.throttleable), ("evicted", metric.evictable)) if ok]
         raise rule.origin.error(
             f'AvoidanceAction "{action.name}" only {"throttles" if action.throttles else "evicts"}, but '

@@ -28,7 +28,14 @@ AvoidanceActions behind that watermark (podqos.py). ThrottleUp acts only on the 
 the list it is given (crane hands its restore the throttle-down list), most important first: the
 reverse of the avoidance order.
 
-Every action, done or not, is a `Decision` with its reason, for the CLI and the simulator.
+4. Crane's disable-scheduling action: while a rule using it is in force the node gets the taint
+   `SCHEDULING_TAINT` (NoSchedule, so the scheduler places no new pod there; crane uses
+   PreferNoSchedule, which a busy cluster ignores); once none is and the analyzer lets it go
+   (coolDown), the taint is removed. Whether the node carries it comes with the NodeState, so
+   nothing about it is remembered here.
+
+Every action, done or not, is a `Decision` with its reason, for the CLI and the simulator; a taint
+added or removed is the execution's `scheduling` change.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Protocol
 
-from kubetide.model import Pod
+from kubetide.model import Node, Pod, Taint
 from kubetide.qos.actions import ActionContext, Effect
 from kubetide.qos.analyzer import Watermark, Watermarks
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
@@ -57,6 +64,12 @@ PREVIEW = "preview"  # a Preview rule: recorded, not carried out
 
 Gaps = dict[str, dict[str, Fraction | None]]  # kind -> metric -> absolute gap; None = usage missing
 
+# The taint of crane's disable-scheduling action (its key; NoSchedule rather than crane's
+# PreferNoSchedule, so that the node really takes no new pods while it is over the watermark).
+SCHEDULING_TAINT = Taint(key="ensurance.crane.io/analyzed-pressure", effect="NoSchedule")
+DISABLE_SCHEDULING = "DisableScheduling"
+RESTORE_SCHEDULING = "RestoreScheduling"
+
 
 class QosActuator(Protocol):
     """How the agent changes the node. The simulator and a real node agent implement it."""
@@ -71,6 +84,14 @@ class QosActuator(Protocol):
 
     def evict(self, pod: Pod, grace_seconds: int) -> bool:
         """Evict through the Eviction API; False when refused (a PodDisruptionBudget)."""
+        ...
+
+    def taint_node(self, node: Node, taint: Taint) -> None:
+        """Add the taint to the node object (disable-scheduling)."""
+        ...
+
+    def untaint_node(self, node: Node, taint: Taint) -> None:
+        """Remove the taint (same key and effect) from the node object."""
         ...
 
 
@@ -94,12 +115,22 @@ class Decision:
         return VERB[self.kind]
 
 
+@dataclass(frozen=True, slots=True)
+class SchedulingChange:
+    """The node's scheduling taint added (DisableScheduling) or removed (RestoreScheduling)."""
+
+    kind: str  # DisableScheduling | RestoreScheduling
+    rules: tuple[str, ...]  # "nodeqos/rule" in force that asked for the taint (none on restore)
+    outcome: str = DONE  # done | preview
+
+
 @dataclass
 class Execution:
     gaps: Gaps = field(default_factory=dict)  # as computed before acting (margin included)
     decisions: list[Decision] = field(default_factory=list)
     remaining: Gaps = field(default_factory=dict)  # what is left after acting
     skipped: dict[str, str] = field(default_factory=dict)  # pod -> why it was not acted on
+    scheduling: SchedulingChange | None = None
 
 
 def compute_gaps(
@@ -181,7 +212,12 @@ class Executor:
         self.result = Execution()
 
     # -- entry point -------------------------------------------------------------------------
-    def run(self, watermarks: Watermarks) -> Execution:
+    def run(
+        self, watermarks: Watermarks, disable_scheduling: Sequence[str] = (), restore_scheduling: bool = False
+    ) -> Execution:
+        """Act on the watermarks; taint the node while `disable_scheduling` names rules in force,
+        untaint it when none does and `restore_scheduling` allows."""
+        self._schedule(tuple(disable_scheduling), restore_scheduling)
         gaps = compute_gaps(self.state, watermarks, self.registry, self.excess_percent)
         candidates = self._candidates()
         if not any(p.cpu_quota is not None for p in candidates):
@@ -195,6 +231,25 @@ class Executor:
             if gaps.get(kind):
                 self._run_kind(kind, watermarks[kind], candidates)
         return self.result
+
+    def _schedule(self, rules: tuple[str, ...], may_restore: bool) -> None:
+        node = self.state.node
+        tainted = any(
+            t.key == SCHEDULING_TAINT.key and t.effect == SCHEDULING_TAINT.effect for t in node.taints
+        )
+        if rules and not tainted:
+            change = SchedulingChange(DISABLE_SCHEDULING, rules)
+        elif not rules and tainted and may_restore:
+            change = SchedulingChange(RESTORE_SCHEDULING, ())
+        else:
+            return
+        if self.preview:
+            change = SchedulingChange(change.kind, change.rules, PREVIEW)
+        elif self.port is not None and change.kind == DISABLE_SCHEDULING:
+            self.port.taint_node(node, SCHEDULING_TAINT)
+        elif self.port is not None:
+            self.port.untaint_node(node, SCHEDULING_TAINT)
+        self.result.scheduling = change
 
     # -- candidates --------------------------------------------------------------------------
     def _candidates(self) -> list[PodState]:

@@ -16,13 +16,16 @@ and at the agent's CFS quota; node usage = the sum over its pods) and steps that
 It is the agent's `QosActuator`: throttle and restore record the quota per pod, which caps the
 pod's cpu usage from the next sample on; evict goes through the simulator's Eviction API, so PDBs
 apply (a refusal returns False) and the evicted pod is recreated by its controller and scheduled
-anew, possibly onto a node the autoscaler adds for it. The agent's evictions are not the
+anew, possibly onto a node the autoscaler adds for it; taint_node / untaint_node (crane's
+disable-scheduling action) change the node object in the world, so the simulated scheduler's taint
+filter keeps new pods off the node while it carries the taint. The agent's evictions are not the
 autoscaler's: they count in `qos`, not in the summary's `evictions` or the autoscaler invariants.
 
 Reports: summary.json `qos` (throttles, restores, evictions, over_evictions, seconds_over_watermark,
-evictions_refused, nodes_over_watermark_at_end, precise, and with `compare` a `comparison` of both
-modes), timeline.csv columns `qos_*`, events.jsonl records from source `qos-agent` (crane's node
-events AvoidanceTriggered / RestoreTriggered when a rule comes into force or is lifted; one
+evictions_refused, nodes_over_watermark_at_end, scheduling_disabled, precise, and with `compare` a
+`comparison` of both modes), timeline.csv columns `qos_*`, events.jsonl records from source
+`qos-agent` (crane's node events AvoidanceTriggered / RestoreTriggered when a rule comes into force
+or is lifted; DisableScheduling / RestoreScheduling when the node's taint is added or removed; one
 AvoidanceEvict / AvoidanceEvictRefused / AvoidanceThrottle / AvoidanceRestore / AvoidancePreview
 per decision), and a QoS panel in report.html. A scenario without `spec.qos` builds none of this.
 """
@@ -37,11 +40,19 @@ from pathlib import Path
 from typing import Any
 
 from kubetide.autoscaler.ports import EvictionOutcome
-from kubetide.model import Manifests, Node, Pod
+from kubetide.model import Manifests, Node, Pod, Taint
 from kubetide.model.quantity import format_units
 from kubetide.qos import AgentOptions, NodeState, PodState, QosAgent, QosConfig, RoundResult
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
-from kubetide.qos.executor import DONE, PREVIEW, REFUSED, Decision, gap_units
+from kubetide.qos.executor import (
+    DISABLE_SCHEDULING,
+    DONE,
+    PREVIEW,
+    REFUSED,
+    Decision,
+    SchedulingChange,
+    gap_units,
+)
 from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
 from kubetide.sim.eviction import EvictionApi
@@ -63,6 +74,7 @@ COUNT_KEYS = (
     "seconds_over_watermark",
     "evictions_refused",
     "nodes_over_watermark_at_end",
+    "scheduling_disabled",
 )
 
 
@@ -158,6 +170,7 @@ class QosCounters:
     over_evictions: int = 0
     seconds_over_watermark: float = 0.0
     previews: int = 0
+    scheduling_disabled: int = 0  # times a node got the disable-scheduling taint
 
 
 class NodeAgents(WorldObserver):
@@ -234,6 +247,21 @@ class NodeAgents(WorldObserver):
             self.evicting = False
         return outcome is EvictionOutcome.EVICTED
 
+    def taint_node(self, node: Node, taint: Taint) -> None:
+        current = self.world.node(node.name)
+        if current is None:
+            return
+        kept = tuple(t for t in current.taints if (t.key, t.effect) != (taint.key, taint.effect))
+        self.world.update_node(dataclasses.replace(current, taints=(*kept, taint)))
+
+    def untaint_node(self, node: Node, taint: Taint) -> None:
+        current = self.world.node(node.name)
+        if current is None:
+            return
+        kept = tuple(t for t in current.taints if (t.key, t.effect) != (taint.key, taint.effect))
+        if len(kept) != len(current.taints):
+            self.world.update_node(dataclasses.replace(current, taints=kept))
+
     # -- sampling ----------------------------------------------------------------------------
     def _tick(self) -> None:
         now = self.engine.now()
@@ -309,12 +337,39 @@ class NodeAgents(WorldObserver):
         for decision in result.preview.decisions:
             self.c.previews += 1
             self._event(node, decision)
+        for change in (result.execution.scheduling, result.preview.scheduling):
+            if change is not None:
+                self._scheduling_event(node, change)
         self.c.over_evictions += result.over_evictions()
         if result.over_watermark:
             self.c.seconds_over_watermark += span
             self.over.add(node.name)
         else:
             self.over.discard(node.name)
+
+    def _scheduling_event(self, node: Node, change: SchedulingChange) -> None:
+        disable = change.kind == DISABLE_SCHEDULING
+        rules = ", ".join(change.rules)
+        if change.outcome == PREVIEW:
+            self.log.record(
+                "Node",
+                node.name,
+                "Normal",
+                PREVIEW_REASON,
+                f"would disable scheduling (Preview, {rules})",
+                SOURCE,
+            )
+            return
+        if disable:
+            self.c.scheduling_disabled += 1
+        self.log.record(
+            "Node",
+            node.name,
+            "Warning" if disable else "Normal",
+            change.kind,
+            f"scheduling disabled: {rules}" if disable else "scheduling restored",
+            SOURCE,
+        )
 
     def _event(self, node: Node, d: Decision) -> None:
         metric = self.config.registry.get(d.metric)
@@ -387,6 +442,7 @@ class NodeAgents(WorldObserver):
             "seconds_over_watermark": round(c.seconds_over_watermark, 3),
             "evictions_refused": c.evictions_refused,
             "nodes_over_watermark_at_end": len(self.over),
+            "scheduling_disabled": c.scheduling_disabled,
             "precise": self.settings.precise,
         }
 
@@ -432,6 +488,7 @@ _ROWS = (
     ("restores", "restores"),
     ("seconds_over_watermark", "node-seconds over a watermark"),
     ("nodes_over_watermark_at_end", "nodes over a watermark at the end"),
+    ("scheduling_disabled", "times a node's scheduling was disabled"),
     ("nodes_added", "nodes added by scale-up"),
     ("cost", "cost"),
     ("pending_pod_seconds", "pending pod-seconds"),
