@@ -16,6 +16,7 @@ import ipaddress
 import json
 import lzma
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -26,6 +27,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +43,9 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 10.0
 LOG_TAIL_LINES = 40
+NODE_DELETION_TIMEOUT_SECONDS = 30.0
+DIRECTORY_PREFIX = "kubetide-controlplane-"
+OWNER_FILE = "owner.pid"
 
 
 class ControlPlaneUnavailable(Exception):
@@ -116,6 +121,23 @@ def unpack_one(compressed: Path, expected_sha256: str | None, target: Path) -> N
         shutil.copyfileobj(source, sink, 1 << 20)
     partial.chmod(0o755)
     os.replace(partial, target)
+
+
+def remove_abandoned_directories() -> None:
+    """Remove the temporary directories of earlier sessions whose process is gone: one killed by
+    SIGKILL could not remove its own (its components died with it, see `_launch`)."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{DIRECTORY_PREFIX}*"):
+        try:
+            owner = int((directory / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            # Not written yet by a session that is starting, or not ours: leave it.
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(directory, ignore_errors=True)
+        except PermissionError:
+            continue  # alive, and another user's
 
 
 def free_loopback_port() -> int:
@@ -276,7 +298,9 @@ class ControlPlane:
 
     def __init__(self) -> None:
         self.binaries, self.kwok_stages = find_binaries()
-        self.directory = Path(tempfile.mkdtemp(prefix="kubetide-controlplane-"))
+        remove_abandoned_directories()
+        self.directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))
+        (self.directory / OWNER_FILE).write_text(str(os.getpid()))
         self.logs_directory = self.directory / "logs"
         self.logs_directory.mkdir()
         self._processes: dict[str, subprocess.Popen] = {}
@@ -289,10 +313,9 @@ class ControlPlane:
         self._health_ports = {name: free_loopback_port() for name in BINARY_NAMES[2:]}
         self.server = f"https://127.0.0.1:{self._apiserver_port}"
         self.admin_token = secrets.token_hex(16)
-
-    @property
-    def ca_path(self) -> Path:
-        return self._credentials.ca_cert
+        self._credentials = Credentials(self.directory)
+        self.ca_path = self._credentials.ca_cert
+        self.kubeconfig_path = self._client_kubeconfig("admin", "kubetide-admin", "system:masters")
 
     @property
     def pids(self) -> dict[str, int]:
@@ -308,8 +331,6 @@ class ControlPlane:
         return self
 
     def _start(self) -> None:
-        self._credentials = Credentials(self.directory)
-        self.kubeconfig_path = self._client_kubeconfig("admin", "kubetide-admin", "system:masters")
         component_kubeconfigs = {
             "kube-controller-manager": self._client_kubeconfig(
                 "kube-controller-manager", "system:kube-controller-manager"
@@ -392,10 +413,11 @@ class ControlPlane:
             f"--service-account-signing-key-file={credentials.service_account_key}",
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            # No Endpoints for the `kubernetes` Service: nothing here routes to it, and a restarted
-            # API server would otherwise wait on the old lease of its own address.
+            # Nothing on loopback routes to the `kubernetes` Service, so its Endpoints and their
+            # lease are only writes that no one reads.
             "--endpoint-reconciler-type=none",
             "--authorization-mode=RBAC,Node",
+            # Node agents in tests' DaemonSets may ask for privileged containers, as real ones do.
             "--allow-privileged=true",
             "--profiling=false",
             # Without it, SIGTERM waits for open watches to end on their own (a minute): this ends
@@ -524,6 +546,111 @@ class ControlPlane:
         for name in reversed(BINARY_NAMES):
             self._terminate(name)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class KubeTestContext:
+    """One test's view of the shared control plane: an admin client, a fresh namespace, cleanup."""
+
+    def __init__(self, control_plane: ControlPlane, test_name: str):
+        import kubernetes
+
+        self.control_plane = control_plane
+        self.api_client = kubernetes.config.new_client_from_config(
+            config_file=str(control_plane.kubeconfig_path)
+        )
+        self.core = kubernetes.client.CoreV1Api(self.api_client)
+        self._api_exception = kubernetes.client.ApiException
+        readable = re.sub(r"[^a-z0-9]+", "-", test_name.lower())[:40].strip("-")
+        self.namespace = f"{readable}-{uuid.uuid4().hex[:6]}"
+        self._nodes_before = self.node_names()
+        self._cleanups: list[Callable[[], object]] = []
+        self.core.create_namespace({"metadata": {"name": self.namespace}})
+        # Pods are refused until the ServiceAccount controller has made the namespace's `default` account.
+        wait_until(
+            lambda: (
+                self.core.list_namespaced_service_account(
+                    self.namespace, field_selector="metadata.name=default"
+                ).items
+            ),
+            timeout=30,
+            what=f"ServiceAccount {self.namespace}/default",
+        )
+
+    def node_names(self) -> set[str]:
+        return {node.metadata.name for node in self.core.list_node().items}
+
+    def add_cleanup(self, action: Callable[[], object]) -> None:
+        """Run `action` at teardown, before the namespace and Nodes go (last added runs first): for
+        cluster-scoped objects other than Nodes, such as ClusterRoleBindings or PriorityClasses."""
+        self._cleanups.append(action)
+
+    def create_fake_node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "8Gi",
+        pods: str = "110",
+        labels: dict[str, str] | None = None,
+        taints: list[dict] | None = None,
+    ):
+        """Create a Node that KWOK manages (heartbeats, runs its pods); returns the API's V1Node."""
+        resources = {"cpu": cpu, "memory": memory, "pods": pods}
+        return self.core.create_node(
+            {
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
+                    "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                },
+                "spec": {"taints": taints or []},
+                "status": {"allocatable": resources, "capacity": resources},
+            }
+        )
+
+    def wait_node_ready(self, name: str, timeout: float = 30.0):
+        def ready():
+            node = self.core.read_node(name)
+            conditions = {condition.type: condition.status for condition in node.status.conditions or []}
+            return node if conditions.get("Ready") == "True" else None
+
+        return wait_until(ready, timeout=timeout, what=f"Node {name} Ready")
+
+    def cleanup_nodes(self) -> None:
+        """Delete every Node that did not exist when the test began, and wait until they are gone."""
+        created = self.node_names() - self._nodes_before
+        for name in created:
+            try:
+                self.core.delete_node(name)
+            except self._api_exception as error:
+                if error.status != 404:
+                    raise
+        wait_until(
+            lambda: not (self.node_names() & created),
+            timeout=NODE_DELETION_TIMEOUT_SECONDS,
+            what=f"Nodes {sorted(created)} deleted",
+        )
+
+    def teardown(self) -> None:
+        """Every step runs even if an earlier one fails, so one broken test leaves the least behind
+        for the next; the first failure is raised at the end."""
+        steps = [
+            *reversed(self._cleanups),
+            # The namespace goes first, so its controllers stop making pods; then its pods are removed
+            # at once rather than waiting for KWOK to finish graceful deletions.
+            lambda: self.core.delete_namespace(self.namespace),
+            lambda: self.core.delete_collection_namespaced_pod(self.namespace, grace_period_seconds=0),
+            self.cleanup_nodes,
+        ]
+        first_failure = None
+        for step in steps:
+            try:
+                step()
+            except Exception as failure:
+                first_failure = first_failure or failure
+        self.api_client.close()
+        if first_failure is not None:
+            raise first_failure
 
 
 def signal_group(process: subprocess.Popen, signum: int) -> None:
