@@ -34,6 +34,8 @@ def parse_duration(value: object) -> float:
         position = match.end()
     if not text or position != len(text):
         raise ValueError(f'invalid duration "{value}" (write it like "90s", "10m" or "1h30m")')
+    if not math.isfinite(total):  # "1e400h" is a float overflow, not a duration
+        raise ValueError(f'invalid duration "{value}": too long')
     return sign * total
 
 

@@ -7,8 +7,10 @@ max-drain-parallelism defaults to 10, the parallel-drain design's intent, where 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +99,8 @@ _DURATION_FLAGS = {
     name for name, f in FLAGS.items() if f.type == "float" and not name.endswith(("threshold", "percentage"))
 }
 _NON_NEGATIVE = {name for name, f in FLAGS.items() if f.type in ("int", "float")}
+# Lower bounds beyond zero. A loop re-armed every nanosecond never lets simulated time advance.
+_MINIMUM_SECONDS = {"scan-interval": 1.0}
 
 
 def parse_flag(name: str, value: Any) -> Any:
@@ -119,6 +123,8 @@ def parse_flag(name: str, value: Any) -> Any:
         raise ValueError(f"unsupported flag type {kind}")
     if name in _NON_NEGATIVE and parsed < 0 and name != "expendable-pods-priority-cutoff":
         raise ValueError(f"must be non-negative, got {value!r}")
+    if name in _MINIMUM_SECONDS and parsed < _MINIMUM_SECONDS[name]:
+        raise ValueError(f"must be at least {_MINIMUM_SECONDS[name]:g}s, got {value!r}")
     if name.endswith("utilization-threshold") and not 0 <= parsed <= 1:
         raise ValueError(f"must be between 0 and 1, got {value!r}")
     if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
@@ -166,29 +172,29 @@ def _parse_bool(value: Any) -> bool:
 
 
 def _parse_int(value: Any) -> int:
-    if isinstance(value, bool):
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = int(value.strip(), 10)
+    if number is None:
         raise ValueError(f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip(), 10)
-        except ValueError:
-            pass
-    raise ValueError(f"expected an integer, got {value!r}")
+    if not -(2**63) <= number < 2**63:  # the Cluster Autoscaler's flags are Go ints
+        raise ValueError(f"{value!r:.40} is out of range (int64)")
+    return number
 
 
 def _parse_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise ValueError(f"expected a number, got {value!r}")
+    number = None
+    if isinstance(value, int | float | str):
+        with contextlib.suppress(ValueError, OverflowError):  # OverflowError: a 400-digit int
+            number = float(value.strip() if isinstance(value, str) else value)
+    if number is None or not math.isfinite(number):
+        raise ValueError(f"expected a number, got {value!r}")
+    return number
 
 
 def _parse_range(value: Any) -> ResourceRange:

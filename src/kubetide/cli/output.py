@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from kubetide.errors import UserError
 
 
 def print_json(data: Any) -> None:
@@ -28,3 +32,15 @@ def console() -> Console:
     probe = Console()
     width = None if probe.is_terminal else 160
     return Console(highlight=False, soft_wrap=True, width=width)
+
+
+def ensure_output_dir(path: Path, flag: str) -> None:
+    """Create the output directory and prove a file can be written in it, before any work: a
+    bad --out (a file, /dev/null/x, /proc/...) is a user error, not a crash after an hour's run."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        reason = "exists and is not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise UserError(f"{flag} {path}: cannot write there: {reason}") from None

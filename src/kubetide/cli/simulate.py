@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
 
@@ -59,14 +59,10 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(path)
         if not args.scenario:
             scenario.source = "demo.yaml (bundled)"
-    if args.duration:
-        try:
-            seconds = parse_duration(args.duration)
-        except ValueError as exc:
-            raise UserError(f"--duration: {exc}") from None
-        if seconds <= 0:
-            raise UserError("--duration: must be positive")
-        scenario = scenario.with_duration(seconds)
+    if args.duration is not None:
+        scenario = scenario.with_duration(_duration(args.duration))
+    out_dir = Path(args.out) if args.out is not None else default_out_dir(scenario.name)
+    ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
 
     if args.no_autoscaler:
@@ -80,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
         result = _run_with_progress(simulation, scenario)
     else:
         result = simulation.run()
-    out_dir = Path(args.out) if args.out else default_out_dir(scenario.name)
     paths = write_outputs(result, out_dir, report=not args.no_report)
     warn(w for w in result.warnings if w not in scenario.warnings)
     if args.json:
@@ -88,6 +83,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_summary(result.summary, scenario, paths)
     return 0
+
+
+def _duration(text: str) -> float:
+    from kubetide.sim.scenario import check_duration
+
+    try:
+        seconds = parse_duration(text)
+        if seconds <= 0:
+            raise ValueError("must be positive")
+        check_duration(seconds)
+    except ValueError as exc:
+        raise UserError(f"--duration: {exc}") from None
+    return seconds
 
 
 def _run_with_progress(simulation, scenario):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import Node
-from kubetide.model.loader import parse_text
+from kubetide.model.loader import parse_text, read_text
 from kubetide.model.node import parse_node
 from kubetide.model.reader import Reader
 
@@ -46,13 +46,7 @@ def read_spec_documents(path: str | Path, error: type[SpecError] = SpecError) ->
     become `error` naming the file, so every spec loader reports them the same way."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(source, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(source, "", f"cannot read: {exc}") from None
-    try:
-        return parse_text(text, source)
+        return parse_text(read_text(path), source)
     except ManifestError as exc:
         raise error(source, exc.location, exc.message) from None
 
@@ -69,7 +63,12 @@ Duration = Annotated[float, BeforeValidator(duration)]
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+    """Unknown fields are errors, and so are values of the wrong type (pydantic would otherwise
+    read `maxSize: true` as 1 and `"3"` as 3) and infinite or NaN numbers (`price: .inf`)."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=False, frozen=True, strict=True, allow_inf_nan=False
+    )
 
 
 class Delay(StrictModel):

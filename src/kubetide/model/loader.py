@@ -159,8 +159,14 @@ def load_files(paths: Iterable[str | Path]) -> Manifests:
 
 def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
     source = str(path)
+    return load_documents(parse_text(read_text(path), source), source, into)
+
+
+def read_text(path: str | Path) -> str:
+    """A file's UTF-8 text; a missing file, a directory or binary content is a ManifestError."""
+    source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(source, "", "", "no such file") from None
     except IsADirectoryError:
@@ -169,7 +175,6 @@ def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
         raise ManifestError(source, "", "", f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ManifestError(source, "", "", f"cannot read: {exc.strerror or exc}") from None
-    return load_documents(parse_text(text, source), source, into)
 
 
 def parse_text(text: str, source: str) -> list[Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,8 +27,9 @@ from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
 from kubetide.durations import format_duration
+from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
-from kubetide.model.loader import parse_text, resolve_priorities
+from kubetide.model.loader import parse_text, read_text, resolve_priorities
 
 API_VERSION = "kubetide.io/v1alpha1"
 FAULT_TYPES = (
@@ -39,6 +42,12 @@ FAULT_TYPES = (
     "autoscalerRestart",
 )
 RUN_DURATION_ANNOTATION = "kubetide.io/run-duration"
+
+# What the simulator runs in minutes and a few GB on a laptop. Larger scenarios are refused up
+# front rather than left to run for hours or exhaust memory.
+MAX_DURATION = 30 * 24 * 3600.0  # seconds of simulated time
+MAX_GROUP_SIZE = 5_000  # nodes in one group (Kubernetes' own tested limit for a cluster)
+MAX_REPLICAS = 100_000  # pods of one workload (Kubernetes' tested limit is 150,000 per cluster)
 
 
 class ScenarioError(SpecError):
@@ -66,6 +75,11 @@ class ScaleSpec(_Model):
     name: str = Field(min_length=1)
     replicas: int = Field(ge=0)
 
+    @model_validator(mode="after")
+    def _size(self) -> ScaleSpec:
+        check_size(self.replicas, MAX_REPLICAS, "replicas")
+        return self
+
 
 class FaultSpec(_Model):
     type: Literal[FAULT_TYPES]  # type: ignore[valid-type]
@@ -77,6 +91,8 @@ class FaultSpec(_Model):
     def _group(self) -> FaultSpec:
         if self.type != "autoscalerRestart" and not self.nodeGroup:
             raise ValueError(f"a {self.type} fault needs nodeGroup")
+        if self.count is not None:
+            check_size(self.count, MAX_GROUP_SIZE, "nodes")
         return self
 
 
@@ -110,9 +126,10 @@ class ClusterSpec(_Model):
 
     podStartupDelay: Delay = Delay(min="2s", max="8s")  # bound -> Running and Ready
     controllerDelay: Delay = Delay(min="1s", max="1s")  # a pod is gone -> its replacement is created
-    schedulerInterval: Duration = Field(default=1.0, gt=0)  # at most one scheduling pass this often
+    # At most one scheduling pass this often; shorter would re-arm the pass at one instant forever.
+    schedulerInterval: Duration = Field(default=1.0, ge=0.1)
     jobRunDuration: Duration = 600.0  # when a Job's pods carry no kubetide.io/run-duration
-    notReadyTolerationSeconds: int = Field(default=300, ge=0)  # DefaultTolerationSeconds admission
+    notReadyTolerationSeconds: int = Field(default=300, ge=0, le=2**31 - 1)  # DefaultTolerationSeconds
 
 
 class WorkloadRanking(_Model):
@@ -140,7 +157,7 @@ class UsageSpec(_Model):
 class QosSpec(_Model):
     """The node QoS agent on every node (sim/qos.py)."""
 
-    collectInterval: Duration = Field(default=10.0, gt=0)
+    collectInterval: Duration = Field(default=10.0, ge=1.0)
     precise: bool = True
     executeExcessPercent: int = Field(default=10, ge=0, le=100)
     compare: bool = False  # also run with the other `precise` setting; both counts in summary.json
@@ -172,6 +189,21 @@ class ScenarioDocument(_Model):
     kind: Literal["Scenario"]
     metadata: Metadata
     spec: Spec
+
+
+def check_size(value: int, limit: int, what: str) -> None:
+    """Raise ValueError if `value` is more than the simulator can run (`what` names the unit)."""
+    if value > limit:
+        raise ValueError(f"{value} is too large for the simulator on this machine (at most {limit:,} {what})")
+
+
+def check_duration(seconds: float) -> None:
+    """Raise ValueError if the simulator cannot run this long (spec.duration, --duration)."""
+    if seconds > MAX_DURATION:
+        raise ValueError(
+            f"{format_duration(seconds)} is too long for the simulator on this machine "
+            f"(at most {format_duration(MAX_DURATION)})"
+        )
 
 
 # -- loaded form -----------------------------------------------------------------------------
@@ -242,6 +274,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     except ValidationError as exc:
         raise _first_error(exc, source) from None
     spec = doc.spec
+    _check(check_duration, spec.duration, source, "spec.duration")
     options = parse_options(spec.autoscaler, source, "spec.autoscaler")
 
     groups = []
@@ -251,6 +284,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         if group.name in names:
             raise ScenarioError(source, f"{where}.name", f'duplicate node group "{group.name}"')
         names.add(group.name)
+        _check(check_size, group.maxSize, source, f"{where}.maxSize", MAX_GROUP_SIZE, "nodes")
         groups.append(
             GroupConfig(
                 name=group.name,
@@ -266,6 +300,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         )
 
     objects = _manifests(spec.objects, source, "spec.objects", base_dir)
+    _check_workload_sizes(objects)
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
@@ -282,6 +317,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
             events.append(Event(event.at, "scale", event.scale, where))
         elif event.apply is not None:
             manifests = _manifests(event.apply, source, f"{where}.apply", base_dir)
+            _check_workload_sizes(manifests)
             classes.extend(manifests.priority_classes)
             known = Manifests(priority_classes=list(classes))
             known.pods, known.workloads = manifests.pods, manifests.workloads
@@ -320,13 +356,34 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     )
 
 
+def _check(check: Callable[..., None], value: Any, source: str, field: str, *limits: Any) -> None:
+    try:
+        check(value, *limits)
+    except ValueError as exc:
+        raise ScenarioError(source, field, str(exc)) from None
+
+
+def _check_workload_sizes(manifests: Manifests) -> None:
+    """Replicas and Job sizes within MAX_REPLICAS; the error names where the workload was given."""
+    for workload in manifests.workloads:
+        for name, value in (
+            ("replicas", workload.replicas),
+            ("completions", workload.completions),
+            ("parallelism", workload.parallelism),
+        ):
+            if value is not None and value > MAX_REPLICAS:
+                where = manifests.origins[f"{workload.kind} {workload.meta.key}"]
+                source, _, location = where.partition(": ")
+                _check(check_size, value, source, f"{location}: spec.{name}", MAX_REPLICAS, "pods")
+
+
 def _template(data: dict, group: str, source: str, where: str) -> Node:
     return _parse_template(data, group, source, where, ScenarioError)
 
 
 def _manifests(entries: list[dict], source: str, where: str, base_dir: Path) -> Manifests:
     """Inline manifests and `{file: path}` entries (relative to the scenario file)."""
-    result = Manifests()
+    result = Manifests()  # one for every entry: an object given twice is an error naming both
     for index, entry in enumerate(entries):
         at = f"{where}[{index}]"
         if set(entry) == {"file"}:
@@ -334,27 +391,19 @@ def _manifests(entries: list[dict], source: str, where: str, base_dir: Path) -> 
             if not isinstance(name, str) or not name:
                 raise ScenarioError(source, f"{at}.file", "expected a file path")
             file = base_dir / name
-            try:
-                text = file.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise ScenarioError(source, f"{at}.file", f'no such file "{name}"') from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ScenarioError(source, f"{at}.file", f"cannot read {name}: {exc}") from None
-            result.extend(load_documents(parse_text(text, str(file)), str(file)))
+            text = _read_relative(file, name, source, f"{at}.file")
+            load_documents(parse_text(text, str(file)), str(file), into=result)
         elif "file" in entry and "kind" not in entry:
             extra = sorted(k for k in entry if k != "file")
             raise ScenarioError(source, f"{at}.{extra[0]}", "a {file: path} entry takes no other fields")
         else:
-            result.extend(load_documents([entry], f"{source}: {at}"))
+            load_documents([entry], f"{source}: {at}", into=result)
     return result
 
 
 def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float) -> list[Event]:
     file = base_dir / trace.file
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(source, f"{where}.file", f'no such file "{trace.file}"') from None
+    text = _read_relative(file, trace.file, source, f"{where}.file")
     rows = list(csv.reader(text.splitlines()))
     events = []
     target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
@@ -373,17 +422,28 @@ def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, dur
             raise ScenarioError(str(file), f"line {number}", f"time: {exc}") from None
         try:
             replicas = int(row[1].strip())
-            if replicas < 0:
+            if not 0 <= replicas <= MAX_REPLICAS:
                 raise ValueError
         except ValueError:
             raise ScenarioError(
-                str(file), f"line {number}", f"replicas: expected a non-negative integer, got {row[1]!r}"
+                str(file),
+                f"line {number}",
+                f"replicas: expected an integer from 0 to {MAX_REPLICAS:,} (the simulator's limit), got {row[1]!r}",
             ) from None
         if at <= duration:
             events.append(
                 Event(at, "scale", target.model_copy(update={"replicas": replicas}), f"{where} line {number}")
             )
     return events
+
+
+def _read_relative(file: Path, name: str, source: str, field: str) -> str:
+    """The text of a file a scenario names (relative to it); errors name the scenario's field."""
+    try:
+        return read_text(file)
+    except ManifestError as exc:
+        message = f'no such file "{name}"' if exc.message == "no such file" else f"{name}: {exc.message}"
+        raise ScenarioError(source, field, message) from None
 
 
 def _trace_time(text: str) -> float:
@@ -393,8 +453,8 @@ def _trace_time(text: str) -> float:
         seconds = float(text)
     except ValueError:
         return _duration(text)
-    if seconds < 0:
-        raise ValueError(f"must not be negative, got {text!r}")
+    if not 0 <= seconds < math.inf:  # NaN fails this too
+        raise ValueError(f"expected a non-negative number of seconds, got {text!r}")
     return seconds
 
 

@@ -1,0 +1,152 @@
+"""Bad scenarios and flags the fuzz campaign (issue 13) found: each is one line on stderr naming
+the file and the field, exit code 2, before the simulation starts (tracebacks, hangs and silent
+accepts before)."""
+
+import pytest
+
+from kubetide.cli import main as cli_main
+from kubetide.sim.scenario import MAX_GROUP_SIZE, MAX_REPLICAS
+
+SCENARIO = """\
+apiVersion: kubetide.io/v1alpha1
+kind: Scenario
+metadata: {name: tiny}
+spec:
+  duration: 20m
+  autoscaler: {scan-interval: 10s}
+  nodeGroups:
+    - name: general
+      maxSize: 5
+      price: 0.5
+      template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
+  objects:
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web}
+      spec:
+        replicas: 3
+        selector: {matchLabels: {app: web}}
+        template:
+          metadata: {labels: {app: web}}
+          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
+  events:
+    - at: 5m
+      scale: {kind: Deployment, name: web, replicas: 12}
+"""
+DEPLOYMENT = SCENARIO[SCENARIO.index("    - apiVersion: apps/v1") : SCENARIO.index("  events:")]
+
+
+@pytest.fixture
+def simulate(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.chdir(tmp_path)
+
+    def run(text: str, *flags: str) -> str:
+        (tmp_path / "s.yaml").write_text(text)
+        code = cli_main.main(["simulate", "s.yaml", "--no-report", *flags])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "", err
+        assert err.count("\n") == 1 and err.startswith("kubetide: error: ") and "Traceback" not in err
+        assert not (tmp_path / "kubetide-out").exists()  # refused before any work
+        return err.removeprefix("kubetide: error: ").strip()
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # hangs: the loop re-armed at one simulated instant forever
+        (
+            "scan-interval: 10s",
+            "scan-interval: 0",
+            "s.yaml: spec.autoscaler.scan-interval: must be at least 1s",
+        ),
+        ("scan-interval: 10s", "scan-interval: 1ns", "spec.autoscaler.scan-interval: must be at least 1s"),
+        ("scan-interval: 10s", "scan-interval: 1us", "spec.autoscaler.scan-interval: must be at least 1s"),
+        ("scan-interval: 10s", "scan-interval: .inf", "spec.autoscaler.scan-interval: invalid duration"),
+        ("scan-interval: 10s", "scale-down-utilization-threshold: .nan", "expected a number"),
+        ("scan-interval: 10s", "scale-down-utilization-threshold: " + "9" * 400, "expected a number"),
+        ("scan-interval: 10s", "max-graceful-termination-sec: " + "9" * 30, "out of range (int64)"),
+        # hangs: sizes the simulator cannot run
+        (
+            "maxSize: 5",
+            "maxSize: 1000000000000000000",
+            f"s.yaml: spec.nodeGroups[0].maxSize: 1000000000000000000 is too large for the simulator on this "
+            f"machine (at most {MAX_GROUP_SIZE:,} nodes)",
+        ),
+        (
+            "replicas: 3",
+            "replicas: 1000000000",
+            f"s.yaml: spec.objects[0]: Deployment web: spec.replicas: 1000000000 is too large for the "
+            f"simulator on this machine (at most {MAX_REPLICAS:,} pods)",
+        ),
+        (
+            "replicas: 12",
+            "replicas: 1000000000",
+            "spec.events[0].scale: 1000000000 is too large for the simulator on this machine",
+        ),
+        ("duration: 20m", "duration: 100000h", "spec.duration: 100000h is too long for the simulator"),
+        ("duration: 20m", "duration: 1e400h", "spec.duration: invalid duration"),
+        # silent accepts: strict types, no infinity
+        (
+            "maxSize: 5",
+            "maxSize: true",
+            "spec.nodeGroups[0].maxSize: Input should be a valid integer, got True",
+        ),
+        ("maxSize: 5", 'maxSize: "5"', "spec.nodeGroups[0].maxSize: Input should be a valid integer"),
+        ("price: 0.5", "price: .inf", "spec.nodeGroups[0].price: Input should be a finite number"),
+        ("metadata: {name: web}", 'metadata: {name: ""}', "metadata.name: must not be empty"),
+        # duplicates in spec.objects name both entries
+        (
+            "  events:",
+            DEPLOYMENT + "  events:",
+            "s.yaml: spec.objects[1]: Deployment web: duplicate Deployment default/web "
+            "(also in s.yaml: spec.objects[0]: Deployment web)",
+        ),
+        # quantities over int64 milli-units
+        ('cpu: "2"', 'cpu: "1e100"', "spec.nodeGroups[0].template.status.allocatable.cpu: quantity"),
+    ],
+)
+def test_bad_scenarios_are_one_line_before_any_work(simulate, old, new, expected):
+    assert old in SCENARIO
+    message = simulate(SCENARIO.replace(old, new, 1))
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--duration", ""], '--duration: invalid duration ""'),
+        (
+            ["--duration", "100000h"],
+            "--duration: 100000h is too long for the simulator on this machine (at most 720h)",
+        ),
+        (["--duration=-5m"], "--duration: must be positive"),
+        (["--out", "s.yaml"], "--out s.yaml: cannot write there: exists and is not a directory"),
+        (["--out", "/dev/null/x"], "--out /dev/null/x: cannot write there: Not a directory"),
+    ],
+)
+def test_bad_flags_are_one_line_before_any_work(simulate, flags, expected):
+    assert simulate(SCENARIO, *flags).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("trace", "expected"),
+    [
+        (None, "spec.traces[0].file: trace.csv: is a directory, not a file"),
+        (b"time,replicas\n0,\xff\n", "spec.traces[0].file: trace.csv: not UTF-8 text (byte 16)"),
+        (b"time,replicas\n0,1000000000\n", "line 2: replicas: expected an integer from 0 to 100,000"),
+    ],
+)
+def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
+    if trace is None:
+        (tmp_path / "trace.csv").mkdir()
+    else:
+        (tmp_path / "trace.csv").write_bytes(trace)
+    text = SCENARIO + "  traces: [{name: web, file: trace.csv}]\n"
+    assert expected in simulate(text)
+
+
+def test_an_empty_scenario_file_is_named(simulate):
+    assert simulate("  \n") == "s.yaml: no YAML or JSON document in the file (is it empty?)"
