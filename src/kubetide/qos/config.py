@@ -33,7 +33,7 @@ from kubetide.model.meta import parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, parse_label_selector
 from kubetide.qos.actions import ActionContext
-from kubetide.qos.manifest import NOWHERE, Origin, check_api_version, origin_of
+from kubetide.qos.manifest import NOWHERE, Origin, check_api_version, int_or, origin_of, required_str, str_or
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry
 from kubetide.qos.podqos import PodQOS
 
@@ -123,21 +123,21 @@ class AvoidanceAction:
 
 
 def _threshold(reader: Reader, key: str) -> int:
-    value = reader.int(key, default=1)
+    value = int_or(reader, key, 1)
     if value < 0:
         raise reader.error(f"must be at least 1, got {value}", key)
     return value or 1  # 0 is Go's "unset": crane defaults it to 1
 
 
 def _ratio(reader: Reader, key: str, default: int) -> int:
-    value = reader.int(key, default=default)
+    value = int_or(reader, key, default)
     if not 0 <= value <= 100:
         raise reader.error(f"must be a percentage between 0 and 100, got {value}", key)
     return value
 
 
 def parse_metric_rule(reader: Reader, registry: MetricRegistry = METRICS) -> tuple[Metric, object, Fraction]:
-    name = reader.str("name", required=True)
+    name = required_str(reader, "name")
     metric = registry.get(name)
     if metric is None:
         raise reader.error(f'unknown metric "{name}" (known: {", ".join(registry.names())})', "name")
@@ -152,9 +152,9 @@ def parse_metric_rule(reader: Reader, registry: MetricRegistry = METRICS) -> tup
 
 
 def parse_rule(reader: Reader, registry: MetricRegistry = METRICS) -> Rule:
-    name = reader.str("name", required=True)
-    action_name = reader.str("actionName", required=True)
-    strategy = reader.str("strategy", default="None")
+    name = required_str(reader, "name")
+    action_name = required_str(reader, "actionName")
+    strategy = str_or(reader, "strategy", "None")
     if strategy not in STRATEGIES:
         raise reader.error(f'must be None or Preview, got "{strategy}"', "strategy")
     if not reader.has("metricRule"):
@@ -194,7 +194,7 @@ def parse_avoidance_action(reader: Reader) -> AvoidanceAction:
     check_api_version(reader)
     meta = parse_meta(reader, "AvoidanceAction", namespaced=False)
     spec = reader.child("spec")
-    cool_down = spec.int("coolDownSeconds", default=DEFAULT_COOL_DOWN)
+    cool_down = int_or(spec, "coolDownSeconds", DEFAULT_COOL_DOWN)
     if cool_down < 0:
         raise spec.error(f"must be non-negative, got {cool_down}", "coolDownSeconds")
     throttle = None

@@ -1,5 +1,7 @@
-"""What every crane object (ensurance.crane.io/v1alpha1) shares when it is parsed: its API group,
-and where it was written, so checks made after parsing still name the file, object and field."""
+"""What the objects the agent reads share when they are parsed: crane's API group
+(ensurance.crane.io/v1alpha1), where each was written (so checks made after parsing still name
+the file, object and field), and reads of fields that always yield a value (the model's Reader
+returns Optional values even for required fields and defaults)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,23 @@ def origin_of(reader: Reader) -> Origin:
 
 def check_api_version(reader: Reader) -> None:
     """Any version of crane's ensurance group (absent: assumed)."""
-    version = reader.str("apiVersion", default=API_VERSION) or API_VERSION
+    version = str_or(reader, "apiVersion", API_VERSION)
     if version.split("/")[0] != API_GROUP:
         raise reader.error(f'expected "{API_VERSION}", got "{version}"', "apiVersion")
+
+
+def required_str(reader: Reader, key: str) -> str:
+    value = reader.str(key)
+    if value is None:
+        raise reader.error("required field is missing", key)
+    return value
+
+
+def str_or(reader: Reader, key: str, default: str) -> str:
+    value = reader.str(key)
+    return default if value is None else value
+
+
+def int_or(reader: Reader, key: str, default: int) -> int:
+    value = reader.int(key)
+    return default if value is None else value

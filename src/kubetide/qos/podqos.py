@@ -34,7 +34,7 @@ from kubetide.model import Pod
 from kubetide.model.meta import parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, parse_label_selector
-from kubetide.qos.manifest import NOWHERE, Origin, check_api_version, origin_of
+from kubetide.qos.manifest import NOWHERE, Origin, check_api_version, origin_of, required_str
 
 NAMESPACE_SCOPE = "Namespace"
 PRIORITY_SCOPE = "Priority"
@@ -121,10 +121,10 @@ def parse_priority(reader: Reader, key: str, text: str) -> PriorityRange:
 
 
 def parse_scope_requirement(reader: Reader) -> ScopeRequirement:
-    scope = reader.str("scopeName", required=True)
+    scope = required_str(reader, "scopeName")
     if scope not in SCOPES:
         raise reader.error(f'unknown scopeName "{scope}" (expected one of {", ".join(SCOPES)})', "scopeName")
-    operator = reader.str("operator", required=True)
+    operator = required_str(reader, "operator")
     if operator not in SCOPE_OPERATORS:
         raise reader.error(f'unknown operator "{operator}" (expected In or NotIn)', "operator")
     values = tuple(reader.str_list("values"))

@@ -31,7 +31,7 @@ QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 EXT_CPU = "gocrane.io/cpu"
 
 
-def _sign(value: int | Fraction) -> int:
+def _sign(value: float | Fraction) -> int:
     return (value > 0) - (value < 0)
 
 

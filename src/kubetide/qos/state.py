@@ -17,6 +17,7 @@ from kubetide.model import Node, Pod
 from kubetide.model.meta import parse_meta
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.model.reader import Reader
+from kubetide.qos.manifest import required_str
 
 METRICS_API = "metrics.k8s.io/v1beta1"
 # Pods at or above system-cluster-critical are never throttled, restored or evicted.
@@ -119,7 +120,7 @@ def parse_pod_metrics(reader: Reader) -> PodMetrics:
     total: dict[str, int] = {}
     containers: dict[str, dict[str, int]] = {}
     for container in reader.items("containers"):
-        name = container.str("name", required=True)
+        name = required_str(container, "name")
         if name in containers:
             raise container.error(f'duplicate container "{name}"', "name")
         usage = container.resources("usage")
@@ -139,6 +140,6 @@ def parse_node_metrics(reader: Reader) -> NodeMetrics:
     return NodeMetrics(meta.name, reader.resources("usage"), reader.timestamp("timestamp"))
 
 
-def parse_empty_list(reader: Reader) -> tuple:
+def parse_empty_list(reader: Reader) -> tuple[()]:
     """`kind: PodMetricsList` without `items` (the loader flattens lists that have them)."""
     return ()
