@@ -13,11 +13,13 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.autoscaler.clusterstate import (
     ClusterStateRegistry,
+    RegistryEvent,
     ScaleDownSummary,
     ScaleUpSummary,
     StatusBuilder,
@@ -36,6 +38,7 @@ from kubetide.autoscaler.scaledown import (
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
 from kubetide.clock import Clock, Timer
+from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -90,7 +93,7 @@ class Autoscaler:
         # them (a walk over every node's taints each loop otherwise).
         self._soft_taints = SoftTaintMemo()
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The registry's counters (cluster_health, node_groups) for the simulator's summary."""
         return self.registry.summary(self.clock.now())
 
@@ -183,7 +186,14 @@ class Autoscaler:
             fixed = True
         return fixed
 
-    def _run_scale_up(self, snapshot, checker, workloads, now: float, result: LoopResult) -> None:
+    def _run_scale_up(
+        self,
+        snapshot: ClusterSnapshot,
+        checker: PredicateChecker,
+        workloads: Sequence[Workload],
+        now: float,
+        result: LoopResult,
+    ) -> None:
         registry = self.registry
         groups = self.cloud.node_groups()
         plan = self.scale_up.plan(
@@ -232,7 +242,15 @@ class Autoscaler:
         if succeeded:
             self.planner.note_scale_up(now)
 
-    def _run_scale_down(self, snapshot, checker, pdbs, workloads, now: float, result: LoopResult) -> None:
+    def _run_scale_down(
+        self,
+        snapshot: ClusterSnapshot,
+        checker: PredicateChecker,
+        pdbs: Sequence[PodDisruptionBudget],
+        workloads: Sequence[Workload],
+        now: float,
+        result: LoopResult,
+    ) -> None:
         if not self._recovered:
             # Restart safety: nodes a previous run left tainted are resumed or released, and
             # stale soft taints removed, before anything new is decided.
@@ -314,6 +332,6 @@ class Autoscaler:
                 result.setdefault(group.id, []).append(name)
         return result
 
-    def _emit(self, events) -> None:
+    def _emit(self, events: Iterable[RegistryEvent]) -> None:
         for e in events:
             self.actions.emit_event(e.kind, e.key, e.event_type, e.reason, e.message)

@@ -92,7 +92,9 @@ def flag_name(field: str) -> str:
     return field.replace("_", "-")
 
 
-FLAGS: dict[str, dataclasses.Field] = {flag_name(f.name): f for f in dataclasses.fields(AutoscalerOptions)}
+FLAGS: dict[str, dataclasses.Field[object]] = {
+    flag_name(f.name): f for f in dataclasses.fields(AutoscalerOptions)
+}
 
 # Go durations ("10m"); the remaining floats are plain numbers (thresholds, percentages).
 _DURATION_FLAGS = {

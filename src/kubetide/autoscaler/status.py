@@ -163,10 +163,11 @@ def parse_status_yaml(text: str) -> ClusterAutoscalerStatus:
     data = yaml.safe_load(text)
     if not isinstance(data, Mapping):
         raise ValueError("a status document is a YAML mapping")
-    return _from_dict(ClusterAutoscalerStatus, data)
+    status: ClusterAutoscalerStatus = _from_dict(ClusterAutoscalerStatus, data)
+    return status
 
 
-def to_dict(obj: typing.Any) -> dict:
+def to_dict(obj: typing.Any) -> dict[str, typing.Any]:
     result: dict[str, typing.Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -185,7 +186,7 @@ def yaml_key(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _from_dict(cls: type, data: Mapping) -> typing.Any:
+def _from_dict(cls: type, data: Mapping[str, typing.Any]) -> typing.Any:
     hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
@@ -205,7 +206,7 @@ def _convert(hint: typing.Any, value: typing.Any, key: str) -> typing.Any:
         if not isinstance(value, list):
             raise ValueError(f"{key}: expected a list")
         return tuple(_convert(item, v, key) for v in value)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, Mapping):
             raise ValueError(f"{key}: expected a mapping")
         return _from_dict(hint, value)

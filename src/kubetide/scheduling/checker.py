@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Container, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from kubetide.snapshot import ClusterSnapshot, SnapshotError
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _NO_MIN = 2**31 - 1  # kube-scheduler's "no domain yet" minimum (MaxInt32)
 _CACHE_LIMIT = 200_000
-_NO_STATE = State([], [], False, [])
+_NO_STATE = State([], [], False, False, [])
 
 
 class PredicateChecker:
@@ -52,10 +53,10 @@ class PredicateChecker:
         self.snapshot = snapshot
         self._namespaces = {name: dict(labels) for name, labels in (namespaces or {}).items()}
         self._index = SchedulingIndex(snapshot, self._ns_labels)
-        self._statics: dict[tuple, StaticClass] = {}
-        self._groups: dict[tuple, FitGroup] = {}
-        self._classes: dict[tuple, PodClass] = {}
-        self._profiles: dict[tuple, AntiProfile] = {}  # for label-free classes
+        self._statics: dict[tuple[Any, ...], StaticClass] = {}
+        self._groups: dict[tuple[Any, ...], FitGroup] = {}
+        self._classes: dict[tuple[Any, ...], PodClass] = {}
+        self._profiles: dict[tuple[Any, ...], AntiProfile] = {}  # for label-free classes
         self._pod_class: dict[str, tuple[Pod, PodClass]] = {}
 
     def close(self) -> None:
@@ -106,9 +107,9 @@ class PredicateChecker:
                 candidates = np.concatenate([candidates[cut:], candidates[:cut]])
         node_at = self.snapshot.node_at
         for slot in candidates.tolist():
-            name = node_at(slot).name  # type: ignore[union-attr]
-            if skip is None or name not in skip:
-                return name
+            node = node_at(slot)
+            if node is not None and (skip is None or node.name not in skip):
+                return node.name
         return None
 
     def best_node(self, pod: Pod) -> str | None:
@@ -126,8 +127,8 @@ class PredicateChecker:
         if any(r.honor_taints and not r.honor_affinity for r in res.soft):
             self._materialize(cls.static)
         scores = score_nodes(self.snapshot, cls, cls.static, mask, self._fit_scores(cls.group))
-        slot = int(np.argmax(np.where(mask, scores, -1)))
-        return self.snapshot.node_at(slot).name  # type: ignore[union-attr]
+        node = self.snapshot.node_at(int(np.argmax(np.where(mask, scores, -1))))
+        return node.name if node is not None else None
 
     def reasons(self, pod: Pod) -> dict[str, int]:
         """Reason -> number of nodes failing with it (a node can give several resource reasons)."""
@@ -168,7 +169,7 @@ class PredicateChecker:
         self._pod_class[pod.uid] = (pod, cls)
         return cls
 
-    def _fits_nowhere(self, cls: PodClass, existing: list, version: int) -> None:
+    def _fits_nowhere(self, cls: PodClass, existing: list[Any], version: int) -> None:
         # A label-free class stands for pods with different labels; if bound pods' anti-affinity
         # took part, the answer was about this pod's labels only.
         if not (cls.label_free and existing):
@@ -209,7 +210,8 @@ class PredicateChecker:
         if cls.resolved is not None:
             return cls.resolved
         pod, index, ns = cls.pod, self._index, self._ns_labels
-        spread, soft = [], []
+        spread: list[SpreadRule] = []
+        soft: list[SpreadRule] = []
         for c in pod.topology_spread:
             matcher = spread_matcher(c, pod)
             rule = SpreadRule(
@@ -239,7 +241,7 @@ class PredicateChecker:
         )
         return cls.resolved
 
-    def _existing(self, cls: PodClass, pod: Pod) -> list[tuple]:
+    def _existing(self, cls: PodClass, pod: Pod) -> list[tuple[Any, ...]]:
         """Bound pods' anti-affinity terms in force that select this pod: (topology, counts)."""
         index = self._index
         entries = index.anti_entries
@@ -283,11 +285,11 @@ class PredicateChecker:
                 exists = exists or bool(counts.sum() > 0)
                 affinity.append((topology, np.append(counts, 0)))
         anti = [(t, np.append(pods.domain_counts(t), 0)) for t, pods in res.anti if pods.total]
-        cls.state = State(spread, affinity, exists, anti)
+        cls.state = State(spread, affinity, exists, res.affinity_self, anti)
         cls.state_version = version
         return cls.state
 
-    def _spread_state(self, cls: PodClass, rules: list[SpreadRule]) -> list:
+    def _spread_state(self, cls: PodClass, rules: list[SpreadRule]) -> list[Any]:
         """Per constraint: matching pods per domain over the pod's eligible nodes, and the minimum.
 
         Eligibility is pod-specific (node inclusion policies), so domains are aggregated here from
@@ -386,7 +388,7 @@ class PredicateChecker:
             group.none_at = self._index.version
         return group.mask
 
-    def _feasible(self, cls: PodClass, existing: list) -> np.ndarray:
+    def _feasible(self, cls: PodClass, existing: list[Any]) -> np.ndarray:
         """Boolean mask over slots: nodes passing every filter (do not modify it)."""
         mask = self._base_mask(cls.group)
         if not (cls.dynamic or existing) or not mask.any():
@@ -408,18 +410,20 @@ class PredicateChecker:
                 dom = topology.dom[:cap]
                 has_all &= dom >= 0
                 placed &= counts[dom] > 0
-            if not state.affinity_exists and cls.resolved.affinity_self:  # type: ignore[union-attr]
+            if not state.affinity_exists and state.affinity_self:
                 placed[:] = True
             mask &= has_all & placed
         for topology, counts in state.anti:
             mask &= counts[topology.dom[:cap]] == 0
         return mask
 
-    def _check(self, cls: PodClass, existing: list, slot: int) -> Unfit | None:
+    def _check(self, cls: PodClass, existing: list[Any], slot: int) -> Unfit | None:
         """Every filter on one slot, in kube-scheduler's order; the first failure wins."""
         static = self._static(cls)
         if static.lazy[slot]:
-            static.compute(slot, self.snapshot.node_at(slot))  # type: ignore[arg-type]
+            node = self.snapshot.node_at(slot)
+            if node is not None:  # always: _check is only asked about slots that hold nodes
+                static.compute(slot, node)
         reason = static.reason[slot]
         if reason is not None:
             return Unfit(reason[0], (reason[1],))
@@ -452,7 +456,7 @@ class PredicateChecker:
                     return Unfit(R.INTER_POD_AFFINITY, (R.AFFINITY_MISMATCH,))
                 if counts[d] <= 0:
                     placed = False
-            if not placed and (state.affinity_exists or not cls.resolved.affinity_self):  # type: ignore[union-attr]
+            if not placed and (state.affinity_exists or not state.affinity_self):
                 return Unfit(R.INTER_POD_AFFINITY, (R.AFFINITY_MISMATCH,))
         for topology, counts in state.anti:
             if counts[topology.dom[slot]] > 0:

@@ -19,6 +19,7 @@ Three levels:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,11 +40,11 @@ from kubetide.scheduling.terms import (
 _RESOURCE_ORDER = {PODS: 0, CPU: 1, MEMORY: 2, EPHEMERAL_STORAGE: 3}
 
 
-def _items(mapping: dict) -> tuple:
+def _items(mapping: dict[Any, Any]) -> tuple[Any, ...]:
     return tuple(sorted(mapping.items())) if mapping else ()
 
 
-def static_key(pod: Pod) -> tuple:
+def static_key(pod: Pod) -> tuple[Any, ...]:
     affinity = pod.affinity
     return (
         pod.node_name,
@@ -65,7 +66,7 @@ def label_free(pod: Pod) -> bool:
     return not (affinity.pod_required or affinity.anti_required or pod.topology_spread)
 
 
-def class_key(pod: Pod) -> tuple:
+def class_key(pod: Pod) -> tuple[Any, ...]:
     free = label_free(pod)
     return (
         None if free else pod.namespace,
@@ -212,6 +213,7 @@ class State:
     spread: list[tuple[SpreadRule, np.ndarray, int]]
     affinity: list[tuple[Topology, np.ndarray]]
     affinity_exists: bool  # some pod matches all affinity terms on a node with the keys
+    affinity_self: bool  # the pod matches its own affinity terms (Resolved.affinity_self)
     anti: list[tuple[Topology, np.ndarray]]
 
 
@@ -236,7 +238,7 @@ class FitGroup:
 
     __slots__ = ("cpu", "fit", "fit_pos", "mask", "memory", "need", "none_at", "ports", "pos", "static")
 
-    def __init__(self, static: StaticClass, requests: tuple, ports: tuple[HostPort, ...]):
+    def __init__(self, static: StaticClass, requests: tuple[Any, ...], ports: tuple[HostPort, ...]):
         self.static = static
         self.need = tuple(
             sorted(

@@ -22,6 +22,7 @@ scores) recompute only the rows that changed since they last looked.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -81,11 +82,11 @@ class PodSet:
 
     __slots__ = ("domains", "key", "per_slot", "total")
 
-    def __init__(self, key: tuple, capacity: int):
+    def __init__(self, key: tuple[Any, ...], capacity: int):
         self.key = key  # (matchers, skip_terminating)
         self.per_slot = np.zeros(capacity, dtype=np.int64)
         self.total = 0
-        self.domains: dict[str, list] = {}  # topology key -> [Topology, counts per domain]
+        self.domains: dict[str, list[Any]] = {}  # topology key -> [Topology, counts per domain]
 
     def add(self, slot: int, delta: int) -> None:
         self.per_slot[slot] += delta
@@ -158,12 +159,12 @@ class SchedulingIndex(SnapshotObserver):
         self.capacity = len(snapshot.valid)
         self.slot: dict[str, int] = {}
         self.topologies: dict[str, Topology] = {}
-        self.sets: dict[tuple, PodSet] = {}
+        self.sets: dict[tuple[Any, ...], PodSet] = {}
         self.anti_entries: list[AntiEntry] = []
-        self._anti_by_key: dict[tuple, AntiEntry] = {}
-        self._groups: dict[tuple, _Group] = {}
+        self._anti_by_key: dict[tuple[Any, ...], AntiEntry] = {}
+        self._groups: dict[tuple[Any, ...], _Group] = {}
         # uid -> (pod, group, anti entries, host ports); a cache, safe to drop at any time
-        self._pods: dict[str, tuple] = {}
+        self._pods: dict[str, tuple[Any, ...]] = {}
         # slot -> {(protocol, port): {ip: count}}
         self.ports: dict[int, dict[tuple[str, int], dict[str, int]]] = {}
         # Slots whose node appeared or changed, for per-class node caches to catch up on.
@@ -246,7 +247,7 @@ class SchedulingIndex(SnapshotObserver):
         if info[3]:
             self._ports_changed(slot, info[3], delta)
 
-    def _describe(self, pod: Pod) -> tuple:
+    def _describe(self, pod: Pod) -> tuple[Any, ...]:
         if len(self._pods) > 2 * self.snapshot.pod_count() + 100_000:
             self._pods.clear()
         terminating = pod.meta.deletion_timestamp is not None
@@ -308,7 +309,7 @@ class SchedulingIndex(SnapshotObserver):
                         pod_set.total += count
         return pod_set
 
-    def _selects(self, key: tuple, group: _Group) -> bool:
+    def _selects(self, key: tuple[Any, ...], group: _Group) -> bool:
         matchers, skip_terminating = key
         if skip_terminating and group.terminating:
             return False

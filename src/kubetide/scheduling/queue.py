@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kubetide.model.pod import Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 
-def queue_order(pod: Pod) -> tuple:
+def queue_order(pod: Pod) -> tuple[Any, ...]:
     """PrioritySort: higher priority first, then older, then by name (pods without a creation
     timestamp count as oldest)."""
     created = pod.meta.creation_timestamp

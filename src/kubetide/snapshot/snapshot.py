@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -72,10 +73,10 @@ class ClusterSnapshot:
         # the cache stays small and hits almost always. Each entry keeps its dict alive, so an id
         # is never reused while cached. Pods request 2-4 resources, and scalar updates through a
         # memoryview beat a NumPy row operation several times over.
-        self._sparse: dict[int, tuple[dict, list[tuple[int, int]]]] = {}
-        self._vectors: dict[int, tuple[dict, np.ndarray]] = {}
-        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
-        self._log: list[tuple] = []
+        self._sparse: dict[int, tuple[Mapping[str, int], list[tuple[int, int]]]] = {}
+        self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray]] = {}
+        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
+        self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
         self._observers: list[SnapshotObserver] = []
         for node in nodes:
@@ -95,10 +96,11 @@ class ClusterSnapshot:
         return (n for n in self._node_at if n is not None)
 
     def node(self, name: str) -> Node:
-        try:
-            return self._node_at[self._slot[name]]  # type: ignore[return-value]
-        except KeyError:
-            raise SnapshotError(f"no node {name!r} in the snapshot") from None
+        slot = self._slot.get(name)
+        node = None if slot is None else self._node_at[slot]
+        if node is None:
+            raise SnapshotError(f"no node {name!r} in the snapshot")
+        return node
 
     def slot_of(self, name: str) -> int:
         return self._slot[name]
@@ -241,7 +243,7 @@ class ClusterSnapshot:
         """How many forks are open."""
         return len(self._marks)
 
-    def _undo(self, entry: tuple) -> None:
+    def _undo(self, entry: tuple[Any, ...]) -> None:
         op = entry[0]
         if op == _REMOVE_POD:
             self._place(entry[1], entry[2], self._slot[entry[2]])
@@ -324,6 +326,7 @@ class ClusterSnapshot:
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
+            assert node is not None  # the slot of a node that holds a pod
             for observer in self._observers:
                 observer.pod_added(pod, node)
         return sparse
@@ -340,6 +343,7 @@ class ClusterSnapshot:
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
+            assert node is not None  # the slot of a node that holds a pod
             for observer in self._observers:
                 observer.pod_removed(pod, node)
         return pod
@@ -359,6 +363,7 @@ class ClusterSnapshot:
     def _drop_node(self, name: str) -> None:
         slot = self._slot.pop(name)
         node = self._node_at[slot]
+        assert node is not None  # a named node's slot
         del self._pods_on[name]
         self._node_at[slot] = None
         self._stamp[slot] = next(_STAMPS)
@@ -372,6 +377,7 @@ class ClusterSnapshot:
     def _swap_node(self, node: Node) -> None:
         slot = self._slot[node.name]
         old = self._node_at[slot]
+        assert old is not None  # a named node's slot
         pods = list(self._pods_on[node.name].values())
         # Observers see the pods leave with the old node and come back with the new one, so
         # indexes keyed by node labels (topology domains) stay right when labels change.
@@ -402,7 +408,7 @@ class ClusterSnapshot:
         self.alloc = np.concatenate([self.alloc, np.zeros((old, self.alloc.shape[1]), dtype=np.int64)])
         self.used = np.concatenate([self.used, np.zeros((old, self.used.shape[1]), dtype=np.int64)])
         self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
-        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
+        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
         self._node_at.extend([None] * old)
         self._stamp.extend([0] * old)
         for slot in range(old, new):
@@ -417,5 +423,5 @@ class ClusterSnapshot:
         extra = np.zeros((self.alloc.shape[0], len(missing)), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, extra])
         self.used = np.hstack([self.used, extra])
-        self._used_view = memoryview(self.used.reshape(-1))  # flat: one int index per update
+        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
         self._sparse.clear()

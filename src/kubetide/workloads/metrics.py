@@ -85,7 +85,7 @@ class DeletionAgeRatio:
         result["+Inf"] = running + self._counts[-1]
         return result
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         """{"buckets": cumulative counts, "count": n, "max": largest ratio or None}."""
         return {"buckets": self.cumulative(), "count": self.count, "max": self.max}
 

@@ -86,9 +86,10 @@ def find_targets(manifests: Manifests) -> list[Target]:
         if target.deployment is not None:
             by_deployment.setdefault((target.namespace, target.deployment), []).append(target)
     for target in targets.values():
-        family = by_deployment.get((target.namespace, target.deployment), [target])
         if target.deployment is None:
             family = [target]
+        else:
+            family = by_deployment.get((target.namespace, target.deployment), [target])
         seen: set[str] = set()
         for member in family:
             for pod in (*member.pods, *member.inactive):

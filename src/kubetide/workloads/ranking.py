@@ -71,14 +71,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kubetide.model.meta import ObjectMeta
 from kubetide.model.pod import Pod
 from kubetide.workloads.cost import DELETION_COST_ANNOTATION, parse_deletion_cost
+from kubetide.workloads.metrics import DeletionAgeRatio
 from kubetide.workloads.timebuckets import NS_PER_SECOND, to_ns
 
 PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 NO_TIME_BUCKET = -2  # c3/c6 in logarithmic mode for a missing time: before bucket -1
 NO_TIME_LEGACY = -(2**63)  # c3/c6 with logarithmic=False for a missing time: before any time
 NUMPY_THRESHOLD = 200  # below this many pods the Python columns are faster
+
+# A key column: a list from the plain-Python engine, an int64 array from the NumPy one.
+Column = Sequence[int] | np.ndarray
 _NUMPY_TIME_LIMIT = 4.0e9  # |seconds| below this: ns and ages fit int64 with room to spare
 
 
@@ -118,7 +123,7 @@ class Ranking:
         self,
         pods: Sequence[Pod],
         index: list[int],
-        columns: list[Sequence[int]],
+        columns: Sequence[Column],
         now_ns: int,
         node_counts: dict[str, int],
         logarithmic: bool,
@@ -210,13 +215,14 @@ def rank(
         tiebreak=tiebreak,
         uid_rank=uid_rank,
     )
-    columns = None
+    numpy_columns = None
     if engine == "numpy" or (engine == "auto" and n >= NUMPY_THRESHOLD):
-        columns = _columns_numpy(raw, now, now_ns, logarithmic)
-        if columns is None and engine == "numpy":
+        numpy_columns = _columns_numpy(raw, now, now_ns, logarithmic)
+        if numpy_columns is None and engine == "numpy":
             raise ValueError("times outside 1843-2096 need engine='python'")
-    if columns is not None:
-        columns, fields = columns
+    columns: Sequence[Column]
+    if numpy_columns is not None:
+        columns, fields = numpy_columns
         index = _sort_order(fields).tolist()
     else:
         columns = _columns_python(raw, now_ns, logarithmic)
@@ -257,11 +263,11 @@ class _Raw:
     restarts: list[int]
     sidecar_restarts: list[int]
     created: list[float | None]
-    tiebreak: Sequence[int]  # c7
-    uid_rank: Sequence[int]
+    tiebreak: Column  # c7
+    uid_rank: Column
 
 
-def _uid_order(uids: list[str], metas, unique: bool) -> tuple[Sequence[int], Sequence[int]]:
+def _uid_order(uids: list[str], metas: Sequence[ObjectMeta], unique: bool) -> tuple[Column, Column]:
     """c7 (position in (UID, namespace/name) order) and each pod's UID rank (equal UIDs, equal rank)."""
     n = len(uids)
     if unique:
@@ -270,9 +276,9 @@ def _uid_order(uids: list[str], metas, unique: bool) -> tuple[Sequence[int], Seq
             order = np.argsort(np.array(uids), kind="stable")
         else:
             order = np.array(sorted(range(n), key=uids.__getitem__), dtype=np.int64)
-        position = np.empty(n, dtype=np.int64)
-        position[order] = np.arange(n, dtype=np.int64)
-        return position, position
+        ranks = np.empty(n, dtype=np.int64)
+        ranks[order] = np.arange(n, dtype=np.int64)
+        return ranks, ranks
     names = [meta.key for meta in metas]
     position = [0] * n
     uid_rank = [0] * n
@@ -288,7 +294,7 @@ def _uid_order(uids: list[str], metas, unique: bool) -> tuple[Sequence[int], Seq
 # -- plain Python ---------------------------------------------------------------------------
 
 
-def _as_list(values: Sequence[int]) -> list[int]:
+def _as_list(values: Column) -> list[int]:
     return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
@@ -359,7 +365,9 @@ def _bucket_array(age: np.ndarray) -> np.ndarray:
     return np.where(positive, bucket, -1)
 
 
-def _time_column(now_ns: int, seconds: np.ndarray, logarithmic: bool):
+def _time_column(
+    now_ns: int, seconds: np.ndarray, logarithmic: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(c3/c6 column, ns, present) for times in float seconds."""
     at, present = _ns_array(seconds)
     if logarithmic:
@@ -367,7 +375,9 @@ def _time_column(now_ns: int, seconds: np.ndarray, logarithmic: bool):
     return np.where(present, -at, NO_TIME_LEGACY), at, present
 
 
-def _columns_numpy(raw: _Raw, now: float, now_ns: int, logarithmic: bool):
+def _columns_numpy(
+    raw: _Raw, now: float, now_ns: int, logarithmic: bool
+) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """(key columns, sort fields) as int64 arrays, or None when a time is too far out for int64 ns.
 
     The fields order exactly as the columns do, split so that `_sort_order` can pack them densely.
@@ -380,7 +390,7 @@ def _columns_numpy(raw: _Raw, now: float, now_ns: int, logarithmic: bool):
         if np.any(np.abs(seconds) >= limit):  # NaN compares False: missing times pass
             return None
 
-    def column(values) -> np.ndarray:
+    def column(values: Column | Sequence[bool]) -> np.ndarray:
         return np.asarray(values, dtype=np.int64)
 
     assigned, phase, ready, cost = (
@@ -480,7 +490,7 @@ def pods_to_delete(
     *,
     logarithmic: bool = True,
     deletion_cost: bool = True,
-    metric=None,
+    metric: DeletionAgeRatio | None = None,
 ) -> list[Pod]:
     """The `diff` pods a ReplicaSet controller deletes, in deletion order.
 

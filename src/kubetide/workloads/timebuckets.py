@@ -44,7 +44,7 @@ def format_age(age_ns: int) -> str:
     seconds = age_ns // NS_PER_SECOND
     if seconds == 0:
         return f"{age_ns // 1_000_000}ms" if age_ns >= 1_000_000 else "0s"
-    parts = []
+    parts: list[tuple[int, str]] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         amount, seconds = divmod(seconds, size)
         if amount or parts:

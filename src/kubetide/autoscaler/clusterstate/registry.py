@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
 from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify
@@ -49,7 +50,7 @@ from kubetide.autoscaler.ports import (
     NodeGroup,
 )
 from kubetide.durations import format_duration
-from kubetide.model import Node
+from kubetide.model import Node, Taint
 
 OTHER_ERROR = "OtherError"
 TIMEOUT_CODE = "timeout"
@@ -154,8 +155,8 @@ class ClusterStateRegistry:
         gone = {
             node.name
             for node in nodes
-            if (instance := instance_by_id.get(node.provider_id)) is not None
-            and instance.state is InstanceState.DELETING
+            if (listed_instance := instance_by_id.get(node.provider_id)) is not None
+            and listed_instance.state is InstanceState.DELETING
         }
 
         # Instances the cloud lists that Kubernetes does not know (yet).
@@ -594,7 +595,7 @@ class ClusterStateRegistry:
         result: dict[str, list[UnregisteredInstance]] = {}
         for group_id, state in self._groups.items():
             room = state.target - state.min_size
-            chosen = []
+            chosen: list[UnregisteredInstance] = []
             for instance_id in state.long_unregistered:
                 if instance_id in self._removed_unregistered:
                     continue
@@ -643,7 +644,7 @@ class ClusterStateRegistry:
             target_size_fixes=self._target_size_fixes.get(group_id, 0),
         )
 
-    def summary(self, now: float) -> dict:
+    def summary(self, now: float) -> dict[str, Any]:
         """The simulator summary's ``cluster_health`` and ``node_groups`` entries."""
         group_ids = list(self._groups)
         for group_id in (*self._unregistered_removed, *self._target_size_fixes):
@@ -688,7 +689,7 @@ def _transition(
     return HealthRecord(healthy, unready, total, now, since, message)
 
 
-def _taint_time(taint) -> float | None:
+def _taint_time(taint: Taint) -> float | None:
     """When the ToBeDeleted taint was added: timeAdded, else its value (Unix seconds)."""
     if taint.time_added is not None:
         return taint.time_added

@@ -29,6 +29,7 @@ import contextlib
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
@@ -104,16 +105,27 @@ class TickResult:
     evicted: list[str] = field(default_factory=list)  # pod keys
 
 
+class DeletionListener(Protocol):
+    """What the actuator tells the planner (recent_evictions and the scale-down-delay-after-*
+    pauses); `Planner` implements it."""
+
+    def record_eviction(self, pod: Pod, now: float) -> None: ...
+
+    def note_deletion(self, now: float) -> None: ...
+
+    def note_failure(self, now: float) -> None: ...
+
+
 class Actuator:
     """Starts and drives node deletions. `planner`, when given, hears about evictions, deletions
-    and failures (recent_evictions and the scale-down-delay-after-* pauses)."""
+    and failures."""
 
     def __init__(
         self,
         options: AutoscalerOptions,
         actions: ClusterActions,
         cloud: CloudProvider,
-        planner=None,
+        planner: DeletionListener | None = None,
     ):
         self.options = options
         self.actions = actions

@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
@@ -108,7 +109,7 @@ class BlockingPod:
     pod: Pod
     reason: PodReason
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"pod": self.pod.key, "reason": str(self.reason)}
 
 
@@ -232,7 +233,8 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
         elif outcome is Outcome.DONE:
             result.terminal.append(pod)
         else:
-            result.blocking = BlockingPod(pod, v.reason)  # type: ignore[arg-type]
+            assert v.reason is not None  # every blocking verdict names its reason
+            result.blocking = BlockingPod(pod, v.reason)
             return result
     return result
 

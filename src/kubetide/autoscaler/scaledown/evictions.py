@@ -22,6 +22,9 @@ from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.snapshot import ClusterSnapshot
 
+# (controller kind, namespace, controller name)
+OwnerKey = tuple[str, str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class RecentEviction:
@@ -37,7 +40,7 @@ class RecentEvictions:
         # Node -> (snapshot stamp, its bound not-terminating pods per owner): the owner check
         # runs every loop while evictions are recent, and counting every pod each time was the
         # loop's largest cost during drains. Stamps never repeat, so an entry is never stale.
-        self._owned: dict[str, tuple[int, Counter]] = {}
+        self._owned: dict[str, tuple[int, Counter[OwnerKey]]] = {}
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -54,17 +57,17 @@ class RecentEvictions:
         """The evicted pods to inject, oldest eviction first."""
         result = []
         left: dict[tuple[str, str, str], int] = {}
-        counts: list[Counter] | None = None
+        counts: list[Counter[OwnerKey]] | None = None
         for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
             pod = eviction.pod
             if snapshot.has_pod(pod.uid):
                 continue  # still terminating where it was: it holds its own place
             owner = eviction.owner
-            workload = None
+            key = workload = None
             if owner is not None and workloads is not None:
-                workload = workloads.get((owner.kind, pod.namespace, owner.name))
-            if workload is not None and workload.replicas is not None:
-                key = (owner.kind, pod.namespace, owner.name)  # type: ignore[union-attr]
+                key = (owner.kind, pod.namespace, owner.name)
+                workload = workloads.get(key)
+            if key is not None and workload is not None and workload.replicas is not None:
                 if key not in left:
                     if counts is None:
                         counts = self._owned_per_node(snapshot)
@@ -97,7 +100,7 @@ class RecentEvictions:
             placed[pod.key] = dest
         return placed, None
 
-    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter]:
+    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter[OwnerKey]]:
         old, new = self._owned, {}
         for name, stamp, pods in snapshot.pods_by_node():
             entry = old.get(name)
@@ -108,8 +111,8 @@ class RecentEvictions:
         return [counts for _, counts in new.values()]
 
 
-def _owned_pods(pods: Iterable[Pod]) -> Counter:
-    counts: Counter = Counter()
+def _owned_pods(pods: Iterable[Pod]) -> Counter[OwnerKey]:
+    counts: Counter[OwnerKey] = Counter()
     for pod in pods:
         ref = pod.controller
         if ref is not None and not pod.is_terminating:

@@ -20,8 +20,9 @@ mark, `commit()` keeps them. A failed node simulation therefore leaves the budge
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from kubetide.model import Pod, PodDisruptionBudget, Workload
+from kubetide.model import LabelSelector, Pod, PodDisruptionBudget, Workload
 
 # Controllers whose `replicas` tell the disruption controller how many pods to expect.
 _SCALABLE = ("ReplicaSet", "StatefulSet", "Deployment", "ReplicationController")
@@ -42,11 +43,12 @@ class PdbTracker:
         workloads: Mapping[tuple[str, str, str], Workload] | None = None,
     ):
         self.pdbs: list[PodDisruptionBudget] = list(pdbs)
-        self._by_namespace: dict[str, list[int]] = {}
+        # namespace -> (index, selector) of the budgets there that select pods
+        self._by_namespace: dict[str, list[tuple[int, LabelSelector]]] = {}
         for i, pdb in enumerate(self.pdbs):
             if pdb.selector is not None:
-                self._by_namespace.setdefault(pdb.meta.namespace, []).append(i)
-        self._match_cache: dict[tuple, tuple[int, ...]] = {}
+                self._by_namespace.setdefault(pdb.meta.namespace, []).append((i, pdb.selector))
+        self._match_cache: dict[tuple[Any, ...], tuple[int, ...]] = {}
         self._matches_of: dict[str, tuple[int, ...]] = {}
         healthy = [0] * len(self.pdbs)
         matched = [0] * len(self.pdbs)
@@ -83,10 +85,12 @@ class PdbTracker:
             result: tuple[int, ...] = ()
         else:
             key = (pod.namespace, tuple(sorted(pod.labels.items())))
-            result = self._match_cache.get(key)  # type: ignore[assignment]
-            if result is None:
-                result = tuple(i for i in candidates if self.pdbs[i].selector.matches(pod.labels))  # type: ignore[union-attr]
-                self._match_cache[key] = result
+            matched = self._match_cache.get(key)
+            if matched is None:
+                matched = self._match_cache[key] = tuple(
+                    i for i, selector in candidates if selector.matches(pod.labels)
+                )
+            result = matched
         self._matches_of[pod.uid] = result
         return result
 

@@ -13,6 +13,7 @@ Feasibility is the scheduling package's PredicateChecker; this module never filt
 from __future__ import annotations
 
 from collections.abc import Container
+from typing import Any
 
 from kubetide.model import Pod
 from kubetide.scheduling.checker import PredicateChecker
@@ -44,7 +45,7 @@ def homeless(pod: Pod, cache: dict[str, tuple[Pod, Pod]] | None = None) -> Pod:
     return copy
 
 
-def _shape(pod: Pod) -> tuple:
+def _shape(pod: Pod) -> tuple[Any, ...]:
     """A key equal only for pods the scheduler cannot tell apart (apart from node name).
 
     Pods stamped from one template share their spec objects, so identity stands in for equality
@@ -77,7 +78,7 @@ class PodMover:
         self.checker = checker
         self.cache = cache if cache is not None else {}
         # shape -> stand-in; the stand-in holds the spec objects whose ids are in the key alive.
-        self._standins: dict[tuple, Pod] = {}
+        self._standins: dict[tuple[Any, ...], Pod] = {}
         # The design starts the pointer at the last node.
         valid = snapshot.valid.nonzero()[0]
         self.pointer = int(valid[-1]) if len(valid) else 0

@@ -9,6 +9,7 @@ human output; the JSON keeps to the documented fields.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.autoscaler.scaledown.budgets import BudgetDecision
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
@@ -29,7 +30,7 @@ class NodeStatus:
     blocking_pod: BlockingPod | None = None
     detail: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "empty": self.empty,
@@ -74,7 +75,7 @@ class ScaleDownPlan:
     def removable_now(self) -> list[str]:
         return [*self.empty_to_delete, *self.drain_to_delete]
 
-    def to_json(self, budget: BudgetDecision | None = None) -> dict:
+    def to_json(self, budget: BudgetDecision | None = None) -> dict[str, Any]:
         """The `scale_down` section of `kubetide plan --json`.
 
         `to_delete` lists the nodes removable now; pass the actuator's budget decision to show

@@ -31,9 +31,10 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider, NodeGroup
 from kubetide.autoscaler.scaledown.drainability import (
     BlockingPod,
     DrainContext,
@@ -84,7 +85,7 @@ class _Checked:
     stamp: int
     group: object  # what cloud.node_group_for answered (None included)
     eligibility: Eligibility
-    empty: bool | None  # looks_empty, computed for ineligible nodes only
+    empty: bool  # looks_empty for ineligible nodes; False for eligible ones (their drain says)
     util: float | None  # eligibility.utilization.value, for the status
 
 
@@ -98,7 +99,16 @@ class Unremovable:
     detail: str = ""
 
 
-def _pod_order(pod: Pod) -> tuple:
+class _Eligible(NamedTuple):
+    """An eligible node with what the candidate search needs of it."""
+
+    node: Node
+    eligibility: Eligibility
+    group: NodeGroup
+    drain: NodeDrain
+
+
+def _pod_order(pod: Pod) -> tuple[int, int, str, str]:
     # Largest first (first-fit decreasing packs better), then by name: the same order every loop.
     requests, meta = pod.requests, pod.meta
     return (-requests.get(CPU, 0), -requests.get(MEMORY, 0), meta.namespace, meta.name)
@@ -302,7 +312,7 @@ class _Update:
         if failure is None:
             candidates = self.build(eligible, new_unremovable)
         else:
-            for node, _, drain in eligible:
+            for node, _, _, drain in eligible:
                 self.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=failure)
 
         # Remembered failures stay until their recheck time; fresh ones replace them.
@@ -350,13 +360,13 @@ class _Update:
         return None
 
     # -- 3. eligibility ---------------------------------------------------------------------------
-    def statuses(self) -> list[tuple[Node, Eligibility, NodeDrain]]:
+    def statuses(self) -> list[_Eligible]:
         """Status for every node; returns the eligible ones with their drains."""
         p, snapshot, now = self.p, self.snapshot, self.now
         checker = EligibilityChecker(p.options, self.cloud, now)
         recheck = p.options.unremovable_node_recheck_timeout
         cutoff = p.options.expendable_pods_priority_cutoff
-        eligible = []
+        eligible: list[_Eligible] = []
         cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
         used = snapshot.used
         node_group_for = self.cloud.node_group_for
@@ -387,7 +397,7 @@ class _Update:
                     # of the per-loop flags (being deleted, recently unremovable).
                     statuses[name] = NodeStatus(
                         name, UNREMOVABLE, empty, entry.util, e.reason, None, e.detail
-                    )  # type: ignore[arg-type]
+                    )
                     continue
             else:
                 pods = snapshot.pods_on(name).values()
@@ -399,9 +409,7 @@ class _Update:
                     recently_unremovable=recent,
                     requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
                 )
-                empty = None
-                if e.reason is not None:
-                    empty = looks_empty(pods, cutoff)
+                empty = e.reason is not None and looks_empty(pods, cutoff)
                 # Only answers without the per-loop flags are kept, and only while no pod is
                 # terminating: that is the one way time enters them (long-terminating pods drop
                 # out of utilization).
@@ -418,24 +426,25 @@ class _Update:
                 self.plan.nodes[name] = NodeStatus(
                     name, BEING_DELETED, empty, util, e.reason, detail=e.detail
                 )
-            elif e.reason is NodeReason.RECENTLY_UNREMOVABLE:
+            elif e.reason is NodeReason.RECENTLY_UNREMOVABLE and old is not None:
                 self.plan.nodes[name] = NodeStatus(
                     name,
                     UNREMOVABLE,
                     empty,
                     util,
                     e.reason,
-                    old.blocking_pod,  # type: ignore[union-attr]
-                    f"simulation at {rfc3339(old.at)} failed with {old.reason}"  # type: ignore[union-attr]
-                    + (f" ({old.detail})" if old.detail else "")  # type: ignore[union-attr]
-                    + f"; simulated again after {rfc3339(old.at + recheck)}",  # type: ignore[union-attr]
+                    old.blocking_pod,
+                    f"simulation at {rfc3339(old.at)} failed with {old.reason}"
+                    + (f" ({old.detail})" if old.detail else "")
+                    + f"; simulated again after {rfc3339(old.at + recheck)}",
                 )
             elif e.reason is not None:
                 self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
             else:
+                assert e.group is not None  # eligibility refuses nodes no group manages
                 drain = drain_node(list(snapshot.pods_on(name).values()), self.ctx)
                 self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
-                eligible.append((node, e, drain))
+                eligible.append(_Eligible(node, e, e.group, drain))
         p._checked = checked
         return eligible
 
@@ -455,12 +464,12 @@ class _Update:
         status.detail = detail
 
     # -- 4. the candidate set ---------------------------------------------------------------------
-    def order(self, eligible: list[tuple[Node, Eligibility, NodeDrain]]) -> list:
+    def order(self, eligible: list[_Eligible]) -> list[_Eligible]:
         since = self.p.unneeded_since
         slot_of = self.snapshot.slot_of
 
-        def key(item: tuple[Node, Eligibility, NodeDrain]) -> tuple:
-            node, e, drain = item
+        def key(item: _Eligible) -> tuple[int, float, int]:
+            node, e, drain = item.node, item.eligibility, item.drain
             name = node.name
             util = e.utilization.value if e.utilization is not None else 0.0
             if name in self.resume:
@@ -473,9 +482,7 @@ class _Update:
 
         return sorted(eligible, key=key)
 
-    def build(
-        self, eligible: list[tuple[Node, Eligibility, NodeDrain]], new_unremovable: dict[str, Unremovable]
-    ) -> list[str]:
+    def build(self, eligible: list[_Eligible], new_unremovable: dict[str, Unremovable]) -> list[str]:
         if not eligible:
             return []  # the limits below cost a pass over every node, for nobody
         p, snapshot, ctx, plan = self.p, self.snapshot, self.ctx, self.plan
@@ -492,7 +499,7 @@ class _Update:
         timer, deadline = p.timer, self.deadline
         destination_of = self.destination_of
         candidates: list[str] = []
-        for node, e, drain in self.order(eligible):
+        for node, _, group, drain in self.order(eligible):
             name = node.name
             if plan.timed_out or timer() > deadline:
                 plan.timed_out = True
@@ -511,7 +518,7 @@ class _Update:
                     detail=f"destination for pods of {destination_of[name]}",
                 )
                 continue
-            reason = limits.check(node, e.group)  # type: ignore[arg-type]
+            reason = limits.check(node, group)
             if reason is not None:
                 self.mark(node, drain.empty, reason)
                 continue
@@ -552,7 +559,7 @@ class _Update:
                 continue
             snapshot.commit()
             tracker.commit()
-            limits.take(node, e.group)  # type: ignore[arg-type]
+            limits.take(node, group)
             candidates.append(name)
             plan.drains[name] = drain
             self.new_hints[name] = moved

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.model import Pod
 
@@ -44,7 +45,7 @@ def has_inter_pod_constraints(pod: Pod) -> bool:
 class PodGroup:
     """Equivalent pods, in the order they were given. `exemplar` stands for all of them."""
 
-    key: tuple
+    key: tuple[Any, ...]
     pods: list[Pod] = field(default_factory=list)
     inter_pod: bool = False
 
@@ -56,7 +57,7 @@ class PodGroup:
         return len(self.pods)
 
 
-def _spec_fingerprint(pod: Pod) -> tuple:
+def _spec_fingerprint(pod: Pod) -> tuple[Any, ...]:
     return (
         pod.namespace,
         tuple(sorted(pod.requests.items())),
@@ -70,7 +71,7 @@ def _spec_fingerprint(pod: Pod) -> tuple:
     )
 
 
-def _label_fingerprint(labels: dict[str, str]) -> tuple:
+def _label_fingerprint(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
     if not labels:
         return ()
     items = sorted(labels.items())
@@ -83,9 +84,9 @@ def group_pods(pods: Iterable[Pod]) -> list[PodGroup]:
     """Equivalence groups in order of first appearance (deterministic for a given input)."""
     # Spec fingerprints are interned to small integers so the per-pod key hashes cheaply. The
     # identity cache is only valid while the pods are alive, which they are for this call.
-    by_identity: dict[tuple, int] = {}
-    by_spec: dict[tuple, int] = {}
-    groups: dict[tuple, PodGroup] = {}
+    by_identity: dict[tuple[Any, ...], int] = {}
+    by_spec: dict[tuple[Any, ...], int] = {}
+    groups: dict[tuple[Any, ...], PodGroup] = {}
     for pod in pods:
         ident = (
             id(pod.requests),

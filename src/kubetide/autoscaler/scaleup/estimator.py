@@ -56,6 +56,7 @@ from kubetide.model import Node, ObjectMeta, Pod
 from kubetide.model.node import HOSTNAME_LABEL
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.model.selectors import LabelSelector
+from kubetide.scheduling import PredicateChecker, Unfit
 from kubetide.snapshot import ClusterSnapshot
 
 TIME_LIMIT_REASON = "binpacking time limit reached"
@@ -142,7 +143,7 @@ class BinpackingEstimator:
     def __init__(
         self,
         snapshot: ClusterSnapshot,
-        checker,
+        checker: PredicateChecker,
         *,
         timer: Timer,
         max_group_duration: float = 10.0,
@@ -279,7 +280,7 @@ class _Run:
         meta = ObjectMeta(name, labels=labels, annotations=dict(template.annotations))
         return Node(meta, template.allocatable, template.capacity, template.taints, ready=True)
 
-    def _probe(self, pod: Pod):
+    def _probe(self, pod: Pod) -> Unfit | None:
         """The checker's verdict for `pod` on a fresh copy of the template."""
         snapshot = self.snapshot
         name = f"{self.template.prefix}-probe"

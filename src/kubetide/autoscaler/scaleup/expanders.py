@@ -89,7 +89,11 @@ class ExpanderContext:
 Expander = Callable[[list[ExpansionOption], ExpanderContext], list[ExpansionOption]]
 
 
-def _keep_best(options: list[ExpansionOption], score, lower_is_better: bool) -> list[ExpansionOption]:
+def _keep_best(
+    options: list[ExpansionOption],
+    score: Callable[[ExpansionOption], Fraction | float],
+    lower_is_better: bool,
+) -> list[ExpansionOption]:
     scores = [score(o) for o in options]
     best = min(scores) if lower_is_better else max(scores)
     return [o for o, s in zip(options, scores) if s == best]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
 from kubetide.model import Pod
-from kubetide.scheduling import queue_order
+from kubetide.scheduling import PredicateChecker, queue_order
 from kubetide.snapshot import ClusterSnapshot
 
 
@@ -53,7 +53,7 @@ def _may_improve(pod: Pod) -> bool:
 
 def filter_schedulable(
     snapshot: ClusterSnapshot,
-    checker,
+    checker: PredicateChecker,
     pods: Sequence[Pod],
     *,
     skip: Container[str] | None = None,

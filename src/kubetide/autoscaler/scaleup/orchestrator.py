@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import Any
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaleup.balance import BalanceTarget, similar, split
-from kubetide.autoscaler.scaleup.equivalence import group_pods
+from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
 from kubetide.autoscaler.scaleup.estimator import BinpackingEstimator, Estimate, NodeLimit
 from kubetide.autoscaler.scaleup.expanders import (
     ExpanderContext,
@@ -52,7 +53,11 @@ from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, 
 from kubetide.clock import Timer
 from kubetide.model import ConfigMap, Node, Pod, Workload
 from kubetide.model.quantity import CPU, MEMORY
+from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
+
+# The priority expander's configuration: its ConfigMap, the `priorities` text, or that parsed.
+PrioritiesSource = ConfigMap | str | Mapping[object, object]
 
 GIB = 2**30
 STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
@@ -230,8 +235,8 @@ class ScaleUp:
         upcoming: Mapping[str, int] | None = None,
         backed_off: Callable[[str], bool] | Collection[str] | None = None,
         healthy: Callable[[str], bool] | Collection[str] | None = None,
-        priorities: ConfigMap | str | Mapping | None = None,
-        checker=None,
+        priorities: PrioritiesSource | None = None,
+        checker: PredicateChecker | None = None,
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
     ) -> ScaleUpPlan:
         """One scale-up decision. See the module docstring for what the caller does with it.
@@ -242,8 +247,6 @@ class ScaleUp:
         `priorities` text, or an already parsed mapping. `checker`: a PredicateChecker already
         attached to `snapshot` (one is made and closed otherwise).
         """
-        from kubetide.scheduling import PredicateChecker
-
         plan = ScaleUpPlan()
         selection = select_pending(pending, self.options, now)
         for key, reason in {**selection.too_young, **selection.expendable}.items():
@@ -252,7 +255,7 @@ class ScaleUp:
         if not selection.pods:
             return plan
         own_checker = checker is None
-        if own_checker:
+        if checker is None:
             checker = PredicateChecker(snapshot, namespaces)
         snapshot.fork()
         try:
@@ -277,16 +280,16 @@ class ScaleUp:
     # -- the steps ----------------------------------------------------------------------------
     def _plan(
         self,
-        plan,
-        snapshot,
-        checker,
-        candidates,
-        node_groups,
-        workloads,
-        upcoming,
-        backed_off,
-        healthy,
-        priorities,
+        plan: ScaleUpPlan,
+        snapshot: ClusterSnapshot,
+        checker: PredicateChecker,
+        candidates: Sequence[Pod],
+        node_groups: Sequence[NodeGroup],
+        workloads: Sequence[Workload],
+        upcoming: Mapping[str, int],
+        backed_off: Callable[[str], bool] | Collection[str] | None,
+        healthy: Callable[[str], bool] | Collection[str] | None,
+        priorities: PrioritiesSource | None,
     ) -> None:
         options = self.options
         is_backed_off = _as_predicate(backed_off, False)
@@ -337,11 +340,11 @@ class ScaleUp:
         if not still:
             return
         placed = filtered.placed_uids
-        groups = []
-        for group in all_groups:
-            members = [p for p in group.pods if p.uid not in placed] if placed else group.pods
+        groups: list[PodGroup] = []
+        for pod_group in all_groups:
+            members = [p for p in pod_group.pods if p.uid not in placed] if placed else pod_group.pods
             if members:
-                groups.append(dataclasses.replace(group, pods=members))
+                groups.append(dataclasses.replace(pod_group, pods=members))
 
         # Cluster-wide headroom, counting nodes on their way.
         node_total = len(real_nodes) + upcoming_total
@@ -401,7 +404,7 @@ class ScaleUp:
             plan.chosen = choose(plan.options, options.expander, context)
             plan.trace.extend(context.trace)
         if plan.chosen is not None:
-            self._increase(plan, templates, sizes)
+            self._increase(plan, plan.chosen, templates, sizes)
         self._explain(plan, still, keys, common, per_pod)
 
     def _limit(
@@ -438,7 +441,9 @@ class ScaleUp:
         except Exception:  # providers without prices: the price expander keeps such options
             return None
 
-    def _priorities(self, source, plan: ScaleUpPlan):
+    def _priorities(
+        self, source: PrioritiesSource | None, plan: ScaleUpPlan
+    ) -> dict[int, list[re.Pattern[str]]] | None:
         if source is None:
             return None
         try:
@@ -451,8 +456,13 @@ class ScaleUp:
             plan.trace.append(f"priority expander configuration ignored: {exc}")
             return None
 
-    def _increase(self, plan, templates, sizes) -> None:
-        chosen = plan.chosen
+    def _increase(
+        self,
+        plan: ScaleUpPlan,
+        chosen: ExpansionOption,
+        templates: Mapping[str, GroupTemplate],
+        sizes: Mapping[str, tuple[int, int]],
+    ) -> None:
         total = chosen.node_count
         members = [chosen.group_id]
         if self.options.balance_similar_node_groups:
@@ -479,7 +489,14 @@ class ScaleUp:
                 plan.increases.append(Increase(gid, delta, current, max_size, pods))
         plan.helped = list(pods)
 
-    def _explain(self, plan: ScaleUpPlan, still: Sequence[Pod], keys: Sequence[str], common, per_pod) -> None:
+    def _explain(
+        self,
+        plan: ScaleUpPlan,
+        still: Sequence[Pod],
+        keys: Sequence[str],
+        common: Sequence[str],
+        per_pod: Mapping[int, Sequence[str]],
+    ) -> None:
         helped = {id(p) for p in plan.chosen.pods} if plan.chosen is not None else set()
         fits_in: dict[int, list[str]] = {}
         for option in plan.options:

@@ -26,8 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT
-from kubetide.model import Node, ObjectMeta, OwnerReference, Taint, Workload
+from kubetide.model import Node, ObjectMeta, OwnerReference, Pod, Taint, Workload
 from kubetide.model.node import HOSTNAME_LABEL
+from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 # Taints that describe one node's state, not the group's shape.
@@ -69,7 +70,7 @@ class GroupTemplate:
         return dataclasses.replace(self.node, meta=meta)
 
 
-def _daemonset_pod(workload: Workload, node_name: str, index: int):
+def _daemonset_pod(workload: Workload, node_name: str, index: int) -> Pod:
     owner = OwnerReference("DaemonSet", workload.name, workload.meta.uid, controller=True)
     name = f"{workload.name}-template-{index}"
     return workload.template.instantiate(
@@ -82,7 +83,7 @@ def build_template(
     raw: Node,
     daemonsets: Sequence[Workload],
     snapshot: ClusterSnapshot,
-    checker,
+    checker: PredicateChecker,
 ) -> GroupTemplate:
     """The group's template net of the DaemonSets that would run on it.
 
