@@ -70,7 +70,13 @@ def add_parser(subparsers) -> None:
         help="one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="a cluster dump (kubectl -o yaml)")
+    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="*", help="a cluster dump (kubectl -o yaml)")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="explain the live cluster instead of a dump (read-only: nothing is written)",
+    )
+    parser.add_argument("--context", metavar="NAME", help="with --kubeconfig: the context to use")
     parser.add_argument(
         "--node-groups",
         metavar="GROUPS.yaml",
@@ -102,14 +108,23 @@ def run(args) -> int:
     options = parse_set_flags(args.flags)
     now_arg = _parse_now(args.now)
     definitions = load_groups_file(args.node_groups) if args.node_groups else None
-    source = ", ".join(args.files)
-    manifests = load_files(list(args.files))
+    if args.kubeconfig and args.files:
+        raise UserError("plan: give a cluster dump (CLUSTER.yaml) or --kubeconfig, not both")
+    if args.kubeconfig:
+        manifests, source = _read_live_cluster(args.kubeconfig, args.context)
+    elif args.files:
+        source = ", ".join(args.files)
+        manifests = load_files(list(args.files))
+    else:
+        raise UserError("plan: give a cluster dump (CLUSTER.yaml ...) or --kubeconfig PATH")
     warn(manifests.warnings)
     cloud = StaticCloud.from_nodes(manifests.nodes, definitions)
     warn(cloud.warnings)
     newest = newest_timestamp(manifests)
     if now_arg is not None:
         now, now_source = now_arg, "--now"
+    elif args.kubeconfig:
+        now, now_source = time.time(), "wall clock: a live cluster"
     elif newest is not None:
         now, now_source = newest, "newest timestamp in the dump"
     else:
@@ -149,6 +164,17 @@ def run(args) -> int:
 
 
 # -- inputs -------------------------------------------------------------------------------------
+
+
+def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[Manifests, str]:
+    from kubetide.kube.client import connect
+    from kubetide.kube.dump import read_cluster
+
+    client = connect(kubeconfig, context)
+    try:
+        return read_cluster(client), client.server
+    finally:
+        client.close()
 
 
 def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:

@@ -137,6 +137,18 @@ class KubeClient:
             raise _api_error(response.status, data)
         return json.loads(data) if data else {}
 
+    def list_pages(self, path: str, *, page_size: int = 500) -> Iterator[dict]:
+        """A LIST in pages of `page_size` (limit/continue), so a large cluster never arrives as
+        one huge response. The last page's metadata.resourceVersion is the list's."""
+        query = {"limit": str(page_size)}
+        while True:
+            page = self.request("GET", path, query=query)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            query = {"limit": str(page_size), "continue": token}
+
     def watch(
         self,
         path: str,
@@ -214,6 +226,9 @@ def connect(
 
     limiter = RateLimiter(qps, burst)
     configuration = k8s_client.Configuration()
+    # One connection per informer's open watch plus the loop's own requests; the default pool
+    # (5 per core) would drop and reopen connections every loop on a small machine.
+    configuration.connection_pool_maxsize = 32
     if kubeconfig is None:
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)

@@ -94,6 +94,7 @@ class Informer:
                 self._watch()
                 pause = RETRY_MIN
                 self.last_error = None
+                continue  # the server ended the watch (its timeout): resume at once
             except ApiError as exc:
                 if self.stopping.is_set():
                     return
@@ -104,24 +105,24 @@ class Informer:
                     continue
                 self.last_error = exc
                 log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, pause)
-                self.stopping.wait(pause)
-                pause = min(RETRY_MAX, pause * 2)
+            except Exception as exc:  # a bug: keep the cache alive, say so loudly, retry
+                if self.stopping.is_set():
+                    return
+                self.last_error = ApiError(0, type(exc).__name__, str(exc))
+                log.exception("%s: informer failed; retrying in %.1fs", self.resource.plural, pause)
+            self.stopping.wait(pause)
+            pause = min(RETRY_MAX, pause * 2)
 
     def _list(self) -> None:
         seen: dict[str, tuple[str, Any]] = {}
-        query = {"limit": str(LIST_PAGE_SIZE)}
-        while True:
-            page = self.client.request("GET", self.resource.list_path, query=query)
+        page: dict = {}
+        for page in self.client.list_pages(self.resource.list_path, page_size=LIST_PAGE_SIZE):
             for raw in page.get("items") or ():
                 key = object_key(raw)
                 version = (raw.get("metadata") or {}).get("resourceVersion", "")
                 obj = self._parse(raw)
                 if obj is not None:
                     seen[key] = (version, obj)
-            meta = page.get("metadata") or {}
-            if not meta.get("continue"):
-                break
-            query = {"limit": str(LIST_PAGE_SIZE), "continue": meta["continue"]}
         for key, (version, obj) in seen.items():
             known = self._known.get(key)
             if known is None:
@@ -167,6 +168,9 @@ class Informer:
             return self.parse(raw)
         except ManifestError as exc:
             log.warning("skipping an object kubetide cannot read: %s", exc)
+            return None
+        except Exception:  # a parser bug must cost one object, not the whole cache
+            log.exception("skipping %s %s: kubetide failed to read it", self.resource.kind, object_key(raw))
             return None
 
     def _emit(self, change: Change) -> None:

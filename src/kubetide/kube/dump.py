@@ -1,0 +1,54 @@
+"""A live cluster read once into the same Manifests a dump file gives: `kubetide plan --kubeconfig`.
+
+Read-only: a paginated LIST of each resource the autoscaler looks at, parsed by the model's own
+parsers, so `plan` explains a live cluster exactly as it explains `kubectl get -o yaml` output.
+"""
+
+from __future__ import annotations
+
+from kubetide.errors import UserError
+from kubetide.kube.client import ApiError, KubeClient
+from kubetide.kube.resources import (
+    NAMESPACES,
+    NODES,
+    PDBS,
+    PODS,
+    PRIORITY_CLASSES,
+    WORKLOADS,
+    configmaps_in,
+    parser_for,
+)
+from kubetide.model import Manifests
+from kubetide.model.loader import resolve_priorities
+
+PRIORITY_EXPANDER_NAMESPACE = "kube-system"
+
+
+def read_cluster(client: KubeClient) -> Manifests:
+    """Every object `plan` uses; an unreadable resource is one UserError naming it."""
+    manifests = Manifests()
+    resources = (
+        NODES,
+        PODS,
+        PDBS,
+        PRIORITY_CLASSES,
+        NAMESPACES,
+        *WORKLOADS,
+        configmaps_in(PRIORITY_EXPANDER_NAMESPACE),
+    )
+    for resource in resources:
+        parse = parser_for(resource.kind, client.server)
+        try:
+            for page in client.list_pages(resource.list_path):
+                for raw in page.get("items") or ():
+                    obj = parse(raw)
+                    # ReplicationControllers are workloads for every check that reads them.
+                    if resource.kind == "ReplicationController":
+                        manifests.workloads.append(obj)
+                    else:
+                        manifests.add(resource.kind, obj)
+        except ApiError as exc:
+            action = "cannot reach the API server" if exc.status == 0 else f"cannot list {resource.plural}"
+            raise UserError(f"{client.source}: {action}: {exc.message if exc.status == 0 else exc}") from None
+    resolve_priorities(manifests, client.server)
+    return manifests
