@@ -7,6 +7,7 @@ burst of pod deletions costs one reconcile per owner, not one per pod.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from kubetide.model import ObjectMeta, OwnerReference, Pod, Workload
 from kubetide.sim.engine import Engine, Timer
@@ -45,7 +46,8 @@ class Controller(WorldObserver):
 
     def scale(self, key: str, count: int) -> None:
         workload = self.world.workloads[key]
-        self.world.workloads[key] = dataclasses.replace(workload, **{self.scaled_field: count})
+        changes: dict[str, Any] = {self.scaled_field: count}
+        self.world.workloads[key] = dataclasses.replace(workload, **changes)
         self.enqueue(key)
 
     def delete(self, key: str) -> None:

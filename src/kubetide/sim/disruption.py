@@ -145,9 +145,10 @@ class Budgets(WorldObserver):
         if ref is None or ref.kind == "StatefulSet":
             matching = [state for state in self.states.values() if state.pdb.matches(pod)]
         else:
-            matching = self._of_owner.get(ref.uid)
-            if matching is None:
-                matching = self._of_owner[ref.uid] = [s for s in self.states.values() if s.pdb.matches(pod)]
+            cached = self._of_owner.get(ref.uid)
+            if cached is None:
+                cached = self._of_owner[ref.uid] = [s for s in self.states.values() if s.pdb.matches(pod)]
+            matching = cached
         for state in matching:
             self._add(state, pod)
 

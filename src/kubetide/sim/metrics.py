@@ -20,6 +20,7 @@ events, so a timeline row costs O(node groups), not O(pods).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -206,7 +207,7 @@ class Metrics(WorldObserver):
         if drains > self.c.max_concurrent_drains:
             self.c.max_concurrent_drains = drains
 
-    def _deleting_nodes(self, group: str, nodes: list[Node]) -> None:
+    def _deleting_nodes(self, group: str, nodes: Sequence[Node]) -> None:
         now = self.engine.elapsed()
         snapshot = self.world.snapshot
         for node in nodes:

@@ -250,12 +250,12 @@ class Simulation:
 
     # -- scenario events -----------------------------------------------------------------------
     def _scenario_event(self, event: Event) -> None:
-        marker = {"time": event.at, "kind": event.kind, "label": _describe(event)}
-        self._markers.append(marker)
+        label = _describe(event)
+        self._markers.append({"time": event.at, "kind": event.kind, "label": label})
         if event.kind == "scale":
             self._scale(event.payload, event)
         elif event.kind == "apply":
-            self.log.record("Scenario", event.field, "Normal", "Applied", marker["label"], "scenario")
+            self.log.record("Scenario", event.field, "Normal", "Applied", label, "scenario")
             self.apply(event.payload)
         elif event.kind == "delete":
             self._delete(event.payload, event)

@@ -37,14 +37,14 @@ class StatefulSets(Controller):
 
         # Scale up / replace, lowest ordinal first.
         for ordinal in range(replicas):
-            pod = by_ordinal.get(ordinal)
-            if pod is None:
+            member = by_ordinal.get(ordinal)
+            if member is None:
                 name = f"{sts.name}-{ordinal}"
                 self.create_pod(sts, name, extra_labels={POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)})
                 if ordered:
                     return
                 continue
-            if ordered and not (pod.phase == "Running" and pod.ready and not pod.is_terminating):
+            if ordered and not (member.phase == "Running" and member.ready and not member.is_terminating):
                 return  # wait for this ordinal before touching the next
 
         # Scale down, highest ordinal first.

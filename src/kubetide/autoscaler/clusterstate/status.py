@@ -35,11 +35,20 @@ from kubetide.autoscaler.status import (
     ScaleDownCondition,
     status_time,
     status_yaml,
+    to_dict,
 )
-
-# Adapters written before the document moved to autoscaler/status.py import it from here.
-from kubetide.autoscaler.status import to_dict as to_dict
 from kubetide.durations import rfc3339
+
+# The builder, plus the document's names that adapters written before the document moved to
+# autoscaler/status.py import from here (kube/actions.py); new code imports them from there.
+__all__ = [
+    "ClusterAutoscalerStatus",
+    "ScaleDownSummary",
+    "ScaleUpSummary",
+    "StatusBuilder",
+    "status_yaml",
+    "to_dict",
+]
 
 
 @dataclass(frozen=True, slots=True)
