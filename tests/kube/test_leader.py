@@ -297,3 +297,27 @@ def test_a_renewal_that_meets_a_conflict_re_reads_and_renews(electors, kube):
     assert leader.try_acquire_or_renew()
     lease = electors.lease()
     assert lease["spec"]["holderIdentity"] == "leader" and lease["metadata"]["labels"] == {"touched": "yes"}
+
+
+@pytest.mark.controlplane
+def test_never_two_leaders_across_an_api_server_restart(control_plane, electors):
+    (a, _, _), (b, _, _) = electors("a"), electors("b")
+    wait_for(lambda: leaders(a, b), 10, "a leader")
+    seen: list[tuple[str, ...]] = []
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            seen.append(tuple(e.identity for e in leaders(a, b)))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        control_plane.restart_apiserver()
+        wait_for(lambda: leaders(a, b), 3 * LEASE_DURATION, "a leader after the restart")
+    finally:
+        done.set()
+        sampler.join()
+    assert all(len(leading) <= 1 for leading in seen)
+    assert len(leaders(a, b)) == 1
