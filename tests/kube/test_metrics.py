@@ -68,10 +68,12 @@ class Observed:
     def __init__(self):
         self.metrics = AutoscalerMetrics(process_metrics=False)
         self.autoscaler: Autoscaler | None = None
+        self.built = 0
         self.loops: list[LoopResult] = []
 
     def __call__(self, options, clock, view, actions, cloud):
         self.autoscaler = Autoscaler(options, clock, view, actions, cloud, seed=1, timer=work_timer())
+        self.built += 1
         observed = self
 
         class Loop:
@@ -122,11 +124,14 @@ def test_a_scale_up_then_a_scale_down_as_ca_reports_them():
         [
             {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}},
             {"at": "15m", "scale": {"kind": "Deployment", "name": "web", "replicas": 2}},
+            # A fresh Autoscaler mid scale-down (as a replica regaining the lease builds one):
+            # the counters go on from where they were.
+            {"at": "16m45s", "fault": {"type": "autoscalerRestart"}},
         ],
         autoscaler={"scale-down-unneeded-time": "1m", "scale-down-delay-after-add": "1m"},
     )
     sim, observed = run(sc, 14 * 60)
-    metrics, autoscaler = observed.metrics, observed.autoscaler
+    metrics = observed.metrics
     added = sum(sum(r.scaled_up.values()) for r in observed.loops)
     assert added >= 2  # 12 pods of 900m need 3 nodes of 4 cores, one exists
     assert value(metrics, "scaled_up_nodes_total") == added
@@ -158,7 +163,8 @@ def test_a_scale_up_then_a_scale_down_as_ca_reports_them():
     assert sum(by_reason.values()) == deleted and by_reason["unready"] == 0
     assert value(metrics, "evicted_pods_total", eviction_result="succeeded") == evicted
     assert value(metrics, "unneeded_nodes_count") == len(observed.loops[-1].scale_down.candidate_set)
-    assert autoscaler is not None and not autoscaler.actuator.deletions
+    assert observed.built == 2
+    assert observed.autoscaler is not None and not observed.autoscaler.actuator.deletions
 
 
 def test_a_refused_increase_counts_as_a_failed_scale_up_once_per_loop():

@@ -178,14 +178,21 @@ class AutoscalerMetrics:
         for result in ("succeeded", "failed"):
             self.evicted_pods_total.labels(result)
 
-        # Why each deletion in progress was started, kept from the loop that started it: by the
-        # time a node is deleted its readiness says "being deleted", not what it was.
+        # Per Autoscaler (a replica builds a fresh one each time it regains the lease):
+        # why each deletion in progress was started, kept from the loop that started it (by the
+        # time a node is deleted its readiness says "being deleted", not what it was), and the
+        # registry's running count of removed unregistered instances already added up.
+        self._autoscaler: Autoscaler | None = None
         self._deletion_reasons: dict[str, str] = {}
         self._unregistered_removed = 0
 
     # -- what the loop driver calls -------------------------------------------------------------
     def observe_loop(self, result: LoopResult, duration_seconds: float, autoscaler: Autoscaler) -> None:
         """Everything one finished `run_once()` says. `duration_seconds`: the loop's wall time."""
+        if autoscaler is not self._autoscaler:
+            self._autoscaler = autoscaler
+            self._deletion_reasons.clear()
+            self._unregistered_removed = 0
         self.function_duration_seconds.labels("main").observe(duration_seconds)
         registry = autoscaler.registry
         now = result.now
@@ -259,7 +266,7 @@ class AutoscalerMetrics:
         )
         if removed > self._unregistered_removed:
             self.old_unregistered_nodes_removed_count.inc(removed - self._unregistered_removed)
-        self._unregistered_removed = removed
+            self._unregistered_removed = removed
 
     def _observe_scale_up(self, result: LoopResult, autoscaler: Autoscaler) -> None:
         added = sum(result.scaled_up.values())
