@@ -30,11 +30,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def skip_or_fail(reason: str) -> None:
-    """No control plane here: skip, unless this run must have one (CI sets the variable)."""
+def no_control_plane(reason: str) -> BaseException:
+    """What to raise when there can be no control plane here: a skip, unless this run must have one
+    (CI sets the variable). Raised `from None`, so the report is the reason alone."""
     if os.environ.get(REQUIRE_CONTROL_PLANE_VARIABLE) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_CONTROL_PLANE_VARIABLE}=1)", pytrace=False)
-    pytest.skip(reason)
+        return pytest.fail.Exception(f"{reason} ({REQUIRE_CONTROL_PLANE_VARIABLE}=1)", pytrace=False)
+    return pytest.skip.Exception(reason)
 
 
 @pytest.fixture(scope="session")
@@ -43,11 +44,11 @@ def control_plane() -> Iterator[ControlPlane]:
         import cryptography  # noqa: F401
         import kubernetes  # noqa: F401
     except ImportError as error:
-        skip_or_fail(f"control plane tests need the Python package {error.name!r}")
+        raise no_control_plane(f"control plane tests need the Python package {error.name!r}") from None
     try:
         plane = ControlPlane()
     except ControlPlaneUnavailable as unavailable:
-        skip_or_fail(str(unavailable))
+        raise no_control_plane(str(unavailable)) from None
     plane.start()
     try:
         yield plane

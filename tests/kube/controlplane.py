@@ -68,9 +68,7 @@ def find_binaries() -> tuple[Path, Path | None]:
         directory = Path(value)
         missing = [name for name in BINARY_NAMES if not os.access(directory / name, os.X_OK)]
         if missing:
-            raise ControlPlaneUnavailable(
-                f"{variable}={value} lacks executable {', '.join(missing)} (needs {', '.join(BINARY_NAMES)})"
-            )
+            raise ControlPlaneUnavailable(f"{variable}={value} lacks executable {', '.join(missing)}")
         stages = directory / KWOK_STAGES_FILE
         if not stages.is_file():
             stages = SHARED_K8S_DIR / KWOK_STAGES_FILE
@@ -472,13 +470,18 @@ class ControlPlane:
         self._wait_for("kube-apiserver", f"{self.server}/readyz")
 
     def restart_apiserver(self) -> None:
-        """Stop kube-apiserver and start it again on the same port and etcd data; returns once /readyz
-        is ok. Clients see their connections and watches broken, as in a real API server restart."""
+        """Stop kube-apiserver (SIGTERM, as a rolling restart does) and start it again on the same port
+        and etcd data; returns once /readyz is ok. Clients see their connections and watches end.
+
+        Call it from a thread that outlives the control plane (the test's own): the kernel ends a
+        component when the thread that started it exits (see `_launch`)."""
         self._terminate("kube-apiserver")
         self.start_apiserver()
 
     def _launch(self, name: str, arguments: list[str]) -> None:
-        # setpriv makes the kernel end the component if pytest dies without running atexit (SIGKILL).
+        # setpriv makes the kernel kill the component when pytest dies without running atexit (SIGKILL,
+        # SIGTERM). Linux ties this to the thread that forked, not the process: hence restart_apiserver's
+        # advice.
         guard = ["setpriv", "--pdeathsig", "SIGKILL", "--"] if shutil.which("setpriv") else []
         with open(self.logs_directory / f"{name}.log", "ab") as log:
             self._processes[name] = subprocess.Popen(
@@ -600,7 +603,7 @@ class KubeTestContext:
             {
                 "metadata": {
                     "name": name,
-                    "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
+                    "labels": {"kubernetes.io/hostname": name, **(labels or {})},
                     "annotations": {KWOK_NODE_ANNOTATION: "fake"},
                 },
                 "spec": {"taints": taints or []},
