@@ -10,7 +10,8 @@ acting before another can gain it" hold without trusting anyone's wall clock:
 - The leader renews every retry period and counts as leader only while its last successful write
   is younger than the renew deadline, timed from when that write was *sent*: a candidate can only
   have seen the record after it was committed, hence after it was sent, so the leader stops
-  (renew deadline) strictly before any candidate may take over (lease duration).
+  (renew deadline) before any candidate may take over (lease duration): 5 s earlier at the
+  defaults, which only clocks running at very different rates could eat up.
 - Every write carries the resourceVersion it was based on: a 409 Conflict means someone else
   wrote in between, and the next attempt re-reads.
 - On a graceful stop the leader releases the lease (empty holder, leaseDurationSeconds 1, as
@@ -255,6 +256,7 @@ class LeaderElector:
                 record = self.candidate.next_record(current, self._monotonic(), self._stamp())
             if record is None:
                 return False
+            # Read before the client's rate limiter may hold the request back: earlier is the safe side.
             sent_at = self._monotonic()
             try:
                 if lease is None:
