@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 from prometheus_client import (
-    CONTENT_TYPE_PLAIN_0_0_4,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -30,6 +29,9 @@ from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.autoscaler.scaleup.orchestrator import GIB
 
 NAMESPACE = "cluster_autoscaler"
+# The text format every Prometheus reads; CA's names need none of format 1.0.0's escaping (and
+# prometheus_client before 0.22 has no constant for it under this name).
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # CA's ExponentialBuckets(0.01, 1.5, 30): 10 ms up to about 21 minutes.
 FUNCTION_DURATION_BUCKETS = tuple(0.01 * 1.5**i for i in range(30))
 
@@ -218,9 +220,8 @@ class AutoscalerMetrics:
         self.errors_total.labels(error_type).inc()
 
     def exposition(self) -> tuple[bytes, str]:
-        """The registry in the Prometheus text format, and its content type: version 0.0.4, which
-        every Prometheus reads (CA's names need none of 1.0.0's escaping)."""
-        return generate_latest(self.registry), CONTENT_TYPE_PLAIN_0_0_4
+        """The registry in the Prometheus text format, and its content type."""
+        return generate_latest(self.registry), TEXT_CONTENT_TYPE
 
     # -- parts ------------------------------------------------------------------------------------
     def _observe_cluster(self, autoscaler: Autoscaler, healthy: bool, now: float) -> None:
