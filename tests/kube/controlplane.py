@@ -526,11 +526,13 @@ class ControlPlane:
         path = self.logs_directory / f"{name}.log"
         text = path.read_text(errors="replace") if path.exists() else ""
         tail = "\n".join(text.splitlines()[-lines:])
-        return f"--- last {lines} lines of {path} ---\n{tail}"
+        # The temporary directory goes with stop(), so the lines themselves go into the message.
+        return f"--- last {lines} lines of {name}'s log ---\n{tail}"
 
     def _terminate(self, name: str) -> None:
         process = self._processes.pop(name, None)
-        if process is None:
+        # An exited and reaped component's pid may already belong to someone else: leave it alone.
+        if process is None or process.poll() is not None:
             return
         signal_group(process, signal.SIGTERM)
         try:
