@@ -8,7 +8,9 @@ import re
 from datetime import UTC, datetime
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+# One number per unit, written so that a long run of digits cannot make the regex backtrack.
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_MAX_TEXT = 64  # "1h2m3.456789s" is 13 characters; nobody writes a duration longer than this
 
 
 def parse_duration(value: object) -> float:
@@ -20,6 +22,8 @@ def parse_duration(value: object) -> float:
     if not isinstance(value, str):
         raise ValueError(f'invalid duration {value!r} (write it like "90s", "10m" or "1h30m")')
     text = value.strip()
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"invalid duration: longer than {_MAX_TEXT} characters")
     sign = 1.0
     if text[:1] in "+-" and text:
         sign = -1.0 if text[0] == "-" else 1.0

@@ -88,6 +88,12 @@ def simulate(monkeypatch, tmp_path, capsys):
         ),
         ("duration: 20m", "duration: 100000h", "spec.duration: 100000h is too long for the simulator"),
         ("duration: 20m", "duration: 1e400h", "spec.duration: invalid duration"),
+        # a regex that backtracked for hours on a long run of digits
+        (
+            "at: 5m",
+            "at: '" + "9" * 5000 + "'",
+            "spec.events[0].at: invalid duration: longer than 64 characters",
+        ),
         # silent accepts: strict types, no infinity
         (
             "maxSize: 5",
