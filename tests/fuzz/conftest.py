@@ -1,0 +1,6 @@
+"""tests/fuzz drives the fuzzer in benchmarks/fuzz.py: make the repository root importable."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
