@@ -30,6 +30,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Marked from the fixtures a test uses, so `-m "not controlplane"` leaves out exactly those tests.
+    for item in items:
+        if "control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.controlplane)
+
+
 def no_control_plane(reason: str) -> BaseException:
     """What to raise when there can be no control plane here: a skip, unless this run must have one
     (CI sets the variable). Raised `from None`, so the report is the reason alone."""

@@ -4,8 +4,6 @@ import kubernetes
 import pytest
 from controlplane import ControlPlane, KubeTestContext, wait_until
 
-pytestmark = pytest.mark.controlplane
-
 APP_LABELS = {"app": "pause"}
 
 
