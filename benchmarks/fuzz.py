@@ -253,11 +253,15 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
         del parent[key]
         return f"delete {where}"
     if action == "invent":
-        target = parent[key] if isinstance(parent[key], dict) else parent
-        target[draw(st.sampled_from(("unknwon", "spec", "metadata", "", "kind", "0")))] = draw(
-            st.sampled_from(NASTY_VALUES)
-        )
-        return f"invent a key at {where}"
+        invented = draw(st.sampled_from(("unknwon", "spec", "metadata", "", "kind", "0")))
+        value = draw(st.sampled_from(NASTY_VALUES))
+        if isinstance(parent[key], dict):
+            parent[key][invented] = value
+        elif isinstance(parent, dict):
+            parent[invented] = value
+        else:
+            parent[key] = {invented: value}
+        return f"invent {invented!r} at {where}"
     if action == "duplicate":
         if isinstance(parent, list):
             parent.insert(key, copy.deepcopy(parent[key]))
