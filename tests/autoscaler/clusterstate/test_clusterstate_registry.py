@@ -258,7 +258,7 @@ class _Uncached(ClusterStateRegistry):
     """The same registry, made to forget which Node objects it saw: every node is classified."""
 
     def update(self, nodes, cloud, now):
-        self._node_objects = {}
+        self._ready.clear()
         return super().update(nodes, cloud, now)
 
 

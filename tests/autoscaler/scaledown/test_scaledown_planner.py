@@ -448,9 +448,14 @@ def test_cached_utilization_follows_pods_added_and_removed():
     cloud = cloud_for("a", "d")
     busy = update_on(planner, s, cloud).nodes["a"]
     assert (busy.reason, busy.utilization) == (NodeReason.NOT_UNDERUTILIZED, 0.5)
-    entry = planner._checked["a"]
+
+    def cached():
+        return planner._checked.get("a", s.stamp("a"), cloud.node_group_for(s.node("a")))
+
+    entry = cached()
+    assert entry is not None
     assert update_on(planner, s, cloud).nodes["a"].utilization == 0.5
-    assert planner._checked["a"] is entry  # served from the cache: nothing changed
+    assert cached() is entry  # served from the cache: nothing changed
     s.add_pod(pod("more", "a", 300), "a")
     assert update_on(planner, s, cloud).nodes["a"].utilization == 0.8
     s.remove_pod("uid-default-pa")

@@ -208,7 +208,8 @@ class _Uncached(Planner):
     """The same planner with its per-node caches emptied before every update."""
 
     def update(self, snapshot, **kw):
-        self._scanned, self._checked = {}, {}
+        self._scanned.clear()
+        self._checked.clear()
         return super().update(snapshot, **kw)
 
 

@@ -51,6 +51,7 @@ from kubetide.autoscaler.ports import (
 )
 from kubetide.durations import format_duration
 from kubetide.model import Node, Taint
+from kubetide.snapshot import Memo
 
 OTHER_ERROR = "OtherError"
 TIMEOUT_CODE = "timeout"
@@ -103,9 +104,9 @@ class ClusterStateRegistry:
         self._last_update: float | None = None
         self._nodes: dict[str, NodeReadiness] = {}
         self._memory: dict[str, _NodeMemory] = {}
-        # The Node objects the records were made from. Node objects are immutable, so the same
-        # object means the same node; see the fast path in _classify_nodes.
-        self._node_objects: dict[str, Node] = {}
+        # READY records, tagged with the Node object each was made from. Node objects are
+        # immutable, so the same object means the same node; see the fast path in _classify_nodes.
+        self._ready: Memo[str, NodeReadiness] = Memo()
         self._groups: dict[str, GroupState] = {}
         self._group_of_instance: dict[str, str] = {}
         self._unregistered_since: dict[str, float] = {}
@@ -233,13 +234,12 @@ class ClusterStateRegistry:
     ) -> None:
         records: dict[str, NodeReadiness] = {}
         memory: dict[str, _NodeMemory] = {}
-        objects: dict[str, Node] = {}
-        old_records, old_memory, old_objects = self._nodes, self._memory, self._node_objects
+        old_memory, ready = self._memory, self._ready
+        ready.new_pass()
         group_of_instance = self._group_of_instance
         deleting = InstanceState.DELETING
         for node in nodes:
             name = node.name
-            objects[name] = node
             provider_id = node.provider_id
             group_id = group_of_instance.get(provider_id) if provider_id else None
             if group_id is None:
@@ -247,11 +247,9 @@ class ClusterStateRegistry:
                 group_id = group.id if group is not None else None
             instance = instance_by_id.get(provider_id) if provider_id else None
 
-            previous = old_records.get(name)
+            previous = ready.get(name, tag=node)
             if (
                 previous is not None
-                and previous.readiness is Readiness.READY
-                and old_objects.get(name) is node
                 and previous.group_id == group_id
                 and (instance is None or instance.state is not deleting)
             ):
@@ -305,8 +303,8 @@ class ClusterStateRegistry:
                 deletion_since = _taint_time(taint) if taint is not None else None
                 if deletion_since is None:
                     deletion_since = remembered.deletion_seen_at
-            records[node.name] = NodeReadiness(
-                name=node.name,
+            record = records[name] = NodeReadiness(
+                name=name,
                 group_id=group_id,
                 readiness=readiness,
                 created=remembered.created,
@@ -315,11 +313,12 @@ class ClusterStateRegistry:
                 deletion_since=deletion_since,
                 reason=reason,
             )
+            if readiness is Readiness.READY:
+                ready.put(name, record, tag=node)
             if node.ready:
                 remembered.seen_ready = True
         self._nodes = records
         self._memory = memory
-        self._node_objects = objects
 
     def _handle_instance_errors(self, scans: Mapping[str, _Scan], now: float) -> None:
         """Instances the cloud newly failed to create fail the group's running scale-up at once."""

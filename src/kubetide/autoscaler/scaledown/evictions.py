@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.model import OwnerReference, Pod, Workload
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, Memo
 
 # (controller kind, namespace, controller name)
 OwnerKey = tuple[str, str, str]
@@ -37,10 +37,10 @@ class RecentEvictions:
     def __init__(self, ttl: float):
         self.ttl = ttl
         self.by_uid: dict[str, RecentEviction] = {}
-        # Node -> (snapshot stamp, its bound not-terminating pods per owner): the owner check
-        # runs every loop while evictions are recent, and counting every pod each time was the
-        # loop's largest cost during drains. Stamps never repeat, so an entry is never stale.
-        self._owned: dict[str, tuple[int, Counter[OwnerKey]]] = {}
+        # Node -> its bound not-terminating pods per owner, under the node's snapshot stamp: the
+        # owner check runs every loop while evictions are recent, and counting every pod each
+        # time was the loop's largest cost during drains.
+        self._owned: Memo[str, Counter[OwnerKey]] = Memo()
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -101,14 +101,15 @@ class RecentEvictions:
         return placed, None
 
     def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter[OwnerKey]]:
-        old, new = self._owned, {}
+        memo = self._owned
+        memo.new_pass()
+        result = []
         for name, stamp, pods in snapshot.pods_by_node():
-            entry = old.get(name)
-            if entry is None or entry[0] != stamp:
-                entry = (stamp, _owned_pods(pods.values()))
-            new[name] = entry
-        self._owned = new
-        return [counts for _, counts in new.values()]
+            counts = memo.get(name, stamp)
+            if counts is None:
+                counts = memo.put(name, _owned_pods(pods.values()), stamp)
+            result.append(counts)
+        return result
 
 
 def _owned_pods(pods: Iterable[Pod]) -> Counter[OwnerKey]:

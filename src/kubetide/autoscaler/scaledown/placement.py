@@ -17,23 +17,23 @@ from typing import Any
 
 from kubetide.model import Pod
 from kubetide.scheduling.checker import PredicateChecker
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, Memo
 
 _POD_FIELDS = Pod.__slots__
 
 
-def homeless(pod: Pod, cache: dict[str, tuple[Pod, Pod]] | None = None) -> Pod:
+def homeless(pod: Pod, cache: Memo[str, Pod] | None = None) -> Pod:
     """The pod as its replacement would look to the scheduler: bound to no node.
 
     (A pod still naming its node would only ever fit there: the NodeName filter.) Copies are
-    cached per UID, keyed on the original object, so each pod is copied once, not once per loop.
+    kept per UID, tagged with the original object, so each pod is copied once, not once per loop.
     """
     if not pod.node_name:
         return pod
     if cache is not None:
-        hit = cache.get(pod.uid)
-        if hit is not None and hit[0] is pod:
-            return hit[1]
+        hit = cache.get(pod.uid, tag=pod)
+        if hit is not None:
+            return hit
     # A field-by-field copy: dataclasses.replace re-runs __init__ and costs twice as much, which
     # shows at tens of thousands of pods per loop.
     copy = object.__new__(Pod)
@@ -41,7 +41,7 @@ def homeless(pod: Pod, cache: dict[str, tuple[Pod, Pod]] | None = None) -> Pod:
         object.__setattr__(copy, name, getattr(pod, name))
     object.__setattr__(copy, "node_name", "")
     if cache is not None:
-        cache[pod.uid] = (pod, copy)
+        cache.put(pod.uid, copy, tag=pod)
     return copy
 
 
@@ -72,11 +72,11 @@ class PodMover:
         self,
         snapshot: ClusterSnapshot,
         checker: PredicateChecker,
-        cache: dict[str, tuple[Pod, Pod]] | None = None,
+        cache: Memo[str, Pod] | None = None,
     ):
         self.snapshot = snapshot
         self.checker = checker
-        self.cache = cache if cache is not None else {}
+        self.cache: Memo[str, Pod] = cache if cache is not None else Memo()
         # shape -> stand-in; the stand-in holds the spec objects whose ids are in the key alive.
         self._standins: dict[tuple[Any, ...], Pod] = {}
         # The design starts the pointer at the last node.

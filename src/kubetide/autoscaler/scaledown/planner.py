@@ -63,14 +63,13 @@ from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget, Workload
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.scheduling.checker import PredicateChecker
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, Memo
 
 
 @dataclass(frozen=True, slots=True)
 class _Scanned:
     """A node's facts read before the planner's fork, valid while its snapshot stamp holds."""
 
-    stamp: int
     tainted: bool  # carries ToBeDeletedByClusterAutoscaler
     expendable: tuple[Pod, ...]  # in the node's pod order
 
@@ -78,12 +77,10 @@ class _Scanned:
 @dataclass(frozen=True, slots=True)
 class _Checked:
     """A node's eligibility with no per-loop flag set (neither recently unremovable nor being
-    deleted), and whether it looks empty. Reused while the node object, its stamp and its node
-    group are the same: with no terminating pod on the node, nothing in it depends on `now`."""
+    deleted), and whether it looks empty. Reused while the node's stamp and its node group (what
+    cloud.node_group_for answered, None included) are the same: with no terminating pod on the
+    node, nothing in it depends on `now`."""
 
-    node: Node
-    stamp: int
-    group: object  # what cloud.node_group_for answered (None included)
     eligibility: Eligibility
     empty: bool  # looks_empty for ineligible nodes; False for eligible ones (their drain says)
     util: float | None  # eligibility.utilization.value, for the status
@@ -143,14 +140,14 @@ class Planner:
         self.last_deletion = -math.inf
         self.last_failure = -math.inf
         self.last_plan: ScaleDownPlan | None = None
-        # UID -> (pod, the same pod bound to no node), reused across loops (see placement).
-        self._homeless: dict[str, tuple[Pod, Pod]] = {}
-        # Per-node caches keyed by the snapshot's change stamps, so a loop over a quiet cluster
+        # Pod UID -> the same pod bound to no node, reused across loops (see placement).
+        self._homeless: Memo[str, Pod] = Memo()
+        # Per-node facts under the snapshot's change stamps, so a loop over a quiet cluster
         # costs a lookup per node instead of a pass over every pod (see `_scan`, `statuses`).
         # Both depend on the options, so they are dropped if the options object is replaced.
         self._cached_options = options
-        self._scanned: dict[str, _Scanned] = {}
-        self._checked: dict[str, _Checked] = {}
+        self._scanned: Memo[str, _Scanned] = Memo()
+        self._checked: Memo[str, _Checked] = Memo()
 
     # -- what the loop and the actuator tell the planner ---------------------------------------
     def note_scale_up(self, now: float) -> None:
@@ -209,7 +206,9 @@ class Planner:
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
         if self._cached_options is not o:
-            self._cached_options, self._scanned, self._checked = o, {}, {}
+            self._cached_options = o
+            self._scanned.clear()
+            self._checked.clear()
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in being_deleted if n in snapshot} - resume_set
         tainted, expendable = self._scan(snapshot)
@@ -228,8 +227,7 @@ class Planner:
                 checker = PredicateChecker(snapshot, namespaces)
             tracker = PdbTracker(pdbs, snapshot.pods(), index)
             ctx = DrainContext(self.rules, tracker, now, index)
-            live = {uid for uid in self._homeless if snapshot.has_pod(uid)}
-            self._homeless = {uid: v for uid, v in self._homeless.items() if uid in live}
+            self._homeless.new_pass()
             mover = PodMover(snapshot, checker, self._homeless)
             state = _Update(self, snapshot, cloud, now, deadline, deleted, resume_set, ctx, mover, plan)
             state.run()
@@ -246,23 +244,25 @@ class Planner:
         """Nodes tainted ToBeDeleted, and the expendable pods in `snapshot.pods()` order, from
         per-node entries that are recomputed only for nodes whose stamp changed."""
         cutoff = self.options.expendable_pods_priority_cutoff
-        old, new = self._scanned, {}
+        memo = self._scanned
+        memo.new_pass()
         tainted: list[str] = []
         expendable: list[Pod] = []
         for name, stamp, pods in snapshot.pods_by_node():
-            entry = old.get(name)
-            if entry is None or entry.stamp != stamp:
-                entry = _Scanned(
+            entry = memo.get(name, stamp)
+            if entry is None:
+                entry = memo.put(
+                    name,
+                    _Scanned(
+                        snapshot.node(name).has_taint(TO_BE_DELETED_TAINT),
+                        tuple(pod for pod in pods.values() if is_expendable(pod, cutoff)),
+                    ),
                     stamp,
-                    snapshot.node(name).has_taint(TO_BE_DELETED_TAINT),
-                    tuple(pod for pod in pods.values() if is_expendable(pod, cutoff)),
                 )
-            new[name] = entry
             if entry.tainted:
                 tainted.append(name)
             if entry.expendable:
                 expendable.extend(entry.expendable)
-        self._scanned = new
         return tainted, expendable
 
 
@@ -371,7 +371,8 @@ class _Update:
         used = snapshot.used
         node_group_for = self.cloud.node_group_for
         deleted, resume, unremovable = self.deleted, self.resume, p.unremovable
-        old_checked, checked = p._checked, {}
+        checked = p._checked
+        checked.new_pass()
         statuses = self.plan.nodes
         for node, stamp in snapshot.stamps():
             name = node.meta.name
@@ -384,14 +385,9 @@ class _Update:
                 # group only: reuse last loop's when none changed (the group is asked every loop,
                 # since a cloud may move a node without changing the Node object).
                 group = node_group_for(node)
-                entry = old_checked.get(name)
-                if entry is not None and (
-                    entry.stamp != stamp or entry.node is not node or entry.group is not group
-                ):
-                    entry = None
+                entry = checked.get(name, stamp, group)
             if entry is not None:
                 e, empty = entry.eligibility, entry.empty
-                checked[name] = entry
                 if e.reason is not None:
                     # The common case on a quiet cluster. Cached answers never carry the reasons
                     # of the per-loop flags (being deleted, recently unremovable).
@@ -420,7 +416,7 @@ class _Update:
                     and all(pod.meta.deletion_timestamp is None for pod in pods)
                 ):
                     util = e.utilization.value if e.utilization is not None else None
-                    checked[name] = _Checked(node, stamp, group, e, empty, util)
+                    checked.put(name, _Checked(e, empty, util), stamp, group)
             util = e.utilization.value if e.utilization is not None else None
             if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
                 self.plan.nodes[name] = NodeStatus(
@@ -445,7 +441,6 @@ class _Update:
                 drain = drain_node(list(snapshot.pods_on(name).values()), self.ctx)
                 self.plan.nodes[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
                 eligible.append(_Eligible(node, e, e.group, drain))
-        p._checked = checked
         return eligible
 
     def mark(
