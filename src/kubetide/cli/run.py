@@ -154,13 +154,13 @@ def run(args) -> int:
     )
     # Heavy imports after the flags are known good: a typo answers at once.
     from kubetide.cloud.kwok import KwokCloudProvider
-
-    # Validate the node groups file before touching the network.
-    from kubetide.cloud.static import load_groups_file
     from kubetide.kube.client import ApiError, connect
     from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS, check_permissions
+    from kubetide.kube.server import parse_address
 
-    load_groups_file(args.node_groups)
+    # Everything that can be checked without the network first.
+    parse_address(args.address)
+    KwokCloudProvider.check_file(args.node_groups)
     client = connect(args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst)
     try:
         version = client.request("GET", "/version", timeout=10.0)

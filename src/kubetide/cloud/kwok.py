@@ -167,15 +167,19 @@ class KwokCloudProvider:
         key = group_key(node)
         return self.groups.get(key[1]) if key is not None else None
 
-    @classmethod
-    def from_file(
-        cls, path: str | Path, client: KubeClient, snapshot: Callable[[], ClusterSnapshot]
-    ) -> KwokCloudProvider:
-        """Groups from GROUPS.yaml; a group without `template` or `maxSize` is a SpecError."""
+    @staticmethod
+    def check_file(path: str | Path) -> list[GroupDefinition]:
+        """GROUPS.yaml's groups; a group without `template` or `maxSize` is a SpecError."""
         definitions = load_groups_file(path)
         for d in definitions:
             if d.template is None:
                 raise SpecError(d.source, f"{d.field}.template", "required by the kwok provider")
             if d.max_size is None:
                 raise SpecError(d.source, f"{d.field}.maxSize", "required by the kwok provider")
-        return cls([KwokNodeGroup(d, client, snapshot) for d in definitions])
+        return definitions
+
+    @classmethod
+    def from_file(
+        cls, path: str | Path, client: KubeClient, snapshot: Callable[[], ClusterSnapshot]
+    ) -> KwokCloudProvider:
+        return cls([KwokNodeGroup(d, client, snapshot) for d in cls.check_file(path)])

@@ -1,0 +1,230 @@
+"""The kube adapter's pieces on a real API server: the view's caches, the actions' fault paths."""
+
+from __future__ import annotations
+
+import kubernetes
+import pytest
+from controlplane import KubeTestContext, wait_until
+from kubetide_process import create_deployment, running, wait_running
+
+from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus
+from kubetide.autoscaler.ports import ActionError, EvictionOutcome
+from kubetide.clock import ManualClock
+from kubetide.kube.actions import KubeClusterActions
+from kubetide.kube.client import ApiError, connect
+from kubetide.kube.informer import Informer
+from kubetide.kube.resources import NODES
+from kubetide.kube.view import KubeClusterView
+from kubetide.model import Taint
+
+pytestmark = pytest.mark.controlplane
+
+
+@pytest.fixture
+def client(kube: KubeTestContext):
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def view(client):
+    view = KubeClusterView(client)
+    view.start()
+    assert view.wait_for_sync(30) == []
+    yield view
+    view.stop()
+
+
+def synced_until(view: KubeClusterView, condition, what: str):
+    def check():
+        view.sync()
+        return condition()
+
+    return wait_until(check, timeout=30, what=what)
+
+
+def test_view_follows_nodes_and_pods_incrementally(kube, view):
+    snapshot = view.snapshot()
+    kube.create_fake_node("view-a", cpu="2")
+    create_deployment(kube, "web", 3, "500m")
+    create_deployment(kube, "huge", 1, "64")  # fits no node: pending, then unschedulable
+    wait_running(kube, "web", 3)
+
+    synced_until(view, lambda: len(view.snapshot().pods_on("view-a")) == 3, "3 pods on view-a")
+    pending = synced_until(
+        view, lambda: [p for p in view.pending_pods() if p.is_unschedulable], "an unschedulable pod"
+    )
+    assert [p.labels["app"] for p in pending] == ["huge"]
+    assert view.snapshot() is snapshot  # one snapshot, changed in place, never rebuilt
+    assert view.new_unschedulable.is_set()
+    assert {w.kind for w in view.workloads()} >= {"Deployment", "ReplicaSet"}
+
+    victim = running(kube, "web")[0]
+    kube.core.delete_namespaced_pod(victim.metadata.name, kube.namespace, grace_period_seconds=0)
+    synced_until(view, lambda: not view.snapshot().has_pod(victim.metadata.uid), "the deleted pod gone")
+    kube.core.delete_node("view-a")
+    synced_until(view, lambda: "view-a" not in view.snapshot(), "the node gone")
+
+
+class ExpiringClient:
+    """The real client, except that its watches answer 410 Gone (the resourceVersion was compacted
+    away) until told otherwise: a fault the API server gives only after etcd compaction outran
+    its watch cache, injected here so that the re-list runs against the real server."""
+
+    def __init__(self, client):
+        self.client, self.expire, self.server = client, True, client.server
+
+    def request(self, *args, **kwargs):
+        return self.client.request(*args, **kwargs)
+
+    def list_pages(self, *args, **kwargs):
+        return self.client.list_pages(*args, **kwargs)
+
+    def watch(self, path, **kwargs):
+        if self.expire:
+            raise ApiError(410, "Expired", "too old resource version")
+        return self.client.watch(path, **kwargs)
+
+
+def test_informer_relists_after_410_gone_and_reports_only_the_differences(kube, client):
+    import queue
+
+    kube.create_fake_node("relist-kept")
+    kube.create_fake_node("relist-gone")
+    changes: queue.SimpleQueue = queue.SimpleQueue()
+    expiring = ExpiringClient(client)
+    informer = Informer(expiring, NODES, changes)  # type: ignore[arg-type]
+    informer.start()
+    try:
+        wait_until(lambda: informer.relists >= 1, timeout=30, what="a re-list after 410")
+        first = set()
+        while not changes.empty():
+            change = changes.get()
+            first.add((change.type, change.key))
+        assert {("ADDED", "relist-kept"), ("ADDED", "relist-gone")} <= first
+
+        kube.core.delete_node("relist-gone")
+        kube.create_fake_node("relist-new")
+        relists = informer.relists
+        wait_until(lambda: informer.relists > relists + 1, timeout=30, what="another re-list")
+        expiring.expire = False
+        later = set()
+        wait_until(lambda: not changes.empty(), timeout=30, what="the differences")
+        while not changes.empty():
+            change = changes.get()
+            later.add((change.type, change.key))
+        assert ("DELETED", "relist-gone") in later
+        assert ("ADDED", "relist-new") in later
+        assert not any(key == "relist-kept" and kind == "ADDED" for kind, key in later)
+    finally:
+        informer.stop()
+
+
+class ConflictingClient:
+    """The real client, but someone else writes the Node between our read and our write, once."""
+
+    def __init__(self, client, kube: KubeTestContext):
+        self.client, self.kube, self.conflicts = client, kube, 0
+
+    def request(self, method, path, **kwargs):
+        if method == "PUT" and self.conflicts == 0:
+            self.conflicts += 1
+            self.kube.core.patch_node(path.rsplit("/", 1)[1], {"metadata": {"labels": {"touched": "yes"}}})
+        return self.client.request(method, path, **kwargs)
+
+
+def test_taint_update_retries_on_conflict_and_loses_no_concurrent_change(kube, client):
+    kube.create_fake_node("conflict-a")
+    # The node controller removes its not-ready taint once KWOK reports the node Ready.
+    wait_until(lambda: not kube.core.read_node("conflict-a").spec.taints, timeout=60, what="no taints")
+    conflicting = ConflictingClient(client, kube)
+    actions = KubeClusterActions(conflicting, ManualClock(1_800_000_000))  # type: ignore[arg-type]
+    actions.add_taint("conflict-a", Taint("ToBeDeletedByClusterAutoscaler", "1800000000", "NoSchedule"))
+
+    node = kube.core.read_node("conflict-a")
+    assert conflicting.conflicts == 1
+    assert node.metadata.labels["touched"] == "yes"
+    assert [t.key for t in node.spec.taints] == ["ToBeDeletedByClusterAutoscaler"]
+    actions.remove_taint("conflict-a", "ToBeDeletedByClusterAutoscaler")
+    assert not kube.core.read_node("conflict-a").spec.taints
+    actions.remove_taint("conflict-a", "ToBeDeletedByClusterAutoscaler")  # absent: nothing written
+    with pytest.raises(ActionError, match="not found"):
+        actions.add_taint("no-such-node", Taint("x"))
+
+
+def test_eviction_outcomes_follow_the_api(kube, client, view):
+    kube.create_fake_node("evict-a")
+    create_deployment(kube, "web", 2, "100m")
+    policy = kubernetes.client.PolicyV1Api(kube.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    wait_running(kube, "web", 2)
+    wait_until(
+        lambda: (
+            (s := policy.read_namespaced_pod_disruption_budget("web", kube.namespace).status)
+            and s.disruptions_allowed == 1
+        ),
+        timeout=30,
+        what="the disruption controller's status",
+    )
+    pods = synced_until(
+        view,
+        lambda: (
+            (found := [p for p in view.snapshot().pods() if p.namespace == kube.namespace])
+            and len(found) == 2
+            and found
+        ),
+        "both pods in the view",
+    )
+    # Cordoned, so the ReplicaSet's replacement stays pending and the budget stays used up.
+    kube.core.patch_node("evict-a", {"spec": {"unschedulable": True}})
+    actions = KubeClusterActions(client, ManualClock(0))
+    assert actions.evict(pods[0], 0) is EvictionOutcome.EVICTED
+    assert actions.evict(pods[1], 0) is EvictionOutcome.BLOCKED_BY_PDB  # 429
+    assert actions.evict(pods[0], 0) is EvictionOutcome.NOT_FOUND  # gone, or replaced: UID precondition
+    not_leader = KubeClusterActions(client, ManualClock(0), may_write=lambda: False)
+    assert not_leader.evict(pods[1], 0) is EvictionOutcome.FAILED
+    with pytest.raises(ActionError, match="not the leader"):
+        not_leader.add_taint("evict-a", Taint("x"))
+
+
+def test_status_written_only_when_it_changes_and_events_are_aggregated(kube, client):
+    clock = ManualClock(1_800_000_000)
+    actions = KubeClusterActions(client, clock, status_configmap="aggregation-status")
+    kube.add_cleanup(lambda: kube.core.delete_namespaced_config_map("aggregation-status", "kube-system"))
+    running_status = ClusterAutoscalerStatus(autoscaler_status="Running", time="t1")
+    actions.write_status(running_status)
+    clock.advance(10)
+    actions.write_status(ClusterAutoscalerStatus(autoscaler_status="Running", time="t2"))  # probe time only
+    assert actions.status_writes == 1
+    actions.write_status(ClusterAutoscalerStatus(autoscaler_status="Initializing", time="t3"))
+    assert actions.status_writes == 2
+    stored = kube.core.read_namespaced_config_map("aggregation-status", "kube-system").data["status"]
+    assert "autoscalerStatus: Initializing" in stored
+
+    key = f"{kube.namespace}/some-pod"
+    for _ in range(5):
+        actions.emit_event("Pod", key, "Normal", "NotTriggerScaleUp", "pod didn't trigger scale-up")
+        clock.advance(10)
+    assert actions.events.writes == 1  # one Event; the repeats wait for the refresh interval
+    clock.advance(300)
+    actions.events.flush()
+    events = kube.core.list_namespaced_event(kube.namespace, field_selector="reason=NotTriggerScaleUp").items
+    assert len(events) == 1
+    assert events[0].count == 5
+    assert events[0].involved_object.name == "some-pod"
+
+
+def test_unreachable_api_server_is_an_api_error(tmp_path, kube):
+    kubeconfig = kube.control_plane.write_token_kubeconfig("nobody", name="unreachable")
+    text = kubeconfig.read_text().replace(kube.control_plane.server, "https://127.0.0.1:1")
+    (tmp_path / "unreachable").write_text(text)
+    client = connect(str(tmp_path / "unreachable"))
+    with pytest.raises(ApiError, match="cannot reach the API server"):
+        client.request("GET", "/version")
