@@ -218,8 +218,9 @@ def newest_timestamp(manifests: Manifests) -> float | None:
             pod.scheduled_transition,
             pod.ready_transition,
         ]
-    for obj in (*manifests.workloads, *manifests.pdbs, *manifests.configmaps):
-        times.append(obj.meta.creation_timestamp)
+    metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
+    metas += [o.meta for o in manifests.configmaps]
+    times += [meta.creation_timestamp for meta in metas]
     known = [t for t in times if t is not None]
     return max(known) if known else None
 

@@ -87,5 +87,5 @@ def check_permissions(client: KubeClient, permissions: tuple[Permission, ...], n
     if missing:
         raise UserError(
             f"{client.source}: missing permission: cannot {'; cannot '.join(missing)} "
-            "(grant them to kubetide's ServiceAccount: see kube/permissions.py)"
+            "(grant them to the ServiceAccount kubetide runs as: see docs/install.md)"
         )

@@ -73,9 +73,10 @@ class HealthCheck:
             if since is None:
                 return None
             now = self._monotonic()
-            any_finished = self._last_finished is not None
-            finished = self._last_finished if any_finished else since
-            succeeded = self._last_succeeded if self._last_succeeded is not None else since
+            last_finished, last_succeeded = self._last_finished, self._last_succeeded
+            any_finished = last_finished is not None
+            finished = last_finished if last_finished is not None else since
+            succeeded = last_succeeded if last_succeeded is not None else since
         if now - finished > self.max_inactivity:
             age = format_duration(round(now - finished))
             what = f"the last loop finished {age} ago" if any_finished else f"no loop has finished in {age}"
