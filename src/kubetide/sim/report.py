@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubetide.durations import format_duration
@@ -30,7 +32,178 @@ def _time_axis(duration: float) -> tuple[float, str]:
     return 3600.0, "hours since start"
 
 
-def build_figure(result) -> Any:
+@dataclass(frozen=True)
+class _Panel:
+    """One row of the figure."""
+
+    title: str
+    height: float  # share of the figure
+    y_title: str
+    y_range: tuple[float, float] | None = None
+    secondary_y_title: str | None = None  # a second y axis, for series with secondary_y
+
+
+@dataclass(frozen=True)
+class _Series:
+    """One line of a panel: a timeline column, or `column` as a percentage of `per`.
+
+    In a group's series, `{group}` in `column` and `name` is the node group's name and the
+    colour is the group's. `legend` is the legend group, `legend_title` its heading (given on the
+    group's first series only). `only_if_any`: drawn only when the column is not all zeros.
+    """
+
+    panel: int
+    column: str
+    name: str
+    legend: str
+    line: Mapping[str, Any]
+    per: str | None = None
+    legend_title: str | None = None
+    stack: str | None = None
+    fill: str | None = None
+    fill_colour: str | None = None
+    hover: str | None = None
+    secondary_y: bool = False
+    only_if_any: bool = False
+
+
+_PANELS = (
+    _Panel("Nodes per group (ready, with unready and upcoming)", 0.26, "nodes"),
+    _Panel("Pods", 0.2, "pods"),
+    _Panel("Utilisation (requests / allocatable)", 0.18, "%", y_range=(0, 105)),
+    _Panel("Drains and deletions", 0.18, "nodes", secondary_y_title="evictions"),
+    _Panel("Cumulative cost", 0.18, "$"),
+)
+
+# Per node group, block by block: every group's ready nodes (stacked), then each group's unready
+# and upcoming nodes side by side. `line` has no colour here: the group's is added.
+_GROUP_SERIES: tuple[tuple[_Series, ...], ...] = (
+    (
+        _Series(
+            0,
+            "{group}_ready",
+            "{group} ready",
+            "nodes",
+            {"width": 0.5, "shape": "hv"},
+            legend_title="Nodes",
+            stack="ready",
+        ),
+    ),
+    (
+        _Series(
+            0,
+            "{group}_unready",
+            "{group} unready",
+            "nodes",
+            {"dash": "dot", "width": 1.5, "shape": "hv"},
+            only_if_any=True,
+        ),
+        _Series(
+            0,
+            "{group}_upcoming",
+            "{group} upcoming",
+            "nodes",
+            {"dash": "dash", "width": 1.5, "shape": "hv"},
+            only_if_any=True,
+        ),
+    ),
+)
+
+_SERIES = (
+    _Series(
+        1,
+        "pending_pods",
+        "pending",
+        "pods",
+        {"color": "#dc2626", "width": 1.5, "shape": "hv"},
+        legend_title="Pods",
+        fill="tozeroy",
+        fill_colour="rgba(220,38,38,0.15)",
+    ),
+    _Series(1, "running_pods", "running", "pods", {"color": "#0f766e", "width": 1.5, "shape": "hv"}),
+    _Series(
+        2,
+        "cpu_requested",
+        "cpu",
+        "util",
+        {"color": "#2563eb", "width": 1.8},
+        per="cpu_allocatable",
+        legend_title="Utilisation",
+    ),
+    _Series(
+        2,
+        "memory_requested_gib",
+        "memory",
+        "util",
+        {"color": "#9333ea", "width": 1.8},
+        per="memory_allocatable_gib",
+    ),
+    _Series(
+        3,
+        "drains_in_progress",
+        "drains in progress",
+        "drain",
+        {"color": "#ea580c", "width": 1.8, "shape": "hv"},
+        legend_title="Scale-down",
+    ),
+    _Series(
+        3,
+        "nodes_being_deleted",
+        "nodes being deleted",
+        "drain",
+        {"color": "#6b7280", "width": 1.5, "dash": "dot", "shape": "hv"},
+    ),
+    _Series(
+        3,
+        "evictions_total",
+        "evictions (cumulative)",
+        "drain",
+        {"color": "#0891b2", "width": 1.2},
+        secondary_y=True,
+    ),
+    _Series(
+        4,
+        "cost",
+        "cost",
+        "cost",
+        {"color": "#15803d", "width": 1.8},
+        legend_title="Cost",
+        fill="tozeroy",
+        fill_colour="rgba(21,128,61,0.12)",
+        hover="%{y:$.2f}<extra></extra>",
+    ),
+)
+
+
+def _values(timeline: list[dict[str, Any]], column: str, per: str | None) -> list[Any]:
+    if per is None:
+        return [row.get(column, 0) for row in timeline]
+    return [round(100 * row[column] / row[per], 2) if row.get(per) else None for row in timeline]
+
+
+def _scatter(
+    series: _Series, x: list[float], y: list[Any], name: str, line: Mapping[str, Any]
+) -> dict[str, Any]:
+    """go.Scatter's arguments for a series."""
+    optional = {
+        "stackgroup": series.stack,
+        "fill": series.fill,
+        "fillcolor": series.fill_colour,
+        "legendgrouptitle_text": series.legend_title,
+        "hovertemplate": series.hover,
+    }
+    return {
+        "x": x,
+        "y": y,
+        "name": name,
+        "mode": "lines",
+        "line": dict(line),
+        "legendgroup": series.legend,
+        **{key: value for key, value in optional.items() if value is not None},
+    }
+
+
+def build_figure(result: Any) -> Any:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -38,185 +211,31 @@ def build_figure(result) -> Any:
     scale, axis_title = _time_axis(result.scenario.duration)
     x = [row["time"] / scale for row in timeline]
     groups = [g.name for g in result.scenario.groups]
-    titles = (
-        "Nodes per group (ready, with unready and upcoming)",
-        "Pods",
-        "Utilisation (requests / allocatable)",
-        "Drains and deletions",
-        "Cumulative cost",
-    )
     fig = make_subplots(
-        rows=5,
+        rows=len(_PANELS),
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.045,
-        subplot_titles=titles,
-        row_heights=[0.26, 0.2, 0.18, 0.18, 0.18],
-        specs=[[{}], [{}], [{}], [{"secondary_y": True}], [{}]],
+        subplot_titles=tuple(p.title for p in _PANELS),
+        row_heights=[p.height for p in _PANELS],
+        specs=[[{"secondary_y": True} if p.secondary_y_title else {}] for p in _PANELS],
     )
 
-    def col(name: str) -> list:
-        return [row.get(name, 0) for row in timeline]
+    def add(series: _Series, column: str, name: str, line: Mapping[str, Any]) -> None:
+        y = _values(timeline, column, series.per)
+        if series.only_if_any and not any(y):
+            return
+        extra = {"secondary_y": True} if series.secondary_y else {}
+        fig.add_trace(go.Scatter(**_scatter(series, x, y, name, line)), row=series.panel + 1, col=1, **extra)
 
-    for index, name in enumerate(groups):
-        colour = _PALETTE[index % len(_PALETTE)]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=col(f"{name}_ready"),
-                name=f"{name} ready",
-                stackgroup="ready",
-                mode="lines",
-                line={"width": 0.5, "color": colour, "shape": "hv"},
-                legendgroup="nodes",
-                legendgrouptitle_text="Nodes",
-            ),
-            row=1,
-            col=1,
-        )
-    for index, name in enumerate(groups):
-        colour = _PALETTE[index % len(_PALETTE)]
-        unready = col(f"{name}_unready")
-        if any(unready):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=unready,
-                    name=f"{name} unready",
-                    mode="lines",
-                    line={"color": colour, "dash": "dot", "width": 1.5, "shape": "hv"},
-                    legendgroup="nodes",
-                ),
-                row=1,
-                col=1,
-            )
-        upcoming = col(f"{name}_upcoming")
-        if any(upcoming):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=upcoming,
-                    name=f"{name} upcoming",
-                    mode="lines",
-                    line={"color": colour, "dash": "dash", "width": 1.5, "shape": "hv"},
-                    legendgroup="nodes",
-                ),
-                row=1,
-                col=1,
-            )
-
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("pending_pods"),
-            name="pending",
-            mode="lines",
-            fill="tozeroy",
-            line={"color": "#dc2626", "width": 1.5, "shape": "hv"},
-            fillcolor="rgba(220,38,38,0.15)",
-            legendgroup="pods",
-            legendgrouptitle_text="Pods",
-        ),
-        row=2,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("running_pods"),
-            name="running",
-            mode="lines",
-            line={"color": "#0f766e", "width": 1.5, "shape": "hv"},
-            legendgroup="pods",
-        ),
-        row=2,
-        col=1,
-    )
-
-    def ratio(used: str, total: str) -> list:
-        return [round(100 * row[used] / row[total], 2) if row.get(total) else None for row in timeline]
-
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=ratio("cpu_requested", "cpu_allocatable"),
-            name="cpu",
-            mode="lines",
-            line={"color": "#2563eb", "width": 1.8},
-            legendgroup="util",
-            legendgrouptitle_text="Utilisation",
-        ),
-        row=3,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=ratio("memory_requested_gib", "memory_allocatable_gib"),
-            name="memory",
-            mode="lines",
-            line={"color": "#9333ea", "width": 1.8},
-            legendgroup="util",
-        ),
-        row=3,
-        col=1,
-    )
-
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("drains_in_progress"),
-            name="drains in progress",
-            mode="lines",
-            line={"color": "#ea580c", "width": 1.8, "shape": "hv"},
-            legendgroup="drain",
-            legendgrouptitle_text="Scale-down",
-        ),
-        row=4,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("nodes_being_deleted"),
-            name="nodes being deleted",
-            mode="lines",
-            line={"color": "#6b7280", "width": 1.5, "dash": "dot", "shape": "hv"},
-            legendgroup="drain",
-        ),
-        row=4,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("evictions_total"),
-            name="evictions (cumulative)",
-            mode="lines",
-            line={"color": "#0891b2", "width": 1.2},
-            legendgroup="drain",
-        ),
-        row=4,
-        col=1,
-        secondary_y=True,
-    )
-
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=col("cost"),
-            name="cost",
-            mode="lines",
-            fill="tozeroy",
-            line={"color": "#15803d", "width": 1.8},
-            fillcolor="rgba(21,128,61,0.12)",
-            legendgroup="cost",
-            legendgrouptitle_text="Cost",
-            hovertemplate="%{y:$.2f}<extra></extra>",
-        ),
-        row=5,
-        col=1,
-    )
+    for block in _GROUP_SERIES:
+        for index, group in enumerate(groups):
+            colour = _PALETTE[index % len(_PALETTE)]
+            for series in block:
+                column, name = series.column.format(group=group), series.name.format(group=group)
+                add(series, column, name, {"color": colour, **series.line})
+    for series in _SERIES:
+        add(series, series.column, series.name, series.line)
 
     # The autoscaler's decisions, as markers along the top of the node plot.
     top = max((row.get("nodes_total", 0) + row.get("nodes_upcoming", 0) for row in timeline), default=1) or 1
@@ -268,14 +287,16 @@ def build_figure(result) -> Any:
         font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
     )
     fig.update_xaxes(showgrid=True, gridcolor="#eef0f3", range=[0, result.scenario.duration / scale])
-    fig.update_xaxes(title_text=axis_title, row=5, col=1)
+    fig.update_xaxes(title_text=axis_title, row=len(_PANELS), col=1)
     fig.update_yaxes(showgrid=True, gridcolor="#eef0f3", rangemode="tozero")
-    fig.update_yaxes(title_text="nodes", row=1, col=1)
-    fig.update_yaxes(title_text="pods", row=2, col=1)
-    fig.update_yaxes(title_text="%", range=[0, 105], row=3, col=1)
-    fig.update_yaxes(title_text="nodes", row=4, col=1)
-    fig.update_yaxes(title_text="evictions", row=4, col=1, secondary_y=True, showgrid=False)
-    fig.update_yaxes(title_text="$", row=5, col=1)
+    for row, panel in enumerate(_PANELS, start=1):
+        extra = {"range": list(panel.y_range)} if panel.y_range is not None else {}
+        fig.update_yaxes(title_text=panel.y_title, row=row, col=1, **extra)
+    for row, panel in enumerate(_PANELS, start=1):
+        if panel.secondary_y_title is not None:
+            fig.update_yaxes(
+                title_text=panel.secondary_y_title, row=row, col=1, secondary_y=True, showgrid=False
+            )
     return fig
 
 
