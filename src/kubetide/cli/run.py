@@ -196,10 +196,16 @@ class Runner:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector = None
         if args.leader_elect:
+            from kubetide.kube.client import connect
             from kubetide.kube.leader import LeaderElector
 
+            # A client of its own, as the Cluster Autoscaler's elector has: renewals must never
+            # queue behind a drain's evictions in the loop's rate limiter and lose the lease.
+            lease_client = connect(
+                args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst
+            )
             self.elector = LeaderElector(
-                client,
+                lease_client,
                 args.namespace,
                 args.leader_elect_resource_name,
                 self.identity,
