@@ -21,18 +21,18 @@
    node brought back under by evictions is not throttled as well. Restores wait for a round
    without any Evict or ThrottleDown gap on the same resource.
 
+4. Crane's disable-scheduling action: while a rule using it is in force the node gets the taint
+   `SCHEDULING_TAINT` (NoSchedule, so the scheduler places no new pod there; crane uses
+   PreferNoSchedule, which a busy cluster ignores); once none is and the analyzer lets it go
+   (coolDown), the taint is removed. Whether the node carries it comes with the NodeState, so
+   nothing about it is remembered here.
+
 Candidates: never a pod at or above system-cluster-critical, a terminating one, a static (mirror)
 pod or a DaemonSet pod. Without PodQOS objects every other pod is a candidate for every action;
 with them, a pod is a candidate for a watermark when a PodQOS that selects it allows one of the
 AvoidanceActions behind that watermark (podqos.py). ThrottleUp acts only on the throttled pods,
 the list it is given (crane hands its restore the throttle-down list), most important first: the
 reverse of the avoidance order.
-
-4. Crane's disable-scheduling action: while a rule using it is in force the node gets the taint
-   `SCHEDULING_TAINT` (NoSchedule, so the scheduler places no new pod there; crane uses
-   PreferNoSchedule, which a busy cluster ignores); once none is and the analyzer lets it go
-   (coolDown), the taint is removed. Whether the node carries it comes with the NodeState, so
-   nothing about it is remembered here.
 
 Every action, done or not, is a `Decision` with its reason, for the CLI and the simulator; a taint
 added or removed is the execution's `scheduling` change.

@@ -248,19 +248,19 @@ class NodeAgents(WorldObserver):
         return outcome is EvictionOutcome.EVICTED
 
     def taint_node(self, node: Node, taint: Taint) -> None:
-        current = self.world.node(node.name)
-        if current is None:
-            return
-        kept = tuple(t for t in current.taints if (t.key, t.effect) != (taint.key, taint.effect))
-        self.world.update_node(dataclasses.replace(current, taints=(*kept, taint)))
+        self._retaint(node, taint, (taint,))
 
     def untaint_node(self, node: Node, taint: Taint) -> None:
+        self._retaint(node, taint, ())
+
+    def _retaint(self, node: Node, taint: Taint, added: tuple[Taint, ...]) -> None:
+        """Replace the world's node with one whose taints of `taint`'s key and effect are `added`."""
         current = self.world.node(node.name)
         if current is None:
             return
         kept = tuple(t for t in current.taints if (t.key, t.effect) != (taint.key, taint.effect))
-        if len(kept) != len(current.taints):
-            self.world.update_node(dataclasses.replace(current, taints=kept))
+        if (*kept, *added) != current.taints:
+            self.world.update_node(dataclasses.replace(current, taints=(*kept, *added)))
 
     # -- sampling ----------------------------------------------------------------------------
     def _tick(self) -> None:
