@@ -228,3 +228,41 @@ def test_unreachable_api_server_is_an_api_error(tmp_path, kube):
     client = connect(str(tmp_path / "unreachable"))
     with pytest.raises(ApiError, match="cannot reach the API server"):
         client.request("GET", "/version")
+
+
+def test_plan_on_the_live_cluster_explains_and_writes_nothing(kube, tmp_path):
+    import subprocess
+    import sys
+
+    from kubetide_process import write_groups
+
+    kube.create_fake_node("plan-a", cpu="2", labels={"kubetide.io/node-group": "small"})
+    create_deployment(kube, "web", 2, "100m")
+    wait_running(kube, "web", 2)
+    before = {n.metadata.name: n.metadata.resource_version for n in kube.core.list_node().items}
+    groups = write_groups(tmp_path)
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubetide.cli.main",
+            "plan",
+            "--kubeconfig",
+            str(kube.control_plane.kubeconfig_path),
+            "--node-groups",
+            str(groups),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "(wall clock: a live cluster)" in result.stdout
+    assert "plan-a" in result.stdout
+    after = {n.metadata.name: n.metadata.resource_version for n in kube.core.list_node().items}
+    # Nothing written: no node changed (KWOK heartbeats go to Leases, not Nodes) and no taint added.
+    assert not any(
+        t.key.endswith("ClusterAutoscaler") for n in kube.core.list_node().items for t in n.spec.taints or []
+    )
+    assert set(after) == set(before)
