@@ -97,6 +97,15 @@ def throttle_action(step=20, min_ratio=0, cool_down=0, name="act"):
     }
 
 
+def podqos(allowed=("act",), **selectors):
+    return {
+        "apiVersion": QOS_API,
+        "kind": "PodQOS",
+        "metadata": {"name": "pq"},
+        "spec": {"allowedActions": list(allowed), **selectors},
+    }
+
+
 def qos(*objects, **options):
     return {"collectInterval": "10s", "objects": list(objects), **options}
 
@@ -405,6 +414,16 @@ def _scenario_dir(request, tmp_path, monkeypatch):
             r'spec.qos.objects\[0\]: NodeQOS q: spec.rules\[0\].actionName: unknown AvoidanceAction "evcit"',
         ),
         (qos(nodeqos(value=120), evict_action()), r"metricRule.value: cpu_total_utilization is a percentage"),
+        (
+            qos(
+                nodeqos(), evict_action(), podqos(scopeSelector={"matchExpressions": [{"scopeName": "Zone"}]})
+            ),
+            r"spec.qos.objects\[2\]: PodQOS pq: spec.scopeSelector.matchExpressions\[0\].scopeName: unknown scopeName",
+        ),
+        (
+            qos(nodeqos(), evict_action(), podqos(allowed=("evcit",))),
+            r'spec.qos.objects\[2\]: PodQOS pq: spec.allowedActions\[0\]: unknown AvoidanceAction "evcit"',
+        ),
         ({"collectInterval": "0s", "objects": GOOD_QOS["objects"]}, r"spec.qos.collectInterval: "),
         (
             {"precice": False, "objects": GOOD_QOS["objects"]},
@@ -582,15 +601,6 @@ def test_preview_rules_record_and_never_act():
     assert q["evictions"] == 0 and q["seconds_over_watermark"] == 0
     previews = qos_events(result, "AvoidancePreview")
     assert previews and all("would be evicted" in e["message"] for e in previews)
-
-
-def podqos(allowed=("act",), **selectors):
-    return {
-        "apiVersion": QOS_API,
-        "kind": "PodQOS",
-        "metadata": {"name": "pq"},
-        "spec": {"allowedActions": list(allowed), **selectors},
-    }
 
 
 def test_podqos_in_spec_qos_limits_which_pods_are_evicted():
