@@ -45,15 +45,17 @@ def check_text(text: str, source: str, loader: type) -> None:
 
 
 def _surely_within_bounds(text: str) -> bool:
-    if _ALIAS.search(text):
+    # str.count and `in` scan in C; a regex runs only where they cannot rule a danger out.
+    if "*" in text and _ALIAS.search(text):
         return False
-    brackets = text.replace("[]", "").replace("{}", "")
-    flow_depth = brackets.count("[") + brackets.count("{") + 1
+    flow_depth = text.count("[") + text.count("{") + 1
+    if flow_depth > MAX_NESTING - 2:  # two-character counts are slower: only when they matter
+        flow_depth -= text.count("[]") + text.count("{}")
     room = MAX_NESTING - flow_depth
     if room < 2:
         return False
-    longest_indent = room // 2 - 1
-    return re.search(rf"^[ \t?:-]{{{longest_indent},}}", text, re.MULTILINE) is None
+    run = f"[ \t?:-]{{{room // 2 - 1},}}"
+    return re.match(run, text) is None and re.search("\n" + run, text) is None
 
 
 def _check_events(text: str, source: str, loader: type) -> None:
