@@ -3,8 +3,11 @@
 - `drainability`: which pods a drain moves, skips, or is blocked by (CA's rules, in order);
 - `eligibility`: which nodes are considered at all; node group and cluster minimums;
 - `pdb`: PodDisruptionBudget remaining disruptions, consumed across candidates;
-- `planner`: the parallel-drain design's UpdateUnneededNodes (candidate set, timers, hints,
-  recent evictions); `plan`: its result, explainable per node and as `kubetide plan` JSON;
+- `planner`: the parallel-drain design's UpdateUnneededNodes, step by step in the design's
+  names: `revalidate` (the deleted set), `evictions` (recent evictions), `candidates`
+  (eligibility and the candidate search), `timers` (unneeded times and pauses), over the
+  update's working state in `update`; `placement` moves one pod; `plan`: the result,
+  explainable per node and as `kubetide plan` JSON;
 - `budgets`, `actuator`: the design's StartDeletion (parallelism budgets, taints, drains as
   per-node state machines driven by the loop); `softtaint`: DeletionCandidate taints;
   `restart`: resuming or releasing nodes left tainted by a previous run.

@@ -19,6 +19,7 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.placement import PodMover
+from kubetide.autoscaler.scaledown.update import Update
 from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.snapshot import ClusterSnapshot, Memo
 
@@ -119,3 +120,16 @@ def _owned_pods(pods: Iterable[Pod]) -> Counter[OwnerKey]:
         if ref is not None and not pod.is_terminating:
             counts[(ref.kind, pod.namespace, ref.name)] += 1
     return counts
+
+
+def inject_recent_evictions(u: Update, recent: RecentEvictions) -> str | None:
+    """Step 2 of UpdateUnneededNodes: recently evicted pods whose owners are still short of
+    replicas go back into the simulated cluster. None when all fit, else why not: as with the
+    deleted set, no new candidates are added this loop then."""
+    placed, unfit = recent.inject(u.snapshot, u.mover, u.skip, u.ctx.workloads)
+    u.plan.injected = placed
+    for key, dest in placed.items():
+        u.destination_of.setdefault(dest, f"recently evicted pod {key}")
+    if unfit is not None:
+        return f"recently evicted pod {unfit.key} has no replacement yet and fits on no node"
+    return None

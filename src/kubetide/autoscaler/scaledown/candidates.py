@@ -1,0 +1,259 @@
+"""Steps 3 and 4 of UpdateUnneededNodes: which nodes are eligible, and the candidate search.
+
+Eligibility (the design's GetScaleDownCandidates) gives every node a status; the eligible ones
+come back with their drains. Per-node answers without a per-loop flag are kept in a Memo under
+the node's stamp and node group, so a quiet cluster costs a lookup per node.
+
+The candidate_set is then built greedily within scale-down-simulation-timeout over the eligible
+nodes in a stable order (nodes to resume after a restart, empty nodes, nodes already unneeded
+oldest first, then the rest by utilization): per node, fork, move every pod (hint, then the
+round-robin search skipping candidates, deleted nodes and the node itself), commit on success,
+revert and record the reason on failure (the non_candidate_set). Commits accumulate, so the set
+is removable together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kubetide.autoscaler.ports import NodeGroup
+from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
+from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
+from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.update import Update, pod_order
+from kubetide.clock import Timer
+from kubetide.durations import rfc3339
+from kubetide.model import Node
+from kubetide.model.quantity import CPU, MEMORY
+from kubetide.snapshot import Memo
+
+
+@dataclass(frozen=True, slots=True)
+class Unremovable:
+    """A failed drain simulation, remembered until unremovable-node-recheck-timeout passes."""
+
+    at: float
+    reason: NodeReason
+    blocking_pod: BlockingPod | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A node's eligibility with no per-loop flag set (neither recently unremovable nor being
+    deleted), and whether it looks empty. Reused while the node's stamp and its node group (what
+    cloud.node_group_for answered, None included) are the same: with no terminating pod on the
+    node, nothing in it depends on `now`."""
+
+    eligibility: Eligibility
+    empty: bool  # looks_empty for ineligible nodes; False for eligible ones (their drain says)
+    util: float | None  # eligibility.utilization.value, for the status
+
+
+class Eligible(NamedTuple):
+    """An eligible node with what the candidate search needs of it."""
+
+    node: Node
+    eligibility: Eligibility
+    group: NodeGroup
+    drain: NodeDrain
+
+
+# -- 3. eligibility -----------------------------------------------------------------------------
+def eligible_nodes(
+    u: Update, unremovable: Mapping[str, Unremovable], checked: Memo[str, Checked]
+) -> list[Eligible]:
+    """Status for every node; returns the eligible ones with their drains."""
+    snapshot, now, options = u.snapshot, u.now, u.options
+    checker = EligibilityChecker(options, u.cloud, now)
+    recheck = options.unremovable_node_recheck_timeout
+    cutoff = options.expendable_pods_priority_cutoff
+    eligible: list[Eligible] = []
+    cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
+    used = snapshot.used
+    node_group_for = u.cloud.node_group_for
+    deleted, resume = u.deleted, u.resume
+    checked.new_pass()
+    statuses = u.plan.nodes
+    for node, stamp in snapshot.stamps():
+        name = node.meta.name
+        old = unremovable.get(name)
+        recent = old is not None and now < old.at + recheck and name not in resume
+        being_deleted = name in deleted
+        entry = group = None
+        if not recent and not being_deleted:
+            # The per-loop flags are off, so the answer depends on the node, its pods and its
+            # group only: reuse last loop's when none changed (the group is asked every loop,
+            # since a cloud may move a node without changing the Node object).
+            group = node_group_for(node)
+            entry = checked.get(name, stamp, group)
+        if entry is not None:
+            e, empty = entry.eligibility, entry.empty
+            if e.reason is not None:
+                # The common case on a quiet cluster. Cached answers never carry the reasons
+                # of the per-loop flags (being deleted, recently unremovable).
+                statuses[name] = NodeStatus(name, UNREMOVABLE, empty, entry.util, e.reason, None, e.detail)
+                continue
+        else:
+            pods = snapshot.pods_on(name).values()
+            slot = snapshot.slot_of(name)
+            e = checker.check(
+                node,
+                pods,
+                being_deleted=being_deleted,
+                recently_unremovable=recent,
+                requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
+            )
+            empty = e.reason is not None and looks_empty(pods, cutoff)
+            # Only answers without the per-loop flags are kept, and only while no pod is
+            # terminating: that is the one way time enters them (long-terminating pods drop
+            # out of utilization).
+            if (
+                not recent
+                and not being_deleted
+                and e.group is group
+                and all(pod.meta.deletion_timestamp is None for pod in pods)
+            ):
+                util = e.utilization.value if e.utilization is not None else None
+                checked.put(name, Checked(e, empty, util), stamp, group)
+        util = e.utilization.value if e.utilization is not None else None
+        if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
+            statuses[name] = NodeStatus(name, BEING_DELETED, empty, util, e.reason, detail=e.detail)
+        elif e.reason is NodeReason.RECENTLY_UNREMOVABLE and old is not None:
+            statuses[name] = NodeStatus(
+                name,
+                UNREMOVABLE,
+                empty,
+                util,
+                e.reason,
+                old.blocking_pod,
+                f"simulation at {rfc3339(old.at)} failed with {old.reason}"
+                + (f" ({old.detail})" if old.detail else "")
+                + f"; simulated again after {rfc3339(old.at + recheck)}",
+            )
+        elif e.reason is not None:
+            statuses[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
+        else:
+            assert e.group is not None  # eligibility refuses nodes no group manages
+            drain = drain_node(list(snapshot.pods_on(name).values()), u.ctx)
+            statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
+            eligible.append(Eligible(node, e, e.group, drain))
+    return eligible
+
+
+# -- 4. the candidate search --------------------------------------------------------------------
+def _order(u: Update, eligible: list[Eligible], unneeded_since: Mapping[str, float]) -> list[Eligible]:
+    slot_of = u.snapshot.slot_of
+
+    def key(item: Eligible) -> tuple[int, float, int]:
+        node, e, drain = item.node, item.eligibility, item.drain
+        name = node.name
+        util = e.utilization.value if e.utilization is not None else 0.0
+        if name in u.resume:
+            return (0, 0.0, slot_of(name))
+        if drain.empty:
+            return (1, 0.0, slot_of(name))
+        if name in unneeded_since:
+            return (2, unneeded_since[name], slot_of(name))
+        return (3, util, slot_of(name))
+
+    return sorted(eligible, key=key)
+
+
+def search_candidates(
+    u: Update,
+    eligible: list[Eligible],
+    unneeded_since: Mapping[str, float],
+    timer: Timer,
+    deadline: float,
+    new_unremovable: dict[str, Unremovable],
+) -> list[str]:
+    """The candidate_set, in the order it was built; failures go to `new_unremovable`."""
+    if not eligible:
+        return []  # the limits below cost a pass over every node, for nobody
+    snapshot, ctx, plan, cloud = u.snapshot, u.ctx, u.plan, u.cloud
+    tracker, mover, skip, now = ctx.pdbs, u.mover, u.skip, u.now
+    in_progress: dict[str, int] = {}
+    for name in u.deleted:
+        group = cloud.node_group_for(snapshot.node(name))
+        if group is not None:
+            in_progress[group.id] = in_progress.get(group.id, 0) + 1
+    limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
+    old_hints = u.old_hints
+    destination_of = u.destination_of
+    candidates: list[str] = []
+    for node, _, group, drain in _order(u, eligible, unneeded_since):
+        name = node.name
+        if plan.timed_out or timer() > deadline:
+            plan.timed_out = True
+            u.mark(
+                node,
+                drain.empty,
+                NodeReason.NOT_UNNEEDED_OTHER_REASON,
+                detail="not simulated: scale-down-simulation-timeout reached",
+            )
+            continue
+        if name in destination_of:
+            u.mark(
+                node,
+                drain.empty,
+                NodeReason.NOT_UNNEEDED_OTHER_REASON,
+                detail=f"destination for pods of {destination_of[name]}",
+            )
+            continue
+        reason = limits.check(node, group)
+        if reason is not None:
+            u.mark(node, drain.empty, reason)
+            continue
+        if drain.blocking is not None:
+            new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, drain.blocking)
+            u.mark(node, False, NodeReason.BLOCKED_BY_POD, drain.blocking)
+            continue
+        plan.simulated += 1
+        snapshot.fork()
+        tracker.fork()
+        skip.add(name)
+        hints = old_hints.get(name, {})
+        moved: dict[str, str] = {}
+        failed: Unremovable | None = None
+        for pod in sorted(drain.movable, key=pod_order):
+            refusing = tracker.consume(pod)
+            if refusing is not None:
+                failed = Unremovable(
+                    now,
+                    NodeReason.BLOCKED_BY_POD,
+                    BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
+                    f"PodDisruptionBudget {refusing.key} has no disruptions left for it",
+                )
+                break
+            dest = mover.move(pod.uid, hints.get(pod.uid), skip)
+            if dest is None:
+                failed = Unremovable(
+                    now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}"
+                )
+                break
+            moved[pod.uid] = dest
+        if failed is not None:
+            snapshot.revert()
+            tracker.revert()
+            skip.discard(name)
+            new_unremovable[name] = failed
+            u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
+            continue
+        snapshot.commit()
+        tracker.commit()
+        limits.take(node, group)
+        candidates.append(name)
+        plan.drains[name] = drain
+        u.new_hints[name] = moved
+        pods_on_node = {pod.uid: pod for pod in drain.movable}
+        for uid, dest in moved.items():
+            destination_of.setdefault(dest, name)
+            plan.destinations[pods_on_node[uid].key] = dest
+        status = plan.nodes[name]
+        status.status = REMOVABLE
+        status.empty = drain.empty
+    return candidates

@@ -1,0 +1,59 @@
+"""Step 5 of UpdateUnneededNodes: timers and pauses decide which candidates are removable now.
+
+A candidate is removable once it has been unneeded for scale-down-unneeded-time (unready nodes:
+scale-down-unready-time), unless scale-down is paused: disabled, or within
+scale-down-delay-after-add / -delete / -failure of the last such event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.update import Update
+from kubetide.durations import format_duration, rfc3339
+
+
+def cooldown(
+    options: AutoscalerOptions, now: float, last_scale_up: float, last_deletion: float, last_failure: float
+) -> str | None:
+    """Why scale-down is paused now, or None."""
+    o = options
+    if not o.scale_down_enabled:
+        return "scale-down-enabled is false"
+    for last, delay, flag in (
+        (last_scale_up, o.scale_down_delay_after_add, "scale-down-delay-after-add"),
+        (last_deletion, o.scale_down_delay_after_delete, "scale-down-delay-after-delete"),
+        (last_failure, o.scale_down_delay_after_failure, "scale-down-delay-after-failure"),
+    ):
+        if now < last + delay:
+            return f"{flag} ({format_duration(delay)}) until {rfc3339(last + delay)}"
+    return None
+
+
+def decide_removals(
+    u: Update, unneeded_since: Mapping[str, float], paused: str | None, timers_expired: bool
+) -> None:
+    """Fill the plan's empty_to_delete / drain_to_delete, and say why other candidates wait."""
+    plan, now, o = u.plan, u.now, u.options
+    plan.cooldown = paused
+    for name in plan.candidate_set:
+        status = plan.nodes[name]
+        node = u.snapshot.node(name)
+        since = unneeded_since[name]
+        wait, reason = (
+            (o.scale_down_unneeded_time, NodeReason.NOT_UNNEEDED_LONG_ENOUGH)
+            if node.ready
+            else (o.scale_down_unready_time, NodeReason.NOT_UNREADY_LONG_ENOUGH)
+        )
+        expired = timers_expired or name in u.resume or now - since >= wait
+        if not expired:
+            status.reason = reason
+            status.detail = f"unneeded since {rfc3339(since)}; removable at {rfc3339(since + wait)}"
+            continue
+        if paused is not None:
+            status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
+            status.detail = f"scale-down paused: {paused}"
+            continue
+        (plan.empty_to_delete if status.empty else plan.drain_to_delete).append(name)

@@ -1,0 +1,66 @@
+"""The working state of one planner update (the design's UpdateUnneededNodes), shared by its
+steps: `revalidate` (the deleted set), `evictions` (recent evictions), `candidates` (eligibility
+and the candidate search) and `timers`. It lives for one update, so nothing leaks between loops;
+what is kept between loops is the Planner's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import CloudProvider
+from kubetide.autoscaler.scaledown.drainability import BlockingPod, DrainContext
+from kubetide.autoscaler.scaledown.placement import PodMover
+from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.model import Node, Pod
+from kubetide.model.quantity import CPU, MEMORY
+from kubetide.snapshot import ClusterSnapshot
+
+
+@dataclass(slots=True)
+class Update:
+    options: AutoscalerOptions
+    snapshot: ClusterSnapshot  # forked by the planner for this update
+    cloud: CloudProvider
+    now: float
+    deleted: set[str]  # deleted_set
+    resume: set[str]  # nodes a restart left tainted, simulated first with their timers run out
+    ctx: DrainContext  # drain rules, PDB tracker (pdbs_remaining_disruptions), workloads
+    mover: PodMover
+    plan: ScaleDownPlan
+    old_hints: Mapping[str, Mapping[str, str]]  # pod_destination_hints of the last update
+    new_hints: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Nodes no pod may move to: the deleted set, then every candidate as it is taken.
+    skip: set[str] = field(default_factory=set)
+    # Destination node -> whose pods it took (a candidate, a node being deleted, or a recently
+    # evicted pod). The design keeps destinations out of the candidate set: their reserved room
+    # would otherwise be moved on again.
+    destination_of: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.skip.update(self.deleted)
+
+    def mark(
+        self,
+        node: Node,
+        empty: bool,
+        reason: NodeReason,
+        blocking: BlockingPod | None = None,
+        detail: str = "",
+    ) -> None:
+        """Record why an eligible node is not in the candidate set."""
+        status = self.plan.nodes[node.name]
+        status.status = UNREMOVABLE
+        status.empty = empty
+        status.reason = reason
+        status.blocking_pod = blocking
+        status.detail = detail
+
+
+def pod_order(pod: Pod) -> tuple[int, int, str, str]:
+    """The order a node's pods are moved in, shared by the deleted set and candidates."""
+    # Largest first (first-fit decreasing packs better), then by name: the same order every loop.
+    requests, meta = pod.requests, pod.meta
+    return (-requests.get(CPU, 0), -requests.get(MEMORY, 0), meta.namespace, meta.name)
