@@ -83,7 +83,7 @@ def _check_events(text: str, source: str, loader: type) -> None:
                 expanded += 1
                 if event.anchor is not None:
                     anchored_sizes[event.anchor] = 1
-            elif isinstance(event, yaml.AliasEvent):
+            elif isinstance(event, yaml.AliasEvent) and event.anchor is not None:
                 written += 1
                 expanded += anchored_sizes.get(event.anchor, 1)
                 if expanded > max(MAX_EXPANSION * written, MIN_EXPANDED_NODES):
@@ -99,4 +99,5 @@ def _check_events(text: str, source: str, loader: type) -> None:
 
 def _error(source: str, event: yaml.Event, message: str) -> ManifestError:
     mark = event.start_mark
-    return ManifestError(source, f"line {mark.line + 1}, column {mark.column + 1}", "", message)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ManifestError(source, where, "", message)

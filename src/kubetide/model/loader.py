@@ -9,6 +9,7 @@ Any malformed object aborts the whole load with a ManifestError naming file, obj
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -38,6 +39,7 @@ from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
 
+_YamlLoader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
 try:  # libyaml is several times faster on large cluster dumps
     _YamlLoader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
@@ -52,7 +54,7 @@ PARSERS: dict[str, Parser] = {
     "PriorityClass": parse_priority_class,
     "Namespace": parse_namespace,
     "ConfigMap": parse_configmap,
-    **{kind: (lambda reader, kind=kind: parse_workload(reader, kind)) for kind in WORKLOAD_KINDS},
+    **{kind: functools.partial(parse_workload, kind=kind) for kind in WORKLOAD_KINDS},
 }
 
 
@@ -99,14 +101,15 @@ class Manifests:
             self.origins[identity] = where
         if kind == "Pod":
             self._count_bound(obj, where)
-        target = {
+        by_kind: dict[str, list[Any]] = {
             "Node": self.nodes,
             "Pod": self.pods,
             "PodDisruptionBudget": self.pdbs,
             "PriorityClass": self.priority_classes,
             "Namespace": self.namespaces,
             "ConfigMap": self.configmaps,
-        }.get(kind)
+        }
+        target = by_kind.get(kind)
         if target is None:
             target = self.workloads if kind in WORKLOAD_KINDS else self.other.setdefault(kind, [])
         target.append(obj)
@@ -214,10 +217,10 @@ def load_documents(documents: list[Any], source: str, into: Manifests | None = N
     multi = len(documents) > 1
     for location, obj in _objects(documents, source, multi):
         kind = obj.get("kind")
-        parser = PARSERS.get(kind) if isinstance(kind, str) else None
+        if not isinstance(kind, str) or not kind:
+            raise ManifestError(source, location, "kind", "required field is missing")
+        parser = PARSERS.get(kind)
         if parser is None:
-            if not isinstance(kind, str) or not kind:
-                raise ManifestError(source, location, "kind", "required field is missing")
             skipped[kind] += 1
             continue
         label = _describe(obj, kind)
@@ -229,10 +232,10 @@ def load_documents(documents: list[Any], source: str, into: Manifests | None = N
     return result
 
 
-def _objects(documents: list[Any], source: str, multi: bool) -> list[tuple[str, dict]]:
+def _objects(documents: list[Any], source: str, multi: bool) -> list[tuple[str, dict[str, Any]]]:
     """(location, object) for every object, `kind: List` items flattened, before any is parsed:
     an alias bomb of nested lists is refused by its count, not after parsing millions of pods."""
-    found: list[tuple[str, dict]] = []
+    found: list[tuple[str, dict[str, Any]]] = []
     pending = [(f"document {index + 1}" if multi else "", doc, 0) for index, doc in enumerate(documents)]
     pending.reverse()
     while pending:
@@ -262,7 +265,7 @@ def _objects(documents: list[Any], source: str, multi: bool) -> list[tuple[str, 
     return found
 
 
-def _describe(obj: dict, kind: str) -> str:
+def _describe(obj: dict[str, Any], kind: str) -> str:
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         return kind

@@ -6,8 +6,9 @@ Effective requests are computed once, at parse time, with the Kubernetes rules (
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
 from kubetide.model.node import Toleration, parse_toleration
@@ -20,6 +21,8 @@ from kubetide.model.selectors import (
     optional_label_selector,
     parse_requirement,
 )
+
+T = TypeVar("T")
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -309,7 +312,7 @@ def _parse_pod_affinity_term(reader: Reader) -> PodAffinityTerm:
     )
 
 
-def _parse_weighted(reader: Reader, key: str, parse) -> tuple:
+def _parse_weighted(reader: Reader, key: str, parse: Callable[[Reader], T]) -> tuple[tuple[int, T], ...]:
     result = []
     for item in reader.items(key):
         weight = item.int("weight", required=True)
@@ -413,7 +416,7 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
         raise spec.error(f"must be non-negative, got {grace}", "terminationGracePeriodSeconds")
     priority = spec.int("priority")
 
-    fields: dict = {}
+    fields: dict[str, Any] = {}
     if status is not None:
         phase = status.str("phase", default="Pending")
         if phase not in PHASES:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, optional_label_selector
+
+if TYPE_CHECKING:
+    from kubetide.model.pod import Pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +31,7 @@ class PodDisruptionBudget:
     def key(self) -> str:
         return self.meta.key
 
-    def matches(self, pod) -> bool:
+    def matches(self, pod: Pod) -> bool:
         return (
             self.selector is not None
             and pod.namespace == self.meta.namespace

@@ -7,11 +7,12 @@ against this reader, so precise error messages cost nothing at the call sites.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal, overload
 
 from kubetide.errors import ManifestError
 from kubetide.model.quantity import QuantityError, parse_quantity, to_units
@@ -23,44 +24,44 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 class Reader:
     __slots__ = ("data", "location", "path", "source")
 
-    def __init__(self, data: Any, source: str, location: str = "", path: str = ""):
+    def __init__(self, data: Any, source: builtins.str, location: builtins.str = "", path: builtins.str = ""):
         self.data = data
         self.source = source
         self.location = location
         self.path = path
 
     # -- navigation -------------------------------------------------------------------------
-    def _join(self, key: str | int) -> str:
+    def _join(self, key: builtins.str | builtins.int) -> builtins.str:
         if isinstance(key, int):
             return f"{self.path}[{key}]"
         return f"{self.path}.{key}" if self.path else key
 
-    def error(self, message: str, key: str | int | None = None) -> ManifestError:
+    def error(self, message: builtins.str, key: builtins.str | builtins.int | None = None) -> ManifestError:
         field = self._join(key) if key is not None else self.path
         return ManifestError(self.source, self.location, field, message)
 
-    def _mapping(self) -> dict:
+    def _mapping(self) -> dict[Any, Any]:
         if self.data is None:
             return {}
         if not isinstance(self.data, dict):
             raise self.error(f"expected a mapping, got {_kind_of(self.data)}")
         return self.data
 
-    def has(self, key: str) -> bool:
+    def has(self, key: builtins.str) -> builtins.bool:
         return self._mapping().get(key) is not None
 
-    def raw(self, key: str, default: Any = None) -> Any:
+    def raw(self, key: builtins.str, default: Any = None) -> Any:
         value = self._mapping().get(key)
         return default if value is None else value
 
-    def child(self, key: str) -> Reader:
+    def child(self, key: builtins.str) -> Reader:
         """The mapping under key (an empty one when absent)."""
         value = self._mapping().get(key)
         reader = Reader(value, self.source, self.location, self._join(key))
         reader._mapping()
         return reader
 
-    def items(self, key: str) -> Iterator[Reader]:
+    def items(self, key: builtins.str) -> Iterator[Reader]:
         """Readers for each element of the list under key (none when absent)."""
         value = self._mapping().get(key)
         if value is None:
@@ -72,7 +73,20 @@ class Reader:
             yield Reader(element, self.source, self.location, f"{base}[{index}]")
 
     # -- scalars ----------------------------------------------------------------------------
-    def str(self, key: str, default: str | None = None, required: bool = False) -> str | None:
+    # A default or required=True means a value always comes back; the overloads tell mypy so.
+    @overload
+    def str(
+        self, key: builtins.str, default: builtins.str, required: builtins.bool = False
+    ) -> builtins.str: ...
+    @overload
+    def str(self, key: builtins.str, default: None = None, *, required: Literal[True]) -> builtins.str: ...
+    @overload
+    def str(
+        self, key: builtins.str, default: None = None, required: builtins.bool = False
+    ) -> builtins.str | None: ...
+    def str(
+        self, key: builtins.str, default: builtins.str | None = None, required: builtins.bool = False
+    ) -> builtins.str | None:
         value = self._mapping().get(key)
         if value is None:
             if required:
@@ -82,7 +96,19 @@ class Reader:
             raise self.error(f"expected a string, got {_kind_of(value)}", key)
         return str(value)
 
-    def int(self, key: str, default: int | None = None, required: bool = False) -> int | None:
+    @overload
+    def int(
+        self, key: builtins.str, default: builtins.int, required: builtins.bool = False
+    ) -> builtins.int: ...
+    @overload
+    def int(self, key: builtins.str, default: None = None, *, required: Literal[True]) -> builtins.int: ...
+    @overload
+    def int(
+        self, key: builtins.str, default: None = None, required: builtins.bool = False
+    ) -> builtins.int | None: ...
+    def int(
+        self, key: builtins.str, default: builtins.int | None = None, required: builtins.bool = False
+    ) -> builtins.int | None:
         value = self._mapping().get(key)
         if value is None:
             if required:
@@ -100,7 +126,7 @@ class Reader:
             raise self.error(f"{value!r:.40} is out of range for an integer field (int64)", key)
         return number
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def bool(self, key: builtins.str, default: builtins.bool = False) -> builtins.bool:
         value = self._mapping().get(key)
         if value is None:
             return default
@@ -108,7 +134,7 @@ class Reader:
             return value
         raise self.error(f"expected true or false, got {value!r}", key)
 
-    def int_or_percent(self, key: str) -> int | str | None:
+    def int_or_percent(self, key: builtins.str) -> builtins.int | builtins.str | None:
         """IntOrString fields such as minAvailable: 3 or "30%"."""
         value = self._mapping().get(key)
         if value is None:
@@ -125,13 +151,13 @@ class Reader:
                 return int(text)
         raise self.error(f'expected an integer or a percentage like "30%", got {value!r}', key)
 
-    def str_map(self, key: str) -> dict[str, str]:
+    def str_map(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         value = self._mapping().get(key)
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise self.error(f"expected a mapping, got {_kind_of(value)}", key)
-        result = {}
+        result: dict[builtins.str, builtins.str] = {}
         for k, v in value.items():
             if v is None:
                 v = ""
@@ -142,20 +168,20 @@ class Reader:
             result[str(k)] = str(v)
         return result
 
-    def str_list(self, key: str) -> list[str]:
+    def str_list(self, key: builtins.str) -> list[builtins.str]:
         value = self._mapping().get(key)
         if value is None:
             return []
         if not isinstance(value, list):
             raise self.error(f"expected a list, got {_kind_of(value)}", key)
-        result = []
+        result: list[builtins.str] = []
         for index, v in enumerate(value):
             if isinstance(v, bool) or not isinstance(v, str | int | float):
                 raise self.error(f"expected a string, got {_kind_of(v)}", f"{key}[{index}]")
             result.append(str(v))
         return result
 
-    def quantity(self, key: str) -> Fraction | None:
+    def quantity(self, key: builtins.str) -> Fraction | None:
         value = self._mapping().get(key)
         if value is None:
             return None
@@ -164,10 +190,10 @@ class Reader:
         except QuantityError as exc:
             raise self.error(str(exc), key) from None
 
-    def resources(self, key: str) -> dict[str, int]:
+    def resources(self, key: builtins.str) -> dict[builtins.str, builtins.int]:
         """A ResourceList (`{cpu: 100m, memory: 1Gi}`) as exact integer units."""
         reader = self.child(key)
-        result: dict[str, int] = {}
+        result: dict[builtins.str, builtins.int] = {}
         for name in reader._mapping():
             amount = reader.quantity(name)
             if amount is None:
@@ -177,7 +203,7 @@ class Reader:
             result[str(name)] = to_units(str(name), amount)
         return result
 
-    def timestamp(self, key: str) -> float | None:
+    def timestamp(self, key: builtins.str) -> float | None:
         """RFC 3339 time as Unix seconds (None when absent)."""
         value = self._mapping().get(key)
         if value is None:
