@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import kubetide.cli.main as cli_main
-from kubetide.autoscaler.scaledown.drainability import KUBE_SYSTEM_UNMOVABLE_AGE, SAFE_TO_EVICT
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.model import load_files
 from kubetide.model.reader import parse_time
@@ -89,7 +90,8 @@ def test_every_blocking_reason_follows_from_the_dump(kubetide, dump):
     pdb_names = {(p.meta.namespace, p.meta.name) for p in dump.pdbs}
     system = the_pod(dump, "general-b2", lambda p: p.namespace == "kube-system")
     (system_pod,) = [p for p in dump.pods if p.key == system]
-    assert now - system_pod.meta.creation_timestamp < KUBE_SYSTEM_UNMOVABLE_AGE
+    timeout = AutoscalerOptions().blocking_system_pod_distruption_timeout
+    assert now - system_pod.meta.creation_timestamp <= timeout
     assert not any(pdb.matches(system_pod) for pdb in dump.pdbs)
     blocked("general-b2", system, "UnmovableKubeSystemPod")
 

@@ -72,6 +72,8 @@ class AutoscalerOptions:
     node_delete_delay_after_taint: float = 5.0
     node_deletion_delay_timeout: float = 120.0
     skip_nodes_with_system_pods: bool = True
+    # CA's own spelling. A kube-system pod without a PDB blocks its node until strictly older.
+    blocking_system_pod_distruption_timeout: float = 3600.0
     skip_nodes_with_local_storage: bool = True
     skip_nodes_with_custom_controller_pods: bool = True
     min_replica_count: int = 0

@@ -12,8 +12,8 @@ counts as an unmovable system pod. The order is the contract; the tests pin it.
  5. safe-to-evict "true": drainable
  6. terminal (Succeeded/Failed): drainable, needs no new home
  7. no controller, or (with skip-nodes-with-custom-controller-pods) an unknown kind: NotReplicated
- 8. kube-system without a PDB, younger than an hour: UnmovableKubeSystemPod
-    (only with skip-nodes-with-system-pods)
+ 8. kube-system without a PDB, not older than blocking-system-pod-distruption-timeout (1h; at
+    exactly the timeout it still blocks): UnmovableKubeSystemPod (only with skip-nodes-with-system-pods)
  9. safe-to-evict "false": NotSafeToEvictAnnotation
 10. local storage not listed in safe-to-evict-local-volumes: LocalStorageRequested
     (only with skip-nodes-with-local-storage)
@@ -42,8 +42,6 @@ KUBE_SYSTEM = "kube-system"
 # A terminating pod this long past its grace period is treated as deleted (CA's
 # PodLongTerminatingExtraThreshold).
 LONG_TERMINATING_EXTRA = 30.0
-# The reference's rule 8: kube-system pods without a PDB block only while younger than this.
-KUBE_SYSTEM_UNMOVABLE_AGE = 3600.0
 # Owners a drained pod can count on to recreate it elsewhere. DaemonSet is known too, but its pods
 # are handled by rule 4 before rule 7 looks.
 REPLICATED_KINDS = frozenset({"ReplicationController", "ReplicaSet", "Job", "StatefulSet"})
@@ -75,6 +73,7 @@ class DrainRules:
     skip_nodes_with_custom_controller_pods: bool = True
     min_replica_count: int = 0
     expendable_pods_priority_cutoff: int = -10
+    blocking_system_pod_distruption_timeout: float = 3600.0
 
     @classmethod
     def from_options(cls, options: AutoscalerOptions) -> DrainRules:
@@ -84,6 +83,7 @@ class DrainRules:
             skip_nodes_with_custom_controller_pods=options.skip_nodes_with_custom_controller_pods,
             min_replica_count=options.min_replica_count,
             expendable_pods_priority_cutoff=options.expendable_pods_priority_cutoff,
+            blocking_system_pod_distruption_timeout=options.blocking_system_pod_distruption_timeout,
         )
 
 
@@ -186,7 +186,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 8
     if rules.skip_nodes_with_system_pods and meta.namespace == KUBE_SYSTEM and not ctx.pdbs.has_pdb(pod):
         created = meta.creation_timestamp
-        if created is None or ctx.now - created < KUBE_SYSTEM_UNMOVABLE_AGE:
+        if created is None or ctx.now - created <= rules.blocking_system_pod_distruption_timeout:
             return _UNMOVABLE_SYSTEM
     # 9
     if annotation == "false":
