@@ -18,7 +18,14 @@ from typing import Any
 from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError
 
-EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority", "grpc")
+EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority")
+# CA expanders kubetide knows by name but cannot run: naming one is an error, never a silent no-op.
+UNSUPPORTED_EXPANDERS = {
+    "grpc": "calls an external gRPC service, and kubetide has no client for it yet",
+}
+# CA's deprecated flag names -> the flag they set. As in CA, the alias applies only when the flag it
+# stands for is not given too.
+DEPRECATED_ALIASES = {"max-empty-bulk-delete": "max-scale-down-parallelism"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,23 +148,43 @@ def parse_options(
     source: str,
     field: str = "spec.autoscaler",
     base: AutoscalerOptions | None = None,
+    warnings: list[str] | None = None,
 ) -> AutoscalerOptions:
-    """Options from a `flag-name: value` mapping; errors name the file and the flag."""
+    """Options from a `flag-name: value` mapping; errors name the file and the flag.
+
+    Deprecated aliases are accepted, and the deprecation is appended to `warnings` for the caller
+    to show (this module does no I/O).
+    """
     options = base or AutoscalerOptions()
     if not mapping:
         return options
     if not isinstance(mapping, Mapping):
         raise ManifestError(source, "", field, "expected a mapping of flag names to values")
     changes: dict[str, Any] = {}
+    aliased: dict[str, tuple[str, Any]] = {}  # flag -> (the alias's path, its value)
     for raw_name, value in mapping.items():
         name = str(raw_name).removeprefix("--")
         path = f"{field}.{name}" if field else name
-        if name not in FLAGS:
+        target = DEPRECATED_ALIASES.get(name, name)
+        if target not in FLAGS:
             raise ManifestError(source, "", path, unknown_flag_message(name))
         try:
-            changes[FLAGS[name].name] = parse_flag(name, value)
+            parsed = parse_flag(target, value)
         except ValueError as exc:
             raise ManifestError(source, "", path, str(exc)) from None
+        if target != name:
+            aliased[target] = (path, parsed)
+        else:
+            changes[FLAGS[name].name] = parsed
+    for target, (path, parsed) in aliased.items():
+        attribute = FLAGS[target].name
+        if attribute in changes:
+            note = f"deprecated, and ignored since {target} is given"
+        else:
+            changes[attribute] = parsed
+            note = f"deprecated, use {target} (set to {parsed})"
+        if warnings is not None:
+            warnings.append(f"{path}: {note}")
     return dataclasses.replace(options, **changes)
 
 
@@ -220,6 +247,8 @@ def _parse_expanders(value: Any) -> tuple[str, ...]:
     if not names:
         raise ValueError("expected at least one expander")
     for name in names:
+        if name in UNSUPPORTED_EXPANDERS:
+            raise ValueError(f'expander "{name}" is not supported yet: it {UNSUPPORTED_EXPANDERS[name]}')
         if name not in EXPANDERS:
             close = difflib.get_close_matches(name, EXPANDERS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""

@@ -186,10 +186,13 @@ def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
         if not sep or not name:
             raise UserError(f"--set {item}: expected FLAG=VALUE (e.g. --set scale-down-unneeded-time=5m)")
         mapping[name] = value.strip()
+    warnings: list[str] = []
     try:
-        return parse_options(mapping, "--set", field="")
+        options = parse_options(mapping, "--set", field="", warnings=warnings)
     except ManifestError as exc:
         raise UserError(f"--set {exc.field}: {exc.message}") from None
+    warn(f"--set {w}" for w in warnings)
+    return options
 
 
 def _parse_now(text: str | None) -> float | None:

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from kubetide.cli.output import warn
 from kubetide.errors import ManifestError, UserError
 
 log = logging.getLogger("kubetide.run")
@@ -132,10 +133,13 @@ def parse_autoscaler_flags(extra: Sequence[str]):
             index += 1
         mapping[name] = value
         index += 1
+    warnings: list[str] = []
     try:
-        return parse_options(mapping, "run", field="")
+        options = parse_options(mapping, "run", field="", warnings=warnings)
     except ManifestError as exc:
         raise UserError(f"run: --{exc.field}: {exc.message}") from None
+    warn(f"run: --{w}" for w in warnings)
+    return options
 
 
 def run(args) -> int:

@@ -275,7 +275,8 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         raise _first_error(exc, source) from None
     spec = doc.spec
     _check(check_duration, spec.duration, source, "spec.duration")
-    options = parse_options(spec.autoscaler, source, "spec.autoscaler")
+    flag_warnings: list[str] = []
+    options = parse_options(spec.autoscaler, source, "spec.autoscaler", warnings=flag_warnings)
 
     groups = []
     names: set[str] = set()
@@ -336,7 +337,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     for index, trace in enumerate(spec.traces):
         events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
-    warnings = list(objects.warnings)
+    warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     qos = load_qos(spec, objects, events, source, base_dir, warnings)
 
     return Scenario(

@@ -31,6 +31,8 @@ Rules, from the Cluster Autoscaler's expanders:
   ^...$ for a full match). Options with the highest priority survive; groups that match no regex
   are dropped, unless no group matches at all, when every option survives. (CA starts its search
   at -1, so priorities below -1 can never win there; kubetide ranks any integer.)
+
+CA's grpc expander (an external service) is not implemented: the `expander` flag refuses it.
 """
 
 from __future__ import annotations
@@ -244,11 +246,6 @@ def priority(options: list[ExpansionOption], ctx: ExpanderContext) -> list[Expan
     return [o for o, p in matched if p == best]
 
 
-def _grpc(options: list[ExpansionOption], ctx: ExpanderContext) -> list[ExpansionOption]:
-    ctx.trace.append("grpc: external expanders are not supported; keeping every option")
-    return options
-
-
 EXPANDERS: dict[str, Expander] = {
     "random": random_expander,
     "most-pods": most_pods,
@@ -256,7 +253,6 @@ EXPANDERS: dict[str, Expander] = {
     "least-waste": least_waste,
     "price": price,
     "priority": priority,
-    "grpc": _grpc,
 }
 
 
