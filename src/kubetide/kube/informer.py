@@ -48,12 +48,14 @@ class Informer:
         changes: queue.SimpleQueue[Change],
         *,
         on_change: Callable[[Change], None] | None = None,
+        parse: Callable[[dict], Any] | None = None,
     ):
         self.client = client
         self.resource = resource
         self.changes = changes
         self.on_change = on_change
-        self.parse = parser_for(resource.kind, client.server)
+        # Custom resources kubetide has no model for (Cluster API's) bring their own parser.
+        self.parse = parse or parser_for(resource.kind, client.server)
         self.synced = threading.Event()  # the first full list is on the queue
         self.stopping = threading.Event()
         self.resource_version = ""
