@@ -56,6 +56,21 @@ LEADER_ELECTION = Permission(
     ("get", "create", "update"), "leases", "coordination.k8s.io", namespaced_in_own_namespace=True
 )
 KWOK_NODES = Permission(("create",), "nodes", why="the kwok provider creates Node objects")
+CLUSTERAPI: tuple[Permission, ...] = (
+    *(
+        Permission(
+            ("get", "list", "watch", "update", "patch"),
+            plural,
+            "cluster.x-k8s.io",
+            why="the clusterapi provider's node groups and Machines (the delete-machine annotation)",
+        )
+        for plural in ("machinedeployments", "machinesets", "machines")
+    ),
+    *(
+        Permission(("get", "update"), f"{plural}/scale", "cluster.x-k8s.io", why="replicas, as CA scales")
+        for plural in ("machinedeployments", "machinesets")
+    ),
+)
 
 
 def check_permissions(client: KubeClient, permissions: tuple[Permission, ...], namespace: str) -> None:
