@@ -349,7 +349,19 @@ def _mutate_flags(draw, argv: list[str], files: list[str]) -> str:
         index = draw(st.sampled_from(flags))
         del argv[index : index + 2]
         return "drop a flag"
-    argv.append(draw(st.sampled_from(("--frobnicate", "--seed=abc", "--replicas=-1", "-x", "--"))))
+    extra = (
+        "--frobnicate",
+        "--seed=abc",
+        "--seed=99999999999999999999999",
+        "--replicas=-1",
+        "--set=scan-interval=1ns",
+        "--set=max-nodes-total=99999999999999999999",
+        "--set=scale-down-utilization-threshold=nan",
+        "--set=nope=1",
+        "-x",
+        "--",
+    )
+    argv.append(draw(st.sampled_from(extra)))
     return f"extra {argv[-1]!r}"
 
 
