@@ -86,7 +86,7 @@ def test_without_objects_the_pod_template_hash_names_the_deployment():
     assert targets["web-7f9c"].deployment_source == "pod-template-hash label"
     assert sorted(p.name for p in targets["web-7f9c"].related) == ["a", "b"]
     assert targets["api-6d4b"].deployment == "api" and targets["api-6d4b"].siblings == []
-    assert targets["plain"].deployment is None and [p.name for p in targets["plain"].related] == ["d"]
+    assert targets["plain"].deployment is None and targets["plain"].related == []  # no controller: none
 
 
 def test_a_replicaset_object_without_a_controller_is_standalone_even_with_the_hash_label():

@@ -70,7 +70,13 @@ def run(args) -> int:
         reasons = [Reason(0, "every pod goes") for _ in deleted]
         ranks = None
     else:
-        ranking = rank(target.pods, now, target.related, logarithmic=logarithmic)
+        ranking = rank(
+            target.pods,
+            now,
+            target.related if target.has_controller else None,
+            logarithmic=logarithmic,
+            owner_has_controller=target.has_controller,
+        )
         deleted, kept = ranking.order[:diff], ranking.order[diff:]
         reasons = [r for _, r in explain_ranking(ranking, diff)]
         ranks = ranking.node_counts
@@ -113,6 +119,8 @@ def _print_human(target, replicas, now, logarithmic, deleted, reasons, kept, ran
         say(
             f"Related pods: {active} active in this ReplicaSet and {escape(others)} (a node's count is its rank)."
         )
+    if not target.has_controller:
+        say("No controlling owner: no related pods, so every pod's rank is 0 (as kube-controller-manager).")
     if target.inactive:
         names = ", ".join(p.name for p in target.inactive)
         say(f"Not counted: {len(target.inactive)} terminating or finished pod(s): {escape(names)}.")

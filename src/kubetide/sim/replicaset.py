@@ -124,6 +124,7 @@ class ReplicaSets(Controller):
                 now,
                 self.related_pods(rs),
                 logarithmic=self.logarithmic,
+                owner_has_controller=rs.meta.controller is not None,
                 metric=self.age_ratio,
             )
             for pod in victims:
@@ -132,8 +133,8 @@ class ReplicaSets(Controller):
 
     def related_pods(self, rs: Workload) -> list[Pod] | None:
         """Pods of every ReplicaSet owned by the same controller as `rs` (itself included), as
-        upstream's getIndirectlyRelatedPods lists them; None for a ReplicaSet without a controller
-        (the ranking then counts the ReplicaSet's own pods)."""
+        upstream's getIndirectlyRelatedPods lists them; None for a ReplicaSet without a controller,
+        which upstream gives no related pods (every rank 0)."""
         ref = rs.meta.controller
         if ref is None:
             return None

@@ -143,10 +143,18 @@ def explain_order(
     *,
     logarithmic: bool = True,
     deletion_cost: bool = True,
+    owner_has_controller: bool = True,
 ) -> list[tuple[Pod, Reason]]:
     """The pods `pods_to_delete` would return, each with the criterion that put it before the next
     kept pod. When every pod goes there is no ranking (Reason 0, "every pod goes")."""
     if diff >= len(pods):
         return [(pod, Reason(0, "every pod goes")) for pod in pods] if diff > 0 else []
-    ranking = rank(pods, now, related_pods, logarithmic=logarithmic, deletion_cost=deletion_cost)
+    ranking = rank(
+        pods,
+        now,
+        related_pods,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+    )
     return explain_ranking(ranking, diff)

@@ -7,7 +7,9 @@ A ReplicaSet's controller comes from the ReplicaSet object when it was loaded; o
 Deployment naming convention: a Deployment's ReplicaSet is called `<deployment>-<hash>` and stamps
 `pod-template-hash: <hash>` on its pods.
 
-ReplicationControllers scale down with the same ranking and have no controller of their own.
+ReplicationControllers scale down with the same ranking and have no controller of their own. A
+target without a controller has no related pods at all (kube-controller-manager lists them through
+the controller), so its pods all rank 0.
 """
 
 from __future__ import annotations
@@ -44,8 +46,14 @@ class Target:
     deployment_source: str = ""  # "ReplicaSet object" (authoritative) or "pod-template-hash label"
     pods: list[Pod] = field(default_factory=list)  # active pods, in file order
     inactive: list[Pod] = field(default_factory=list)  # terminating or finished: not ranked
-    related: list[Pod] = field(default_factory=list)  # pods of every sibling, itself included
+    related: list[Pod] = field(default_factory=list)  # pods of every sibling, itself included; none
+    # without a controller
     siblings: list[str] = field(default_factory=list)  # the other ReplicaSets of the Deployment
+
+    @property
+    def has_controller(self) -> bool:
+        """Whether a controlling owner (a Deployment) is known: without one, every rank is 0."""
+        return self.deployment is not None
 
     @property
     def label(self) -> str:
@@ -87,9 +95,8 @@ def find_targets(manifests: Manifests) -> list[Target]:
             by_deployment.setdefault((target.namespace, target.deployment), []).append(target)
     for target in targets.values():
         if target.deployment is None:
-            family = [target]
-        else:
-            family = by_deployment.get((target.namespace, target.deployment), [target])
+            continue
+        family = by_deployment.get((target.namespace, target.deployment), [target])
         seen: set[str] = set()
         for member in family:
             for pod in (*member.pods, *member.inactive):

@@ -7,7 +7,8 @@ and deletes the first `diff`. Criteria, in order; the first that tells two pods 
 2. phase Pending < Unknown < Running (any other phase counts as Pending);
 3. not ready before ready;
 4. lower pod-deletion-cost first (see `cost.py`);
-5. higher rank first: the number of active related pods on the pod's node, itself included;
+5. higher rank first: the number of active related pods on the pod's node, itself included
+   (0 for every pod when the ReplicaSet has no controlling owner: no related pods are listed);
 6. both ready with different ready times: younger ready-age bucket first (`timebuckets.py`), and in
    the same bucket the smaller UID first, without looking at 7-8. A missing ready time counts as
    the newest. (`logarithmic=False`: the more recently ready pod first, the pre-1.22 rule.)
@@ -169,6 +170,7 @@ def rank(
     *,
     logarithmic: bool = True,
     deletion_cost: bool = True,
+    owner_has_controller: bool = True,
     engine: str = "auto",
 ) -> Ranking:
     """Rank pods for deletion; see the module docstring for the criteria and the key.
@@ -176,6 +178,9 @@ def rank(
     `now` is Unix seconds from the caller's clock (the library never reads the wall clock).
     `related_pods` are the pods of every ReplicaSet owned by the same controller as these pods'
     ReplicaSet; the pods themselves always count, so None means "no other ReplicaSets".
+    `owner_has_controller=False` (a ReplicaSet or ReplicationController with no controlling
+    owner): kube-controller-manager finds related pods through that controller, so it lists none
+    and every rank is 0; passing related pods as well is refused as a contradiction.
     `engine` ("auto", "numpy", "python") picks the implementation; both give the same order.
     """
     pods = pods if isinstance(pods, list | tuple) else list(pods)
@@ -188,8 +193,12 @@ def rank(
     phases = list(map(_PHASE, pods))
     readies = list(map(_READY, pods))
     unique_uids = len(set(uids)) == n
-    if related_pods is None and unique_uids:
-        counts: dict[str, int] = Counter(nodes)
+    if not owner_has_controller:
+        if related_pods is not None:
+            raise ValueError("related pods given for an owner without a controller (it has none)")
+        counts: dict[str, int] = {}
+    elif related_pods is None and unique_uids:
+        counts = Counter(nodes)
         if "Succeeded" in phases or "Failed" in phases or list(map(_DELETED, metas)).count(None) != n:
             counts = Counter(node for node, pod in zip(nodes, pods) if is_active(pod))
     else:
@@ -477,9 +486,17 @@ def rank_pods_for_deletion(
     *,
     logarithmic: bool = True,
     deletion_cost: bool = True,
+    owner_has_controller: bool = True,
 ) -> list[Pod]:
     """All pods in deletion order (first = deleted first)."""
-    return rank(pods, now, related_pods, logarithmic=logarithmic, deletion_cost=deletion_cost).order
+    return rank(
+        pods,
+        now,
+        related_pods,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+    ).order
 
 
 def pods_to_delete(
@@ -490,6 +507,7 @@ def pods_to_delete(
     *,
     logarithmic: bool = True,
     deletion_cost: bool = True,
+    owner_has_controller: bool = True,
     metric: DeletionAgeRatio | None = None,
 ) -> list[Pod]:
     """The `diff` pods a ReplicaSet controller deletes, in deletion order.
@@ -502,7 +520,14 @@ def pods_to_delete(
         return []
     if diff >= len(pods):
         return list(pods)
-    order = rank(pods, now, related_pods, logarithmic=logarithmic, deletion_cost=deletion_cost).order
+    order = rank(
+        pods,
+        now,
+        related_pods,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+    ).order
     deleted = order[:diff]
     if metric is not None:
         metric.observe(deleted, pods, now)
