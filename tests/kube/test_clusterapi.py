@@ -1,0 +1,405 @@
+"""The clusterapi cloud provider on a real control plane.
+
+Cluster API itself is not run: the CRDs come from tests/kube/data (installed once per session and
+left installed, since no other test looks at them), and `MachineController` below plays the
+MachineDeployment and MachineSet controllers and an infrastructure provider: replicas become
+Machines and KWOK Nodes, and when replicas drop, Machines annotated for deletion go first, as
+Cluster API's MachineSet controller does.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from controlplane import KubeTestContext, wait_until
+
+from kubetide.autoscaler.ports import ActionError, InstanceState
+from kubetide.cloud.clusterapi import (
+    DELETE_MACHINE_ANNOTATION,
+    ClusterApiCloudProvider,
+    parse_auto_discovery,
+)
+from kubetide.kube.client import ApiError, KubeClient, connect
+from kubetide.kube.view import KubeClusterView
+
+pytestmark = pytest.mark.controlplane
+
+CRDS = Path(__file__).parent / "data" / "clusterapi-crds.yaml"
+API = "cluster.x-k8s.io/v1beta1"
+MIN = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+MAX = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
+CLUSTER = "test-cluster"
+
+
+@pytest.fixture(scope="module")
+def crds(control_plane) -> None:
+    client = connect(str(control_plane.kubeconfig_path), qps=100, burst=100)
+    for crd in yaml.safe_load_all(CRDS.read_text()):
+        try:
+            client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
+        except ApiError as exc:
+            if exc.status != 409:  # installed by an earlier module of this session
+                raise
+    for plural in ("machinedeployments", "machinesets", "machines"):
+        wait_until(lambda plural=plural: _served(client, plural), timeout=30, what=f"{plural} served")
+    client.close()
+
+
+def _served(client: KubeClient, plural: str) -> bool:
+    try:
+        client.request("GET", f"/apis/{API}/{plural}")
+    except ApiError:
+        return False
+    return True
+
+
+def _path(namespace: str, plural: str, name: str = "") -> str:
+    return f"/apis/{API}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
+
+
+def _owner(obj: dict, kind: str) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref["kind"] == kind:
+            return ref["name"]
+    return None
+
+
+class MachineController:
+    """Cluster API's controllers, as much of them as the provider relies on (see the module doc).
+
+    `deleted` records each Machine removed when replicas dropped and whether it carried the
+    delete-machine annotation at that moment; `failing` names MachineSets whose Machines fail to
+    provision (no Node, a failureReason), as an infrastructure stockout would make them.
+    """
+
+    def __init__(self, kube: KubeTestContext):
+        self.kube = kube
+        self.namespace = kube.namespace
+        self.client = connect(str(kube.control_plane.kubeconfig_path), qps=1000, burst=1000)
+        self.deleted: list[tuple[str, bool]] = []
+        self.failing: set[str] = set()
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="machine-controller", daemon=True)
+
+    def start(self) -> MachineController:
+        self._thread.start()
+        self.kube.add_cleanup(self.stop)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.client.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.reconcile()
+            except ApiError as exc:  # a conflict with kubetide's writes: next round
+                if exc.status != 409:
+                    self.errors.append(str(exc))
+            self._stop.wait(0.1)
+
+    def _list(self, plural: str) -> list[dict]:
+        return self.client.request("GET", _path(self.namespace, plural)).get("items") or []
+
+    def reconcile(self) -> None:
+        deployments = {d["metadata"]["name"]: d for d in self._list("machinedeployments")}
+        sets = {s["metadata"]["name"]: s for s in self._list("machinesets")}
+        for name, deployment in deployments.items():
+            replicas = deployment["spec"].get("replicas", 0)
+            machine_set = sets.get(f"{name}-ms")
+            if machine_set is None:
+                self._create_set(deployment)
+            elif machine_set["spec"].get("replicas") != replicas:
+                machine_set["spec"]["replicas"] = replicas
+                self.client.request(
+                    "PUT", _path(self.namespace, "machinesets", f"{name}-ms"), body=machine_set
+                )
+        sets = {s["metadata"]["name"]: s for s in self._list("machinesets")}
+        machines = self._list("machines")
+        for name, machine_set in sets.items():
+            owner = deployments.get(_owner(machine_set, "MachineDeployment") or "")
+            mine = [m for m in machines if _owner(m, "MachineSet") == name]
+            self._reconcile_set(machine_set, owner or machine_set, mine)
+
+    def _create_set(self, deployment: dict) -> None:
+        meta = deployment["metadata"]
+        body = {
+            "apiVersion": API,
+            "kind": "MachineSet",
+            "metadata": {
+                "name": f"{meta['name']}-ms",
+                "labels": {"cluster.x-k8s.io/deployment-name": meta["name"]},
+                "ownerReferences": [
+                    {
+                        "apiVersion": API,
+                        "kind": "MachineDeployment",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "clusterName": CLUSTER,
+                "replicas": deployment["spec"].get("replicas", 0),
+                "template": deployment["spec"].get("template") or {},
+            },
+        }
+        self.client.request("POST", _path(self.namespace, "machinesets"), body=body)
+
+    def _reconcile_set(self, machine_set: dict, source: dict, machines: list[dict]) -> None:
+        wanted = machine_set["spec"].get("replicas", 0)
+        if len(machines) < wanted:
+            for _ in range(wanted - len(machines)):
+                self._create_machine(machine_set, source)
+            return
+        excess = len(machines) - wanted
+        if excess <= 0:
+            return
+        marked = [
+            m for m in machines if DELETE_MACHINE_ANNOTATION in (m["metadata"].get("annotations") or {})
+        ]
+        newest_first = sorted(
+            (m for m in machines if m not in marked),
+            key=lambda m: m["metadata"]["creationTimestamp"],
+            reverse=True,
+        )
+        for machine in (marked + newest_first)[:excess]:
+            name = machine["metadata"]["name"]
+            self.deleted.append((name, machine in marked))
+            try:
+                self.client.request("DELETE", f"/api/v1/nodes/{name}")
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+            self.client.request("DELETE", _path(self.namespace, "machines", name))
+
+    def _create_machine(self, machine_set: dict, source: dict) -> None:
+        set_name = machine_set["metadata"]["name"]
+        name = f"{set_name}-{secrets.token_hex(3)}"
+        machine = self.client.request(
+            "POST",
+            _path(self.namespace, "machines"),
+            body={
+                "apiVersion": API,
+                "kind": "Machine",
+                "metadata": {
+                    "name": name,
+                    "labels": {"cluster.x-k8s.io/set-name": set_name},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": API,
+                            "kind": "MachineSet",
+                            "name": set_name,
+                            "uid": machine_set["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {"clusterName": CLUSTER},
+                "status": {"phase": "Provisioning"},
+            },
+        )
+        if set_name in self.failing:
+            machine["status"] = {
+                "phase": "Failed",
+                "failureReason": "InsufficientCapacity",
+                "failureMessage": "no capacity in the zone",
+            }
+        else:
+            self._create_node(name, source)
+            machine["spec"]["providerID"] = f"kwok://{name}"
+            machine["status"] = {"phase": "Running", "nodeRef": {"kind": "Node", "name": name}}
+        self.client.request("PUT", _path(self.namespace, "machines", name), body=machine)
+
+    def _create_node(self, name: str, source: dict) -> None:
+        """A Node as the infrastructure would boot it: the template's labels, the capacity the
+        scale-from-zero annotations promise (else 2 cpu, 4Gi), Cluster API's Node annotations."""
+        annotations = source["metadata"].get("annotations") or {}
+        labels = dict(((source["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {})
+        for pair in filter(None, annotations.get(CAPACITY + "labels", "").split(",")):
+            key, _, value = pair.partition("=")
+            labels[key] = value
+        taints = []
+        for item in filter(None, annotations.get(CAPACITY + "taints", "").split(",")):
+            key_value, _, effect = item.rpartition(":")
+            key, _, value = key_value.partition("=")
+            taints.append({"key": key, "value": value, "effect": effect})
+        resources = {
+            "cpu": annotations.get(CAPACITY + "cpu", "2"),
+            "memory": annotations.get(CAPACITY + "memory", "4Gi"),
+            "pods": "110",
+        }
+        self.client.request(
+            "POST",
+            "/api/v1/nodes",
+            body={
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/hostname": name, **labels},
+                    "annotations": {
+                        "kwok.x-k8s.io/node": "fake",
+                        "cluster.x-k8s.io/machine": name,
+                        "cluster.x-k8s.io/cluster-namespace": self.namespace,
+                    },
+                },
+                "spec": {"providerID": f"kwok://{name}", "taints": taints},
+                "status": {"allocatable": resources, "capacity": resources},
+            },
+        )
+
+
+def machine_deployment(
+    kube: KubeTestContext,
+    name: str,
+    replicas: int,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> None:
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=100)
+    client.request(
+        "POST",
+        _path(kube.namespace, "machinedeployments"),
+        body={
+            "apiVersion": API,
+            "kind": "MachineDeployment",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {
+                "clusterName": CLUSTER,
+                "replicas": replicas,
+                "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": name}},
+                "template": {"metadata": {"labels": {"pool": name, **(labels or {})}}, "spec": {}},
+            },
+        },
+    )
+    client.close()
+
+
+def bounds(low: int, high: int) -> dict[str, str]:
+    return {MIN: str(low), MAX: str(high)}
+
+
+def replicas_of(kube: KubeTestContext, plural: str, name: str) -> int:
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=100)
+    try:
+        return client.request("GET", _path(kube.namespace, plural, name))["spec"].get("replicas", 0)
+    finally:
+        client.close()
+
+
+def nodes_of(kube: KubeTestContext, pool: str) -> list:
+    return kube.core.list_node(label_selector=f"pool={pool}").items
+
+
+# -- the provider, driven directly -----------------------------------------------------------------
+
+
+def test_node_groups_instances_templates_and_scaling_through_the_scale_subresource(kube, crds):
+    controller = MachineController(kube).start()
+    ns = kube.namespace
+    machine_deployment(kube, "workers", 2, bounds(1, 3))
+    machine_deployment(kube, "plain", 1)  # no size annotations: not autoscaled
+    machine_deployment(kube, "bad", 1, {MIN: "one", MAX: "3"})  # unreadable: not autoscaled
+    machine_deployment(kube, "empty", 0, bounds(0, 3))  # at zero without capacity: not a group
+    machine_deployment(
+        kube,
+        "zero",
+        0,
+        {
+            **bounds(0, 4),
+            CAPACITY + "cpu": "4",
+            CAPACITY + "memory": "8Gi",
+            CAPACITY + "ephemeral-disk": "100Gi",
+            CAPACITY + "gpu-type": "nvidia.com/gpu",
+            CAPACITY + "gpu-count": "2",
+            CAPACITY + "labels": "tier=batch,disk=ssd",
+            CAPACITY + "taints": "dedicated=batch:NoSchedule",
+        },
+        labels={"node-role.kubernetes.io/batch": ""},
+    )
+    machine_deployment(kube, "stockout", 1, bounds(0, 2))
+    controller.failing.add("stockout-ms")
+    wait_until(lambda: len(nodes_of(kube, "workers")) == 2 and nodes_of(kube, "plain"), what="initial nodes")
+
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    view = KubeClusterView(client)
+    view.start()
+    cloud = ClusterApiCloudProvider(
+        client, view.snapshot, parse_auto_discovery([f"clusterapi:namespace={ns}"])
+    )
+    cloud.start()
+    kube.add_cleanup(view.stop)
+    kube.add_cleanup(cloud.stop)
+    assert not view.wait_for_sync(30) and not cloud.wait_for_sync(30)
+
+    groups = {g.id: g for g in cloud.node_groups()}
+    workers, zero, stockout = (groups[f"MachineDeployment/{ns}/{n}"] for n in ("workers", "zero", "stockout"))
+    assert set(groups) == {workers.id, zero.id, stockout.id}
+    assert (workers.min_size, workers.max_size, workers.target_size()) == (1, 3, 2)
+    assert (zero.min_size, zero.max_size, zero.target_size()) == (0, 4, 0)
+
+    # Instances are the Machines, by their Nodes' providerIDs; Nodes map back to their group.
+    snapshot = view.snapshot()
+    worker_nodes = sorted(
+        (n for n in snapshot.nodes() if n.labels.get("pool") == "workers"), key=lambda n: n.name
+    )
+    assert sorted(i.id for i in workers.instances()) == sorted(n.provider_id for n in worker_nodes)
+    assert all(i.state is InstanceState.RUNNING for i in workers.instances())
+    assert all(cloud.node_group_for(n) is workers for n in worker_nodes)
+    plain_node = next(n for n in snapshot.nodes() if n.labels.get("pool") == "plain")
+    assert cloud.node_group_for(plain_node) is None
+    [failed] = wait_until(
+        lambda: (cloud.node_groups(), stockout.instances())[1], what="the stockout group's failed Machine"
+    )
+    assert failed.state is InstanceState.CREATING and failed.error is not None
+    assert (failed.error.code, failed.error.message) == ("InsufficientCapacity", "no capacity in the zone")
+
+    # Templates: a Node of the group when there is one, else the capacity annotations.
+    template = workers.template_node()
+    assert template.labels["pool"] == "workers" and "kubernetes.io/hostname" not in template.labels
+    assert template.allocatable["cpu"] == 2000
+    template = zero.template_node()
+    assert template.allocatable["cpu"] == 4000 and template.allocatable["memory"] == 8 * 2**30
+    assert template.allocatable["ephemeral-storage"] == 100 * 2**30
+    assert template.allocatable["nvidia.com/gpu"] == 2 and template.allocatable["pods"] == 110
+    assert {"tier": "batch", "disk": "ssd", "kubernetes.io/os": "linux"}.items() <= template.labels.items()
+    assert "node-role.kubernetes.io/batch" in template.labels  # propagated by Cluster API
+    assert "pool" not in template.labels  # not a label Cluster API propagates to Nodes
+    assert [(t.key, t.value, t.effect) for t in template.taints] == [("dedicated", "batch", "NoSchedule")]
+
+    # Scale-up: the scale subresource; the target moves at once, before the informer sees it.
+    with pytest.raises(ActionError, match="max 3"):
+        workers.increase_size(2)
+    workers.increase_size(1)
+    assert workers.target_size() == 3 and replicas_of(kube, "machinedeployments", "workers") == 3
+    wait_until(lambda: len(nodes_of(kube, "workers")) == 3, what="a third worker node")
+    wait_until(
+        lambda: (view.sync(), cloud.node_groups(), len(workers.instances()) == 3)[2], what="3 instances"
+    )
+
+    # Targeted scale-down: that Machine is annotated before replicas drop, and it is the one to go.
+    with pytest.raises(ActionError, match="3 Machines have Nodes"):
+        workers.decrease_target_size(-1)
+    view.sync()
+    cloud.node_groups()
+    chosen = view.snapshot().node(nodes_of(kube, "workers")[1].metadata.name)
+    workers.delete_nodes([chosen])
+    assert workers.target_size() == 2
+    wait_until(
+        lambda: chosen.name not in {n.metadata.name for n in nodes_of(kube, "workers")}, what="chosen gone"
+    )
+    assert controller.deleted == [(chosen.name, True)]
+    assert len(nodes_of(kube, "workers")) == 2
+    view.sync()
+    cloud.node_groups()
+    with pytest.raises(ActionError, match="below min 1"):
+        workers.delete_nodes([view.snapshot().node(n.metadata.name) for n in nodes_of(kube, "workers")])
+    assert not controller.errors
