@@ -123,7 +123,7 @@ def parse_auto_discovery(specs: Iterable[str]) -> list[AutoDiscovery]:
     """`clusterapi:namespace=NS,clusterName=NAME,LABEL=VALUE,...` specs; a UserError otherwise."""
     result = []
     for spec in specs:
-        flag = f"--node-group-auto-discovery={spec}"
+        flag = f"run: --node-group-auto-discovery={spec}"
         kind, sep, body = spec.partition(":")
         if kind != "clusterapi" or not sep:
             raise UserError(f"{flag}: the clusterapi provider takes clusterapi:KEY=VALUE,...")
@@ -494,6 +494,29 @@ class ClusterApiCloudProvider:
         self._refreshed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
+    @classmethod
+    def started(
+        cls,
+        client: KubeClient,
+        snapshot: Callable[[], ClusterSnapshot],
+        discovery_specs: Sequence[str],
+        timeout: float,
+    ) -> ClusterApiCloudProvider:
+        """A provider with its caches filled, for `kubetide run`; a UserError of one line when
+        the flags are wrong, the API server does not serve Cluster API, or a list fails."""
+        provider = cls(client, snapshot, parse_auto_discovery(discovery_specs))
+        try:
+            client.request("GET", f"/apis/{API_VERSION}", timeout=10.0)
+        except ApiError as exc:
+            why = "not served (are the Cluster API CRDs installed?)" if exc.status == 404 else str(exc)
+            raise UserError(f"{client.source}: {API_VERSION}: {why}") from None
+        provider.start()
+        missing = provider.wait_for_sync(timeout)
+        if missing:
+            provider.stop()
+            raise UserError(f"{client.source}: caches not filled within {timeout:g}s: {'; '.join(missing)}")
+        return provider
+
     def start(self) -> None:
         for informer in self.informers:
             informer.start()
