@@ -35,6 +35,7 @@ from kubetide.autoscaler.scaledown import (
     release_orphans,
     update_soft_taints,
 )
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
 from kubetide.clock import Clock, Timer
@@ -59,6 +60,19 @@ class LoopResult:
     deleted: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     failed_deletions: dict[str, str] = field(default_factory=dict)
+
+
+def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> None:
+    """UC6: an unready node of a group at its target size leaves only once the node controller
+    has removed its pods (the registry design). Its drain would evict pods its dead kubelet
+    cannot stop, so a node still holding pods that need a home is held, not drained; once they
+    are gone it is empty and may go."""
+    held = [name for name in plan.drain_to_delete if name in unready_at_target]
+    for name in held:
+        plan.drain_to_delete.remove(name)
+        status = plan.nodes[name]
+        status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
+        status.detail = "unready: waiting for the node controller to remove its pods (UC6)"
 
 
 class Autoscaler:
@@ -276,6 +290,7 @@ class Autoscaler:
             being_deleted=being_deleted,
             checker=checker,
         )
+        hold_unready_drains(plan, self.registry.unready_nodes_at_target())
         result.scale_down = plan
         result.started = self.actuator.start(plan, snapshot, now)
         update_soft_taints(

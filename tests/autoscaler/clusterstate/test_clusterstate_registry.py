@@ -271,7 +271,7 @@ def _answers(registry, now):
         [registry.node_group_health(g.id) for g in registry.node_groups()],
         registry.upcoming_nodes(),
         registry.being_deleted_nodes(),
-        registry.long_unready_nodes(now),
+        registry.unready_nodes_at_target(),
         registry.size_fixes(now),
         registry.unregistered_nodes_to_delete(now),
     )

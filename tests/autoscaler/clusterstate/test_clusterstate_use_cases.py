@@ -180,26 +180,32 @@ def test_uc5_instances_that_never_register_are_deleted_after_provision_time():
     assert registry.summary(T0 + P + 20)["node_groups"]["ng"]["unregistered_removed"] == 2
 
 
-def test_uc6_long_unready_node_becomes_scale_down_candidate():
+def test_uc6_an_unready_node_of_a_group_at_target_is_a_uc6_node():
     registry = make_registry()
     group, nodes = group_with_nodes("ng", 3)
     cloud = FakeCloud(group)
     registry.update(nodes, cloud, T0 + 3600)
+    assert registry.unready_nodes_at_target() == set()
     died = T0 + 4000
     nodes[0] = node("ng-0", ready=False, transition=died)
 
-    registry.update(nodes, cloud, died + 1199)
+    registry.update(nodes, cloud, died + 10)
     assert registry.node("ng-0").readiness is Readiness.UNREADY
     assert registry.node("ng-0").reason == "NotReady after having been Ready"
     assert registry.node("ng-0").unready_since == died
-    assert registry.long_unready_nodes(died + 1199) == []
+    # How long is scale-down's timer (scale-down-unready-time); the registry names the node at once.
+    assert registry.unready_nodes_at_target() == {"ng-0"}
 
-    registry.update(nodes, cloud, died + 1200)  # exactly scale-down-unready-time
-    assert [r.name for r in registry.long_unready_nodes(died + 1200)] == ["ng-0"]
 
-    disabled = make_registry(scale_down_unready_enabled=False)
-    disabled.update(nodes, cloud, died + 5000)
-    assert disabled.long_unready_nodes(died + 5000) == []
+def test_uc6_is_not_claimed_while_the_group_is_away_from_its_target():
+    registry = make_registry()
+    group, nodes = group_with_nodes("ng", 3)
+    cloud = FakeCloud(group)
+    nodes[0] = node("ng-0", ready=False, transition=T0 + 4000)
+    group.increase_size(1)  # a node is coming: the group is not at its target
+    registry.update(nodes, cloud, T0 + 4010)
+    assert registry.node("ng-0").readiness is Readiness.UNREADY
+    assert registry.unready_nodes_at_target() == set()
 
 
 def test_uc7_nodes_being_deleted_count_as_neither_unready_nor_capacity():
@@ -214,7 +220,7 @@ def test_uc7_nodes_being_deleted_count_as_neither_unready_nor_capacity():
     assert registry.being_deleted_nodes() == {"ng-0", "ng-1", "ng-2", "ng-3"}
     assert registry.node("ng-0").deletion_since == T0 + 4990  # the taint's value
     assert registry.is_cluster_healthy() and registry.is_node_group_healthy("ng")
-    assert registry.long_unready_nodes(T0 + 9000) == []
+    assert registry.unready_nodes_at_target() == set()
     assert registry.upcoming_nodes() == {}  # in the target until deleted, but never coming
 
 

@@ -10,14 +10,15 @@ cluster-state-registry design (S1-S4) for the use cases UC1-UC8:
 - S4 scale-up requests: a request not registered within max-node-provision-time, or refused by the
   cloud (instance errors), is a failed scale-up: the group backs off exponentially and
   ``size_fixes`` says how far to lower its target (UC4).
-- ``unregistered_nodes_to_delete`` (UC5), ``long_unready_nodes`` (UC6), being-deleted nodes (UC7).
+- ``unregistered_nodes_to_delete`` (UC5), ``unready_nodes_at_target`` (UC6), being-deleted nodes (UC7).
 
 Time only comes in as ``now`` arguments; nothing here reads a clock.
 
 Each loop, in order: ``update``; forward ``take_events``; stop if not ``is_cluster_healthy``;
 act on ``unregistered_nodes_to_delete`` and ``size_fixes`` (then ``record_unregistered_removed``
 / ``record_target_size_fixed``); scale up with ``upcoming_nodes`` and ``is_node_group_safe_to_scale_up``
-(then ``register_scale_up`` or ``register_failed_scale_up``); scale down using ``long_unready_nodes``.
+(then ``register_scale_up`` or ``register_failed_scale_up``); scale down, holding the drains of
+``unready_nodes_at_target`` (UC6: such a node goes once the node controller has removed its pods).
 """
 
 from __future__ import annotations
@@ -608,19 +609,21 @@ class ClusterStateRegistry:
         return result
 
     # UC6
-    def long_unready_nodes(self, now: float) -> list[NodeReadiness]:
-        """Nodes unready for at least scale-down-unready-time (empty when
-        scale-down-unready-enabled is false). Scale-down still checks their pods have moved."""
-        if not self.options.scale_down_unready_enabled:
-            return []
-        limit = self.options.scale_down_unready_time
-        return [
-            r
+    def unready_nodes_at_target(self) -> set[str]:
+        """UC6's nodes: unready (not starting, not being deleted) in a group whose registered
+        nodes equal its target size, so nothing about the group explains them.
+
+        The design includes such a node in scale-down "only if node controller has already
+        removed all of its pods": scale-down may delete it when empty, but must not drain it (its
+        kubelet cannot stop the pods anyway). How long it has been unready is scale-down's
+        timer (scale-down-unready-time), not asked here.
+        """
+        at_target = {g.id for g in self._groups.values() if g.in_target == g.target}
+        return {
+            r.name
             for r in self._nodes.values()
-            if r.readiness is Readiness.UNREADY
-            and r.unready_since is not None
-            and now - r.unready_since >= limit
-        ]
+            if r.readiness is Readiness.UNREADY and r.group_id in at_target
+        }
 
     # ------------------------------------------------------------------------------- counters
 
