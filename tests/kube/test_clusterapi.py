@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from controlplane import KubeTestContext, wait_until
+from kubetide_process import FAST_FLAGS, Kubetide, apps, create_deployment, running, scale, wait_running
 
 from kubetide.autoscaler.ports import ActionError, InstanceState
 from kubetide.cloud.clusterapi import (
@@ -356,8 +358,10 @@ def test_node_groups_instances_templates_and_scaling_through_the_scale_subresour
     assert all(cloud.node_group_for(n) is workers for n in worker_nodes)
     plain_node = next(n for n in snapshot.nodes() if n.labels.get("pool") == "plain")
     assert cloud.node_group_for(plain_node) is None
+    # Before the Machine fails: a placeholder for the replica, then a Provisioning Machine.
     [failed] = wait_until(
-        lambda: (cloud.node_groups(), stockout.instances())[1], what="the stockout group's failed Machine"
+        lambda: [i for i in (cloud.node_groups(), stockout.instances())[1] if i.error is not None],
+        what="the stockout group's failed Machine",
     )
     assert failed.state is InstanceState.CREATING and failed.error is not None
     assert (failed.error.code, failed.error.message) == ("InsufficientCapacity", "no capacity in the zone")
@@ -403,3 +407,95 @@ def test_node_groups_instances_templates_and_scaling_through_the_scale_subresour
     with pytest.raises(ActionError, match="below min 1"):
         workers.delete_nodes([view.snapshot().node(n.metadata.name) for n in nodes_of(kube, "workers")])
     assert not controller.errors
+
+
+# -- `kubetide run --cloud-provider=clusterapi` end to end --------------------------------------------
+
+
+def run_args(kube: KubeTestContext, name: str) -> list[str]:
+    return [
+        f"--kubeconfig={kube.control_plane.kubeconfig_path}",
+        "--cloud-provider=clusterapi",
+        f"--node-group-auto-discovery=clusterapi:namespace={kube.namespace},clusterName={CLUSTER}",
+        "--address=127.0.0.1:0",
+        f"--status-config-map-name={name}-status",
+        "--leader-elect=false",
+        *FAST_FLAGS,
+    ]
+
+
+def test_run_grows_a_machine_deployment_to_its_max_then_removes_exactly_the_chosen_machines(
+    kube, crds, tmp_path
+):
+    controller = MachineController(kube).start()
+    machine_deployment(kube, "workers", 1, bounds(1, 3))
+    machine_deployment(kube, "plain", 1)  # no size annotations: never scaled
+    wait_until(lambda: nodes_of(kube, "workers") and nodes_of(kube, "plain"), what="the first nodes")
+    # Two 900m pods per 2-cpu node: 8 pods want 4 workers, the max annotation allows 3.
+    create_deployment(kube, "web", 8, "900m", node_selector={"pool": "workers"})
+    create_deployment(kube, "other", 3, "900m", node_selector={"pool": "plain"})
+    kubetide = Kubetide(kube, tmp_path, *run_args(kube, "capi-run")).start()
+
+    wait_running(kube, "web", 6, timeout=60)
+    assert replicas_of(kube, "machinedeployments", "workers") == 3, kubetide.log()
+    time.sleep(3)  # more loops: neither group may grow further
+    assert replicas_of(kube, "machinedeployments", "workers") == 3
+    assert replicas_of(kube, "machinedeployments", "plain") == 1
+    assert len(running(kube, "other")) == 2  # the third stays pending: "plain" is not autoscaled
+
+    # The load drops to one pod: two nodes are empty and go; min 1 keeps the third.
+    scale(kube, "web", 1)
+    wait_until(lambda: len(nodes_of(kube, "workers")) == 1, timeout=60, what="two workers removed")
+    assert replicas_of(kube, "machinedeployments", "workers") == 1, kubetide.log()
+    [survivor] = nodes_of(kube, "workers")
+    [pod] = running(kube, "web")
+    assert pod.spec.node_name == survivor.metadata.name
+    # Every Machine removed carried the delete-machine annotation when replicas dropped.
+    assert len(controller.deleted) == 2 and all(marked for _, marked in controller.deleted), (
+        controller.deleted
+    )
+    assert kubetide.terminate() == 0
+    assert "Traceback" not in kubetide.log() and not controller.errors
+
+
+def test_run_scales_a_machine_deployment_up_from_zero_with_its_capacity_annotations(kube, crds, tmp_path):
+    MachineController(kube).start()
+    annotations = {
+        **bounds(0, 3),
+        CAPACITY + "cpu": "2",
+        CAPACITY + "memory": "4Gi",
+        CAPACITY + "labels": "tier=batch",
+        CAPACITY + "taints": "dedicated=batch:NoSchedule",
+    }
+    machine_deployment(kube, "batch", 0, annotations)
+    container = {
+        "name": "pause",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "900m", "memory": "64Mi"}},
+    }
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+    apps(kube).create_namespaced_deployment(
+        kube.namespace,
+        {
+            "metadata": {"name": "jobs"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "jobs"}},
+                "template": {
+                    "metadata": {"labels": {"app": "jobs"}},
+                    "spec": {
+                        "containers": [container],
+                        "nodeSelector": {"tier": "batch"},
+                        "tolerations": [toleration],
+                        "terminationGracePeriodSeconds": 0,
+                    },
+                },
+            },
+        },
+    )
+    kubetide = Kubetide(kube, tmp_path, *run_args(kube, "capi-zero")).start()
+
+    placed = wait_running(kube, "jobs", 3, timeout=60)
+    assert replicas_of(kube, "machinedeployments", "batch") == 2, kubetide.log()
+    assert {p.spec.node_name for p in placed} == {n.metadata.name for n in nodes_of(kube, "batch")}
+    assert kubetide.terminate() == 0

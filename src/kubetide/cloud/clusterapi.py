@@ -290,6 +290,7 @@ class _Member:
     node: Node | None
     state: InstanceState
     error: InstanceError | None
+    marked: bool  # carries the delete-machine annotation
 
 
 class ClusterApiNodeGroup:
@@ -397,11 +398,10 @@ class ClusterApiNodeGroup:
             raise ActionError(
                 f"{self.id}: deleting {len(targets)} nodes would take replicas below min {self.min_size}"
             )
+        deleting = {m.key for m in self._members() if m.state is InstanceState.DELETING}
         for machine in targets:
             if machine is not None:
-                if (provider.objects[MACHINE].get(machine, {}).get("metadata") or {}).get(
-                    "deletionTimestamp"
-                ):
+                if machine in deleting:
                     continue  # already on its way out, and out of replicas
                 self._mark(machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             try:
@@ -618,7 +618,16 @@ class ClusterApiCloudProvider:
             instance_id = (
                 (node.provider_id if node is not None else "") or provider_id or PENDING_MACHINE_PREFIX + key
             )
-            self.members[group_id].append(_Member(key, instance_id, node, state, error))
+            marked = DELETE_MACHINE_ANNOTATION in _annotations(machine)
+            self.members[group_id].append(_Member(key, instance_id, node, state, error, marked))
+        for group_id, members in self.members.items():
+            # Replicas already lowered below the Machines there are: the MachineSet controller
+            # deletes the annotated ones first, so they are on their way out now, and restart
+            # safety must not take their nodes back.
+            live = [m for m in members if m.state is not InstanceState.DELETING]
+            excess = len(live) - self._groups[group_id].target_size()
+            for member in [m for m in live if m.marked][: max(0, excess)]:
+                member.state = InstanceState.DELETING
 
     def _warn_once(self, obj: dict, message: str) -> None:
         seen = (_key(obj), _resource_version(obj))
