@@ -1,0 +1,209 @@
+"""One sample of the node agent, and the metrics it exports.
+
+Every interval: apply the watches' changes; rebuild the QosConfig when a crane object changed
+(a broken reference keeps the previous configuration, with a warning); read usage; build the
+NodeState (the Node object, its running pods with their usage and the quota the agent holds them
+at); and hand it to `QosAgent.step`, the same call `kubetide qos` and the simulator make. Then
+record events and metrics.
+
+No rate, no action: until the usage source has a cpu rate for the node (the cgroup source's first
+sample), the node's cpu is missing, and the executor would act on every candidate. The sample is
+then only counted, and neither the analyzer's counters nor any pod are touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from kubetide.agent.actuator import REASONS, REFUSED_REASON, RESTORED_REASON, TRIGGERED_REASON, Events
+from kubetide.agent.throttle import CgroupThrottler
+from kubetide.agent.usage import UsageSource
+from kubetide.agent.watch import NodeWatch
+from kubetide.clock import Clock
+from kubetide.errors import ManifestError
+from kubetide.kube.metrics import TEXT_CONTENT_TYPE
+from kubetide.model import Node
+from kubetide.model.quantity import CPU
+from kubetide.qos import AgentOptions, NodeState, PodState, QosActuator, QosAgent, QosConfig, RoundResult
+from kubetide.qos.config import EVICT, THROTTLE_DOWN
+from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED
+
+log = logging.getLogger("kubetide.agent")
+
+ACTIONS = ("evict", "evict_refused", "throttle", "restore", "disable_scheduling", "restore_scheduling")
+
+
+class AgentMetrics:
+    """On a registry of their own, as the autoscaler's (kube/metrics.py)."""
+
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        ns = "kubetide_qos_agent"
+        self.samples = Counter("samples", "Samples taken.", namespace=ns, registry=r)
+        self.samples_without_rate = Counter(
+            "samples_without_rate",
+            "Samples without a node cpu rate yet (the first one): nothing analyzed or done.",
+            namespace=ns,
+            registry=r,
+        )
+        self.actions = Counter("actions", "Actions carried out.", ["action"], namespace=ns, registry=r)
+        for action in ACTIONS:
+            self.actions.labels(action)
+        self.last_sample = Gauge(
+            "last_sample_timestamp_seconds", "When the last sample was taken.", namespace=ns, registry=r
+        )
+        self.watermark_crossed = Gauge(
+            "watermark_crossed",
+            "1 while the rule's metric is over its watermark at the last sample.",
+            ["rule"],
+            namespace=ns,
+            registry=r,
+        )
+        self.throttled_pods = Gauge(
+            "throttled_pods", "Pods the agent holds at a CFS quota.", namespace=ns, registry=r
+        )
+
+    def exposition(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), TEXT_CONTENT_TYPE
+
+
+@dataclass
+class Sample:
+    """What one sample did: None `result` when it could not act (the reason says why)."""
+
+    result: RoundResult | None
+    state: NodeState | None
+    skipped: str = ""
+
+
+class NodeAgentLoop:
+    def __init__(
+        self,
+        watch: NodeWatch,
+        usage: UsageSource,
+        throttler: CgroupThrottler,
+        actuator: QosActuator | None,
+        events: Events | None,
+        clock: Clock,
+        options: AgentOptions | None = None,
+    ):
+        """`actuator` None: a dry run (decisions logged, nothing changed, no events)."""
+        self.watch = watch
+        self.usage = usage
+        self.throttler = throttler
+        self.actuator = actuator
+        self.events = events
+        self.clock = clock
+        self.metrics = AgentMetrics()
+        self.agent = QosAgent(QosConfig(), options)
+        self._generation = -1
+
+    # -- configuration -----------------------------------------------------------------------
+    def _configure(self) -> None:
+        if self.watch.generation == self._generation:
+            return
+        self._generation = self.watch.generation
+        try:
+            config = QosConfig.build(
+                self.watch.of("NodeQOS"), self.watch.of("AvoidanceAction"), podqos=self.watch.of("PodQOS")
+            )
+        except ManifestError as exc:
+            log.warning("crane objects not applied, keeping the previous ones: %s", exc)
+            return
+        for warning in config.warnings:
+            log.warning("%s", warning)
+        # Rule counters and cooldowns carry over; those of actions that are gone are dropped.
+        analyzer = self.agent.analyzer
+        for memory in (analyzer.last_acted, analyzer.last_disabled):
+            for name in [n for n in memory if n not in config.actions]:
+                del memory[name]
+        self.agent.config = analyzer.config = config
+
+    # -- one sample --------------------------------------------------------------------------
+    def sample(self) -> Sample:
+        self.watch.refresh()
+        self._configure()
+        now = self.clock.now()
+        self.metrics.samples.inc()
+        self.metrics.last_sample.set(now)
+        nodes: list[Node] = self.watch.of("Node")
+        if not nodes:
+            return Sample(None, None, f"Node {self.watch.node_name} not found")
+        node = nodes[0]
+        pods = [p for p in self.watch.of("Pod") if not p.is_terminal]
+        self.throttler.forget_missing({p.uid for p in pods})
+        usage = self.usage.sample(pods)
+        for problem in usage.problems:
+            log.warning("usage: %s", problem)
+        if CPU not in usage.node:
+            self.metrics.samples_without_rate.inc()
+            return Sample(None, None, "no cpu rate yet: nothing analyzed or done")
+        state = NodeState(
+            node,
+            tuple(PodState(p, usage.pods.get(p.uid), self.throttler.quota(p.uid)) for p in pods),
+            usage.node,
+        )
+        before = {key: rule.in_force for key, rule in self.agent.analyzer.rules.items()}
+        result = self.agent.step(state, self.actuator, now)
+        self._report(node, result, before)
+        return Sample(result, state)
+
+    def _report(self, node: Node, result: RoundResult, before: dict) -> None:
+        crossed = set(result.analysis.over)
+        for qos in self.agent.config.for_node(node):
+            for rule in qos.rules:
+                label = f"{qos.name}/{rule.name}"
+                self.metrics.watermark_crossed.labels(label).set(1 if label in crossed else 0)
+        self.metrics.throttled_pods.set(len(self.throttler.throttled))
+        for decision in result.decisions:
+            action = "evict_refused" if decision.outcome == REFUSED else decision.action
+            if decision.outcome in (DONE, REFUSED):
+                self.metrics.actions.labels(action).inc()
+            log.info(
+                "%s %s (%s)%s", action, decision.pod, decision.reason, "" if self.actuator else " [dry run]"
+            )
+        change = result.execution.scheduling
+        if change is not None:
+            self.metrics.actions.labels(
+                "disable_scheduling" if change.kind == DISABLE_SCHEDULING else "restore_scheduling"
+            ).inc()
+        if self.events is None or self.actuator is None:
+            return
+        self._rule_events(node, before)
+        for d in result.decisions:
+            verb = {EVICT: "evicted", THROTTLE_DOWN: "throttled"}.get(d.kind, "restored")
+            quota = ""
+            if d.kind != EVICT:
+                quota = f" to a cpu quota of {d.quota}m" if d.quota is not None else " (quota removed)"
+            if d.outcome == REFUSED:
+                self.events.record("Pod", d.pod, "Warning", REFUSED_REASON, f"eviction refused: {d.reason}")
+            else:
+                kind = "Warning" if d.kind == EVICT else "Normal"
+                self.events.record("Pod", d.pod, kind, REASONS[d.kind], f"{verb}{quota}: {d.reason}")
+        if change is not None:
+            disable = change.kind == DISABLE_SCHEDULING
+            message = f"scheduling disabled: {', '.join(change.rules)}" if disable else "scheduling restored"
+            self.events.record("Node", node.name, "Warning" if disable else "Normal", change.kind, message)
+
+    def _rule_events(self, node: Node, before: dict) -> None:
+        assert self.events is not None
+        actions = {(q.name, r.name): r.action_name for q in self.agent.config.nodeqos for r in q.rules}
+        for key, rule in self.agent.analyzer.rules.items():
+            if rule.in_force == before.get(key, False) or key not in actions:
+                continue
+            label = f"{key[0]}/{key[1]}"
+            if rule.in_force:
+                message = f"{label} triggered action {actions[key]}"
+                self.events.record("Node", node.name, "Warning", TRIGGERED_REASON, message)
+            else:
+                message = f"{label} restored action {actions[key]}"
+                self.events.record("Node", node.name, "Normal", RESTORED_REASON, message)
+
+    def restore_all(self) -> list[str]:
+        """Give every throttled pod its original quota back (shutdown)."""
+        restored = self.throttler.restore_all()
+        self.metrics.throttled_pods.set(0)
+        return restored
