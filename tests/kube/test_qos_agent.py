@@ -1,0 +1,514 @@
+"""`kubetide qos-agent` on a real control plane: crane's CRDs (tests/kube/data/crane-crds.yaml),
+a KWOK node with pods, and a fake /proc and cgroup tree the test writes between samples. The
+agent evicts through the real Eviction API (a PodDisruptionBudget holds), taints the node,
+throttles and restores through the cgroup files, and records events; the process runs under the
+RBAC of deploy/qos-agent and restores every throttled pod on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import kubernetes
+import pytest
+import yaml
+from controlplane import KubeTestContext, wait_until
+
+from kubetide.agent.actuator import Events, NodeActuator
+from kubetide.agent.cgroups import detect_layout
+from kubetide.agent.loop import NodeAgentLoop
+from kubetide.agent.throttle import CgroupThrottler
+from kubetide.agent.usage import CgroupUsageSource
+from kubetide.agent.watch import NodeWatch
+from kubetide.clock import ManualClock
+from kubetide.kube.client import connect
+from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
+from kubetide.qos.executor import DONE, REFUSED, SCHEDULING_TAINT
+
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = Path(__file__).parent / "data" / "crane-crds.yaml"
+GROUP, VERSION = "ensurance.crane.io", "v1alpha1"
+NODE_CPU_TICKS_PER_SAMPLE = 1000  # both cpus' ticks in one fake sample
+
+
+@pytest.fixture(scope="module")
+def crane_crds(control_plane):
+    api_client = kubernetes.config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+    extensions = kubernetes.client.ApiextensionsV1Api(api_client)
+    created = []
+    for doc in yaml.safe_load_all(CRDS.read_text()):
+        try:
+            extensions.create_custom_resource_definition(doc)
+            created.append(doc["metadata"]["name"])
+        except kubernetes.client.ApiException as error:
+            if error.status != 409:
+                raise
+
+    def established():
+        for doc in yaml.safe_load_all(CRDS.read_text()):
+            crd = extensions.read_custom_resource_definition(doc["metadata"]["name"])
+            conditions = {c.type: c.status for c in crd.status.conditions or []}
+            if conditions.get("Established") != "True":
+                return False
+        return True
+
+    wait_until(established, timeout=30, what="crane CRDs established")
+    yield
+    for name in created:
+        extensions.delete_custom_resource_definition(name)
+    api_client.close()
+
+
+def test_the_test_crds_are_the_installed_ones():
+    assert CRDS.read_text() == (ROOT / "deploy" / "qos-agent" / "crds.yaml").read_text()
+
+
+class FakeHost:
+    """/proc and a cgroup tree for one node with two cpus, written anew for every sample."""
+
+    def __init__(self, root: Path, version: int, driver: str):
+        self.proc, self.cgroup = root / "proc", root / "cgroup"
+        self.version, self.driver = version, driver
+        self.proc.mkdir(parents=True)
+        self.cgroup.mkdir(parents=True)
+        if version == 2:
+            (self.cgroup / "cgroup.controllers").write_text("cpu memory\n")
+        top = "kubepods.slice" if driver == "systemd" else "kubepods"
+        for controller in ("",) if version == 2 else ("cpu", "cpuacct", "memory"):
+            (self.cgroup / controller / top).mkdir(parents=True)
+        self.busy = self.total = 0
+        self.pod_ns: dict[str, int] = {}
+        self.write_node(0)
+
+    def _dirs(self, pod) -> list[Path]:
+        uid, qos = pod.metadata.uid, pod.status.qos_class
+        escaped = uid.replace("-", "_")
+        if self.driver == "cgroupfs":
+            relative = f"kubepods/pod{uid}" if qos == "Guaranteed" else f"kubepods/{qos.lower()}/pod{uid}"
+        elif qos == "Guaranteed":
+            relative = f"kubepods.slice/kubepods-pod{escaped}.slice"
+        else:
+            tier = qos.lower()
+            relative = f"kubepods.slice/kubepods-{tier}.slice/kubepods-{tier}-pod{escaped}.slice"
+        if self.version == 2:
+            return [self.cgroup / relative]
+        return [self.cgroup / c / relative for c in ("cpu", "cpuacct", "memory")]
+
+    def add_pod(self, pod, quota: str) -> Path:
+        """The kubelet's cgroup for the pod; returns its quota file."""
+        for d in self._dirs(pod):
+            d.mkdir(parents=True, exist_ok=True)
+        cpu = self._dirs(pod)[0]
+        if self.version == 2:
+            (cpu / "cpu.max").write_text(quota + "\n")
+            return cpu / "cpu.max"
+        (cpu / "cpu.cfs_quota_us").write_text(quota + "\n")
+        (cpu / "cpu.cfs_period_us").write_text("100000\n")
+        return cpu / "cpu.cfs_quota_us"
+
+    def write_node(self, millicores: int) -> None:
+        """The next /proc/stat: `millicores` busy over one sample (2 cpus)."""
+        self.total += NODE_CPU_TICKS_PER_SAMPLE
+        self.busy += NODE_CPU_TICKS_PER_SAMPLE * millicores // 2000
+        idle = self.total - self.busy
+        (self.proc / "stat").write_text(f"cpu  {self.busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0\ncpu1 0\n")
+        (self.proc / "meminfo").write_text("MemTotal: 8388608 kB\nMemAvailable: 7340032 kB\n")
+
+    def write_pod(self, pod, millicores: int, seconds: float) -> None:
+        """The pod used `millicores` over the last `seconds`."""
+        uid = pod.metadata.uid
+        self.pod_ns[uid] = self.pod_ns.get(uid, 0) + int(millicores * seconds * 1e6)
+        dirs = self._dirs(pod)
+        acct, memory = (dirs[0], dirs[0]) if self.version == 2 else (dirs[1], dirs[2])
+        if self.version == 2:
+            (acct / "cpu.stat").write_text(f"usage_usec {self.pod_ns[uid] // 1000}\n")
+            (memory / "memory.current").write_text("104857600\n")
+            (memory / "memory.stat").write_text("inactive_file 0\n")
+        else:
+            (acct / "cpuacct.usage").write_text(f"{self.pod_ns[uid]}\n")
+            (memory / "memory.usage_in_bytes").write_text("104857600\n")
+            (memory / "memory.stat").write_text("total_inactive_file 0\n")
+
+
+class Ticker:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def create_crane_objects(kube: KubeTestContext, objects: list[dict]) -> None:
+    custom = kubernetes.client.CustomObjectsApi(kube.api_client)
+    plurals = {"NodeQOS": "nodeqoss", "AvoidanceAction": "avoidanceactions", "PodQOS": "podqoss"}
+    for obj in objects:
+        plural = plurals[obj["kind"]]
+        body = {"apiVersion": f"{GROUP}/{VERSION}", **obj}
+        custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
+        name = obj["metadata"]["name"]
+        kube.add_cleanup(
+            lambda plural=plural, name=name: custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+        )
+
+
+def bound_pod(kube: KubeTestContext, name: str, node: str, resources: dict | None = None, labels=None):
+    return kube.core.create_namespaced_pod(
+        kube.namespace,
+        {
+            "metadata": {"name": name, "labels": labels or {"app": name}},
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "c", "image": "busybox", "resources": resources or {}}],
+            },
+        },
+    )
+
+
+def running_pod(kube: KubeTestContext, name: str):
+    def check():
+        pod = kube.core.read_namespaced_pod(name, kube.namespace)
+        return pod if pod.status.phase == "Running" else None
+
+    return wait_until(check, timeout=30, what=f"pod {name} Running")
+
+
+def events_for(kube: KubeTestContext, namespace: str, name: str) -> set[str]:
+    items = kube.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return {e.reason for e in items}
+
+
+def node_taints(kube: KubeTestContext, name: str) -> set[tuple[str, str]]:
+    return {(t.key, t.effect) for t in kube.core.read_node(name).spec.taints or []}
+
+
+def make_loop(kube, host: FakeHost, node: str, state_file: Path, clock: ManualClock, ticker: Ticker):
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    layout = detect_layout(host.cgroup)
+    assert (layout.version, layout.driver) == (host.version, host.driver)
+    throttler = CgroupThrottler(lambda pod: layout.pod(pod.uid, pod.qos_class), state_file)
+    watch = NodeWatch(client, node)
+    assert watch.start(30) == []
+    loop = NodeAgentLoop(
+        watch,
+        CgroupUsageSource(host.proc, layout, ticker),
+        throttler,
+        NodeActuator(client, clock, throttler),
+        Events(client, clock, node),
+        clock,
+    )
+    return loop, watch, client
+
+
+def settle(watch: NodeWatch, condition, what: str):
+    """Let the informers deliver what the test just changed."""
+
+    def check():
+        watch.refresh()
+        return condition()
+
+    return wait_until(check, timeout=30, what=what)
+
+
+def test_evicts_precisely_through_the_eviction_api_and_disables_scheduling(kube, crane_crds, tmp_path):
+    node = "qos-evict"
+    kube.create_fake_node(node, cpu="2", memory="8Gi")
+    kube.wait_node_ready(node)
+    create_crane_objects(
+        kube,
+        [
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": "evict"},
+                "spec": {"coolDownSeconds": 0, "eviction": {"terminationGracePeriodSeconds": 0}},
+            },
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": "no-scheduling"},
+                "spec": {"coolDownSeconds": 0},
+            },
+            {
+                "kind": "NodeQOS",
+                "metadata": {"name": "busy"},
+                "spec": {
+                    "rules": [
+                        {
+                            "name": "cpu-evict",
+                            "actionName": "evict",
+                            "metricRule": {"name": "cpu_total_usage", "value": 1500},
+                        },
+                        {
+                            "name": "cpu-taint",
+                            "actionName": "no-scheduling",
+                            "metricRule": {"name": "cpu_total_usage", "value": 1200},
+                        },
+                    ]
+                },
+            },
+        ],
+    )
+    # b is the busiest BestEffort pod, so it comes first, and its PDB refuses; a closes the gap.
+    for name in ("a", "b"):
+        bound_pod(kube, name, node)
+    bound_pod(kube, "c", node, {"requests": {"cpu": "100m"}})
+    policy = kubernetes.client.PolicyV1Api(kube.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "b"}}}},
+    )
+    wait_until(
+        lambda: policy.read_namespaced_pod_disruption_budget("b", kube.namespace).status.expected_pods == 1,
+        timeout=30,
+        what="the PDB's status",
+    )
+    pods = {name: running_pod(kube, name) for name in ("a", "b", "c")}
+    host = FakeHost(tmp_path / "host", version=1, driver="cgroupfs")
+    for pod in pods.values():
+        host.add_pod(pod, "-1")
+    clock, ticker = ManualClock(1_700_000_000), Ticker()
+    loop, watch, client = make_loop(kube, host, node, tmp_path / "state.json", clock, ticker)
+    try:
+        settle(
+            watch, lambda: len(watch.of("Pod")) == 3 and len(watch.of("NodeQOS")) == 1, "the agent's caches"
+        )
+        usage = {"a": 600, "b": 900, "c": 300}
+        for name, pod in pods.items():
+            host.write_pod(pod, usage[name], 10)
+        first = loop.sample()
+        assert first.result is None and "no cpu rate" in first.skipped  # acting would mean acting on all
+        assert node_taints(kube, node) == set()
+
+        clock.advance(10)
+        ticker.now += 10
+        host.write_node(1850)
+        for name, pod in pods.items():
+            host.write_pod(pod, usage[name], 10)
+        sample = loop.sample()
+        assert sample.result is not None
+        decisions = [(d.kind, d.pod.split("/")[1], d.outcome) for d in sample.result.decisions]
+        # gap (1850 - 1500) * 1.1 = 385m: b (900m) is refused by its PDB, a (600m) closes it; c stays.
+        assert decisions == [(EVICT, "b", REFUSED), (EVICT, "a", DONE)]
+        wait_until(
+            lambda: "a" not in {p.metadata.name for p in kube.core.list_namespaced_pod(kube.namespace).items},
+            timeout=30,
+            what="pod a evicted",
+        )
+        assert kube.core.read_namespaced_pod("b", kube.namespace).metadata.deletion_timestamp is None
+        assert (SCHEDULING_TAINT.key, SCHEDULING_TAINT.effect) in node_taints(kube, node)
+        assert {"AvoidanceEvict"} <= events_for(kube, kube.namespace, "a")
+        assert {"AvoidanceEvictRefused"} <= events_for(kube, kube.namespace, "b")
+        assert {"AvoidanceTriggered", "DisableScheduling"} <= events_for(kube, "default", node)
+        metrics = loop.metrics.exposition()[0].decode()
+        assert 'kubetide_qos_agent_actions_total{action="evict"} 1.0' in metrics
+        assert 'kubetide_qos_agent_actions_total{action="evict_refused"} 1.0' in metrics
+        assert 'kubetide_qos_agent_watermark_crossed{rule="busy/cpu-evict"} 1.0' in metrics
+
+        # Quiet again: the rules are lifted and the taint goes (coolDownSeconds 0).
+        settle(watch, lambda: len(watch.of("Pod")) == 2, "pod a gone from the cache")
+        clock.advance(10)
+        ticker.now += 10
+        host.write_node(500)
+        for name in ("b", "c"):
+            host.write_pod(pods[name], 200, 10)
+        quiet = loop.sample()
+        assert quiet.result is not None and quiet.result.decisions == []
+        assert node_taints(kube, node) == set()
+        assert {"RestoreTriggered", "RestoreScheduling"} <= events_for(kube, "default", node)
+    finally:
+        watch.stop()
+        client.close()
+
+
+def test_throttles_through_cgroup_v2_systemd_and_restores_step_by_step(kube, crane_crds, tmp_path):
+    node = "qos-throttle"
+    kube.create_fake_node(node, cpu="4", memory="8Gi")
+    kube.wait_node_ready(node)
+    create_crane_objects(
+        kube,
+        [
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": "throttle"},
+                "spec": {
+                    "coolDownSeconds": 0,
+                    "throttle": {"cpuThrottle": {"minCPURatio": 10, "stepCPURatio": 50}},
+                },
+            },
+            {
+                "kind": "NodeQOS",
+                "metadata": {"name": "hot"},
+                "spec": {
+                    "rules": [
+                        {
+                            "name": "cpu",
+                            "actionName": "throttle",
+                            "metricRule": {"name": "cpu_total_usage", "value": 2000},
+                        }
+                    ]
+                },
+            },
+        ],
+    )
+    bound_pod(kube, "x", node, {"requests": {"cpu": "100m"}, "limits": {"cpu": "2"}})
+    pod = running_pod(kube, "x")
+    host = FakeHost(tmp_path / "host", version=2, driver="systemd")
+    quota_file = host.add_pod(pod, "200000 100000")
+    clock, ticker = ManualClock(1_700_000_000), Ticker()
+    state = tmp_path / "state.json"
+    loop, watch, client = make_loop(kube, host, node, state, clock, ticker)
+
+    def next_sample(node_millicores: int, pod_millicores: int):
+        clock.advance(10)
+        ticker.now += 10
+        host.write_node(node_millicores)
+        host.write_pod(pod, pod_millicores, 10)
+        sample = loop.sample()
+        assert sample.result is not None
+        return [(d.kind, d.quota) for d in sample.result.decisions]
+
+    try:
+        settle(
+            watch, lambda: len(watch.of("Pod")) == 1 and len(watch.of("NodeQOS")) == 1, "the agent's caches"
+        )
+        host.write_pod(pod, 0, 10)
+        assert loop.sample().result is None
+        # 2600m over 2000m: x (2500m) is stepped down 50% to 1250m.
+        assert next_sample(2600, 2500) == [(THROTTLE_DOWN, 1250)]
+        assert quota_file.read_text().strip() == "125000 100000"
+        assert "200000 100000" in state.read_text()  # the original, for a restarted agent
+        # Quiet: restored a step (1250 * 1.5 = 1875m), then to the kubelet's own value.
+        assert next_sample(1100, 1000) == [(THROTTLE_UP, 1875)]
+        assert quota_file.read_text().strip() == "187500 100000"
+        assert next_sample(1100, 1000) == [(THROTTLE_UP, None)]
+        assert quota_file.read_text().strip() == "200000 100000"
+        assert {"AvoidanceThrottle", "AvoidanceRestore"} <= events_for(kube, kube.namespace, "x")
+    finally:
+        watch.stop()
+        client.close()
+
+
+# -- the process, under deploy/qos-agent's RBAC -----------------------------------------------
+
+
+def agent_kubeconfig(kube: KubeTestContext) -> Path:
+    """A token of a ServiceAccount bound to deploy/qos-agent's ClusterRole (renamed per test)."""
+    rbac = kubernetes.client.RbacAuthorizationV1Api(kube.api_client)
+    role = next(
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy/qos-agent/rbac.yaml").read_text())
+        if d["kind"] == "ClusterRole"
+    )
+    name = f"qos-agent-{kube.namespace}"
+    role["metadata"] = {"name": name}
+    rbac.create_cluster_role(role)
+    kube.add_cleanup(lambda: rbac.delete_cluster_role(name))
+    kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": "qos-agent"}})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "qos-agent", "namespace": kube.namespace}],
+        }
+    )
+    kube.add_cleanup(lambda: rbac.delete_cluster_role_binding(name))
+    token = kube.core.create_namespaced_service_account_token(
+        "qos-agent", kube.namespace, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    return kube.control_plane.write_token_kubeconfig(token, name)
+
+
+def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, crane_crds, tmp_path):
+    node = "qos-process"
+    kube.create_fake_node(node, cpu="2", memory="8Gi")
+    kube.wait_node_ready(node)
+    create_crane_objects(
+        kube,
+        [
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": "throttle-p"},
+                "spec": {"coolDownSeconds": 3600, "throttle": {}},
+            },
+            {
+                "kind": "NodeQOS",
+                "metadata": {"name": "process"},
+                "spec": {
+                    "selector": {"matchLabels": {"kubernetes.io/hostname": node}},
+                    "rules": [
+                        {
+                            "name": "cpu",
+                            "actionName": "throttle-p",
+                            "metricRule": {"name": "cpu_total_usage", "value": 500},
+                        }
+                    ],
+                },
+            },
+        ],
+    )
+    bound_pod(kube, "y", node)
+    pod = running_pod(kube, "y")
+    host = FakeHost(tmp_path / "host", version=1, driver="systemd")
+    quota_file = host.add_pod(pod, "-1")
+    host.write_node(1800)
+    host.write_pod(pod, 1700, 1)
+    state = tmp_path / "state.json"
+    command = [
+        sys.executable, "-m", "kubetide.cli.main", "qos-agent",
+        f"--kubeconfig={agent_kubeconfig(kube)}", f"--node-name={node}",
+        f"--proc-root={host.proc}", f"--cgroup-root={host.cgroup}", "--interval=0.5s",
+        "--address=127.0.0.1:0", f"--state-file={state}",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # The process keeps sampling the busy node and a busy pod.
+        def throttled():
+            host.write_node(1800)
+            host.write_pod(pod, 1700, 0.5)
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            return quota_file.read_text().strip() != "-1"
+
+        wait_until(throttled, timeout=60, interval=0.25, what="the pod throttled")
+        assert int(quota_file.read_text()) > 0
+        assert '"original": "-1"' in state.read_text()
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, output
+        assert quota_file.read_text().strip() == "-1"
+        assert "restored the cpu quota of" in output
+        assert state.read_text().strip() == "{}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_bad_flags_and_an_unreachable_api_are_one_line_and_exit_2(kube, tmp_path):
+    host = FakeHost(tmp_path / "host", version=2, driver="cgroupfs")
+    unreachable = kube.control_plane.write_token_kubeconfig("x", "unreachable")
+    unreachable.write_text(unreachable.read_text().replace(kube.control_plane.server, "https://127.0.0.1:1"))
+    base = [
+        sys.executable,
+        "-m",
+        "kubetide.cli.main",
+        "qos-agent",
+        f"--proc-root={host.proc}",
+        f"--cgroup-root={host.cgroup}",
+    ]
+    cases = [
+        ([f"--kubeconfig={unreachable}", "--node-name=n"], "cannot reach the API server"),
+        ([f"--kubeconfig={kube.control_plane.kubeconfig_path}", "--node-name=no-such-node"], "no such Node"),
+        (["--node-name=n", "--interval=soon"], "--interval"),
+        (["--node-name=n", "--cgroup-driver=openrc"], "invalid choice"),
+        (["--node-name=n", "--address=nowhere"], "--address"),
+        (["--node-name=n", "--cgroup-root=/nonexistent"], "no such directory"),
+    ]
+    for flags, message in cases:
+        started = time.monotonic()
+        done = subprocess.run([*base, *flags], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (flags, done.stderr)
+        assert message in done.stderr, (flags, done.stderr)
+        assert len(done.stderr.strip().splitlines()) <= 2, done.stderr  # argparse adds its --help hint
+        assert time.monotonic() - started < 30
