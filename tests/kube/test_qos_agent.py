@@ -6,10 +6,13 @@ RBAC of deploy/qos-agent and restores every throttled pod on SIGTERM."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import kubernetes
@@ -390,6 +393,25 @@ def test_throttles_through_cgroup_v2_systemd_and_restores_step_by_step(kube, cra
         client.close()
 
 
+def test_repeated_events_are_one_event_with_a_count(kube):
+    client = connect(str(kube.control_plane.kubeconfig_path))
+    clock = ManualClock(1_700_000_000)
+    events = Events(client, clock, "some-node")
+    key = f"{kube.namespace}/blocked"
+    try:
+        for _ in range(3):  # a PDB refusing the same eviction sample after sample
+            events.record("Pod", key, "Warning", "AvoidanceEvictRefused", "eviction refused")
+            clock.advance(30)
+    finally:
+        client.close()
+    items = kube.core.list_namespaced_event(
+        kube.namespace, field_selector="involvedObject.name=blocked"
+    ).items
+    assert [(e.reason, e.count, e.source.component) for e in items] == [
+        ("AvoidanceEvictRefused", 3, "kubetide-qos-agent")
+    ]
+
+
 # -- the process, under deploy/qos-agent's RBAC -----------------------------------------------
 
 
@@ -462,22 +484,30 @@ def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, cran
         "--address=127.0.0.1:0", f"--state-file={state}",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True)
+    reader.start()
     try:
         # The process keeps sampling the busy node and a busy pod.
         def throttled():
             host.write_node(1800)
             host.write_pod(pod, 1700, 0.5)
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert process.poll() is None, "".join(lines)
             return quota_file.read_text().strip() != "-1"
 
         wait_until(throttled, timeout=60, interval=0.25, what="the pod throttled")
         assert int(quota_file.read_text()) > 0
         assert '"original": "-1"' in state.read_text()
+        port = next(int(m[1]) for line in lines if (m := re.search(r"metrics on port (\d+)", line)))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        assert 'kubetide_qos_agent_actions_total{action="throttle"} 1.0' in metrics
+        assert "kubetide_qos_agent_throttled_pods 1.0" in metrics
         process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=30)
-        assert process.returncode == 0, output
+        assert process.wait(timeout=30) == 0, "".join(lines)
+        reader.join(timeout=10)
         assert quota_file.read_text().strip() == "-1"
-        assert "restored the cpu quota of" in output
+        assert any("restored the cpu quota of" in line for line in lines)
         assert state.read_text().strip() == "{}"
     finally:
         if process.poll() is None:
