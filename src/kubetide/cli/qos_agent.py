@@ -84,7 +84,7 @@ def run(args) -> int:
     from kubetide.agent.permissions import AGENT_PERMISSIONS, SUMMARY_PERMISSION
     from kubetide.agent.throttle import CgroupThrottler
     from kubetide.agent.usage import CgroupUsageSource, SummaryUsageSource, UsageSource, read_cpu_ticks
-    from kubetide.agent.watch import NodeWatch
+    from kubetide.agent.watch import CRANE_RESOURCES, NodeWatch
     from kubetide.clock import WallClock
     from kubetide.kube.client import ApiError, connect
     from kubetide.kube.permissions import check_permissions
@@ -110,6 +110,16 @@ def run(args) -> int:
         raise UserError(f"{client.source}: {exc.message if exc.status == 0 else exc}") from None
     summary = (SUMMARY_PERMISSION,) if args.usage_source == "summary" else ()
     check_permissions(client, (*AGENT_PERMISSIONS, *summary), "")
+    for resource in CRANE_RESOURCES:
+        try:
+            client.request("GET", resource.list_path, query={"limit": "1"}, timeout=10.0)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise UserError(f"{client.source}: {exc}") from None
+            raise UserError(
+                f"qos-agent: {resource.kind} ({resource.group_version}) is not served by the API server: "
+                "install the crane CRDs (deploy/qos-agent/crds.yaml)"
+            ) from None
 
     clock = WallClock()
     usage: UsageSource = (
