@@ -44,12 +44,13 @@ CLUSTERAPI = (
 # What each rendering must grant: `kubetide run` checks PERMISSIONS always, LEADER_ELECTION with
 # --leader-elect (the Deployment's two replicas elect a leader), KWOK_NODES with the kwok provider.
 EXPECTED = {
+    ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),  # deploy/ itself is the kwok install
     "base": (*PERMISSIONS, LEADER_ELECTION),
     "overlays/kwok": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),
     "overlays/aws": (*PERMISSIONS, LEADER_ELECTION),
     "overlays/clusterapi": (*PERMISSIONS, LEADER_ELECTION, *CLUSTERAPI),
 }
-PROVIDER = {"overlays/kwok": "kwok", "overlays/aws": "aws", "overlays/clusterapi": "clusterapi"}
+PROVIDER = {".": "kwok", "overlays/kwok": "kwok", "overlays/aws": "aws", "overlays/clusterapi": "clusterapi"}
 
 # (scope, API group, resource, verb); scope is "cluster" or "namespace" (kubetide's own).
 Grant = tuple[str, str, str, str]
