@@ -71,9 +71,7 @@ def ca130_node_count(groups: Sequence[PodGroup], alloc: dict[str, int]) -> int:
         k = 0
         while k < len(pods) and nodes:
             count = len(nodes)
-            taken = next(
-                (i for i in range(count) if fits(pods[k], nodes[(rotating + i) % count])), None
-            )
+            taken = next((i for i in range(count) if fits(pods[k], nodes[(rotating + i) % count])), None)
             if taken is None:
                 break
             place(pods[k], nodes[(rotating + taken) % count])
