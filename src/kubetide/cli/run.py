@@ -1,6 +1,7 @@
 """`kubetide run`: the autoscaler on a live cluster.
 
     kubetide run --kubeconfig PATH --cloud-provider kwok --node-groups GROUPS.yaml [--FLAG=VALUE ...]
+    kubetide run --kubeconfig PATH --cloud-provider clusterapi [--node-group-auto-discovery=clusterapi:...]
 
 Every autoscaler flag scenarios accept is taken as the Cluster Autoscaler spells it on its
 command line (`--scale-down-unneeded-time=2m`, `--expander=least-waste`), beside the flags of the
@@ -88,8 +89,15 @@ def add_parser(subparsers) -> None:
     add = parser.add_argument
     add("--kubeconfig", metavar="PATH", help="kubeconfig file (default: the pod's in-cluster configuration)")
     add("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
-    add("--cloud-provider", required=True, choices=["kwok"], help="where nodes come from")
-    add("--node-groups", required=True, metavar="GROUPS.yaml", help="node groups (the nodeGroups schema)")
+    add("--cloud-provider", required=True, choices=["kwok", "clusterapi"], help="where nodes come from")
+    add("--node-groups", metavar="GROUPS.yaml", help="kwok: node groups (the nodeGroups schema)")
+    add(
+        "--node-group-auto-discovery",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="clusterapi: clusterapi:namespace=NS,clusterName=NAME,LABEL=VALUE (repeatable)",
+    )
     add("--namespace", default="kube-system", help="for the status ConfigMap and the lease (kube-system)")
     add("--status-config-map-name", default="cluster-autoscaler-status", metavar="NAME")
     add("--write-status-configmap", type=_bool, default=True, metavar="BOOL")
@@ -159,25 +167,49 @@ def run(args) -> int:
     # Heavy imports after the flags are known good: a typo answers at once.
     from kubetide.cloud.kwok import KwokCloudProvider
     from kubetide.kube.client import ApiError, connect
-    from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS, check_permissions
+    from kubetide.kube.permissions import (
+        CLUSTERAPI,
+        KWOK_NODES,
+        LEADER_ELECTION,
+        PERMISSIONS,
+        check_permissions,
+    )
     from kubetide.kube.server import parse_address
 
     # Everything that can be checked without the network first.
     parse_address(args.address)
-    KwokCloudProvider.check_file(args.node_groups)
+    if args.cloud_provider == "clusterapi":
+        from kubetide.cloud.clusterapi import ClusterApiCloudProvider, parse_auto_discovery
+
+        parse_auto_discovery(args.node_group_auto_discovery)
+        provider_permissions = CLUSTERAPI
+
+        def cloud_factory(args, client, snapshot):
+            return ClusterApiCloudProvider.started(
+                client, snapshot, args.node_group_auto_discovery, INFORMER_SYNC_TIMEOUT
+            )
+    else:
+        if not args.node_groups:
+            raise UserError("run: --cloud-provider=kwok needs --node-groups=GROUPS.yaml")
+        KwokCloudProvider.check_file(args.node_groups)
+        provider_permissions = (KWOK_NODES,)
+
+        def cloud_factory(args, client, snapshot):
+            return KwokCloudProvider.from_file(args.node_groups, client, snapshot)
+
     client = connect(args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst)
     try:
         version = client.request("GET", "/version", timeout=10.0)
     except ApiError as exc:
         raise UserError(f"{client.source}: {exc.message if exc.status == 0 else exc}") from None
-    needed = (*PERMISSIONS, KWOK_NODES, *((LEADER_ELECTION,) if args.leader_elect else ()))
+    needed = (*PERMISSIONS, *provider_permissions, *((LEADER_ELECTION,) if args.leader_elect else ()))
     check_permissions(client, needed, args.namespace)
     log.info(
         "API server %s (%s): every permission kubetide uses is granted",
         client.server,
         version.get("gitVersion"),
     )
-    return Runner(args, options, client, KwokCloudProvider).serve()
+    return Runner(args, options, client, cloud_factory).serve()
 
 
 class Runner:
@@ -196,7 +228,7 @@ class Runner:
         self.health = HealthCheck(args.max_inactivity, args.max_failing_time)
         self.server = StatusServer(args.address, self.metrics.exposition, self.health)
         self.view = KubeClusterView(client, namespace=args.namespace)
-        self.cloud = cloud_factory.from_file(args.node_groups, client, self.view.snapshot)
+        self.cloud = cloud_factory(args, client, self.view.snapshot)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector = None
         if args.leader_elect:
