@@ -73,10 +73,21 @@ def install_rbac(kube: KubeTestContext, objects: list[dict]) -> str:
     for obj in wanted:
         if obj["kind"] in CLUSTER_SCOPED:
             delete = getattr(rbac, f"delete_{CLUSTER_SCOPED[obj['kind']]}")
-            kube.add_cleanup(lambda delete=delete, name=obj["metadata"]["name"]: delete(name))
+            kube.add_cleanup(
+                lambda delete=delete, name=obj["metadata"]["name"]: delete_if_there(delete, name)
+            )
     result = admin_kubectl(kube, "create", objects=wanted)
     assert result.returncode == 0, result.stderr
     return one(objects, "ServiceAccount")["metadata"]["name"]
+
+
+def delete_if_there(delete, name: str) -> None:
+    # Registered before the objects are created, so that a create failing half-way leaves nothing.
+    try:
+        delete(name)
+    except kubernetes.client.ApiException as error:
+        if error.status != 404:
+            raise
 
 
 def wait_authorized(kube: KubeTestContext, account: str, permissions, *, except_for=()) -> None:
@@ -203,6 +214,19 @@ def test_kubetide_runs_end_to_end_as_the_installed_service_account(kube, tmp_pat
         what="a node removed by scale-down",
     )
     with_log(kubetide, wait_running, kube, "web", 3, timeout=30)
+    # 2+2+2 pods on three nodes, scaled to 3: the ReplicaSet leaves one per node (it deletes pods
+    # on the nodes with the most replicas first), so the node removed had a pod to evict.
+    with_log(
+        kubetide,
+        wait_until,
+        lambda: (
+            kube.core.list_namespaced_event(
+                kube.namespace, field_selector="reason=ScaleDown,involvedObject.kind=Pod"
+            ).items
+        ),
+        timeout=10,
+        what="a ScaleDown event on an evicted pod",
+    )
     assert kubetide.terminate() == 0
     log = kubetide.log()
     assert "every permission kubetide uses is granted" in log
@@ -234,9 +258,12 @@ def test_a_verb_removed_from_the_install_is_named_in_one_line(kube, tmp_path, ki
     wait_authorized(kube, account, NEEDED, except_for={(verb, resource)})
     kubeconfig = service_account_kubeconfig(kube, account)
 
-    result = run_kubetide(*kubetide_args(kube, objects, tmp_path, kubeconfig))
+    # --v=0 (the default, whatever FAST_FLAGS say): what the user sees is then stderr as a whole.
+    result = run_kubetide(*kubetide_args(kube, objects, tmp_path, kubeconfig), "--v=0")
     assert result.returncode == 2, result.stderr
-    (line,) = result.stderr.strip().splitlines()
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    (line,) = lines
     assert line.startswith("kubetide: error: "), line
     assert "missing permission" in line
     assert expected.format(namespace=kube.namespace) in line

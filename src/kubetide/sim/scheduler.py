@@ -6,7 +6,9 @@ most once per `schedulerInterval`. Like kube-scheduler's queues, pods that fit n
 as unschedulable (PodScheduled=False, reason Unschedulable, plus a FailedScheduling event with the
 "0/N nodes are available: ..." message) and only retried after such a change, or every 5 minutes
 (podMaxInUnschedulablePodsDuration). Each pass takes pods by priority, then creation time, and
-binds each to `PredicateChecker.best_node`, kube-scheduler's choice with its scoring.
+binds each to `PredicateChecker.best_node`, kube-scheduler's choice with its scoring. A pod that
+fits nowhere may preempt lower-priority pods (preemption.py); it binds to its nominated node first
+once the victims are gone.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import math
 
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker, queue_order
+from kubetide.sim.disruption import Budgets
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
 from kubetide.sim.evolve import evolve
+from kubetide.sim.kubelet import Kubelets
+from kubetide.sim.preemption import Preemption
 from kubetide.sim.world import World, WorldObserver
 
 UNSCHEDULABLE_FLUSH = 300.0
@@ -25,12 +30,23 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 
 class Scheduler(WorldObserver):
-    def __init__(self, engine: Engine, world: World, log: EventLog, interval: float, namespaces=None):
+    def __init__(
+        self,
+        engine: Engine,
+        world: World,
+        log: EventLog,
+        interval: float,
+        namespaces=None,
+        *,
+        kubelets: Kubelets,
+        budgets: Budgets,
+    ):
         self.engine = engine
         self.world = world
         self.log = log
         self.interval = interval
         self.checker = PredicateChecker(world.snapshot, namespaces)
+        self.preemption = Preemption(world, self.checker, kubelets, budgets, log)
         self.active: dict[str, None] = {}
         self.unschedulable: dict[str, None] = {}
         self._timer: Timer | None = None
@@ -94,20 +110,30 @@ class Scheduler(WorldObserver):
         self.active.clear()
         pods.sort(key=queue_order)
         explained: dict[tuple, str] = {}
+        no_victims: set[tuple] = set()  # owners whose pods found nothing to preempt this pass
         checker = self.checker
+        preemption = self.preemption
         for pod in pods:
             if pod.uid not in pending:
                 continue
             self.attempts += 1
-            node = checker.best_node(pod)
+            node = self._nominated_node(pod)
+            if node is None:
+                node = checker.best_node(pod)
             if node is not None:
                 self.world.bind(pod, node, now)
                 self.bound += 1
                 continue
             self.unschedulable[pod.uid] = None
+            owner = pod.meta.controller
+            key = (owner.uid,) if owner is not None else (pod.uid,)
+            if key not in no_victims and preemption.may_preempt(pod):
+                if preemption.waiting(pod) or preemption.preempt(pod) is not None:
+                    if pod.scheduled_reason == "Unschedulable":
+                        self.world.update_pod(evolve(pod, scheduled_status="", scheduled_reason=""))
+                    continue
+                no_victims.add(key)
             if pod.scheduled_reason != "Unschedulable":
-                owner = pod.meta.controller
-                key = (owner.uid,) if owner is not None else (pod.uid,)
                 message = explained.get(key)
                 if message is None:
                     message = explained[key] = checker.explain(pod)
@@ -123,6 +149,13 @@ class Scheduler(WorldObserver):
         if self.unschedulable and (self._flush is None or not self._flush.active):
             self._flush = self.engine.after(UNSCHEDULABLE_FLUSH, self._flush_unschedulable)
         self.kick()
+
+    def _nominated_node(self, pod: Pod) -> str | None:
+        """The node this pod preempted for, if it fits there now (tried before any other)."""
+        node = self.preemption.nominated.get(pod.uid)
+        if node is None or node not in self.world.snapshot or self.checker.fits(pod, node) is not None:
+            return None
+        return node
 
     def _flush_unschedulable(self) -> None:
         self._flush = None

@@ -138,7 +138,9 @@ class Simulation:
         self.daemonsets = DaemonSets(engine, world, cluster, kubelets)
         self.jobs = Jobs(engine, world, cluster, kubelets)
         namespaces = {ns.name: ns.labels for ns in scenario.objects.namespaces}
-        self.scheduler = Scheduler(engine, world, log, cluster.schedulerInterval, namespaces)
+        self.scheduler = Scheduler(
+            engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
+        )
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
         self.status = WorkloadStatus(world)
         self.view = SimClusterView(world, budgets, self.status)
