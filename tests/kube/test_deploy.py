@@ -1,7 +1,7 @@
 """deploy/ on a real control plane (RBAC on): the API server accepts the install, and `kubetide run`
 works end to end with exactly the install's permissions, and says which one is missing if one is.
 
-Each test renders the kwok overlay for its own namespace (kubetide's --namespace) with a unique
+Each test renders an overlay (kwok's; every provider's for the dry run) for its own namespace (kubetide's --namespace) with a unique
 suffix on every name, so cluster-scoped objects (ClusterRoles and their bindings) never collide
 with another test's; those are deleted at teardown, the rest goes with the namespace.
 """
@@ -33,13 +33,13 @@ GROUP_LABEL = "kubetide.io/node-group"
 NEEDED = (*PERMISSIONS, KWOK_NODES, LEADER_ELECTION)
 
 
-def render_install(kube: KubeTestContext, directory: Path) -> list[dict]:
-    """The kwok overlay as `kubectl apply -k` would send it, but in the test's namespace and with a
+def render_install(kube: KubeTestContext, directory: Path, overlay: Path = OVERLAY) -> list[dict]:
+    """An overlay (kwok's unless told) as `kubectl apply -k` would send it, but in the test's namespace and with a
     unique suffix on every name (kustomize follows the renames into bindings and references)."""
     wrapper = directory / "install"
     wrapper.mkdir()
     # kustomize accepts only relative paths to a base.
-    base = os.path.relpath(OVERLAY, wrapper)
+    base = os.path.relpath(overlay, wrapper)
     # JSON, so that every string stays a string: a suffix like "-1e5000" is a number to kustomize.
     (wrapper / "kustomization.yaml").write_text(
         json.dumps(
@@ -153,8 +153,9 @@ def with_log(kubetide: Kubetide, wait, *args, **kwargs):
         raise AssertionError(f"{timeout}\n--- kubetide's log ---\n{kubetide.log()}") from None
 
 
-def test_rendered_install_is_accepted_by_the_api_server(kube, tmp_path):
-    objects = render_install(kube, tmp_path)
+@pytest.mark.parametrize("provider", ["kwok", "aws", "clusterapi"])
+def test_rendered_install_is_accepted_by_the_api_server(kube, tmp_path, provider):
+    objects = render_install(kube, tmp_path, DEPLOY / "overlays" / provider)
     namespace = one(objects, "Namespace")
     # The test's namespace stands in for the install's: give it the install's labels (the
     # restricted Pod Security Standard, enforced) and dry-run the rest into it.
