@@ -133,6 +133,10 @@ class NodeAgentLoop:
         if not nodes:
             return Sample(None, None, f"Node {self.watch.node_name} not found")
         node = nodes[0]
+        if self.throttler.throttled and not self.agent.config.for_node(node):
+            # No rule applies here any more (its NodeQOS deleted or no longer selecting the node):
+            # nothing would ever restore these pods, so they get their quotas back now.
+            log.info("no NodeQOS selects the node: restored %s", ", ".join(self.restore_all()))
         pods = [p for p in self.watch.of("Pod") if not p.is_terminal]
         self.throttler.forget_missing({p.uid for p in pods})
         usage = self.usage.sample(pods)

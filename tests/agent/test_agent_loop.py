@@ -1,0 +1,149 @@
+"""The node agent's sample without an API server: what it does without a cpu rate, in a dry run,
+when a crane object is broken, and when the NodeQOS goes away while pods are throttled."""
+
+from __future__ import annotations
+
+from test_agent_usage import UID, FakeNode, make_pod
+
+from kubetide.agent.cgroups import detect_layout
+from kubetide.agent.loop import NodeAgentLoop
+from kubetide.agent.throttle import CgroupThrottler
+from kubetide.agent.usage import Usage
+from kubetide.clock import ManualClock
+from kubetide.model import load_documents
+from kubetide.qos.config import THROTTLE_DOWN
+from kubetide.qos.executor import DONE
+
+API = "ensurance.crane.io/v1alpha1"
+THROTTLE = [
+    {
+        "apiVersion": API,
+        "kind": "AvoidanceAction",
+        "metadata": {"name": "throttle"},
+        "spec": {"coolDownSeconds": 0, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}},
+    },
+    {
+        "apiVersion": API,
+        "kind": "NodeQOS",
+        "metadata": {"name": "q"},
+        "spec": {
+            "rules": [
+                {
+                    "name": "cpu",
+                    "actionName": "throttle",
+                    "metricRule": {"name": "cpu_total_usage", "value": 1000},
+                }
+            ]
+        },
+    },
+]
+
+
+def node():
+    doc = {
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"capacity": {"cpu": "2", "memory": "8Gi"}, "allocatable": {"cpu": "2", "memory": "8Gi"}},
+    }
+    return load_documents([doc], "node.yaml").nodes[0]
+
+
+def crane(objects):
+    return {kind: list(items) for kind, items in load_documents(objects, "crane.yaml").other.items()}
+
+
+class Served:
+    """The loop's watch and usage source: fixed objects, usage set by the test."""
+
+    def __init__(self, pods, objects):
+        self.node_name, self.generation = "n1", 1
+        self.objects = {"Node": [node()], "Pod": list(pods), **objects}
+        self.usage = Usage()
+
+    def refresh(self):
+        pass
+
+    def of(self, kind):
+        return list(self.objects.get(kind, []))
+
+    def replace_crane(self, objects):
+        self.objects = {k: v for k, v in self.objects.items() if k in ("Node", "Pod")} | objects
+        self.generation += 1
+
+    def sample(self, pods):
+        return self.usage
+
+
+class Recorder:
+    def __init__(self, throttler):
+        self.throttler, self.calls = throttler, []
+
+    def throttle(self, pod, quota):
+        self.calls.append(("throttle", quota))
+        self.throttler.throttle(pod, quota)
+
+    def restore(self, pod, quota):
+        self.calls.append(("restore", quota))
+        self.throttler.restore(pod, quota)
+
+    def evict(self, pod, grace):
+        self.calls.append(("evict", pod.key))
+        return True
+
+    def taint_node(self, node, taint):
+        self.calls.append(("taint", node.name))
+
+    def untaint_node(self, node, taint):
+        self.calls.append(("untaint", node.name))
+
+
+def make_loop(tmp_path, *, dry_run=False):
+    host = FakeNode(tmp_path, 2, "systemd", "Burstable")
+    quota_file = host.cpu / "cpu.max"
+    layout = detect_layout(host.cgroup)
+    throttler = CgroupThrottler(lambda p: layout.pod(p.uid, p.qos_class), tmp_path / "state.json")
+    pod = make_pod("Burstable")
+    served = Served([pod], crane(THROTTLE))
+    recorder = Recorder(throttler)
+    loop = NodeAgentLoop(served, served, throttler, None if dry_run else recorder, None, ManualClock(10.0))
+    return loop, served, recorder, quota_file
+
+
+def test_without_a_node_cpu_rate_nothing_is_analyzed_or_done(tmp_path):
+    loop, served, recorder, _quota_file = make_loop(tmp_path)
+    served.usage = Usage(node={"memory": 1}, pods={UID: {"memory": 1}})  # the first sample
+    sample = loop.sample()
+    assert sample.result is None and "no cpu rate" in sample.skipped
+    assert loop.agent.analyzer.rules == {} and recorder.calls == []
+    assert "kubetide_qos_agent_samples_without_rate_total 1.0" in loop.metrics.exposition()[0].decode()
+
+
+def test_a_dry_run_decides_and_changes_nothing(tmp_path):
+    loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=True)
+    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    sample = loop.sample()
+    assert sample.result is not None
+    assert [(d.kind, d.quota, d.outcome) for d in sample.result.decisions] == [(THROTTLE_DOWN, 800, DONE)]
+    assert quota_file.read_text().strip() == "max 100000" and recorder.calls == []
+
+
+def test_a_broken_crane_object_keeps_the_previous_configuration(tmp_path):
+    loop, served, _recorder, _quota_file = make_loop(tmp_path)
+    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    loop.sample()
+    broken = [THROTTLE[1]]  # the NodeQOS without its AvoidanceAction: an unknown actionName
+    served.replace_crane(crane(broken))
+    loop.sample()
+    assert [q.name for q in loop.agent.config.nodeqos] == ["q"]
+    assert "throttle" in loop.agent.config.actions
+
+
+def test_throttled_pods_are_restored_when_no_nodeqos_selects_the_node(tmp_path):
+    loop, served, _recorder, quota_file = make_loop(tmp_path)
+    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    loop.sample()
+    assert quota_file.read_text().strip() == "80000 100000"
+    served.replace_crane(crane([THROTTLE[0]]))  # the NodeQOS is deleted
+    loop.sample()
+    assert quota_file.read_text().strip() == "max 100000"
+    assert loop.throttler.throttled == {}
