@@ -33,7 +33,6 @@ from kubetide.errors import UserError
 CGROUPFS, SYSTEMD = "cgroupfs", "systemd"
 DRIVERS = (CGROUPFS, SYSTEMD)
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
-UNLIMITED = None  # a quota of None: no CFS quota at all
 
 
 class CgroupError(Exception):

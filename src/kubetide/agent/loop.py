@@ -75,7 +75,6 @@ class Sample:
     """What one sample did: None `result` when it could not act (the reason says why)."""
 
     result: RoundResult | None
-    state: NodeState | None
     skipped: str = ""
 
 
@@ -131,7 +130,7 @@ class NodeAgentLoop:
         self.metrics.last_sample.set(now)
         nodes: list[Node] = self.watch.of("Node")
         if not nodes:
-            return Sample(None, None, f"Node {self.watch.node_name} not found")
+            return Sample(None, f"Node {self.watch.node_name} not found")
         node = nodes[0]
         if self.throttler.throttled and not self.agent.config.for_node(node):
             # No rule applies here any more (its NodeQOS deleted or no longer selecting the node):
@@ -144,7 +143,7 @@ class NodeAgentLoop:
             log.warning("usage: %s", problem)
         if CPU not in usage.node:
             self.metrics.samples_without_rate.inc()
-            return Sample(None, None, "no cpu rate yet: nothing analyzed or done")
+            return Sample(None, "no cpu rate yet: nothing analyzed or done")
         state = NodeState(
             node,
             tuple(PodState(p, usage.pods.get(p.uid), self.throttler.quota(p.uid)) for p in pods),
@@ -153,7 +152,7 @@ class NodeAgentLoop:
         before = {key: rule.in_force for key, rule in self.agent.analyzer.rules.items()}
         result = self.agent.step(state, self.actuator, now)
         self._report(node, result, before)
-        return Sample(result, state)
+        return Sample(result)
 
     def _report(self, node: Node, result: RoundResult, before: dict) -> None:
         crossed = set(result.analysis.over)

@@ -79,7 +79,7 @@ def run(args) -> int:
 
     # Heavy imports after the flags are known good.
     from kubetide.agent.actuator import Events, NodeActuator
-    from kubetide.agent.cgroups import detect_layout
+    from kubetide.agent.cgroups import CgroupError, detect_layout
     from kubetide.agent.loop import NodeAgentLoop
     from kubetide.agent.permissions import AGENT_PERMISSIONS, SUMMARY_PERMISSION
     from kubetide.agent.throttle import CgroupThrottler
@@ -97,7 +97,7 @@ def run(args) -> int:
     if args.usage_source == "cgroup":
         try:
             read_cpu_ticks(proc_root)
-        except Exception as exc:
+        except (CgroupError, ValueError) as exc:
             raise UserError(f"qos-agent: --proc-root={proc_root}: {exc}") from None
     throttler = CgroupThrottler(lambda pod: layout.pod(pod.uid, pod.qos_class), Path(args.state_file))
 
