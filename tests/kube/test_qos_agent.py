@@ -7,6 +7,7 @@ RBAC of deploy/qos-agent and restores every throttled pod on SIGTERM."""
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from controlplane import KubeTestContext, wait_until
 from kubetide.agent.actuator import Events, NodeActuator
 from kubetide.agent.cgroups import detect_layout
 from kubetide.agent.loop import NodeAgentLoop
+from kubetide.agent.permissions import AGENT_PERMISSIONS
 from kubetide.agent.throttle import CgroupThrottler
 from kubetide.agent.usage import CgroupUsageSource
 from kubetide.agent.watch import NodeWatch
@@ -67,6 +69,67 @@ def crane_crds(control_plane):
 
 def test_the_test_crds_are_the_installed_ones():
     assert CRDS.read_text() == (ROOT / "deploy" / "qos-agent" / "crds.yaml").read_text()
+
+
+def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, crane_crds, tmp_path):
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl (kustomize) is not installed")
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / "deploy" / "qos-agent")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    objects = [d for d in yaml.safe_load_all(rendered) if d]
+    by_kind = {d["kind"]: d for d in objects}
+    assert sorted(by_kind) == sorted(
+        [
+            "CustomResourceDefinition",
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "DaemonSet",
+        ]
+    )
+    # The ClusterRole grants every permission the agent checks at start, and no other.
+    granted = {
+        (group, resource, verb)
+        for rule in by_kind["ClusterRole"]["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {(p.group, p.resource, v) for p in AGENT_PERMISSIONS for v in p.verbs}
+    pod = by_kind["DaemonSet"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    mounts = {m["name"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    assert mounts == {"proc": True, "cgroup": False, "state": False}
+    assert not pod.get("hostPID") and not pod.get("hostNetwork")
+    assert container["env"] == [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ]
+    # The API server accepts it (a server-side dry run, in the test's namespace).
+    for obj in objects:
+        if obj["metadata"].get("namespace"):
+            obj["metadata"]["namespace"] = kube.namespace
+        for subject in obj.get("subjects", ()):
+            subject["namespace"] = kube.namespace
+    path = tmp_path / "install.yaml"
+    path.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "Namespace"]))
+    applied = subprocess.run(
+        [
+            "kubectl",
+            f"--kubeconfig={kube.control_plane.kubeconfig_path}",
+            "apply",
+            "--dry-run=server",
+            "-f",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert applied.returncode == 0, applied.stderr
 
 
 class FakeHost:
