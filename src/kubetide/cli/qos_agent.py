@@ -99,7 +99,10 @@ def run(args) -> int:
             read_cpu_ticks(proc_root)
         except (CgroupError, ValueError) as exc:
             raise UserError(f"qos-agent: --proc-root={proc_root}: {exc}") from None
-    throttler = CgroupThrottler(lambda pod: layout.pod(pod.uid, pod.qos_class), Path(args.state_file))
+    # A dry run neither reads nor writes the state file: restoring what an earlier run throttled
+    # (when no NodeQOS selects the node, or at exit) would be a change.
+    state_file = None if args.dry_run else Path(args.state_file)
+    throttler = CgroupThrottler(lambda pod: layout.pod(pod.uid, pod.qos_class), state_file)
 
     client = connect(args.kubeconfig)
     try:
