@@ -505,8 +505,9 @@ def agent_kubeconfig(kube: KubeTestContext) -> Path:
     return kube.control_plane.write_token_kubeconfig(token, name)
 
 
-def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, crane_crds, tmp_path):
-    node = "qos-process"
+@pytest.mark.parametrize("dry_run", [False, True], ids=["acting", "dry-run"])
+def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, crane_crds, tmp_path, dry_run):
+    node = "qos-process-dry" if dry_run else "qos-process"
     kube.create_fake_node(node, cpu="2", memory="8Gi")
     kube.wait_node_ready(node)
     create_crane_objects(
@@ -544,7 +545,7 @@ def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, cran
         sys.executable, "-m", "kubetide.cli.main", "qos-agent",
         f"--kubeconfig={agent_kubeconfig(kube)}", f"--node-name={node}",
         f"--proc-root={host.proc}", f"--cgroup-root={host.cgroup}", "--interval=0.5s",
-        "--address=127.0.0.1:0", f"--state-file={state}",
+        "--address=127.0.0.1:0", f"--state-file={state}", *(["--dry-run"] if dry_run else []),
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -558,6 +559,18 @@ def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, cran
             assert process.poll() is None, "".join(lines)
             return quota_file.read_text().strip() != "-1"
 
+        if dry_run:
+            wait_until(
+                lambda: throttled() or any("[dry run]" in line for line in lines),
+                timeout=60,
+                interval=0.25,
+                what="a dry-run decision logged",
+            )
+            assert quota_file.read_text().strip() == "-1" and not state.exists()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, "".join(lines)
+            assert quota_file.read_text().strip() == "-1" and not state.exists()
+            return
         wait_until(throttled, timeout=60, interval=0.25, what="the pod throttled")
         assert int(quota_file.read_text()) > 0
         assert '"original": "-1"' in state.read_text()
