@@ -8,6 +8,7 @@ with another test's; those are deleted at teardown, the rest goes with the names
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -18,7 +19,15 @@ import kubernetes
 import pytest
 import yaml
 from controlplane import KubeTestContext, wait_until
-from kubetide_process import FAST_FLAGS, Kubetide, create_deployment, run_kubetide, scale, wait_running
+from kubetide_process import (
+    FAST_FLAGS,
+    Kubetide,
+    create_deployment,
+    run_kubetide,
+    running,
+    scale,
+    wait_running,
+)
 from test_deploy_rbac import DEPLOY, expected_grants, kubectl, one, render
 
 from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS
@@ -154,6 +163,13 @@ def with_log(kubetide: Kubetide, wait, *args, **kwargs):
 
 
 @pytest.mark.parametrize("provider", ["kwok", "aws", "clusterapi"])
+def all_ready(kube: KubeTestContext, app: str, count: int) -> bool:
+    found = kube.core.list_namespaced_pod(kube.namespace, label_selector=f"app={app}").items
+    return len(found) == count and all(
+        any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ()) for pod in found
+    )
+
+
 def test_rendered_install_is_accepted_by_the_api_server(kube, tmp_path, provider):
     objects = render_install(kube, tmp_path, DEPLOY / "overlays" / provider)
     namespace = one(objects, "Namespace")
@@ -205,7 +221,11 @@ def test_kubetide_runs_end_to_end_as_the_installed_service_account(kube, tmp_pat
     lease = coordination.read_namespaced_lease("cluster-autoscaler", kube.namespace)
     assert lease.spec.holder_identity
 
-    # Half the load goes: scale-down taints, drains (evictions) and deletes nodes.
+    # Half the load goes: scale-down taints, drains (evictions) and deletes nodes. All six pods
+    # Ready first: the ReplicaSet deletes unready pods before it looks at how they are spread.
+    with_log(kubetide, wait_until, lambda: all_ready(kube, "web", 6), timeout=30, what="6 ready pods")
+    spread = collections.Counter(p.spec.node_name for p in running(kube, "web"))
+    assert sorted(spread.values()) == [2, 2, 2], f"{spread}\n{kubetide.log()}"
     scale(kube, "web", 3)
     with_log(
         kubetide,
