@@ -162,7 +162,6 @@ def with_log(kubetide: Kubetide, wait, *args, **kwargs):
         raise AssertionError(f"{timeout}\n--- kubetide's log ---\n{kubetide.log()}") from None
 
 
-@pytest.mark.parametrize("provider", ["kwok", "aws", "clusterapi"])
 def all_ready(kube: KubeTestContext, app: str, count: int) -> bool:
     found = kube.core.list_namespaced_pod(kube.namespace, label_selector=f"app={app}").items
     return len(found) == count and all(
@@ -170,6 +169,7 @@ def all_ready(kube: KubeTestContext, app: str, count: int) -> bool:
     )
 
 
+@pytest.mark.parametrize("provider", ["kwok", "aws", "clusterapi"])
 def test_rendered_install_is_accepted_by_the_api_server(kube, tmp_path, provider):
     objects = render_install(kube, tmp_path, DEPLOY / "overlays" / provider)
     namespace = one(objects, "Namespace")
