@@ -53,7 +53,8 @@ class QuantityError(ValueError):
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as a YAML string or number into an exact Fraction."""
     amount = _parse(value)
-    if abs(amount) * 1000 > MAX_MILLI_UNITS:
+    # On the integers: Fraction arithmetic would cost more than the parse (a hot path).
+    if abs(amount.numerator) * 1000 > MAX_MILLI_UNITS * amount.denominator:
         raise QuantityError(
             f'quantity "{value}" is too large: Kubernetes keeps quantities in int64 milli-units '
             f"(at most {MAX_MILLI_UNITS}m)"
