@@ -271,14 +271,15 @@ class BinpackingEstimator:
                 run.execute()
             finally:
                 self.snapshot.revert()
-            result = run.result
-            if best is None or (len(result.helped), -result.node_count) > (
-                len(best.helped),
-                -best.node_count,
-            ):
-                best = result
+            if best is None or _merit(run.result) > _merit(best):
+                best = run.result
         assert best is not None  # the first variant always runs
         return best
+
+
+def _merit(estimate: Estimate) -> tuple[int, int]:
+    """Higher is better: more pods helped, then fewer nodes."""
+    return len(estimate.helped), -estimate.node_count
 
 
 def _unbeatable(
