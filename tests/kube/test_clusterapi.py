@@ -412,7 +412,7 @@ def test_node_groups_instances_templates_and_scaling_through_the_scale_subresour
 # -- `kubetide run --cloud-provider=clusterapi` end to end --------------------------------------------
 
 
-def run_args(kube: KubeTestContext, name: str) -> list[str]:
+def run_args(kube: KubeTestContext, name: str, *flags: str) -> list[str]:
     return [
         f"--kubeconfig={kube.control_plane.kubeconfig_path}",
         "--cloud-provider=clusterapi",
@@ -421,6 +421,11 @@ def run_args(kube: KubeTestContext, name: str) -> list[str]:
         f"--status-config-map-name={name}-status",
         "--leader-elect=false",
         *FAST_FLAGS,
+        # A new Node is unready, then empty, until KWOK and the scheduler get to it (seconds on a
+        # loaded machine): it must not be taken for an unneeded one meanwhile.
+        "--scale-down-unready-time=60s",
+        "--scale-down-delay-after-add=5s",
+        *flags,
     ]
 
 
@@ -493,7 +498,7 @@ def test_run_scales_a_machine_deployment_up_from_zero_with_its_capacity_annotati
             },
         },
     )
-    kubetide = Kubetide(kube, tmp_path, *run_args(kube, "capi-zero")).start()
+    kubetide = Kubetide(kube, tmp_path, *run_args(kube, "capi-zero", "--scale-down-enabled=false")).start()
 
     placed = wait_running(kube, "jobs", 3, timeout=60)
     assert replicas_of(kube, "machinedeployments", "batch") == 2, kubetide.log()

@@ -20,7 +20,8 @@ With the Cluster Autoscaler's clusterapi provider's names and semantics (cluster
   annotation (with `cluster.x-k8s.io/cluster-namespace`), else through providerIDs (compared by
   their last path segment, as CA does), else through the Machine's status.nodeRef.
 - Instances are the group's Machines: Pending/Provisioning are CREATING, Provisioned/Running
-  RUNNING, Deleting (or a deletionTimestamp) DELETING; a failureReason/failureMessage is an
+  RUNNING, Deleting (or a deletionTimestamp) DELETING, and so are annotated Machines beyond
+  replicas (the MachineSet controller deletes them next); a failureReason/failureMessage is an
   InstanceError the cluster state registry backs the group off for. Replicas the MachineSet
   controller has not made Machines for yet are placeholder CREATING instances. An instance's id
   is its Node's providerID once there is a Node, so registration is seen exactly.
@@ -394,15 +395,15 @@ class ClusterApiNodeGroup:
             if provider.group_of_machine(machine) != self.id:
                 raise ActionError(f"{self.id}: node {node.name} belongs to another node group")
             targets.append(machine)
+        # Machines already on their way out are out of replicas too: nothing to do for them.
+        deleting = {m.key for m in self._members() if m.state is InstanceState.DELETING}
+        targets = [t for t in targets if t is None or t not in deleting]
         if self.target_size() - len(targets) < self.min_size:
             raise ActionError(
                 f"{self.id}: deleting {len(targets)} nodes would take replicas below min {self.min_size}"
             )
-        deleting = {m.key for m in self._members() if m.state is InstanceState.DELETING}
         for machine in targets:
             if machine is not None:
-                if machine in deleting:
-                    continue  # already on its way out, and out of replicas
                 self._mark(machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             try:
                 self._change_replicas(lambda replicas: replicas - 1)
@@ -488,6 +489,8 @@ class ClusterApiCloudProvider:
         self.replicas_written: dict[str, tuple[str, int]] = {}
         self.bounds: dict[str, tuple[int, int]] = {}
         self.members: dict[str, list[_Member]] = {}
+        self._machine_by_instance: dict[str, str] = {}  # instance id -> Machine key
+        self._machine_by_provider_id: dict[str, str] = {}  # normalized spec.providerID -> Machine key
         self._groups: dict[str, ClusterApiNodeGroup] = {}
         self._active: list[ClusterApiNodeGroup] = []
         self._warned: set[tuple[str, str]] = set()  # (object key, resourceVersion) already logged
@@ -603,11 +606,15 @@ class ClusterApiCloudProvider:
                 by_provider_id[normalized_provider_id(known.provider_id)] = known
         active = {g.id for g in self._active}
         self.members = {group_id: [] for group_id in active}
+        self._machine_by_instance = {}
+        self._machine_by_provider_id = {}
         for key, machine in self.objects[MACHINE].items():
+            provider_id = str((machine.get("spec") or {}).get("providerID") or "")
+            if provider_id:
+                self._machine_by_provider_id[normalized_provider_id(provider_id)] = key
             group_id = self.group_of_machine(key)
             if group_id not in active:
                 continue
-            provider_id = str((machine.get("spec") or {}).get("providerID") or "")
             node = by_machine.get(key)
             if node is None and provider_id:
                 node = by_provider_id.get(normalized_provider_id(provider_id))
@@ -619,6 +626,7 @@ class ClusterApiCloudProvider:
                 (node.provider_id if node is not None else "") or provider_id or PENDING_MACHINE_PREFIX + key
             )
             marked = DELETE_MACHINE_ANNOTATION in _annotations(machine)
+            self._machine_by_instance[instance_id] = key
             self.members[group_id].append(_Member(key, instance_id, node, state, error, marked))
         for group_id, members in self.members.items():
             # Replicas already lowered below the Machines there are: the MachineSet controller
@@ -663,16 +671,9 @@ class ClusterApiCloudProvider:
                 return key
         if not node.provider_id:
             return None
-        for members in self.members.values():
-            for member in members:
-                if member.instance_id == node.provider_id:
-                    return member.key
-        wanted = normalized_provider_id(node.provider_id)
-        for key, machine in self.objects[MACHINE].items():
-            provider_id = (machine.get("spec") or {}).get("providerID")
-            if provider_id and normalized_provider_id(provider_id) == wanted:
-                return key
-        return None
+        return self._machine_by_instance.get(node.provider_id) or self._machine_by_provider_id.get(
+            normalized_provider_id(node.provider_id)
+        )
 
     def placeholders(self, group: ClusterApiNodeGroup) -> list[Instance]:
         """Replicas the MachineSet controller has not made Machines for yet."""
