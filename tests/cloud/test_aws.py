@@ -11,6 +11,7 @@ botocore's real standard-mode retries run).
 
 from __future__ import annotations
 
+import logging
 import urllib.request
 from datetime import UTC, datetime
 
@@ -47,6 +48,8 @@ ICE_MESSAGE = (
 
 @pytest.fixture(scope="module")
 def endpoint():
+    # The server logs every request; after a test's captured stderr is closed, that is noise.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -221,7 +224,7 @@ def test_a_missing_asg_is_a_one_line_startup_error(aws):
 
 
 def test_no_region_is_a_one_line_error(monkeypatch):
-    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
@@ -526,3 +529,32 @@ def test_a_failed_refresh_keeps_the_last_state(aws):
     aws.tick(61)
     assert web.target_size() == 1
     assert [g.id for g in cloud.node_groups()] == ["web"]
+
+
+# -- kubetide run --------------------------------------------------------------------------------
+
+
+def test_run_builds_the_provider_from_the_usual_aws_configuration(aws, monkeypatch):
+    """What `kubetide run --cloud-provider aws` calls once Kubernetes is ready: region, endpoint and
+    credentials from the environment, as boto3's default chain reads them."""
+    from kubetide.cloud.providers import aws_cloud_factory
+
+    for variable, value in {
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": aws.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+    }.items():
+        monkeypatch.setenv(variable, value)
+    aws.asg("web", desired=1, tags={ENABLED: "", CLUSTER: ""})
+    build = aws_cloud_factory([], [f"asg:tag={ENABLED},{CLUSTER}"], None)
+    cloud = build(None, None, lambda: ClusterSnapshot())
+    assert [g.id for g in cloud.node_groups()] == ["web"]
+
+    build = aws_cloud_factory(["1:3:web", "0:2:gone"], [], None)
+    with pytest.raises(
+        UserError, match=r"^run: --cloud-provider aws: --nodes: no Auto Scaling group named gone"
+    ):
+        build(None, None, lambda: ClusterSnapshot())

@@ -2,6 +2,7 @@
 
     kubetide run --kubeconfig PATH --cloud-provider kwok --node-groups GROUPS.yaml [--FLAG=VALUE ...]
     kubetide run --kubeconfig PATH --cloud-provider clusterapi [--node-group-auto-discovery=clusterapi:...]
+    kubetide run --kubeconfig PATH --cloud-provider aws [--nodes=MIN:MAX:ASG ...] [--node-group-auto-discovery=asg:tag=...]
 
 Every autoscaler flag scenarios accept is taken as the Cluster Autoscaler spells it on its
 command line (`--scale-down-unneeded-time=2m`, `--expander=least-waste`), beside the flags of the
@@ -89,14 +90,24 @@ def add_parser(subparsers) -> None:
     add = parser.add_argument
     add("--kubeconfig", metavar="PATH", help="kubeconfig file (default: the pod's in-cluster configuration)")
     add("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
-    add("--cloud-provider", required=True, choices=["kwok", "clusterapi"], help="where nodes come from")
+    add(
+        "--cloud-provider", required=True, choices=["kwok", "clusterapi", "aws"], help="where nodes come from"
+    )
     add("--node-groups", metavar="GROUPS.yaml", help="kwok: node groups (the nodeGroups schema)")
     add(
         "--node-group-auto-discovery",
         action="append",
         default=[],
         metavar="SPEC",
-        help="clusterapi: clusterapi:namespace=NS,clusterName=NAME,LABEL=VALUE (repeatable)",
+        help="clusterapi: clusterapi:namespace=NS,clusterName=NAME,LABEL=VALUE; "
+        "aws: asg:tag=KEY[=VALUE],... (repeatable)",
+    )
+    add(
+        "--nodes",
+        action="append",
+        default=[],
+        metavar="MIN:MAX:ASG_NAME",
+        help="aws: a node group (repeatable)",
     )
     add("--namespace", default="kube-system", help="for the status ConfigMap and the lease (kube-system)")
     add("--status-config-map-name", default="cluster-autoscaler-status", metavar="NAME")
@@ -178,6 +189,8 @@ def run(args) -> int:
 
     # Everything that can be checked without the network first.
     parse_address(args.address)
+    if args.nodes and args.cloud_provider != "aws":
+        raise UserError(f"run: --nodes is for --cloud-provider=aws, not {args.cloud_provider}")
     if args.cloud_provider == "clusterapi":
         from kubetide.cloud.clusterapi import ClusterApiCloudProvider, parse_auto_discovery
 
@@ -188,6 +201,14 @@ def run(args) -> int:
             return ClusterApiCloudProvider.started(
                 client, snapshot, args.node_group_auto_discovery, INFORMER_SYNC_TIMEOUT
             )
+    elif args.cloud_provider == "aws":
+        from kubetide.cloud.providers import aws_cloud_factory
+
+        build_aws = aws_cloud_factory(args.nodes, args.node_group_auto_discovery, args.node_groups)
+        provider_permissions = ()  # AWS credentials come from boto3's chain, not Kubernetes RBAC
+
+        def cloud_factory(args, client, snapshot):
+            return build_aws(args, client, snapshot)
     else:
         if not args.node_groups:
             raise UserError("run: --cloud-provider=kwok needs --node-groups=GROUPS.yaml")

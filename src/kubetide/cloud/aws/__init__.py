@@ -12,6 +12,7 @@ AWS_REGION / AWS_DEFAULT_REGION variables, profiles, instance metadata; AWS_ENDP
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import boto3
@@ -43,13 +44,15 @@ def connect(
     does not exist.
     """
     session = session or boto3.session.Session()
-    region = session.region_name
+    # botocore itself reads AWS_DEFAULT_REGION and profiles; AWS_REGION is what the other SDKs
+    # (and the Cluster Autoscaler) read.
+    region = session.region_name or os.environ.get("AWS_REGION")
     if not region:
         raise UserError("run: --cloud-provider aws: no AWS region (set AWS_REGION or a profile's region)")
     # total_max_attempts counts the first attempt (botocore's "max_attempts" counts only retries).
     config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
-    autoscaling = session.client("autoscaling", config=config, endpoint_url=endpoint_url)
-    ec2 = session.client("ec2", config=config, endpoint_url=endpoint_url)
+    autoscaling = session.client("autoscaling", region_name=region, config=config, endpoint_url=endpoint_url)
+    ec2 = session.client("ec2", region_name=region, config=config, endpoint_url=endpoint_url)
     provider = AwsCloudProvider(
         autoscaling,
         ec2,
