@@ -514,9 +514,13 @@ def test_asg_state_is_read_once_per_refresh_interval_and_after_writes(aws):
     web.target_size()
     web.target_size()
     assert len(reads) == 1
-    web.increase_size(1)
-    assert web.target_size() == 2
-    assert len(reads) == 2  # our own write invalidated the cache: read back from AWS
+    aws.autoscaling.set_desired_capacity(AutoScalingGroupName="web", DesiredCapacity=3)
+    assert web.target_size() == 1  # someone else's change waits for the next refresh...
+    web.increase_size(1)  # ...but a write starts from what AWS has now, never lowering it
+    assert len(reads) == 2
+    assert aws.describe("web")["DesiredCapacity"] == 4
+    assert web.target_size() == 4
+    assert len(reads) == 3  # our own write invalidated the cache: read back from AWS
 
 
 def test_a_failed_refresh_keeps_the_last_state(aws):

@@ -5,6 +5,8 @@ discovery spec (paginated), and, only for groups whose desired capacity is not b
 instances, one DescribeScalingActivities to learn whether AWS failed to launch them. A refresh is
 reused for `refresh_interval` (the Cluster Autoscaler's ASG cache refreshes every minute) and
 invalidated by the provider's own writes, so a loop after a scale-up sees the group as AWS does.
+Writes themselves start from a fresh read: a desired capacity computed from a stale one could
+lower it, and AWS would then terminate instances of its own choosing.
 
 A refresh that fails keeps the previous state (stale, not wrong for long) and is retried after
 RETRY_AFTER_FAILED_REFRESH; only the first one, at start-up, has nothing to fall back on and
@@ -165,6 +167,16 @@ class AsgCache:
         assert self._groups is not None
         return self._groups
 
+    def fresh_groups(self) -> dict[str, Asg]:
+        """The groups as AWS has them now, for a write that must not act on a stale desired
+        capacity (AWS would terminate instances of its own choosing). Raises AwsError."""
+        try:
+            groups = self._describe()
+        except AWS_ERRORS as exc:
+            raise AwsError(f"reading Auto Scaling groups: {exc}") from None
+        self._store(groups)
+        return groups
+
     def group_of_instance(self, instance_id: str) -> str | None:
         self.groups()
         return self._instance_group.get(instance_id)
@@ -192,6 +204,9 @@ class AsgCache:
             log.warning("reading Auto Scaling groups failed, using the last state: %s", exc)
             self._next_refresh = self.clock() + RETRY_AFTER_FAILED_REFRESH
             return
+        self._store(groups)
+
+    def _store(self, groups: dict[str, Asg]) -> None:
         self._groups = groups
         self._instance_group = {i.instance_id: g.name for g in groups.values() for i in g.instances}
         self._next_refresh = self.clock() + self.refresh_interval

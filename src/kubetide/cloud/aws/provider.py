@@ -4,7 +4,8 @@ Cluster Autoscaler's semantics: the target size is the group's DesiredCapacity; 
 (SetDesiredCapacity, HonorCooldown false) within the group's max; deleting chosen nodes
 terminates their instances with ShouldDecrementDesiredCapacity, so AWS neither replaces them nor
 picks other victims; lowering the target only drops capacity that has no instance yet (AWS would
-otherwise choose which running instance to terminate).
+otherwise choose which running instance to terminate). Every write starts from a fresh read of
+the group, for the same reason: a desired capacity computed from a stale one could lower it.
 
 Instances are the group's EC2 instances (Pending* -> CREATING, InService and others -> RUNNING,
 Terminating*/Detaching -> DELETING) plus one CREATING placeholder per unit of desired capacity
@@ -64,6 +65,15 @@ class AwsNodeGroup:
             raise ActionError(f"{self.name}: the Auto Scaling group no longer exists")
         return asg
 
+    def _fresh_asg(self) -> Asg:
+        try:
+            asg = self.provider.cache.fresh_groups().get(self.name)
+        except AwsError as exc:
+            raise ActionError(f"{self.name}: {exc}") from None
+        if asg is None:
+            raise ActionError(f"{self.name}: the Auto Scaling group no longer exists")
+        return asg
+
     @property
     def id(self) -> str:
         return self.name
@@ -82,7 +92,7 @@ class AwsNodeGroup:
     def increase_size(self, delta: int) -> None:
         if delta <= 0:
             raise ActionError(f"{self.name}: size increase must be positive, got {delta}")
-        desired = self._asg().desired + delta
+        desired = self._fresh_asg().desired + delta
         if desired > self.max_size:
             raise ActionError(f"{self.name}: size increase too large: desired {desired}, max {self.max_size}")
         response = self._set_desired(desired)
@@ -93,7 +103,7 @@ class AwsNodeGroup:
     def decrease_target_size(self, delta: int) -> None:
         if delta >= 0:
             raise ActionError(f"{self.name}: size decrease must be negative, got {delta}")
-        asg = self._asg()
+        asg = self._fresh_asg()
         desired = asg.desired + delta
         if desired < asg.live_instances:
             raise ActionError(
@@ -104,7 +114,7 @@ class AwsNodeGroup:
         self.provider.cache.note_desired(self.name, desired)
 
     def delete_nodes(self, nodes: Sequence[Node]) -> None:
-        asg = self._asg()
+        asg = self._fresh_asg()
         members = {i.instance_id: i for i in asg.instances}
         terminate: list[str] = []
         placeholders = 0
@@ -120,6 +130,12 @@ class AwsNodeGroup:
                 )
             if not instance.going_away and instance_id not in terminate:
                 terminate.append(instance.instance_id)
+        if placeholders > asg.unlaunched:
+            # Launched meanwhile: lowering the desired capacity now would terminate a live instance.
+            raise ActionError(
+                f"{self.name}: {placeholders} requested instances to drop, but only {asg.unlaunched} "
+                "are not launched yet"
+            )
         removed = len(terminate) + placeholders
         if asg.desired - removed < self.min_size:
             raise ActionError(
