@@ -620,9 +620,17 @@ class _Run:
         rest of the group to the newest node, then to fresh ones."""
         pods = group.pods
         checker = self.checker
-        request = self.snapshot.pod_vector(group.exemplar)
+        exemplar = group.exemplar
+        request = self.snapshot.pod_vector(exemplar)
         nz = np.flatnonzero(request)
         need = request[nz]
+        # As in _place_one_by_one: without required pod affinity or hard spread, a node that
+        # refused one pod of the group refuses the rest, so it is not asked again. The scan's
+        # order and outcome are unchanged; only the failing checks are saved.
+        monotone = not exemplar.affinity.pod_required and not any(
+            c.when_unsatisfiable == "DoNotSchedule" for c in exemplar.topology_spread
+        )
+        refused: set[int] = set()
         scanning = True
         for k, pod in enumerate(pods):
             if self.timer() > self.deadline:
@@ -635,10 +643,14 @@ class _Run:
                 start = self.rotating % count
                 roomy = np.asarray((self.free[:count, nz] >= need).all(axis=1)).tolist()
                 for i in itertools.chain(range(start, count), range(start)):
-                    if roomy[i] and checker.fits(pod, self.names[i]) is None:
+                    if not roomy[i] or i in refused:
+                        continue
+                    if checker.fits(pod, self.names[i]) is None:
                         target = i
                         self.rotating = (i + 1) % count
                         break
+                    if monotone:
+                        refused.add(i)
                 scanning = target >= 0
             elif count:
                 newest = count - 1
