@@ -7,7 +7,8 @@ FROM python:3.11-slim AS wheels
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# With the aws extra (boto3): one image for every overlay in deploy/.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[aws]"
 
 # Stage 2: the runtime. The wheels are bind-mounted for the install, so they are in no layer.
 FROM python:3.11-slim
@@ -18,7 +19,7 @@ RUN groupadd --system --gid 65532 kubetide \
        --shell /usr/sbin/nologin kubetide
 # pip, setuptools and wheel are only needed to install: none of them is left in the image.
 RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels kubetide \
+    pip install --no-cache-dir --no-index --find-links=/wheels "kubetide[aws]" \
     && pip uninstall --yes pip setuptools wheel
 # The root filesystem is read-only in the Deployment: do not try to write .pyc files at run
 # time (pip compiled them at install), and flush logs at once so `kubectl logs` is current.

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS, Permission
+from kubetide.kube.permissions import CLUSTERAPI, KWOK_NODES, LEADER_ELECTION, PERMISSIONS, Permission
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -30,19 +30,9 @@ IMAGE = "ghcr.io/kubetide/kubetide:0.1.0"
 METRICS_PORT = 8085
 REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_CONTROL_PLANE"  # CI sets it: kubectl must be there
 
-# The clusterapi provider is not implemented yet, so permissions.py has no entry for it: until
-# it has, the overlay's Cluster API rules are held to this list (the scale subresource has no
-# list or watch verbs to grant).
-CLUSTERAPI = (
-    Permission(("get", "list", "watch", "update", "patch"), "machinedeployments", "cluster.x-k8s.io"),
-    Permission(("get", "list", "watch", "update", "patch"), "machinesets", "cluster.x-k8s.io"),
-    Permission(("get", "list", "watch", "update", "patch"), "machines", "cluster.x-k8s.io"),
-    Permission(("get", "update", "patch"), "machinedeployments/scale", "cluster.x-k8s.io"),
-    Permission(("get", "update", "patch"), "machinesets/scale", "cluster.x-k8s.io"),
-)
-
 # What each rendering must grant: `kubetide run` checks PERMISSIONS always, LEADER_ELECTION with
-# --leader-elect (the Deployment's two replicas elect a leader), KWOK_NODES with the kwok provider.
+# --leader-elect (the Deployment's two replicas elect a leader), KWOK_NODES with the kwok
+# provider, CLUSTERAPI with the clusterapi provider.
 EXPECTED = {
     ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),  # deploy/ itself is the kwok install
     "base": (*PERMISSIONS, LEADER_ELECTION),
@@ -255,11 +245,12 @@ def permission_table() -> str:
         "| --- | --- | --- | --- |",
     ]
     extra = {LEADER_ELECTION: "leader election between the replicas"}
-    for permission in (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES):
+    only = {KWOK_NODES: "kwok", **dict.fromkeys(CLUSTERAPI, "clusterapi")}
+    for permission in (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, *CLUSTERAPI):
         # Spelled as kubetide's "missing permission" error spells it (resource.group).
         resource = f"{permission.resource}.{permission.group}" if permission.group else permission.resource
-        if permission is KWOK_NODES:
-            where = "cluster-wide, kwok overlay only"
+        if permission in only:
+            where = f"cluster-wide, {only[permission]} overlay only"
         elif permission.namespaced_in_own_namespace:
             where = "kubetide's namespace"
         else:
