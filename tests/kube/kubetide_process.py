@@ -19,13 +19,15 @@ TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 # same as with CA's defaults; only the waits are shorter.
 FAST_FLAGS = (
     "--scan-interval=1s",
-    "--scale-down-unneeded-time=2s",
-    "--scale-down-delay-after-add=0s",
-    "--scale-down-unready-time=2s",
+    "--scale-down-unneeded-time=3s",
+    # A node the autoscaler just added is empty until KWOK reports it Ready and the scheduler
+    # binds pods to it (seconds on a loaded machine): it must not look unneeded meanwhile.
+    "--scale-down-delay-after-add=5s",
     "--node-delete-delay-after-taint=0s",
     "--unremovable-node-recheck-timeout=2s",
     "--kube-client-qps=100",
     "--kube-client-burst=200",
+    "--v=4",  # every loop in the log a failing test prints
 )
 
 GROUPS_YAML = """\

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import kubernetes
@@ -66,9 +67,12 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     policy = kubernetes.client.PolicyV1Api(kube.api_client)
     policy.create_namespaced_pod_disruption_budget(
         kube.namespace,
+        # kubetide charges every pod a drain moves to its PDB at once (a deliberate difference from
+        # the Cluster Autoscaler): a node holding two pods of a maxUnavailable-1 budget never
+        # drains, so this budget allows two.
         {
             "metadata": {"name": "web"},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            "spec": {"maxUnavailable": 2, "selector": {"matchLabels": {"app": "web"}}},
         },
     )
     kubetide = Kubetide(
@@ -83,7 +87,7 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     ).start()
     wait_running(kube, "web", 16, timeout=90)
     before = {n.metadata.name for n in group_nodes(kube, "small")}
-    assert len(before) == 4
+    assert len(before) == 4, kubetide.log()
 
     # Load drops to 6 pods (two nodes' worth): the autoscaler must drain the rest.
     scale(kube, "web", 6)
@@ -99,9 +103,11 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
             break
         time.sleep(0.2)
     remaining = {n.metadata.name for n in group_nodes(kube, "small")}
-    assert len(remaining) == 2, kubetide.log()
+    budget = policy.read_namespaced_pod_disruption_budget("web", kube.namespace).status
+    where = [(p.metadata.name, p.spec.node_name, p.status.phase) for p in running(kube, "web")]
+    assert len(remaining) == 2, f"{budget}\n{where}\n{kubetide.log()}"
     assert most_tainted <= 2  # --max-drain-parallelism=2
-    assert least_healthy >= 5  # maxUnavailable 1 of 6: the budget held throughout
+    assert least_healthy >= 4  # maxUnavailable 2 of 6: the budget held throughout
     assert all(p.spec.node_name in remaining for p in running(kube, "web"))
     assert not tainted_for_deletion(kube)
     assert kubetide.terminate() == 0
@@ -138,8 +144,8 @@ def test_two_replicas_one_leader_takes_over_when_the_other_dies(kube, tmp_path):
     scale(kube, "web", 2)
     wait_until(lambda: len(group_nodes(kube, "small")) == 1, timeout=90, what="scale-down to 1 node")
     assert second.terminate() == 0
-    deleted = [line for line in second.log().splitlines() if "deleted" in line]
-    names = [n for line in deleted for n in line.split("deleted ", 1)[1].split(", ")]
+    deletions = re.findall(r"\] loop [0-9.]+s: .*?\bdeleted ([^;\n]+)", second.log())
+    names = [name for found in deletions for name in found.split(", ")]
     assert len(names) == len(set(names)) == 1, second.log()
     assert not tainted_for_deletion(kube)
 

@@ -172,9 +172,10 @@ def run(args) -> int:
             f"{args.leader_elect_lease_duration:g}s)"
         )
     logging.basicConfig(
-        level=logging.DEBUG if args.v >= 4 else logging.INFO,
+        level=logging.DEBUG if args.v >= 8 else logging.INFO,  # 8: every HTTP request too
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
     )
+    logging.getLogger("kubetide").setLevel(logging.DEBUG if args.v >= 4 else logging.INFO)
     # Heavy imports after the flags are known good: a typo answers at once.
     from kubetide.cloud.kwok import KwokCloudProvider
     from kubetide.kube.client import ApiError, connect
@@ -388,6 +389,13 @@ class Runner:
             parts.append(f"{len(result.evicted)} pods evicted")
         level = logging.INFO if parts else logging.DEBUG
         log.log(level, "loop %.3fs: %s", duration, "; ".join(parts) or "nothing to do")
+        if log.isEnabledFor(logging.DEBUG) and result.scale_down is not None:
+            # --v=4: why each node stays, as `kubetide plan` would say it.
+            plan = result.scale_down
+            if plan.cooldown:
+                log.debug("scale-down in cooldown: %s", plan.cooldown)
+            for status in plan.nodes.values():
+                log.debug("  %s", status.explain())
 
     def _sleep_until_next(self, started: float) -> None:
         """Sleep until scan-interval after the loop started, or until new unschedulable pods
