@@ -22,13 +22,14 @@ from kubetide_process import FAST_FLAGS, Kubetide, apps, create_deployment, runn
 from kubetide.autoscaler.ports import ActionError, InstanceState
 from kubetide.cloud.clusterapi import (
     DELETE_MACHINE_ANNOTATION,
+    AutoDiscovery,
     ClusterApiCloudProvider,
     parse_auto_discovery,
 )
+from kubetide.cloud.providers import clusterapi_cloud_factory
+from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient, connect
 from kubetide.kube.view import KubeClusterView
-
-pytestmark = pytest.mark.controlplane
 
 CRDS = Path(__file__).parent / "data" / "clusterapi-crds.yaml"
 API = "cluster.x-k8s.io/v1beta1"
@@ -299,6 +300,23 @@ def replicas_of(kube: KubeTestContext, plural: str, name: str) -> int:
 
 def nodes_of(kube: KubeTestContext, pool: str) -> list:
     return kube.core.list_node(label_selector=f"pool={pool}").items
+
+
+# -- flags -------------------------------------------------------------------------------------------
+
+
+def test_auto_discovery_flags_and_what_the_provider_refuses_before_any_call():
+    assert parse_auto_discovery(["clusterapi:namespace=blue,clusterName=prod,owner=jim"]) == [
+        AutoDiscovery("blue", "prod", (("owner", "jim"),))
+    ]
+    for spec, message in (
+        ("asg:tag=k8s.io/cluster-autoscaler/enabled", "takes clusterapi:KEY=VALUE"),
+        ("clusterapi:namespace", "expected KEY=VALUE, got 'namespace'"),
+    ):
+        with pytest.raises(UserError, match=message):
+            parse_auto_discovery([spec])
+    with pytest.raises(UserError, match="--node-groups is the kwok provider's"):
+        clusterapi_cloud_factory([], "groups.yaml", 1.0)
 
 
 # -- the provider, driven directly -----------------------------------------------------------------

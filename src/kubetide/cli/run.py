@@ -193,15 +193,12 @@ def run(args) -> int:
     if args.nodes and args.cloud_provider != "aws":
         raise UserError(f"run: --nodes is for --cloud-provider=aws, not {args.cloud_provider}")
     if args.cloud_provider == "clusterapi":
-        from kubetide.cloud.clusterapi import ClusterApiCloudProvider, parse_auto_discovery
+        from kubetide.cloud.providers import clusterapi_cloud_factory
 
-        parse_auto_discovery(args.node_group_auto_discovery)
+        cloud_factory = clusterapi_cloud_factory(
+            args.node_group_auto_discovery, args.node_groups, INFORMER_SYNC_TIMEOUT
+        )
         provider_permissions = CLUSTERAPI
-
-        def cloud_factory(args, client, snapshot):
-            return ClusterApiCloudProvider.started(
-                client, snapshot, args.node_group_auto_discovery, INFORMER_SYNC_TIMEOUT
-            )
     elif args.cloud_provider == "aws":
         from kubetide.cloud.providers import aws_cloud_factory
 

@@ -3,6 +3,8 @@
 `aws_cloud_factory` validates the AWS provider's flags (and that boto3 is installed) at once and
 returns the factory `run` calls once the Kubernetes side is ready: it reads AWS for the first
 time there, and a --nodes group that does not exist is a one-line error.
+`clusterapi_cloud_factory` likewise checks the clusterapi provider's flags; its factory starts
+the Cluster API informers and fills their caches.
 """
 
 from __future__ import annotations
@@ -35,5 +37,25 @@ def aws_cloud_factory(
 
     def build(args: Any, client: Any, snapshot: Callable[[], ClusterSnapshot]) -> CloudProvider:
         return connect(explicit, specs, snapshot=snapshot)
+
+    return build
+
+
+def clusterapi_cloud_factory(
+    discovery: Sequence[str], node_groups: str | None, sync_timeout: float
+) -> CloudFactory:
+    """Raises UserError for bad flags, without contacting the API server. The factory lists the
+    Cluster API objects and waits for its caches before returning the provider."""
+    if node_groups:
+        raise UserError(
+            "run: --node-groups is the kwok provider's; --cloud-provider=clusterapi finds node groups "
+            "by their size annotations (narrowed by --node-group-auto-discovery=clusterapi:...)"
+        )
+    from kubetide.cloud.clusterapi import ClusterApiCloudProvider, parse_auto_discovery
+
+    parse_auto_discovery(discovery)
+
+    def build(args: Any, client: Any, snapshot: Callable[[], ClusterSnapshot]) -> CloudProvider:
+        return ClusterApiCloudProvider.started(client, snapshot, discovery, sync_timeout)
 
     return build
