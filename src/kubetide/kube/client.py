@@ -137,17 +137,21 @@ class KubeClient:
             raise _api_error(response.status, data)
         return json.loads(data) if data else {}
 
-    def list_pages(self, path: str, *, page_size: int = 500) -> Iterator[dict]:
+    def list_pages(
+        self, path: str, *, page_size: int = 500, query: dict[str, str] | None = None
+    ) -> Iterator[dict]:
         """A LIST in pages of `page_size` (limit/continue), so a large cluster never arrives as
-        one huge response. The last page's metadata.resourceVersion is the list's."""
-        query = {"limit": str(page_size)}
+        one huge response. The last page's metadata.resourceVersion is the list's. `query` adds
+        parameters (a fieldSelector) to every page."""
+        first = {**(query or {}), "limit": str(page_size)}
+        page_query = first
         while True:
-            page = self.request("GET", path, query=query)
+            page = self.request("GET", path, query=page_query)
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
-            query = {"limit": str(page_size), "continue": token}
+            page_query = {**first, "continue": token}
 
     def watch(
         self,

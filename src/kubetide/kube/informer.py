@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,12 @@ class Informer:
         *,
         on_change: Callable[[Change], None] | None = None,
         parse: Callable[[dict], Any] | None = None,
+        field_selector: str = "",
     ):
         self.client = client
         self.resource = resource
+        # e.g. spec.nodeName=NODE for an agent that needs its own node's pods only
+        self.selection = {"fieldSelector": field_selector} if field_selector else {}
         self.changes = changes
         self.on_change = on_change
         # Custom resources kubetide has no model for (Cluster API's) bring their own parser.
@@ -118,7 +122,9 @@ class Informer:
     def _list(self) -> None:
         seen: dict[str, tuple[str, Any]] = {}
         page: dict = {}
-        for page in self.client.list_pages(self.resource.list_path, page_size=LIST_PAGE_SIZE):
+        for page in self.client.list_pages(
+            self.resource.list_path, page_size=LIST_PAGE_SIZE, query=self.selection
+        ):
             for raw in page.get("items") or ():
                 key = object_key(raw)
                 version = (raw.get("metadata") or {}).get("resourceVersion", "")
@@ -139,7 +145,7 @@ class Informer:
         self.synced.set()
 
     def _watch(self) -> None:
-        query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true"}
+        query = {**self.selection, "resourceVersion": self.resource_version, "allowWatchBookmarks": "true"}
         for event in self.client.watch(self.resource.list_path, query=query, on_open=self._opened):
             if self.stopping.is_set():
                 return
@@ -179,3 +185,50 @@ class Informer:
         self.changes.put(change)
         if self.on_change is not None:
             self.on_change(change)
+
+
+class InformerGroup:
+    """Informers that feed one queue, started, awaited and stopped together; the consumer drains
+    the queue in its own thread (`changes()`), so what it builds never moves under it."""
+
+    def __init__(self) -> None:
+        self.queue: queue.SimpleQueue[Change] = queue.SimpleQueue()
+        self.informers: list[Informer] = []
+
+    def add(self, client: KubeClient, resource: Resource, **options: Any) -> Informer:
+        informer = Informer(client, resource, self.queue, **options)
+        self.informers.append(informer)
+        return informer
+
+    def start(self) -> None:
+        for informer in self.informers:
+            informer.start()
+
+    def wait_for_sync(self, timeout: float) -> list[str]:
+        """Wait up to `timeout` seconds in all for every first list; the resources not listed in
+        time, each with the last error it saw (empty when all are in)."""
+        deadline = time.monotonic() + timeout
+        for informer in self.informers:
+            informer.synced.wait(max(0.0, deadline - time.monotonic()))
+        return [
+            f"{i.resource.plural}: {i.last_error or 'not listed yet'}"
+            for i in self.informers
+            if not i.synced.is_set()
+        ]
+
+    def stop(self) -> None:
+        for informer in self.informers:
+            informer.stopping.set()  # all at once, so the joins below do not wait in turn
+        for informer in self.informers:
+            informer.stop()
+
+    def changes(self) -> Iterator[Change]:
+        """Every change queued so far, oldest first."""
+        while True:
+            try:
+                yield self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def last_errors(self) -> list[str]:
+        return [f"{i.resource.plural}: {i.last_error}" for i in self.informers if i.last_error is not None]

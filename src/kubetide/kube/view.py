@@ -14,12 +14,11 @@ What goes where, as the Cluster Autoscaler's listers split it:
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Iterable, Sequence
 
 from kubetide.kube.client import KubeClient
-from kubetide.kube.informer import ADDED, DELETED, Change, Informer
+from kubetide.kube.informer import ADDED, DELETED, Change, InformerGroup
 from kubetide.kube.resources import (
     NAMESPACES,
     NODES,
@@ -40,7 +39,6 @@ class KubeClusterView:
 
     def __init__(self, client: KubeClient, *, namespace: str = "kube-system"):
         self.client = client
-        self._changes: queue.SimpleQueue[Change] = queue.SimpleQueue()
         # Set by an informer thread when a pod newly becomes unschedulable: the run loop wakes
         # early for it, as the Cluster Autoscaler does for new pending pods.
         self.new_unschedulable = threading.Event()
@@ -53,10 +51,9 @@ class KubeClusterView:
             *WORKLOADS,
             configmaps_in(namespace),
         ]
-        self.informers = [
-            Informer(client, r, self._changes, on_change=self._watch_pending if r is PODS else None)
-            for r in resources
-        ]
+        self.informers = InformerGroup()
+        for resource in resources:
+            self.informers.add(client, resource, on_change=self._watch_pending if resource is PODS else None)
         self._snapshot = ClusterSnapshot()
         self._pods: dict[str, Pod] = {}  # uid -> pod, bound or pending
         self._pending: dict[str, Pod] = {}  # uid -> pod without a node
@@ -71,39 +68,23 @@ class KubeClusterView:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        for informer in self.informers:
-            informer.start()
+        self.informers.start()
 
     def wait_for_sync(self, timeout: float) -> list[str]:
-        """Wait for every informer's first list; the resources not listed in time (with the
-        last error each saw), empty when all are in."""
-        for informer in self.informers:
-            informer.synced.wait(timeout)
+        """Wait for every informer's first list and apply it; the resources not listed in time
+        (with the last error each saw), empty when all are in."""
+        missing = self.informers.wait_for_sync(timeout)
         self.sync()
-        return [
-            f"{i.resource.plural}: {i.last_error or 'not listed yet'}"
-            for i in self.informers
-            if not i.synced.is_set()
-        ]
+        return missing
 
     def stop(self) -> None:
-        for informer in self.informers:
-            informer.stopping.set()
-        for informer in self.informers:
-            informer.stop()
-
-    def last_errors(self) -> list[str]:
-        return [f"{i.resource.plural}: {i.last_error}" for i in self.informers if i.last_error is not None]
+        self.informers.stop()
 
     # -- applying changes ------------------------------------------------------------------------
     def sync(self) -> int:
         """Apply every change queued since the last call; how many there were."""
         count = 0
-        while True:
-            try:
-                change = self._changes.get_nowait()
-            except queue.Empty:
-                break
+        for change in self.informers.changes():
             self._apply(change)
             count += 1
         self.changes_applied += count
