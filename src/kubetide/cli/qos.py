@@ -101,11 +101,13 @@ class _DryRun:
         pass
 
     def evict(self, pod: Pod, grace_seconds: int) -> bool:
-        budgets = [p.key for p in self.pdbs if p.matches(pod) and self.allowed[p.key] is not None]
-        if any(self.allowed[key] <= 0 for key in budgets):
+        remaining = {
+            p.key: left for p in self.pdbs if p.matches(pod) and (left := self.allowed[p.key]) is not None
+        }
+        if any(left <= 0 for left in remaining.values()):
             return False
-        for key in budgets:
-            self.allowed[key] -= 1
+        for key, left in remaining.items():
+            self.allowed[key] = left - 1
         return True
 
 
@@ -310,19 +312,21 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
             if d.gap_before is not None and d.gap_before <= 0:
                 parts.append("gap already closed")
             elif d.gap_before is not None and d.released is not None:
-                left = d.gap_before - d.released
-                closed = " (closed)" if left <= 0 else ""
-                parts.append(f"gap {metric.format(d.gap_before)} -> {metric.format(max(left, 0))}{closed}")
+                after_gap = d.gap_before - d.released
+                closed = " (closed)" if after_gap <= 0 else ""
+                parts.append(
+                    f"gap {metric.format(d.gap_before)} -> {metric.format(max(after_gap, 0))}{closed}"
+                )
         if not d.precise:
             parts.append(d.reason)
         out.print(
             f"  {index}. {d.action} {d.pod} (priority {p.priority}, {p.qos_class}): " + ", ".join(parts)
         )
     for kind in ACTION_KINDS:
-        for name, gap in execution.gaps.get(kind, {}).items():
+        for name, open_gap in execution.gaps.get(kind, {}).items():
             acted = any(d.kind == kind for d in execution.decisions)
             left = execution.remaining.get(kind, {}).get(name)
-            if not acted and gap is not None:
+            if not acted and open_gap is not None:
                 why = "closed by the evictions" if left is not None and left <= 0 else "no pod could take it"
                 if kind == "ThrottleUp" and name not in execution.remaining.get(kind, {}):
                     why = "held: an avoidance gap on the same resource is open"
@@ -335,7 +339,8 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
     if untouched:
         out.print("[bold]Untouched[/bold]")
         restoring_only = set(execution.gaps) == {"ThrottleUp"}
-        for p in untouched:
+        for pod_state in untouched:
             default = "not throttled" if restoring_only else "not needed: the gaps closed without it"
-            why = execution.skipped.get(p.key, default)
-            out.print(f"  {p.key} (priority {p.pod.priority}, {p.pod.qos_class}): {why}")
+            why = execution.skipped.get(pod_state.key, default)
+            pod = pod_state.pod
+            out.print(f"  {pod_state.key} (priority {pod.priority}, {pod.qos_class}): {why}")
