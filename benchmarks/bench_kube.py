@@ -114,7 +114,6 @@ nodeGroups:
 
 LOOP_LINE = re.compile(r"^(\S+ \S+) [DIW] kubetide\.run\] loop (\d+\.\d+)s: ")
 SCALE_UP_LINE = re.compile(r"^(\S+ \S+) I kubetide\.run\] loop (\d+\.\d+)s: .*scale-up ")
-PORT_LINE = re.compile(r"serving /metrics and /health-check on port (\d+)")
 
 
 class AuditedControlPlane(ControlPlane):
