@@ -221,6 +221,24 @@ def test_status_written_only_when_it_changes_and_events_are_aggregated(kube, cli
     assert events[0].involved_object.name == "some-pod"
 
 
+def test_background_events_leave_the_caller_free_and_write_everything(kube):
+    from kubetide.kube.events import BackgroundEvents, EventRecorder
+
+    # One request a second: written inline, fifty events would hold the caller for ~50 s.
+    slow = connect(str(kube.control_plane.kubeconfig_path), qps=1, burst=1)
+    events = BackgroundEvents(EventRecorder(slow, ManualClock(1_800_000_000)))
+    actions = KubeClusterActions(slow, ManualClock(1_800_000_000), events=events)
+    for index in range(50):
+        actions.emit_event(
+            "Pod", f"{kube.namespace}/pod-{index}", "Normal", "TriggeredScaleUp", "pod triggered"
+        )
+    assert slow.requests < 5  # the caller returned long before the events were written
+    assert events.wait_idle(timeout=120)
+    written = kube.core.list_namespaced_event(kube.namespace, field_selector="reason=TriggeredScaleUp").items
+    assert len(written) == 50
+    events.close()
+
+
 def test_unreachable_api_server_is_an_api_error(tmp_path, kube):
     kubeconfig = kube.control_plane.write_token_kubeconfig("nobody", name="unreachable")
     text = kubeconfig.read_text().replace(kube.control_plane.server, "https://127.0.0.1:1")

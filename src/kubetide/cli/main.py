@@ -45,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
         # validates them itself, with a did-you-mean for typos.
         if not getattr(args, "accepts_extra_flags", False):
-            sys.stderr.write(f"kubetide: error: {args.command}: unrecognized arguments: {' '.join(extra)}\n")
-            sys.stderr.write(f"  (see 'kubetide {args.command} --help')\n")
+            where = args.command or "usage"
+            help_of = f"kubetide {args.command}" if args.command else "kubetide"
+            sys.stderr.write(f"kubetide: error: {where}: unrecognized arguments: {' '.join(extra)}\n")
+            sys.stderr.write(f"  (see '{help_of} --help')\n")
             return 2
         args.extra_flags = extra
     if args.command is None:

@@ -249,16 +249,23 @@ class Runner:
         self.view = KubeClusterView(client, namespace=args.namespace)
         self.cloud = cloud_factory(args, client, self.view.snapshot)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        self.elector = None
-        if args.leader_elect:
-            from kubetide.kube.client import connect
-            from kubetide.kube.leader import LeaderElector
+        from kubetide.kube.client import connect
+        from kubetide.kube.events import BackgroundEvents, EventRecorder
 
-            # A client of its own, as the Cluster Autoscaler's elector has: renewals must never
-            # queue behind a drain's evictions in the loop's rate limiter and lose the lease.
-            lease_client = connect(
+        def own_client():
+            return connect(
                 args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst
             )
+
+        # Events and the lease each get a client (and so a rate limiter) of their own, as the
+        # Cluster Autoscaler's recorder and elector have: a hundred events must not hold the loop
+        # for twenty seconds, and a renewal must never queue behind a drain's evictions.
+        self.events = BackgroundEvents(EventRecorder(own_client(), self.clock))
+        self.elector = None
+        if args.leader_elect:
+            from kubetide.kube.leader import LeaderElector
+
+            lease_client = own_client()
             self.elector = LeaderElector(
                 lease_client,
                 args.namespace,
@@ -302,6 +309,7 @@ class Runner:
                 self._lead()
         finally:
             self.stop.set()
+            self.events.close()  # what this leader said, written before another may speak
             if self.elector is not None:
                 self.elector.release()
             self.view.stop()
@@ -330,6 +338,7 @@ class Runner:
             status_configmap=self.args.status_config_map_name,
             write_status_configmap=self.args.write_status_configmap,
             may_write=self._leading,
+            events=self.events,
         )
         autoscaler = Autoscaler(
             self.options,

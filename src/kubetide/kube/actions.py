@@ -24,7 +24,7 @@ from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, sta
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome
 from kubetide.clock import Clock
 from kubetide.kube.client import ApiError, KubeClient
-from kubetide.kube.events import EventRecorder
+from kubetide.kube.events import BackgroundEvents, EventRecorder
 from kubetide.model import Pod, Taint
 
 log = logging.getLogger("kubetide.kube")
@@ -61,6 +61,7 @@ class KubeClusterActions:
         write_status_configmap: bool = True,
         may_write: Callable[[], bool] = lambda: True,
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
+        events: EventRecorder | BackgroundEvents | None = None,
     ):
         self.client = client
         self.clock = clock
@@ -69,7 +70,9 @@ class KubeClusterActions:
         self.write_status_configmap = write_status_configmap
         self.may_write = may_write
         self.status_refresh_seconds = status_refresh_seconds
-        self.events = EventRecorder(client, clock)
+        # `kubetide run` passes BackgroundEvents on a client of their own, so the loop never
+        # waits on them; tests and the agent may record synchronously.
+        self.events = events if events is not None else EventRecorder(client, clock)
         self._status_written: Any = None  # the last document written, probe times removed
         self._status_written_at = float("-inf")
         self.status_writes = 0

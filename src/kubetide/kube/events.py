@@ -11,7 +11,9 @@ forgotten, so memory follows the cluster, not its history.
 from __future__ import annotations
 
 import logging
+import queue
 import secrets
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -126,3 +128,70 @@ class EventRecorder:
             entry.message,
             self.clock.now(),
         )
+
+
+class BackgroundEvents:
+    """An EventRecorder fed through a queue by a thread of its own, so a loop that has a hundred
+    things to say (a TriggeredScaleUp per pod) never waits on the API for them: at the client's
+    default 5 requests a second that was 20 s of a loop. The Cluster Autoscaler's recorder is
+    asynchronous for the same reason. Best effort, as events are: when the API cannot keep up
+    and the queue is full, new events are dropped with a warning."""
+
+    MAX_QUEUED = 10_000
+
+    def __init__(self, recorder: EventRecorder):
+        self.recorder = recorder
+        self._queue: queue.Queue[tuple[str, ...] | None] = queue.Queue(self.MAX_QUEUED)
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._run, name="events", daemon=True)
+        self._thread.start()
+
+    @property
+    def writes(self) -> int:
+        return self.recorder.writes
+
+    def record(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        self._put((kind, key, event_type, reason, message))
+
+    def flush(self) -> None:
+        self._put(())
+
+    def _put(self, item: tuple[str, ...]) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self._dropped += 1
+            if self._dropped in (1, 100, 10_000):
+                log.warning("events dropped: the API server is not keeping up (%d so far)", self._dropped)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until everything queued so far is written (or given up); False on timeout."""
+        done = threading.Event()
+
+        def wait() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, within `timeout`, then stop the thread."""
+        self.wait_idle(timeout)
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if item:
+                    self.recorder.record(*item)
+                else:
+                    self.recorder.flush()
+            except Exception:  # a bug must not silence every later event
+                log.exception("recording an event failed")
+            finally:
+                self._queue.task_done()
