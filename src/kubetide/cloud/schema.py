@@ -104,9 +104,9 @@ class NodeGroupSpec(StrictModel):
     maxSize: int = Field(ge=0)
     initialSize: int | None = Field(default=None, ge=0)
     price: float = Field(default=0.0, ge=0)
-    provisioningDelay: Delay = Delay(min="2m", max="2m")
-    readyDelay: Delay = Delay(min="20s", max="20s")
-    deletionDelay: Delay = Delay(min="30s", max="30s")
+    provisioningDelay: Delay = Delay.model_validate({"min": "2m", "max": "2m"})
+    readyDelay: Delay = Delay.model_validate({"min": "20s", "max": "20s"})
+    deletionDelay: Delay = Delay.model_validate({"min": "30s", "max": "30s"})
     template: dict[str, Any]
 
     @model_validator(mode="after")

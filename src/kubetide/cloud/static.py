@@ -115,8 +115,10 @@ class GroupEntry(NodeGroupSpec):
 
     # The name must equal the group label's value on the group's nodes.
     name: str = Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$")
-    maxSize: int | None = Field(default=None, ge=0)
-    template: dict[str, Any] | None = None
+    # Optional here, required in scenarios: pydantic allows a subclass to widen a field, mypy
+    # does not know that it does.
+    maxSize: int | None = Field(default=None, ge=0)  # type: ignore[assignment]
+    template: dict[str, Any] | None = None  # type: ignore[assignment]
 
     @model_validator(mode="after")
     def _sizes(self) -> GroupEntry:  # replaces the scenario's check (initialSize is not used here)

@@ -124,8 +124,10 @@ class TraceSpec(_Model):
 class ClusterSpec(_Model):
     """How fast the simulated control plane and kubelets react."""
 
-    podStartupDelay: Delay = Delay(min="2s", max="8s")  # bound -> Running and Ready
-    controllerDelay: Delay = Delay(min="1s", max="1s")  # a pod is gone -> its replacement is created
+    podStartupDelay: Delay = Delay.model_validate({"min": "2s", "max": "8s"})  # bound -> Running and Ready
+    controllerDelay: Delay = Delay.model_validate(
+        {"min": "1s", "max": "1s"}
+    )  # a pod is gone -> its replacement is created
     # At most one scheduling pass this often; shorter would re-arm the pass at one instant forever.
     schedulerInterval: Duration = Field(default=1.0, ge=0.1)
     jobRunDuration: Duration = 600.0  # when a Job's pods carry no kubetide.io/run-duration
