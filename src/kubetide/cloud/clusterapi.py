@@ -38,7 +38,6 @@ autoscaler does first in each loop: the Cluster Autoscaler's `Refresh()`.
 from __future__ import annotations
 
 import logging
-import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, ActionError, Instance
 from kubetide.cloud.static import template_from_node
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient
-from kubetide.kube.informer import DELETED, Change, Informer
+from kubetide.kube.informer import DELETED, InformerGroup
 from kubetide.kube.resources import Resource
 from kubetide.model import Node, ObjectMeta, Taint
 from kubetide.model.node import TAINT_EFFECTS
@@ -476,11 +475,10 @@ class ClusterApiCloudProvider:
         self.client = client
         self._snapshot = snapshot
         self.discovery = list(discovery)
-        self._changes: queue.SimpleQueue[Change] = queue.SimpleQueue()
-        self.informers = [
-            Informer(client, resource, self._changes, parse=_keep_raw)
-            for resource in (MACHINE_DEPLOYMENTS, MACHINE_SETS, MACHINES)
-        ]
+        self.group = InformerGroup()
+        for resource in (MACHINE_DEPLOYMENTS, MACHINE_SETS, MACHINES):
+            self.group.add(client, resource, parse=_keep_raw)
+        self.informers = self.group.informers
         self._relists = {informer.resource.kind: 0 for informer in self.informers}
         self.objects: dict[str, dict[str, dict]] = {MACHINE_DEPLOYMENT: {}, MACHINE_SET: {}, MACHINE: {}}
         # group id -> (resourceVersion written, replicas): our own scale writes, until the
@@ -521,32 +519,19 @@ class ClusterApiCloudProvider:
         return provider
 
     def start(self) -> None:
-        for informer in self.informers:
-            informer.start()
+        self.group.start()
 
     def wait_for_sync(self, timeout: float) -> list[str]:
         """The resources not listed within `timeout` (with the last error each saw)."""
-        deadline = time.monotonic() + timeout
-        for informer in self.informers:
-            informer.synced.wait(max(0.0, deadline - time.monotonic()))
-        return [
-            f"{i.resource.plural}.{API_GROUP}: {i.last_error or 'not listed yet'}"
-            for i in self.informers
-            if not i.synced.is_set()
-        ]
+        return [f"{API_GROUP} {missing}" for missing in self.group.wait_for_sync(timeout)]
 
     def stop(self) -> None:
-        for informer in self.informers:
-            informer.stop()
+        self.group.stop()
 
     # -- refresh ---------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Apply the informers' changes and re-derive groups, memberships and instances."""
-        while True:
-            try:
-                change = self._changes.get_nowait()
-            except queue.Empty:
-                break
+        for change in self.group.changes():
             table = self.objects[change.kind]
             if change.type == DELETED:
                 table.pop(change.key, None)
