@@ -206,3 +206,31 @@ def test_pareto_front_and_settings_better_than_the_scenarios_everywhere():
     ]
     assert pareto_front(rows) == ["cheap", "better", "mixed"]
     assert better_everywhere(rows, "own") == ["better"]
+
+
+def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        out = tmp_path / "remote"
+        code = main(
+            [
+                "sweep",
+                str(SMALL),
+                *GRID,
+                "--seed-list",
+                "1",
+                "--out",
+                str(out),
+                "--json",
+                "--engine",
+                "dask",
+                "--scheduler-address",
+                cluster.scheduler_address,
+            ]
+        )
+    assert code == 0
+    remote = json.loads((out / "sweep.json").read_text())
+    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+    for name, text in _run_files(out).items():
+        assert _without_wall(text) == _without_wall((local_sweep / name).read_bytes()), name

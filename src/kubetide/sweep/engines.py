@@ -91,6 +91,7 @@ class LocalEngine:
 class DaskEngine:
     """The same tasks on a Dask distributed cluster: the scheduler at `address`, or a LocalCluster.
 
+    `workers` sizes a LocalCluster; a remote cluster's own workers are counted once connected.
     `local_processes=False` runs a LocalCluster's workers as threads of this process (tests).
     """
 
@@ -124,6 +125,7 @@ class DaskEngine:
                     client = stack.enter_context(Client(self.address, timeout="10s"))
                 except (OSError, TimeoutError) as exc:
                     raise UserError(f"--scheduler-address {self.address}: cannot connect ({exc})") from None
+                self.workers = len(client.scheduler_info()["workers"]) or self.workers
             shared = client.scatter(scenario, broadcast=True)
             futures = {client.submit(simulate_one, shared, t.setting, t.seed, pure=False): t for t in tasks}
             try:
