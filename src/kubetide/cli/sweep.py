@@ -1,0 +1,242 @@
+"""`kubetide sweep SCENARIO --grid FLAG=V1,V2 ... [--seeds N | --seed-list 3,7] [--engine local|dask]`.
+
+Simulates the scenario once per (setting, seed): every combination of the --grid values, each over
+every seed, exactly as `kubetide simulate` would run it. Writes runs/<setting>/seed-<n>/summary.json
+per run, summary.csv, sweep.json and report.html to DIR (default ./kubetide-out/<scenario>-sweep/),
+and ends with a table per setting, or prints sweep.json with --json. Runs already stored in DIR
+are not run again, so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn
+from kubetide.cli.simulate import DEMO, _duration, console_stderr
+from kubetide.errors import UserError
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="simulate a scenario over a grid of autoscaler settings and many seeds",
+        description="Simulate a scenario for every combination of --grid values and every seed, "
+        "locally or on a Dask cluster, and compare the settings.",
+    )
+    parser.add_argument(
+        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FLAG=V1,V2",
+        help="autoscaler flag values to try (repeatable: the cross product). Separate values with ';' "
+        "when they contain commas, e.g. 'expander=priority,least-waste;random'",
+    )
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, metavar="N", help="run seeds 1..N (default 5)")
+    seeds.add_argument("--seed-list", metavar="S1,S2", help="run these seeds, e.g. 3,7,11")
+    parser.add_argument(
+        "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>-sweep/)"
+    )
+    parser.add_argument("--json", action="store_true", help="print sweep.json to stdout instead of tables")
+    parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
+    parser.add_argument(
+        "--scheduler-address",
+        metavar="tcp://HOST:PORT",
+        help="a Dask scheduler to run on (with --engine dask; default: a LocalCluster on this machine)",
+    )
+    parser.add_argument(
+        "--workers", type=int, metavar="N", help="local processes or LocalCluster workers (default: cores)"
+    )
+    parser.set_defaults(run=run)
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    if args.seed_list is not None:
+        try:
+            seeds = [int(s) for s in args.seed_list.split(",") if s.strip()]
+        except ValueError:
+            raise UserError(f"--seed-list {args.seed_list}: expected integers, e.g. 3,7,11") from None
+        if not seeds:
+            raise UserError("--seed-list: expected at least one seed")
+        return list(dict.fromkeys(seeds))
+    count = 5 if args.seeds is None else args.seeds
+    if count < 1:
+        raise UserError(f"--seeds {count}: must be at least 1")
+    return list(range(1, count + 1))
+
+
+def _engine(args: argparse.Namespace):
+    from kubetide.sweep.engines import DaskEngine, LocalEngine
+
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers {args.workers}: must be at least 1")
+    if args.engine == "local":
+        if args.scheduler_address is not None:
+            raise UserError("--scheduler-address: needs --engine dask")
+        return LocalEngine(args.workers)
+    if args.scheduler_address is not None and not args.scheduler_address.strip():
+        raise UserError("--scheduler-address: expected tcp://HOST:PORT")
+    return DaskEngine(args.scheduler_address, args.workers)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kubetide.sim.scenario import load_scenario
+    from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
+    from kubetide.sweep.results import RunStore, fingerprint
+
+    grid = parse_grid(args.grid)
+    seeds = _seeds(args)
+    engine = _engine(args)
+    with ExitStack() as stack:
+        if args.scenario:
+            path = Path(args.scenario)
+        else:
+            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
+        scenario = load_scenario(path)
+        scenario_bytes = path.read_bytes()
+    if args.duration is not None:
+        scenario = scenario.with_duration(_duration(args.duration))
+    settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
+    out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
+    ensure_output_dir(out_dir, "--out")
+    warn(scenario.warnings)
+    store = RunStore(out_dir)
+    store.claim(fingerprint(scenario_bytes, scenario.duration))
+    sweep = run_sweep(scenario, grid, settings, own, seeds, store, engine, progress=not args.json)
+    if args.json:
+        print_json(sweep)
+    else:
+        _print_sweep(sweep, out_dir)
+    return 0
+
+
+def run_sweep(scenario, grid, settings, own, seeds, store, engine, *, progress: bool = False) -> dict:
+    """Run what is not stored yet, then write summary.csv, sweep.json and report.html."""
+    from kubetide.sweep.engines import Task
+    from kubetide.sweep.report import render
+    from kubetide.sweep.results import aggregate, better_everywhere, execute, pareto_front, write_summary_csv
+
+    tasks = [Task(setting, seed) for setting in settings for seed in seeds]
+    started = time.perf_counter()
+    if progress and sys.stderr.isatty():
+        runs = _execute_with_progress(scenario, tasks, store, engine)
+    else:
+        runs = execute(scenario, tasks, store, engine)
+    wall = time.perf_counter() - started
+    rows = aggregate(settings, seeds, runs.summaries)
+    ran = len(runs.summaries) - runs.reused
+    sweep = {
+        "scenario": scenario.name,
+        "simulated_seconds": round(scenario.duration, 3),
+        "grid": grid,
+        "seeds": seeds,
+        "scenario_setting": own.id,
+        "settings": rows,
+        "pareto_front": pareto_front(rows),
+        "better_than_scenario_everywhere": better_everywhere(rows, own.id),
+        "failures": [
+            {"setting": f.setting.id, "flags": dict(f.setting.flags), "seed": f.seed, "error": f.error}
+            for f in runs.failures
+        ],
+        # Not deterministic (wall time), unlike everything above.
+        "timing": {
+            "engine": engine.name,
+            "workers": engine.workers,
+            "runs": ran,
+            "reused": runs.reused,
+            "wall_seconds": round(wall, 3),
+            "run_seconds": round(runs.run_seconds, 3),
+        },
+    }
+    out = store.out_dir
+    write_summary_csv(out / "summary.csv", grid, settings, seeds, runs)
+    (out / "sweep.json").write_text(json.dumps(sweep, indent=2) + "\n", encoding="utf-8")
+    by_setting: dict[str, list[dict]] = {}
+    for task, summary in runs.summaries.items():
+        by_setting.setdefault(task.setting.id, []).append(summary)
+    (out / "report.html").write_text(render(sweep, by_setting), encoding="utf-8")
+    return sweep
+
+
+def _execute_with_progress(scenario, tasks, store, engine):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kubetide.sweep.results import execute
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        transient=True,
+        console=console_stderr(),
+    ) as bar:
+        handle = bar.add_task(f"sweep ({engine.name}, {engine.workers} workers)", total=len(tasks))
+        bar.update(handle, completed=sum(1 for t in tasks if store.path(t).exists()))
+        return execute(scenario, tasks, store, engine, on_outcome=lambda _: bar.advance(handle))
+
+
+def _print_sweep(sweep: dict, out_dir: Path) -> None:
+    from rich.table import Table
+
+    from kubetide.sweep.results import METRICS
+
+    out = console()
+    timing = sweep["timing"]
+    out.print(
+        f"[bold]{sweep['scenario']}[/bold]: {len(sweep['settings'])} settings x {len(sweep['seeds'])} seeds; "
+        f"ran {timing['runs']} ({timing['reused']} already stored) in {timing['wall_seconds']:.1f}s "
+        f"on {timing['engine']} ({timing['workers']} workers)",
+        soft_wrap=True,
+    )
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("setting (median, 10th-90th percentile)")
+    for _, heading in METRICS:
+        table.add_column(heading, justify="right")
+    table.add_column("invariant breaks", justify="right")
+    labels = {}
+    for row in sweep["settings"]:
+        label = row["label"] + (" *" if row["id"] == sweep["scenario_setting"] else "")
+        labels[row["id"]] = row["label"]
+        if not row["runs"]:
+            table.add_row(label, *("-" for _ in METRICS), "-")
+            continue
+        cells = []
+        for key, _ in METRICS:
+            spread = row["metrics"][key]
+            cells.append(f"{spread['median']:,.4g} ({spread['p10']:,.4g}-{spread['p90']:,.4g})")
+        breaks = len(row["invariant_breaks"])
+        table.add_row(label, *cells, f"[{'green' if breaks == 0 else 'bold red'}]{breaks}[/]")
+    out.print(table)
+    out.print("* the scenario's own setting", soft_wrap=True)
+    for row in sweep["settings"]:
+        for b in row["invariant_breaks"]:
+            out.print(
+                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {row['label']}, seed {b['seed']}",
+                soft_wrap=True,
+            )
+    for failure in sweep["failures"]:
+        label = labels.get(failure["setting"], failure["setting"])
+        out.print(f"[red]run failed[/]: {label}, seed {failure['seed']}: {failure['error']}", soft_wrap=True)
+    out.print(
+        "Pareto front (cost vs pending pod-seconds): " + "; ".join(labels[i] for i in sweep["pareto_front"])
+    )
+    for better in sweep["better_than_scenario_everywhere"]:
+        out.print(
+            f"[green]{labels[better]} is no worse than the scenario's own setting on every metric, and better on some[/]",
+            soft_wrap=True,
+        )
+    out.print(f"wrote summary.csv, sweep.json, report.html and runs/ to {out_dir}/", soft_wrap=True)

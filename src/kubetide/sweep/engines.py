@@ -1,0 +1,139 @@
+"""Where a sweep's simulations run: a local process pool, or a Dask distributed cluster.
+
+Both engines run the same function, `simulate_one`, which is what `kubetide simulate` does for one
+seed: build a `Simulation` of the scenario with the setting's flags, run it, and serialise its
+summary with sim.output.summary_json. The scenario is loaded once by the caller and shipped to each
+worker once (a pool initializer; a broadcast scatter on Dask), so a task carries only its setting
+and seed. A run that raises comes back as an error string; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from kubetide.errors import UserError
+from kubetide.sweep.grid import Setting, with_options
+
+
+@dataclass(frozen=True)
+class Task:
+    setting: Setting
+    seed: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    task: Task
+    summary_text: str | None  # summary.json's exact bytes, as text
+    error: str | None
+
+
+def simulate_one(scenario, setting: Setting, seed: int) -> tuple[str | None, str | None]:
+    """(summary.json text, None), or (None, the error) when the simulation raises."""
+    from kubetide.sim.output import summary_json
+    from kubetide.sim.simulation import Simulation
+
+    try:
+        result = Simulation(with_options(scenario, setting), seed=seed).run()
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return summary_json(result.summary), None
+
+
+_installed_scenario = None  # the scenario of this pool worker process (set by _install)
+
+
+def _install(scenario) -> None:
+    global _installed_scenario
+    _installed_scenario = scenario
+
+
+def _simulate_installed(setting: Setting, seed: int) -> tuple[str | None, str | None]:
+    return simulate_one(_installed_scenario, setting, seed)
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
+class LocalEngine:
+    """A process pool over this machine's cores; with one worker, runs in this process."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers or default_workers()
+
+    def run(self, scenario, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        tasks = list(tasks)
+        if self.workers == 1:
+            for task in tasks:
+                yield Outcome(task, *simulate_one(scenario, task.setting, task.seed))
+            return
+        pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(scenario,))
+        try:
+            futures = {pool.submit(_simulate_installed, t.setting, t.seed): t for t in tasks}
+            for future in as_completed(futures):
+                error = future.exception()
+                if error is not None:  # the worker process itself died
+                    yield Outcome(futures[future], None, f"{type(error).__name__}: {error}")
+                else:
+                    yield Outcome(futures[future], *future.result())
+        finally:
+            # On Ctrl-C or an early exit, drop what has not started rather than finish it.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskEngine:
+    """The same tasks on a Dask distributed cluster: the scheduler at `address`, or a LocalCluster.
+
+    `workers` sizes a LocalCluster; a remote cluster's own workers are counted once connected.
+    `local_processes=False` runs a LocalCluster's workers as threads of this process (tests).
+    """
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, workers: int | None = None, local_processes: bool = True):
+        self.address = address
+        self.workers = workers or default_workers()
+        self.local_processes = local_processes
+
+    def run(self, scenario, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        try:
+            from distributed import Client, LocalCluster
+            from distributed import as_completed as dask_completed
+        except ImportError:
+            raise UserError("--engine dask: needs Dask (pip install 'kubetide[sweep]')") from None
+
+        with ExitStack() as stack:
+            if self.address is None:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=1,
+                        processes=self.local_processes,
+                        dashboard_address=None,
+                    )
+                )
+                client = stack.enter_context(Client(cluster))
+            else:
+                try:
+                    client = stack.enter_context(Client(self.address, timeout="10s"))
+                except (OSError, TimeoutError) as exc:
+                    raise UserError(f"--scheduler-address {self.address}: cannot connect ({exc})") from None
+                self.workers = len(client.scheduler_info()["workers"]) or self.workers
+            shared = client.scatter(scenario, broadcast=True)
+            futures = {client.submit(simulate_one, shared, t.setting, t.seed, pure=False): t for t in tasks}
+            try:
+                for future in dask_completed(futures):
+                    if future.status == "error":
+                        error = future.exception()
+                        yield Outcome(futures[future], None, f"{type(error).__name__}: {error}")
+                    else:
+                        yield Outcome(futures[future], *future.result())
+            finally:
+                client.cancel(list(futures))

@@ -1,0 +1,82 @@
+"""The settings of a sweep: the cross product of `--grid FLAG=V1,V2,...`, validated up front.
+
+Values are separated by commas, or by semicolons when the list contains one, for values that
+themselves hold commas: `--grid 'expander=least-waste,priority;random'` is two values. The same
+flag given twice adds values rather than replacing them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kubetide.autoscaler.options import AutoscalerOptions, parse_options
+from kubetide.errors import ManifestError, UserError
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: the flags it overrides, in --grid order, as given."""
+
+    flags: tuple[tuple[str, str], ...]
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in self.flags) or "(scenario's own)"
+
+    @property
+    def id(self) -> str:
+        """A directory name: readable, and unique thanks to a hash of the exact values."""
+        readable = re.sub(r"[^A-Za-z0-9.=-]+", "_", "_".join(f"{n}={v}" for n, v in self.flags))
+        digest = hashlib.sha1(repr(self.flags).encode()).hexdigest()[:8]
+        return f"{readable[:80]}-{digest}" if readable else f"scenario-{digest}"
+
+    def options(self, base: AutoscalerOptions) -> AutoscalerOptions:
+        return parse_options(dict(self.flags), "--grid", field="", base=base)
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
+    """`FLAG=V1,V2` items into flag -> values (in order, duplicates dropped)."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, values_text = item.partition("=")
+        name = name.strip().removeprefix("--")
+        if not sep or not name or not values_text.strip():
+            raise UserError(
+                f"--grid {item}: expected FLAG=V1,V2,... (e.g. --grid scale-down-unneeded-time=5m,10m)"
+            )
+        separator = ";" if ";" in values_text else ","
+        values = [v.strip() for v in values_text.split(separator) if v.strip()]
+        known = grid.setdefault(name, [])
+        known.extend(v for v in values if v not in known)
+    return grid
+
+
+def build_settings(grid: dict[str, list[str]], base: AutoscalerOptions) -> list[Setting]:
+    """Every combination of the grid's values, each checked with the flag parser before any run."""
+    for name, values in grid.items():
+        for value in values:
+            try:
+                parse_options({name: value}, "--grid", field="", base=base)
+            except ManifestError as exc:
+                raise UserError(f"--grid {exc.field}={value}: {exc.message}") from None
+    names = list(grid)
+    return [Setting(tuple(zip(names, combo))) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def scenario_setting(settings: list[Setting], base: AutoscalerOptions) -> tuple[list[Setting], Setting]:
+    """The setting equal to the scenario's own options: one of the grid's, or an added empty one."""
+    for setting in settings:
+        if setting.options(base) == base:
+            return settings, setting
+    own = Setting(())
+    return [own, *settings], own
+
+
+def with_options(scenario, setting: Setting):
+    """The scenario with the setting's flags applied over its spec.autoscaler."""
+    return dataclasses.replace(scenario, options=setting.options(scenario.options))

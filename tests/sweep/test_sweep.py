@@ -1,0 +1,236 @@
+"""`kubetide sweep`: the grid, the engines' agreement with each other and with `simulate`, resuming,
+failures, and the decisions drawn from the runs. The scenario is tests/sweep/small.yaml (40 min)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.cli.main import main
+from kubetide.cli.sweep import run_sweep
+from kubetide.errors import UserError
+from kubetide.sim.scenario import load_scenario
+from kubetide.sweep.engines import DaskEngine, LocalEngine
+from kubetide.sweep.grid import Setting, build_settings, parse_grid, scenario_setting
+from kubetide.sweep.results import RunStore, better_everywhere, pareto_front
+
+SMALL = Path(__file__).parent / "small.yaml"
+GRID = ["--grid", "scale-down-unneeded-time=2m,5m", "--grid", "expander=least-waste,random"]
+SEEDS = [1, 2, 3]
+
+
+def _sweep(out: Path, *extra: str) -> dict:
+    code = main(["sweep", str(SMALL), *GRID, "--seed-list", "1,2,3", "--out", str(out), "--json", *extra])
+    assert code == 0
+    return json.loads((out / "sweep.json").read_text())
+
+
+def _without_timing(sweep: dict) -> dict:
+    return {key: value for key, value in sweep.items() if key != "timing"}
+
+
+def _run_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "runs").rglob("summary.json"))}
+
+
+def _without_wall(text: bytes) -> dict:
+    summary = json.loads(text)
+    summary.pop("wall_seconds")
+    return summary
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local")
+    _sweep(out, "--workers", "2")
+    return out
+
+
+def test_local_pool_and_dask_agree_run_by_run_and_in_aggregate(local_sweep, tmp_path):
+    scenario = load_scenario(SMALL)
+    grid = parse_grid(GRID[1::2])
+    settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
+    dask_out = tmp_path / "dask"
+    store = RunStore(dask_out)
+    engine = DaskEngine(workers=1, local_processes=False)
+    dask = run_sweep(scenario, grid, settings, own, SEEDS, store, engine)
+
+    local = json.loads((local_sweep / "sweep.json").read_text())
+    assert local["timing"]["runs"] == 12 and dask["timing"]["runs"] == 12
+    local_runs, dask_runs = _run_files(local_sweep), _run_files(dask_out)
+    assert len(local_runs) == 12 and local_runs.keys() == dask_runs.keys()
+    for name, text in local_runs.items():
+        assert _without_wall(text) == _without_wall(dask_runs[name]), name
+    assert _without_timing(local) == _without_timing(json.loads(json.dumps(dask)))
+    assert (local_sweep / "summary.csv").read_bytes() == (dask_out / "summary.csv").read_bytes()
+    assert local["failures"] == [] and all(not row["invariant_breaks"] for row in local["settings"])
+
+
+def test_a_sweep_run_is_the_simulation_run_alone(local_sweep, tmp_path, capsys):
+    """Same flags (written into the scenario's spec.autoscaler) and seed: the same summary.json."""
+    document = yaml.safe_load(SMALL.read_text())
+    document["spec"]["autoscaler"].update({"scale-down-unneeded-time": "2m", "expander": "random"})
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(yaml.safe_dump(document))
+    setting = Setting((("scale-down-unneeded-time", "2m"), ("expander", "random")))
+    for seed in (1, 3):
+        out = tmp_path / f"seed-{seed}"
+        assert (
+            main(["simulate", str(alone), "--seed", str(seed), "--out", str(out), "--json", "--no-report"])
+            == 0
+        )
+        simulated = (out / "summary.json").read_bytes()
+        swept = (local_sweep / "runs" / setting.id / f"seed-{seed}" / "summary.json").read_bytes()
+        assert _without_wall(simulated) == _without_wall(swept)
+    capsys.readouterr()
+
+
+def test_outputs_hold_one_row_per_run_and_a_report(local_sweep):
+    with (local_sweep / "summary.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 12
+    assert {r["expander"] for r in rows} == {"least-waste", "random"}
+    sweep = json.loads((local_sweep / "sweep.json").read_text())
+    assert len(sweep["settings"]) == 4  # the scenario's own (5m, least-waste) is in the grid
+    assert sweep["scenario_setting"] in {row["id"] for row in sweep["settings"]}
+    assert set(sweep["pareto_front"]) <= {row["id"] for row in sweep["settings"]}
+    assert "Pareto front" in (local_sweep / "report.html").read_text()
+
+
+def test_rerunning_skips_stored_runs(local_sweep, tmp_path):
+    again = _sweep(local_sweep, "--workers", "1")
+    assert again["timing"]["runs"] == 0 and again["timing"]["reused"] == 12
+
+
+def test_failed_runs_are_reported_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    import kubetide.sim.simulation as simulation
+
+    real = simulation.Simulation
+
+    class FailsOnSeedTwo(real):
+        def run(self, progress=None):
+            if self.seed == 2:
+                raise RuntimeError("boom")
+            return super().run(progress)
+
+    monkeypatch.setattr(simulation, "Simulation", FailsOnSeedTwo)
+    scenario = load_scenario(SMALL).with_duration(600)
+    settings, own = scenario_setting([], scenario.options)
+    sweep = run_sweep(scenario, {}, settings, own, [1, 2], RunStore(tmp_path), LocalEngine(1))
+    assert sweep["failures"] == [{"setting": own.id, "flags": {}, "seed": 2, "error": "RuntimeError: boom"}]
+    assert sweep["settings"][0]["runs"] == 1
+
+
+def test_an_interrupted_sweep_keeps_finished_runs(tmp_path):
+    class InterruptedAfterOne(LocalEngine):
+        def run(self, scenario, tasks):
+            for count, outcome in enumerate(super().run(scenario, tasks)):
+                if count == 1:
+                    raise KeyboardInterrupt
+                yield outcome
+
+    scenario = load_scenario(SMALL).with_duration(600)
+    settings, own = scenario_setting([], scenario.options)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(scenario, {}, settings, own, [1, 2, 3], RunStore(tmp_path), InterruptedAfterOne(1))
+    assert len(list((tmp_path / "runs").rglob("summary.json"))) == 1
+    sweep = run_sweep(scenario, {}, settings, own, [1, 2, 3], RunStore(tmp_path), LocalEngine(1))
+    assert sweep["timing"]["reused"] == 1 and sweep["timing"]["runs"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--grid", "scale-down-unneeded-tim=5m"], "unknown flag (did you mean scale-down-unneeded-time?)"),
+        (["--grid", "scale-down-unneeded-time=5m,soon"], "--grid scale-down-unneeded-time=soon:"),
+        (["--grid", "expander"], "--grid expander: expected FLAG=V1,V2"),
+        (["--seed-list", "1,x"], "--seed-list 1,x: expected integers"),
+        (["--seeds", "0"], "--seeds 0: must be at least 1"),
+        (["--scheduler-address", "tcp://h:1"], "--scheduler-address: needs --engine dask"),
+        (["--duration=-5m"], "--duration: must be positive"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_run(tmp_path, capsys, args, message):
+    out = tmp_path / "out"
+    assert main(["sweep", str(SMALL), "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_grid_values_split_on_semicolons_when_present_and_repeat_adds_values():
+    grid = parse_grid(
+        ["expander=priority,least-waste;random", "max-drain-parallelism=1,5", "max-drain-parallelism=10"]
+    )
+    assert grid == {"expander": ["priority,least-waste", "random"], "max-drain-parallelism": ["1", "5", "10"]}
+    settings = build_settings(grid, AutoscalerOptions())
+    assert len(settings) == 6 and len({s.id for s in settings}) == 6
+    with pytest.raises(UserError):
+        parse_grid(["=1,2"])
+
+
+def test_the_scenarios_own_setting_is_added_when_the_grid_lacks_it():
+    base = AutoscalerOptions()
+    settings, own = scenario_setting(build_settings({"max-drain-parallelism": ["7"]}, base), base)
+    assert own.flags == () and settings[0] is own and len(settings) == 2
+
+
+def _row(id_: str, cost: float, pending: float, rest: float = 1.0) -> dict:
+    medians = {
+        "cost": cost,
+        "pending_pod_seconds": pending,
+        "node_hours": rest,
+        "max_pending": rest,
+        "evictions": rest,
+        "drain_makespan": rest,
+    }
+    return {
+        "id": id_,
+        "runs": 3,
+        "metrics": {k: {"p10": v, "median": v, "p90": v} for k, v in medians.items()},
+    }
+
+
+def test_pareto_front_and_settings_better_than_the_scenarios_everywhere():
+    rows = [
+        _row("own", 10, 100),
+        _row("cheap", 5, 200),
+        _row("better", 9, 90),
+        _row("worse", 11, 110),
+        _row("mixed", 9, 90, rest=2.0),
+    ]
+    assert pareto_front(rows) == ["cheap", "better", "mixed"]
+    assert better_everywhere(rows, "own") == ["better"]
+
+
+def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        out = tmp_path / "remote"
+        code = main(
+            [
+                "sweep",
+                str(SMALL),
+                *GRID,
+                "--seed-list",
+                "1",
+                "--out",
+                str(out),
+                "--json",
+                "--engine",
+                "dask",
+                "--scheduler-address",
+                cluster.scheduler_address,
+            ]
+        )
+    assert code == 0
+    remote = json.loads((out / "sweep.json").read_text())
+    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+    for name, text in _run_files(out).items():
+        assert _without_wall(text) == _without_wall((local_sweep / name).read_bytes()), name
