@@ -36,9 +36,10 @@ def test_two_half_empty_nodes_that_can_only_absorb_each_other_give_one_candidate
     plan = plan_for(nodes, pods)
     assert plan.candidate_set == ["a"]
     assert plan.destinations == {"default/pa": "b"}
+    # b may be a candidate too, as in CA, but then a's pod, received, must move on as well.
     b = plan.nodes["b"]
-    assert (b.status, b.reason) == ("unremovable", NodeReason.NOT_UNNEEDED_OTHER_REASON)
-    assert "destination for pods of a" in b.detail
+    assert (b.status, b.reason) == ("unremovable", NodeReason.NO_PLACE_TO_MOVE_PODS)
+    assert "moved here from a" in b.detail or "default/pb" in b.detail
 
 
 def test_a_node_whose_pods_fit_nowhere_is_no_place_to_move():
@@ -181,8 +182,9 @@ def test_footnote_reasons_each_reported():
         "annotated": NodeReason.SCALE_DOWN_DISABLED_ANNOTATION,
         "busy": NodeReason.NOT_UNDERUTILIZED,
         "low": None,
-        "dest": NodeReason.NOT_UNNEEDED_OTHER_REASON,  # took low's pod
+        "dest": None,  # took low's pod, and both its pods fit elsewhere (as CA allows)
     }
+    assert plan.destinations == {"default/p2": "unmanaged", "default/p3": "unmanaged"}
 
 
 def test_deleted_nodes_are_revalidated_and_their_pods_take_room_first():
@@ -574,3 +576,45 @@ def test_owner_counts_for_recent_evictions_follow_the_snapshot():
     assert update_on(planner, s, cloud, now=40, workloads=rs).injected == {}
     s.revert()  # back to terminating
     assert update_on(planner, s, cloud, now=50, workloads=rs).injected == {"default/gone": "d"}
+
+
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+@pytest.mark.parametrize(
+    "blocker, pdbs, pod_reason",
+    [
+        (
+            pod("own", "d", 200, annotations={SAFE_TO_EVICT: "false"}),
+            [],
+            PodReason.NOT_SAFE_TO_EVICT_ANNOTATION,
+        ),
+        (pod("own", "d", 200, owner=None), [], PodReason.NOT_REPLICATED),
+        (
+            pod("own", "d", 200, labels={"app": "guarded"}),
+            [pdb("g", "guarded", allowed=0)],
+            PodReason.NOT_ENOUGH_PDB,
+        ),
+        # a's pod spends the budget first; d's own pod then has none left
+        (
+            pod("own", "d", 200, labels={"app": "shared"}),
+            [pdb("s", "shared", allowed=1)],
+            PodReason.NOT_ENOUGH_PDB,
+        ),
+    ],
+    ids=["safe-to-evict false", "bare pod", "no PDB budget", "PDB budget spent by a"],
+)
+def test_a_destination_blocked_by_its_own_pod_reports_that_pod(blocker, pdbs, pod_reason):
+    """Issue 17: the most useful reason is the node's own blocking pod, not "destination for
+    pods of a" (a's pod lands on d: the pod search starts at the last node)."""
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY), node("d")]
+    pods = [pod("pa", "a", 100, labels={"app": "shared"}), blocker]
+    plan = plan_for(nodes, pods, pdbs=pdbs)
+    assert plan.candidate_set == ["a"] and plan.destinations == {"default/pa": "d"}
+    d = plan.nodes["d"]
+    assert (d.reason, d.blocking_pod.pod.key, d.blocking_pod.reason) == (
+        NodeReason.BLOCKED_BY_POD,
+        "default/own",
+        pod_reason,
+    )
+    assert "destination" not in d.explain()
