@@ -618,3 +618,25 @@ def test_a_destination_blocked_by_its_own_pod_reports_that_pod(blocker, pdbs, po
         pod_reason,
     )
     assert "destination" not in d.explain()
+
+
+@pytest.mark.parametrize(
+    "pods, allowed",
+    [
+        ([pod("g1", "a", 100, labels={"app": "g"}), pod("g2", "a", 100, labels={"app": "g"})], 1),
+        ([pod("g1", "a", 100, labels={"app": "g"}, annotations={SAFE_TO_EVICT: "true"})], 0),
+    ],
+    ids=["two pods of a PDB with one disruption left", "safe-to-evict true still needs budget"],
+)
+def test_pdb_budget_is_needed_for_all_the_nodes_pods_and_plan_says_why(pods, allowed):
+    """Issue 17: kubetide deliberately charges every moved pod to its PDB, where CA marks the node
+    removable and fails at eviction; the explanation says so."""
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("pdb-g", "g", allowed=allowed)])
+    assert plan.candidate_set == []
+    a = plan.nodes["a"]
+    assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+    why = a.explain()
+    assert "PodDisruptionBudget default/pdb-g" in why
+    assert "kubetide needs budget for all the node's pods of that PDB at once" in why
+    assert "Cluster Autoscaler would mark the node removable" in why

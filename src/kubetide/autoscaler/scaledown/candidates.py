@@ -15,19 +15,20 @@ as its destinations become candidates, which stays within the one greedy pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
+from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
-from kubetide.model import Node
+from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.snapshot import Memo
 
@@ -226,7 +227,7 @@ def search_candidates(
                         now,
                         NodeReason.BLOCKED_BY_POD,
                         BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
-                        f"PodDisruptionBudget {refusing.key} has no disruptions left for it",
+                        _pdb_refusal(refusing, drain.movable, tracker),
                     )
                     break
                 hint = hints.get(pod.uid)
@@ -270,3 +271,16 @@ def _record_move(u: Update, r: Received, dest: str) -> None:
         return
     u.plan.destinations[r.pod.key] = dest
     u.new_hints.setdefault(r.source, {})[r.pod.uid] = dest
+
+
+def _pdb_refusal(refusing: PodDisruptionBudget, movable: Sequence[Pod], tracker: PdbTracker) -> str:
+    """Why a PDB refuses, saying that kubetide deliberately asks for budget for all the node's
+    pods of it at once (the Cluster Autoscaler would take the node and fail at eviction)."""
+    index = next(i for i, pdb in enumerate(tracker.pdbs) if pdb is refusing)
+    mine = sum(1 for pod in movable if is_healthy(pod) and index in tracker.matching(pod))
+    return (
+        f"PodDisruptionBudget {refusing.key} has too few disruptions left for this node's {mine}"
+        " healthy pod(s) of it: kubetide needs budget for all the node's pods of that PDB at once,"
+        " safe-to-evict ones included (the Cluster Autoscaler would mark the node removable and"
+        " then fail at eviction)"
+    )
