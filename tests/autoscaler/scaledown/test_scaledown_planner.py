@@ -1,6 +1,7 @@
 """The planner (UpdateUnneededNodes): candidate sets, hints, re-validation, recent evictions,
 timers, pauses, limits and the explanation of every node."""
 
+import dataclasses
 import json
 
 import pytest
@@ -640,3 +641,40 @@ def test_pdb_budget_is_needed_for_all_the_nodes_pods_and_plan_says_why(pods, all
     assert "PodDisruptionBudget default/pdb-g" in why
     assert "kubetide needs budget for all the node's pods of that PDB at once" in why
     assert "Cluster Autoscaler would mark the node removable" in why
+
+
+def nominated(name, node_name, cpu):
+    """A pending pod the scheduler nominated to `node_name` (after preempting pods there)."""
+    return dataclasses.replace(
+        pod(name, "", cpu, phase="Pending", ready=False), nominated_node_name=node_name
+    )
+
+
+def test_a_pod_nominated_to_a_node_counts_in_its_utilization():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("waiting", "a", 600)])
+    a = plan.nodes["a"]
+    assert (a.reason, round(a.utilization, 2)) == (NodeReason.NOT_UNDERUTILIZED, 0.7)
+
+
+def test_a_pod_nominated_to_a_destination_takes_its_room():
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 300), pod("pd", "d", 400)]
+    assert plan_for(nodes, pods).candidate_set == ["a"]
+    plan = plan_for(nodes, pods, pending=[nominated("waiting", "d", 400)])
+    assert plan.candidate_set == []
+    assert plan.nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+
+
+def test_a_pod_nominated_to_a_candidate_moves_with_its_drain():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("waiting", "a", 200)])
+    assert plan.candidate_set == ["a"]
+    assert plan.destinations == {"default/pa": "sink", "default/waiting": "sink"}
+
+
+def test_nominations_to_unknown_nodes_and_of_expendable_pods_are_ignored():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    expendable = dataclasses.replace(nominated("cheap", "a", 900), priority=-100)
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("lost", "gone", 900), expendable])
+    assert plan.candidate_set == ["a"]
