@@ -77,3 +77,12 @@ status:
     p = load_documents([doc], "t.yaml").pods[0]
     assert (p.phase, p.ready, p.node_name, p.restarts, p.sidecar_restarts) == ("Running", True, "n1", 3, 5)
     assert p.ready_transition - p.meta.creation_timestamp == 60
+
+
+def test_nominated_node_name_is_read_from_status():
+    doc = yaml.safe_load(
+        "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a}]}\n"
+        "status: {phase: Pending, nominatedNodeName: n2}"
+    )
+    assert load_documents([doc], "t.yaml").pods[0].nominated_node_name == "n2"
+    assert pod("  containers: [{name: a}]").nominated_node_name == ""

@@ -289,6 +289,7 @@ class Autoscaler:
             workloads=workloads,
             being_deleted=being_deleted,
             checker=checker,
+            pending=self.view.pending_pods(),
         )
         hold_unready_drains(plan, self.registry.unready_nodes_at_target())
         result.scale_down = plan

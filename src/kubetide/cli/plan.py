@@ -326,6 +326,7 @@ def plan_loop(
             being_deleted=registry.being_deleted_nodes(),
             checker=checker,
             namespaces=namespaces,
+            pending=pending,
         )
     deleting = [s for s in scale_down.nodes.values() if s.status == BEING_DELETED]
     empty_in_progress = sum(1 for s in deleting if s.empty)

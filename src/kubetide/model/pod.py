@@ -139,6 +139,9 @@ class Pod:
     start_time: float | None = None
     restarts: int = 0  # max restart count over regular containers
     sidecar_restarts: int = 0  # max restart count over restartable init containers
+    # status.nominatedNodeName: where the scheduler means to put a pending pod once the pods it
+    # preempts there are gone
+    nominated_node_name: str = ""
 
     # -- identity ---------------------------------------------------------------------------
     @property
@@ -432,6 +435,7 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
                 fields["scheduled_reason"] = condition.str("reason", default="")
                 fields["scheduled_transition"] = condition.timestamp("lastTransitionTime")
         fields["start_time"] = status.timestamp("startTime")
+        fields["nominated_node_name"] = status.str("nominatedNodeName", default="")
         fields["restarts"] = max(
             (s.int("restartCount", default=0) for s in status.items("containerStatuses")), default=0
         )

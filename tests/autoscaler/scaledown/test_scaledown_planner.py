@@ -1,6 +1,7 @@
 """The planner (UpdateUnneededNodes): candidate sets, hints, re-validation, recent evictions,
 timers, pauses, limits and the explanation of every node."""
 
+import dataclasses
 import json
 
 import pytest
@@ -36,9 +37,10 @@ def test_two_half_empty_nodes_that_can_only_absorb_each_other_give_one_candidate
     plan = plan_for(nodes, pods)
     assert plan.candidate_set == ["a"]
     assert plan.destinations == {"default/pa": "b"}
+    # b may be a candidate too, as in CA, but then a's pod, received, must move on as well.
     b = plan.nodes["b"]
-    assert (b.status, b.reason) == ("unremovable", NodeReason.NOT_UNNEEDED_OTHER_REASON)
-    assert "destination for pods of a" in b.detail
+    assert (b.status, b.reason) == ("unremovable", NodeReason.NO_PLACE_TO_MOVE_PODS)
+    assert "moved here from a" in b.detail or "default/pb" in b.detail
 
 
 def test_a_node_whose_pods_fit_nowhere_is_no_place_to_move():
@@ -181,8 +183,9 @@ def test_footnote_reasons_each_reported():
         "annotated": NodeReason.SCALE_DOWN_DISABLED_ANNOTATION,
         "busy": NodeReason.NOT_UNDERUTILIZED,
         "low": None,
-        "dest": NodeReason.NOT_UNNEEDED_OTHER_REASON,  # took low's pod
+        "dest": None,  # took low's pod, and both its pods fit elsewhere (as CA allows)
     }
+    assert plan.destinations == {"default/p2": "unmanaged", "default/p3": "unmanaged"}
 
 
 def test_deleted_nodes_are_revalidated_and_their_pods_take_room_first():
@@ -574,3 +577,104 @@ def test_owner_counts_for_recent_evictions_follow_the_snapshot():
     assert update_on(planner, s, cloud, now=40, workloads=rs).injected == {}
     s.revert()  # back to terminating
     assert update_on(planner, s, cloud, now=50, workloads=rs).injected == {"default/gone": "d"}
+
+
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+@pytest.mark.parametrize(
+    "blocker, pdbs, pod_reason",
+    [
+        (
+            pod("own", "d", 200, annotations={SAFE_TO_EVICT: "false"}),
+            [],
+            PodReason.NOT_SAFE_TO_EVICT_ANNOTATION,
+        ),
+        (pod("own", "d", 200, owner=None), [], PodReason.NOT_REPLICATED),
+        (
+            pod("own", "d", 200, labels={"app": "guarded"}),
+            [pdb("g", "guarded", allowed=0)],
+            PodReason.NOT_ENOUGH_PDB,
+        ),
+        # a's pod spends the budget first; d's own pod then has none left
+        (
+            pod("own", "d", 200, labels={"app": "shared"}),
+            [pdb("s", "shared", allowed=1)],
+            PodReason.NOT_ENOUGH_PDB,
+        ),
+    ],
+    ids=["safe-to-evict false", "bare pod", "no PDB budget", "PDB budget spent by a"],
+)
+def test_a_destination_blocked_by_its_own_pod_reports_that_pod(blocker, pdbs, pod_reason):
+    """Issue 17: the most useful reason is the node's own blocking pod, not "destination for
+    pods of a" (a's pod lands on d: the pod search starts at the last node)."""
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY), node("d")]
+    pods = [pod("pa", "a", 100, labels={"app": "shared"}), blocker]
+    plan = plan_for(nodes, pods, pdbs=pdbs)
+    assert plan.candidate_set == ["a"] and plan.destinations == {"default/pa": "d"}
+    d = plan.nodes["d"]
+    assert (d.reason, d.blocking_pod.pod.key, d.blocking_pod.reason) == (
+        NodeReason.BLOCKED_BY_POD,
+        "default/own",
+        pod_reason,
+    )
+    assert "destination" not in d.explain()
+
+
+@pytest.mark.parametrize(
+    "pods, allowed",
+    [
+        ([pod("g1", "a", 100, labels={"app": "g"}), pod("g2", "a", 100, labels={"app": "g"})], 1),
+        ([pod("g1", "a", 100, labels={"app": "g"}, annotations={SAFE_TO_EVICT: "true"})], 0),
+    ],
+    ids=["two pods of a PDB with one disruption left", "safe-to-evict true still needs budget"],
+)
+def test_pdb_budget_is_needed_for_all_the_nodes_pods_and_plan_says_why(pods, allowed):
+    """Issue 17: kubetide deliberately charges every moved pod to its PDB, where CA marks the node
+    removable and fails at eviction; the explanation says so."""
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("pdb-g", "g", allowed=allowed)])
+    assert plan.candidate_set == []
+    a = plan.nodes["a"]
+    assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+    why = a.explain()
+    assert "PodDisruptionBudget default/pdb-g" in why
+    assert "kubetide needs budget for all the node's pods of that PDB at once" in why
+    assert "Cluster Autoscaler would mark the node removable" in why
+
+
+def nominated(name, node_name, cpu):
+    """A pending pod the scheduler nominated to `node_name` (after preempting pods there)."""
+    return dataclasses.replace(
+        pod(name, "", cpu, phase="Pending", ready=False), nominated_node_name=node_name
+    )
+
+
+def test_a_pod_nominated_to_a_node_counts_in_its_utilization():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("waiting", "a", 600)])
+    a = plan.nodes["a"]
+    assert (a.reason, round(a.utilization, 2)) == (NodeReason.NOT_UNDERUTILIZED, 0.7)
+
+
+def test_a_pod_nominated_to_a_destination_takes_its_room():
+    nodes = [node("a"), node("d", annotations=BUSY)]
+    pods = [pod("pa", "a", 300), pod("pd", "d", 400)]
+    assert plan_for(nodes, pods).candidate_set == ["a"]
+    plan = plan_for(nodes, pods, pending=[nominated("waiting", "d", 400)])
+    assert plan.candidate_set == []
+    assert plan.nodes["a"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
+
+
+def test_a_pod_nominated_to_a_candidate_moves_with_its_drain():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("waiting", "a", 200)])
+    assert plan.candidate_set == ["a"]
+    assert plan.destinations == {"default/pa": "sink", "default/waiting": "sink"}
+
+
+def test_nominations_to_unknown_nodes_and_of_expendable_pods_are_ignored():
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    expendable = dataclasses.replace(nominated("cheap", "a", 900), priority=-100)
+    plan = plan_for(nodes, [pod("pa", "a", 100)], pending=[nominated("lost", "gone", 900), expendable])
+    assert plan.candidate_set == ["a"]

@@ -28,8 +28,9 @@ from kubetide.autoscaler.scaledown.drainability import (
 )
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, EligibilityChecker
 from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
-from kubetide.autoscaler.scaledown.placement import homeless
+from kubetide.autoscaler.scaledown.placement import PodMover, homeless
 from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.update import pod_order
 from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 from kubetide.scheduling.checker import PredicateChecker
@@ -302,3 +303,78 @@ def test_cached_planner_decides_as_an_uncached_one(cluster, steps):
         else:
             now += 40.0  # past the unneeded time and the recheck timeout; twice: long-terminating
         both()
+
+
+def ca_reference_candidates(nodes, pods, pdbs, cloud):
+    """The Cluster Autoscaler's candidate rule, written simply, for comparison.
+
+    CA's greedy pass over the eligible nodes in the planner's order (empty first, then by
+    utilization, then slot): each node's pods *as the simulation left them*, received ones
+    included, must fit elsewhere (not on a candidate, not on the node itself); a success is
+    committed. Same drain rules, same PDB accounting (kubetide's, deliberately stricter than CA's:
+    a pod is charged once, when it leaves its own node), same fit checks and pod search. A
+    destination is never excluded for being one.
+    """
+    cutoff = OPTIONS.expendable_pods_priority_cutoff
+    snapshot = ClusterSnapshot(nodes, [p for p in pods if p.priority >= cutoff])
+    index = index_workloads(WORKLOADS)
+    tracker = PdbTracker(pdbs, snapshot.pods(), index)
+    ctx = DrainContext(DrainRules.from_options(OPTIONS), tracker, 0.0, index)
+    eligibility = EligibilityChecker(OPTIONS, cloud, 0.0)
+    order = []
+    for n in snapshot.nodes():
+        on_node = list(snapshot.pods_on(n.name).values())
+        e = eligibility.check(n, on_node)
+        if e.eligible:
+            empty = drain_node(on_node, ctx).empty
+            order.append((not empty, 0.0 if empty else e.utilization.value, snapshot.slot_of(n.name), n.name))
+    group = cloud.node_groups()[0]
+    room = group.target_size() - group.min_size
+    checker = PredicateChecker(snapshot)
+    mover = PodMover(snapshot, checker)
+    candidates, skip = [], set()
+    try:
+        for *_, name in sorted(order):
+            if len(candidates) >= room:
+                break
+            on_node = list(snapshot.pods_on(name).values())
+            drain = drain_node([p for p in on_node if p.node_name == name], ctx)
+            if drain.blocking is not None:
+                continue
+            received = [p for p in on_node if p.node_name != name]
+            snapshot.fork()
+            tracker.fork()
+            skip.add(name)
+            fits = True
+            for p in sorted(drain.movable + received, key=pod_order):
+                if p.node_name == name and tracker.consume(p) is not None:
+                    fits = False
+                    break
+                if mover.move(p.uid, None, skip) is None:
+                    fits = False
+                    break
+            if fits:
+                snapshot.commit()
+                tracker.commit()
+                candidates.append(name)
+            else:
+                snapshot.revert()
+                tracker.revert()
+                skip.discard(name)
+    finally:
+        checker.close()
+    return candidates
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_candidate_set_is_never_smaller_than_the_cluster_autoscalers(cluster):
+    """Issue 17: a node that received pods from an earlier candidate may be a candidate too."""
+    nodes, pods, pdbs, min_size, _ = cluster
+    cloud = FakeCloud()
+    cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
+    planner = Planner(OPTIONS, timer=WorkTimer(1e-3), timers_expired=True)
+    plan = planner.update(ClusterSnapshot(nodes, pods), cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS)
+    check_plan(plan, nodes, pods, pdbs, set(), cloud)
+    reference = ca_reference_candidates(nodes, pods, pdbs, cloud)
+    assert len(plan.candidate_set) >= len(reference), (plan.candidate_set, reference)

@@ -6,27 +6,29 @@ the node's stamp and node group, so a quiet cluster costs a lookup per node.
 
 The candidate_set is then built greedily within scale-down-simulation-timeout over the eligible
 nodes in a stable order (nodes to resume after a restart, empty nodes, nodes already unneeded
-oldest first, then the rest by utilization): per node, fork, move every pod (hint, then the
-round-robin search skipping candidates, deleted nodes and the node itself), commit on success,
-revert and record the reason on failure (the non_candidate_set). Commits accumulate, so the set
-is removable together.
+oldest first, then the rest by utilization): per node, fork, move every pod, its own and those
+earlier steps put there (hint, then the round-robin search skipping candidates, deleted nodes and
+the node itself), commit on success, revert and record the reason on failure (the
+non_candidate_set). Commits accumulate, so the set is removable together; a pod moves on as often
+as its destinations become candidates, which stays within the one greedy pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
+from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.update import Update, pod_order
+from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
-from kubetide.model import Node
+from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.snapshot import Memo
 
@@ -183,7 +185,6 @@ def search_candidates(
             in_progress[group.id] = in_progress.get(group.id, 0) + 1
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     old_hints = u.old_hints
-    destination_of = u.destination_of
     candidates: list[str] = []
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
@@ -194,14 +195,6 @@ def search_candidates(
                 drain.empty,
                 NodeReason.NOT_UNNEEDED_OTHER_REASON,
                 detail="not simulated: scale-down-simulation-timeout reached",
-            )
-            continue
-        if name in destination_of:
-            u.mark(
-                node,
-                drain.empty,
-                NodeReason.NOT_UNNEEDED_OTHER_REASON,
-                detail=f"destination for pods of {destination_of[name]}",
             )
             continue
         reason = limits.check(node, group)
@@ -217,25 +210,37 @@ def search_candidates(
         tracker.fork()
         skip.add(name)
         hints = old_hints.get(name, {})
-        moved: dict[str, str] = {}
+        # The node's own pods and those the simulation put here (a destination is a candidate
+        # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
+        # their PDBs when they left their own node: moving them on is not another eviction.
+        received = u.received.get(name, [])
+        to_move = [Received(pod, name) for pod in drain.movable] + received
+        to_move.sort(key=lambda r: pod_order(r.pod))
+        moved: list[tuple[Received, str]] = []
         failed: Unremovable | None = None
-        for pod in sorted(drain.movable, key=pod_order):
-            refusing = tracker.consume(pod)
-            if refusing is not None:
-                failed = Unremovable(
-                    now,
-                    NodeReason.BLOCKED_BY_POD,
-                    BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
-                    f"PodDisruptionBudget {refusing.key} has no disruptions left for it",
-                )
-                break
-            dest = mover.move(pod.uid, hints.get(pod.uid), skip)
+        for r in to_move:
+            pod, own = r.pod, r.source == name
+            if own:
+                refusing = tracker.consume(pod)
+                if refusing is not None:
+                    failed = Unremovable(
+                        now,
+                        NodeReason.BLOCKED_BY_POD,
+                        BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
+                        _pdb_refusal(refusing, drain.movable, tracker),
+                    )
+                    break
+                hint = hints.get(pod.uid)
+            else:
+                hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
+            dest = mover.move(pod.uid, hint, skip)
             if dest is None:
+                came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
                 failed = Unremovable(
-                    now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}"
+                    now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
                 )
                 break
-            moved[pod.uid] = dest
+            moved.append((r, dest))
         if failed is not None:
             snapshot.revert()
             tracker.revert()
@@ -248,12 +253,34 @@ def search_candidates(
         limits.take(node, group)
         candidates.append(name)
         plan.drains[name] = drain
-        u.new_hints[name] = moved
-        pods_on_node = {pod.uid: pod for pod in drain.movable}
-        for uid, dest in moved.items():
-            destination_of.setdefault(dest, name)
-            plan.destinations[pods_on_node[uid].key] = dest
+        u.received.pop(name, None)
+        u.new_hints[name] = {}
+        for r, dest in moved:
+            _record_move(u, r, dest)
         status = plan.nodes[name]
         status.status = REMOVABLE
         status.empty = drain.empty
     return candidates
+
+
+def _record_move(u: Update, r: Received, dest: str) -> None:
+    """Where a pod ends up, under the node it really leaves (its hint for the next loop)."""
+    u.receive(dest, r.pod, r.source)
+    if r.source is None:
+        u.plan.injected[r.pod.key] = dest
+        return
+    u.plan.destinations[r.pod.key] = dest
+    u.new_hints.setdefault(r.source, {})[r.pod.uid] = dest
+
+
+def _pdb_refusal(refusing: PodDisruptionBudget, movable: Sequence[Pod], tracker: PdbTracker) -> str:
+    """Why a PDB refuses, saying that kubetide deliberately asks for budget for all the node's
+    pods of it at once (the Cluster Autoscaler would take the node and fail at eviction)."""
+    index = next(i for i, pdb in enumerate(tracker.pdbs) if pdb is refusing)
+    mine = sum(1 for pod in movable if is_healthy(pod) and index in tracker.matching(pod))
+    return (
+        f"PodDisruptionBudget {refusing.key} has too few disruptions left for this node's {mine}"
+        " healthy pod(s) of it: kubetide needs budget for all the node's pods of that PDB at once,"
+        " safe-to-evict ones included (the Cluster Autoscaler would mark the node removable and"
+        " then fail at eviction)"
+    )

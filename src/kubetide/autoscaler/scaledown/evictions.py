@@ -88,17 +88,17 @@ class RecentEvictions:
         mover: PodMover,
         skip: Container[str],
         workloads: Mapping[tuple[str, str, str], Workload] | None,
-    ) -> tuple[dict[str, str], Pod | None]:
+    ) -> tuple[list[tuple[Pod, str]], Pod | None]:
         """Place the pods needing homes into the snapshot; stop at the first that fits nowhere.
 
-        Returns pod key -> node for the placed ones, and the pod that did not fit (or None).
+        Returns (pod, node) for the placed ones, and the pod that did not fit (or None).
         """
-        placed: dict[str, str] = {}
+        placed: list[tuple[Pod, str]] = []
         for pod in self.needing_homes(snapshot, workloads):
             dest = mover.place(pod, skip)
             if dest is None:
                 return placed, pod
-            placed[pod.key] = dest
+            placed.append((pod, dest))
         return placed, None
 
     def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter[OwnerKey]]:
@@ -127,9 +127,9 @@ def inject_recent_evictions(u: Update, recent: RecentEvictions) -> str | None:
     replicas go back into the simulated cluster. None when all fit, else why not: as with the
     deleted set, no new candidates are added this loop then."""
     placed, unfit = recent.inject(u.snapshot, u.mover, u.skip, u.ctx.workloads)
-    u.plan.injected = placed
-    for key, dest in placed.items():
-        u.destination_of.setdefault(dest, f"recently evicted pod {key}")
+    u.plan.injected = {pod.key: dest for pod, dest in placed}
+    for pod, dest in placed:
+        u.receive(dest, pod, None)
     if unfit is not None:
         return f"recently evicted pod {unfit.key} has no replacement yet and fits on no node"
     return None

@@ -11,7 +11,10 @@ State kept between loops (the design's names):
 
 One update, on a fork of the snapshot that is reverted at the end (the caller gets it back as it
 was). Expendable pods leave the simulated cluster first: they block nothing and are never moved,
-and the scheduler would preempt them, so their capacity counts as free. Then the design's steps,
+and the scheduler would preempt them, so their capacity counts as free. Pending pods nominated to a
+node (status.nominatedNodeName, e.g. by preemption) are put there, as CA's snapshot does: the
+scheduler has promised them that room, so they count in the node's utilization, move with its
+drain and take room on destinations. Then the design's steps,
 one module each, sharing the update's working state (update.py):
 1. revalidate.py: the pods still on nodes being deleted must fit elsewhere;
 2. evictions.py: recently evicted pods still short of a replacement are placed back the same way
@@ -24,6 +27,7 @@ Budgets (budgets.py) then crop what the actuator starts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -133,6 +137,7 @@ class Planner:
         resume: Collection[str] = (),
         checker: PredicateChecker | None = None,
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        pending: Sequence[Pod] = (),
     ) -> ScaleDownPlan:
         """One loop's planning. `workloads=None` means the controllers are unknown (rule 3 of
         drainability stays silent and recent evictions are injected without the owner check).
@@ -141,7 +146,8 @@ class Planner:
         to be decided: they are simulated first with their timers taken as run out; other
         tainted nodes not in `being_deleted` are treated as being deleted by someone.
         `checker` may be shared with the caller (it must observe `snapshot`); otherwise one is
-        made for this update and closed at the end.
+        made for this update and closed at the end. `pending`: unbound pods; those nominated to a
+        node of the snapshot count on it.
         """
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
@@ -163,6 +169,7 @@ class Planner:
         try:
             for pod in expendable:
                 snapshot.remove_pod(pod.uid)
+            _add_nominated(snapshot, pending, o.expendable_pods_priority_cutoff)
             if checker is None:
                 checker = PredicateChecker(snapshot, namespaces)
             tracker = PdbTracker(pdbs, snapshot.pods(), index)
@@ -238,3 +245,13 @@ class Planner:
             if entry.expendable:
                 expendable.extend(entry.expendable)
         return tainted, expendable
+
+
+def _add_nominated(snapshot: ClusterSnapshot, pending: Sequence[Pod], cutoff: int) -> None:
+    """Pending pods on the nodes they are nominated to (CA's addPreemptingPodsToSnapshot): not
+    expendable ones, not those already in the snapshot (a caller may have bound them), only to
+    nodes the snapshot has; no fit check, the scheduler's nomination is taken as given."""
+    for pod in pending:
+        node = pod.nominated_node_name
+        if node and node in snapshot and not is_expendable(pod, cutoff) and not snapshot.has_pod(pod.uid):
+            snapshot.add_pod(dataclasses.replace(pod, node_name=node), node)

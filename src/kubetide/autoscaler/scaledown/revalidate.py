@@ -26,6 +26,6 @@ def revalidate_deleted(u: Update) -> str | None:
                 return f"pod {pod.key} of node {name} (being deleted) no longer fits on any other node"
             moved[pod.uid] = dest
             u.plan.destinations[pod.key] = dest
-            u.destination_of.setdefault(dest, name)
+            u.receive(dest, pod, name)
         u.new_hints[name] = moved
     return None

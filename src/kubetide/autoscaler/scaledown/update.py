@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
@@ -17,6 +18,13 @@ from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.snapshot import ClusterSnapshot
+
+
+class Received(NamedTuple):
+    """A pod the simulation put on a node that is not its own."""
+
+    pod: Pod
+    source: str | None  # the node it was moved off; None for a recently evicted pod injected back
 
 
 @dataclass(slots=True)
@@ -34,13 +42,16 @@ class Update:
     new_hints: dict[str, dict[str, str]] = field(default_factory=dict)
     # Nodes no pod may move to: the deleted set, then every candidate as it is taken.
     skip: set[str] = field(default_factory=set)
-    # Destination node -> whose pods it took (a candidate, a node being deleted, or a recently
-    # evicted pod). The design keeps destinations out of the candidate set: their reserved room
-    # would otherwise be moved on again.
-    destination_of: dict[str, str] = field(default_factory=dict)
+    # Destination node -> the pods it took (from a candidate, a node being deleted, or recently
+    # evicted). A destination may still become a candidate, as in the Cluster Autoscaler, but only
+    # if these pods move on too: their reserved room must never be handed out twice.
+    received: dict[str, list[Received]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.skip.update(self.deleted)
+
+    def receive(self, dest: str, pod: Pod, source: str | None) -> None:
+        self.received.setdefault(dest, []).append(Received(pod, source))
 
     def mark(
         self,
