@@ -21,7 +21,7 @@ import pytest
 import yaml
 from controlplane import KubeTestContext, wait_until
 
-from kubetide.agent.actuator import Events, NodeActuator
+from kubetide.agent.actuator import NodeActuator, node_events
 from kubetide.agent.cgroups import detect_layout
 from kubetide.agent.loop import NodeAgentLoop
 from kubetide.agent.permissions import AGENT_PERMISSIONS
@@ -263,7 +263,7 @@ def make_loop(kube, host: FakeHost, node: str, state_file: Path, clock: ManualCl
         CgroupUsageSource(host.proc, layout, ticker),
         throttler,
         NodeActuator(client, clock, throttler),
-        Events(client, clock, node),
+        node_events(client, clock, node),
         clock,
     )
     return loop, watch, client
@@ -459,7 +459,7 @@ def test_throttles_through_cgroup_v2_systemd_and_restores_step_by_step(kube, cra
 def test_repeated_events_are_one_event_with_a_count(kube):
     client = connect(str(kube.control_plane.kubeconfig_path))
     clock = ManualClock(1_700_000_000)
-    events = Events(client, clock, "some-node")
+    events = node_events(client, clock, "some-node")
     key = f"{kube.namespace}/blocked"
     try:
         for _ in range(3):  # a PDB refusing the same eviction sample after sample

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from kubetide.agent.actuator import REASONS, REFUSED_REASON, RESTORED_REASON, TRIGGERED_REASON, Events
+from kubetide.agent.actuator import REASONS, REFUSED_REASON, RESTORED_REASON, TRIGGERED_REASON
 from kubetide.agent.throttle import CgroupThrottler
 from kubetide.agent.usage import UsageSource
 from kubetide.agent.watch import NodeWatch
 from kubetide.clock import Clock
 from kubetide.errors import ManifestError
+from kubetide.kube.events import EventRecorder
 from kubetide.kube.metrics import TEXT_CONTENT_TYPE
 from kubetide.model import Node
 from kubetide.model.quantity import CPU
@@ -85,7 +86,7 @@ class NodeAgentLoop:
         usage: UsageSource,
         throttler: CgroupThrottler,
         actuator: QosActuator | None,
-        events: Events | None,
+        events: EventRecorder | None,
         clock: Clock,
         options: AgentOptions | None = None,
     ):

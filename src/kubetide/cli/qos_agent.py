@@ -78,7 +78,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
 
     # Heavy imports after the flags are known good.
-    from kubetide.agent.actuator import Events, NodeActuator
+    from kubetide.agent.actuator import NodeActuator, node_events
     from kubetide.agent.cgroups import CgroupError, detect_layout
     from kubetide.agent.loop import NodeAgentLoop
     from kubetide.agent.permissions import AGENT_PERMISSIONS, SUMMARY_PERMISSION
@@ -138,7 +138,7 @@ def run(args) -> int:
             f"qos-agent: cannot list {'; '.join(unsynced)} (are the crane CRDs installed? deploy/qos-agent has them)"
         )
     actuator = None if args.dry_run else NodeActuator(client, clock, throttler)
-    events = None if args.dry_run else Events(client, clock, node_name)
+    events = None if args.dry_run else node_events(client, clock, node_name)
     loop = NodeAgentLoop(watch, usage, throttler, actuator, events, clock)
     health = HealthCheck(max_inactivity=max(600.0, 3 * interval))
     server = StatusServer(args.address, loop.metrics.exposition, health)

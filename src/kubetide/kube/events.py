@@ -47,10 +47,19 @@ def _rfc3339(moment: float) -> str:
 
 
 class EventRecorder:
-    def __init__(self, client: KubeClient, clock: Clock, *, refresh_seconds: float = REFRESH_SECONDS):
+    def __init__(
+        self,
+        client: KubeClient,
+        clock: Clock,
+        *,
+        refresh_seconds: float = REFRESH_SECONDS,
+        component: str = COMPONENT,
+        host: str = "",  # the node a per-node agent speaks for
+    ):
         self.client = client
         self.clock = clock
         self.refresh_seconds = refresh_seconds
+        self.component, self.host = component, host
         self._entries: dict[tuple[str, str, str, str], _Entry] = {}
         self.writes = 0
 
@@ -94,8 +103,9 @@ class EventRecorder:
             "count": 1,
             "firstTimestamp": _rfc3339(now),
             "lastTimestamp": _rfc3339(now),
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": self.component,
+            **({"reportingInstance": self.host} if self.host else {}),
         }
         try:
             self.client.request("POST", f"/api/v1/namespaces/{event_namespace}/events", body=body)
