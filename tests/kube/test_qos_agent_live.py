@@ -248,7 +248,10 @@ def events_for(kube: KubeTestContext, namespace: str, name: str) -> set[str]:
 
 
 def node_taints(kube: KubeTestContext, name: str) -> set[tuple[str, str]]:
-    return {(t.key, t.effect) for t in kube.core.read_node(name).spec.taints or []}
+    """The node's taints but the node controller's (not-ready lingers a moment after KWOK's
+    first heartbeat): what the agent put there."""
+    taints = kube.core.read_node(name).spec.taints or []
+    return {(t.key, t.effect) for t in taints if not t.key.startswith("node.kubernetes.io/")}
 
 
 def make_loop(kube, host: FakeHost, node: str, state_file: Path, clock: ManualClock, ticker: Ticker):
