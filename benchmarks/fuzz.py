@@ -487,12 +487,13 @@ def run_cases(
         raise errors[0]
 
 
-def generate(count: int, seed: int) -> list[Case]:
-    """`count` inputs, the same ones for the same seed."""
+def draw(strategy: Any, count: int, seed: int) -> list[Any]:
+    """`count` examples of a hypothesis strategy, the same ones for the same seed (shared with
+    benchmarks/fuzz_scenarios.py)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    found: list[Case] = []
+    found: list[Any] = []
 
     @hypothesis_seed(seed)
     @settings(
@@ -502,12 +503,17 @@ def generate(count: int, seed: int) -> list[Case]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(cases())
-    def collect(case: Case) -> None:
-        found.append(case)
+    @given(strategy)
+    def collect(example: Any) -> None:
+        found.append(example)
 
     collect()
     return found[:count]
+
+
+def generate(count: int, seed: int) -> list[Case]:
+    """`count` inputs, the same ones for the same seed."""
+    return draw(cases(), count, seed)
 
 
 # -- the worker ------------------------------------------------------------------------------

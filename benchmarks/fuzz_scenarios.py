@@ -194,25 +194,9 @@ def _workload(kind: str, name: str, spec: dict) -> dict:
 
 def generate(count: int, seed: int) -> list[dict]:
     """`count` scenarios, the same ones for the same seed."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
+    from benchmarks.fuzz import draw
 
-    found: list[dict] = []
-
-    @hypothesis_seed(seed)
-    @settings(
-        max_examples=count,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(scenarios())
-    def collect(scenario: dict) -> None:
-        found.append(scenario)
-
-    collect()
-    return found[:count]
+    return draw(scenarios(), count, seed)
 
 
 # -- one scenario, in one process --------------------------------------------------------------
