@@ -58,7 +58,7 @@ def test_json_prints_summary_and_writes_every_file(kubetide, tmp_path, capsys):
     assert printed["pods"]["pending_at_end"] == 0
     assert 2 * 0.5 / 3 < printed["cost"] < 3 * 0.5 / 3
     rows = (out / "timeline.csv").read_text().splitlines()
-    assert rows[0].startswith("time,general_total,general_ready,general_unready,general_upcoming,")
+    assert rows[0].startswith("time,timestamp,general_total,general_ready,general_unready,general_upcoming,")
     assert len(rows) == 1 + 121  # one row per 10s loop, t=0 to t=20m
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert any(e["reason"] == "Scaled" for e in events)

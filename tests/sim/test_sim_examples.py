@@ -40,6 +40,20 @@ def test_example_runs_with_invariants_held(path):
     result = Simulation(scenario.with_duration(min(scenario.duration, SHORTENED))).run()
     assert result.summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
     assert result.timeline and not result.warnings
+    assert_counters_consistent(result)
+
+
+def assert_counters_consistent(result):
+    """The summary's counters agree with each other and with the timeline."""
+    pods, up = result.summary["pods"], result.summary["scale_up"]
+    # Pending: the peak and the pod-seconds measure the same count (pods pending for no time at
+    # all, created and bound in one instant, count in neither).
+    assert (pods["max_pending"] > 0) == (pods["pending_pod_seconds"] > 0)
+    assert pods["pending_pod_seconds"] <= pods["max_pending"] * result.summary["simulated_seconds"]
+    assert max(row["pending_pods"] for row in result.timeline) <= pods["max_pending"]
+    # Every requested node came up, failed, or was still coming up at the end.
+    assert up["nodes_requested"] == up["nodes_added"] + up["nodes_failed"] + up["nodes_coming_up_at_end"]
+    assert up["nodes_requested"] >= up["events"]
 
 
 def test_the_bundled_demo_runs():

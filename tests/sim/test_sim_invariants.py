@@ -68,7 +68,8 @@ def test_scale_up_end_to_end_through_the_ports():
     assert len(pods) == 20 and all(p.phase == "Running" for p in pods)
     c = sim.metrics.c
     assert c.scale_up_events >= 1 and c.nodes_added >= 4 and len(sim.world.snapshot) == 1 + c.nodes_added
-    assert sim.metrics.pending_pod_seconds() > 0 and c.max_pending >= 18
+    # 18 new pods; the two the first node takes in the same instant never wait, so never count.
+    assert sim.metrics.pending_pod_seconds() > 0 and sim.metrics.max_pending() == 16
 
 
 def scenario_for_determinism(seed=5):

@@ -115,7 +115,13 @@ def test_uc1_slow_provisioning_counts_upcoming_nodes_and_asks_once():
     (scaled_at, delta), *again = increases(result, "general")
     assert delta == needed and not again
     s = result.summary
-    assert s["scale_up"] == {"events": 1, "nodes_added": needed}
+    assert s["scale_up"] == {
+        "events": 1,
+        "nodes_requested": needed,
+        "nodes_added": needed,
+        "nodes_failed": 0,
+        "nodes_coming_up_at_end": 0,
+    }
     # The requested nodes were upcoming for the whole provisioning delay, loop after loop.
     delay = group.provisioning_delay.max
     upcoming = [
@@ -185,6 +191,9 @@ def test_uc3_a_group_whose_nodes_never_become_ready_is_not_scaled_further():
     assert len(removed) == needed and all(n.startswith("cheap-") for n in removed)
     assert min(removed.values()) >= max(registered) + options.scale_down_unready_time
     assert s["groups"]["cheap"]["final"] == cheap.initial_size
+    # cheap's nodes registered but never turned Ready: they never came up, stable's did.
+    assert s["scale_up"]["nodes_requested"] == 2 * needed
+    assert s["scale_up"]["nodes_added"] == needed and s["scale_up"]["nodes_failed"] == needed
     assert_clean(result)
 
 
@@ -213,6 +222,18 @@ def test_uc4_stockout_fixes_the_target_backs_off_and_uses_another_group():
     assert events(result, "FailedToScaleUpGroup") and groups["on-demand"]["backoff_seconds"] > 0
     assert [delta for _, delta in increases(result, "on-demand")] == [needed]
     assert s["groups"]["on-demand"]["final"] == needed
+    # Nodes added counts the nodes that came up, not the stocked-out requests.
+    stocked_out = len(events(result, "InstanceCreationFailed"))
+    requested = sum(delta for group in ("spot", "on-demand") for _, delta in increases(result, group))
+    assert stocked_out > 0
+    assert s["scale_up"] == {
+        "events": len(events(result, "IncreaseSize")),
+        "nodes_requested": requested,
+        "nodes_added": needed,
+        "nodes_failed": stocked_out,
+        "nodes_coming_up_at_end": 0,
+    }
+    assert requested == needed + stocked_out
     assert_clean(result)
 
 
@@ -236,6 +257,11 @@ def test_uc5_instances_that_never_register_are_deleted():
     assert timed_out[0]["time"] > first_up + scenario.options.max_node_provision_time
     assert s["node_groups"]["general"]["backoff_seconds"] > 0
     assert s["groups"]["general"]["target"] == s["groups"]["general"]["final"]
+    # The instances that never registered are failures; the rest came up.
+    registered = len(events(result, "RegisteredNode"))
+    assert s["scale_up"]["nodes_failed"] == fault.count
+    assert s["scale_up"]["nodes_added"] == registered
+    assert s["scale_up"]["nodes_requested"] == registered + fault.count
     assert_clean(result)
 
 

@@ -13,7 +13,8 @@ from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import console, ensure_output_dir, print_json, warn
+from kubetide.cli.output import ensure_output_dir, print_json, warn
+from kubetide.cli.simulate_summary import print_summary
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
 
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.summary)
     else:
-        _print_summary(result.summary, scenario, paths)
+        print_summary(result.summary, paths)
     return 0
 
 
@@ -121,58 +122,3 @@ def console_stderr():
     from rich.console import Console
 
     return Console(stderr=True)
-
-
-def _print_summary(summary: dict, scenario, paths: dict) -> None:
-    from rich.table import Table
-
-    out = console()
-    simulated = summary["simulated_seconds"]
-    wall = max(summary["wall_seconds"], 1e-9)
-    out.print(
-        f"[bold]{summary['scenario']}[/bold]: simulated {format_duration(simulated)} in {wall:.1f}s "
-        f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}",
-        soft_wrap=True,
-    )
-    if summary["autoscaler"] == "none":
-        out.print("[yellow]run without an autoscaler: the cluster runs, but nothing scales[/yellow]")
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("")
-    table.add_column("", justify="right")
-    nodes = summary["nodes"]
-    pods = summary["pods"]
-    up = summary["scale_up"]
-    down = summary["scale_down"]
-    table.add_row(
-        "nodes (initial -> final, peak)", f"{nodes['initial']} -> {nodes['final']}, peak {nodes['peak']}"
-    )
-    table.add_row("node-hours / cost", f"{summary['node_hours']:,.1f} / ${summary['cost']:,.2f}")
-    table.add_row("pending pods (max, at end)", f"{pods['max_pending']:,}, {pods['pending_at_end']:,}")
-    table.add_row("pending pod-seconds", f"{pods['pending_pod_seconds']:,.0f}")
-    table.add_row("scale-up (decisions, nodes added)", f"{up['events']}, {up['nodes_added']}")
-    table.add_row(
-        "scale-down (removed: empty + drained)",
-        f"{down['nodes_removed']}: {down['empty_removed']} + {down['drained_removed']}",
-    )
-    table.add_row("max concurrent drains", str(down["max_concurrent_drains"]))
-    table.add_row(
-        "evictions (refused by PDBs)", f"{summary['evictions']:,} ({summary['evictions_refused']:,})"
-    )
-    qos = summary.get("qos")
-    if qos is not None:
-        runs = qos.get("comparison") or {"precise" if qos["precise"] else "all": qos}
-        for mode, counts in runs.items():
-            table.add_row(
-                f"QoS agent, {mode} (evictions, throttles, restores)",
-                f"{counts['evictions']:,}, {counts['throttles']:,}, {counts['restores']:,}",
-            )
-            table.add_row(
-                f"QoS agent, {mode}: node-seconds over a watermark",
-                f"{counts['seconds_over_watermark']:,.0f}",
-            )
-    for name, value in summary["invariants"].items():
-        style = "green" if value == 0 else "bold red"
-        table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")
-    files = ", ".join(p.name for p in paths.values())
-    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/", soft_wrap=True)
-    out.print(table)

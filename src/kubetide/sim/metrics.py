@@ -15,6 +15,19 @@ what the autoscaler believes or reports:
 
 Gauges (pending pods, running pods, registered nodes per group) are kept incrementally from world
 events, so a timeline row costs O(node groups), not O(pods).
+
+Counters that mean what they say:
+
+- Scale-up: `nodes_requested` is what the autoscaler asked the cloud for; each requested node then
+  ends up in exactly one of `nodes_added` (its Node registered and turned Ready: it came up),
+  `nodes_failed` (the cloud refused it, or it was removed before it came up: the autoscaler gave
+  up on it) or `nodes_coming_up_at_end` (still provisioning when the run ended).
+- Pending pods: `max_pending` is the most pods pending at once for a positive stretch of
+  simulated time, and `pending_pod_seconds` integrates the same count over time, so one is zero
+  exactly when the other is. A pod created and bound in the same instant (the scheduler's
+  same-tick pass after a drain) waited for nothing and counts in neither. timeline.csv samples
+  the count after each autoscaler loop (`pending_pods`); summing it over the loop interval
+  approximates `pending_pod_seconds`, which is exact.
 """
 
 from __future__ import annotations
@@ -46,7 +59,9 @@ class GroupGauges:
 @dataclass
 class Counters:
     scale_up_events: int = 0
-    nodes_added: int = 0
+    nodes_requested: int = 0
+    nodes_added: int = 0  # requested nodes that came up (registered and Ready)
+    nodes_failed: int = 0  # requested nodes that never came up (refused, or removed before Ready)
     nodes_removed: int = 0
     empty_removed: int = 0
     drained_removed: int = 0
@@ -90,6 +105,7 @@ class Metrics(WorldObserver):
         self._charged: dict[str, set[str]] = {}
         self._with_pods: set[str] = set()
         self._debts: dict[str, deque[float]] = {}  # controller UID -> deadlines of owed replacements
+        self._coming_up: dict[str, str] = {}  # node name -> group, requested nodes not up yet
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
         hooks = cloud.hooks
@@ -102,7 +118,7 @@ class Metrics(WorldObserver):
     # -- reset after the initial state is built ----------------------------------------------
     def start(self) -> None:
         """Forget the set-up (the t=0 scheduling pass): measurement starts now."""
-        self.c.max_pending = self._pending
+        self.c.max_pending = 0  # the set-up's pending pods count once time passes with them
         self.c.pending_pod_seconds = 0.0
         self._pending_since = self.engine.now()
         self.c.peak_nodes = len(self.world.snapshot)
@@ -110,12 +126,17 @@ class Metrics(WorldObserver):
 
     # -- pending / running gauges ------------------------------------------------------------
     def _set_pending(self, delta: int) -> None:
-        now = self.engine.now()
-        self.c.pending_pod_seconds += self._pending * (now - self._pending_since)
-        self._pending_since = now
+        self._close_pending_stretch()
         self._pending += delta
-        if self._pending > self.c.max_pending:
-            self.c.max_pending = self._pending
+
+    def _close_pending_stretch(self) -> None:
+        """Account for the time the current pending count was held, if any time passed."""
+        now = self.engine.now()
+        if now > self._pending_since:
+            self.c.pending_pod_seconds += self._pending * (now - self._pending_since)
+            if self._pending > self.c.max_pending:
+                self.c.max_pending = self._pending
+            self._pending_since = now
 
     def pod_added(self, pod: Pod) -> None:
         if not pod.node_name:
@@ -151,6 +172,8 @@ class Metrics(WorldObserver):
     def node_updated(self, old: Node, new: Node) -> None:
         if old.ready != new.ready:
             self._gauges(new).ready += 1 if new.ready else -1
+            if new.ready and self._coming_up.pop(new.name, None) is not None:
+                self.c.nodes_added += 1
 
     def node_removed(self, node: Node) -> None:
         gauges = self._gauges(node)
@@ -159,6 +182,8 @@ class Metrics(WorldObserver):
         self._evicted_from.pop(node.name, None)
         self._charged.pop(node.name, None)
         self._with_pods.discard(node.name)
+        if self._coming_up.pop(node.name, None) is not None:
+            self.c.nodes_failed += 1  # registered, removed before it was ever Ready
 
     def _gauges(self, node: Node) -> GroupGauges:
         return self.groups.get(node.labels.get(NODE_GROUP_LABEL, ""), self.unmanaged)
@@ -191,8 +216,32 @@ class Metrics(WorldObserver):
         return sum(seconds[name] / 3600 * group.config.price for name, group in self.cloud.groups.items())
 
     def _scaled_up(self, group: str, delta: int) -> None:
+        """The cloud took an increase: the group's newest `delta` instances are the requested ones
+        (a stockout marks them with an error at once)."""
         self.c.scale_up_events += 1
-        self.c.nodes_added += delta
+        self.c.nodes_requested += delta
+        for instance in self.cloud.groups[group].sim_instances()[-delta:]:
+            if instance.error is not None:
+                self.c.nodes_failed += 1
+            else:
+                self._coming_up[instance.node_name] = group
+
+    def scale_up_counts(self) -> dict[str, int]:
+        """Requested nodes by outcome; requested = added + failed + coming up at the end. An
+        instance dropped before it registered has no Node to watch: it is found missing here."""
+        coming_up = failed = 0
+        for name, group in self._coming_up.items():
+            if self.cloud.groups[group].instance_of(name) is None:
+                failed += 1
+            else:
+                coming_up += 1
+        return {
+            "events": self.c.scale_up_events,
+            "nodes_requested": self.c.nodes_requested,
+            "nodes_added": self.c.nodes_added,
+            "nodes_failed": self.c.nodes_failed + failed,
+            "nodes_coming_up_at_end": coming_up,
+        }
 
     # -- autoscaler actions and the invariants -------------------------------------------------
     def evicted(self, pod: Pod) -> None:
@@ -404,8 +453,12 @@ class Metrics(WorldObserver):
         return row
 
     def pending_pod_seconds(self) -> float:
-        now = self.engine.now()
-        return self.c.pending_pod_seconds + self._pending * (now - self._pending_since)
+        self._close_pending_stretch()
+        return self.c.pending_pod_seconds
+
+    def max_pending(self) -> int:
+        self._close_pending_stretch()
+        return self.c.max_pending
 
 
 def _stranded(node: Node, pods: list[Pod]) -> list[Pod]:

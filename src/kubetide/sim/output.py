@@ -1,11 +1,18 @@
-"""Writing a run's files: summary.json, timeline.csv, events.jsonl and report.html."""
+"""Writing a run's files: summary.json, timeline.csv, events.jsonl and report.html.
+
+Simulated time is seconds since the start (`time`); timeline.csv and events.jsonl carry the wall
+time it stands for beside it (`timestamp`, RFC 3339), from summary.json's `start`.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
+from kubetide.durations import rfc3339
+from kubetide.model.reader import parse_time
 from kubetide.sim.simulation import SimulationResult
 
 
@@ -18,6 +25,16 @@ def summary_json(summary: dict) -> str:
     return json.dumps(summary, indent=2) + "\n"
 
 
+def with_timestamp(entry: dict[str, Any], start: float) -> dict[str, Any]:
+    """`entry` with `timestamp` (start + its `time`, RFC 3339) right after `time`."""
+    stamped: dict[str, Any] = {}
+    for key, value in entry.items():
+        stamped[key] = value
+        if key == "time":
+            stamped["timestamp"] = rfc3339(start + value)
+    return stamped
+
+
 def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool = True) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -26,15 +43,17 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool
         "timeline": out / "timeline.csv",
         "events": out / "events.jsonl",
     }
+    start = parse_time(result.summary["start"])
     paths["summary"].write_text(summary_json(result.summary), encoding="utf-8")
     with paths["timeline"].open("w", newline="", encoding="utf-8") as handle:
         if result.timeline:
-            writer = csv.DictWriter(handle, fieldnames=list(result.timeline[0]), lineterminator="\n")
+            rows = [with_timestamp(row, start) for row in result.timeline]
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
             writer.writeheader()
-            writer.writerows(result.timeline)
+            writer.writerows(rows)
     with paths["events"].open("w", encoding="utf-8") as handle:
         for entry in result.events:
-            handle.write(json.dumps(entry) + "\n")
+            handle.write(json.dumps(with_timestamp(entry, start)) + "\n")
     if result.status_yaml is not None:
         paths["status"] = out / "status.yaml"
         paths["status"].write_text(result.status_yaml, encoding="utf-8")

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
 from kubetide.clock import Clock, WorkTimer
+from kubetide.durations import rfc3339
 from kubetide.model import Manifests, Pod
 from kubetide.model.node import ZONE_LABEL
 from kubetide.sim.adapters import (
@@ -410,6 +411,7 @@ class Simulation:
         summary: dict[str, Any] = {
             "scenario": self.scenario.name,
             "seed": self.seed,
+            "start": rfc3339(self.engine.start),  # the wall time simulated second 0 stands for
             "simulated_seconds": round(self.scenario.duration, 3),
             "wall_seconds": round(wall_seconds, 3),
             "autoscaler": self.autoscaler_name,
@@ -422,14 +424,14 @@ class Simulation:
             "cost": round(sum(g["cost"] for g in groups.values()), 4),
             "pods": {
                 "pending_pod_seconds": round(self.metrics.pending_pod_seconds(), 3),
-                "max_pending": c.max_pending,
+                "max_pending": self.metrics.max_pending(),
                 "pending_at_end": len(self.world.pending),
                 "unschedulable_at_end": sum(1 for p in pending if p.is_unschedulable),
                 "running_at_end": self.metrics.running,
                 "created": self.world._uids,
                 "jobs_completed": len(self.jobs.completed_jobs),
             },
-            "scale_up": {"events": c.scale_up_events, "nodes_added": c.nodes_added},
+            "scale_up": self.metrics.scale_up_counts(),
             "scale_down": {
                 "nodes_removed": c.nodes_removed,
                 "empty_removed": c.empty_removed,
