@@ -174,8 +174,9 @@ def test_scale_up_grows_highmem_for_the_trino_workers(kubetide, dump):
 def test_human_output_answers_why_for_each_node(kubetide, dump):
     code, out, err = kubetide(CLUSTER, "--node-groups", GROUPS)
     assert code == 0 and err == ""
-    assert out.splitlines()[0] == f"13 nodes, 45 bound pods; now = {NOW} (newest timestamp in the dump)"
-    rows = {line.split()[0]: line for line in out.splitlines() if "│" in line}
+    assert out.splitlines()[0] == f"13 nodes, 45 bound pods; now = {NOW} (newest timestamp in the input)"
+    names = {node.name for node in dump.nodes}
+    rows = {line.split()[0]: line for line in out.splitlines() if line and line.split()[0] in names}
     expect = {
         "general-b2": ["BlockedByPod", "(UnmovableKubeSystemPod)", "kube-system"],
         "general-b3": ["BlockedByPod", "(LocalStorageRequested)", "local storage"],
@@ -252,6 +253,7 @@ def test_set_flags_change_the_plan(kubetide):
         (["--set", "expander=leastwaste"], '--set expander: unknown expander "leastwaste" (did you mean'),
         (["--now", "yesterday"], "--now: expected an RFC 3339 time"),
         (["--node-groups", "missing.yaml"], "missing.yaml: no such file"),
+        (["--node", "general-b22"], "--node general-b22: "),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(kubetide, argv, message):
@@ -432,3 +434,122 @@ def test_an_unhealthy_cluster_is_reported(kubetide, tmp_path):
     assert code == 0 and message in err and json.loads(out)["scale_down"]["nodes"]
     code, out, err = kubetide(path)
     assert code == 0 and f"warning: {message}" in out
+
+
+# -- readable at 100 columns, --node, summary counts -------------------------------------------
+
+
+def large_dump(path: Path, copies: int) -> Path:
+    """The example dump with every Node and Pod copied `copies` times under new names: a large
+    cluster with every blocking reason many times over (workloads, PDBs and ConfigMaps once)."""
+    import yaml
+
+    doc = yaml.safe_load(Path(CLUSTER).read_text())
+    items = []
+    for item in doc["items"]:
+        if item["kind"] not in ("Node", "Pod"):
+            items.append(item)
+            continue
+        for n in range(copies):
+            copy = json.loads(json.dumps(item))
+            meta = copy["metadata"]
+            meta["name"] = f"{meta['name']}-{n}"
+            meta["uid"] = f"{meta['uid']}-{n}"
+            if item["kind"] == "Node":
+                meta["labels"]["kubernetes.io/hostname"] = meta["name"]
+                if "providerID" in copy.get("spec", {}):
+                    copy["spec"]["providerID"] += f"-{n}"
+            elif copy["spec"].get("nodeName"):
+                copy["spec"]["nodeName"] = f"{copy['spec']['nodeName']}-{n}"
+            items.append(copy)
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def large_groups(path: Path, copies: int) -> Path:
+    """plan-node-groups.yaml with room for `copies` times the nodes."""
+    import yaml
+
+    groups = yaml.safe_load(Path(GROUPS).read_text())
+    for group in groups["nodeGroups"]:
+        group["maxSize"] *= copies
+    path.write_text(yaml.safe_dump(groups))
+    return path
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+@pytest.mark.parametrize("copies", [None, 12], ids=["example", "156-node copy"])
+def test_the_table_fits_100_columns_and_drops_no_word(kubetide, monkeypatch, tmp_path, copies):
+    dump_file, groups = CLUSTER, GROUPS
+    if copies is not None:
+        dump_file = large_dump(tmp_path / "large.yaml", copies)
+        groups = large_groups(tmp_path / "groups.yaml", copies)
+    monkeypatch.setenv("COLUMNS", "1000")
+    code, wide, _ = kubetide(dump_file, "--node-groups", groups)
+    assert code == 0
+    for columns in (100, 80, 140):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        code, narrow, _ = kubetide(dump_file, "--node-groups", groups)
+        assert code == 0
+        too_long = [line for line in narrow.splitlines() if len(line) > columns]
+        assert not too_long, too_long[:3]
+        # The same words in the same order: wrapped between words, nothing cut or left out. A
+        # narrow table puts each node's "why" under its row, so only the header's "why" goes.
+        expected = words(wide)
+        if len(words(narrow)) == len(expected) - 1:
+            expected.remove("why")
+        assert words(narrow) == expected
+
+
+def test_the_summary_counts_come_first(kubetide, monkeypatch, tmp_path):
+    dump_file = large_dump(tmp_path / "large.yaml", 12)
+    groups = large_groups(tmp_path / "groups.yaml", 12)
+    plan = json.loads(kubetide(dump_file, "--node-groups", groups, "--json")[1])
+    down, up = plan["scale_down"], plan["scale_up"]
+    code, out, _ = kubetide(dump_file, "--node-groups", groups)
+    assert code == 0
+    lines = out.splitlines()
+    summary = "\n".join(lines[1 : lines.index("Scale-up")])
+    statuses = [n["status"] for n in down["nodes"].values()]
+    removable = statuses.count("removable")
+    empty = sum(1 for n in down["nodes"].values() if n["status"] == "removable" and n["empty"])
+    deleted = len(down["to_delete"]["empty"]) + len(down["to_delete"]["drain"])
+    assert (
+        f"{len(statuses)} nodes: {removable} removable ({empty} empty), "
+        f"{statuses.count('unremovable')} unremovable; would delete {deleted}" in summary
+    )
+    reasons: dict[str, int] = {}
+    for node in down["nodes"].values():
+        if node["status"] == "unremovable":
+            reasons[node["reason"]] = reasons.get(node["reason"], 0) + 1
+    flat = " ".join(summary.split())
+    for reason, count in reasons.items():
+        assert f"{reason} {count}" in flat, reason
+    assert "BlockedByPod 60 (" in flat and "NotEnoughPdb 12" in flat
+    chosen = up["chosen"]
+    assert f"scale-up: {chosen['node_group']} +{chosen['node_count']};" in flat
+    assert f"{len(up['not_helped'])} not helped" in flat
+
+
+def test_node_flag_explains_the_chosen_nodes_in_full(kubetide, dump):
+    code, out, err = kubetide(
+        CLUSTER, "--node-groups", GROUPS, "--node", "general-b2", "--node", "general-a2"
+    )
+    assert code == 0 and err == ""
+    assert "node general-b2: unremovable: BlockedByPod" in out
+    assert "node general-a2: removable" in out and "would delete it now (drain)" in out
+    for node in ("general-b2", "general-a2"):
+        for pod in dump.pods:
+            if pod.node_name == node:
+                assert f"    {pod.key}" in out, pod.key
+    blocker = the_pod(dump, "general-b2", lambda p: p.namespace == "kube-system")
+    assert f"{blocker}: blocks the drain (UnmovableKubeSystemPod)" in out
+    for pod in workload_pods(dump, "general-a2"):
+        assert f"{pod.key}: would move to general-c4" in out
+    # Only the chosen nodes: no table.
+    assert "general-c3" not in out and not any(
+        line.startswith("node ") and "status" in line for line in out.splitlines()
+    )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
-from collections.abc import Iterable
+import textwrap
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,64 @@ def console() -> Console:
     probe = Console()
     width = None if probe.is_terminal else 160
     return Console(highlight=False, soft_wrap=True, width=width)
+
+
+PIPED_WIDTH = 1000  # piped output: one line per row for tools and wide editors, as kubectl prints
+
+
+def line_width(out: Console) -> int:
+    """The width human output is laid out for: COLUMNS when set (also in a pipe: asked for),
+    else the terminal's, else PIPED_WIDTH."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return out.width if out.is_terminal else PIPED_WIDTH
+
+
+def wrap(text: str, width: int, indent: str = "", more: str | None = None) -> list[str]:
+    """`text` in lines of at most `width` columns, broken between words; a word longer than a
+    whole line is the only thing ever cut. `indent` starts the first line, `more` the others."""
+    more = indent if more is None else more
+    return textwrap.wrap(
+        text,
+        max(width, len(more) + 1, len(indent) + 1),
+        initial_indent=indent,
+        subsequent_indent=more,
+        break_on_hyphens=False,
+    ) or [indent.rstrip()]
+
+
+def text_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], width: int, *, min_last: int = 40
+) -> list[str]:
+    """Rows as aligned columns in at most `width` columns, the first line the header.
+
+    The last column (free text) wraps between words into the columns left of `width`; when fewer
+    than `min_last` are left (or too few for its longest word), it goes under its row instead,
+    indented, across the whole width.
+    Nothing is cut short: every word of every cell is printed.
+    """
+    fixed = len(header) - 1
+    widths = [max(len(row[c]) for row in (header, *rows)) for c in range(fixed)]
+    left = sum(widths) + 2 * fixed
+
+    def cells(row: Sequence[str]) -> str:
+        return "  ".join(row[c].ljust(widths[c]) for c in range(fixed))
+
+    longest_word = max((len(word) for row in rows for word in row[-1].split()), default=0)
+    lines: list[str] = []
+    if width - left >= max(min_last, longest_word):
+        for row in (header, *rows):
+            first, *rest = wrap(row[-1], width - left)
+            lines.append((cells(row) + "  " + first).rstrip())
+            lines += [" " * left + line for line in rest]
+        return lines
+    lines += wrap(cells(header).rstrip(), width, more="    ")
+    for row in rows:
+        lines += wrap(cells(row).rstrip(), width, more="    ")
+        if row[-1]:
+            lines += wrap(row[-1], width, indent="    ")
+    return lines
 
 
 def ensure_output_dir(path: Path, flag: str) -> None:

@@ -26,10 +26,10 @@ The loop's steps, on one snapshot with one PredicateChecker:
    (`budgets.crop`, counting nodes already tainted ToBeDeleted as deletions in progress) decide
    what `to_delete` lists.
 
-`now` is the newest timestamp the dump's objects carry (creation, start, condition and taint
-times): the dump was taken no earlier, and a given file always gives the same plan. Ages are
-lower bounds, so time-dependent rules (a kube-system pod blocks while younger than an hour,
-new-pod-scale-up-delay) read the dump as if taken at that moment; `--now` sets another time.
+`now` is the newest timestamp the dump's objects carry (kubetide.cli.now): the dump was taken no
+earlier, and a given file always gives the same plan. Ages are lower bounds, so time-dependent
+rules (a kube-system pod blocks while younger than an hour, new-pod-scale-up-delay) read the dump
+as if taken at that moment; `--now` sets another time.
 
 `--json` prints exactly `{"scale_up": ..., "scale_down": ...}`; warnings go to stderr.
 """
@@ -37,27 +37,27 @@ new-pod-scale-up-delay) read the dump as if taken at that moment; `--now` sets a
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import time
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 
 from rich.markup import escape
-from rich.table import Table
 
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry
 from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, NodeStatus
+from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
-from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.now import add_now_argument, parse_now, resolve_now
+from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
-from kubetide.durations import format_duration
+from kubetide.durations import format_duration, rfc3339
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import ConfigMap, Manifests, Pod, load_files
-from kubetide.model.reader import parse_time
+from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
@@ -95,10 +95,14 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="keep scale-down timers running (unneeded time, delay after add): nothing is deleted yet",
     )
+    add_now_argument(parser)
     parser.add_argument(
-        "--now",
-        metavar="RFC3339",
-        help='the time of the loop (default: the newest timestamp in the dump; "now": the wall clock)',
+        "--node",
+        metavar="NAME",
+        action="append",
+        default=[],
+        dest="explain_nodes",
+        help="explain this node in full (its pods, requests, what blocks it) instead of the table; repeatable",
     )
     parser.add_argument("--json", action="store_true", help='print {"scale_up": {...}, "scale_down": {...}}')
     parser.set_defaults(run=run)
@@ -106,7 +110,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     options = parse_set_flags(args.flags)
-    now_arg = _parse_now(args.now)
+    parse_now(args.now)  # a bad --now fails before any file is read
     definitions = load_groups_file(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.files:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml) or --kubeconfig, not both")
@@ -120,15 +124,10 @@ def run(args) -> int:
     warn(manifests.warnings)
     cloud = StaticCloud.from_nodes(manifests.nodes, definitions)
     warn(cloud.warnings)
-    newest = newest_timestamp(manifests)
-    if now_arg is not None:
-        now, now_source = now_arg, "--now"
-    elif args.kubeconfig:
+    if args.kubeconfig and args.now is None:
         now, now_source = time.time(), "wall clock: a live cluster"
-    elif newest is not None:
-        now, now_source = newest, "newest timestamp in the dump"
     else:
-        now, now_source = time.time(), "wall clock: the dump carries no timestamps"
+        now, now_source = resolve_now(args.now, manifests)
 
     snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
@@ -159,7 +158,17 @@ def run(args) -> int:
             {"scale_up": result.scale_up.to_json(), "scale_down": result.scale_down.to_json(result.budget)}
         )
         return 0
-    _print_human(result, cloud, snapshot, now, now_source, untried, expire_timers=not args.no_expire_timers)
+    explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)
+    _print_human(
+        result,
+        cloud,
+        snapshot,
+        now,
+        now_source,
+        untried,
+        expire_timers=not args.no_expire_timers,
+        explain=explain,
+    )
     return 0
 
 
@@ -175,6 +184,16 @@ def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[Manifests,
         return read_cluster(client), client.server
     finally:
         client.close()
+
+
+def _chosen_nodes(names: Sequence[str], plan: ScaleDownPlan, source: str) -> list[str]:
+    """--node names, each checked against the dump's nodes (one line naming it when unknown)."""
+    for name in names:
+        if name not in plan.nodes:
+            close = difflib.get_close_matches(name, list(plan.nodes), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UserError(f"--node {name}: {source} has no node {name!r}{hint}")
+    return list(dict.fromkeys(names))
 
 
 def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
@@ -193,39 +212,6 @@ def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
         raise UserError(f"--set {exc.field}: {exc.message}") from None
     warn(f"--set {w}" for w in warnings)
     return options
-
-
-def _parse_now(text: str | None) -> float | None:
-    if text is None:
-        return None
-    if text == "now":
-        return time.time()
-    try:
-        return parse_time(text)
-    except ValueError:
-        raise UserError(
-            f'--now: expected an RFC 3339 time (e.g. 2026-05-01T10:00:00Z) or "now", got {text!r}'
-        ) from None
-
-
-def newest_timestamp(manifests: Manifests) -> float | None:
-    """The latest time any loaded object records (deletion times excluded: they lie ahead)."""
-    times: list[float | None] = []
-    for node in manifests.nodes:
-        times += [node.meta.creation_timestamp, node.ready_transition]
-        times += [t.time_added for t in node.taints]
-    for pod in manifests.pods:
-        times += [
-            pod.meta.creation_timestamp,
-            pod.start_time,
-            pod.scheduled_transition,
-            pod.ready_transition,
-        ]
-    metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
-    metas += [o.meta for o in manifests.configmaps]
-    times += [meta.creation_timestamp for meta in metas]
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
 
 
 def mark_untried(pending: Iterable[Pod]) -> tuple[list[Pod], list[str]]:
@@ -389,10 +375,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def scale_up_lines(plan: ScaleUpPlan, expander: Sequence[str], untried: Sequence[str] = ()) -> list[str]:
     """The scale-up half in a few lines: what grows, for whom, and why the others get nothing."""
     lines = []
@@ -483,6 +465,46 @@ def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
     return lines
 
 
+def summary_lines(result: PlanResult) -> list[str]:
+    """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
+    sd = result.scale_down
+    statuses = list(sd.nodes.values())
+    removable = [s for s in statuses if s.status == REMOVABLE]
+    deleting = sum(1 for s in statuses if s.status == BEING_DELETED)
+    unremovable = [s for s in statuses if s.status == UNREMOVABLE]
+    chosen = len(result.budget.empty) + len(result.budget.drain)
+    head = (
+        f"{_plural(len(statuses), 'node')}: {len(removable)} removable "
+        f"({sum(1 for s in removable if s.empty)} empty), {len(unremovable)} unremovable"
+        + (f", {deleting} being deleted" if deleting else "")
+        + f"; would delete {chosen}"
+    )
+    lines = [head]
+    by_reason: dict[str, list[NodeStatus]] = {}
+    for status in unremovable:
+        by_reason.setdefault(str(status.reason) if status.reason is not None else "-", []).append(status)
+    if by_reason:
+        parts = []
+        for reason, nodes in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
+            pods: dict[str, int] = {}
+            for status in nodes:
+                if status.blocking_pod is not None:
+                    key = str(status.blocking_pod.reason)
+                    pods[key] = pods.get(key, 0) + 1
+            detail = ", ".join(
+                f"{k} {n}" for k, n in sorted(pods.items(), key=lambda item: (-item[1], item[0]))
+            )
+            parts.append(f"{reason} {len(nodes)}" + (f" ({detail})" if detail else ""))
+        lines.append("unremovable by reason: " + ", ".join(parts))
+    up = result.scale_up
+    grows = ", ".join(f"{i.group_id} +{i.delta}" for i in up.increases) or "no node group grows"
+    lines.append(
+        f"scale-up: {grows}; {_plural(len(up.pending), 'pending pod')} need a new node, "
+        f"{len(up.schedulable)} fit existing nodes, {len(up.not_helped)} not helped"
+    )
+    return lines
+
+
 def _print_human(
     result: PlanResult,
     cloud: StaticCloud,
@@ -492,18 +514,26 @@ def _print_human(
     untried: Sequence[str],
     *,
     expire_timers: bool,
+    explain: Sequence[str] = (),
 ) -> None:
     out = console()
-    if not out.is_terminal:
-        out.width = 1000  # one line per node for tools and wide editors, as `kubetide schedule` does
+    width = line_width(out)
 
-    def say(text: str = "") -> None:
-        out.print(escape(text))
+    def say(text: str = "", indent: str = "") -> None:
+        for line in wrap(text, width, indent=indent, more=indent + "    "):
+            out.print(escape(line), soft_wrap=True)
+
+    def bold(text: str) -> None:
+        out.print(f"[bold]{escape(text)}[/bold]", soft_wrap=True)
 
     say(
         f"{_plural(len(snapshot), 'node')}, {_plural(snapshot.pod_count(), 'bound pod')}; "
-        f"now = {_rfc3339(now)} ({now_source})"
+        f"now = {rfc3339(now)} ({now_source})"
     )
+    bold("Summary")
+    for line in summary_lines(result):
+        say(line, indent="  ")
+    say()
     unmanaged = [n.name for n in snapshot.nodes() if cloud.node_group_for(n) is None]
     for g in cloud.node_groups():
         say(
@@ -516,14 +546,14 @@ def _print_human(
         say(f"warning: {result.unhealthy}")
 
     say()
-    out.print("[bold]Scale-up[/bold]")
+    bold("Scale-up")
     for line in scale_up_lines(result.scale_up, result.options.expander, untried):
-        say(line)
+        say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
 
     sd = result.scale_down
     say()
     timers = "timers taken as expired" if expire_timers else "timers running: --no-expire-timers"
-    out.print(f"[bold]Scale-down[/bold] ({escape(timers)})")
+    bold(f"Scale-down ({timers})")
     if result.bound_for_scale_down:
         say(
             f"{_plural(len(result.bound_for_scale_down), 'pending pod')} counted on the nodes they fit "
@@ -545,12 +575,19 @@ def _print_human(
             "note: after this scale-up the autoscaler waits scale-down-delay-after-add before deleting; "
             "taken as run out"
         )
-    if sd.nodes:
-        out.print(_node_table(sd, cloud, snapshot, result.options))
+    if explain:
+        for name in explain:
+            for text, indent in node_explanation(name, result, cloud, snapshot):
+                say(text, indent=indent)
+    elif sd.nodes:
+        header, *rows = _node_table(sd, cloud, snapshot, result.options, width)
+        bold(header)
+        for line in rows:
+            out.print(escape(line), soft_wrap=True)
     else:
         say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
-        say(line)
+        say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
     if result.budget.left_out:
         say(
             f"waiting for the parallelism budgets: {_names(result.budget.left_out)}"
@@ -558,29 +595,87 @@ def _print_human(
         )
 
 
+def why_text(status: NodeStatus, group: StaticNodeGroup | None, options: AutoscalerOptions) -> str:
+    """The node's answer in words, naming the blocking pod first when a pod decided it."""
+    detail = node_detail(status, group, options)
+    if status.blocking_pod is None:
+        return detail
+    pod = f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason})"
+    return f"blocked by {pod}" + (f": {detail}" if detail else "")
+
+
 def _node_table(
-    plan: ScaleDownPlan, cloud: StaticCloud, snapshot: ClusterSnapshot, options: AutoscalerOptions
-) -> Table:
-    table = Table(show_edge=False, header_style="bold")
-    for name in ("node", "group", "util", "status", "reason", "blocking pod"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("why", overflow="fold")
+    plan: ScaleDownPlan,
+    cloud: StaticCloud,
+    snapshot: ClusterSnapshot,
+    options: AutoscalerOptions,
+    width: int,
+) -> list[str]:
+    rows = []
     for name, status in plan.nodes.items():
         group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
         util = "-" if status.utilization is None else f"{status.utilization:.0%}"
         state = status.status + (" (empty)" if status.empty and status.status == REMOVABLE else "")
-        blocking = (
-            "-"
-            if status.blocking_pod is None
-            else f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason})"
+        rows.append(
+            (
+                name,
+                group.id if group is not None else "-",
+                util,
+                state,
+                str(status.reason) if status.reason is not None else "-",
+                why_text(status, group, options),
+            )
         )
-        table.add_row(
-            escape(name),
-            escape(group.id if group is not None else "-"),
-            util,
-            state,
-            str(status.reason) if status.reason is not None else "-",
-            escape(blocking),
-            escape(node_detail(status, group, options)),
+    return text_table(("node", "group", "util", "status", "reason", "why"), rows, width)
+
+
+def node_explanation(
+    name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
+) -> list[tuple[str, str]]:
+    """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
+    sd = result.scale_down
+    status = sd.nodes[name]
+    node = snapshot.node(name) if name in snapshot else None
+    group = cloud.node_group_for(node) if node is not None else None
+    state = status.status + (" (empty)" if status.empty and status.status == REMOVABLE else "")
+    reason = f": {status.reason}" if status.reason is not None else ""
+    lines = [(f"node {name}: {state}{reason}", "")]
+    if group is not None:
+        lines.append(
+            (
+                f"node group: {group.id} ({group.target_size()} nodes, min {group.min_size}, max {group.max_size})",
+                "  ",
+            )
         )
-    return table
+    else:
+        lines.append(("node group: none (not autoscaled)", "  "))
+    if node is not None:
+        allocatable = snapshot.allocatable(name)
+        requested = snapshot.requested(name)
+        shares = [
+            f"{resource} {format_units(resource, requested.get(resource, 0))} of {format_units(resource, amount)}"
+            for resource, amount in allocatable.items()
+            if resource in (CPU, MEMORY)
+        ]
+        util = "-" if status.utilization is None else f"{status.utilization:.0%}"
+        lines.append((f"utilization: {util} (requests: {', '.join(shares)})", "  "))
+    lines.append((f"why: {why_text(status, group, result.options) or '-'}", "  "))
+    deleted = "empty" if name in result.budget.empty else "drain" if name in result.budget.drain else None
+    if deleted is not None:
+        lines.append((f"would delete it now ({deleted})", "  "))
+    elif name in result.budget.left_out:
+        lines.append(("removable, but waiting for the parallelism budgets", "  "))
+    pods = sorted(snapshot.pods_on(name).values(), key=lambda p: p.key) if node is not None else []
+    lines.append((f"pods ({len(pods)}):", "  "))
+    blocking = status.blocking_pod
+    for pod in pods:
+        if blocking is not None and pod.key == blocking.pod.key:
+            fate = f"blocks the drain ({blocking.reason})"
+        elif pod.is_daemonset or pod.is_mirror:
+            fate = "DaemonSet pod: not moved" if pod.is_daemonset else "mirror pod: not moved"
+        elif pod.key in sd.destinations:
+            fate = f"would move to {sd.destinations[pod.key]}"
+        else:
+            fate = ""
+        lines.append((pod.key + (f": {fate}" if fate else ""), "    "))
+    return lines
