@@ -164,7 +164,10 @@ def test_a_single_owner_needs_no_flag(kubetide, tmp_path):
     [
         (["--replicas", -1, "--owner", NEW], "--replicas must be 0 or more, got -1"),
         (["--replicas", 11, "--owner", NEW], "--replicas 11 is more than the 10 active pods"),
-        (["--replicas", 1, "--owner", NEW, "--now", "yesterday"], "--now: invalid RFC 3339 time 'yesterday'"),
+        (
+            ["--replicas", 1, "--owner", NEW, "--now", "yesterday"],
+            "--now: expected an RFC 3339 time (e.g. 2026-05-01T10:00:00Z) or \"now\", got 'yesterday'",
+        ),
         (["--replicas", 1, "--owner", "ReplicaSet/nope"], "no ReplicaSet nope in"),
         (["--replicas", 1, "--owner", "StatefulSet/web"], "does not scale down by ranking pods"),
         (["--replicas", 1, "--owner", "web"], "expected KIND/NAME"),
@@ -186,3 +189,50 @@ def test_bad_input_is_one_line_and_exit_2(kubetide, argv, message):
 def test_missing_file_is_one_line(kubetide):
     code, _, err = kubetide("/no/such/pods.yaml", "--replicas", 1)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no such file" in err
+
+
+# -- now ------------------------------------------------------------------------------------------
+
+NEWEST = "2026-11-22T11:57:00Z"  # the newest creation, start or condition time in the example
+LATER = "2028-11-22T12:00:00Z"
+
+
+def test_now_defaults_to_the_newest_timestamp_in_the_input_not_the_wall_clock(kubetide, monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "time", lambda: 1_900_000_000.0)  # 2030: the wall clock must not count
+    code, default, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6, "--json")
+    assert code == 0
+    assert json.loads(default) == json.loads(
+        kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6, "--now", NEWEST, "--json")[1]
+    )
+    code, human, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6)
+    assert code == 0 and f"at {NEWEST} (newest timestamp in the input)." in human
+    code, human, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6, "--now", LATER)
+    assert f"at {LATER} (--now)." in human
+
+
+def test_now_changes_an_age_dependent_decision(kubetide):
+    """Two years on, every pod is in the same age bucket: readiness age no longer decides."""
+    order = {}
+    for now in (NEWEST, LATER):
+        code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6, "--now", now, "--json")
+        order[now] = json.loads(out)["delete"]
+    assert order[NEWEST] != order[LATER]
+    code, out, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 6, "--now", NEWEST)
+    assert code == 0 and "ready 1h57m ago vs 8d23h ago (bucket 42 < 49)" in out
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+def test_the_table_fits_the_terminal_and_keeps_every_word(kubetide, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", "1000")
+    _, wide, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 2, "--now", NOW)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    _, narrow, _ = kubetide(EXAMPLE, "--owner", NEW, "--replicas", 2, "--now", NOW)
+    table = narrow.split("\n\n", 1)[1]  # the sentences above are not laid out as a table
+    assert all(len(line) <= columns for line in table.splitlines())
+    expected = wide.split()
+    if len(narrow.split()) == len(expected) - 4:  # the header's "why it goes first" is left out
+        at = next(i for i in range(len(expected)) if expected[i : i + 4] == ["why", "it", "goes", "first"])
+        del expected[at : at + 4]
+    assert narrow.split() == expected

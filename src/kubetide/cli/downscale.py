@@ -11,15 +11,13 @@ ReplicaSet with active pods); without it the file must hold pods of exactly one 
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
-
 from rich.markup import escape
 
-from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.now import add_now_argument, parse_now, resolve_now
+from kubetide.cli.output import console, line_width, print_json, text_table, warn
+from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 from kubetide.model import Pod, load_files
-from kubetide.model.reader import parse_time
 from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
 from kubetide.workloads.owners import resolve_owner
 from kubetide.workloads.timebuckets import format_age, to_ns
@@ -39,7 +37,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--owner", metavar="KIND/NAME", help="the Deployment, ReplicaSet or ReplicationController"
     )
-    parser.add_argument("--now", metavar="RFC3339", help="the moment of the decision (default: now)")
+    add_now_argument(parser)
     parser.add_argument(
         "--legacy",
         action="store_true",
@@ -52,10 +50,11 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     if args.replicas < 0:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
-    now = _now(args.now)
+    parse_now(args.now)  # a bad --now fails before any file is read
     source = ", ".join(args.files)
     manifests = load_files(args.files)
     warn(manifests.warnings)
+    now, now_source = resolve_now(args.now, manifests)
     target = resolve_owner(manifests, args.owner, source)
     current = len(target.pods)
     if args.replicas > current:
@@ -84,35 +83,27 @@ def run(args) -> int:
     if args.json:
         print_json({"delete": [p.key for p in deleted], "keep": [p.key for p in kept]})
         return 0
-    _print_human(target, args.replicas, now, logarithmic, deleted, reasons, kept, ranks)
+    _print_human(target, args.replicas, (now, now_source), logarithmic, deleted, reasons, kept, ranks)
     return 0
 
 
-def _now(text: str | None) -> float:
-    if text is None:
-        return time.time()  # the CLI may read the wall clock; the library never does
-    try:
-        return parse_time(text)
-    except ValueError:
-        raise UserError(f"--now: invalid RFC 3339 time {text!r} (e.g. 2026-11-22T12:00:00Z)") from None
-
-
-def _print_human(target, replicas, now, logarithmic, deleted, reasons, kept, ranks) -> None:
+def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, ranks) -> None:
     console_ = console()
+    width = line_width(console_)
 
     def say(text: str = "") -> None:
-        console_.print(text, soft_wrap=True)  # long rows stay one line each, even in a pipe
+        console_.print(text, soft_wrap=True)  # laid out here: rich must not wrap it again
 
+    now, now_source = at
     now_ns = to_ns(now)
     owner = target.label.removeprefix(f"{target.kind}/")
     family = f" of Deployment {target.deployment}" if target.deployment else ""
-    when = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     mode = "newest first (--legacy)" if not logarithmic else "logarithmic age buckets (KEP-2185)"
     say(
         f"[bold]{target.kind} {escape(owner)}[/bold]{escape(family)}: "
         f"{len(deleted) + len(kept)} active pods -> {replicas}, [bold]{len(deleted)} to delete[/bold]"
     )
-    say(f"Ranking: {mode}, at {when}.")
+    say(f"Ranking: {mode}, at {rfc3339(now)} ({escape(now_source)}).")
     if target.siblings:
         others = ", ".join(target.siblings)
         active = sum(1 for p in target.related if is_active(p))
@@ -125,17 +116,19 @@ def _print_human(target, replicas, now, logarithmic, deleted, reasons, kept, ran
         names = ", ".join(p.name for p in target.inactive)
         say(f"Not counted: {len(target.inactive)} terminating or finished pod(s): {escape(names)}.")
 
-    rows = [("#", "", "pod", "node", "state", "why it goes first" if kept else "why")]
+    number = len(str(len(deleted) + len(kept)))
+    header = ("#".rjust(number), "", "pod", "node", "state", "why it goes first" if kept else "why")
+    rows = []
     for i, (pod, why) in enumerate(zip(deleted, reasons), 1):
-        rows.append((str(i), "delete", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), why.text))
+        state = _state(pod, now_ns, ranks)
+        rows.append((str(i).rjust(number), "delete", pod.key, pod.node_name or "-", state, why.text))
     for i, pod in enumerate(kept, len(deleted) + 1):
-        rows.append((str(i), "keep", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), ""))
-    widths = [max(len(row[c]) for row in rows) for c in range(5)]
+        rows.append(
+            (str(i).rjust(number), "keep", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), "")
+        )
     say()
-    for n, row in enumerate(rows):
-        cells = [row[0].rjust(widths[0])] + [row[c].ljust(widths[c]) for c in range(1, 5)] + [row[5]]
-        line = escape("  ".join(cells).rstrip())
-        say(f"[bold]{line}[/bold]" if n == 0 else line)
+    for n, line in enumerate(text_table(header, rows, width)):
+        say(f"[bold]{escape(line)}[/bold]" if n == 0 else escape(line))
     if not deleted:
         say("\nNothing to delete: the ReplicaSet already has that many pods.")
 
