@@ -301,3 +301,15 @@ def test_errors_are_one_line_with_exit_code_2(kubetide, tmp_path, text, nodeqos,
 def test_missing_file_is_a_one_line_error(kubetide, tmp_path):
     code, _, err = kubetide(tmp_path / "nope.yaml")
     assert code == 2 and "nope.yaml: no such file" in err
+
+
+def test_the_report_says_when_now_is(kubetide):
+    """now is the newest timestamp in the input (here the metrics samples), or --now."""
+    code, out, err = kubetide(STATE, "--nodeqos", NODEQOS)
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.endswith("usage from NodeMetrics, at 2024-05-01T12:00:00Z (newest timestamp in the input)")
+    code, out, err = kubetide(STATE, "--nodeqos", NODEQOS, "--now", "2024-05-01T12:05:00Z")
+    assert code == 0 and out.splitlines()[0].endswith("at 2024-05-01T12:05:00Z (--now)")
+    code, out, err = kubetide(STATE, "--nodeqos", NODEQOS, "--now", "noon")
+    assert code == 2 and out == "" and err.startswith("kubetide: error: --now: expected an RFC 3339 time")

@@ -54,7 +54,10 @@ def test_example_table(kubetide):
     assert lines[0].split() == ["pod", "┃", "priority", "┃", "node", "┃", "reason"]
     row = next(line for line in lines if "shop/legacy-gateway" in line)
     assert "│ -" in row and "didn't have free ports" in row
-    assert lines[-1] == "12 nodes: placed 11 of 19 pending pods, 8 cannot be scheduled."
+    assert lines[-1] == (
+        "12 nodes at 2026-11-22T09:29:02Z (newest timestamp in the input): "
+        "placed 11 of 19 pending pods, 8 cannot be scheduled."
+    )
 
 
 def write(tmp_path, text, name="cluster.yaml"):
@@ -131,6 +134,6 @@ def test_pods_on_unknown_nodes_are_ignored_with_a_warning(kubetide, tmp_path):
 
 def test_no_pending_pods(kubetide, tmp_path):
     path = write(tmp_path, "kind: List\nitems:\n" + textwrap.dedent(NODE))
-    code, out, _ = kubetide(path)
+    code, out, _ = kubetide(path, "--now", "2026-01-01T00:00:00Z")
     assert code == 0
-    assert out.strip() == "No pending pods (0 bound on 1 nodes)."
+    assert out.strip() == "No pending pods (0 bound on 1 nodes) at 2026-01-01T00:00:00Z (--now)."

@@ -1,7 +1,7 @@
 """One notion of "now" for every offline command (plan, schedule, downscale, qos).
 
 A dump was taken no earlier than the newest timestamp its objects record (creation, start,
-condition and taint times), so that is "now" by default: the same file always gives the same
+condition and taint times, metrics samples), so that is "now" by default: the same file always gives the same
 answer, and ages read as lower bounds. `--now RFC3339` sets another moment; `--now now` asks for
 the wall clock. Only when the input records no time at all does the wall clock stand in, and the
 commands say so. The decision code itself is handed `now` and never reads a clock.
@@ -70,5 +70,7 @@ def newest_timestamp(manifests: Manifests) -> float | None:
     metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
     metas += [o.meta for o in manifests.configmaps]
     times += [meta.creation_timestamp for meta in metas]
+    # metrics-server's samples (kubetide qos): the moment the usage was measured.
+    times += [m.timestamp for kind in ("PodMetrics", "NodeMetrics") for m in manifests.other.get(kind, [])]
     known = [t for t in times if t is not None]
     return max(known) if known else None

@@ -16,7 +16,9 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
+from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
+from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint, load_files
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
@@ -50,6 +52,7 @@ def add_parser(subparsers) -> None:
         default=[],
         help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable)",
     )
+    add_now_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
     parser.add_argument(
         "--no-precise",
@@ -183,6 +186,7 @@ def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str]
 
 
 def run(args) -> int:
+    parse_now(args.now)  # a bad --now fails before any file is read
     manifests, paths = _load(args)
     warn(manifests.warnings)
     config = QosConfig.from_manifests(manifests)
@@ -195,11 +199,12 @@ def run(args) -> int:
         config,
         AgentOptions(precise=args.precise, execute_excess_percent=args.execute_excess, one_sample=True),
     )
-    result = agent.step(state, _DryRun(manifests.pdbs), now=0.0)
+    now, now_source = resolve_now(args.now, manifests)
+    result = agent.step(state, _DryRun(manifests.pdbs), now=now)
     if args.json:
         print_json(to_json(result))
     else:
-        render(result, state, config, origin, args)
+        render(result, state, config, origin, args, now_source=now_source)
     return 0
 
 
@@ -236,12 +241,14 @@ def _usage_line(state: NodeState, resource: str) -> str:
     return f"{resource} {format_units(resource, used)} of {format_units(resource, capacity)}{share}"
 
 
-def render(result: RoundResult, state: NodeState, config: QosConfig, origin: str, args) -> None:
+def render(
+    result: RoundResult, state: NodeState, config: QosConfig, origin: str, args, *, now_source: str
+) -> None:
     out = console()
     registry = config.registry
     out.print(
         f"[bold]Node {state.name}[/bold]: {_usage_line(state, CPU)}, {_usage_line(state, MEMORY)}; "
-        f"usage from {origin}"
+        f"usage from {origin}, at {rfc3339(result.now)} ({now_source})"
     )
     selected = config.for_node(state.node)
     if not selected:

@@ -14,7 +14,9 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
+from kubetide.durations import rfc3339
 from kubetide.model import Pod, load_files
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
@@ -27,6 +29,7 @@ def add_parser(subparsers) -> None:
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
     parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump)")
+    add_now_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help='print {"placements": {...}, "unschedulable": {...}}'
     )
@@ -34,6 +37,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    parse_now(args.now)  # a bad --now fails before any file is read
     source = ", ".join(args.files)
     manifests = load_files(args.files)
     warn(manifests.warnings)
@@ -54,7 +58,8 @@ def run(args) -> int:
             }
         )
         return 0
-    _print_table(order, placements, unschedulable, snapshot)
+    now, now_source = resolve_now(args.now, manifests)
+    _print_table(order, placements, unschedulable, snapshot, f"at {rfc3339(now)} ({now_source})")
     return 0
 
 
@@ -63,6 +68,7 @@ def _print_table(
     placements: dict[str, str | None],
     unschedulable: dict[str, str],
     snapshot: ClusterSnapshot,
+    at: str,
 ) -> None:
     out = console()
     if not out.is_terminal:
@@ -70,7 +76,7 @@ def _print_table(
         # pod, like kubectl, rather than reasons folded into an 80-column box.
         out.width = 1000
     if not order:
-        out.print(f"No pending pods ({snapshot.pod_count()} bound on {len(snapshot)} nodes).")
+        out.print(f"No pending pods ({snapshot.pod_count()} bound on {len(snapshot)} nodes) {escape(at)}.")
         return
     names = [p.key for p in order]
     nodes = [placements[p.uid] or "-" for p in order]
@@ -84,6 +90,6 @@ def _print_table(
     out.print(table)
     placed = sum(1 for n in placements.values() if n is not None)
     out.print(
-        f"{len(snapshot)} nodes: placed {placed} of {len(order)} pending pods, "
+        f"{len(snapshot)} nodes {escape(at)}: placed {placed} of {len(order)} pending pods, "
         f"{len(order) - placed} cannot be scheduled."
     )
