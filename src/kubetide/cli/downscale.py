@@ -16,13 +16,16 @@ from datetime import UTC, datetime
 
 from rich.markup import escape
 
+from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.output import console, print_json, warn
 from kubetide.errors import UserError
-from kubetide.model import Pod, load_files
+from kubetide.model import Pod
 from kubetide.model.reader import parse_time
 from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
 from kubetide.workloads.owners import resolve_owner
 from kubetide.workloads.timebuckets import format_age, to_ns
+
+DOWNSCALE_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "ReplicationController"})
 
 
 def add_parser(subparsers) -> None:
@@ -33,7 +36,7 @@ def add_parser(subparsers) -> None:
         "(kube-controller-manager's ranking, KEP-2185).",
     )
     parser.add_argument(
-        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment"
+        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment; - for stdin"
     )
     parser.add_argument("--replicas", metavar="N", type=int, required=True, help="the replica count to reach")
     parser.add_argument(
@@ -53,8 +56,8 @@ def run(args) -> int:
     if args.replicas < 0:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
     now = _now(args.now)
-    source = ", ".join(args.files)
-    manifests = load_files(args.files)
+    source = ", ".join(map(source_name, args.files))
+    manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
     warn(manifests.warnings)
     target = resolve_owner(manifests, args.owner, source)
     current = len(target.pods)

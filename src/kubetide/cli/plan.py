@@ -52,15 +52,17 @@ from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
+from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
 from kubetide.cli.output import console, print_json, warn
-from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
+from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
 from kubetide.durations import format_duration
 from kubetide.errors import ManifestError, UserError
-from kubetide.model import ConfigMap, Manifests, Pod, load_files
+from kubetide.model import ConfigMap, Manifests, Pod
 from kubetide.model.reader import parse_time
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
+CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
 
 
@@ -70,7 +72,9 @@ def add_parser(subparsers) -> None:
         help="one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="*", help="a cluster dump (kubectl -o yaml)")
+    parser.add_argument(
+        "files", metavar="CLUSTER.yaml", nargs="*", help="a cluster dump (kubectl -o yaml); - for stdin"
+    )
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -80,7 +84,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--node-groups",
         metavar="GROUPS.yaml",
-        help="node groups (the scenario's nodeGroups schema); default: inferred from node labels",
+        help="node groups (the scenario's nodeGroups schema; - for stdin); default: inferred from node labels",
     )
     parser.add_argument(
         "--set",
@@ -107,14 +111,14 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     options = parse_set_flags(args.flags)
     now_arg = _parse_now(args.now)
-    definitions = load_groups_file(args.node_groups) if args.node_groups else None
+    definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.files:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml) or --kubeconfig, not both")
     if args.kubeconfig:
         manifests, source = _read_live_cluster(args.kubeconfig, args.context)
     elif args.files:
-        source = ", ".join(args.files)
-        manifests = load_files(list(args.files))
+        source = ", ".join(map(source_name, args.files))
+        manifests = load_manifests("plan", (args.files, CLUSTER_KINDS, CLUSTER_DUMP))
     else:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml ...) or --kubeconfig PATH")
     warn(manifests.warnings)

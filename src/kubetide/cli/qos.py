@@ -16,9 +16,10 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
+from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
 from kubetide.cli.output import console, print_json, warn
 from kubetide.errors import UserError
-from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint, load_files
+from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
 from kubetide.qos import (
     AgentOptions,
@@ -34,6 +35,7 @@ from kubetide.qos.config import ACTION_KINDS
 from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED, SCHEDULING_TAINT, Execution, gap_units
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
+STATE_KINDS = CLUSTER_KINDS | QOS_KINDS | {"PodMetrics", "NodeMetrics"}
 
 
 def add_parser(subparsers) -> None:
@@ -42,13 +44,15 @@ def add_parser(subparsers) -> None:
         help="show what the node QoS agent would throttle or evict on a node now",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics")
+    parser.add_argument(
+        "state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics; - for stdin"
+    )
     parser.add_argument(
         "--nodeqos",
         metavar="NODEQOS.yaml",
         action="append",
         default=[],
-        help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable)",
+        help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable; - for stdin)",
     )
     parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
     parser.add_argument(
@@ -112,9 +116,12 @@ class _DryRun:
 
 
 def _load(args) -> tuple[Manifests, list[str]]:
-    paths = [args.state, *args.nodeqos]
-    manifests = load_files(paths)
-    return manifests, paths
+    manifests = load_manifests(
+        "qos",
+        ([args.state], STATE_KINDS, "a node-state file (a Node, its pods and their metrics)"),
+        (args.nodeqos, QOS_KINDS, "NodeQOS, AvoidanceAction or PodQOS objects"),
+    )
+    return manifests, [source_name(p) for p in [args.state, *args.nodeqos]]
 
 
 def _node(manifests: Manifests, source: str) -> Node:
@@ -188,7 +195,7 @@ def run(args) -> int:
     config = QosConfig.from_manifests(manifests)
     if not config.nodeqos:
         raise UserError(f"{', '.join(paths)}: no NodeQOS (put it in the node-state file or pass --nodeqos)")
-    state, warnings, origin = build_state(manifests, args.state)
+    state, warnings, origin = build_state(manifests, source_name(args.state))
     warn(config.warnings)
     warn(warnings)
     agent = QosAgent(

@@ -14,10 +14,13 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.output import console, print_json, warn
-from kubetide.model import Pod, load_files
+from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
+
+SCHEDULE_KINDS = frozenset({"Node", "Pod"})  # what the placements are made of; the rest is context
 
 
 def add_parser(subparsers) -> None:
@@ -26,7 +29,9 @@ def add_parser(subparsers) -> None:
         help="place pending pods on the existing nodes as kube-scheduler would",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump)")
+    parser.add_argument(
+        "files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump); - for stdin"
+    )
     parser.add_argument(
         "--json", action="store_true", help='print {"placements": {...}, "unschedulable": {...}}'
     )
@@ -34,8 +39,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    source = ", ".join(args.files)
-    manifests = load_files(args.files)
+    source = ", ".join(map(source_name, args.files))
+    manifests = load_manifests("schedule", (args.files, SCHEDULE_KINDS, "a cluster dump (Nodes and Pods)"))
     warn(manifests.warnings)
     snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)

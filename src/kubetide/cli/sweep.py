@@ -13,11 +13,10 @@ import argparse
 import json
 import sys
 import time
-from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import console, ensure_output_dir, print_json, warn
+from kubetide.cli.inputs import read_scenario
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.simulate import DEMO, _duration, console_stderr
 from kubetide.errors import UserError
 
@@ -30,7 +29,10 @@ def add_parser(subparsers) -> None:
         "locally or on a Dask cluster, and compare the settings.",
     )
     parser.add_argument(
-        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+        "scenario",
+        nargs="?",
+        metavar="SCENARIO",
+        help="scenario file, - for stdin (default: the bundled demo)",
     )
     parser.add_argument(
         "--grid",
@@ -92,20 +94,13 @@ def _engine(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.scenario import load_scenario
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
 
     grid = parse_grid(args.grid)
     seeds = _seeds(args)
     engine = _engine(args)
-    with ExitStack() as stack:
-        if args.scenario:
-            path = Path(args.scenario)
-        else:
-            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
-        scenario = load_scenario(path)
-        scenario_bytes = path.read_bytes()
+    scenario, scenario_bytes = read_scenario(args.scenario, DEMO)
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
     settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
@@ -113,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
     store = RunStore(out_dir)
-    store.claim(fingerprint(scenario_bytes, scenario.duration))
-    sweep = run_sweep(scenario, grid, settings, own, seeds, store, engine, progress=not args.json)
+    with writing_into(out_dir, "--out"):
+        store.claim(fingerprint(scenario_bytes, scenario.duration))
+        sweep = run_sweep(scenario, grid, settings, own, seeds, store, engine, progress=not args.json)
     if args.json:
         print_json(sweep)
     else:
