@@ -31,7 +31,8 @@ times): the dump was taken no earlier, and a given file always gives the same pl
 lower bounds, so time-dependent rules (a kube-system pod blocks while younger than an hour,
 new-pod-scale-up-delay) read the dump as if taken at that moment; `--now` sets another time.
 
-`--json` prints exactly `{"scale_up": ..., "scale_down": ...}`; warnings go to stderr.
+`--json` prints a PlanResult (docs/json-output.md, docs/schemas/plan.schema.json): the scale-up
+and scale-down decisions with the same "why" text the table shows; warnings go to stderr.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, NodeSta
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
+from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.output import console, print_json, warn
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
 from kubetide.durations import format_duration
@@ -104,7 +106,7 @@ def add_parser(subparsers) -> None:
         metavar="RFC3339",
         help='the time of the loop (default: the newest timestamp in the dump; "now": the wall clock)',
     )
-    parser.add_argument("--json", action="store_true", help='print {"scale_up": {...}, "scale_down": {...}}')
+    parser.add_argument("--json", action="store_true", help="print a PlanResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
@@ -159,9 +161,7 @@ def run(args) -> int:
     if result.unhealthy and args.json:
         warn([result.unhealthy])
     if args.json:
-        print_json(
-            {"scale_up": result.scale_up.to_json(), "scale_down": result.scale_down.to_json(result.budget)}
-        )
+        print_json(plan_json(result, cloud, snapshot, now, now_source, untried))
         return 0
     _print_human(result, cloud, snapshot, now, now_source, untried, expire_timers=not args.no_expire_timers)
     return 0
@@ -357,6 +357,41 @@ def _configmap(configmaps: Iterable[ConfigMap], namespace: str, name: str) -> Co
         if cm.meta.namespace == namespace and cm.meta.name == name:
             return cm
     return None
+
+
+# -- --json -------------------------------------------------------------------------------------------
+
+
+def plan_json(
+    result: PlanResult,
+    cloud: StaticCloud,
+    snapshot: ClusterSnapshot,
+    now: float,
+    now_source: str,
+    untried: Sequence[str],
+) -> dict:
+    """The PlanResult document: the plans' own JSON, with the table's "why" beside each node."""
+    scale_down = result.scale_down.to_json(result.budget)
+    for name, status in result.scale_down.nodes.items():
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        scale_down["nodes"][name].update(
+            node_group=group.id if group is not None else None,
+            why=node_detail(status, group, result.options),
+        )
+    scale_up = result.scale_up.to_json()
+    scale_up["why"] = [
+        line.strip() for line in scale_up_lines(result.scale_up, result.options.expander, untried)
+    ]
+    return document(
+        "PlanResult",
+        {
+            "now": rfc3339(now),
+            "now_source": now_source,
+            "unhealthy": result.unhealthy,
+            "scale_up": scale_up,
+            "scale_down": scale_down,
+        },
+    )
 
 
 # -- human output -------------------------------------------------------------------------------------

@@ -17,12 +17,14 @@ from fractions import Fraction
 from typing import Any
 
 from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
+from kubetide.cli.json_output import document, quantity
 from kubetide.cli.output import console, print_json, warn
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
 from kubetide.qos import (
     AgentOptions,
+    MetricRegistry,
     NodeMetrics,
     NodeState,
     PodMetrics,
@@ -54,7 +56,7 @@ def add_parser(subparsers) -> None:
         default=[],
         help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable; - for stdin)",
     )
-    parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
+    parser.add_argument("--json", action="store_true", help="print a QOSResult (docs/json-output.md)")
     parser.add_argument(
         "--no-precise",
         dest="precise",
@@ -204,27 +206,32 @@ def run(args) -> int:
     )
     result = agent.step(state, _DryRun(manifests.pdbs), now=0.0)
     if args.json:
-        print_json(to_json(result))
+        print_json(to_json(result, config.registry))
     else:
         render(result, state, config, origin, args)
     return 0
 
 
-def to_json(result: RoundResult) -> dict:
+def to_json(result: RoundResult, registry: MetricRegistry) -> dict:
+    """The QOSResult document; gaps and releases are quantities of their metric's resource."""
+
+    def amount(metric: str, units: int | None) -> str | None:
+        return None if units is None else quantity(registry[metric].resource, units)
+
     gaps = {
-        kind: {metric: gap_units(gap) for metric, gap in result.gaps[kind].items()}
+        kind: {metric: amount(metric, gap_units(gap)) for metric, gap in result.gaps[kind].items()}
         for kind in ACTION_KINDS
         if result.gaps.get(kind)
     }
     actions = [
-        {"pod": d.pod, "action": d.action, "metric": d.metric, "released": d.released}
+        {"pod": d.pod, "action": d.action, "metric": d.metric, "released": amount(d.metric, d.released)}
         for d in result.decisions
         if d.outcome == DONE
     ]
     result_json: dict[str, Any] = {"gaps": gaps, "actions": actions}
     if result.execution.scheduling is not None:
         result_json["scheduling"] = result.execution.scheduling.kind
-    return result_json
+    return document("QOSResult", result_json)
 
 
 # -- the readable report ----------------------------------------------------------------------

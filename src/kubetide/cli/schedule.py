@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubetide.cli.inputs import load_manifests, source_name
+from kubetide.cli.json_output import document
 from kubetide.cli.output import console, print_json, warn
 from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
@@ -32,9 +33,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump); - for stdin"
     )
-    parser.add_argument(
-        "--json", action="store_true", help='print {"placements": {...}, "unschedulable": {...}}'
-    )
+    parser.add_argument("--json", action="store_true", help="print a ScheduleResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
@@ -53,10 +52,13 @@ def run(args) -> int:
 
     if args.json:
         print_json(
-            {
-                "placements": {p.key: placements[p.uid] for p in order},
-                "unschedulable": unschedulable,
-            }
+            document(
+                "ScheduleResult",
+                {
+                    "placements": {p.key: placements[p.uid] for p in order},
+                    "unschedulable": unschedulable,
+                },
+            )
         )
         return 0
     _print_table(order, placements, unschedulable, snapshot)

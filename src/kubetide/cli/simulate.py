@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
-from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
+from kubetide.cli.output import console, ensure_output_dir, warn, writing_into
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
 
@@ -37,7 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>/)"
     )
-    parser.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", help="print summary.json (a SimulationSummary) instead of a table"
+    )
     parser.add_argument(
         "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
     )
@@ -49,7 +51,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.output import default_out_dir, write_outputs
+    from kubetide.sim.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.simulation import NoAutoscaler, Simulation
 
     scenario, _ = read_scenario(args.scenario, DEMO)
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         paths = write_outputs(result, out_dir, report=not args.no_report)
     warn(w for w in result.warnings if w not in scenario.warnings)
     if args.json:
-        print_json(result.summary)
+        sys.stdout.write(summary_json(result.summary))  # summary.json, byte for byte
     else:
         _print_summary(result.summary, scenario, paths)
     return 0

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
+from kubetide.cli.json_output import document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.simulate import DEMO, _duration, console_stderr
 from kubetide.errors import UserError
@@ -51,7 +52,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>-sweep/)"
     )
-    parser.add_argument("--json", action="store_true", help="print sweep.json to stdout instead of tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print sweep.json (a SweepResult) instead of tables"
+    )
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
     parser.add_argument(
         "--scheduler-address",
@@ -133,29 +136,32 @@ def run_sweep(scenario, grid, settings, own, seeds, store, engine, *, progress: 
     wall = time.perf_counter() - started
     rows = aggregate(settings, seeds, runs.summaries)
     ran = len(runs.summaries) - runs.reused
-    sweep = {
-        "scenario": scenario.name,
-        "simulated_seconds": round(scenario.duration, 3),
-        "grid": grid,
-        "seeds": seeds,
-        "scenario_setting": own.id,
-        "settings": rows,
-        "pareto_front": pareto_front(rows),
-        "better_than_scenario_everywhere": better_everywhere(rows, own.id),
-        "failures": [
-            {"setting": f.setting.id, "flags": dict(f.setting.flags), "seed": f.seed, "error": f.error}
-            for f in runs.failures
-        ],
-        # Not deterministic (wall time), unlike everything above.
-        "timing": {
-            "engine": engine.name,
-            "workers": engine.workers,
-            "runs": ran,
-            "reused": runs.reused,
-            "wall_seconds": round(wall, 3),
-            "run_seconds": round(runs.run_seconds, 3),
+    sweep = document(
+        "SweepResult",
+        {
+            "scenario": scenario.name,
+            "simulated_seconds": round(scenario.duration, 3),
+            "grid": grid,
+            "seeds": seeds,
+            "scenario_setting": own.id,
+            "settings": rows,
+            "pareto_front": pareto_front(rows),
+            "better_than_scenario_everywhere": better_everywhere(rows, own.id),
+            "failures": [
+                {"setting": f.setting.id, "flags": dict(f.setting.flags), "seed": f.seed, "error": f.error}
+                for f in runs.failures
+            ],
+            # Not deterministic (wall time), unlike everything above.
+            "timing": {
+                "engine": engine.name,
+                "workers": engine.workers,
+                "runs": ran,
+                "reused": runs.reused,
+                "wall_seconds": round(wall, 3),
+                "run_seconds": round(runs.run_seconds, 3),
+            },
         },
-    }
+    )
     out = store.out_dir
     write_summary_csv(out / "summary.csv", grid, settings, seeds, runs)
     (out / "sweep.json").write_text(json.dumps(sweep, indent=2) + "\n", encoding="utf-8")
