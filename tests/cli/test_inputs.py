@@ -106,6 +106,7 @@ def test_empty_standard_input_is_named(kubetide):
         (["plan", SCENARIO], "small.yaml: is a Scenario, not a cluster dump"),
         (["schedule", NODEQOS], "nodeqos.yaml: holds AvoidanceAction, NodeQOS objects, not a cluster dump"),
         (["schedule", SCENARIO], "run it with `kubetide simulate`"),
+        (["schedule", CLUSTER, SCENARIO], "small.yaml: is a Scenario"),
         (["downscale", SCENARIO, "--replicas", "1"], "small.yaml: is a Scenario, not pods"),
         (["downscale", NODEQOS, "--replicas", "1"], "NodeQOS objects go to `kubetide qos --nodeqos`"),
         (["qos", SCENARIO], "small.yaml: is a Scenario, not a node-state file"),
@@ -143,6 +144,16 @@ def test_an_empty_file_is_one_line(kubetide, tmp_path, argv):
     empty.write_text("\n# nothing here\n")
     code, _, err = kubetide(*[str(a).format(empty=empty) for a in argv])
     assert f"{empty}: no YAML or JSON document" in one_error_line(code, err)
+
+
+def test_an_empty_list_is_an_empty_dump_not_a_wrong_kind(kubetide, tmp_path):
+    """kubectl prints `kind: List` with no items for a namespace without pods: that is a dump."""
+    empty = tmp_path / "no-pods.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    code, _, err = kubetide("schedule", CLUSTER, empty, "--json")
+    assert code == 0, err
+    code, _, err = kubetide("plan", empty)
+    assert code == 0, err
 
 
 # -- --out -------------------------------------------------------------------------------------------

@@ -93,8 +93,8 @@ def check_kinds(
     documents: list[Any], source: str, command: str, accepts: frozenset[str], wanted: str
 ) -> None:
     kinds = kinds_in(documents)
-    if kinds & accepts:
-        return
+    if kinds & accepts or (not kinds and any(_is_list(doc) for doc in documents)):
+        return  # an empty List is what kubectl prints for a namespace without such objects
     raise UserError(f"{source}: {describe(kinds)}, not {wanted}: {reader_hint(kinds, command)}")
 
 
@@ -116,6 +116,11 @@ def kinds_in(documents: Iterable[Any]) -> set[str]:
         elif kind:
             kinds.add(kind)
     return kinds
+
+
+def _is_list(document: Any) -> bool:
+    kind = document.get("kind") if isinstance(document, Mapping) else None
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(document.get("items"), list)
 
 
 def describe(kinds: set[str]) -> str:

@@ -21,7 +21,7 @@ from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
-SCHEDULE_KINDS = frozenset({"Node", "Pod"})  # what the placements are made of; the rest is context
+SCHEDULE_KINDS = frozenset({"Node", "Pod", "Namespace", "PriorityClass"})  # what placements depend on
 
 
 def add_parser(subparsers) -> None:
