@@ -213,9 +213,6 @@ def test_version_and_help_import_no_heavy_library(argv):
 
 
 def test_the_help_lists_every_command_as_its_module_describes_it():
-    listed = cli_main.build_parser("")._subparsers._group_actions[0]  # the subcommands action
-    full = cli_main.build_parser()._subparsers._group_actions[0]
-    summaries = {a.dest: a.help for a in listed._choices_actions}
-    assert summaries == {a.dest: a.help for a in full._choices_actions}
-    assert None not in summaries.values()
+    """`kubetide --help` (no command module imported) reads exactly as with every module loaded."""
     assert set(cli_main.SUMMARIES) == set(cli_main.COMMANDS)
+    assert cli_main.build_parser("").format_help() == cli_main.build_parser().format_help()
