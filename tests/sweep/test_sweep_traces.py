@@ -98,8 +98,9 @@ def test_dask_runs_the_same_trace_alternatives(traced_sweep, tmp_path):
     scenario = load_scenario(path)
     grid = parse_grid(["scale-down-unneeded-time=2m,5m"])
     settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
-    alternatives = parse_trace_alternatives([str(directory / "plateau.csv")], path)
-    scenarios = scenario_variants(path, scenario, alternatives)
+    document = yaml.safe_load(path.read_text())
+    alternatives = parse_trace_alternatives([str(directory / "plateau.csv")], document, str(path))
+    scenarios = scenario_variants(document, str(path), directory, scenario, alternatives)
     dask_out = tmp_path / "dask"
     engine = DaskEngine(workers=1, local_processes=False)
     run_sweep(scenario, grid, settings, own, [1], RunStore(dask_out), engine, scenarios=scenarios)
@@ -110,9 +111,10 @@ def test_dask_runs_the_same_trace_alternatives(traced_sweep, tmp_path):
 
 def test_a_changed_trace_file_is_a_new_alternative_not_a_stored_run(tmp_path):
     path = _traced_scenario(tmp_path)
-    before = parse_trace_alternatives([str(tmp_path / "burst.csv")], path)[0].id
+    document = yaml.safe_load(path.read_text())
+    before = parse_trace_alternatives([str(tmp_path / "burst.csv")], document, str(path))[0].id
     (tmp_path / "burst.csv").write_text(NIGHTS["burst.csv"] + "35m,2\n")
-    after = parse_trace_alternatives([str(tmp_path / "burst.csv")], path)[0].id
+    after = parse_trace_alternatives([str(tmp_path / "burst.csv")], document, str(path))[0].id
     assert before != after
 
 
@@ -123,7 +125,9 @@ def test_named_alternatives_pick_their_trace_when_the_scenario_has_several(tmp_p
     ]
     path = _traced_scenario(tmp_path, traces)
     chosen = parse_trace_alternatives(
-        [f"shop/api={tmp_path / 'plateau.csv'}", f"web={tmp_path / 'plateau.csv'}"], path
+        [f"shop/api={tmp_path / 'plateau.csv'}", f"web={tmp_path / 'plateau.csv'}"],
+        yaml.safe_load(path.read_text()),
+        str(path),
     )
     assert [a.index for a in chosen] == [1, 0]
 

@@ -16,13 +16,18 @@ from datetime import UTC, datetime
 
 from rich.markup import escape
 
+from kubetide.cli.inputs import load_manifests, source_name
+from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.output import console, print_json, warn
 from kubetide.errors import UserError
-from kubetide.model import Pod, load_files
+from kubetide.model import Pod
 from kubetide.model.reader import parse_time
 from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
 from kubetide.workloads.owners import resolve_owner
+from kubetide.workloads.ranking import NO_TIME_BUCKET, Ranking
 from kubetide.workloads.timebuckets import format_age, to_ns
+
+DOWNSCALE_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "ReplicationController"})
 
 
 def add_parser(subparsers) -> None:
@@ -33,7 +38,7 @@ def add_parser(subparsers) -> None:
         "(kube-controller-manager's ranking, KEP-2185).",
     )
     parser.add_argument(
-        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment"
+        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment; - for stdin"
     )
     parser.add_argument("--replicas", metavar="N", type=int, required=True, help="the replica count to reach")
     parser.add_argument(
@@ -45,7 +50,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="rank by exact timestamps, newest first (before LogarithmicScaleDown), for comparison",
     )
-    parser.add_argument("--json", action="store_true", help='print {"delete": [...], "keep": [...]}')
+    parser.add_argument("--json", action="store_true", help="print a DownscaleResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
@@ -53,8 +58,8 @@ def run(args) -> int:
     if args.replicas < 0:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
     now = _now(args.now)
-    source = ", ".join(args.files)
-    manifests = load_files(args.files)
+    source = ", ".join(map(source_name, args.files))
+    manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
     warn(manifests.warnings)
     target = resolve_owner(manifests, args.owner, source)
     current = len(target.pods)
@@ -68,7 +73,7 @@ def run(args) -> int:
     if diff == current:  # every pod goes: the controller does not sort (nor do we)
         deleted, kept = list(target.pods), []
         reasons = [Reason(0, "every pod goes") for _ in deleted]
-        ranks = None
+        ranking = None
     else:
         ranking = rank(
             target.pods,
@@ -79,11 +84,11 @@ def run(args) -> int:
         )
         deleted, kept = ranking.order[:diff], ranking.order[diff:]
         reasons = [r for _, r in explain_ranking(ranking, diff)]
-        ranks = ranking.node_counts
 
     if args.json:
-        print_json({"delete": [p.key for p in deleted], "keep": [p.key for p in kept]})
+        print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept))
         return 0
+    ranks = ranking.node_counts if ranking is not None else None
     _print_human(target, args.replicas, now, logarithmic, deleted, reasons, kept, ranks)
     return 0
 
@@ -95,6 +100,62 @@ def _now(text: str | None) -> float:
         return parse_time(text)
     except ValueError:
         raise UserError(f"--now: invalid RFC 3339 time {text!r} (e.g. 2026-11-22T12:00:00Z)") from None
+
+
+def downscale_json(
+    target, replicas: int, now: float, ranking: Ranking | None, deleted, reasons, kept
+) -> dict:
+    """The DownscaleResult document: the order, each pod's rank keys and why it goes first."""
+    pods = [_pod_json(pod, "delete", why.text, ranking) for pod, why in zip(deleted, reasons)]
+    pods += [_pod_json(pod, "keep", None, ranking) for pod in kept]
+    return document(
+        "DownscaleResult",
+        {
+            "owner": target.label,
+            "deployment": target.deployment,
+            "active_pods": len(deleted) + len(kept),
+            "replicas": replicas,
+            "now": rfc3339(now),
+            "ranking": None if ranking is None else "logarithmic" if ranking.logarithmic else "legacy",
+            "delete": [p.key for p in deleted],
+            "keep": [p.key for p in kept],
+            "pods": pods,
+        },
+    )
+
+
+def _pod_json(pod: Pod, decision: str, why: str | None, ranking: Ranking | None) -> dict:
+    return {
+        "pod": pod.key,
+        "node": pod.node_name or None,
+        "decision": decision,
+        "why": why,
+        "rank_keys": None if ranking is None else _rank_keys(pod, ranking),
+    }
+
+
+def _rank_keys(pod: Pod, ranking: Ranking) -> dict:
+    """What kube-controller-manager compares, criterion by criterion (kubetide.workloads.ranking),
+    and the sort key itself. Age buckets exist only in the logarithmic ranking."""
+    key = ranking.key(pod)
+
+    def bucket(column: int) -> int | None:
+        return key[column] if ranking.logarithmic and key[column] != NO_TIME_BUCKET else None
+
+    return {
+        "assigned": bool(pod.node_name),
+        "phase": pod.phase,
+        "ready": pod.ready,
+        "deletion_cost": ranking.cost_of(pod),
+        "related_pods_on_node": ranking.rank_of(pod),
+        "ready_time": rfc3339(pod.ready_transition) if pod.ready else None,
+        "ready_age_bucket": bucket(2),
+        "restarts": pod.restarts,
+        "sidecar_restarts": pod.sidecar_restarts,
+        "creation_time": rfc3339(pod.meta.creation_timestamp),
+        "creation_age_bucket": bucket(5),
+        "sort_key": list(key),
+    }
 
 
 def _print_human(target, replicas, now, logarithmic, deleted, reasons, kept, ranks) -> None:

@@ -15,11 +15,11 @@ import argparse
 import json
 import sys
 import time
-from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import console, ensure_output_dir, print_json, warn
+from kubetide.cli.inputs import read_scenario
+from kubetide.cli.json_output import document
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.simulate import DEMO, _duration, console_stderr
 from kubetide.errors import UserError
 
@@ -32,7 +32,10 @@ def add_parser(subparsers) -> None:
         "locally or on a Dask cluster, and compare the settings.",
     )
     parser.add_argument(
-        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+        "scenario",
+        nargs="?",
+        metavar="SCENARIO",
+        help="scenario file, - for stdin (default: the bundled demo)",
     )
     parser.add_argument(
         "--grid",
@@ -60,7 +63,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>-sweep/)"
     )
-    parser.add_argument("--json", action="store_true", help="print sweep.json to stdout instead of tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print sweep.json (a SweepResult) instead of tables"
+    )
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
     parser.add_argument(
         "--scheduler-address",
@@ -103,48 +108,55 @@ def _engine(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.scenario import load_scenario
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
-    from kubetide.sweep.traces import parse_trace_alternatives, scenario_variants
 
     grid = parse_grid(args.grid)
     seeds = _seeds(args)
     engine = _engine(args)
-    with ExitStack() as stack:
-        if args.scenario:
-            path = Path(args.scenario)
-        else:
-            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
-        scenario = load_scenario(path)
-        scenario_bytes = path.read_bytes()
-        if args.duration is not None:
-            scenario = scenario.with_duration(_duration(args.duration))
-        alternatives = parse_trace_alternatives(args.trace, path)
-        scenarios = scenario_variants(path, scenario, alternatives)
+    scenario, scenario_bytes = read_scenario(args.scenario, DEMO)
+    if args.duration is not None:
+        scenario = scenario.with_duration(_duration(args.duration))
+    alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
     settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
     out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
     store = RunStore(out_dir)
-    store.claim(fingerprint(scenario_bytes, scenario.duration))
-    sweep = run_sweep(
-        scenario,
-        grid,
-        settings,
-        own,
-        seeds,
-        store,
-        engine,
-        progress=not args.json,
-        scenarios=scenarios,
-        trace_labels={a.id: a.label for a in alternatives},
-    )
+    with writing_into(out_dir, "--out"):
+        store.claim(fingerprint(scenario_bytes, scenario.duration))
+        sweep = run_sweep(
+            scenario,
+            grid,
+            settings,
+            own,
+            seeds,
+            store,
+            engine,
+            progress=not args.json,
+            scenarios=scenarios,
+            trace_labels={a.id: a.label for a in alternatives},
+        )
     if args.json:
         print_json(sweep)
     else:
         _print_sweep(sweep, out_dir)
     return 0
+
+
+def _trace_variants(args: argparse.Namespace, scenario, scenario_bytes: bytes):
+    """The --trace alternatives, and trace id -> scenario to run (the scenario itself without any)."""
+    from kubetide.cli.inputs import scenario_base_dir, source_name
+    from kubetide.model.loader import parse_text
+    from kubetide.sweep.traces import SCENARIOS_OWN, parse_trace_alternatives, scenario_variants
+
+    if not args.trace:
+        return [], {SCENARIOS_OWN: scenario}
+    source = source_name(args.scenario) if args.scenario else DEMO
+    document = parse_text(scenario_bytes.decode("utf-8"), source)[0]
+    alternatives = parse_trace_alternatives(args.trace, document, source)
+    base_dir = scenario_base_dir(args.scenario) if args.scenario else Path.cwd()
+    return alternatives, scenario_variants(document, source, base_dir, scenario, alternatives)
 
 
 def run_sweep(
@@ -180,36 +192,39 @@ def run_sweep(
     wall = time.perf_counter() - started
     rows = aggregate(settings, seeds, runs.summaries, traces)
     ran = len(runs.summaries) - runs.reused
-    sweep = {
-        "scenario": scenario.name,
-        "simulated_seconds": round(scenario.duration, 3),
-        "grid": grid,
-        "seeds": seeds,
-        "traces": [{"id": trace, "trace": label} for trace, label in (trace_labels or {}).items()],
-        "scenario_setting": own.id,
-        "settings": rows,
-        "pareto_front": pareto_front(rows),
-        "better_than_scenario_everywhere": better_everywhere(rows, own.id),
-        "failures": [
-            {
-                "setting": f.setting.id,
-                "flags": dict(f.setting.flags),
-                "seed": f.seed,
-                **({"trace": f.trace} if f.trace else {}),
-                "error": f.error,
-            }
-            for f in runs.failures
-        ],
-        # Not deterministic (wall time), unlike everything above.
-        "timing": {
-            "engine": engine.name,
-            "workers": engine.workers,
-            "runs": ran,
-            "reused": runs.reused,
-            "wall_seconds": round(wall, 3),
-            "run_seconds": round(runs.run_seconds, 3),
+    sweep = document(
+        "SweepResult",
+        {
+            "scenario": scenario.name,
+            "simulated_seconds": round(scenario.duration, 3),
+            "grid": grid,
+            "seeds": seeds,
+            "traces": [{"id": trace, "trace": label} for trace, label in (trace_labels or {}).items()],
+            "scenario_setting": own.id,
+            "settings": rows,
+            "pareto_front": pareto_front(rows),
+            "better_than_scenario_everywhere": better_everywhere(rows, own.id),
+            "failures": [
+                {
+                    "setting": f.setting.id,
+                    "flags": dict(f.setting.flags),
+                    "seed": f.seed,
+                    **({"trace": f.trace} if f.trace else {}),
+                    "error": f.error,
+                }
+                for f in runs.failures
+            ],
+            # Not deterministic (wall time), unlike everything above.
+            "timing": {
+                "engine": engine.name,
+                "workers": engine.workers,
+                "runs": ran,
+                "reused": runs.reused,
+                "wall_seconds": round(wall, 3),
+                "run_seconds": round(runs.run_seconds, 3),
+            },
         },
-    }
+    )
     out = store.out_dir
     write_summary_csv(out / "summary.csv", grid, settings, seeds, runs, traces)
     (out / "sweep.json").write_text(json.dumps(sweep, indent=2) + "\n", encoding="utf-8")

@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+from kubetide import API_VERSION
 from kubetide.sim.simulation import SimulationResult
 
 
@@ -14,8 +15,9 @@ def default_out_dir(scenario_name: str) -> Path:
 
 
 def summary_json(summary: dict) -> str:
-    """The exact bytes of summary.json (key order as built, so runs compare byte for byte)."""
-    return json.dumps(summary, indent=2) + "\n"
+    """The exact bytes of summary.json (key order as built, so runs compare byte for byte): a
+    SimulationSummary document (docs/json-output.md)."""
+    return json.dumps({"apiVersion": API_VERSION, "kind": "SimulationSummary", **summary}, indent=2) + "\n"
 
 
 def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool = True) -> dict[str, Path]:

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetide.cloud.schema import read_spec_documents
 from kubetide.errors import UserError
-from kubetide.sim.scenario import Scenario, ScenarioError, parse_scenario
+from kubetide.sim.scenario import Scenario, parse_scenario
 
 SCENARIOS_OWN = ""  # the trace id of runs on the scenario as written
 
@@ -42,13 +41,6 @@ class TraceAlternative:
         return f"{readable}-{digest}"
 
 
-def _scenario_document(path: Path) -> dict[str, Any]:
-    documents = read_spec_documents(path, ScenarioError)
-    if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise ScenarioError(str(path), "", "expected one YAML document with kind: Scenario")
-    return documents[0]
-
-
 def _target_index(traces: list[dict], target: str | None, item: str) -> int:
     if target is None:
         if len(traces) != 1:
@@ -67,16 +59,16 @@ def _target_index(traces: list[dict], target: str | None, item: str) -> int:
     return matches[0]
 
 
-def parse_trace_alternatives(items: Sequence[str], scenario_path: Path) -> list[TraceAlternative]:
-    """The --trace values, checked against the scenario's spec.traces (duplicates dropped)."""
+def parse_trace_alternatives(
+    items: Sequence[str], document: dict[str, Any], source: str
+) -> list[TraceAlternative]:
+    """The --trace values, checked against the scenario document's spec.traces (duplicates dropped)."""
     if not items:
         return []
-    spec = _scenario_document(scenario_path).get("spec")
+    spec = document.get("spec")
     traces = spec.get("traces") if isinstance(spec, dict) else None
     if not isinstance(traces, list) or not traces or not all(isinstance(t, dict) for t in traces):
-        raise UserError(
-            f"--trace: {scenario_path} has no spec.traces; a trace alternative replaces the file of one"
-        )
+        raise UserError(f"--trace: {source} has no spec.traces; a trace alternative replaces the file of one")
     alternatives: list[TraceAlternative] = []
     for item in items:
         target, sep, file_text = item.rpartition("=")
@@ -93,18 +85,22 @@ def parse_trace_alternatives(items: Sequence[str], scenario_path: Path) -> list[
 
 
 def scenario_variants(
-    scenario_path: Path, scenario: Scenario, alternatives: Sequence[TraceAlternative]
+    document: dict[str, Any],
+    source: str,
+    base_dir: Path,
+    scenario: Scenario,
+    alternatives: Sequence[TraceAlternative],
 ) -> dict[str, Scenario]:
     """Trace id -> the scenario to simulate: the scenario itself without alternatives, otherwise one
-    scenario per alternative (its trace file replaced), with the caller's duration applied."""
+    scenario per alternative (the document with its trace file replaced, relative files read from
+    base_dir as the scenario's own were), with the caller's duration applied."""
     if not alternatives:
         return {SCENARIOS_OWN: scenario}
-    document = _scenario_document(scenario_path)
     variants = {}
     for alternative in alternatives:
         data = copy.deepcopy(document)
         data["spec"]["traces"][alternative.index]["file"] = str(alternative.file)
-        variant = parse_scenario(data, str(scenario_path), base_dir=scenario_path.parent)
+        variant = parse_scenario(data, source, base_dir=base_dir)
         if variant.duration != scenario.duration:
             variant = variant.with_duration(scenario.duration)
         variants[alternative.id] = variant
