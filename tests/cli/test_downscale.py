@@ -67,7 +67,8 @@ def test_json_shape_is_exactly_delete_and_keep_in_ranking_order(kubetide):
     code, out, err = kubetide(EXAMPLE, "--owner", "rs/web-7f9c8d6b5", "--replicas", 4, "--now", NOW, "--json")
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert list(data) == ["delete", "keep"]
+    assert (data["apiVersion"], data["kind"]) == ("kubetide.io/v1alpha1", "DownscaleResult")
+    assert [p["pod"] for p in data["pods"]] == data["delete"] + data["keep"]
     assert data["delete"] == [
         "shop/web-7f9c8d6b5-q8x2m",
         "shop/web-7f9c8d6b5-h4k7p",
@@ -156,7 +157,8 @@ def test_a_single_owner_needs_no_flag(kubetide, tmp_path):
     )
     code, out, err = kubetide(path, "--replicas", 1, "--now", NOW, "--json")
     assert (code, err) == (0, "")
-    assert json.loads(out) == {"delete": ["default/a"], "keep": ["default/b"]}
+    result = json.loads(out)
+    assert (result["delete"], result["keep"]) == (["default/a"], ["default/b"])
 
 
 @pytest.mark.parametrize(

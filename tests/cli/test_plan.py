@@ -62,15 +62,29 @@ def plan_json(kubetide, *argv):
 
 def test_json_shape_is_exactly_the_documented_one(kubetide):
     result = plan_json(kubetide, "--node-groups", GROUPS)
-    assert list(result) == ["scale_up", "scale_down"]
+    assert list(result) == ["apiVersion", "kind", "now", "now_source", "unhealthy", "scale_up", "scale_down"]
+    assert (result["apiVersion"], result["kind"], result["now"]) == (
+        "kubetide.io/v1alpha1",
+        "PlanResult",
+        NOW,
+    )
     up, down = result["scale_up"], result["scale_down"]
-    assert list(up) == ["pending", "options", "chosen", "not_helped"]
+    assert list(up) == ["pending", "options", "chosen", "not_helped", "why"]
     assert all(list(o) == ["node_group", "node_count", "pods"] for o in up["options"])
     assert list(up["chosen"]) == ["node_group", "node_count"]
     assert list(down) == ["nodes", "candidate_set", "to_delete", "destinations"]
     assert list(down["to_delete"]) == ["empty", "drain"]
     for entry in down["nodes"].values():
-        assert list(entry) == ["status", "empty", "utilization", "reason", "blocking_pod"]
+        assert list(entry) == [
+            "status",
+            "empty",
+            "utilization",
+            "reason",
+            "blocking_pod",
+            "node_group",
+            "why",
+        ]
+        assert entry["why"]
         assert entry["status"] in ("removable", "unremovable", "being_deleted")
         assert entry["blocking_pod"] is None or list(entry["blocking_pod"]) == ["pod", "reason"]
 
@@ -141,6 +155,8 @@ def test_removable_nodes_and_what_would_be_deleted(kubetide, dump):
         "utilization": down["nodes"]["general-b1"]["utilization"],
         "reason": None,
         "blocking_pod": None,
+        "node_group": "general",
+        "why": "empty: deleted without a drain",
     }
     assert down["nodes"]["general-a2"]["status"] == "removable"
     assert not down["nodes"]["general-a2"]["empty"]

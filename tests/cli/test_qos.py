@@ -11,6 +11,7 @@ import kubetide.cli.main as cli_main
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "qos"
 STATE = str(EXAMPLES / "node-state.yaml")
 NODEQOS = str(EXAMPLES / "nodeqos.yaml")
+RESULT = {"apiVersion": "kubetide.io/v1alpha1", "kind": "QOSResult"}  # what every --json output starts with
 
 
 @pytest.fixture
@@ -58,10 +59,11 @@ def test_example_json(kubetide):
     code, out, _ = kubetide(STATE, "--nodeqos", NODEQOS, "--json")
     assert code == 0
     assert json.loads(out) == {
-        "gaps": {"Evict": {"cpu_total_utilization": 990}, "ThrottleDown": {"cpu_total_usage": 110}},
+        **RESULT,
+        "gaps": {"Evict": {"cpu_total_utilization": "990m"}, "ThrottleDown": {"cpu_total_usage": "110m"}},
         "actions": [
-            {"pod": "batch/etl-a", "action": "evict", "metric": "cpu_total_utilization", "released": 700},
-            {"pod": "batch/etl-b", "action": "evict", "metric": "cpu_total_utilization", "released": 450},
+            {"pod": "batch/etl-a", "action": "evict", "metric": "cpu_total_utilization", "released": "700m"},
+            {"pod": "batch/etl-b", "action": "evict", "metric": "cpu_total_utilization", "released": "450m"},
         ],
     }
 
@@ -148,8 +150,9 @@ def test_node_usage_is_the_sum_of_the_pods_without_node_metrics(kubetide, tmp_pa
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
     assert code == 0
     assert json.loads(out) == {
-        "gaps": {"ThrottleDown": {"cpu_total_usage": 440}},
-        "actions": [{"pod": "ns/a", "action": "throttle", "metric": "cpu_total_usage", "released": 1000}],
+        **RESULT,
+        "gaps": {"ThrottleDown": {"cpu_total_usage": "440m"}},
+        "actions": [{"pod": "ns/a", "action": "throttle", "metric": "cpu_total_usage", "released": "1"}],
     }
 
 
@@ -159,7 +162,7 @@ def test_a_pod_without_metrics_warns_and_the_agent_stays_precise(kubetide, tmp_p
     assert code == 0
     assert "kubetide: warning: " in err and "pod ns/b has no PodMetrics" in err
     actions = json.loads(out)["actions"]
-    assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", 1750)]  # the gap closed: b stays
+    assert [(a["pod"], a["released"]) for a in actions] == [("ns/a", "1750m")]  # the gap closed: b stays
 
 
 def test_podqos_limits_which_pods_are_touched(kubetide, tmp_path):
@@ -194,7 +197,7 @@ def test_disable_scheduling_taints_the_node(kubetide, tmp_path):
     )
     assert "Nothing to do" not in out
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
-    assert json.loads(out) == {"gaps": {}, "actions": [], "scheduling": "DisableScheduling"}
+    assert json.loads(out) == {**RESULT, "gaps": {}, "actions": [], "scheduling": "DisableScheduling"}
     tainted = NODE.replace(
         "metadata: {name: n1}",
         "metadata: {name: n1}\nspec: {taints: [{key: ensurance.crane.io/analyzed-pressure, effect: NoSchedule}]}",
@@ -211,8 +214,9 @@ def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
     assert code == 0
     assert json.loads(out) == {
-        "gaps": {"ThrottleUp": {"cpu_total_usage": 2340}},
-        "actions": [{"pod": "ns/a", "action": "restore", "metric": "cpu_total_usage", "released": 200}],
+        **RESULT,
+        "gaps": {"ThrottleUp": {"cpu_total_usage": "2340m"}},
+        "actions": [{"pod": "ns/a", "action": "restore", "metric": "cpu_total_usage", "released": "200m"}],
     }
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
     assert (
@@ -251,7 +255,7 @@ def test_nothing_to_do(kubetide, tmp_path):
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
     assert code == 0 and "Nothing to do" in out
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
-    assert json.loads(out) == {"gaps": {}, "actions": []}
+    assert json.loads(out) == {**RESULT, "gaps": {}, "actions": []}
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def test_example_json(kubetide):
     code, out, err = kubetide(EXAMPLE, "--json")
     assert code == 0 and err == ""
     result = json.loads(out)
-    assert set(result) == {"placements", "unschedulable"}
+    assert set(result) == {"apiVersion", "kind", "placements", "unschedulable"}
     placements, unschedulable = result["placements"], result["unschedulable"]
     assert len(placements) == 19
     assert set(unschedulable) == {pod for pod, node in placements.items() if node is None}
@@ -129,7 +129,8 @@ def test_pods_on_unknown_nodes_are_ignored_with_a_warning(kubetide, tmp_path):
     code, out, err = kubetide(path, "--json")
     assert code == 0
     assert err == f"kubetide: warning: {path}: 1 bound pod on node gone, which is not in the dump: ignored\n"
-    assert json.loads(out) == {"placements": {"default/pending": "n1"}, "unschedulable": {}}
+    result = json.loads(out)
+    assert (result["placements"], result["unschedulable"]) == ({"default/pending": "n1"}, {})
 
 
 def test_no_pending_pods(kubetide, tmp_path):

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from kubetide.cli.inputs import load_manifests, source_name
+from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn
-from kubetide.durations import rfc3339
 from kubetide.errors import UserError
-from kubetide.model import Pod, load_files
+from kubetide.model import Pod
 from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
 from kubetide.workloads.owners import resolve_owner
+from kubetide.workloads.ranking import NO_TIME_BUCKET, Ranking
 from kubetide.workloads.timebuckets import format_age, to_ns
+
+DOWNSCALE_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "ReplicationController"})
 
 
 def add_parser(subparsers) -> None:
@@ -31,7 +35,7 @@ def add_parser(subparsers) -> None:
         "(kube-controller-manager's ranking, KEP-2185).",
     )
     parser.add_argument(
-        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment"
+        "files", metavar="PODS.yaml", nargs="+", help="pods, and their ReplicaSets/Deployment; - for stdin"
     )
     parser.add_argument("--replicas", metavar="N", type=int, required=True, help="the replica count to reach")
     parser.add_argument(
@@ -43,7 +47,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="rank by exact timestamps, newest first (before LogarithmicScaleDown), for comparison",
     )
-    parser.add_argument("--json", action="store_true", help='print {"delete": [...], "keep": [...]}')
+    parser.add_argument("--json", action="store_true", help="print a DownscaleResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
@@ -51,8 +55,8 @@ def run(args) -> int:
     if args.replicas < 0:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
     parse_now(args.now)  # a bad --now fails before any file is read
-    source = ", ".join(args.files)
-    manifests = load_files(args.files)
+    source = ", ".join(map(source_name, args.files))
+    manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
     warn(manifests.warnings)
     now, now_source = resolve_now(args.now, manifests)
     target = resolve_owner(manifests, args.owner, source)
@@ -67,7 +71,7 @@ def run(args) -> int:
     if diff == current:  # every pod goes: the controller does not sort (nor do we)
         deleted, kept = list(target.pods), []
         reasons = [Reason(0, "every pod goes") for _ in deleted]
-        ranks = None
+        ranking = None
     else:
         ranking = rank(
             target.pods,
@@ -78,13 +82,69 @@ def run(args) -> int:
         )
         deleted, kept = ranking.order[:diff], ranking.order[diff:]
         reasons = [r for _, r in explain_ranking(ranking, diff)]
-        ranks = ranking.node_counts
 
     if args.json:
-        print_json({"delete": [p.key for p in deleted], "keep": [p.key for p in kept]})
+        print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept))
         return 0
+    ranks = ranking.node_counts if ranking is not None else None
     _print_human(target, args.replicas, (now, now_source), logarithmic, deleted, reasons, kept, ranks)
     return 0
+
+
+def downscale_json(
+    target, replicas: int, now: float, ranking: Ranking | None, deleted, reasons, kept
+) -> dict:
+    """The DownscaleResult document: the order, each pod's rank keys and why it goes first."""
+    pods = [_pod_json(pod, "delete", why.text, ranking) for pod, why in zip(deleted, reasons)]
+    pods += [_pod_json(pod, "keep", None, ranking) for pod in kept]
+    return document(
+        "DownscaleResult",
+        {
+            "owner": target.label,
+            "deployment": target.deployment,
+            "active_pods": len(deleted) + len(kept),
+            "replicas": replicas,
+            "now": rfc3339(now),
+            "ranking": None if ranking is None else "logarithmic" if ranking.logarithmic else "legacy",
+            "delete": [p.key for p in deleted],
+            "keep": [p.key for p in kept],
+            "pods": pods,
+        },
+    )
+
+
+def _pod_json(pod: Pod, decision: str, why: str | None, ranking: Ranking | None) -> dict:
+    return {
+        "pod": pod.key,
+        "node": pod.node_name or None,
+        "decision": decision,
+        "why": why,
+        "rank_keys": None if ranking is None else _rank_keys(pod, ranking),
+    }
+
+
+def _rank_keys(pod: Pod, ranking: Ranking) -> dict:
+    """What kube-controller-manager compares, criterion by criterion (kubetide.workloads.ranking),
+    and the sort key itself. Age buckets exist only in the logarithmic ranking."""
+    key = ranking.key(pod)
+
+    def bucket(column: int) -> int | None:
+        return key[column] if ranking.logarithmic and key[column] != NO_TIME_BUCKET else None
+
+    return {
+        "assigned": bool(pod.node_name),
+        "phase": pod.phase,
+        "ready": pod.ready,
+        "deletion_cost": ranking.cost_of(pod),
+        "related_pods_on_node": ranking.rank_of(pod),
+        "ready_time": rfc3339(pod.ready_transition) if pod.ready else None,
+        "ready_age_bucket": bucket(2),
+        "restarts": pod.restarts,
+        "sidecar_restarts": pod.sidecar_restarts,
+        "creation_time": rfc3339(pod.meta.creation_timestamp),
+        "creation_age_bucket": bucket(5),
+        "sort_key": list(key),
+    }
 
 
 def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, ranks) -> None:

@@ -3,6 +3,9 @@
 Each subcommand lives in its own module under kubetide.cli with two functions:
 `add_parser(subparsers)` and `run(args) -> int`. User errors (UserError) become one line on
 stderr and exit code 2; nothing has been executed by then.
+
+Only the module of the command being run is imported: the others pull in numpy, pydantic, plotly
+or the Kubernetes client, which `kubetide --version` and `kubetide --help` must not wait for.
 """
 
 from __future__ import annotations
@@ -16,6 +19,18 @@ from kubetide.errors import UserError
 
 # Subcommands, in the order `kubetide --help` lists them.
 COMMANDS = ("simulate", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
+# What `kubetide --help` says of each without importing it; tests/cli/test_inputs.py checks these
+# against the help the modules themselves give.
+SUMMARIES = {
+    "simulate": "run a scenario on the embedded cluster simulator",
+    "sweep": "simulate a scenario over a grid of autoscaler settings and many seeds",
+    "plan": "one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
+    "schedule": "place pending pods on the existing nodes as kube-scheduler would",
+    "qos": "show what the node QoS agent would throttle or evict on a node now",
+    "qos_agent": "run the node QoS agent on this node (throttle, evict, disable scheduling)",
+    "downscale": "show which pods a ReplicaSet would delete to reach N replicas, and why",
+    "run": "run the autoscaler against a live cluster",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,17 +44,37 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every command listed, and the arguments of `chosen` (all when None)."""
     parser = _Parser(prog="kubetide", description="Kubernetes cluster autoscaler and disruption manager.")
     parser.add_argument("--version", action="version", version=f"kubetide {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        importlib.import_module(f"kubetide.cli.{name}").add_parser(subparsers)
+        if chosen is None or name == _module(chosen):
+            importlib.import_module(f"kubetide.cli.{_module(name)}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name.replace("_", "-"), help=SUMMARIES.get(name))
     return parser
 
 
+def _module(command: str) -> str:
+    return command.replace("-", "_")
+
+
+def chosen_command(argv: list[str]) -> str:
+    """The command `argv` names: its first argument that is not an option (the top-level parser
+    has no options taking a value), or "" when there is none, e.g. for --version."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+        if arg == "--":
+            break
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(chosen_command(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
@@ -55,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from kubetide.cli.inputs import check_single_stdin  # here: it loads the manifest model
+
+        check_single_stdin(vars(args).values())
         return args.run(args) or 0
     except UserError as exc:
         sys.stderr.write(f"kubetide: error: {exc}\n")

@@ -7,7 +7,8 @@ import os
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,4 +104,24 @@ def ensure_output_dir(path: Path, flag: str) -> None:
             pass
     except OSError as exc:
         reason = "exists and is not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise UserError(f"{flag} {path}: cannot write there: {reason}") from None
+
+
+@contextmanager
+def writing_into(path: Path, flag: str) -> Iterator[None]:
+    """Failures to write a file under the output directory (a directory or a file in the way of
+    one of ours, a full disk) become a user error naming the file; other errors pass through."""
+    try:
+        yield
+    except OSError as exc:
+        target = Path(exc.filename) if isinstance(exc.filename, str) else None
+        if target is None or not target.is_relative_to(path):
+            raise
+        blocker = next((p for p in target.parents if p.is_relative_to(path) and p.is_file()), None)
+        if blocker is not None:
+            reason = f"{blocker} exists and is not a directory"
+        elif target.is_dir():
+            reason = f"{target} is a directory"
+        else:
+            reason = f"{target}: {exc.strerror or exc}"
         raise UserError(f"{flag} {path}: cannot write there: {reason}") from None

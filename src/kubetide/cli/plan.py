@@ -31,7 +31,8 @@ earlier, and a given file always gives the same plan. Ages are lower bounds, so 
 rules (a kube-system pod blocks while younger than an hour, new-pod-scale-up-delay) read the dump
 as if taken at that moment; `--now` sets another time.
 
-`--json` prints exactly `{"scale_up": ..., "scale_down": ...}`; warnings go to stderr.
+`--json` prints a PlanResult (docs/json-output.md, docs/schemas/plan.schema.json): the scale-up
+and scale-down decisions with the same "why" text the table shows; warnings go to stderr.
 """
 
 from __future__ import annotations
@@ -51,16 +52,19 @@ from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
+from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
+from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
-from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
-from kubetide.durations import format_duration, rfc3339
+from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
+from kubetide.durations import format_duration
 from kubetide.errors import ManifestError, UserError
-from kubetide.model import ConfigMap, Manifests, Pod, load_files
+from kubetide.model import ConfigMap, Manifests, Pod
 from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
+CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
 
 
@@ -70,7 +74,9 @@ def add_parser(subparsers) -> None:
         help="one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="*", help="a cluster dump (kubectl -o yaml)")
+    parser.add_argument(
+        "files", metavar="CLUSTER.yaml", nargs="*", help="a cluster dump (kubectl -o yaml); - for stdin"
+    )
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -80,7 +86,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--node-groups",
         metavar="GROUPS.yaml",
-        help="node groups (the scenario's nodeGroups schema); default: inferred from node labels",
+        help="node groups (the scenario's nodeGroups schema; - for stdin); default: inferred from node labels",
     )
     parser.add_argument(
         "--set",
@@ -104,21 +110,21 @@ def add_parser(subparsers) -> None:
         dest="explain_nodes",
         help="explain this node in full (its pods, requests, what blocks it) instead of the table; repeatable",
     )
-    parser.add_argument("--json", action="store_true", help='print {"scale_up": {...}, "scale_down": {...}}')
+    parser.add_argument("--json", action="store_true", help="print a PlanResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     options = parse_set_flags(args.flags)
     parse_now(args.now)  # a bad --now fails before any file is read
-    definitions = load_groups_file(args.node_groups) if args.node_groups else None
+    definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.files:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml) or --kubeconfig, not both")
     if args.kubeconfig:
         manifests, source = _read_live_cluster(args.kubeconfig, args.context)
     elif args.files:
-        source = ", ".join(args.files)
-        manifests = load_files(list(args.files))
+        source = ", ".join(map(source_name, args.files))
+        manifests = load_manifests("plan", (args.files, CLUSTER_KINDS, CLUSTER_DUMP))
     else:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml ...) or --kubeconfig PATH")
     warn(manifests.warnings)
@@ -154,9 +160,7 @@ def run(args) -> int:
     if result.unhealthy and args.json:
         warn([result.unhealthy])
     if args.json:
-        print_json(
-            {"scale_up": result.scale_up.to_json(), "scale_down": result.scale_down.to_json(result.budget)}
-        )
+        print_json(plan_json(result, cloud, snapshot, now, now_source, untried))
         return 0
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)
     _print_human(
@@ -339,6 +343,41 @@ def _configmap(configmaps: Iterable[ConfigMap], namespace: str, name: str) -> Co
         if cm.meta.namespace == namespace and cm.meta.name == name:
             return cm
     return None
+
+
+# -- --json -------------------------------------------------------------------------------------------
+
+
+def plan_json(
+    result: PlanResult,
+    cloud: StaticCloud,
+    snapshot: ClusterSnapshot,
+    now: float,
+    now_source: str,
+    untried: Sequence[str],
+) -> dict:
+    """The PlanResult document: the plans' own JSON, with the table's "why" beside each node."""
+    scale_down = result.scale_down.to_json(result.budget)
+    for name, status in result.scale_down.nodes.items():
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        scale_down["nodes"][name].update(
+            node_group=group.id if group is not None else None,
+            why=node_detail(status, group, result.options),
+        )
+    scale_up = result.scale_up.to_json()
+    scale_up["why"] = [
+        line.strip() for line in scale_up_lines(result.scale_up, result.options.expander, untried)
+    ]
+    return document(
+        "PlanResult",
+        {
+            "now": rfc3339(now),
+            "now_source": now_source,
+            "unhealthy": result.unhealthy,
+            "scale_up": scale_up,
+            "scale_down": scale_down,
+        },
+    )
 
 
 # -- human output -------------------------------------------------------------------------------------

@@ -16,14 +16,17 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
+from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
+from kubetide.cli.json_output import document, quantity
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
-from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint, load_files
+from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
 from kubetide.qos import (
     AgentOptions,
+    MetricRegistry,
     NodeMetrics,
     NodeState,
     PodMetrics,
@@ -36,6 +39,7 @@ from kubetide.qos.config import ACTION_KINDS
 from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED, SCHEDULING_TAINT, Execution, gap_units
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
+STATE_KINDS = CLUSTER_KINDS | QOS_KINDS | {"PodMetrics", "NodeMetrics"}
 
 
 def add_parser(subparsers) -> None:
@@ -44,16 +48,18 @@ def add_parser(subparsers) -> None:
         help="show what the node QoS agent would throttle or evict on a node now",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics")
+    parser.add_argument(
+        "state", metavar="NODE_STATE.yaml", help="the node, its pods and their metrics; - for stdin"
+    )
     parser.add_argument(
         "--nodeqos",
         metavar="NODEQOS.yaml",
         action="append",
         default=[],
-        help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable)",
+        help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable; - for stdin)",
     )
     add_now_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print the gaps and actions as JSON")
+    parser.add_argument("--json", action="store_true", help="print a QOSResult (docs/json-output.md)")
     parser.add_argument(
         "--no-precise",
         dest="precise",
@@ -115,9 +121,12 @@ class _DryRun:
 
 
 def _load(args) -> tuple[Manifests, list[str]]:
-    paths = [args.state, *args.nodeqos]
-    manifests = load_files(paths)
-    return manifests, paths
+    manifests = load_manifests(
+        "qos",
+        ([args.state], STATE_KINDS, "a node-state file (a Node, its pods and their metrics)"),
+        (args.nodeqos, QOS_KINDS, "NodeQOS, AvoidanceAction or PodQOS objects"),
+    )
+    return manifests, [source_name(p) for p in [args.state, *args.nodeqos]]
 
 
 def _node(manifests: Manifests, source: str) -> Node:
@@ -192,7 +201,7 @@ def run(args) -> int:
     config = QosConfig.from_manifests(manifests)
     if not config.nodeqos:
         raise UserError(f"{', '.join(paths)}: no NodeQOS (put it in the node-state file or pass --nodeqos)")
-    state, warnings, origin = build_state(manifests, args.state)
+    state, warnings, origin = build_state(manifests, source_name(args.state))
     warn(config.warnings)
     warn(warnings)
     agent = QosAgent(
@@ -202,27 +211,32 @@ def run(args) -> int:
     now, now_source = resolve_now(args.now, manifests)
     result = agent.step(state, _DryRun(manifests.pdbs), now=now)
     if args.json:
-        print_json(to_json(result))
+        print_json(to_json(result, config.registry))
     else:
         render(result, state, config, origin, args, now_source=now_source)
     return 0
 
 
-def to_json(result: RoundResult) -> dict:
+def to_json(result: RoundResult, registry: MetricRegistry) -> dict:
+    """The QOSResult document; gaps and releases are quantities of their metric's resource."""
+
+    def amount(metric: str, units: int | None) -> str | None:
+        return None if units is None else quantity(registry[metric].resource, units)
+
     gaps = {
-        kind: {metric: gap_units(gap) for metric, gap in result.gaps[kind].items()}
+        kind: {metric: amount(metric, gap_units(gap)) for metric, gap in result.gaps[kind].items()}
         for kind in ACTION_KINDS
         if result.gaps.get(kind)
     }
     actions = [
-        {"pod": d.pod, "action": d.action, "metric": d.metric, "released": d.released}
+        {"pod": d.pod, "action": d.action, "metric": d.metric, "released": amount(d.metric, d.released)}
         for d in result.decisions
         if d.outcome == DONE
     ]
     result_json: dict[str, Any] = {"gaps": gaps, "actions": actions}
     if result.execution.scheduling is not None:
         result_json["scheduling"] = result.execution.scheduling.kind
-    return result_json
+    return document("QOSResult", result_json)
 
 
 # -- the readable report ----------------------------------------------------------------------

@@ -14,12 +14,16 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from kubetide.cli.inputs import load_manifests, source_name
+from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
 from kubetide.durations import rfc3339
-from kubetide.model import Pod, load_files
+from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
+
+SCHEDULE_KINDS = frozenset({"Node", "Pod", "Namespace", "PriorityClass"})  # what placements depend on
 
 
 def add_parser(subparsers) -> None:
@@ -28,18 +32,18 @@ def add_parser(subparsers) -> None:
         help="place pending pods on the existing nodes as kube-scheduler would",
         description=__doc__.split("\n\n")[0].replace("`", ""),
     )
-    parser.add_argument("files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump)")
-    add_now_argument(parser)
     parser.add_argument(
-        "--json", action="store_true", help='print {"placements": {...}, "unschedulable": {...}}'
+        "files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump); - for stdin"
     )
+    add_now_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print a ScheduleResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     parse_now(args.now)  # a bad --now fails before any file is read
-    source = ", ".join(args.files)
-    manifests = load_files(args.files)
+    source = ", ".join(map(source_name, args.files))
+    manifests = load_manifests("schedule", (args.files, SCHEDULE_KINDS, "a cluster dump (Nodes and Pods)"))
     warn(manifests.warnings)
     snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
@@ -52,10 +56,13 @@ def run(args) -> int:
 
     if args.json:
         print_json(
-            {
-                "placements": {p.key: placements[p.uid] for p in order},
-                "unschedulable": unschedulable,
-            }
+            document(
+                "ScheduleResult",
+                {
+                    "placements": {p.key: placements[p.uid] for p in order},
+                    "unschedulable": unschedulable,
+                },
+            )
         )
         return 0
     now, now_source = resolve_now(args.now, manifests)

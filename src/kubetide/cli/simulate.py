@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import ensure_output_dir, print_json, warn
+from kubetide.cli.inputs import read_scenario
+from kubetide.cli.output import ensure_output_dir, warn, writing_into
 from kubetide.cli.simulate_summary import print_summary
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
@@ -28,7 +27,10 @@ def add_parser(subparsers) -> None:
         description="Simulate a cluster, its cloud and the autoscaler through a scenario, deterministically.",
     )
     parser.add_argument(
-        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+        "scenario",
+        nargs="?",
+        metavar="SCENARIO",
+        help="scenario file, - for stdin (default: the bundled demo)",
     )
     parser.add_argument(
         "--seed", type=int, metavar="N", help="random seed (default: the scenario's spec.seed)"
@@ -36,7 +38,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>/)"
     )
-    parser.add_argument("--json", action="store_true", help="print summary.json to stdout instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", help="print summary.json (a SimulationSummary) instead of a table"
+    )
     parser.add_argument(
         "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
     )
@@ -48,18 +52,12 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.output import default_out_dir, write_outputs
-    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.simulation import NoAutoscaler, Simulation
 
-    with ExitStack() as stack:
-        if args.scenario:
-            path = Path(args.scenario)
-        else:
-            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
-        scenario = load_scenario(path)
-        if not args.scenario:
-            scenario.source = "demo.yaml (bundled)"
+    scenario, _ = read_scenario(args.scenario, DEMO)
+    if not args.scenario:
+        scenario.source = "demo.yaml (bundled)"
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
     out_dir = Path(args.out) if args.out is not None else default_out_dir(scenario.name)
@@ -77,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
         result = _run_with_progress(simulation, scenario)
     else:
         result = simulation.run()
-    paths = write_outputs(result, out_dir, report=not args.no_report)
+    with writing_into(out_dir, "--out"):
+        paths = write_outputs(result, out_dir, report=not args.no_report)
     warn(w for w in result.warnings if w not in scenario.warnings)
     if args.json:
-        print_json(result.summary)
+        sys.stdout.write(summary_json(result.summary))  # summary.json, byte for byte
     else:
         print_summary(result.summary, paths)
     return 0

@@ -1,7 +1,9 @@
-"""`kubetide sweep SCENARIO --grid FLAG=V1,V2 ... [--seeds N | --seed-list 3,7] [--engine local|dask]`.
+"""`kubetide sweep SCENARIO --grid FLAG=V1,V2 ... [--seeds N | --seed-list 3,7] [--trace CSV ...]
+[--engine local|dask]`.
 
-Simulates the scenario once per (setting, seed): every combination of the --grid values, each over
-every seed, exactly as `kubetide simulate` would run it. Writes runs/<setting>/seed-<n>/summary.json
+Simulates the scenario once per (setting, trace, seed): every combination of the --grid values,
+each on every --trace alternative (or the scenario's own traces) and every seed, exactly as
+`kubetide simulate` would run it. Writes runs/<setting>/[trace-<trace>/]seed-<n>/summary.json
 per run, summary.csv, sweep.json and report.html to DIR (default ./kubetide-out/<scenario>-sweep/),
 and ends with a table per setting, or prints sweep.json with --json. Runs already stored in DIR
 are not run again, so an interrupted sweep resumes where it stopped.
@@ -13,11 +15,11 @@ import argparse
 import json
 import sys
 import time
-from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 
-from kubetide.cli.output import console, ensure_output_dir, print_json, warn
+from kubetide.cli.inputs import read_scenario
+from kubetide.cli.json_output import document
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.simulate import DEMO, _duration, console_stderr
 from kubetide.errors import UserError
 
@@ -30,7 +32,10 @@ def add_parser(subparsers) -> None:
         "locally or on a Dask cluster, and compare the settings.",
     )
     parser.add_argument(
-        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (default: the bundled demo)"
+        "scenario",
+        nargs="?",
+        metavar="SCENARIO",
+        help="scenario file, - for stdin (default: the bundled demo)",
     )
     parser.add_argument(
         "--grid",
@@ -44,12 +49,23 @@ def add_parser(subparsers) -> None:
     seeds.add_argument("--seeds", type=int, metavar="N", help="run seeds 1..N (default 5)")
     seeds.add_argument("--seed-list", metavar="S1,S2", help="run these seeds, e.g. 3,7,11")
     parser.add_argument(
+        "--trace",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="[NAME=]CSV",
+        help="replica traces to run every setting on instead of the scenario's own (repeatable); "
+        "NAME (the traced workload) is needed when the scenario has several traces",
+    )
+    parser.add_argument(
         "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
     )
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>-sweep/)"
     )
-    parser.add_argument("--json", action="store_true", help="print sweep.json to stdout instead of tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print sweep.json (a SweepResult) instead of tables"
+    )
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
     parser.add_argument(
         "--scheduler-address",
@@ -92,29 +108,35 @@ def _engine(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.scenario import load_scenario
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
 
     grid = parse_grid(args.grid)
     seeds = _seeds(args)
     engine = _engine(args)
-    with ExitStack() as stack:
-        if args.scenario:
-            path = Path(args.scenario)
-        else:
-            path = stack.enter_context(resources.as_file(resources.files("kubetide").joinpath(DEMO)))
-        scenario = load_scenario(path)
-        scenario_bytes = path.read_bytes()
+    scenario, scenario_bytes = read_scenario(args.scenario, DEMO)
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
+    alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
     settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
     out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
     store = RunStore(out_dir)
-    store.claim(fingerprint(scenario_bytes, scenario.duration))
-    sweep = run_sweep(scenario, grid, settings, own, seeds, store, engine, progress=not args.json)
+    with writing_into(out_dir, "--out"):
+        store.claim(fingerprint(scenario_bytes, scenario.duration))
+        sweep = run_sweep(
+            scenario,
+            grid,
+            settings,
+            own,
+            seeds,
+            store,
+            engine,
+            progress=not args.json,
+            scenarios=scenarios,
+            trace_labels={a.id: a.label for a in alternatives},
+        )
     if args.json:
         print_json(sweep)
     else:
@@ -122,46 +144,89 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sweep(scenario, grid, settings, own, seeds, store, engine, *, progress: bool = False) -> dict:
-    """Run what is not stored yet, then write summary.csv, sweep.json and report.html."""
+def _trace_variants(args: argparse.Namespace, scenario, scenario_bytes: bytes):
+    """The --trace alternatives, and trace id -> scenario to run (the scenario itself without any)."""
+    from kubetide.cli.inputs import scenario_base_dir, source_name
+    from kubetide.model.loader import parse_text
+    from kubetide.sweep.traces import SCENARIOS_OWN, parse_trace_alternatives, scenario_variants
+
+    if not args.trace:
+        return [], {SCENARIOS_OWN: scenario}
+    source = source_name(args.scenario) if args.scenario else DEMO
+    document = parse_text(scenario_bytes.decode("utf-8"), source)[0]
+    alternatives = parse_trace_alternatives(args.trace, document, source)
+    base_dir = scenario_base_dir(args.scenario) if args.scenario else Path.cwd()
+    return alternatives, scenario_variants(document, source, base_dir, scenario, alternatives)
+
+
+def run_sweep(
+    scenario,
+    grid,
+    settings,
+    own,
+    seeds,
+    store,
+    engine,
+    *,
+    progress: bool = False,
+    scenarios=None,
+    trace_labels: dict[str, str] | None = None,
+) -> dict:
+    """Run what is not stored yet, then write summary.csv, sweep.json and report.html.
+
+    `scenarios` maps trace ids to the scenarios to run (the --trace alternatives, labelled by
+    `trace_labels`); by default the scenario as written."""
     from kubetide.sweep.engines import Task
     from kubetide.sweep.report import render
     from kubetide.sweep.results import aggregate, better_everywhere, execute, pareto_front, write_summary_csv
+    from kubetide.sweep.traces import SCENARIOS_OWN
 
-    tasks = [Task(setting, seed) for setting in settings for seed in seeds]
+    scenarios = scenarios or {SCENARIOS_OWN: scenario}
+    traces = list(scenarios)
+    tasks = [Task(setting, seed, trace) for setting in settings for trace in traces for seed in seeds]
     started = time.perf_counter()
     if progress and sys.stderr.isatty():
-        runs = _execute_with_progress(scenario, tasks, store, engine)
+        runs = _execute_with_progress(scenarios, tasks, store, engine)
     else:
-        runs = execute(scenario, tasks, store, engine)
+        runs = execute(scenarios, tasks, store, engine)
     wall = time.perf_counter() - started
-    rows = aggregate(settings, seeds, runs.summaries)
+    rows = aggregate(settings, seeds, runs.summaries, traces)
     ran = len(runs.summaries) - runs.reused
-    sweep = {
-        "scenario": scenario.name,
-        "simulated_seconds": round(scenario.duration, 3),
-        "grid": grid,
-        "seeds": seeds,
-        "scenario_setting": own.id,
-        "settings": rows,
-        "pareto_front": pareto_front(rows),
-        "better_than_scenario_everywhere": better_everywhere(rows, own.id),
-        "failures": [
-            {"setting": f.setting.id, "flags": dict(f.setting.flags), "seed": f.seed, "error": f.error}
-            for f in runs.failures
-        ],
-        # Not deterministic (wall time), unlike everything above.
-        "timing": {
-            "engine": engine.name,
-            "workers": engine.workers,
-            "runs": ran,
-            "reused": runs.reused,
-            "wall_seconds": round(wall, 3),
-            "run_seconds": round(runs.run_seconds, 3),
+    sweep = document(
+        "SweepResult",
+        {
+            "scenario": scenario.name,
+            "simulated_seconds": round(scenario.duration, 3),
+            "grid": grid,
+            "seeds": seeds,
+            "traces": [{"id": trace, "trace": label} for trace, label in (trace_labels or {}).items()],
+            "scenario_setting": own.id,
+            "settings": rows,
+            "pareto_front": pareto_front(rows),
+            "better_than_scenario_everywhere": better_everywhere(rows, own.id),
+            "failures": [
+                {
+                    "setting": f.setting.id,
+                    "flags": dict(f.setting.flags),
+                    "seed": f.seed,
+                    **({"trace": f.trace} if f.trace else {}),
+                    "error": f.error,
+                }
+                for f in runs.failures
+            ],
+            # Not deterministic (wall time), unlike everything above.
+            "timing": {
+                "engine": engine.name,
+                "workers": engine.workers,
+                "runs": ran,
+                "reused": runs.reused,
+                "wall_seconds": round(wall, 3),
+                "run_seconds": round(runs.run_seconds, 3),
+            },
         },
-    }
+    )
     out = store.out_dir
-    write_summary_csv(out / "summary.csv", grid, settings, seeds, runs)
+    write_summary_csv(out / "summary.csv", grid, settings, seeds, runs, traces)
     (out / "sweep.json").write_text(json.dumps(sweep, indent=2) + "\n", encoding="utf-8")
     by_setting: dict[str, list[dict]] = {}
     for task, summary in runs.summaries.items():
@@ -170,7 +235,7 @@ def run_sweep(scenario, grid, settings, own, seeds, store, engine, *, progress: 
     return sweep
 
 
-def _execute_with_progress(scenario, tasks, store, engine):
+def _execute_with_progress(scenarios, tasks, store, engine):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kubetide.sweep.results import execute
@@ -186,7 +251,11 @@ def _execute_with_progress(scenario, tasks, store, engine):
     ) as bar:
         handle = bar.add_task(f"sweep ({engine.name}, {engine.workers} workers)", total=len(tasks))
         bar.update(handle, completed=sum(1 for t in tasks if store.path(t).exists()))
-        return execute(scenario, tasks, store, engine, on_outcome=lambda _: bar.advance(handle))
+        return execute(scenarios, tasks, store, engine, on_outcome=lambda _: bar.advance(handle))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _print_sweep(sweep: dict, out_dir: Path) -> None:
@@ -196,8 +265,9 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
 
     out = console()
     timing = sweep["timing"]
+    traces = f" x {_count(len(sweep['traces']), 'trace')}" if sweep.get("traces") else ""
     out.print(
-        f"[bold]{sweep['scenario']}[/bold]: {len(sweep['settings'])} settings x {len(sweep['seeds'])} seeds; "
+        f"[bold]{sweep['scenario']}[/bold]: {_count(len(sweep['settings']), 'setting')}{traces} x {_count(len(sweep['seeds']), 'seed')}; "
         f"ran {timing['runs']} ({timing['reused']} already stored) in {timing['wall_seconds']:.1f}s "
         f"on {timing['engine']} ({timing['workers']} workers)",
         soft_wrap=True,
@@ -225,12 +295,16 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
-                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {row['label']}, seed {b['seed']}",
+                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {row['label']}, seed {b['seed']}"
+                + (f", trace {b['trace']}" if "trace" in b else ""),
                 soft_wrap=True,
             )
     for failure in sweep["failures"]:
         label = labels.get(failure["setting"], failure["setting"])
-        out.print(f"[red]run failed[/]: {label}, seed {failure['seed']}: {failure['error']}", soft_wrap=True)
+        trace = f", trace {failure['trace']}" if "trace" in failure else ""
+        out.print(
+            f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}", soft_wrap=True
+        )
     out.print(
         "Pareto front (cost vs pending pod-seconds): " + "; ".join(labels[i] for i in sweep["pareto_front"])
     )

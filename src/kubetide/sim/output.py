@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kubetide import API_VERSION
 from kubetide.durations import rfc3339
 from kubetide.model.reader import parse_time
 from kubetide.sim.simulation import SimulationResult
@@ -21,8 +22,9 @@ def default_out_dir(scenario_name: str) -> Path:
 
 
 def summary_json(summary: dict) -> str:
-    """The exact bytes of summary.json (key order as built, so runs compare byte for byte)."""
-    return json.dumps(summary, indent=2) + "\n"
+    """The exact bytes of summary.json (key order as built, so runs compare byte for byte): a
+    SimulationSummary document (docs/json-output.md)."""
+    return json.dumps({"apiVersion": API_VERSION, "kind": "SimulationSummary", **summary}, indent=2) + "\n"
 
 
 def with_timestamp(entry: dict[str, Any], start: float) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 Both engines run the same function, `simulate_one`, which is what `kubetide simulate` does for one
 seed: build a `Simulation` of the scenario with the setting's flags, run it, and serialise its
-summary with sim.output.summary_json. The scenario is loaded once by the caller and shipped to each
-worker once (a pool initializer; a broadcast scatter on Dask), so a task carries only its setting
-and seed. A run that raises comes back as an error string; the sweep goes on.
+summary with sim.output.summary_json. The scenarios (one, or one per --trace alternative) are loaded
+once by the caller and shipped to each worker once (a pool initializer; a broadcast scatter on
+Dask), so a task carries only its setting, trace id and seed. A run that raises comes back as an
+error string; the sweep goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubetide.sweep.grid import Setting, with_options
 class Task:
     setting: Setting
     seed: int
+    trace: str = ""  # the --trace alternative's id; "" for the scenario as written
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,16 @@ def simulate_one(scenario, setting: Setting, seed: int) -> tuple[str | None, str
     return summary_json(result.summary), None
 
 
-_installed_scenario = None  # the scenario of this pool worker process (set by _install)
+_installed_scenarios: dict = {}  # trace id -> scenario, in this pool worker process (set by _install)
 
 
-def _install(scenario) -> None:
-    global _installed_scenario
-    _installed_scenario = scenario
+def _install(scenarios: dict) -> None:
+    global _installed_scenarios
+    _installed_scenarios = scenarios
 
 
-def _simulate_installed(setting: Setting, seed: int) -> tuple[str | None, str | None]:
-    return simulate_one(_installed_scenario, setting, seed)
+def _simulate_installed(task: Task) -> tuple[str | None, str | None]:
+    return simulate_one(_installed_scenarios[task.trace], task.setting, task.seed)
 
 
 def default_workers() -> int:
@@ -68,15 +70,15 @@ class LocalEngine:
     def __init__(self, workers: int | None = None):
         self.workers = workers or default_workers()
 
-    def run(self, scenario, tasks: Iterable[Task]) -> Iterator[Outcome]:
+    def run(self, scenarios: dict, tasks: Iterable[Task]) -> Iterator[Outcome]:
         tasks = list(tasks)
         if self.workers == 1:
             for task in tasks:
-                yield Outcome(task, *simulate_one(scenario, task.setting, task.seed))
+                yield Outcome(task, *simulate_one(scenarios[task.trace], task.setting, task.seed))
             return
-        pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(scenario,))
+        pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(scenarios,))
         try:
-            futures = {pool.submit(_simulate_installed, t.setting, t.seed): t for t in tasks}
+            futures = {pool.submit(_simulate_installed, t): t for t in tasks}
             for future in as_completed(futures):
                 error = future.exception()
                 if error is not None:  # the worker process itself died
@@ -102,7 +104,7 @@ class DaskEngine:
         self.workers = workers or default_workers()
         self.local_processes = local_processes
 
-    def run(self, scenario, tasks: Iterable[Task]) -> Iterator[Outcome]:
+    def run(self, scenarios: dict, tasks: Iterable[Task]) -> Iterator[Outcome]:
         try:
             from distributed import Client, LocalCluster
             from distributed import as_completed as dask_completed
@@ -126,8 +128,10 @@ class DaskEngine:
                 except (OSError, TimeoutError) as exc:
                     raise UserError(f"--scheduler-address {self.address}: cannot connect ({exc})") from None
                 self.workers = len(client.scheduler_info()["workers"]) or self.workers
-            shared = client.scatter(scenario, broadcast=True)
-            futures = {client.submit(simulate_one, shared, t.setting, t.seed, pure=False): t for t in tasks}
+            shared = {trace: client.scatter(s, broadcast=True) for trace, s in scenarios.items()}
+            futures = {
+                client.submit(simulate_one, shared[t.trace], t.setting, t.seed, pure=False): t for t in tasks
+            }
             try:
                 for future in dask_completed(futures):
                     if future.status == "error":

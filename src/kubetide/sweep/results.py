@@ -1,6 +1,7 @@
 """A sweep's runs on disk, and what is decided from them: per-setting spreads, the Pareto front.
 
-Each run's summary.json is stored as runs/<setting id>/seed-<n>/summary.json (written to a
+Each run's summary.json is stored as runs/<setting id>/seed-<n>/summary.json, or
+runs/<setting id>/trace-<trace id>/seed-<n>/summary.json on a --trace alternative (written to a
 temporary name and renamed, so an interrupted sweep never leaves half a file), and a run already
 stored is not run again. The aggregates read only the stored summaries, so they are the same
 whichever engine produced them.
@@ -65,7 +66,10 @@ class RunStore:
         path.write_text(fingerprint + "\n", encoding="utf-8")
 
     def path(self, task: Task) -> Path:
-        return self.out_dir / "runs" / task.setting.id / f"seed-{task.seed}" / "summary.json"
+        setting_dir = self.out_dir / "runs" / task.setting.id
+        if task.trace:
+            setting_dir = setting_dir / f"trace-{task.trace}"
+        return setting_dir / f"seed-{task.seed}" / "summary.json"
 
     def load(self, task: Task) -> dict[str, Any] | None:
         path = self.path(task)
@@ -87,6 +91,7 @@ def fingerprint(scenario_bytes: bytes, duration: float) -> str:
 class Failure:
     setting: Setting
     seed: int
+    trace: str
     error: str
 
 
@@ -99,13 +104,13 @@ class SweepRuns:
 
 
 def execute(
-    scenario,
+    scenarios: dict,
     tasks: Sequence[Task],
     store: RunStore,
     engine,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> SweepRuns:
-    """Run the tasks not stored yet; store each result as it arrives."""
+    """Run the tasks not stored yet (scenarios: trace id -> scenario); store each result as it arrives."""
     runs = SweepRuns()
     pending = []
     for task in tasks:
@@ -115,14 +120,15 @@ def execute(
         else:
             runs.summaries[task] = stored
             runs.reused += 1
-    for outcome in engine.run(scenario, pending):
+    for outcome in engine.run(scenarios, pending):
         if outcome.summary_text is not None:
             store.save(outcome.task, outcome.summary_text)
             summary = json.loads(outcome.summary_text)
             runs.summaries[outcome.task] = summary
             runs.run_seconds += summary["wall_seconds"]
         else:
-            runs.failures.append(Failure(outcome.task.setting, outcome.task.seed, outcome.error or "?"))
+            task = outcome.task
+            runs.failures.append(Failure(task.setting, task.seed, task.trace, outcome.error or "?"))
         if on_outcome is not None:
             on_outcome(outcome)
     return runs
@@ -134,16 +140,25 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def aggregate(
-    settings: Sequence[Setting], seeds: Sequence[int], summaries: dict[Task, dict[str, Any]]
+    settings: Sequence[Setting],
+    seeds: Sequence[int],
+    summaries: dict[Task, dict[str, Any]],
+    traces: Sequence[str] = ("",),
 ) -> list[dict[str, Any]]:
-    """Per setting: the spread of each metric over its seeds, and every invariant break."""
+    """Per setting: the spread of each metric over its seeds and traces, and every invariant break."""
     rows = []
     for setting in settings:
-        done = [(seed, summaries[Task(setting, seed)]) for seed in seeds if Task(setting, seed) in summaries]
+        tasks = [Task(setting, seed, trace) for trace in traces for seed in seeds]
+        done = [(task, summaries[task]) for task in tasks if task in summaries]
         metrics = [run_metrics(s) for _, s in done]
         breaks = [
-            {"seed": seed, "invariant": name, "count": count}
-            for seed, summary in done
+            {
+                "seed": task.seed,
+                **({"trace": task.trace} if task.trace else {}),
+                "invariant": name,
+                "count": count,
+            }
+            for task, summary in done
             for name, count in summary["invariants"].items()
             if count
         ]
@@ -196,29 +211,39 @@ def pareto_front(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def write_summary_csv(
-    path: Path, grid_flags: Iterable[str], settings: Sequence[Setting], seeds: Sequence[int], runs: SweepRuns
+    path: Path,
+    grid_flags: Iterable[str],
+    settings: Sequence[Setting],
+    seeds: Sequence[int],
+    runs: SweepRuns,
+    traces: Sequence[str] = ("",),
 ) -> None:
+    """One row per run; a `trace` column only when the sweep has --trace alternatives."""
     flags = list(grid_flags)
+    with_traces = list(traces) != [""]
     invariants: list[str] = []
     for stored in runs.summaries.values():
         invariants += [name for name in stored["invariants"] if name not in invariants]
-    columns = ["setting", *flags, "seed", *(key for key, _ in METRICS), *invariants]
+    columns = ["setting", *flags, *(["trace"] if with_traces else []), "seed", *(key for key, _ in METRICS)]
+    columns += invariants
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(columns)
         for setting in settings:
             values = dict(setting.flags)
-            for seed in seeds:
-                summary = runs.summaries.get(Task(setting, seed))
-                if summary is None:
-                    continue
-                metrics = run_metrics(summary)
-                writer.writerow(
-                    [
-                        setting.id,
-                        *(values.get(flag, "") for flag in flags),
-                        seed,
-                        *(metrics[key] for key, _ in METRICS),
-                        *(summary["invariants"].get(name, 0) for name in invariants),
-                    ]
-                )
+            for trace in traces:
+                for seed in seeds:
+                    summary = runs.summaries.get(Task(setting, seed, trace))
+                    if summary is None:
+                        continue
+                    metrics = run_metrics(summary)
+                    writer.writerow(
+                        [
+                            setting.id,
+                            *(values.get(flag, "") for flag in flags),
+                            *([trace] if with_traces else []),
+                            seed,
+                            *(metrics[key] for key, _ in METRICS),
+                            *(summary["invariants"].get(name, 0) for name in invariants),
+                        ]
+                    )
