@@ -157,12 +157,12 @@ def run(args) -> int:
         expire_timers=not args.no_expire_timers,
         planner_workloads=planner_workloads,
     )
+    explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
     if result.unhealthy and args.json:
         warn([result.unhealthy])
     if args.json:
         print_json(plan_json(result, cloud, snapshot, now, now_source, untried))
         return 0
-    explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)
     _print_human(
         result,
         cloud,
