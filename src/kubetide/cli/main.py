@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(_join_flag_values(sys.argv[1:] if argv is None else argv))
     if extra:
         # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
         # validates them itself, with a did-you-mean for typos.
@@ -64,6 +64,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _join_flag_values(argv: list[str]) -> list[str]:
+    """`--set --scan-interval=10s` as `--set=--scan-interval=10s`: argparse would otherwise take
+    the value for an option of its own and fail."""
+    from kubetide.cli.simulate import FLAG_VALUED_OPTIONS
+
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] in FLAG_VALUED_OPTIONS and arg.startswith("--"):
+            joined[-1] = f"{joined[-1]}={arg}"
+        else:
+            joined.append(arg)
+    return joined
 
 
 if __name__ == "__main__":
