@@ -163,8 +163,8 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
     if not args.no_report:
         from kubetide.sim.report import render_comparison
 
-        runs = [(variant.name, variant.label, result) for variant, result in results]
-        (out_dir / "report.html").write_text(render_comparison(runs), encoding="utf-8")
+        page = render_comparison(data, [result for _, result in results])
+        (out_dir / "report.html").write_text(page, encoding="utf-8")
     shown = set(scenario.warnings)
     for _, result in results:
         fresh = [w for w in result.warnings if w not in shown]
@@ -173,7 +173,7 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
     if args.json:
         print_json(data)
     else:
-        _print_comparison(data, out_dir)
+        _print_comparison(data, out_dir, report=not args.no_report)
     return 0
 
 
@@ -257,7 +257,7 @@ def _print_summary(summary: dict, scenario, paths: dict) -> None:
     out.print(table)
 
 
-def _print_comparison(data: dict, out_dir: Path) -> None:
+def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last."""
     from rich.table import Table
 
@@ -290,14 +290,17 @@ def _print_comparison(data: dict, out_dir: Path) -> None:
         )
     table.add_row("invariants", *cells)
     out.print(table)
-    out.print(f"wrote <name>/, compare.json and report.html to {out_dir}/", soft_wrap=True)
+    written = [f"{entry['dir']}/" for entry in settings] + ["compare.json"]
+    if report:
+        written.append("report.html")
+    out.print(f"wrote {', '.join(written)} to {out_dir}/", soft_wrap=True)
 
 
 def _flags_cell(entry: dict) -> str:
     flags = [f"{name}={value}" for name, value in entry["flags"].items()]
     if "qos_precise" in entry:
         flags.append(f"qos.precise={'true' if entry['qos_precise'] else 'false'}")
-    return "\n".join(flags) or "(scenario's own)"
+    return "\n".join(flags) or "(no flag changed)"
 
 
 def _metric_cell(key: str, value) -> str:

@@ -47,7 +47,7 @@ class Variant:
         parts = [self.setting.label] if self.setting.flags else []
         if self.qos_precise is not None:
             parts.append(f"qos.precise={'true' if self.qos_precise else 'false'}")
-        return " ".join(parts) or "(scenario's own)"
+        return " ".join(parts) or "(no flag changed)"
 
     def apply(self, scenario: Any) -> Any:
         """The scenario with this variant's flags over its spec.autoscaler (and its qos mode)."""
