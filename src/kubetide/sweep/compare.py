@@ -63,7 +63,7 @@ def parse_set(items: Sequence[str], base: Any) -> Setting:
     (the scenario's AutoscalerOptions) with the parser of spec.autoscaler."""
     flags: dict[str, str] = {}
     for item in items:
-        name, value = _flag(item, "--set", "--set scale-down-unneeded-time=5m")
+        name, value = _flag(item, "--set ", "--set scale-down-unneeded-time=5m")
         flags[name] = value  # the last one wins, as on a command line
     setting = Setting(tuple(flags.items()))
     _check(setting, base, "--set ")
@@ -89,10 +89,10 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
                 pieces[-1] += "," + piece
             elif piece.strip():
                 pieces.append(piece)
-        where = f"--compare {name}"
-        flags = dict(_flag(piece, where, "fast:scale-down-unneeded-time=2m") for piece in pieces)
+        prefix = f"--compare {name}:"
+        flags = dict(_flag(piece, prefix, "--compare fast:scale-down-unneeded-time=2m") for piece in pieces)
         setting = Setting(tuple(flags.items()))
-        _check(setting, base, f"--compare {name}:")
+        _check(setting, base, prefix)
         variants.append(Variant(name, setting))
     _unique(variants, "--compare")
     return variants
@@ -163,11 +163,11 @@ def comparison(scenario: Any, seed: int, results: Sequence[tuple[Variant, Any]])
     }
 
 
-def _flag(item: str, where: str, example: str) -> tuple[str, str]:
+def _flag(item: str, prefix: str, example: str) -> tuple[str, str]:
     name, sep, value = item.strip().partition("=")
     name = name.strip().removeprefix("--")
     if not sep or not name or not value.strip():
-        raise UserError(f"{where} {item}: expected FLAG=VALUE (e.g. {example})")
+        raise UserError(f"{prefix}{item.strip()}: expected FLAG=VALUE (e.g. {example})")
     return name, value.strip()
 
 
