@@ -261,6 +261,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last."""
     from rich.table import Table
 
+    from kubetide.sim.report import format_flags, format_metric
     from kubetide.sweep.compare import METRICS
 
     out = console()
@@ -274,9 +275,9 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     settings = data["settings"]
     for entry in settings:
         table.add_column(entry["name"], justify="right")
-    table.add_row("flags", *(_flags_cell(entry) for entry in settings))
+    table.add_row("flags", *(format_flags(entry, "\n") for entry in settings))
     for key, heading, _ in METRICS:
-        table.add_row(heading, *(_metric_cell(key, entry["metrics"][key]) for entry in settings))
+        table.add_row(heading, *(format_metric(key, entry["metrics"][key]) for entry in settings))
     if all("qos" in entry for entry in settings):
         table.add_row("QoS agent evictions", *(f"{entry['qos']['evictions']:,}" for entry in settings))
         table.add_row("QoS agent throttles", *(f"{entry['qos']['throttles']:,}" for entry in settings))
@@ -294,18 +295,3 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     if report:
         written.append("report.html")
     out.print(f"wrote {', '.join(written)} to {out_dir}/", soft_wrap=True)
-
-
-def _flags_cell(entry: dict) -> str:
-    flags = [f"{name}={value}" for name, value in entry["flags"].items()]
-    if "qos_precise" in entry:
-        flags.append(f"qos.precise={'true' if entry['qos_precise'] else 'false'}")
-    return "\n".join(flags) or "(no flag changed)"
-
-
-def _metric_cell(key: str, value) -> str:
-    if key == "cost":
-        return f"${value:,.2f}"
-    if isinstance(value, float):
-        return f"{value:,.1f}" if key == "node_hours" else f"{value:,.0f}"
-    return f"{value:,}"
