@@ -104,7 +104,9 @@ def test_each_compared_run_is_the_run_of_its_setting_alone(simulate, tmp_path, c
         code, _, err = simulate(*set_args, "--out", f"alone-{name}", "--no-report")
         assert code == 0, err
         for file in RUN_FILES:
-            assert (tmp_path / "cmp" / name / file).read_bytes() == (tmp_path / f"alone-{name}" / file).read_bytes()
+            assert (tmp_path / "cmp" / name / file).read_bytes() == (
+                tmp_path / f"alone-{name}" / file
+            ).read_bytes()
         compared = _without_wall_time(tmp_path / "cmp" / name / "summary.json")
         assert compared == _without_wall_time(tmp_path / f"alone-{name}" / "summary.json")
         entry = next(s for s in printed["settings"] if s["name"] == name)
@@ -116,11 +118,21 @@ def test_each_compared_run_is_the_run_of_its_setting_alone(simulate, tmp_path, c
 
 
 def test_the_console_shows_one_column_per_setting(simulate, tmp_path):
-    code, out, err = simulate("--compare", "fast:scale-down-unneeded-time=1m", "--compare", "own:", "--out", "cmp")
+    code, out, err = simulate(
+        "--compare", "fast:scale-down-unneeded-time=1m", "--compare", "own:", "--out", "cmp"
+    )
     assert code == 0, err
     header = next(line for line in out.splitlines() if "fast" in line and "own" in line)
     assert header.split() == ["fast", "own"]
-    for row in ("cost", "node-hours", "pending pod-seconds", "max pending", "evictions", "drains", "invariants"):
+    for row in (
+        "cost",
+        "node-hours",
+        "pending pod-seconds",
+        "max pending",
+        "evictions",
+        "drains",
+        "invariants",
+    ):
         assert any(line.strip().startswith(row) for line in out.splitlines()), row
     assert "all held" in out
     page = (tmp_path / "cmp" / "report.html").read_text()
@@ -133,9 +145,7 @@ def test_the_console_shows_one_column_per_setting(simulate, tmp_path):
 
 def test_spec_compare_in_the_scenario(simulate, tmp_path):
     scenario = SCENARIO + (
-        "  compare:\n"
-        "    - {name: quick, autoscaler: {scale-down-unneeded-time: 1m}}\n"
-        "    - {name: default}\n"
+        "  compare:\n    - {name: quick, autoscaler: {scale-down-unneeded-time: 1m}}\n    - {name: default}\n"
     )
     code, out, err = simulate("--out", "cmp", "--json", "--no-report", scenario=scenario)
     assert code == 0, err
@@ -144,18 +154,32 @@ def test_spec_compare_in_the_scenario(simulate, tmp_path):
         ("default", {}),
     ]
     # --compare replaces the scenario's; --no-compare runs the scenario once
-    code, out, err = simulate("--out", "cli", "--json", "--no-report", "--compare", "x:scan-interval=20s", scenario=scenario)
+    code, out, err = simulate(
+        "--out", "cli", "--json", "--no-report", "--compare", "x:scan-interval=20s", scenario=scenario
+    )
     assert code == 0 and [s["name"] for s in json.loads(out)["settings"]] == ["x"]
     code, out, err = simulate("--out", "once", "--json", "--no-report", "--no-compare", scenario=scenario)
-    assert code == 0 and json.loads(out)["scenario"] == "tiny" and (tmp_path / "once" / "summary.json").exists()
-    assert (tmp_path / "cmp" / "default" / "timeline.csv").read_bytes() == (tmp_path / "once" / "timeline.csv").read_bytes()
+    assert (
+        code == 0 and json.loads(out)["scenario"] == "tiny" and (tmp_path / "once" / "summary.json").exists()
+    )
+    assert (tmp_path / "cmp" / "default" / "timeline.csv").read_bytes() == (
+        tmp_path / "once" / "timeline.csv"
+    ).read_bytes()
 
 
 @pytest.mark.parametrize(
     ("args", "scenario_extra", "expected"),
     [
-        (["--set", "scan-intervl=20s"], "", "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)"),
-        (["--set", "--scan-intervl=20s"], "", "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)"),
+        (
+            ["--set", "scan-intervl=20s"],
+            "",
+            "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)",
+        ),
+        (
+            ["--set", "--scan-intervl=20s"],
+            "",
+            "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)",
+        ),
         (["--set", "scan-interval=soon"], "", '--set scan-interval=soon: invalid duration "soon"'),
         (["--set", "scan-interval=0"], "", "--set scan-interval=0: must be at least 1s"),
         (["--set", "scan-interval"], "", "--set scan-interval: expected FLAG=VALUE"),
@@ -167,7 +191,11 @@ def test_spec_compare_in_the_scenario(simulate, tmp_path):
         ),
         (["--compare", "a:expander=biggest"], "", "--compare a:expander=biggest:"),
         (["--compare", "a"], "", "--compare a: expected NAME:FLAG=VALUE,..."),
-        (["--compare", "a/b:scan-interval=5s"], "", "--compare a/b:scan-interval=5s: expected NAME:FLAG=VALUE"),
+        (
+            ["--compare", "a/b:scan-interval=5s"],
+            "",
+            "--compare a/b:scan-interval=5s: expected NAME:FLAG=VALUE",
+        ),
         (["--compare", "a:scan-interval"], "", "--compare a:scan-interval: expected FLAG=VALUE"),
         (["--compare", "a:", "--compare", "a:scan-interval=5s"], "", "--compare a: the name is given twice"),
         (["--compare", "a:", "--no-compare"], "", "--compare: not with --no-compare"),
@@ -182,7 +210,11 @@ def test_spec_compare_in_the_scenario(simulate, tmp_path):
             "  compare:\n    - {name: a}\n    - {name: a}\n",
             's.yaml: spec.compare[1].name: duplicate name "a"',
         ),
-        ([], "  compare:\n    - {name: a, qos: {precise: false}}\n", "s.yaml: spec.compare[0].qos: needs spec.qos"),
+        (
+            [],
+            "  compare:\n    - {name: a, qos: {precise: false}}\n",
+            "s.yaml: spec.compare[0].qos: needs spec.qos",
+        ),
         ([], "  compare:\n    - {name: a, autoscalr: {}}\n", "s.yaml: spec.compare[0].autoscalr"),
     ],
 )
@@ -227,7 +259,11 @@ def test_set_is_parsed_as_spec_autoscaler_is(items, expected):
             "b.2",
             (("expander", "priority,least-waste"), ("max-nodes-total", "9")),
         ),
-        ("c:--scan-interval=5s, --new-pod-scale-up-delay=5s", "c", (("scan-interval", "5s"), ("new-pod-scale-up-delay", "5s"))),
+        (
+            "c:--scan-interval=5s, --new-pod-scale-up-delay=5s",
+            "c",
+            (("scan-interval", "5s"), ("new-pod-scale-up-delay", "5s")),
+        ),
     ],
 )
 def test_compare_items(item, name, flags):

@@ -21,7 +21,14 @@ def run(example: str):
 
 
 def _event(time, reason="ClusterUnhealthy", message="cluster unhealthy", obj="ConfigMap/kube-system/status"):
-    return {"time": time, "source": "cluster-autoscaler", "type": "Warning", "reason": reason, "object": obj, "message": message}
+    return {
+        "time": time,
+        "source": "cluster-autoscaler",
+        "type": "Warning",
+        "reason": reason,
+        "object": obj,
+        "message": message,
+    }
 
 
 @pytest.mark.parametrize(
@@ -35,8 +42,12 @@ def _event(time, reason="ClusterUnhealthy", message="cluster unhealthy", obj="Co
         ([_event(300, reason="ScaleDown")], "", []),
         (
             [
-                _event(50, "NotTriggerScaleUp", "pod didn't trigger scale-up: 2 in backoff after failed scale-up"),
-                _event(50, "NotTriggerScaleUp", "pod didn't trigger scale-up: 2 in backoff after failed scale-up"),
+                _event(
+                    50, "NotTriggerScaleUp", "pod didn't trigger scale-up: 2 in backoff after failed scale-up"
+                ),
+                _event(
+                    50, "NotTriggerScaleUp", "pod didn't trigger scale-up: 2 in backoff after failed scale-up"
+                ),
                 _event(60, "NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached"),
             ],
             "backoff",
@@ -83,7 +94,9 @@ def test_events_are_aggregated_as_kubectl_does(events, expected):
 
 def _shaded(figure, label):
     return [
-        (s["x0"], s["x1"]) for s in figure["layout"]["shapes"] if s["type"] == "rect" and s.get("name") == label
+        (s["x0"], s["x1"])
+        for s in figure["layout"]["shapes"]
+        if s["type"] == "rect" and s.get("name") == label
     ]
 
 
@@ -99,7 +112,11 @@ def test_halted_and_backoff_periods_are_shaded(example, label, reason):
     figure = build_figure(result)
     shaded = _shaded(figure, label)
     assert shaded, f"no {label!r} period shaded"
-    times = [e["time"] for e in result.events if e["reason"] == reason and (label == HALTED or "backoff" in e["message"])]
+    times = [
+        e["time"]
+        for e in result.events
+        if e["reason"] == reason and (label == HALTED or "backoff" in e["message"])
+    ]
     scale = 60.0  # minutes on the axis of a run under 2 hours
     assert shaded[0][0] == min(times) / scale
     assert shaded[-1][1] == (max(times) + result.scenario.options.scan_interval) / scale
@@ -124,7 +141,9 @@ def test_failed_scale_ups_are_marked():
 def test_count_axes_tick_at_integers():
     layout = build_figure(run("uc4-stockout"))["layout"]
     axes = {key: axis for key, axis in layout.items() if re.fullmatch(r"yaxis\d*", key)}
-    counting = {key: axis for key, axis in axes.items() if axis["title"]["text"] in ("nodes", "pods", "evictions")}
+    counting = {
+        key: axis for key, axis in axes.items() if axis["title"]["text"] in ("nodes", "pods", "evictions")
+    }
     assert len(counting) == 4  # nodes, pods, drains (nodes) and the drains panel's evictions axis
     assert all(axis["tickformat"] == ",d" for axis in counting.values())
     # no drains and no evictions in this run: a step of 1, not plotly's 0.2

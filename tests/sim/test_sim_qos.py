@@ -829,7 +829,7 @@ def test_compare_puts_both_counts_side_by_side(example_runs):
     results = run_variants(scenario, None, variants, lambda _, simulation: simulation.run())
     data = comparison(scenario, scenario.seed, results)
     columns = {entry["name"]: entry["qos"] for entry in data["settings"]}
-    for (variant, result), precise in zip(results, (True, False), strict=True):
+    for (_, result), precise in zip(results, (True, False), strict=True):
         assert result.timeline == example_runs[precise][1].timeline  # each mode's run is the lone run
         assert result.events == example_runs[precise][1].events
     for precise, mode in ((True, "precise"), (False, "all")):

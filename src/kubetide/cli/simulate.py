@@ -14,12 +14,11 @@ column per setting, --json prints compare.json.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
-
-import json
 
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn
 from kubetide.durations import format_duration, parse_duration

@@ -238,7 +238,13 @@ def _scatter(
 # -- layout: the subplots by hand (what plotly's make_subplots computes, without its cost) ------
 
 _FONT = {"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12}
-_AXIS = {"showgrid": True, "gridcolor": "#eef0f3", "linecolor": "#d1d5db", "zeroline": False, "automargin": True}
+_AXIS = {
+    "showgrid": True,
+    "gridcolor": "#eef0f3",
+    "linecolor": "#d1d5db",
+    "zeroline": False,
+    "automargin": True,
+}
 
 
 def _axis_names(panels: Sequence[_Panel]) -> tuple[list[str], list[str], dict[int, str]]:
@@ -253,7 +259,7 @@ def _axis_names(panels: Sequence[_Panel]) -> tuple[list[str], list[str], dict[in
 
 
 def _layout_key(axis: str) -> str:
-    """"x2" -> "xaxis2", "y" -> "yaxis"."""
+    """The layout key of an axis id: x2 -> xaxis2, y -> yaxis."""
     return f"{axis[0]}axis{axis[1:]}"
 
 
@@ -640,7 +646,7 @@ def _event_table(events: list[dict], limit: int = 400) -> str:
         cls = ' class="warn"' if e["type"] == "Warning" else ""
         rows.append(
             f"<tr{cls}><td>{html.escape(format_duration(e['first']))}</td>"
-            f"<td>{html.escape(format_duration(e['last']))}</td><td class=\"n\">{e['count']:,}</td>"
+            f'<td>{html.escape(format_duration(e["last"]))}</td><td class="n">{e["count"]:,}</td>'
             f"<td>{html.escape(e['source'])}</td><td>{html.escape(e['reason'])}</td>"
             f"<td>{html.escape(e['object'])}</td><td>{html.escape(e['message'])}</td></tr>"
         )
@@ -752,6 +758,8 @@ _COMPARE_PANELS = (
     _Panel("Cumulative cost", 0.22, "$"),
 )
 _COMPARE_COLUMNS = ("nodes_total", "pending_pods", "drains_in_progress", "evictions_total", "cost")
+
+
 def build_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """One trace per run and panel, all on the same time axis; a run's traces share its colour
     and legend entry (clicking it hides the run everywhere)."""
@@ -795,18 +803,20 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Any]) -> 
     scenario = results[0].scenario
     plot = plot_div(build_comparison_figure(runs), "comparison")
     head = "<tr><th></th>" + "".join(f"<th>{html.escape(e['name'])}</th>" for e in settings) + "</tr>"
-    rows = ["<tr><th>flags</th>" + "".join(f"<td>{html.escape(format_flags(e))}</td>" for e in settings) + "</tr>"]
+    rows = [
+        "<tr><th>flags</th>" + "".join(f"<td>{html.escape(format_flags(e))}</td>" for e in settings) + "</tr>"
+    ]
     for key in settings[0]["metrics"]:
         if key == "invariants":
             continue
         cells = "".join(f"<td>{html.escape(format_metric(key, e['metrics'][key]))}</td>" for e in settings)
         rows.append(f"<tr><th>{html.escape(key.replace('_', ' '))}</th>{cells}</tr>")
-    cells = []
+    verdicts = []
     for entry in settings:
         broken = {k: v for k, v in entry["metrics"]["invariants"].items() if v}
         text = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in broken.items()) or "all held"
-        cells.append(f'<td class="{"bad" if broken else "good"}">{html.escape(text)}</td>')
-    rows.append(f"<tr><th>invariants</th>{''.join(cells)}</tr>")
+        verdicts.append(f'<td class="{"bad" if broken else "good"}">{html.escape(text)}</td>')
+    rows.append(f"<tr><th>invariants</th>{''.join(verdicts)}</tr>")
     reasons = sorted({reason for result in results for reason in result.summary.get("events", {})})
     event_rows = [
         f"<tr><th>{html.escape(reason)}</th>"

@@ -398,7 +398,9 @@ def _compare(spec: Spec, options: AutoscalerOptions, source: str) -> list[Compar
         entries.append(CompareEntry(entry.name, dict(entry.autoscaler), precise))
     if entries and spec.qos is not None and spec.qos.compare:
         raise ScenarioError(
-            source, "spec.qos.compare", "give the QoS modes as spec.compare[].qos.precise when spec.compare is set"
+            source,
+            "spec.qos.compare",
+            "give the QoS modes as spec.compare[].qos.precise when spec.compare is set",
         )
     return entries
 
