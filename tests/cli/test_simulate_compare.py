@@ -197,6 +197,8 @@ def test_spec_compare_in_the_scenario(simulate, tmp_path):
             "--compare a/b:scan-interval=5s: expected NAME:FLAG=VALUE",
         ),
         (["--compare", "a:scan-interval"], "", "--compare a:scan-interval: expected FLAG=VALUE"),
+        (["--compare", "report.html:"], "", "--compare report.html:: expected NAME:FLAG=VALUE"),
+        ([], "  compare:\n    - {name: compare.json}\n", "s.yaml: spec.compare[0].name: "),
         (["--compare", "a:", "--compare", "a:scan-interval=5s"], "", "--compare a: the name is given twice"),
         (["--compare", "a:", "--no-compare"], "", "--compare: not with --no-compare"),
         (["--compare", "a:", "--no-autoscaler"], "", "--compare: not with --no-autoscaler"),
@@ -255,8 +257,8 @@ def test_set_is_parsed_as_spec_autoscaler_is(items, expected):
         ("own:", "own", ()),
         ("a:scan-interval=5s", "a", (("scan-interval", "5s"),)),
         (
-            "b.2:expander=priority,least-waste,max-nodes-total=9",
-            "b.2",
+            "b_2:expander=priority,least-waste,max-nodes-total=9",
+            "b_2",
             (("expander", "priority,least-waste"), ("max-nodes-total", "9")),
         ),
         (

@@ -150,7 +150,7 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
 
     def run_one(variant, simulation):
         if show_progress:
-            return _run_with_progress(simulation, scenario, f"{variant.name} ({variant.label})")
+            return _run_with_progress(simulation, scenario, f"simulating {scenario.name}: {variant.name}")
         return simulation.run()
 
     results = run_variants(scenario, args.seed, variants, run_one)

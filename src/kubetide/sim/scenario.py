@@ -173,7 +173,7 @@ class CompareQosSpec(_Model):
 class CompareSpec(_Model):
     """One column of spec.compare: a name (its directory under --out) and the flags it changes."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,62}$")
+    name: str = Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
     autoscaler: dict[str, Any] = Field(default_factory=dict)
     qos: CompareQosSpec | None = None  # spec.qos.precise for this run
 

@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubetide.errors import ManifestError, UserError
-from kubetide.sweep.grid import Setting, with_options
+from kubetide.errors import UserError
+from kubetide.sweep.grid import Setting, check_flags, with_options
 
 API_VERSION = "kubetide.io/v1alpha1"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,62}$")  # also a directory name under --out
+# Also the run's directory under --out: no dots, so never compare.json or report.html.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
 
 # The columns of the console table and compare.json's `metrics`: (key, heading, path in summary.json).
 METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -42,13 +43,6 @@ class Variant:
     setting: Setting
     qos_precise: bool | None = None  # spec.qos.precise for this run; None: the scenario's
 
-    @property
-    def label(self) -> str:
-        parts = [self.setting.label] if self.setting.flags else []
-        if self.qos_precise is not None:
-            parts.append(f"qos.precise={'true' if self.qos_precise else 'false'}")
-        return " ".join(parts) or "(no flag changed)"
-
     def apply(self, scenario: Any) -> Any:
         """The scenario with this variant's flags over its spec.autoscaler (and its qos mode)."""
         scenario = with_options(scenario, self.setting)
@@ -66,7 +60,7 @@ def parse_set(items: Sequence[str], base: Any) -> Setting:
         name, value = _flag(item, "--set ", "--set scale-down-unneeded-time=5m")
         flags[name] = value  # the last one wins, as on a command line
     setting = Setting(tuple(flags.items()))
-    _check(setting, base, "--set ")
+    check_flags(setting.flags, base, "--set ")
     return setting
 
 
@@ -80,7 +74,7 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
         name = name.strip()
         if not sep or not NAME_PATTERN.match(name):
             raise UserError(
-                f"--compare {item}: expected NAME:FLAG=VALUE,... with NAME letters, digits, '-', '_' or '.' "
+                f"--compare {item}: expected NAME:FLAG=VALUE,... with NAME letters, digits, '-' or '_' "
                 "(e.g. --compare fast:scale-down-unneeded-time=2m)"
             )
         pieces: list[str] = []
@@ -92,7 +86,7 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
         prefix = f"--compare {name}:"
         flags = dict(_flag(piece, prefix, "--compare fast:scale-down-unneeded-time=2m") for piece in pieces)
         setting = Setting(tuple(flags.items()))
-        _check(setting, base, prefix)
+        check_flags(setting.flags, base, prefix)
         variants.append(Variant(name, setting))
     _unique(variants, "--compare")
     return variants
@@ -169,18 +163,6 @@ def _flag(item: str, prefix: str, example: str) -> tuple[str, str]:
     if not sep or not name or not value.strip():
         raise UserError(f"{prefix}{item.strip()}: expected FLAG=VALUE (e.g. {example})")
     return name, value.strip()
-
-
-def _check(setting: Setting, base: Any, prefix: str) -> None:
-    """The flags parsed as spec.autoscaler's are: the first bad one is the error, one line
-    `{prefix}FLAG=VALUE: message` with spec.autoscaler's message (did-you-mean included)."""
-    from kubetide.autoscaler.options import parse_options
-
-    for name, value in setting.flags:
-        try:
-            parse_options({name: value}, prefix.strip(), field="", base=base)
-        except ManifestError as exc:
-            raise UserError(f"{prefix}{exc.field}={value}: {exc.message}") from None
 
 
 def _unique(variants: Sequence[Variant], where: str) -> None:
