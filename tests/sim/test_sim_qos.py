@@ -15,9 +15,10 @@ from kubetide.cli import main as cli_main
 from kubetide.errors import UserError
 from kubetide.sim import NoAutoscaler, Simulation, load_scenario
 from kubetide.sim.qos import COUNT_KEYS, NodeAgents
-from kubetide.sim.report import render
+from kubetide.sim.report import render, render_comparison
 from kubetide.sim.scenario import ScenarioError
 from kubetide.sim.usage import USAGE_ANNOTATION, Constant, Generator, Trace, unit_draw
+from kubetide.sweep.compare import comparison, run_variants, scenario_variants
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml"
 QOS_API = "ensurance.crane.io/v1alpha1"
@@ -822,15 +823,21 @@ def test_both_modes_end_back_under_the_watermark(example_runs, precise):
 
 
 def test_compare_puts_both_counts_side_by_side(example_runs):
-    result = Simulation(load_scenario(EXAMPLE)).run()  # the example sets spec.qos.compare
-    comparison = result.summary["qos"]["comparison"]
-    assert list(comparison) == ["precise", "all"]
+    scenario = load_scenario(EXAMPLE)  # the example sets spec.qos.compare: two variants
+    variants = scenario_variants(scenario)
+    assert [(v.name, v.qos_precise) for v in variants] == [("precise", True), ("all", False)]
+    results = run_variants(scenario, None, variants, lambda _, simulation: simulation.run())
+    data = comparison(scenario, scenario.seed, results)
+    columns = {entry["name"]: entry["qos"] for entry in data["settings"]}
+    for (_, result), precise in zip(results, (True, False), strict=True):
+        assert result.timeline == example_runs[precise][1].timeline  # each mode's run is the lone run
+        assert result.events == example_runs[precise][1].events
     for precise, mode in ((True, "precise"), (False, "all")):
         alone = example_runs[precise][1].summary
-        assert {k: comparison[mode][k] for k in COUNT_KEYS} == {k: alone["qos"][k] for k in COUNT_KEYS}
-        assert comparison[mode]["nodes_added"] == alone["scale_up"]["nodes_added"]
-    assert comparison["precise"]["evictions"] < comparison["all"]["evictions"]
-    page = render(result)
+        assert {k: columns[mode][k] for k in COUNT_KEYS} == {k: alone["qos"][k] for k in COUNT_KEYS}
+        assert columns[mode]["nodes_added"] == alone["scale_up"]["nodes_added"]
+    assert columns["precise"]["evictions"] < columns["all"]["evictions"]
+    page = render_comparison(data, [result for _, result in results])
     assert "crane&#x27;s old mode" in page or "crane's old mode" in page
 
 
@@ -838,11 +845,13 @@ def test_cli_prints_both_modes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
     assert cli_main.main(["simulate", str(EXAMPLE), "--out", str(tmp_path), "--json", "--no-report"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert set(printed["qos"]["comparison"]) == {"precise", "all"}
-    header = (tmp_path / "timeline.csv").read_text().splitlines()[0]
-    assert header.endswith(
-        "qos_nodes_over_watermark,qos_evictions_total,qos_throttles_total,qos_throttled_pods,qos_peak_cpu_pct"
-    )
+    assert [entry["name"] for entry in printed["settings"]] == ["precise", "all"]
+    assert all(set(COUNT_KEYS) <= set(entry["qos"]) for entry in printed["settings"])
+    for mode in ("precise", "all"):
+        header = (tmp_path / mode / "timeline.csv").read_text().splitlines()[0]
+        assert header.endswith(
+            "qos_nodes_over_watermark,qos_evictions_total,qos_throttles_total,qos_throttled_pods,qos_peak_cpu_pct"
+        )
 
 
 def test_runs_are_deterministic():

@@ -73,7 +73,7 @@ def chosen_command(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = _join_flag_values(sys.argv[1:] if argv is None else argv)
     parser = build_parser(chosen_command(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -102,6 +102,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+# Options whose value is itself an autoscaler flag, which may start with "--".
+FLAG_VALUED_OPTIONS = ("--set",)
+
+
+def _join_flag_values(argv: list[str]) -> list[str]:
+    """`--set --scan-interval=10s` as `--set=--scan-interval=10s`: argparse would otherwise take
+    the value for an option of its own and fail. (Kept here, not in cli/simulate.py, so that
+    parsing the command line imports no command's module.)"""
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] in FLAG_VALUED_OPTIONS and arg.startswith("--"):
+            joined[-1] = f"{joined[-1]}={arg}"
+        else:
+            joined.append(arg)
+    return joined
 
 
 if __name__ == "__main__":

@@ -1,18 +1,25 @@
-"""`kubetide simulate [SCENARIO] [--seed N] [--out DIR] [--json]`: run a scenario on the simulator.
+"""`kubetide simulate [SCENARIO] [--seed N] [--set FLAG=VALUE] [--compare NAME:FLAG=VALUE,...] [--out DIR] [--json]`.
 
-Without SCENARIO it runs the bundled demo. Writes summary.json, timeline.csv, events.jsonl and
+Runs a scenario on the simulator; without SCENARIO, the bundled demo. `--set` changes autoscaler
+flags over the scenario's spec.autoscaler. Writes summary.json, timeline.csv, events.jsonl and
 report.html to DIR (default ./kubetide-out/<scenario name>/) and ends with a summary table, or
 prints summary.json with --json.
+
+With `--compare` (or the scenario's spec.compare, or spec.qos.compare) it runs the same scenario
+and seed once per named setting (sweep/compare.py): each run's files go to DIR/<name>/, and
+DIR/compare.json and one DIR/report.html with the runs overlaid compare them; the console shows one
+column per setting, --json prints compare.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
-from kubetide.cli.output import ensure_output_dir, warn, writing_into
+from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.simulate_summary import print_summary
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
@@ -48,21 +55,56 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--no-autoscaler", action="store_true", help="run the cluster without an autoscaler (a baseline)"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FLAG=VALUE",
+        help="an autoscaler flag over the scenario's spec.autoscaler (repeatable; --set --flag=value works too)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME:FLAG=VALUE,...",
+        help="run the scenario once per named setting and compare them (repeatable; replaces the "
+        "scenario's spec.compare; 'NAME:' alone is the scenario's own setting)",
+    )
+    parser.add_argument(
+        "--no-compare", action="store_true", help="run once, ignoring the scenario's spec.compare"
+    )
     parser.set_defaults(run=run)
+
+
+# Options whose value may itself look like an option (`--set --scan-interval=10s`); main.py joins
+# such a pair into `--set=--scan-interval=10s` before argparse sees it.
 
 
 def run(args: argparse.Namespace) -> int:
     from kubetide.sim.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.simulation import NoAutoscaler, Simulation
+    from kubetide.sweep.compare import parse_compare, parse_set, scenario_variants
+    from kubetide.sweep.grid import with_options
 
     scenario, _ = read_scenario(args.scenario, DEMO)
     if not args.scenario:
         scenario.source = "demo.yaml (bundled)"
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
+    if args.compare and (args.no_compare or args.no_autoscaler):
+        raise UserError(f"--compare: not with {'--no-compare' if args.no_compare else '--no-autoscaler'}")
+    scenario = with_options(scenario, parse_set(args.set, scenario.options))
+    if args.compare:
+        variants = parse_compare(args.compare, scenario.options)
+    elif args.no_compare or args.no_autoscaler:
+        variants = []
+    else:
+        variants = scenario_variants(scenario)
     out_dir = Path(args.out) if args.out is not None else default_out_dir(scenario.name)
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
+    if variants:
+        return _run_comparison(args, scenario, variants, out_dir)
 
     if args.no_autoscaler:
         simulation = Simulation(
@@ -72,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         simulation = Simulation(scenario, seed=args.seed)
     show_progress = not args.json and sys.stderr.isatty()
     if show_progress:
-        result = _run_with_progress(simulation, scenario)
+        result = _run_with_progress(simulation, scenario, f"simulating {scenario.name}")
     else:
         result = simulation.run()
     with writing_into(out_dir, "--out"):
@@ -98,7 +140,42 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def _run_with_progress(simulation, scenario):
+def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path) -> int:
+    """Every variant on the same scenario and seed; their files, compare.json and one report."""
+    from kubetide.sim.output import write_outputs
+    from kubetide.sweep.compare import comparison, run_variants
+
+    show_progress = not args.json and sys.stderr.isatty()
+
+    def run_one(variant, simulation):
+        if show_progress:
+            return _run_with_progress(simulation, scenario, f"simulating {scenario.name}: {variant.name}")
+        return simulation.run()
+
+    results = run_variants(scenario, args.seed, variants, run_one)
+    seed = results[0][1].summary["seed"]
+    for variant, result in results:
+        write_outputs(result, out_dir / variant.name, report=False)
+    data = comparison(scenario, seed, results)
+    (out_dir / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if not args.no_report:
+        from kubetide.sim.report import render_comparison
+
+        page = render_comparison(data, [result for _, result in results])
+        (out_dir / "report.html").write_text(page, encoding="utf-8")
+    shown = set(scenario.warnings)
+    for _, result in results:
+        fresh = [w for w in result.warnings if w not in shown]
+        shown.update(fresh)
+        warn(fresh)
+    if args.json:
+        print_json(data)
+    else:
+        _print_comparison(data, out_dir, report=not args.no_report)
+    return 0
+
+
+def _run_with_progress(simulation, scenario, description: str):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -109,7 +186,7 @@ def _run_with_progress(simulation, scenario):
         transient=True,
         console=console_stderr(),
     ) as progress:
-        task = progress.add_task(f"simulating {scenario.name}", total=scenario.duration, simulated="0s")
+        task = progress.add_task(description, total=scenario.duration, simulated="0s")
 
         def update(elapsed: float) -> None:
             progress.update(task, completed=elapsed, simulated=format_duration(round(elapsed)))
@@ -121,3 +198,43 @@ def console_stderr():
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
+    """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last."""
+    from rich.table import Table
+
+    from kubetide.sim.report import format_flags, format_metric
+    from kubetide.sweep.compare import METRICS
+
+    out = console()
+    out.print(
+        f"[bold]{data['scenario']}[/bold]: {len(data['settings'])} settings compared over "
+        f"{format_duration(data['simulated_seconds'])}, seed {data['seed']}",
+        soft_wrap=True,
+    )
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("")
+    settings = data["settings"]
+    for entry in settings:
+        table.add_column(entry["name"], justify="right")
+    table.add_row("flags", *(format_flags(entry, "\n") for entry in settings))
+    for key, heading, _ in METRICS:
+        table.add_row(heading, *(format_metric(key, entry["metrics"][key]) for entry in settings))
+    if all("qos" in entry for entry in settings):
+        table.add_row("QoS agent evictions", *(f"{entry['qos']['evictions']:,}" for entry in settings))
+        table.add_row("QoS agent throttles", *(f"{entry['qos']['throttles']:,}" for entry in settings))
+    cells = []
+    for entry in settings:
+        broken = {name: count for name, count in entry["metrics"]["invariants"].items() if count}
+        cells.append(
+            "[green]all held[/green]"
+            if not broken
+            else "[bold red]" + ", ".join(f"{name} {count}" for name, count in broken.items()) + "[/bold red]"
+        )
+    table.add_row("invariants", *cells)
+    out.print(table)
+    written = [f"{entry['dir']}/" for entry in settings] + ["compare.json"]
+    if report:
+        written.append("report.html")
+    out.print(f"wrote {', '.join(written)} to {out_dir}/", soft_wrap=True)

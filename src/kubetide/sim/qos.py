@@ -6,7 +6,7 @@
       collectInterval: 10s         # one sample per node this often
       precise: true                # false: crane's old behaviour, act on every candidate pod
       executeExcessPercent: 10
-      compare: false               # true: run again with the other `precise`, both counts reported
+      compare: false               # true: run both `precise` modes side by side (sweep/compare.py)
       objects:                     # NodeQOS, AvoidanceAction and PodQOS, inline or {file: path}
       - {apiVersion: ensurance.crane.io/v1alpha1, kind: NodeQOS, ...}
 
@@ -22,8 +22,8 @@ filter keeps new pods off the node while it carries the taint. The agent's evict
 autoscaler's: they count in `qos`, not in the summary's `evictions` or the autoscaler invariants.
 
 Reports: summary.json `qos` (throttles, restores, evictions, over_evictions, seconds_over_watermark,
-evictions_refused, nodes_over_watermark_at_end, scheduling_disabled, precise, and with `compare` a
-`comparison` of both modes), timeline.csv columns `qos_*`, events.jsonl records from source
+evictions_refused, nodes_over_watermark_at_end, scheduling_disabled, precise; with `compare`, each
+mode's run has its own directory and compare.json's settings[].qos holds its counts), timeline.csv columns `qos_*`, events.jsonl records from source
 `qos-agent` (crane's node events AvoidanceTriggered / RestoreTriggered when a rule comes into force
 or is lifted; DisableScheduling / RestoreScheduling when the node's taint is added or removed; one
 AvoidanceEvict / AvoidanceEvictRefused / AvoidanceThrottle / AvoidanceRestore / AvoidancePreview
@@ -65,7 +65,7 @@ QOS_KINDS = ("NodeQOS", "AvoidanceAction", "PodQOS")
 REASONS = {EVICT: "AvoidanceEvict", THROTTLE_DOWN: "AvoidanceThrottle", THROTTLE_UP: "AvoidanceRestore"}
 REFUSED_REASON = "AvoidanceEvictRefused"
 PREVIEW_REASON = "AvoidancePreview"
-# What summary.json's qos.comparison shows for each mode, besides the agent's own counts.
+# What compare.json's settings[].qos shows for each mode, besides the agent's own counts.
 COUNT_KEYS = (
     "throttles",
     "restores",
@@ -447,35 +447,16 @@ class NodeAgents(WorldObserver):
         }
 
 
-# -- precise vs all ---------------------------------------------------------------------------
+# -- precise vs all (sweep/compare.py runs both modes) ---------------------------------------
 
 
 def mode_counts(summary: dict) -> dict[str, Any]:
-    """One mode's column of qos.comparison: the agent's counts and what the cluster paid."""
+    """One run's column of the QoS comparison: the agent's counts and what the cluster paid."""
     counts: dict[str, Any] = {key: summary["qos"][key] for key in COUNT_KEYS}
     counts["nodes_added"] = summary["scale_up"]["nodes_added"]
     counts["cost"] = summary["cost"]
     counts["pending_pod_seconds"] = summary["pods"]["pending_pod_seconds"]
     return counts
-
-
-def compare_modes(simulation: Any, summary: dict) -> dict[str, dict[str, Any]]:
-    """Run the simulation's scenario again with the other `precise` setting (same seed and
-    autoscaler) and return {"precise": counts, "all": counts}."""
-    from kubetide.sim.simulation import Simulation
-
-    scenario = simulation.scenario
-    settings = scenario.qos
-    other = dataclasses.replace(settings, precise=not settings.precise, compare=False)
-    run = Simulation(
-        dataclasses.replace(scenario, qos=other),
-        seed=simulation.seed,
-        autoscaler_factory=simulation.factory,
-        autoscaler_name=simulation.autoscaler_name,
-    ).run()
-    mine, theirs = mode_counts(summary), mode_counts(run.summary)
-    precise, everything = (mine, theirs) if settings.precise else (theirs, mine)
-    return {"precise": precise, "all": everything}
 
 
 # -- report.html ------------------------------------------------------------------------------
@@ -505,23 +486,21 @@ def _cell(key: str, value: Any) -> str:
     return f"{value:,}"
 
 
-def _counts_table(qos: dict) -> str:
-    comparison = qos.get("comparison")
-    if comparison:
-        head = "<tr><th></th><th>precise</th><th>all candidates (crane's old mode)</th></tr>"
-        rows = [
-            f"<tr><th>{html.escape(label)}</th><td>{html.escape(_cell(key, comparison['precise'].get(key)))}</td>"
-            f"<td>{html.escape(_cell(key, comparison['all'].get(key)))}</td></tr>"
-            for key, label in _ROWS
-        ]
-    else:
-        head = f"<tr><th></th><th>{'precise' if qos.get('precise', True) else 'all candidates'}</th></tr>"
-        rows = [
-            f"<tr><th>{html.escape(label)}</th><td>{html.escape(_cell(key, qos.get(key)))}</td></tr>"
-            for key, label in _ROWS
-            if key in qos
-        ]
+def counts_table(columns: list[tuple[str, dict[str, Any]]]) -> str:
+    """The agent's counts, one column per (heading, counts); rows no column has are left out."""
+    head = "<tr><th></th>" + "".join(f"<th>{html.escape(heading)}</th>" for heading, _ in columns) + "</tr>"
+    rows = [
+        f"<tr><th>{html.escape(label)}</th>"
+        + "".join(f"<td>{html.escape(_cell(key, counts.get(key)))}</td>" for _, counts in columns)
+        + "</tr>"
+        for key, label in _ROWS
+        if any(key in counts for _, counts in columns)
+    ]
     return f'<table class="summary qos">{head}{"".join(rows)}</table>'
+
+
+def mode_heading(precise: bool) -> str:
+    return "precise" if precise else "all candidates (crane's old mode)"
 
 
 def _watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
@@ -637,12 +616,9 @@ def report_section(result: Any) -> str:
         full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
     )
     shown = "precise" if qos.get("precise", True) else "all candidates"
-    note = (
-        f"Counts of both runs side by side; the plots show the {shown} run."
-        if qos.get("comparison")
-        else f"The agent ran in {shown} mode."
-    )
+    note = f"The agent ran in {shown} mode."
+    table = counts_table([(mode_heading(qos.get("precise", True)), qos)])
     return (
         f"<section><h2>Node QoS agent</h2><p>{html.escape(note)}</p>"
-        f'<div style="max-width:820px">{_counts_table(qos)}</div>{plot}</section>'
+        f'<div style="max-width:820px">{table}</div>{plot}</section>'
     )

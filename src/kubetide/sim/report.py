@@ -1,17 +1,27 @@
 """report.html: one self-contained page with the run's plots and its summary.
 
-Plots are plotly figures sharing one time axis (nodes per group, pending and running pods,
-utilisation, drains and evictions, cost), with the scenario's events drawn as labelled vertical
-lines across all of them and the autoscaler's scale-ups and scale-downs as markers. plotly.js is
-inlined once, so the page works offline and can be mailed around.
+Plots share one time axis (nodes per group, pending and running pods, utilisation, drains and
+evictions, cost), with the scenario's events drawn as labelled vertical lines across all of them,
+the autoscaler's scale-ups, scale-downs and failed scale-ups as markers, and the periods when the
+autoscaler halted (cluster unhealthy) or held scale-up back (node group backoff) shaded. Count axes
+tick at integers. The events table is aggregated as `kubectl get events` shows them: one row per
+(source, type, reason, object) with its count, first and last seen, and the latest message.
+
+The figure is built as plain plotly.js JSON (`{"data": [...], "layout": {...}}`) rather than
+through plotly's Python graph objects: their validation and deep copies of every point took most of
+the time spent writing a report. plotly.js is inlined once, so the page works offline and can be
+mailed around. `render_comparison` draws several runs of one scenario (simulate --compare)
+overlaid on the same axes, one trace per setting.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from kubetide.durations import format_duration
@@ -20,10 +30,30 @@ _PALETTE = ["#2563eb", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#
 _EVENT_COLOURS = {"fault": "#dc2626", "scale": "#2563eb", "apply": "#16a34a", "delete": "#6b7280"}
 _AUTOSCALER_MARKS = {
     "ScaledUpGroup": ("triangle-up", "#16a34a", "scale-up"),
+    "ScaleUpFailed": ("x", "#dc2626", "scale-up failed (instances)"),
+    "FailedToScaleUpGroup": ("x", "#b91c1c", "scale-up request failed"),
+    "ScaleUpTimedOut": ("x-open", "#dc2626", "scale-up timed out"),
     "ScaleDown": ("triangle-down", "#ea580c", "scale-down (drain)"),
     "ScaleDownEmpty": ("triangle-down", "#f59e0b", "scale-down (empty)"),
-    "ScaleDownFailed": ("x", "#dc2626", "scale-down failed"),
+    "ScaleDownFailed": ("x", "#7c2d12", "scale-down failed"),
 }
+# Periods shaded across every panel: (reason, what in the message marks it or "", fill, text
+# colour, label). ClusterUnhealthy is the loop halting; NotTriggerScaleUp naming a backoff is
+# scale-up held back.
+_PERIODS = (
+    ("ClusterUnhealthy", "", "rgba(220,38,38,0.10)", "#b91c1c", "autoscaler halted: cluster unhealthy"),
+    (
+        "NotTriggerScaleUp",
+        "backoff",
+        "rgba(245,158,11,0.14)",
+        "#b45309",
+        "scale-up held back: node group backoff",
+    ),
+)
+# Events the table shows: the autoscaler's, the scenario's and the simulator's, and the cloud's
+# and node controller's failures (the rest, e.g. every binding, stays in events.jsonl).
+_TABLE_SOURCES = ("cluster-autoscaler", "scenario", "simulator", "qos-agent")
+_TABLE_REASONS = ("InstanceCreationFailed", "CloudError", "NodeNotReady")
 
 
 def _time_axis(duration: float) -> tuple[float, str]:
@@ -41,6 +71,7 @@ class _Panel:
     y_title: str
     y_range: tuple[float, float] | None = None
     secondary_y_title: str | None = None  # a second y axis, for series with secondary_y
+    counts: bool = False  # the y axes count things: ticks at integers only
 
 
 @dataclass(frozen=True)
@@ -68,10 +99,10 @@ class _Series:
 
 
 _PANELS = (
-    _Panel("Nodes per group (ready, with unready and upcoming)", 0.26, "nodes"),
-    _Panel("Pods", 0.2, "pods"),
+    _Panel("Nodes per group (ready, with unready and upcoming)", 0.26, "nodes", counts=True),
+    _Panel("Pods", 0.2, "pods", counts=True),
     _Panel("Utilisation (requests / allocatable)", 0.18, "%", y_range=(0, 105)),
-    _Panel("Drains and deletions", 0.18, "nodes", secondary_y_title="evictions"),
+    _Panel("Drains and deletions", 0.18, "nodes", secondary_y_title="evictions", counts=True),
     _Panel("Cumulative cost", 0.18, "$"),
 )
 
@@ -184,15 +215,16 @@ def _values(timeline: list[dict[str, Any]], column: str, per: str | None) -> lis
 def _scatter(
     series: _Series, x: list[float], y: list[Any], name: str, line: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """go.Scatter's arguments for a series."""
+    """A plotly.js scatter trace for a series."""
     optional = {
         "stackgroup": series.stack,
         "fill": series.fill,
         "fillcolor": series.fill_colour,
-        "legendgrouptitle_text": series.legend_title,
+        "legendgrouptitle": {"text": series.legend_title} if series.legend_title else None,
         "hovertemplate": series.hover,
     }
     return {
+        "type": "scatter",
         "x": x,
         "y": y,
         "name": name,
@@ -203,30 +235,198 @@ def _scatter(
     }
 
 
-def build_figure(result: Any) -> Any:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+# -- layout: the subplots by hand (what plotly's make_subplots computes, without its cost) ------
 
+_FONT = {"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12}
+_AXIS = {
+    "showgrid": True,
+    "gridcolor": "#eef0f3",
+    "linecolor": "#d1d5db",
+    "zeroline": False,
+    "automargin": True,
+}
+
+
+def _axis_names(panels: Sequence[_Panel]) -> tuple[list[str], list[str], dict[int, str]]:
+    """x and y axis ids per panel ("x", "x2", ...), and the secondary y axis id of those with one."""
+    xs = ["x" if i == 0 else f"x{i + 1}" for i in range(len(panels))]
+    ys = ["y" if i == 0 else f"y{i + 1}" for i in range(len(panels))]
+    secondary: dict[int, str] = {}
+    for i, panel in enumerate(panels):
+        if panel.secondary_y_title is not None:
+            secondary[i] = f"y{len(panels) + len(secondary) + 1}"
+    return xs, ys, secondary
+
+
+def _layout_key(axis: str) -> str:
+    """The layout key of an axis id: x2 -> xaxis2, y -> yaxis."""
+    return f"{axis[0]}axis{axis[1:]}"
+
+
+def _count_ticks(peak: float) -> dict[str, Any]:
+    """Integer ticks for an axis of counts: a step of 1 while plotly would pick halves."""
+    ticks: dict[str, Any] = {"tickformat": ",d"}
+    if peak <= 8:
+        ticks.update(tick0=0, dtick=1)
+    return ticks
+
+
+def _subplots(
+    panels: Sequence[_Panel], duration: float, scale: float, axis_title: str, peaks: Mapping[str, float]
+) -> dict[str, Any]:
+    """Axes and subplot titles of panels stacked on one shared time axis. `peaks` gives each
+    counting y axis's largest value, for its ticks."""
+    xs, ys, secondary = _axis_names(panels)
+    gap = 0.045
+    usable = 1 - gap * (len(panels) - 1)
+    total = sum(p.height for p in panels)
+    layout: dict[str, Any] = {"annotations": []}
+    top = 1.0
+    for i, panel in enumerate(panels):
+        height = usable * panel.height / total
+        domain = [max(0.0, top - height), top]
+        last = i == len(panels) - 1
+        x_axis = {
+            **_AXIS,
+            "anchor": ys[i],
+            "domain": [0.0, 1.0],
+            "range": [0, duration / scale],
+            "showticklabels": last,
+        }
+        if i:
+            x_axis["matches"] = "x"
+        if last:
+            x_axis["title"] = {"text": axis_title}
+        layout[_layout_key(xs[i])] = x_axis
+        y_axis: dict[str, Any] = {
+            **_AXIS,
+            "anchor": xs[i],
+            "domain": domain,
+            "title": {"text": panel.y_title},
+            "rangemode": "tozero",
+        }
+        if panel.y_range is not None:
+            y_axis["range"] = list(panel.y_range)
+        if panel.counts:
+            y_axis.update(_count_ticks(peaks.get(ys[i], 0)))
+        layout[_layout_key(ys[i])] = y_axis
+        if i in secondary:
+            second: dict[str, Any] = {
+                **_AXIS,
+                "anchor": xs[i],
+                "overlaying": ys[i],
+                "side": "right",
+                "showgrid": False,
+                "rangemode": "tozero",
+                "title": {"text": panel.secondary_y_title},
+            }
+            if panel.counts:
+                second.update(_count_ticks(peaks.get(secondary[i], 0)))
+            layout[_layout_key(secondary[i])] = second
+        layout["annotations"].append(
+            {
+                "text": html.escape(panel.title),
+                "x": 0.5,
+                "xref": "paper",
+                "xanchor": "center",
+                "y": domain[1],
+                "yref": "paper",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 14},
+            }
+        )
+        top = domain[0] - gap
+    return layout
+
+
+def _base_layout(height: int, top_margin: int) -> dict[str, Any]:
+    return {
+        "height": height,
+        "margin": {"l": 70, "r": 30, "t": top_margin, "b": 50},
+        "hovermode": "x unified",
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "font": dict(_FONT, color="#2a3f5f"),
+        "hoverlabel": {"bgcolor": "#ffffff"},
+        "legend": {"groupclick": "toggleitem", "tracegroupgap": 18, "font": {"size": 11}},
+    }
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+def periods(events: Iterable[dict], reason: str, marker: str, step: float) -> list[tuple[float, float]]:
+    """[start, end) seconds covered by events of `reason` (whose message contains `marker`), each
+    lasting `step` (one autoscaler loop); touching or overlapping ones are merged."""
+    merged: list[list[float]] = []
+    for event in events:
+        if event["reason"] != reason or marker not in event["message"]:
+            continue
+        start = event["time"]
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], start + step)
+        else:
+            merged.append([start, start + step])
+    return [(start, end) for start, end in merged]
+
+
+def _shaded_periods(result: Any, scale: float) -> tuple[list[dict], list[dict]]:
+    """Shapes and labels for the halted and backed-off periods, across every panel."""
+    step = result.scenario.options.scan_interval
+    shapes, labels = [], []
+    for reason, marker, colour, text_colour, label in _PERIODS:
+        for start, end in periods(result.events, reason, marker, step):
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": start / scale,
+                    "x1": end / scale,
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": colour,
+                    "line": {"width": 0},
+                    "layer": "below",
+                    "name": label,
+                }
+            )
+            labels.append(
+                {
+                    "x": start / scale,
+                    "xref": "x",
+                    "xanchor": "left",
+                    "y": 1.0,
+                    "yref": "paper",
+                    "yanchor": "top",
+                    "text": html.escape(label),
+                    "showarrow": False,
+                    "font": {"size": 10, "color": text_colour},
+                }
+            )
+    return shapes, labels
+
+
+def build_figure(result: Any) -> dict[str, Any]:
+    """The run's figure as plotly.js JSON: {"data": traces, "layout": layout}."""
     timeline = result.timeline
     scale, axis_title = _time_axis(result.scenario.duration)
-    x = [row["time"] / scale for row in timeline]
+    x = [round(row["time"] / scale, 5) for row in timeline]
     groups = [g.name for g in result.scenario.groups]
-    fig = make_subplots(
-        rows=len(_PANELS),
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.045,
-        subplot_titles=tuple(p.title for p in _PANELS),
-        row_heights=[p.height for p in _PANELS],
-        specs=[[{"secondary_y": True} if p.secondary_y_title else {}] for p in _PANELS],
-    )
+    xs, ys, secondary = _axis_names(_PANELS)
+    traces: list[dict[str, Any]] = []
+    peaks: dict[str, float] = {}
 
     def add(series: _Series, column: str, name: str, line: Mapping[str, Any]) -> None:
         y = _values(timeline, column, series.per)
         if series.only_if_any and not any(y):
             return
-        extra = {"secondary_y": True} if series.secondary_y else {}
-        fig.add_trace(go.Scatter(**_scatter(series, x, y, name, line)), row=series.panel + 1, col=1, **extra)
+        trace = _scatter(series, x, y, name, line)
+        y_axis = secondary[series.panel] if series.secondary_y else ys[series.panel]
+        trace.update(xaxis=xs[series.panel], yaxis=y_axis)
+        traces.append(trace)
+        peaks[y_axis] = max(peaks.get(y_axis, 0), max((v for v in y if v is not None), default=0))
 
     for block in _GROUP_SERIES:
         for index, group in enumerate(groups):
@@ -236,27 +436,36 @@ def build_figure(result: Any) -> Any:
                 add(series, column, name, {"color": colour, **series.line})
     for series in _SERIES:
         add(series, series.column, series.name, series.line)
+    # Stacked ready nodes: the axis reaches the total.
+    peaks[ys[0]] = max(peaks.get(ys[0], 0), max((row.get("nodes_total", 0) for row in timeline), default=0))
 
     # The autoscaler's decisions, as markers along the top of the node plot.
     top = max((row.get("nodes_total", 0) + row.get("nodes_upcoming", 0) for row in timeline), default=1) or 1
     for reason, (symbol, colour, label) in _AUTOSCALER_MARKS.items():
-        times = [e["time"] / scale for e in result.events if e["reason"] == reason]
-        if times:
-            fig.add_trace(
-                go.Scatter(
-                    x=times,
-                    y=[top * 1.06] * len(times),
-                    mode="markers",
-                    name=label,
-                    marker={"symbol": symbol, "color": colour, "size": 9},
-                    legendgroup="decisions",
-                    legendgrouptitle_text="Autoscaler",
-                    text=[e["message"] for e in result.events if e["reason"] == reason],
-                    hovertemplate="%{text}<extra></extra>",
-                ),
-                row=1,
-                col=1,
+        chosen = [e for e in result.events if e["reason"] == reason]
+        if chosen:
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [e["time"] / scale for e in chosen],
+                    "y": [top * 1.06] * len(chosen),
+                    "mode": "markers",
+                    "name": label,
+                    "marker": {"symbol": symbol, "color": colour, "size": 9},
+                    "legendgroup": "decisions",
+                    "legendgrouptitle": {"text": "Autoscaler"},
+                    "text": [e["message"] for e in chosen],
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "xaxis": xs[0],
+                    "yaxis": ys[0],
+                }
             )
+    peaks[ys[0]] = max(peaks[ys[0]], top * 1.06)
+
+    layout = _base_layout(1560, 140)
+    layout.update(_subplots(_PANELS, result.scenario.duration, scale, axis_title, peaks))
+    shapes, labels = _shaded_periods(result, scale)
+    layout["annotations"].extend(labels)
 
     # Scenario events: one dashed line and one label per moment (events at the same time share it).
     moments: dict[float, list[dict]] = {}
@@ -265,39 +474,64 @@ def build_figure(result: Any) -> Any:
     for moment, markers in moments.items():
         kinds = [m["kind"] for m in markers]
         colour = _EVENT_COLOURS.get("fault" if "fault" in kinds else kinds[0], "#6b7280")
-        fig.add_vline(x=moment / scale, line_width=1, line_dash="dash", line_color=colour, opacity=0.6)
-        fig.add_annotation(
-            x=moment / scale,
-            y=1.03,
-            yref="paper",
-            yanchor="bottom",
-            text="<br>".join(html.escape(m["label"]) for m in markers),
-            showarrow=False,
-            textangle=-25,
-            font={"size": 10, "color": colour},
-            xanchor="left",
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": moment / scale,
+                "x1": moment / scale,
+                "y0": 0,
+                "y1": 1,
+                "line": {"width": 1, "dash": "dash", "color": colour},
+                "opacity": 0.6,
+            }
         )
+        layout["annotations"].append(
+            {
+                "x": moment / scale,
+                "xref": "x",
+                "y": 1.03,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": "<br>".join(html.escape(m["label"]) for m in markers),
+                "showarrow": False,
+                "textangle": -25,
+                "font": {"size": 10, "color": colour},
+                "xanchor": "left",
+            }
+        )
+    layout["shapes"] = shapes
+    return {"data": traces, "layout": layout}
 
-    fig.update_layout(
-        template="plotly_white",
-        height=1560,
-        margin={"l": 70, "r": 30, "t": 140, "b": 50},
-        hovermode="x unified",
-        legend={"groupclick": "toggleitem", "tracegroupgap": 18, "font": {"size": 11}},
-        font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
+
+# -- the page's plumbing ----------------------------------------------------------------------------
+
+_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+@cache
+def _plotly_js() -> str:
+    """plotly.min.js from the plotly package, read once per process."""
+    return resources.files("plotly").joinpath("package_data/plotly.min.js").read_text(encoding="utf-8")
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a <script> element."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def plot_div(figure: Mapping[str, Any], div_id: str) -> str:
+    """A div drawn by plotly.js (which must be loaded before it) from a figure's JSON."""
+    return (
+        f'<div id="{div_id}" class="plot"></div><script>Plotly.newPlot("{div_id}", '
+        f"{_script_json(figure['data'])}, {_script_json(figure['layout'])}, {_script_json(_CONFIG)});</script>"
     )
-    fig.update_xaxes(showgrid=True, gridcolor="#eef0f3", range=[0, result.scenario.duration / scale])
-    fig.update_xaxes(title_text=axis_title, row=len(_PANELS), col=1)
-    fig.update_yaxes(showgrid=True, gridcolor="#eef0f3", rangemode="tozero")
-    for row, panel in enumerate(_PANELS, start=1):
-        extra = {"range": list(panel.y_range)} if panel.y_range is not None else {}
-        fig.update_yaxes(title_text=panel.y_title, row=row, col=1, **extra)
-    for row, panel in enumerate(_PANELS, start=1):
-        if panel.secondary_y_title is not None:
-            fig.update_yaxes(
-                title_text=panel.secondary_y_title, row=row, col=1, secondary_y=True, showgrid=False
-            )
-    return fig
+
+
+def plotly_script() -> str:
+    return f'<script type="text/javascript">{_plotly_js()}</script>'
 
 
 def _cards(summary: dict) -> str:
@@ -379,27 +613,53 @@ def _table(summary: dict) -> str:
     return "\n".join(rows)
 
 
+def aggregate_events(events: Iterable[dict]) -> list[dict[str, Any]]:
+    """Events as `kubectl get events` shows them: one row per (source, type, reason, object) with
+    its count, first and last seen, and the latest message; in order of first appearance."""
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for e in events:
+        key = (e["source"], e["type"], e["reason"], e["object"])
+        row = rows.get(key)
+        if row is None:
+            rows[key] = {
+                "source": e["source"],
+                "type": e["type"],
+                "reason": e["reason"],
+                "object": e["object"],
+                "count": 1,
+                "first": e["time"],
+                "last": e["time"],
+                "message": e["message"],
+            }
+        else:
+            row["count"] += 1
+            row["last"] = e["time"]
+            row["message"] = e["message"]
+    return list(rows.values())
+
+
 def _event_table(events: list[dict], limit: int = 400) -> str:
-    interesting = [
-        e
-        for e in events
-        if e["source"] in ("cluster-autoscaler", "scenario", "simulator", "qos-agent")
-        or e["reason"] in ("InstanceCreationFailed", "CloudError", "NodeNotReady")
-    ]
+    shown = [e for e in events if e["source"] in _TABLE_SOURCES or e["reason"] in _TABLE_REASONS]
+    aggregated = aggregate_events(shown)
     rows = []
-    for e in interesting[:limit]:
+    for e in aggregated[:limit]:
         cls = ' class="warn"' if e["type"] == "Warning" else ""
         rows.append(
-            f"<tr{cls}><td>{html.escape(format_duration(e['time']))}</td><td>{html.escape(e['source'])}</td>"
-            f"<td>{html.escape(e['reason'])}</td><td>{html.escape(e['object'])}</td>"
-            f"<td>{html.escape(e['message'])}</td></tr>"
+            f"<tr{cls}><td>{html.escape(format_duration(e['first']))}</td>"
+            f'<td>{html.escape(format_duration(e["last"]))}</td><td class="n">{e["count"]:,}</td>'
+            f"<td>{html.escape(e['source'])}</td><td>{html.escape(e['reason'])}</td>"
+            f"<td>{html.escape(e['object'])}</td><td>{html.escape(e['message'])}</td></tr>"
         )
-    more = len(interesting) - limit
+    more = len(aggregated) - limit
     if more > 0:
-        rows.append(f'<tr><td colspan="5">… {more} more in events.jsonl</td></tr>')
+        rows.append(f'<tr><td colspan="7">… {more} more in events.jsonl</td></tr>')
     if not rows:
-        rows.append('<tr><td colspan="5">no autoscaler decisions or scenario events</td></tr>')
-    return "\n".join(rows)
+        rows.append('<tr><td colspan="7">no autoscaler decisions or scenario events</td></tr>')
+    head = (
+        "<tr><th>first seen</th><th>last seen</th><th>count</th><th>source</th><th>reason</th>"
+        "<th>object</th><th>message (latest)</th></tr>"
+    )
+    return head + "\n".join(rows)
 
 
 _CSS = """
@@ -425,8 +685,16 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .summary th{font-weight:500;color:#374151;width:40%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .summary td{font-variant-numeric:tabular-nums}
 .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.6fr);gap:22px}
+.cols.events-wide{grid-template-columns:minmax(0,1fr) minmax(0,2.2fr)}
 .events{max-height:520px;overflow:auto}
-.events td:first-child{white-space:nowrap;font-variant-numeric:tabular-nums;color:#6b7280}
+.events td:nth-child(-n+2){white-space:nowrap;font-variant-numeric:tabular-nums;color:#6b7280}
+.events td.n,.compare td{text-align:right;font-variant-numeric:tabular-nums}
+.compare{width:auto;min-width:50%}
+.compare th{font-weight:500;color:#374151}
+.compare tr:first-child th:not(:first-child){text-align:right;font-weight:620}
+.compare td,.compare tr:first-child th{padding-left:32px}
+.scroll{max-height:520px;overflow:auto}
+.compare td.bad{color:#b91c1c;font-weight:600}.compare td.good{color:#15803d}
 .events tr.warn td{color:#b91c1c}
 footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
 """
@@ -444,10 +712,7 @@ def _qos_section(result) -> str:
 def render(result) -> str:
     summary = result.summary
     scenario = result.scenario
-    figure = build_figure(result)
-    plot = figure.to_html(
-        full_html=False, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}
-    )
+    plot = plot_div(build_figure(result), "timeline")
     description = html.escape(scenario.description) if scenario.description else ""
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in result.warnings)
     warning_block = f"<section><h2>Warnings</h2><ul>{warnings}</ul></section>" if warnings else ""
@@ -455,7 +720,8 @@ def render(result) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>kubetide simulate: {html.escape(scenario.name)}</title>
-<style>{_CSS}</style></head>
+<style>{_CSS}</style>
+{plotly_script()}</head>
 <body>
 <header>
 <h1>{html.escape(scenario.name)}</h1>
@@ -469,10 +735,9 @@ def render(result) -> str:
 {warning_block}
 <section>{plot}</section>
 {_qos_section(result)}
-<div class="cols">
+<div class="cols events-wide">
 <section><h2>Summary</h2><table class="summary">{_table(summary)}</table></section>
 <section><h2>Decisions and scenario events</h2><div class="events"><table>
-<tr><th>time</th><th>source</th><th>reason</th><th>object</th><th>message</th></tr>
 {_event_table(result.events)}
 </table></div></section>
 </div>
@@ -481,3 +746,137 @@ def render(result) -> str:
 <script type="application/json" id="summary">{html.escape(json.dumps(summary))}</script>
 </body></html>
 """
+
+
+# -- several runs of one scenario (simulate --compare) -------------------------------------------
+
+_COMPARE_PANELS = (
+    _Panel("Nodes (registered)", 0.24, "nodes", counts=True),
+    _Panel("Pending pods", 0.2, "pods", counts=True),
+    _Panel("Drains in progress", 0.16, "nodes", counts=True),
+    _Panel("Evictions (cumulative)", 0.18, "evictions", counts=True),
+    _Panel("Cumulative cost", 0.22, "$"),
+)
+_COMPARE_COLUMNS = ("nodes_total", "pending_pods", "drains_in_progress", "evictions_total", "cost")
+
+
+def build_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """One trace per run and panel, all on the same time axis; a run's traces share its colour
+    and legend entry (clicking it hides the run everywhere)."""
+    scenario = runs[0][1].scenario
+    scale, axis_title = _time_axis(scenario.duration)
+    xs, ys, _ = _axis_names(_COMPARE_PANELS)
+    traces: list[dict[str, Any]] = []
+    peaks: dict[str, float] = {}
+    for index, (name, result) in enumerate(runs):
+        colour = _PALETTE[index % len(_PALETTE)]
+        x = [round(row["time"] / scale, 5) for row in result.timeline]
+        for panel, column in enumerate(_COMPARE_COLUMNS):
+            y = [row.get(column, 0) for row in result.timeline]
+            peaks[ys[panel]] = max(peaks.get(ys[panel], 0), max(y, default=0))
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": x,
+                    "y": y,
+                    "name": name,
+                    "legendgroup": name,
+                    "showlegend": panel == 0,
+                    "mode": "lines",
+                    "line": {"color": colour, "width": 1.6, "shape": "linear" if column == "cost" else "hv"},
+                    "hovertemplate": f"{html.escape(name)}: %{{y}}<extra></extra>",
+                    "xaxis": xs[panel],
+                    "yaxis": ys[panel],
+                }
+            )
+    layout = _base_layout(1200, 60)
+    layout.update(_subplots(_COMPARE_PANELS, scenario.duration, scale, axis_title, peaks))
+    layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}}
+    return {"data": traces, "layout": layout}
+
+
+def render_comparison(comparison: Mapping[str, Any], results: Sequence[Any]) -> str:
+    """report.html of `simulate --compare`: compare.json's settings side by side and their runs
+    overlaid. `results` are the settings' SimulationResults, in compare.json's order."""
+    settings = comparison["settings"]
+    runs = [(entry["name"], result) for entry, result in zip(settings, results, strict=True)]
+    scenario = results[0].scenario
+    plot = plot_div(build_comparison_figure(runs), "comparison")
+    head = "<tr><th></th>" + "".join(f"<th>{html.escape(e['name'])}</th>" for e in settings) + "</tr>"
+    rows = [
+        "<tr><th>flags</th>" + "".join(f"<td>{html.escape(format_flags(e))}</td>" for e in settings) + "</tr>"
+    ]
+    for key in settings[0]["metrics"]:
+        if key == "invariants":
+            continue
+        cells = "".join(f"<td>{html.escape(format_metric(key, e['metrics'][key]))}</td>" for e in settings)
+        rows.append(f"<tr><th>{html.escape(key.replace('_', ' '))}</th>{cells}</tr>")
+    verdicts = []
+    for entry in settings:
+        broken = {k: v for k, v in entry["metrics"]["invariants"].items() if v}
+        text = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in broken.items()) or "all held"
+        verdicts.append(f'<td class="{"bad" if broken else "good"}">{html.escape(text)}</td>')
+    rows.append(f"<tr><th>invariants</th>{''.join(verdicts)}</tr>")
+    reasons = sorted({reason for result in results for reason in result.summary.get("events", {})})
+    event_rows = [
+        f"<tr><th>{html.escape(reason)}</th>"
+        + "".join(f"<td>{result.summary['events'].get(reason, 0):,}</td>" for result in results)
+        + "</tr>"
+        for reason in reasons
+    ]
+    description = html.escape(scenario.description) if scenario.description else ""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kubetide simulate --compare: {html.escape(scenario.name)}</title>
+<style>{_CSS}</style>
+{plotly_script()}</head>
+<body>
+<header>
+<h1>{html.escape(scenario.name)}: {len(settings)} settings compared</h1>
+{f"<p>{description}</p>" if description else ""}
+<div class="meta"><span>simulated {html.escape(format_duration(scenario.duration))}</span>
+<span>seed {comparison["seed"]}</span><span>the same scenario and seed for every setting</span></div>
+</header>
+<main>
+<section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table></section>
+<section>{plot}</section>
+{_qos_comparison(settings)}
+<section><h2>Events by reason</h2><div class="scroll"><table class="compare">{head}{"".join(event_rows)}</table></div></section>
+</main>
+<footer>generated by kubetide simulate --compare · each setting's summary.json, timeline.csv and
+events.jsonl are in its directory beside this file; compare.json holds the table above</footer>
+</body></html>
+"""
+
+
+def format_flags(entry: Mapping[str, Any], separator: str = " ") -> str:
+    """A compare.json setting's flags (and QoS mode) as the console and the report show them."""
+    flags = [f"{name}={value}" for name, value in entry["flags"].items()]
+    if "qos_precise" in entry:
+        flags.append(f"qos.precise={'true' if entry['qos_precise'] else 'false'}")
+    return separator.join(flags) or "(no flag changed)"
+
+
+def format_metric(key: str, value: Any) -> str:
+    """A compare.json metric as the console and the report show it."""
+    if key == "cost":
+        return f"${value:,.2f}"
+    if key == "node_hours":
+        return f"{value:,.1f}"
+    if isinstance(value, float):
+        return f"{value:,.0f}"
+    return f"{value:,}"
+
+
+def _qos_comparison(settings: Sequence[Mapping[str, Any]]) -> str:
+    """The QoS agent's counts per setting (compare.json's settings[].qos), when it ran."""
+    if any("qos" not in entry for entry in settings):
+        return ""
+    from kubetide.sim.qos import counts_table, mode_heading
+
+    columns = [
+        (f"{e['name']}: {mode_heading(e['qos_precise'])}" if "qos_precise" in e else e["name"], e["qos"])
+        for e in settings
+    ]
+    return f'<section><h2>Node QoS agent</h2><div style="max-width:980px">{counts_table(columns)}</div></section>'

@@ -166,6 +166,18 @@ class QosSpec(_Model):
     objects: list[dict[str, Any]] = Field(min_length=1)  # NodeQOS / AvoidanceAction, inline or {file:}
 
 
+class CompareQosSpec(_Model):
+    precise: bool
+
+
+class CompareSpec(_Model):
+    """One column of spec.compare: a name (its directory under --out) and the flags it changes."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
+    autoscaler: dict[str, Any] = Field(default_factory=dict)
+    qos: CompareQosSpec | None = None  # spec.qos.precise for this run
+
+
 class Spec(_Model):
     duration: Duration
     seed: int = 0
@@ -178,6 +190,7 @@ class Spec(_Model):
     workloadRanking: WorkloadRanking = WorkloadRanking()
     usage: list[UsageSpec] = Field(default_factory=list)
     qos: QosSpec | None = None
+    compare: list[CompareSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _positive(self) -> Spec:
@@ -234,6 +247,15 @@ class Event:
     field: str  # where it came from, for messages (spec.events[3])
 
 
+@dataclass(frozen=True)
+class CompareEntry:
+    """A checked spec.compare entry (sweep/compare.py runs them)."""
+
+    name: str
+    autoscaler: dict[str, Any]
+    qos_precise: bool | None
+
+
 @dataclass
 class Scenario:
     name: str
@@ -249,6 +271,7 @@ class Scenario:
     logarithmic_ranking: bool = True
     warnings: list[str] = field(default_factory=list)
     qos: Any = None  # sim.qos.QosSettings (spec.qos and the usage profiles); None: no QoS agent
+    compare: list[CompareEntry] = field(default_factory=list)
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -341,6 +364,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     qos = load_qos(spec, objects, events, source, base_dir, warnings)
+    compare = _compare(spec, options, source)
 
     return Scenario(
         name=doc.metadata.name,
@@ -356,7 +380,29 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         logarithmic_ranking=spec.workloadRanking.logarithmic,
         warnings=warnings,
         qos=qos,
+        compare=compare,
     )
+
+
+def _compare(spec: Spec, options: AutoscalerOptions, source: str) -> list[CompareEntry]:
+    """spec.compare, each entry's flags checked as spec.autoscaler's are (over them)."""
+    entries: list[CompareEntry] = []
+    for index, entry in enumerate(spec.compare):
+        where = f"spec.compare[{index}]"
+        if any(e.name == entry.name for e in entries):
+            raise ScenarioError(source, f"{where}.name", f'duplicate name "{entry.name}"')
+        parse_options(entry.autoscaler, source, f"{where}.autoscaler", base=options)
+        if entry.qos is not None and spec.qos is None:
+            raise ScenarioError(source, f"{where}.qos", "needs spec.qos (the node QoS agent)")
+        precise = None if entry.qos is None else entry.qos.precise
+        entries.append(CompareEntry(entry.name, dict(entry.autoscaler), precise))
+    if entries and spec.qos is not None and spec.qos.compare:
+        raise ScenarioError(
+            source,
+            "spec.qos.compare",
+            "give the QoS modes as spec.compare[].qos.precise when spec.compare is set",
+        )
+    return entries
 
 
 def _check(check: Callable[..., None], value: Any, source: str, field: str, *limits: Any) -> None:

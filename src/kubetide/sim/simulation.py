@@ -354,10 +354,6 @@ class Simulation:
             progress(self.scenario.duration)
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
-        if self.qos is not None and self.scenario.qos.compare:
-            from kubetide.sim.qos import compare_modes
-
-            summary["qos"]["comparison"] = compare_modes(self, summary)
         return SimulationResult(
             scenario=self.scenario,
             summary=summary,

@@ -11,8 +11,9 @@ import dataclasses
 import hashlib
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.errors import ManifestError, UserError
@@ -56,14 +57,19 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
     return grid
 
 
+def check_flags(flags: Iterable[tuple[str, Any]], base: AutoscalerOptions, prefix: str) -> None:
+    """Each FLAG=VALUE parsed as spec.autoscaler's are (over `base`); the first bad one is one
+    line, `{prefix}FLAG=VALUE: message`, with spec.autoscaler's message (did-you-mean included)."""
+    for name, value in flags:
+        try:
+            parse_options({name: value}, prefix.strip(), field="", base=base)
+        except ManifestError as exc:
+            raise UserError(f"{prefix}{exc.field}={value}: {exc.message}") from None
+
+
 def build_settings(grid: dict[str, list[str]], base: AutoscalerOptions) -> list[Setting]:
     """Every combination of the grid's values, each checked with the flag parser before any run."""
-    for name, values in grid.items():
-        for value in values:
-            try:
-                parse_options({name: value}, "--grid", field="", base=base)
-            except ManifestError as exc:
-                raise UserError(f"--grid {exc.field}={value}: {exc.message}") from None
+    check_flags(((name, value) for name, values in grid.items() for value in values), base, "--grid ")
     names = list(grid)
     return [Setting(tuple(zip(names, combo))) for combo in itertools.product(*(grid[n] for n in names))]
 

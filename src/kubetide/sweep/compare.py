@@ -1,0 +1,173 @@
+"""One scenario and seed under several settings, side by side: `simulate --compare`, spec.compare.
+
+A `Variant` is a named setting: autoscaler flags over the scenario's spec.autoscaler (a sweep
+`Setting`, validated by the same flag parser) and, for the node QoS agent, spec.qos.precise. Each
+variant's run is exactly `Simulation(variant.apply(scenario), seed).run()`, which is what
+`kubetide simulate --set FLAG=VALUE ...` runs for those flags alone, so a compared run's files are
+byte-identical to the lone run's (but for summary.json's wall_seconds).
+
+Where the variants come from, first match wins: `--compare NAME:FLAG=VALUE,...` on the command
+line, the scenario's spec.compare, or spec.qos.compare (the agent's precise mode against crane's
+old act-on-every-candidate mode: the variants `precise` and `all`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubetide import API_VERSION
+from kubetide.errors import UserError
+from kubetide.sweep.grid import Setting, check_flags, with_options
+
+# Also the run's directory under --out: no dots, so never compare.json or report.html.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
+
+# The columns of the console table and compare.json's `metrics`: (key, heading, path in summary.json).
+METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("cost", "cost ($)", ("cost",)),
+    ("node_hours", "node-hours", ("node_hours",)),
+    ("pending_pod_seconds", "pending pod-seconds", ("pods", "pending_pod_seconds")),
+    ("max_pending", "max pending", ("pods", "max_pending")),
+    ("evictions", "evictions", ("evictions",)),
+    ("drains", "drains", ("scale_down", "drained_removed")),
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    setting: Setting
+    qos_precise: bool | None = None  # spec.qos.precise for this run; None: the scenario's
+
+    def apply(self, scenario: Any) -> Any:
+        """The scenario with this variant's flags over its spec.autoscaler (and its qos mode)."""
+        scenario = with_options(scenario, self.setting)
+        if self.qos_precise is not None and scenario.qos is not None:
+            qos = dataclasses.replace(scenario.qos, precise=self.qos_precise, compare=False)
+            scenario = dataclasses.replace(scenario, qos=qos)
+        return scenario
+
+
+def parse_set(items: Sequence[str], base: Any) -> Setting:
+    """`--set FLAG=VALUE` items (`--set --flag=value` too) into one Setting, checked against `base`
+    (the scenario's AutoscalerOptions) with the parser of spec.autoscaler."""
+    flags: dict[str, str] = {}
+    for item in items:
+        name, value = _flag(item, "--set ", "--set scale-down-unneeded-time=5m")
+        flags[name] = value  # the last one wins, as on a command line
+    setting = Setting(tuple(flags.items()))
+    check_flags(setting.flags, base, "--set ")
+    return setting
+
+
+def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
+    """`--compare NAME:FLAG=VALUE,FLAG=VALUE` items into variants. A piece without `=` belongs to
+    the value before it, so `expander=priority,least-waste` stays one value. `NAME:` alone is the
+    scenario's own setting."""
+    variants = []
+    for item in items:
+        name, sep, rest = item.partition(":")
+        name = name.strip()
+        if not sep or not NAME_PATTERN.match(name):
+            raise UserError(
+                f"--compare {item}: expected NAME:FLAG=VALUE,... with NAME letters, digits, '-' or '_' "
+                "(e.g. --compare fast:scale-down-unneeded-time=2m)"
+            )
+        pieces: list[str] = []
+        for piece in rest.split(","):
+            if pieces and "=" not in piece:
+                pieces[-1] += "," + piece
+            elif piece.strip():
+                pieces.append(piece)
+        prefix = f"--compare {name}:"
+        flags = dict(_flag(piece, prefix, "--compare fast:scale-down-unneeded-time=2m") for piece in pieces)
+        setting = Setting(tuple(flags.items()))
+        check_flags(setting.flags, base, prefix)
+        variants.append(Variant(name, setting))
+    _unique(variants, "--compare")
+    return variants
+
+
+def scenario_variants(scenario: Any) -> list[Variant]:
+    """The scenario's own comparison: spec.compare, else spec.qos.compare's two modes, else none."""
+    if scenario.compare:
+        return [
+            Variant(entry.name, Setting(tuple(entry.autoscaler.items())), entry.qos_precise)
+            for entry in scenario.compare
+        ]
+    if scenario.qos is not None and scenario.qos.compare:
+        return [Variant("precise", Setting(()), True), Variant("all", Setting(()), False)]
+    return []
+
+
+def run_variants(
+    scenario: Any,
+    seed: int | None,
+    variants: Sequence[Variant],
+    run: Callable[[Variant, Any], Any],
+) -> list[tuple[Variant, Any]]:
+    """Each variant's SimulationResult, in order; `run(variant, simulation)` runs one (a progress
+    bar, or simply `simulation.run()`)."""
+    from kubetide.sim.simulation import Simulation
+
+    return [(v, run(v, Simulation(v.apply(scenario), seed=seed))) for v in variants]
+
+
+def metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """One run's column of the comparison, read from its summary.json."""
+    values: dict[str, Any] = {}
+    for key, _, path in METRICS:
+        value: Any = summary
+        for part in path:
+            value = value[part]
+        values[key] = value
+    values["invariants"] = dict(summary["invariants"])
+    return values
+
+
+def comparison(scenario: Any, seed: int, results: Sequence[tuple[Variant, Any]]) -> dict[str, Any]:
+    """compare.json: the settings in order, each with its flags, directory and metrics (and the
+    QoS agent's counts when the scenario runs it; this was summary.json's qos.comparison)."""
+    from kubetide.sim.qos import mode_counts
+
+    settings = []
+    for variant, result in results:
+        entry: dict[str, Any] = {
+            "name": variant.name,
+            "flags": dict(variant.setting.flags),
+            "dir": variant.name,
+            "metrics": metrics(result.summary),
+        }
+        if variant.qos_precise is not None:
+            entry["qos_precise"] = variant.qos_precise
+        if "qos" in result.summary:
+            entry["qos"] = mode_counts(result.summary)
+        settings.append(entry)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Comparison",
+        "scenario": scenario.name,
+        "seed": seed,
+        "simulated_seconds": round(scenario.duration, 3),
+        "settings": settings,
+    }
+
+
+def _flag(item: str, prefix: str, example: str) -> tuple[str, str]:
+    name, sep, value = item.strip().partition("=")
+    name = name.strip().removeprefix("--")
+    if not sep or not name or not value.strip():
+        raise UserError(f"{prefix}{item.strip()}: expected FLAG=VALUE (e.g. {example})")
+    return name, value.strip()
+
+
+def _unique(variants: Sequence[Variant], where: str) -> None:
+    seen: set[str] = set()
+    for variant in variants:
+        if variant.name in seen:
+            raise UserError(f"{where} {variant.name}: the name is given twice")
+        seen.add(variant.name)

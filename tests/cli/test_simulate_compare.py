@@ -1,0 +1,278 @@
+"""`simulate --set` and `simulate --compare` / spec.compare (issue 15, item 2)."""
+
+import json
+import re
+
+import pytest
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.cli import main as cli_main
+from kubetide.errors import UserError
+from kubetide.sweep.compare import parse_compare, parse_set
+
+SCENARIO = """\
+apiVersion: kubetide.io/v1alpha1
+kind: Scenario
+metadata: {name: tiny}
+spec:
+  duration: 20m
+  seed: 4
+  autoscaler: {scan-interval: 10s}
+  nodeGroups:
+    - name: general
+      maxSize: 5
+      initialSize: 2
+      price: 0.5
+      template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
+  objects:
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web}
+      spec:
+        replicas: 3
+        selector: {matchLabels: {app: web}}
+        template:
+          metadata: {labels: {app: web}}
+          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
+  events:
+    - at: 5m
+      scale: {kind: Deployment, name: web, replicas: 12}
+    - at: 12m
+      scale: {kind: Deployment, name: web, replicas: 2}
+"""
+RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
+
+
+@pytest.fixture
+def simulate(monkeypatch, tmp_path, capsys):
+    """`kubetide simulate s.yaml ARGS...` in tmp_path: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, scenario: str = SCENARIO):
+        (tmp_path / "s.yaml").write_text(scenario)
+        code = cli_main.main(["simulate", "s.yaml", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def _without_wall_time(path):
+    summary = json.loads(path.read_text())
+    summary.pop("wall_seconds")
+    return summary
+
+
+# (the --compare arguments, the --set arguments, for each compared setting: its --set when run alone)
+COMPARISONS = [
+    (
+        ["fast:scale-down-unneeded-time=1m,scale-down-delay-after-add=1m", "own:"],
+        [],
+        {
+            "fast": ["--set", "scale-down-unneeded-time=1m", "--set", "--scale-down-delay-after-add=1m"],
+            "own": [],
+        },
+    ),
+    (
+        ["slow-scan:scan-interval=30s", "spread:expander=random,least-waste,max-nodes-total=4"],
+        ["--set", "--max-node-provision-time=10m"],
+        {
+            "slow-scan": ["--set", "max-node-provision-time=10m", "--set", "scan-interval=30s"],
+            "spread": [
+                "--set=max-node-provision-time=10m",
+                "--set",
+                "expander=random,least-waste",
+                "--set",
+                "max-nodes-total=4",
+            ],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("compare", "sets", "alone"), COMPARISONS)
+def test_each_compared_run_is_the_run_of_its_setting_alone(simulate, tmp_path, compare, sets, alone):
+    args = [arg for item in compare for arg in ("--compare", item)]
+    code, out, err = simulate(*args, *sets, "--out", "cmp", "--json", "--no-report")
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed == json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert [s["name"] for s in printed["settings"]] == list(alone)
+    outcomes = set()
+    for name, set_args in alone.items():
+        code, _, err = simulate(*set_args, "--out", f"alone-{name}", "--no-report")
+        assert code == 0, err
+        for file in RUN_FILES:
+            assert (tmp_path / "cmp" / name / file).read_bytes() == (
+                tmp_path / f"alone-{name}" / file
+            ).read_bytes()
+        compared = _without_wall_time(tmp_path / "cmp" / name / "summary.json")
+        assert compared == _without_wall_time(tmp_path / f"alone-{name}" / "summary.json")
+        entry = next(s for s in printed["settings"] if s["name"] == name)
+        assert entry["metrics"]["cost"] == compared["cost"]
+        assert entry["metrics"]["pending_pod_seconds"] == compared["pods"]["pending_pod_seconds"]
+        assert entry["metrics"]["drains"] == compared["scale_down"]["drained_removed"]
+        outcomes.add((compared["cost"], compared["pods"]["pending_pod_seconds"]))
+    assert len(outcomes) == len(alone)  # the settings really differ, so equal files mean something
+
+
+def test_the_console_shows_one_column_per_setting(simulate, tmp_path):
+    code, out, err = simulate(
+        "--compare", "fast:scale-down-unneeded-time=1m", "--compare", "own:", "--out", "cmp"
+    )
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "fast" in line and "own" in line)
+    assert header.split() == ["fast", "own"]
+    for row in (
+        "cost",
+        "node-hours",
+        "pending pod-seconds",
+        "max pending",
+        "evictions",
+        "drains",
+        "invariants",
+    ):
+        assert any(line.strip().startswith(row) for line in out.splitlines()), row
+    assert "all held" in out
+    page = (tmp_path / "cmp" / "report.html").read_text()
+    assert page.count("Plotly.newPlot(") == 1  # ONE report with the runs overlaid
+    for name in ("fast", "own"):
+        # one trace per setting and panel, the setting's legend entry shared by its traces
+        assert len(re.findall(rf'"name":"{name}","legendgroup":"{name}"', page)) == 5
+        assert not (tmp_path / "cmp" / name / "report.html").exists()
+
+
+def test_spec_compare_in_the_scenario(simulate, tmp_path):
+    scenario = SCENARIO + (
+        "  compare:\n    - {name: quick, autoscaler: {scale-down-unneeded-time: 1m}}\n    - {name: default}\n"
+    )
+    code, out, err = simulate("--out", "cmp", "--json", "--no-report", scenario=scenario)
+    assert code == 0, err
+    assert [(s["name"], s["flags"]) for s in json.loads(out)["settings"]] == [
+        ("quick", {"scale-down-unneeded-time": "1m"}),
+        ("default", {}),
+    ]
+    # --compare replaces the scenario's; --no-compare runs the scenario once
+    code, out, err = simulate(
+        "--out", "cli", "--json", "--no-report", "--compare", "x:scan-interval=20s", scenario=scenario
+    )
+    assert code == 0 and [s["name"] for s in json.loads(out)["settings"]] == ["x"]
+    code, out, err = simulate("--out", "once", "--json", "--no-report", "--no-compare", scenario=scenario)
+    assert (
+        code == 0 and json.loads(out)["scenario"] == "tiny" and (tmp_path / "once" / "summary.json").exists()
+    )
+    assert (tmp_path / "cmp" / "default" / "timeline.csv").read_bytes() == (
+        tmp_path / "once" / "timeline.csv"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("args", "scenario_extra", "expected"),
+    [
+        (
+            ["--set", "scan-intervl=20s"],
+            "",
+            "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)",
+        ),
+        (
+            ["--set", "--scan-intervl=20s"],
+            "",
+            "--set scan-intervl=20s: unknown flag (did you mean scan-interval?)",
+        ),
+        (["--set", "scan-interval=soon"], "", '--set scan-interval=soon: invalid duration "soon"'),
+        (["--set", "scan-interval=0"], "", "--set scan-interval=0: must be at least 1s"),
+        (["--set", "scan-interval"], "", "--set scan-interval: expected FLAG=VALUE"),
+        (["--set", "=5m"], "", "--set =5m: expected FLAG=VALUE"),
+        (
+            ["--compare", "a:scale-down-unneded-time=1m"],
+            "",
+            "--compare a:scale-down-unneded-time=1m: unknown flag (did you mean scale-down-unneeded-time?)",
+        ),
+        (["--compare", "a:expander=biggest"], "", "--compare a:expander=biggest:"),
+        (["--compare", "a"], "", "--compare a: expected NAME:FLAG=VALUE,..."),
+        (
+            ["--compare", "a/b:scan-interval=5s"],
+            "",
+            "--compare a/b:scan-interval=5s: expected NAME:FLAG=VALUE",
+        ),
+        (["--compare", "a:scan-interval"], "", "--compare a:scan-interval: expected FLAG=VALUE"),
+        (["--compare", "report.html:"], "", "--compare report.html:: expected NAME:FLAG=VALUE"),
+        ([], "  compare:\n    - {name: compare.json}\n", "s.yaml: spec.compare[0].name: "),
+        (["--compare", "a:", "--compare", "a:scan-interval=5s"], "", "--compare a: the name is given twice"),
+        (["--compare", "a:", "--no-compare"], "", "--compare: not with --no-compare"),
+        (["--compare", "a:", "--no-autoscaler"], "", "--compare: not with --no-autoscaler"),
+        (
+            [],
+            "  compare:\n    - {name: a, autoscaler: {scan-intervl: 5s}}\n",
+            "s.yaml: spec.compare[0].autoscaler.scan-intervl: unknown flag (did you mean scan-interval?)",
+        ),
+        (
+            [],
+            "  compare:\n    - {name: a}\n    - {name: a}\n",
+            's.yaml: spec.compare[1].name: duplicate name "a"',
+        ),
+        (
+            [],
+            "  compare:\n    - {name: a, qos: {precise: false}}\n",
+            "s.yaml: spec.compare[0].qos: needs spec.qos",
+        ),
+        ([], "  compare:\n    - {name: a, autoscalr: {}}\n", "s.yaml: spec.compare[0].autoscalr"),
+    ],
+)
+def test_bad_settings_are_one_line_before_any_work(simulate, tmp_path, args, scenario_extra, expected):
+    code, out, err = simulate(*args, "--no-report", scenario=SCENARIO + scenario_extra)
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.removeprefix("kubetide: error: ").startswith(expected), err
+    assert not (tmp_path / "kubetide-out").exists()  # refused before any work
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        ([], {}),
+        (["scan-interval=20s"], {"scan_interval": 20.0}),
+        (["--scan-interval=20s"], {"scan_interval": 20.0}),
+        (["scan-interval=20s", "scan-interval=30s"], {"scan_interval": 30.0}),  # the last one wins
+        (
+            ["scale-down-enabled=false", " max-nodes-total = 7 "],
+            {"scale_down_enabled": False, "max_nodes_total": 7},
+        ),
+        (["expander=priority,least-waste"], {"expander": ("priority", "least-waste")}),
+    ],
+)
+def test_set_is_parsed_as_spec_autoscaler_is(items, expected):
+    base = AutoscalerOptions()
+    options = parse_set(items, base).options(base)
+    for attribute, value in expected.items():
+        assert getattr(options, attribute) == value
+    changed = {f for f in vars(base) if getattr(options, f) != getattr(base, f)}
+    assert changed == set(expected)
+
+
+@pytest.mark.parametrize(
+    ("item", "name", "flags"),
+    [
+        ("own:", "own", ()),
+        ("a:scan-interval=5s", "a", (("scan-interval", "5s"),)),
+        (
+            "b_2:expander=priority,least-waste,max-nodes-total=9",
+            "b_2",
+            (("expander", "priority,least-waste"), ("max-nodes-total", "9")),
+        ),
+        (
+            "c:--scan-interval=5s, --new-pod-scale-up-delay=5s",
+            "c",
+            (("scan-interval", "5s"), ("new-pod-scale-up-delay", "5s")),
+        ),
+    ],
+)
+def test_compare_items(item, name, flags):
+    (variant,) = parse_compare([item], AutoscalerOptions())
+    assert (variant.name, variant.setting.flags) == (name, flags)
+
+
+def test_compare_checks_flags_over_the_base():
+    with pytest.raises(UserError, match="max-nodes-total=-1"):
+        parse_compare(["a:max-nodes-total=-1"], AutoscalerOptions())
