@@ -63,6 +63,10 @@ def format_duration(seconds: float) -> str:
     return sign + "".join(parts)
 
 
-def rfc3339(moment: float) -> str:
-    """Unix seconds as RFC 3339 in UTC at whole seconds (how metav1.Time is written)."""
-    return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(moment: float, *, keep_fraction: bool = False) -> str:
+    """Unix seconds as RFC 3339 in UTC: at whole seconds (how metav1.Time is written), or with
+    keep_fraction, with the microseconds when there are any (as metav1.MicroTime is)."""
+    if not keep_fraction:
+        return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    exact = datetime.fromtimestamp(moment, UTC)
+    return exact.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if exact.microsecond else "%Y-%m-%dT%H:%M:%SZ")

@@ -3,10 +3,9 @@ document is, times in RFC 3339, and resource amounts as Kubernetes quantity stri
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from kubetide import API_VERSION
+from kubetide import API_VERSION, durations
 from kubetide.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
 
 _BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
@@ -18,13 +17,8 @@ def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def rfc3339(seconds: float | None) -> str | None:
-    """A Unix time as RFC 3339 in UTC, with a fraction only when there is one."""
-    if seconds is None:
-        return None
-    moment = datetime.fromtimestamp(seconds, UTC)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A Unix time (or None) as RFC 3339 in UTC, with a fraction only when there is one."""
+    return None if seconds is None else durations.rfc3339(seconds, keep_fraction=True)
 
 
 def quantity(resource: str, units: int) -> str:
