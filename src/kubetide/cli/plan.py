@@ -58,6 +58,7 @@ from kubetide.durations import format_duration
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import ConfigMap, Manifests, Pod, load_files
 from kubetide.model.reader import parse_time
+from kubetide.model.timestamps import newest_timestamp
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
 
@@ -206,26 +207,6 @@ def _parse_now(text: str | None) -> float | None:
         raise UserError(
             f'--now: expected an RFC 3339 time (e.g. 2026-05-01T10:00:00Z) or "now", got {text!r}'
         ) from None
-
-
-def newest_timestamp(manifests: Manifests) -> float | None:
-    """The latest time any loaded object records (deletion times excluded: they lie ahead)."""
-    times: list[float | None] = []
-    for node in manifests.nodes:
-        times += [node.meta.creation_timestamp, node.ready_transition]
-        times += [t.time_added for t in node.taints]
-    for pod in manifests.pods:
-        times += [
-            pod.meta.creation_timestamp,
-            pod.start_time,
-            pod.scheduled_transition,
-            pod.ready_transition,
-        ]
-    metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
-    metas += [o.meta for o in manifests.configmaps]
-    times += [meta.creation_timestamp for meta in metas]
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
 
 
 def mark_untried(pending: Iterable[Pod]) -> tuple[list[Pod], list[str]]:

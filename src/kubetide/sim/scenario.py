@@ -30,6 +30,8 @@ from kubetide.durations import format_duration
 from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
 from kubetide.model.loader import parse_text, read_text, resolve_priorities
+from kubetide.model.timestamps import newest_timestamp, shift_times
+from kubetide.sim.engine import EPOCH
 
 API_VERSION = "kubetide.io/v1alpha1"
 FAULT_TYPES = (
@@ -169,7 +171,8 @@ class QosSpec(_Model):
 class Spec(_Model):
     duration: Duration
     seed: int = 0
-    autoscaler: dict[str, Any] = Field(default_factory=dict)
+    # `flag: value`, or the Cluster Autoscaler container's `args:` list as it is.
+    autoscaler: dict[str, Any] | list[Any] = Field(default_factory=dict)
     nodeGroups: list[NodeGroupSpec] = Field(min_length=1)
     objects: list[dict[str, Any]] = Field(default_factory=list)
     events: list[EventSpec] = Field(default_factory=list)
@@ -278,7 +281,14 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     spec = doc.spec
     _check(check_duration, spec.duration, source, "spec.duration")
     flag_warnings: list[str] = []
-    options = parse_options(spec.autoscaler, source, "spec.autoscaler", warnings=flag_warnings)
+    ignored: list[str] = []
+    options = parse_options(
+        spec.autoscaler, source, "spec.autoscaler", warnings=flag_warnings, ignored=ignored
+    )
+    if ignored:
+        flag_warnings.append(
+            f"spec.autoscaler: infrastructure flags ignored in the simulator: {', '.join(ignored)}"
+        )
 
     groups = []
     names: set[str] = set()
@@ -304,6 +314,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
 
     objects = _manifests(spec.objects, source, "spec.objects", base_dir)
     _check_workload_sizes(objects)
+    # Objects from a cluster dump keep their ages: the dump's newest time is the scenario's start.
+    newest = newest_timestamp(objects)
+    if newest is not None:
+        shift_times(objects, EPOCH - newest)
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
