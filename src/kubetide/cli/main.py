@@ -15,7 +15,7 @@ from kubetide import __version__
 from kubetide.errors import UserError
 
 # Subcommands, in the order `kubetide --help` lists them.
-COMMANDS = ("simulate", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
+COMMANDS = ("simulate", "scenario", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
 
 
 class _Parser(argparse.ArgumentParser):
