@@ -120,7 +120,9 @@ class ReplicaSets(Controller):
     def _newest_owned(self, deployment: Workload) -> Workload | None:
         """The Deployment's current ReplicaSet among those it owns, as the Deployment controller
         finds it: one whose pod template is the Deployment's (pod-template-hash aside), the
-        highest revision first. None: the Deployment would roll out a new one."""
+        highest revision first. None: the Deployment would roll out a new one. Templates compare
+        as the simulator models pods (requests, placement, priority...): a new image alone is
+        the same template here."""
         current = [rs for rs in self._owned(deployment) if _same_template(rs, deployment)]
         if not current:
             return None
