@@ -40,7 +40,7 @@ import yaml
 from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.cli.output import warn
 from kubetide.cloud.schema import NODE_GROUP_LABEL
-from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file
+from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file, template_source
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, load_documents
@@ -182,6 +182,7 @@ def export_scenario(
             "give --node-groups GROUPS.yaml"
         )
     names = _group_names([g.id for g in groups])
+    given_templates = {d.name for d in definitions or () if d.template is not None}
     members = {node.name: names[g.id] for g in groups for node in g.nodes}
     objects = [obj for obj in _clean(documents, members) if obj is not None]
     newest = newest_timestamp(manifests)
@@ -199,15 +200,21 @@ def export_scenario(
         "  nodeGroups:",
     ]
     for group in groups:
-        spec, notes = _group_spec(group, names[group.id])
+        spec, notes = _group_spec(group, names[group.id], group.id in given_templates)
         lines += [f"  # {line}" for note in notes for line in textwrap.wrap(note, 94)]
         lines += _indent(_yaml([spec]))
     lines += [
         "  # What happens tonight, for example the load drops:",
         f"  # - {{at: 10m, scale: {_example_scale(manifests)}}}",
         "  events: []",
-        f"  # {source}'s objects, adopted as they are (managedFields and kinds the simulator does",
-        "  # not model left out).",
+    ]
+    lines += [
+        f"  # {line}"
+        for line in textwrap.wrap(
+            f"{source}'s objects, adopted as they are (managedFields and kinds the simulator does not "
+            "model left out).",
+            94,
+        )
     ]
     lines += _indent(_yaml({"objects": objects}))
     text = "\n".join(lines) + "\n"
@@ -233,7 +240,7 @@ def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float
     return lines
 
 
-def _group_spec(group: StaticNodeGroup, name: str) -> tuple[dict[str, Any], list[str]]:
+def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tuple[dict[str, Any], list[str]]:
     """A scenario nodeGroups entry, and the comment lines that say where its values came from."""
     from kubetide.sim.scenario import MAX_GROUP_SIZE
 
@@ -258,9 +265,10 @@ def _group_spec(group: StaticNodeGroup, name: str) -> tuple[dict[str, Any], list
     if initial < count:
         notes.append(f"it has more nodes than its maxSize: all {count} are adopted, and it cannot grow")
     template = group.template_node()
-    source_node = next((n.name for n in group.nodes if _same_shape(n, template)), None)
-    if source_node:
-        notes.append(f"template copied from node {source_node}")
+    if template_given:
+        notes.append(f"template from {GROUPS_YAML}")
+    else:
+        notes.append(f"template copied from node {template_source(group.nodes).name}")
     spec = {
         "name": name,
         "minSize": min(group.min_size, initial),
@@ -272,17 +280,10 @@ def _group_spec(group: StaticNodeGroup, name: str) -> tuple[dict[str, Any], list
     return spec, notes
 
 
-def _same_shape(node: Node, template: Node) -> bool:
-    return node.allocatable == template.allocatable and all(
-        node.labels.get(k) == v for k, v in template.labels.items() if k != NODE_GROUP_LABEL
-    )
-
-
 def _template_manifest(node: Node) -> dict[str, Any]:
     """A template Node as the scenario schema takes it (parse_template adds the group label)."""
-    manifest: dict[str, Any] = {
-        "metadata": {"labels": {k: v for k, v in sorted(node.labels.items()) if k != NODE_GROUP_LABEL}}
-    }
+    labels = {k: v for k, v in sorted(node.labels.items()) if k != NODE_GROUP_LABEL}
+    manifest: dict[str, Any] = {"metadata": {"labels": labels}}
     if node.taints:
         manifest["spec"] = {
             "taints": [
@@ -362,13 +363,14 @@ def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any
 
 
 def _example_scale(manifests: Manifests) -> str:
-    deployment = next((w for w in manifests.workloads if w.kind == "Deployment" and w.replicas), None)
-    if deployment is None:
-        return "{kind: Deployment, namespace: default, name: web, replicas: 2}"
-    fewer = max(0, (deployment.replicas or 0) // 4)
-    return (
-        f"{{kind: Deployment, namespace: {deployment.namespace}, name: {deployment.name}, replicas: {fewer}}}"
-    )
+    """A scale event for the dump's largest Deployment (else StatefulSet or ReplicaSet)."""
+    for kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        workloads = [w for w in manifests.workloads if w.kind == kind and w.replicas]
+        if workloads:
+            w = max(workloads, key=lambda w: w.replicas or 0)
+            fewer = (w.replicas or 0) // 4
+            return f"{{kind: {kind}, namespace: {w.namespace}, name: {w.name}, replicas: {fewer}}}"
+    return "{kind: Deployment, namespace: default, name: web, replicas: 2}"
 
 
 def _scenario_name(text: str) -> str:
