@@ -515,7 +515,13 @@ class Dump:
         if phase == "Running":
             job["status"].update(active=len(pods), startTime=ago(minutes=minutes + 1))
         else:
-            job["status"].update(succeeded=len(pods), completionTime=ago(minutes=minutes - 1))
+            job["status"].update(
+                succeeded=len(pods),
+                completionTime=ago(minutes=minutes - 1),
+                conditions=[
+                    {"type": "Complete", "status": "True", "lastTransitionTime": ago(minutes=minutes - 1)}
+                ],
+            )
         for node in pods:
             self.pod(
                 f"{name}-{digits(name + node, 5)}",

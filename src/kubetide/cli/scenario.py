@@ -12,8 +12,8 @@ DUMP is what `kubectl get nodes,pods,pdb,priorityclasses,deploy,rs,sts,ds,jobs -
   plan's bounds (min 0, max 10 x its nodes; price 0), said in a comment above the group, and
   initialSize = its nodes in the dump;
 - the dump's objects inline under spec.objects, as the API server gave them minus what no
-  simulation reads (managedFields, kubectl's last-applied annotation) and minus kinds the
-  simulator does not model. The simulator adopts them (sim/adoption.py): a group's nodes are its
+  simulation reads (managedFields, kubectl's last-applied annotation), finished Jobs, and kinds
+  the simulator does not model. The simulator adopts them (sim/adoption.py): a group's nodes are its
   instances, every pod keeps its name, node, phase, readiness and age, and belongs to its
   controller. Simulating it with no events keeps the cluster as it is until the autoscaler acts;
 - no events (a commented example) and no autoscaler flags: paste yours, a map or the Cluster
@@ -349,7 +349,7 @@ def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any
     if kind == "ConfigMap":
         if (meta.get("namespace"), meta.get("name")) != PRIORITY_EXPANDER_CONFIGMAP:
             return None
-    elif kind not in EXPORTED_KINDS:
+    elif kind not in EXPORTED_KINDS or (kind == "Job" and _finished(obj)):
         return None
     meta.pop("managedFields", None)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
@@ -360,6 +360,16 @@ def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any
     if kind == "Node" and meta.get("name") in members:
         meta["labels"] = {**(meta.get("labels") or {}), NODE_GROUP_LABEL: members[meta["name"]]}
     return {**obj, "metadata": meta}
+
+
+def _finished(job: dict[str, Any]) -> bool:
+    """A Job whose Complete or Failed condition is true: it creates no pod again (the simulator
+    does not read Job status, and would otherwise run it anew when its pods are gone)."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(
+        isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in conditions
+    )
 
 
 def _example_scale(manifests: Manifests) -> str:
