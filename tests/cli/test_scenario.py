@@ -56,7 +56,7 @@ def test_without_out_it_prints_the_scenario_and_reads_stdin_for_dash(kubetide, m
 def test_an_existing_out_file_is_refused_and_left_alone(kubetide, tmp_path):
     out = tmp_path / "tonight.yaml"
     out.write_text("mine\n")
-    code, stdout, err = kubetide("from-cluster", CLUSTER, "--out", out)
+    code, _, err = kubetide("from-cluster", CLUSTER, "--out", out)
     assert code == 2
     assert err.count("\n") == 1 and "the file exists" in err
     assert out.read_text() == "mine\n"
