@@ -137,3 +137,21 @@ spec:
     with pytest.raises(ManifestError) as error:
         load_scenario(path)
     assert "spec.autoscaler[3]" in str(error.value) and "did you mean expander?" in str(error.value)
+
+
+def test_a_scenario_autoscaler_that_is_neither_map_nor_list_is_one_clear_error(tmp_path):
+    from kubetide.errors import UserError
+    from kubetide.sim.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "apiVersion: kubetide.io/v1alpha1\nkind: Scenario\nmetadata: {name: args}\nspec:\n"
+        "  duration: 10m\n  autoscaler: --v=4\n  nodeGroups:\n  - name: general\n    maxSize: 5\n"
+        "    template: {status: {allocatable: {cpu: '4', memory: 16Gi}}}\n"
+    )
+    with pytest.raises(UserError) as error:
+        load_scenario(path)
+    assert str(error.value) == (
+        f"{path}: spec.autoscaler: expected a map of flags (scan-interval: 10s) or a list of args "
+        "(- --scan-interval=10s)"
+    )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
@@ -181,6 +181,15 @@ class Spec(_Model):
     workloadRanking: WorkloadRanking = WorkloadRanking()
     usage: list[UsageSpec] = Field(default_factory=list)
     qos: QosSpec | None = None
+
+    @field_validator("autoscaler", mode="before")
+    @classmethod
+    def _flags(cls, value: Any) -> Any:
+        if not isinstance(value, dict | list):
+            raise ValueError(
+                "expected a map of flags (scan-interval: 10s) or a list of args (- --scan-interval=10s)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _positive(self) -> Spec:
