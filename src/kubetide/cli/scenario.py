@@ -33,20 +33,17 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.cli.output import warn
-from kubetide.cloud.schema import NODE_GROUP_LABEL
-from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup, load_groups_file, template_source
-from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
-from kubetide.model import Manifests, Node, load_documents
-from kubetide.model.loader import parse_text, read_text, resolve_priorities
-from kubetide.model.quantity import CPU
-from kubetide.model.timestamps import newest_timestamp
+
+if TYPE_CHECKING:
+    from kubetide.cloud.static import StaticCloud, StaticNodeGroup
+    from kubetide.model import Manifests, Node
+
+# `kubetide --help` imports every command: the model, the clouds and the simulator are imported
+# when a scenario is exported, not here.
 
 # Kinds the simulator models; everything else in a dump (Services, Events, CronJobs...) is left out.
 EXPORTED_KINDS = frozenset(
@@ -104,6 +101,10 @@ def _usage(parser) -> int:
 
 
 def run_from_cluster(args) -> int:
+    from kubetide.cloud.static import load_groups_file
+    from kubetide.durations import parse_duration
+    from kubetide.model.loader import parse_text, read_text
+
     try:
         duration = parse_duration(args.duration)
     except ValueError as exc:
@@ -167,6 +168,13 @@ def export_scenario(
     duration: float = 3600.0,
 ) -> tuple[str, list[str]]:
     """(the Scenario's YAML text, warnings) for a dump's decoded documents."""
+    import yaml
+
+    from kubetide.cloud.static import StaticCloud
+    from kubetide.durations import format_duration
+    from kubetide.model import load_documents
+    from kubetide.model.loader import resolve_priorities
+    from kubetide.model.timestamps import newest_timestamp
     from kubetide.sim.scenario import parse_scenario
 
     manifests = load_documents(documents, source)
@@ -242,6 +250,7 @@ def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float
 
 def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tuple[dict[str, Any], list[str]]:
     """A scenario nodeGroups entry, and the comment lines that say where its values came from."""
+    from kubetide.cloud.static import GROUPS_YAML, template_source
     from kubetide.sim.scenario import MAX_GROUP_SIZE
 
     count = len(group.nodes)
@@ -282,6 +291,8 @@ def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tupl
 
 def _template_manifest(node: Node) -> dict[str, Any]:
     """A template Node as the scenario schema takes it (parse_template adds the group label)."""
+    from kubetide.cloud.schema import NODE_GROUP_LABEL
+
     labels = {k: v for k, v in sorted(node.labels.items()) if k != NODE_GROUP_LABEL}
     manifest: dict[str, Any] = {"metadata": {"labels": labels}}
     if node.taints:
@@ -304,6 +315,8 @@ def _quantities(units: dict[str, int]) -> dict[str, str]:
 
 
 def _quantity(resource: str, units: int) -> str:
+    from kubetide.model.quantity import CPU
+
     if resource == CPU:
         return f"{units}m" if units % 1000 else str(units // 1000)
     for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
@@ -344,6 +357,9 @@ def _clean(documents: Iterable[Any], members: dict[str, str]) -> Iterable[dict[s
 
 
 def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any] | None:
+    from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
+    from kubetide.cloud.schema import NODE_GROUP_LABEL
+
     kind = obj.get("kind")
     meta = dict(obj.get("metadata") or {})
     if kind == "ConfigMap":
@@ -393,6 +409,8 @@ def _rfc3339(t: float) -> str:
 
 
 def _yaml(data: Any) -> list[str]:
+    import yaml
+
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100).splitlines()
 
 
