@@ -2,7 +2,7 @@
 svc,cronjobs -A -o yaml` prints it from an EKS cluster: full metadata (UIDs, resourceVersions,
 managedFields, ownerReferences), statuses, and what a simulation must not duplicate.
 
-    python tests/sim/realistic_dump.py > cluster-dump.yaml
+    python tests/sim/realistic_dump.py [SCALE] > cluster-dump.yaml
 
 Three managed node groups (eks.amazonaws.com/nodegroup): general (6 x m5.xlarge), memory
 (3 x r5.xlarge) and batch_spot (2 x c5.2xlarge, tainted; its name is not a valid scenario name),
@@ -66,7 +66,8 @@ def digits(text: str, n: int = 10) -> str:
 
 
 class Dump:
-    def __init__(self) -> None:
+    def __init__(self, scale: int = 1) -> None:
+        self.scale = scale
         self.items: list[dict[str, Any]] = []
         self.version = 480_000
         self.nodes: dict[str, list[str]] = {}  # group -> node names
@@ -110,10 +111,10 @@ class Dump:
     def add_nodes(self) -> None:
         index = 0
         for group, instance_type, cores, memory_gi, max_pods, count, taints in GROUPS:
-            for i in range(count):
+            for i in range(count * self.scale):
                 index += 1
                 zone = ZONES[i % len(ZONES)]
-                name = f"ip-10-0-{index}-{100 + i}.ec2.internal"
+                name = f"ip-10-{index // 250}-{index % 250}-{100 + i % 150}.ec2.internal"
                 labels = {
                     "beta.kubernetes.io/arch": "amd64",
                     "beta.kubernetes.io/instance-type": instance_type,
@@ -596,24 +597,26 @@ def round_robin(names: list[str]):
         yield from names
 
 
-def realistic_dump() -> dict[str, Any]:
-    """The dump as decoded YAML (a `kind: List`)."""
-    dump = Dump()
+def realistic_dump(scale: int = 1) -> dict[str, Any]:
+    """The dump as decoded YAML (a `kind: List`); `scale` multiplies nodes and replicas (for
+    measurements: 4 is about the 48-node clusters issue 15 was tried on)."""
+    n = scale
+    dump = Dump(scale)
     dump.add_nodes()
     general = round_robin(dump.nodes["general"])
     image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/shop"
     dump.deployment(
         "web",
         "shop",
-        12,
+        12 * n,
         dump.template("web", f"{image}/web:2.14.1", "500m", "512Mi"),
         general,
         3,
         f"{image}/web:2.14.0",
     )
-    dump.deployment("api", "shop", 8, dump.template("api", f"{image}/api:5.2.0", "700m", "1Gi"), general)
+    dump.deployment("api", "shop", 8 * n, dump.template("api", f"{image}/api:5.2.0", "700m", "1Gi"), general)
     dump.deployment(
-        "worker", "shop", 3, dump.template("worker", f"{image}/worker:5.2.0", "1", "1Gi"), general
+        "worker", "shop", 3 * n, dump.template("worker", f"{image}/worker:5.2.0", "1", "1Gi"), general
     )
     coredns = dump.template(
         "coredns",
@@ -622,7 +625,7 @@ def realistic_dump() -> dict[str, Any]:
         "70Mi",
         priorityClassName="system-cluster-critical",
     )
-    dump.deployment("coredns", "kube-system", 2, coredns, general)
+    dump.deployment("coredns", "kube-system", 2 * n, coredns, general)
     debug = dump.template("debug-shell", "busybox:1.36", "100m", "64Mi")
     dump.pod("debug-shell", "shop", None, debug, next(general), minutes=45)
     db = dump.template(
@@ -633,7 +636,7 @@ def realistic_dump() -> dict[str, Any]:
         priorityClassName="shop-critical",
         nodeSelector={GROUP_LABEL: "memory"},
     )
-    dump.statefulset("db", "shop", 3, db, dump.nodes["memory"])
+    dump.statefulset("db", "shop", 3 * n, db, dump.nodes["memory"])
     batch = {
         "tolerations": [{"key": "workload", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
         "nodeSelector": {GROUP_LABEL: "batch_spot"},
@@ -657,4 +660,5 @@ def realistic_dump() -> dict[str, Any]:
 if __name__ == "__main__":
     import yaml
 
-    sys.stdout.write(yaml.safe_dump(realistic_dump(), sort_keys=False, width=120))
+    scale = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    sys.stdout.write(yaml.safe_dump(realistic_dump(scale), sort_keys=False, width=120))
