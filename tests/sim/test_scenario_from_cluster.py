@@ -191,9 +191,13 @@ def write_objects_scenario(tmp_path, dump, initial: int) -> Path:
 def test_objects_from_a_dump_file_are_adopted_not_doubled(tmp_path, dump, dump_manifests):
     # Was: every ReplicaSet's pods twice (the Deployment's own ReplicaSet beside the dump's) and
     # the dump's nodes beside the group's.
-    sim = Simulation(
-        load_scenario(write_objects_scenario(tmp_path, dump, initial=0)), autoscaler_factory=NoAutoscaler
-    )
+    scenario = load_scenario(write_objects_scenario(tmp_path, dump, initial=0))
+    assert [w for w in scenario.warnings if "no node group of the scenario" in w] == [
+        f"{tmp_path / 'scenario.yaml'}: spec.objects: nodes labelled eks.amazonaws.com/nodegroup=memory (3), "
+        "eks.amazonaws.com/nodegroup=batch_spot (2) are in no node group of the scenario: kept, never "
+        "autoscaled (name a group after the label's value to make them its instances)"
+    ]
+    sim = Simulation(scenario, autoscaler_factory=NoAutoscaler)
     sim.setup()
     assert world_pods(sim) == live_pods(dump_manifests)
     assert len(sim.world.snapshot) == len(dump_manifests.nodes)

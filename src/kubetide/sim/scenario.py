@@ -26,6 +26,7 @@ from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, fir
 from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
+from kubetide.cloud.static import group_key
 from kubetide.durations import format_duration
 from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
@@ -363,6 +364,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
+    warnings += _ungrouped_nodes(objects, names, source)
     qos = load_qos(spec, objects, events, source, base_dir, warnings)
 
     return Scenario(
@@ -380,6 +382,23 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         warnings=warnings,
         qos=qos,
     )
+
+
+def _ungrouped_nodes(objects: Manifests, groups: set[str], source: str) -> list[str]:
+    """A warning for spec.objects nodes whose group label names no node group of the scenario:
+    the simulator keeps them as plain nodes (sim/adoption.py), which is rarely what was meant."""
+    strays: dict[str, list[str]] = {}
+    for node in objects.nodes:
+        key = group_key(node)
+        if key is not None and key[1] not in groups:
+            strays.setdefault(f"{key[0]}={key[1]}", []).append(node.name)
+    if not strays:
+        return []
+    labels = ", ".join(f"{label} ({len(nodes)})" for label, nodes in strays.items())
+    return [
+        f"{source}: spec.objects: nodes labelled {labels} are in no node group of the scenario: "
+        "kept, never autoscaled (name a group after the label's value to make them its instances)"
+    ]
 
 
 def _check(check: Callable[..., None], value: Any, source: str, field: str, *limits: Any) -> None:
