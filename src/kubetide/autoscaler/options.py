@@ -1,8 +1,14 @@
 """Every autoscaler flag, with the Cluster Autoscaler's names, defaults and value syntax.
 
 Users of the Cluster Autoscaler should be able to paste their flags into a scenario
-(`spec.autoscaler`) or `kubetide plan --set`. The one deliberate difference:
-max-drain-parallelism defaults to 10, the parallel-drain design's intent, where CA ships 1.
+(`spec.autoscaler`, as a `flag: value` map or as the container's `args:` list) or `kubetide plan
+--set`. The one deliberate difference: max-drain-parallelism defaults to 10, the parallel-drain
+design's intent, where CA ships 1.
+
+CA flags about where and how the process runs (logging, the API connection, leader election, the
+cloud provider and its node-group discovery, metrics) change no decision. A caller that passes
+`ignored=` (the simulator) gets their names there instead of an error, so a pasted `args:` list
+works as it is; any other unknown flag is an error with a did-you-mean.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import contextlib
 import dataclasses
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +32,80 @@ UNSUPPORTED_EXPANDERS = {
 # CA's deprecated flag names -> the flag they set. As in CA, the alias applies only when the flag it
 # stands for is not given too.
 DEPRECATED_ALIASES = {"max-empty-bulk-delete": "max-scale-down-parallelism"}
+# The Cluster Autoscaler's infrastructure flags (cluster-autoscaler/config/flags, klog, leader
+# election, component-base), each with whether it is a boolean: a boolean takes no separate value
+# in an args list (`--leader-elect false` is two flags to Go's parser, `--leader-elect=false` one).
+INFRASTRUCTURE_FLAGS: dict[str, bool] = {
+    # klog
+    "v": False,
+    "vmodule": False,
+    "logtostderr": True,
+    "alsologtostderr": True,
+    "stderrthreshold": False,
+    "log_dir": False,
+    "log-dir": False,
+    "log_file": False,
+    "log-file": False,
+    "log_file_max_size": False,
+    "log-file-max-size": False,
+    "log_backtrace_at": False,
+    "skip_headers": True,
+    "skip_log_headers": True,
+    "one_output": True,
+    "add_dir_header": True,
+    "logging-format": False,
+    # the API server connection and the process's identity
+    "kubernetes": False,
+    "kubeconfig": False,
+    "kube-api-content-type": False,
+    "kube-client-qps": False,
+    "kube-client-burst": False,
+    "kube-api-qps": False,
+    "kube-api-burst": False,
+    "user-agent": False,
+    "namespace": False,
+    "cluster-name": False,
+    "feature-gates": False,
+    # leader election
+    "leader-elect": True,
+    "leader-elect-lease-duration": False,
+    "leader-elect-renew-deadline": False,
+    "leader-elect-retry-period": False,
+    "leader-elect-resource-lock": False,
+    "leader-elect-resource-name": False,
+    "leader-elect-resource-namespace": False,
+    "lock-object-name": False,
+    "lock-object-namespace": False,
+    # the cloud provider and how node groups are found (the scenario's nodeGroups stand for them)
+    "cloud-provider": False,
+    "cloud-config": False,
+    "nodes": False,
+    "node-group-auto-discovery": False,
+    "aws-use-static-instance-list": True,
+    "regional": True,
+    "gce-concurrent-refreshes": False,
+    "gce-mig-instances-min-refresh-wait-time": False,
+    "bulk-mig-instances-listing-enabled": True,
+    "clusterapi-cloud-config-authoritative": True,
+    "async-node-groups": True,
+    # metrics, status, health and debugging
+    "address": False,
+    "profiling": True,
+    "emit-per-nodegroup-metrics": True,
+    "write-status-configmap": True,
+    "status-config-map-name": False,
+    "record-duplicated-events": True,
+    "max-inactivity": False,
+    "max-failing-time": False,
+    "debugging-snapshot-enabled": True,
+    # how fast CA computes, not what it decides
+    "cluster-snapshot-parallelism": False,
+    "predicate-parallelism": False,
+    "frequent-loops-enabled": True,
+    "node-info-cache-expire-time": False,
+}
+# The first item of a pasted `command:` (the binary), skipped in an args list.
+_COMMAND_NAMES = ("cluster-autoscaler", "./cluster-autoscaler", "/cluster-autoscaler")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,29 +224,47 @@ def parse_flag(name: str, value: Any) -> Any:
 
 
 def parse_options(
-    mapping: Mapping[str, Any] | None,
+    flags: Mapping[str, Any] | Sequence[Any] | None,
     source: str,
     field: str = "spec.autoscaler",
     base: AutoscalerOptions | None = None,
     warnings: list[str] | None = None,
+    ignored: list[str] | None = None,
 ) -> AutoscalerOptions:
-    """Options from a `flag-name: value` mapping; errors name the file and the flag.
+    """Options from a `flag-name: value` mapping or a CA container's `args:` list; errors name
+    the file and the flag.
 
     Deprecated aliases are accepted, and the deprecation is appended to `warnings` for the caller
-    to show (this module does no I/O).
+    to show (this module does no I/O). With `ignored` given, infrastructure flags
+    (INFRASTRUCTURE_FLAGS) are appended there by name instead of being unknown.
     """
     options = base or AutoscalerOptions()
-    if not mapping:
+    if not flags:
         return options
-    if not isinstance(mapping, Mapping):
-        raise ManifestError(source, "", field, "expected a mapping of flag names to values")
+    if isinstance(flags, Mapping):
+        entries = [
+            (
+                str(name).removeprefix("--"),
+                value,
+                f"{field}.{str(name).removeprefix('--')}" if field else str(name),
+            )
+            for name, value in flags.items()
+        ]
+    elif isinstance(flags, Sequence) and not isinstance(flags, str):
+        entries = _args_entries(flags, source, field)
+    else:
+        raise ManifestError(
+            source, "", field, "expected a mapping of flag names to values, or a list of --flag=value args"
+        )
     changes: dict[str, Any] = {}
     aliased: dict[str, tuple[str, Any]] = {}  # flag -> (the alias's path, its value)
-    for raw_name, value in mapping.items():
-        name = str(raw_name).removeprefix("--")
-        path = f"{field}.{name}" if field else name
+    for name, value, path in entries:
         target = DEPRECATED_ALIASES.get(name, name)
         if target not in FLAGS:
+            if ignored is not None and name in INFRASTRUCTURE_FLAGS:
+                if name not in ignored:
+                    ignored.append(name)
+                continue
             raise ManifestError(source, "", path, unknown_flag_message(name))
         try:
             parsed = parse_flag(target, value)
@@ -186,6 +284,42 @@ def parse_options(
         if warnings is not None:
             warnings.append(f"{path}: {note}")
     return dataclasses.replace(options, **changes)
+
+
+def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[str, Any, str]]:
+    """(flag, value, field path) from a container's args, read as Go's flag package reads them:
+    `--flag=value`, `-flag=value`, or `--flag value` (the next item) for a flag that is not a
+    boolean; a boolean alone means true. A later repetition of a flag wins, as in Go."""
+    entries = []
+    index = 0
+    while index < len(args):
+        item, path = args[index], f"{field}[{index}]"
+        index += 1
+        if not isinstance(item, str):
+            raise ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}")
+        if path.endswith("[0]") and item.strip() in _COMMAND_NAMES:
+            continue  # a pasted command: the binary itself
+        text = item.strip()
+        if not text.startswith("-") or text.lstrip("-") == "":
+            raise ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}")
+        name, sep, value = text.lstrip("-").partition("=")
+        if not sep:
+            if _is_boolean(name):
+                value = "true"
+            elif index < len(args) and isinstance(args[index], str) and not args[index].startswith("-"):
+                value = args[index]
+                index += 1
+            else:
+                raise ManifestError(source, "", path, f"--{name} needs a value (--{name}=VALUE)")
+        entries.append((name, value, path))
+    return entries
+
+
+def _is_boolean(name: str) -> bool:
+    target = DEPRECATED_ALIASES.get(name, name)
+    if target in FLAGS:
+        return FLAGS[target].type == "bool"
+    return INFRASTRUCTURE_FLAGS.get(name, False)
 
 
 def unknown_flag_message(name: str) -> str:

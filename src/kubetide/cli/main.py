@@ -18,11 +18,12 @@ from kubetide import __version__
 from kubetide.errors import UserError
 
 # Subcommands, in the order `kubetide --help` lists them.
-COMMANDS = ("simulate", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
+COMMANDS = ("simulate", "scenario", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
 # What `kubetide --help` says of each without importing it; tests/cli/test_inputs.py checks these
 # against the help the modules themselves give.
 SUMMARIES = {
     "simulate": "run a scenario on the embedded cluster simulator",
+    "scenario": "write a scenario: from-cluster turns a cluster dump into one that starts from it",
     "sweep": "simulate a scenario over a grid of autoscaler settings and many seeds",
     "plan": "one offline autoscaler loop on a cluster dump: what would scale up or down, and why",
     "schedule": "place pending pods on the existing nodes as kube-scheduler would",

@@ -15,6 +15,7 @@ import time
 from kubetide.errors import UserError
 from kubetide.model import Manifests
 from kubetide.model.reader import parse_time
+from kubetide.model.timestamps import newest_timestamp
 
 NEWEST = "newest timestamp in the input"
 FLAG = "--now"
@@ -52,25 +53,3 @@ def resolve_now(text: str | None, manifests: Manifests) -> tuple[float, str]:
     if newest is not None:
         return newest, NEWEST
     return time.time(), WALL_CLOCK_NO_TIMESTAMPS
-
-
-def newest_timestamp(manifests: Manifests) -> float | None:
-    """The latest time any loaded object records (deletion times excluded: they lie ahead)."""
-    times: list[float | None] = []
-    for node in manifests.nodes:
-        times += [node.meta.creation_timestamp, node.ready_transition]
-        times += [t.time_added for t in node.taints]
-    for pod in manifests.pods:
-        times += [
-            pod.meta.creation_timestamp,
-            pod.start_time,
-            pod.scheduled_transition,
-            pod.ready_transition,
-        ]
-    metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
-    metas += [o.meta for o in manifests.configmaps]
-    times += [meta.creation_timestamp for meta in metas]
-    # metrics-server's samples (kubetide qos): the moment the usage was measured.
-    times += [m.timestamp for kind in ("PodMetrics", "NodeMetrics") for m in manifests.other.get(kind, [])]
-    known = [t for t in times if t is not None]
-    return max(known) if known else None

@@ -100,7 +100,8 @@ def template_from_node(node: Node, group: str) -> Node:
     )
 
 
-def _template_source(nodes: Sequence[Node]) -> Node:
+def template_source(nodes: Sequence[Node]) -> Node:
+    """The node a group's template is copied from (see the module docstring)."""
     for node in nodes:
         if node.ready and not node.unschedulable and not node.has_taint(TO_BE_DELETED_TAINT):
             return node
@@ -278,7 +279,7 @@ class StaticCloud:
                 StaticNodeGroup(
                     name,
                     group_nodes,
-                    template_from_node(_template_source(group_nodes), name),
+                    template_from_node(template_source(group_nodes), name),
                     origin=labels[name],
                 )
                 for name, group_nodes in members.items()
@@ -297,7 +298,7 @@ class StaticCloud:
                     f"{d.field}.{missing}",
                     f'required: no node of group "{d.name}" is in the dump to take it from{hint}',
                 )
-            template = d.template or template_from_node(_template_source(group_nodes), d.name)
+            template = d.template or template_from_node(template_source(group_nodes), d.name)
             group = StaticNodeGroup(
                 d.name,
                 group_nodes,

@@ -6,6 +6,8 @@ parsers, so `plan` explains a live cluster exactly as it explains `kubectl get -
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient
 from kubetide.kube.resources import (
@@ -15,6 +17,7 @@ from kubetide.kube.resources import (
     PODS,
     PRIORITY_CLASSES,
     WORKLOADS,
+    Resource,
     configmaps_in,
     parser_for,
 )
@@ -24,31 +27,41 @@ from kubetide.model.loader import resolve_priorities
 PRIORITY_EXPANDER_NAMESPACE = "kube-system"
 
 
+# Every resource `plan` and the simulator use, in the order they are read.
+RESOURCES = (
+    NODES,
+    PODS,
+    PDBS,
+    PRIORITY_CLASSES,
+    NAMESPACES,
+    *WORKLOADS,
+    configmaps_in(PRIORITY_EXPANDER_NAMESPACE),
+)
+
+
 def read_cluster(client: KubeClient) -> Manifests:
     """Every object `plan` uses; an unreadable resource is one UserError naming it."""
     manifests = Manifests()
-    resources = (
-        NODES,
-        PODS,
-        PDBS,
-        PRIORITY_CLASSES,
-        NAMESPACES,
-        *WORKLOADS,
-        configmaps_in(PRIORITY_EXPANDER_NAMESPACE),
-    )
-    for resource in resources:
-        parse = parser_for(resource.kind, client.server)
+    for resource, raw in raw_objects(client):
+        obj = parser_for(resource.kind, client.server)(raw)
+        # ReplicationControllers are workloads for every check that reads them.
+        if resource.kind == "ReplicationController":
+            manifests.workloads.append(obj)
+        else:
+            manifests.add(resource.kind, obj)
+    resolve_priorities(manifests, client.server)
+    return manifests
+
+
+def raw_objects(client: KubeClient) -> Iterator[tuple[Resource, dict]]:
+    """(resource, object as the API server returned it) for every object of RESOURCES; an
+    unreadable resource is one UserError naming it (`kubetide scenario from-cluster` keeps them
+    as they are)."""
+    for resource in RESOURCES:
         try:
             for page in client.list_pages(resource.list_path):
                 for raw in page.get("items") or ():
-                    obj = parse(raw)
-                    # ReplicationControllers are workloads for every check that reads them.
-                    if resource.kind == "ReplicationController":
-                        manifests.workloads.append(obj)
-                    else:
-                        manifests.add(resource.kind, obj)
+                    yield resource, raw
         except ApiError as exc:
             action = "cannot reach the API server" if exc.status == 0 else f"cannot list {resource.plural}"
             raise UserError(f"{client.source}: {action}: {exc.message if exc.status == 0 else exc}") from None
-    resolve_priorities(manifests, client.server)
-    return manifests

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.ports import ActionError, Instance, InstanceError, InstanceState
+from kubetide.cloud.static import group_key
 from kubetide.model import Node, ObjectMeta, Taint
 from kubetide.model.node import HOSTNAME_LABEL
 from kubetide.sim.engine import Engine, Timer
@@ -186,6 +187,33 @@ class SimNodeGroup:
             self._start_billing(instance)
             self._register(instance, ready=True)
 
+    def adopt(self, node: Node) -> None:
+        """A node that exists when the scenario starts (spec.objects, e.g. a cluster dump): one
+        of the group's running instances, keeping its name, labels, age and readiness. It gets
+        the group label the simulator's own nodes carry, and a provider ID if it has none."""
+        cloud = self.cloud
+        now = cloud.engine.now()
+        provider_id = node.provider_id or f"kubetide://{self.id}/{node.name}"
+        instance = SimInstance(
+            id=provider_id,
+            node_name=node.name,
+            group=self.id,
+            state=InstanceState.RUNNING,
+            requested_at=node.meta.creation_timestamp or now,
+            registered=True,
+        )
+        cloud.node_names.add(node.name)
+        self._instances[instance.id] = instance
+        self._by_node[node.name] = instance
+        self._target += 1
+        self._start_billing(instance)
+        meta = dataclasses.replace(
+            node.meta,
+            labels={**node.labels, NODE_GROUP_LABEL: self.id},
+            creation_timestamp=node.meta.creation_timestamp or now,
+        )
+        cloud.world.add_node(dataclasses.replace(node, meta=meta, provider_id=provider_id))
+
     def _new_instance(self) -> SimInstance:
         cloud = self.cloud
         while True:
@@ -322,6 +350,19 @@ class SimCloud:
         self.hooks = CloudHooks()
         self.node_names: set[str] = set()
         self.groups = {config.name: SimNodeGroup(config, self) for config in groups}
+
+    def adopt(self, nodes: Sequence[Node]) -> list[Node]:
+        """Make the nodes that belong to a group (by the labels `kubetide plan` reads, see
+        cloud/static.py) that group's instances. Returns the others, which no group manages."""
+        unmanaged = []
+        for node in nodes:
+            key = group_key(node)
+            group = self.groups.get(key[1]) if key is not None else None
+            if group is None or node.name in self.node_names:
+                unmanaged.append(node)
+            else:
+                group.adopt(node)
+        return unmanaged
 
     def check_api(self, group: str, call: str) -> None:
         if self.faults.active(group, "cloudError"):

@@ -43,6 +43,13 @@ class Jobs(Controller):
                 self.succeeded[ref.uid] = self.succeeded.get(ref.uid, 0) + 1
         super().pod_updated(old, new)
 
+    def adopt_finished(self, pod: Pod) -> None:
+        """A pod that finished before the scenario started (sim/adoption.py): a success counts
+        towards its Job's completions, as the Job's status would."""
+        ref = pod.meta.controller
+        if pod.phase == "Succeeded" and ref is not None and ref.kind == "Job":
+            self.succeeded[ref.uid] = self.succeeded.get(ref.uid, 0) + 1
+
     def status(self, job: Workload) -> tuple[int, int]:
         """(active pods, succeeded pods)."""
         return len(self.active_pods(job)), self.succeeded.get(job.meta.uid, 0)

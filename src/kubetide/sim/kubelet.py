@@ -38,8 +38,12 @@ class Kubelets(WorldObserver):
         self._schedule_start(pod)
 
     def pod_added(self, pod: Pod) -> None:
-        if pod.node_name and pod.phase == "Pending":
-            self._schedule_start(pod)
+        # A new pod is Pending; one adopted at the start (sim/adoption.py) may be Running or
+        # terminating already, and gets what its state needs.
+        if pod.node_name:
+            node = self.world.node(pod.node_name)
+            if node is not None and node.ready:
+                self._resume(pod, self.engine.now())
 
     def _schedule_start(self, pod: Pod, delay: float | None = None) -> None:
         node = self.world.node(pod.node_name)
@@ -141,18 +145,24 @@ class Kubelets(WorldObserver):
     def _node_back(self, node: Node) -> None:
         now = self.engine.now()
         for pod in list(self.world.snapshot.pods_on(node.name).values()):
-            if pod.is_terminating:
-                if pod.uid not in self._timers:
-                    remaining = max(0.0, (pod.meta.deletion_timestamp or now) - now)
-                    self._timers[pod.uid] = self.engine.after(remaining, self._finish, pod.uid)
-            elif pod.phase == "Pending":
-                if pod.uid not in self._timers:
-                    self._schedule_start(pod)
-            elif pod.phase == "Running":
-                if not pod.ready:
-                    self.world.update_pod(evolve(pod, ready=True, ready_transition=now))
-                ref = pod.meta.controller
-                if ref is not None and ref.kind == "Job" and pod.uid not in self._timers:
-                    started = pod.start_time or now
-                    left = max(0.0, started + self._run_duration(pod) - now)
-                    self._timers[pod.uid] = self.engine.after(left, self._complete, pod.uid)
+            if pod.phase == "Running" and not pod.is_terminating and not pod.ready:
+                pod = evolve(pod, ready=True, ready_transition=now)
+                self.world.update_pod(pod)
+            self._resume(pod, now)
+
+    def _resume(self, pod: Pod, now: float) -> None:
+        """The timer a pod on a Ready node needs in its state, unless it has one: the end of its
+        grace period, its start, or (a Job's) its completion."""
+        if pod.uid in self._timers:
+            return
+        if pod.is_terminating:
+            remaining = max(0.0, (pod.meta.deletion_timestamp or now) - now)
+            self._timers[pod.uid] = self.engine.after(remaining, self._finish, pod.uid)
+        elif pod.phase == "Pending":
+            self._schedule_start(pod)
+        elif pod.phase == "Running":
+            ref = pod.meta.controller
+            if ref is not None and ref.kind == "Job":
+                started = pod.start_time or now
+                left = max(0.0, started + self._run_duration(pod) - now)
+                self._timers[pod.uid] = self.engine.after(left, self._complete, pod.uid)

@@ -25,6 +25,7 @@ from kubetide.sim.world import World
 from kubetide.workloads import DeletionAgeRatio, pods_to_delete
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 BURST_REPLICAS = 500  # the ReplicaSet controller's per-sync creation limit
 
 
@@ -38,16 +39,26 @@ class ReplicaSets(Controller):
         self.logarithmic = logarithmic
         self.deleted = 0
         self.age_ratio = DeletionAgeRatio()
+        self._current: dict[str, str] = {}  # Deployment key -> the adopted ReplicaSet it scales
 
     # -- objects -----------------------------------------------------------------------------
     def apply(self, workload: Workload) -> None:
-        """Create or update a Deployment or ReplicaSet."""
+        """Create or update a Deployment or ReplicaSet.
+
+        A Deployment created while ReplicaSets it owns exist (a cluster dump, applied ReplicaSets
+        first) adopts the newest of them as the one it scales, with the replicas and pods it has;
+        otherwise it gets a ReplicaSet of its own."""
         if workload.kind == "Deployment":
+            adopted = None if workload.key in self.world.workloads else self._newest_owned(workload)
             self.world.workloads[workload.key] = workload
+            if adopted is not None:
+                self._current[workload.key] = adopted.key
+                return
             rs = self._replicaset_for(workload)
-            existing = self.world.workloads.get(rs.key)
+            existing = self.world.workloads.get(self._replicaset_key(workload))
             if existing is not None:
-                rs = dataclasses.replace(existing, replicas=workload.replicas, template=rs.template)
+                template = rs.template if existing.key == rs.key else existing.template
+                rs = dataclasses.replace(existing, replicas=workload.replicas, template=template)
             self.world.workloads[rs.key] = rs
             self.enqueue(rs.key)
         else:
@@ -69,19 +80,53 @@ class ReplicaSets(Controller):
             self.enqueue(key)
 
     def delete(self, key: str) -> None:
-        """Delete with cascading (background) garbage collection of the pods."""
+        """Delete with cascading (background) garbage collection: a Deployment's ReplicaSets
+        (every one it owns) and their pods."""
         workload = self.world.workloads.pop(key, None)
         if workload is None:
             return
-        if workload.kind == "Deployment":
-            rs = self.world.workloads.pop(self._replicaset_key(workload), None)
-            if rs is None:
-                return
-            workload = rs
-        self.delete_pods(workload)
+        if workload.kind != "Deployment":
+            self.delete_pods(workload)
+            return
+        self._current.pop(key, None)
+        for rs in self._owned(workload):
+            del self.world.workloads[rs.key]
+            self.delete_pods(rs)
 
     def _replicaset_key(self, deployment: Workload) -> str:
+        """The ReplicaSet a Deployment scales: the one it adopted, or its own."""
+        adopted = self._current.get(deployment.key)
+        if adopted is not None:
+            return adopted
         return f"ReplicaSet/{deployment.namespace}/{deployment.name}-{_template_hash(deployment)}"
+
+    def _owned(self, deployment: Workload) -> list[Workload]:
+        """The ReplicaSets whose controller is this Deployment (by UID, or by name where a
+        hand-written ReplicaSet's owner reference has no UID)."""
+        owned = []
+        for rs in self.world.workloads.values():
+            ref = rs.meta.controller
+            if (
+                rs.kind == "ReplicaSet"
+                and rs.namespace == deployment.namespace
+                and ref is not None
+                and ref.kind == "Deployment"
+                and ref.name == deployment.name
+                and ref.uid in ("", deployment.meta.uid)
+            ):
+                owned.append(rs)
+        return owned
+
+    def _newest_owned(self, deployment: Workload) -> Workload | None:
+        """The Deployment's current ReplicaSet among those it owns, as the Deployment controller
+        finds it: one whose pod template is the Deployment's (pod-template-hash aside), the
+        highest revision first. None: the Deployment would roll out a new one. Templates compare
+        as the simulator models pods (requests, placement, priority...): a new image alone is
+        the same template here."""
+        current = [rs for rs in self._owned(deployment) if _same_template(rs, deployment)]
+        if not current:
+            return None
+        return max(current, key=lambda rs: (_revision(rs), rs.meta.creation_timestamp or 0.0, rs.name))
 
     def _replicaset_for(self, deployment: Workload) -> Workload:
         digest = _template_hash(deployment)
@@ -149,6 +194,18 @@ class ReplicaSets(Controller):
             ):
                 pods.extend(self.world.pods_of(other.meta.uid))
         return pods
+
+
+def _same_template(rs: Workload, deployment: Workload) -> bool:
+    prototype = rs.template.prototype
+    labels = {k: v for k, v in prototype.labels.items() if k != TEMPLATE_HASH_LABEL}
+    unhashed = dataclasses.replace(prototype, meta=dataclasses.replace(prototype.meta, labels=labels))
+    return unhashed == deployment.template.prototype
+
+
+def _revision(rs: Workload) -> int:
+    text = rs.meta.annotations.get(REVISION_ANNOTATION, "")
+    return int(text) if text.isdigit() else 0
 
 
 def _template_hash(deployment: Workload) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
@@ -26,10 +26,13 @@ from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, fir
 from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
+from kubetide.cloud.static import group_key
 from kubetide.durations import format_duration
 from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
 from kubetide.model.loader import parse_text, read_text, resolve_priorities
+from kubetide.model.timestamps import newest_timestamp, shift_times
+from kubetide.sim.engine import EPOCH
 
 API_VERSION = "kubetide.io/v1alpha1"
 FAULT_TYPES = (
@@ -181,7 +184,8 @@ class CompareSpec(_Model):
 class Spec(_Model):
     duration: Duration
     seed: int = 0
-    autoscaler: dict[str, Any] = Field(default_factory=dict)
+    # `flag: value`, or the Cluster Autoscaler container's `args:` list as it is.
+    autoscaler: dict[str, Any] | list[Any] = Field(default_factory=dict)
     nodeGroups: list[NodeGroupSpec] = Field(min_length=1)
     objects: list[dict[str, Any]] = Field(default_factory=list)
     events: list[EventSpec] = Field(default_factory=list)
@@ -191,6 +195,15 @@ class Spec(_Model):
     usage: list[UsageSpec] = Field(default_factory=list)
     qos: QosSpec | None = None
     compare: list[CompareSpec] = Field(default_factory=list)
+
+    @field_validator("autoscaler", mode="before")
+    @classmethod
+    def _flags(cls, value: Any) -> Any:
+        if not isinstance(value, dict | list):
+            raise ValueError(
+                "expected a map of flags (scan-interval: 10s) or a list of args (- --scan-interval=10s)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _positive(self) -> Spec:
@@ -301,7 +314,14 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     spec = doc.spec
     _check(check_duration, spec.duration, source, "spec.duration")
     flag_warnings: list[str] = []
-    options = parse_options(spec.autoscaler, source, "spec.autoscaler", warnings=flag_warnings)
+    ignored: list[str] = []
+    options = parse_options(
+        spec.autoscaler, source, "spec.autoscaler", warnings=flag_warnings, ignored=ignored
+    )
+    if ignored:
+        flag_warnings.append(
+            f"spec.autoscaler: infrastructure flags ignored in the simulator: {', '.join(ignored)}"
+        )
 
     groups = []
     names: set[str] = set()
@@ -327,6 +347,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
 
     objects = _manifests(spec.objects, source, "spec.objects", base_dir)
     _check_workload_sizes(objects)
+    # Objects from a cluster dump keep their ages: the dump's newest time is the scenario's start.
+    newest = newest_timestamp(objects)
+    if newest is not None:
+        shift_times(objects, EPOCH - newest)
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
@@ -363,6 +387,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
+    warnings += _ungrouped_nodes(objects, names, source)
     qos = load_qos(spec, objects, events, source, base_dir, warnings)
     compare = _compare(spec, options, source)
 
@@ -403,6 +428,23 @@ def _compare(spec: Spec, options: AutoscalerOptions, source: str) -> list[Compar
             "give the QoS modes as spec.compare[].qos.precise when spec.compare is set",
         )
     return entries
+
+
+def _ungrouped_nodes(objects: Manifests, groups: set[str], source: str) -> list[str]:
+    """A warning for spec.objects nodes whose group label names no node group of the scenario:
+    the simulator keeps them as plain nodes (sim/adoption.py), which is rarely what was meant."""
+    strays: dict[str, list[str]] = {}
+    for node in objects.nodes:
+        key = group_key(node)
+        if key is not None and key[1] not in groups:
+            strays.setdefault(f"{key[0]}={key[1]}", []).append(node.name)
+    if not strays:
+        return []
+    labels = ", ".join(f"{label} ({len(nodes)})" for label, nodes in strays.items())
+    return [
+        f"{source}: spec.objects: nodes labelled {labels} are in no node group of the scenario: "
+        "kept, never autoscaled (name a group after the label's value to make them its instances)"
+    ]
 
 
 def _check(check: Callable[..., None], value: Any, source: str, field: str, *limits: Any) -> None:

@@ -34,6 +34,7 @@ from kubetide.sim.adapters import (
     SimClusterView,
     WorkloadStatus,
 )
+from kubetide.sim.adoption import adopt_pod
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
 from kubetide.sim.disruption import Budgets
@@ -168,9 +169,11 @@ class Simulation:
         if self._ready:
             return
         self._ready = True
+        # The objects' nodes of a group are its first instances; initialSize tops them up.
+        self.cloud.adopt(self.scenario.objects.nodes)
         for group in self.cloud.groups.values():
-            group.add_initial(group.config.initial_size)
-        self.apply(self.scenario.objects)
+            group.add_initial(group.config.initial_size - group.target_size())
+        self.apply(self.scenario.objects, adopt=True)
         self._settle()
         self.metrics.start()
         start = self.engine.start
@@ -208,7 +211,9 @@ class Simulation:
         return [i.node_name for i in self.cloud.groups[group].sim_instances() if i.registered]
 
     # -- objects -----------------------------------------------------------------------------
-    def apply(self, manifests: Manifests) -> None:
+    def apply(self, manifests: Manifests, adopt: bool = False) -> None:
+        """Create the objects; with `adopt` (the scenario's initial objects) pods and nodes are
+        kept as they are, with their controllers (sim/adoption.py)."""
         world = self.world
         now = self.engine.now()
         for pc in manifests.priority_classes:
@@ -217,15 +222,18 @@ class Simulation:
             world.configmaps[(cm.meta.namespace, cm.meta.name)] = cm
         for node in manifests.nodes:
             if node.name not in world.snapshot:
+                created = node.meta.creation_timestamp if adopt and node.meta.creation_timestamp else now
                 world.add_node(
-                    dataclasses.replace(node, meta=dataclasses.replace(node.meta, creation_timestamp=now))
+                    dataclasses.replace(node, meta=dataclasses.replace(node.meta, creation_timestamp=created))
                 )
         for pdb in manifests.pdbs:
             self.budgets.apply(pdb)
-        for workload in manifests.workloads:
+        # ReplicaSets first: a Deployment adopts the ReplicaSets it already owns.
+        for workload in sorted(manifests.workloads, key=lambda w: w.kind == "Deployment"):
             self._controller(workload.kind).apply(workload)
         for pod in manifests.pods:
-            self._create_bare_pod(pod, now)
+            if not (adopt and adopt_pod(world, self.jobs, pod, now)):
+                self._create_bare_pod(pod, now)
 
     def _create_bare_pod(self, pod: Pod, now: float) -> None:
         if self.world.pod(pod.uid) is not None:

@@ -1,0 +1,419 @@
+"""`kubetide scenario from-cluster DUMP [--node-groups GROUPS.yaml] [--kubeconfig PATH] [--out FILE]`:
+a Scenario that starts from your cluster as it is.
+
+DUMP is what `kubectl get nodes,pods,pdb,priorityclasses,deploy,rs,sts,ds,jobs -A -o yaml` prints
+(`-` reads it from stdin); `--kubeconfig` reads the live cluster instead, read-only, with the code
+`kubetide plan --kubeconfig` uses. The Scenario has:
+
+- node groups as `kubetide plan` finds them (cloud/static.py): from GROUPS.yaml, else one per
+  provider group label (kubetide.io/node-group, eks.amazonaws.com/nodegroup,
+  cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool, karpenter.sh/nodepool), each
+  with a template copied from one of its nodes, its minSize/maxSize/price from GROUPS.yaml or
+  plan's bounds (min 0, max 10 x its nodes; price 0), said in a comment above the group, and
+  initialSize = its nodes in the dump;
+- the dump's objects inline under spec.objects, as the API server gave them minus what no
+  simulation reads (managedFields, kubectl's last-applied annotation), finished Jobs, and kinds
+  the simulator does not model. The simulator adopts them (sim/adoption.py): a group's nodes are its
+  instances, every pod keeps its name, node, phase, readiness and age, and belongs to its
+  controller. Simulating it with no events keeps the cluster as it is until the autoscaler acts;
+- no events (a commented example) and no autoscaler flags: paste yours, a map or the Cluster
+  Autoscaler's container `args:` list.
+
+A group name that is not a valid scenario name (`GPU_Pool`) is lower-cased and dashed (`gpu-pool`),
+and its nodes get the label kubetide.io/node-group with the new name so they stay its members.
+The written file is loaded back as a scenario before it is written: what this command writes,
+`kubetide simulate` runs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kubetide.cli.output import warn
+from kubetide.errors import UserError
+
+if TYPE_CHECKING:
+    from kubetide.cloud.static import StaticCloud, StaticNodeGroup
+    from kubetide.model import Manifests, Node
+
+# `kubetide --help` imports every command: the model, the clouds and the simulator are imported
+# when a scenario is exported, not here.
+
+# Kinds the simulator models; everything else in a dump (Services, Events, CronJobs...) is left out.
+EXPORTED_KINDS = frozenset(
+    {
+        "Node",
+        "Pod",
+        "PodDisruptionBudget",
+        "PriorityClass",
+        "Namespace",
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+    }
+)
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+GROUP_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+GROUP_NAME_LENGTH = 40  # the scenario schema's limit (cloud/schema.py)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "scenario",
+        help="write a scenario: from-cluster turns a cluster dump into one that starts from it",
+        description="Write scenarios for `kubetide simulate`.",
+    )
+    commands = parser.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND", parser_class=type(parser))
+    export = commands.add_parser(
+        "from-cluster",
+        help="a scenario that starts from a cluster dump (or a live cluster) as it is",
+        description="A Scenario that starts from your cluster as it is: node groups from provider labels "
+        "(or GROUPS.yaml), the dump's nodes as their instances, every pod adopted by its controller.",
+    )
+    export.add_argument(
+        "dump", metavar="DUMP", nargs="?", help="a cluster dump (kubectl -o yaml); - for stdin"
+    )
+    export.add_argument("--kubeconfig", metavar="PATH", help="read the live cluster instead (read-only)")
+    export.add_argument("--context", metavar="NAME", help="with --kubeconfig: the context to use")
+    export.add_argument(
+        "--node-groups",
+        metavar="GROUPS.yaml",
+        help="node groups and their bounds (default: from node labels)",
+    )
+    export.add_argument("--out", metavar="FILE", help="write the scenario here (default: stdout)")
+    export.add_argument("--name", help="the scenario's metadata.name (default: from DUMP's file name)")
+    export.add_argument("--duration", default="1h", help="spec.duration (default: 1h)")
+    export.set_defaults(run=run_from_cluster)
+    parser.set_defaults(run=lambda args: _usage(parser))
+
+
+def _usage(parser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def run_from_cluster(args) -> int:
+    from kubetide.cloud.static import load_groups_file
+    from kubetide.durations import parse_duration
+    from kubetide.model.loader import parse_text, read_text
+
+    try:
+        duration = parse_duration(args.duration)
+    except ValueError as exc:
+        raise UserError(f"--duration: {exc}") from None
+    if duration <= 0:
+        raise UserError(f"--duration: must be positive, got {args.duration!r}")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        raise UserError(f"--out {out}: the file exists (remove it or choose another path)")
+    definitions = load_groups_file(args.node_groups) if args.node_groups else None
+    if args.kubeconfig and args.dump:
+        raise UserError("scenario from-cluster: give a cluster dump (DUMP) or --kubeconfig, not both")
+    if args.kubeconfig:
+        documents, source = _read_live_cluster(args.kubeconfig, args.context)
+    elif args.dump:
+        source = "<stdin>" if args.dump == "-" else args.dump
+        text = sys.stdin.read() if args.dump == "-" else read_text(args.dump)
+        documents = parse_text(text, source)
+    else:
+        raise UserError("scenario from-cluster: give a cluster dump (DUMP, - for stdin) or --kubeconfig PATH")
+    name = args.name or _scenario_name(
+        Path(args.dump).stem if args.dump and args.dump != "-" else "my-cluster"
+    )
+    text, warnings = export_scenario(documents, source, definitions, name=name, duration=duration)
+    warn(warnings)
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with out.open("x", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    return 0
+
+
+def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[list[Any], str]:
+    from kubetide.kube.client import connect
+    from kubetide.kube.dump import raw_objects
+
+    client = connect(kubeconfig, context)
+    try:
+        items = [
+            {"apiVersion": resource.group_version, "kind": resource.kind, **raw}
+            for resource, raw in raw_objects(client)
+        ]
+        return [{"apiVersion": "v1", "kind": "List", "items": items}], client.server
+    finally:
+        client.close()
+
+
+# -- the scenario ------------------------------------------------------------------------------
+
+
+def export_scenario(
+    documents: list[Any],
+    source: str,
+    definitions=None,
+    *,
+    name: str = "my-cluster",
+    duration: float = 3600.0,
+) -> tuple[str, list[str]]:
+    """(the Scenario's YAML text, warnings) for a dump's decoded documents."""
+    from kubetide.cloud.static import StaticCloud
+    from kubetide.durations import format_duration
+    from kubetide.model import load_documents
+    from kubetide.model.loader import parse_text, resolve_priorities
+    from kubetide.model.timestamps import newest_timestamp
+    from kubetide.sim.scenario import parse_scenario
+
+    manifests = load_documents(documents, source)
+    resolve_priorities(manifests, source)
+    if not manifests.nodes:
+        raise UserError(f"{source}: no Node in the dump: a scenario needs the cluster's nodes")
+    cloud = StaticCloud.from_nodes(manifests.nodes, definitions)
+    warnings = list(manifests.warnings) + list(cloud.warnings)
+    groups = list(cloud.groups.values())
+    if not groups:
+        raise UserError(
+            f"{source}: no node carries a node group label (see `kubetide plan --help`); "
+            "give --node-groups GROUPS.yaml"
+        )
+    names = _group_names([g.id for g in groups])
+    given_templates = {d.name for d in definitions or () if d.template is not None}
+    members = {node.name: names[g.id] for g in groups for node in g.nodes}
+    objects = [obj for obj in _clean(documents, members) if obj is not None]
+    newest = newest_timestamp(manifests)
+
+    lines = _header(source, manifests, cloud, newest)
+    lines += ["apiVersion: kubetide.io/v1alpha1", "kind: Scenario"]
+    lines += _yaml({"metadata": {"name": name, "description": f"{source} as it is, in the simulator"}})
+    lines += ["spec:"]
+    lines += _indent(_yaml({"duration": format_duration(duration), "seed": 0}))
+    lines += [
+        "  # Your Cluster Autoscaler flags: a map (scale-down-unneeded-time: 5m), or its container's",
+        "  # args: list as it is; flags about infrastructure (--v, --cloud-provider, --nodes...) are",
+        "  # ignored in the simulator.",
+        "  autoscaler: {}",
+        "  nodeGroups:",
+    ]
+    for group in groups:
+        spec, notes = _group_spec(group, names[group.id], group.id in given_templates)
+        lines += [f"  # {line}" for note in notes for line in textwrap.wrap(note, 94)]
+        lines += _indent(_yaml([spec]))
+    lines += [
+        "  # What happens tonight, for example the load drops:",
+        f"  # - {{at: 10m, scale: {_example_scale(manifests)}}}",
+        "  events: []",
+    ]
+    lines += [
+        f"  # {line}"
+        for line in textwrap.wrap(
+            f"{source}'s objects, adopted as they are (managedFields and kinds the simulator does not "
+            "model left out).",
+            94,
+        )
+    ]
+    lines += _indent(_yaml({"objects": objects}))
+    text = "\n".join(lines) + "\n"
+    # What is written, simulate runs: a failure here is kubetide's bug, not the user's.
+    exported = f"the scenario exported from {source}"
+    parse_scenario(parse_text(text, exported)[0], exported, base_dir=Path("."))
+    return text, warnings
+
+
+def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float | None) -> list[str]:
+    taken = _rfc3339(newest) if newest is not None else "unknown (the dump carries no timestamps)"
+    lines = [
+        f"# A scenario that starts from {source} as it is (kubetide scenario from-cluster).",
+        f"# The dump's newest timestamp, {taken}, is the scenario's start: every pod and node keeps",
+        "# its age. The simulator adopts the objects: a group's nodes are its instances, each pod",
+        "# stays on its node with its controller. With no events the cluster stays as it is until",
+        "# the autoscaler acts.",
+    ]
+    managed = {node.name for group in cloud.groups.values() for node in group.nodes}
+    unmanaged = [n.name for n in manifests.nodes if n.name not in managed]
+    if unmanaged:
+        shown = ", ".join(unmanaged[:5]) + (f" and {len(unmanaged) - 5} more" if len(unmanaged) > 5 else "")
+        lines.append(f"# Not in any node group (kept, never autoscaled): {shown}.")
+    return lines
+
+
+def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tuple[dict[str, Any], list[str]]:
+    """A scenario nodeGroups entry, and the comment lines that say where its values came from."""
+    from kubetide.cloud.static import GROUPS_YAML, template_source
+    from kubetide.sim.scenario import MAX_GROUP_SIZE
+
+    count = len(group.nodes)
+    defined = group.origin == GROUPS_YAML
+    notes = [
+        f"{name}: {count} node(s) in the dump"
+        + (f" (from {group.origin}={group.id})" if not defined else f" (defined in {GROUPS_YAML})")
+    ]
+    max_size = group.max_size
+    if max_size > MAX_GROUP_SIZE:
+        notes.append(f"maxSize {max_size} is more than the simulator runs; {MAX_GROUP_SIZE} here")
+        max_size = MAX_GROUP_SIZE
+    if defined:
+        notes.append(f"minSize, maxSize and price from {GROUPS_YAML}")
+    else:
+        notes.append(
+            f"minSize 0 and maxSize {max_size} (10 x its nodes) are kubetide plan's bounds, not your "
+            "cloud's: set them here or with --node-groups GROUPS.yaml; price 0: set it to compare costs"
+        )
+    initial = min(count, max_size)
+    if initial < count:
+        notes.append(f"it has more nodes than its maxSize: all {count} are adopted, and it cannot grow")
+    template = group.template_node()
+    if template_given:
+        notes.append(f"template from {GROUPS_YAML}")
+    else:
+        notes.append(f"template copied from node {template_source(group.nodes).name}")
+    spec = {
+        "name": name,
+        "minSize": min(group.min_size, initial),
+        "maxSize": max_size,
+        "initialSize": initial,
+        "price": group.price_per_hour(),
+        "template": _template_manifest(template),
+    }
+    return spec, notes
+
+
+def _template_manifest(node: Node) -> dict[str, Any]:
+    """A template Node as the scenario schema takes it (parse_template adds the group label)."""
+    from kubetide.cloud.schema import NODE_GROUP_LABEL
+
+    labels = {k: v for k, v in sorted(node.labels.items()) if k != NODE_GROUP_LABEL}
+    manifest: dict[str, Any] = {"metadata": {"labels": labels}}
+    if node.taints:
+        manifest["spec"] = {
+            "taints": [
+                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
+                for t in node.taints
+            ]
+        }
+    manifest["status"] = {
+        "allocatable": _quantities(node.allocatable),
+        "capacity": _quantities(node.capacity),
+    }
+    return manifest
+
+
+def _quantities(units: dict[str, int]) -> dict[str, str]:
+    """Exact quantities from the model's integer units (millicores for cpu, base units otherwise)."""
+    return {r: _quantity(r, v) for r, v in sorted(units.items())}
+
+
+def _quantity(resource: str, units: int) -> str:
+    from kubetide.model.quantity import CPU
+
+    if resource == CPU:
+        return f"{units}m" if units % 1000 else str(units // 1000)
+    for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if units >= size and units % size == 0 and resource != "pods":
+            return f"{units // size}{suffix}"
+    return str(units)
+
+
+def _group_names(ids: Sequence[str]) -> dict[str, str]:
+    """Scenario names for the groups: as they are when valid, else lower-cased and dashed."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for group_id in ids:
+        name = group_id
+        if not GROUP_NAME.match(name) or len(name) > GROUP_NAME_LENGTH:
+            base = re.sub(r"[^a-z0-9]+", "-", group_id.lower()).strip("-")[:GROUP_NAME_LENGTH].strip("-")
+            name, n = base or "group", 2
+            while name in taken or name in ids:
+                suffix = f"-{n}"
+                name = base[: GROUP_NAME_LENGTH - len(suffix)].strip("-") + suffix
+                n += 1
+        names[group_id] = name
+        taken.add(name)
+    return names
+
+
+def _clean(documents: Iterable[Any], members: dict[str, str]) -> Iterable[dict[str, Any] | None]:
+    """The objects to export, `kind: List`s flattened (the loader has checked their shape)."""
+    for doc in documents:
+        kind = doc.get("kind", "")
+        if kind.endswith("List") and "items" in doc:
+            items = doc.get("items") or []
+            if kind != "List":
+                items = [{"kind": kind[: -len("List")], **item} for item in items]
+            yield from _clean(items, members)
+        else:
+            yield _clean_object(doc, members)
+
+
+def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any] | None:
+    from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
+    from kubetide.cloud.schema import NODE_GROUP_LABEL
+
+    kind = obj.get("kind")
+    meta = dict(obj.get("metadata") or {})
+    if kind == "ConfigMap":
+        if (meta.get("namespace"), meta.get("name")) != PRIORITY_EXPANDER_CONFIGMAP:
+            return None
+    elif kind not in EXPORTED_KINDS or (kind == "Job" and _finished(obj)):
+        return None
+    meta.pop("managedFields", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    if kind == "Node" and meta.get("name") in members:
+        meta["labels"] = {**(meta.get("labels") or {}), NODE_GROUP_LABEL: members[meta["name"]]}
+    return {**obj, "metadata": meta}
+
+
+def _finished(job: dict[str, Any]) -> bool:
+    """A Job whose Complete or Failed condition is true: it creates no pod again (the simulator
+    does not read Job status, and would otherwise run it anew when its pods are gone)."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(
+        isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _example_scale(manifests: Manifests) -> str:
+    """A scale event for the dump's largest Deployment (else StatefulSet or ReplicaSet)."""
+    for kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        workloads = [w for w in manifests.workloads if w.kind == kind and w.replicas]
+        if workloads:
+            w = max(workloads, key=lambda w: w.replicas or 0)
+            fewer = (w.replicas or 0) // 4
+            return f"{{kind: {kind}, namespace: {w.namespace}, name: {w.name}, replicas: {fewer}}}"
+    return "{kind: Deployment, namespace: default, name: web, replicas: 2}"
+
+
+def _scenario_name(text: str) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:63].strip("-")
+    return name or "my-cluster"
+
+
+def _rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _yaml(data: Any) -> list[str]:
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: several times faster
+    text = yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=100)
+    return text.splitlines()
+
+
+def _indent(lines: list[str], by: int = 2) -> list[str]:
+    return [" " * by + line if line else line for line in lines]

@@ -1,0 +1,54 @@
+"""`kubetide scenario from-cluster --kubeconfig`: a live cluster as a scenario that starts from it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from kubetide_process import create_deployment, wait_running, write_groups
+
+from kubetide.sim.scenario import load_scenario
+from kubetide.sim.simulation import NoAutoscaler, Simulation
+
+pytestmark = pytest.mark.controlplane
+
+
+def test_from_cluster_reads_the_live_cluster_and_the_simulator_adopts_it(kube, tmp_path):
+    kube.create_fake_node("scenario-a", cpu="2", labels={"kubetide.io/node-group": "small"})
+    create_deployment(kube, "tonight", 2, "100m", node_selector={"kubernetes.io/hostname": "scenario-a"})
+    wait_running(kube, "tonight", 2)
+    before = {n.metadata.name: n.metadata.resource_version for n in kube.core.list_node().items}
+    out = tmp_path / "live.yaml"
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubetide.cli.main",
+            "scenario",
+            "from-cluster",
+            "--kubeconfig",
+            str(kube.control_plane.kubeconfig_path),
+            "--node-groups",
+            str(write_groups(tmp_path)),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    live = {
+        (p.metadata.name, p.spec.node_name)
+        for p in kube.core.list_namespaced_pod(kube.namespace, label_selector="app=tonight").items
+    }
+    assert {n.metadata.name for n in kube.core.list_node().items} == set(before)  # read-only
+
+    sim = Simulation(load_scenario(out), autoscaler_factory=NoAutoscaler)
+    sim.setup()
+    adopted = {(p.name, p.node_name) for p in sim.world.pods() if p.labels.get("app") == "tonight"}
+    assert adopted == live
+    assert "scenario-a" in {i.node_name for i in sim.cloud.groups["small"].sim_instances()}
+    assert sim.replicasets.created == 0
