@@ -35,6 +35,10 @@ _ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
 
 _Sparse = list[tuple[int, int]]  # (column, amount) for the non-zero amounts of a resource dict
 
+# What `_pods_at` holds for a slot without a node. Never written: pods are only ever added to the
+# slot of a named node, which has its own dict.
+_FREE_SLOT: dict[str, Pod] = {}
+
 # Change stamps come from one counter shared by every snapshot, so a stamp is issued once per
 # process: a value cached under (node object, stamp) can never be mistaken for another
 # snapshot's, or for the same node after any later change, a revert's inverse changes included.
@@ -76,6 +80,9 @@ class ClusterSnapshot:
         # Min-heap of free slots, lazily cleaned: a revert may refill a slot that is still listed.
         self._free: list[int] = list(range(capacity))
         self._pods_on: dict[str, dict[str, Pod]] = {}
+        # The same dicts by slot: the write paths know the slot, and a list index is one memory
+        # access where a second name lookup in a large dict is a few.
+        self._pods_at: list[dict[str, Pod]] = [_FREE_SLOT] * capacity
         self._node_of: dict[str, str] = {}
         # Sparse resource lists [(column, amount)] cached by the identity of a pod's `requests`
         # or a node's `allocatable` dict: every version of a pod
@@ -89,9 +96,9 @@ class ClusterSnapshot:
         self._used_view = self._used.reshape(-1).data
         self._alloc_view = self.alloc.reshape(-1).data
         self._valid_view = self.valid.data
-        # Queued `used` deltas: (row offset, resource list) to add or to subtract, applied when
-        # `used` is read.
-        self._pending: list[tuple[int, _Sparse]] = []
+        # Queued `used` deltas, applied when `used` is read: pod adds as their undo record
+        # (_ADD_POD, uid, slot, row offset, resource list), removals as (row offset, list).
+        self._pending: list[tuple[int, str, int, int, _Sparse]] = []
         self._pending_removals: list[tuple[int, _Sparse]] = []
         self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
@@ -211,9 +218,10 @@ class ClusterSnapshot:
         return entry[1]
 
     def _bound_caches(self) -> None:
-        # Parsed pods each own their dict; drop everything now and then rather than hold every
-        # pod ever seen (a day-long simulation sees hundreds of thousands).
-        limit = 2 * len(self._node_of) + 65536  # at most a few tens of MB
+        # Parsed pods and nodes each own their dict; drop everything now and then rather than
+        # hold every pod ever seen (a day-long simulation sees hundreds of thousands), but never
+        # below what the pods and nodes present need (clearing then would thrash).
+        limit = 2 * (len(self._node_of) + len(self._slot)) + 65536  # at most a few tens of MB
         if len(self._sparse) > limit:
             self._sparse.clear()
         if len(self._vectors) > limit:
@@ -237,23 +245,23 @@ class ClusterSnapshot:
         log = self._log
         observers = self._observers
         pending = self._pending
-        node_of, pods_on, stamps = self._node_of, self._pods_on, self._stamp
+        node_of, pods_at, stamps = self._node_of, self._pods_at, self._stamp
         while len(log) > mark:
             entry = log.pop()
             if entry[0] != _ADD_POD:
                 self._undo(entry)
                 continue
             # Undoing an add is by far the commonest step of a what-if: inlined, using what the
-            # add recorded (node, slot, queued delta) instead of looking it up again.
-            _, uid, node_name, slot, delta = entry
+            # add recorded (slot, resource list) instead of looking it up again.
+            _, uid, slot, _, sparse = entry
             del node_of[uid]
-            pod = pods_on[node_name].pop(uid)
-            if pending and pending[-1] is delta:
+            pod = pods_at[slot].pop(uid)
+            if pending and pending[-1] is entry:
                 pending.pop()  # never applied: nothing to take back
             else:
                 used = self._used_view
-                base = slot * self._width
-                for column, amount in delta[1]:
+                base = slot * self._width  # the width may have grown since the add
+                for column, amount in sparse:
                     used[base + column] -= amount
             stamps[slot] = next(_STAMPS)
             if observers:
@@ -324,10 +332,10 @@ class ClusterSnapshot:
         entry = self._sparse.get(id(requests))
         if entry is None or entry[0] is not requests:
             entry = self._sparse_of(requests)  # may add columns: the row offset comes after
-        self._pods_on[node_name][uid] = pod
+        self._pods_at[slot][uid] = pod
         node_of[uid] = node_name
-        delta = (slot * self._width, entry[1])
-        self._pending.append(delta)  # an undo compares it by identity (see `revert`)
+        change = (_ADD_POD, uid, slot, slot * self._width, entry[1])
+        self._pending.append(change)  # an undo compares it by identity (see `revert`)
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -335,7 +343,7 @@ class ClusterSnapshot:
             for observer in self._observers:
                 observer.pod_added(pod, node)
         if self._marks:
-            self._log.append((_ADD_POD, uid, node_name, slot, delta))
+            self._log.append(change)
 
     def remove_pod(self, uid: str) -> Pod:
         node_name = self._node_of.get(uid)
@@ -362,7 +370,7 @@ class ClusterSnapshot:
         self._pods_on[node_name][uid] = pod
         self._node_of[uid] = node_name
         sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
-        self._pending.append((slot * self._width, sparse))
+        self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse))
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -386,7 +394,7 @@ class ClusterSnapshot:
 
     def _apply_pending(self) -> None:
         used = self._used_view
-        for base, sparse in self._pending:
+        for _, _, _, base, sparse in self._pending:
             for column, amount in sparse:
                 used[base + column] += amount
         for base, sparse in self._pending_removals:
@@ -403,7 +411,7 @@ class ClusterSnapshot:
         self._slot[name] = slot
         self._node_at[slot] = node
         self._stamp[slot] = next(_STAMPS)
-        self._pods_on[name] = {}
+        self._pods_on[name] = self._pods_at[slot] = {}
         alloc = self._alloc_view
         base = slot * self._width
         for column, amount in sparse:
@@ -418,6 +426,7 @@ class ClusterSnapshot:
         node = self._node_at[slot]
         assert node is not None  # a named node's slot
         del self._pods_on[name]
+        self._pods_at[slot] = _FREE_SLOT
         self._node_at[slot] = None
         self._stamp[slot] = next(_STAMPS)
         alloc = self._alloc_view
@@ -469,6 +478,7 @@ class ClusterSnapshot:
         self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
         self._refresh_views()
         self._node_at.extend([None] * old)
+        self._pods_at.extend([_FREE_SLOT] * old)
         self._stamp.extend([0] * old)
         for slot in range(old, new):
             heapq.heappush(self._free, slot)
