@@ -1,3 +1,5 @@
+from unittest import mock
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -6,6 +8,7 @@ from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node
 from kubetide.model.pod import Pod
 from kubetide.snapshot import ClusterSnapshot, SnapshotError, SnapshotObserver
+from kubetide.snapshot import snapshot as snapshot_module
 
 
 def node(name, cpu=4000, **extra):
@@ -281,12 +284,19 @@ def arrays_match_the_objects(s: ClusterSnapshot) -> None:
             st.integers(0, 30),
         ),
         max_size=60,
-    )
+    ),
+    st.sampled_from([100_000, 1, 3]),
 )
-def test_resource_rows_stay_exact_however_reads_and_reverts_interleave(ops):
+def test_resource_rows_stay_exact_however_reads_and_reverts_interleave(ops, queue_bound):
     """Pod requests reach `used` lazily and a revert drops what was never applied: whichever
-    moment `used` is read (mid-fork, between an add and its undo, after new resource columns),
-    every row equals the sum of its pods, and a free slot's rows are zero."""
+    moment `used` is read (mid-fork, between an add and its undo, after new resource columns,
+    or when the queue reaches its bound), every row equals the sum of its pods, and a free
+    slot's rows are zero."""
+    with mock.patch.object(snapshot_module, "_MAX_PENDING", queue_bound):
+        check_rows_through(ops)
+
+
+def check_rows_through(ops):
     s = ClusterSnapshot([node(f"n{i}") for i in range(3)])
     for counter, (op, arg) in enumerate(ops):
         names = [n.name for n in s.nodes()]

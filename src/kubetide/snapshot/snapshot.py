@@ -35,6 +35,10 @@ _ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
 
 _Sparse = list[tuple[int, int]]  # (column, amount) for the non-zero amounts of a resource dict
 
+# Queued `used` deltas are applied at the latest when this many are waiting (memory stays bounded
+# for a writer that never reads `used`; a what-if queues far fewer).
+_MAX_PENDING = 100_000
+
 # What `_pods_at` holds for a slot without a node. Never written: pods are only ever added to the
 # slot of a named node, which has its own dict.
 _FREE_SLOT: dict[str, Pod] = {}
@@ -335,7 +339,10 @@ class ClusterSnapshot:
         self._pods_at[slot][uid] = pod
         node_of[uid] = node_name
         change = (_ADD_POD, uid, slot, slot * self._width, entry[1])
-        self._pending.append(change)  # an undo compares it by identity (see `revert`)
+        pending = self._pending
+        pending.append(change)  # an undo compares it by identity (see `revert`)
+        if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
+            self._apply_pending()
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -384,6 +391,8 @@ class ClusterSnapshot:
         pod = self._pods_on[node_name].pop(uid)
         sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
         self._pending_removals.append((slot * self._width, sparse))
+        if len(self._pending_removals) > _MAX_PENDING:
+            self._apply_pending()
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
