@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.whole_process:
         return print_whole_process(args.whole_process)
     summary, name, listing = run(args.hours, args.profile)
-    console = Console(highlight=False, width=120)
+    console = Console(highlight=False)
     wall = summary["wall_seconds"]
     per_day = wall * 24 / args.hours
     table = Table(title=f"kubetide simulate: {NODES} nodes, {args.hours:g} h simulated", box=None)
