@@ -1,3 +1,5 @@
+from unittest import mock
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -6,6 +8,7 @@ from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node
 from kubetide.model.pod import Pod
 from kubetide.snapshot import ClusterSnapshot, SnapshotError, SnapshotObserver
+from kubetide.snapshot import snapshot as snapshot_module
 
 
 def node(name, cpu=4000, **extra):
@@ -239,3 +242,106 @@ def test_pods_by_node_follows_pods_order():
     grouped = [(name, stamp, list(pods)) for name, stamp, pods in s.pods_by_node()]
     assert [uid for _, _, uids in grouped for uid in uids] == [p.uid for p in s.pods()]
     assert [(name, stamp) for name, stamp, _ in grouped] == [(n, s.stamp(n)) for n in ("n2", "n3", "n1")]
+
+
+def arrays_match_the_objects(s: ClusterSnapshot) -> None:
+    """`used`, `alloc` and `valid` agree with the nodes and pods, row by row (free rows zero)."""
+    used, alloc, index = s.used, s.alloc, s.columns.index
+    for slot in range(len(s.valid)):
+        n = s.node_at(slot)
+        expected_used = [0] * len(index)
+        expected_alloc = [0] * len(index)
+        if n is not None:
+            for p in s.pods_on(n.name).values():
+                for name, amount in p.requests.items():
+                    expected_used[index[name]] += amount
+            for name, amount in n.allocatable.items():
+                expected_alloc[index[name]] = amount
+        assert bool(s.valid[slot]) == (n is not None)
+        assert used[slot].tolist() == expected_used, f"used of slot {slot}"
+        assert alloc[slot].tolist() == expected_alloc, f"alloc of slot {slot}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "add_pod",
+                    "gpu_pod",
+                    "remove_pod",
+                    "move",
+                    "add_node",
+                    "remove_node",
+                    "relabel",
+                    "fork",
+                    "revert",
+                    "commit",
+                    "read",
+                ]
+            ),
+            st.integers(0, 30),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([100_000, 1, 3]),
+)
+def test_resource_rows_stay_exact_however_reads_and_reverts_interleave(ops, queue_bound):
+    """Pod requests reach `used` lazily and a revert drops what was never applied: whichever
+    moment `used` is read (mid-fork, between an add and its undo, after new resource columns,
+    or when the queue reaches its bound), every row equals the sum of its pods, and a free
+    slot's rows are zero."""
+    with mock.patch.object(snapshot_module, "_MAX_PENDING", queue_bound):
+        check_rows_through(ops)
+
+
+def check_rows_through(ops):
+    s = ClusterSnapshot([node(f"n{i}") for i in range(3)])
+    for counter, (op, arg) in enumerate(ops):
+        names = [n.name for n in s.nodes()]
+        uids = [p.uid for p in s.pods()]
+        if op == "add_pod" and names:
+            s.add_pod(pod(f"p{counter}", cpu=arg + 1), names[arg % len(names)])
+        elif op == "gpu_pod" and names:  # a new column while adds may be queued
+            s.add_pod(pod(f"p{counter}", **{f"example.com/r{arg % 3}": arg + 1}), names[arg % len(names)])
+        elif op == "remove_pod" and uids:
+            s.remove_pod(uids[arg % len(uids)])
+        elif op == "move" and uids and names:
+            s.move_pod(uids[arg % len(uids)], names[arg % len(names)])
+        elif op == "add_node":
+            s.add_node(
+                node(f"x{counter}", cpu=1000 * (arg + 1), **({"example.com/gpu": arg} if arg % 2 else {}))
+            )
+        elif op == "remove_node" and names:
+            s.remove_node(names[arg % len(names)])
+        elif op == "relabel" and names:  # a new allocatable for the same node
+            s.replace_node(node(names[arg % len(names)], cpu=500 * (arg + 1)))
+        elif op == "fork":
+            s.fork()
+        elif op == "revert" and s.depth:
+            s.revert()
+        elif op == "commit" and s.depth:
+            s.commit()
+        elif op == "read":
+            arrays_match_the_objects(s)
+    while s.depth:
+        s.revert()
+    arrays_match_the_objects(s)
+
+
+def test_walks_can_be_consumed_while_the_snapshot_changes():
+    """`pods_by_node()` and `stamps()` describe the moment they were asked: a caller may change
+    the snapshot while walking them (a generator over the live dict failed with RuntimeError)."""
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    s.add_pod(pod("a"), "n1")
+    walked = []
+    for name, _, _ in s.pods_by_node():
+        s.add_node(node(f"after-{name}"))
+        walked.append(name)
+    assert walked == ["n1", "n2"]
+    stamps = []
+    for n, stamp in s.stamps():
+        s.add_pod(pod(f"on-{n.name}"), n.name)
+        stamps.append((n.name, stamp != s.stamp(n.name)))
+    assert stamps == [("n1", True), ("n2", True), ("after-n1", True), ("after-n2", True)]

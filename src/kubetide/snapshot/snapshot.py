@@ -10,6 +10,12 @@ fork can still revert). Nothing is logged outside a fork.
 
 Observers (scheduling indexes such as topology-domain counts) are told of every pod and node
 change, including the inverse changes a revert makes, so they never need a rescan.
+
+Pod changes reach `used` lazily: each add or remove queues its (row offset, resource list) delta,
+and reading `used` applies the queues first (sums commute, so adds and removes queue apart). A what-if that adds pods and reverts before anyone
+reads `used` never touches the array: undoing an add whose delta is still last in the queue just
+drops it. Everything here is per-operation Python, so the write paths are written flat (no helper
+calls, no NumPy row operations, observer loops skipped when there are none).
 """
 
 from __future__ import annotations
@@ -26,6 +32,16 @@ from kubetide.model.pod import Pod
 from kubetide.snapshot.columns import ResourceColumns
 
 _ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
+
+_Sparse = list[tuple[int, int]]  # (column, amount) for the non-zero amounts of a resource dict
+
+# Queued `used` deltas are applied at the latest when this many are waiting (memory stays bounded
+# for a writer that never reads `used`; a what-if queues far fewer).
+_MAX_PENDING = 100_000
+
+# What `_pods_at` holds for a slot without a node. Never written: pods are only ever added to the
+# slot of a named node, which has its own dict.
+_FREE_SLOT: dict[str, Pod] = {}
 
 # Change stamps come from one counter shared by every snapshot, so a stamp is issued once per
 # process: a value cached under (node object, stamp) can never be mistaken for another
@@ -57,8 +73,9 @@ class ClusterSnapshot:
     def __init__(self, nodes: Iterable[Node] = (), pods: Iterable[Pod] = ()):
         self.columns = ResourceColumns()
         capacity = 64
-        self.alloc = np.zeros((capacity, len(self.columns)), dtype=np.int64)
-        self.used = np.zeros((capacity, len(self.columns)), dtype=np.int64)
+        self._width = len(self.columns)
+        self.alloc = np.zeros((capacity, self._width), dtype=np.int64)
+        self._used = np.zeros((capacity, self._width), dtype=np.int64)
         self.valid = np.zeros(capacity, dtype=bool)
         self._node_at: list[Node | None] = [None] * capacity
         # Per slot: the stamp of the last change to the node in it or its pods (see `stamp`).
@@ -67,15 +84,26 @@ class ClusterSnapshot:
         # Min-heap of free slots, lazily cleaned: a revert may refill a slot that is still listed.
         self._free: list[int] = list(range(capacity))
         self._pods_on: dict[str, dict[str, Pod]] = {}
+        # The same dicts by slot: the write paths know the slot, and a list index is one memory
+        # access where a second name lookup in a large dict is a few.
+        self._pods_at: list[dict[str, Pod]] = [_FREE_SLOT] * capacity
         self._node_of: dict[str, str] = {}
-        # Resource vectors cached by the identity of a pod's `requests` dict: every version of a
-        # pod (dataclasses.replace) and every pod stamped from one template share that dict, so
-        # the cache stays small and hits almost always. Each entry keeps its dict alive, so an id
-        # is never reused while cached. Pods request 2-4 resources, and scalar updates through a
+        # Sparse resource lists [(column, amount)] cached by the identity of a pod's `requests`
+        # or a node's `allocatable` dict: every version of a pod
+        # (dataclasses.replace) and every pod stamped from one template share that dict, so the
+        # cache stays small and hits almost always. Each entry keeps its dict alive, so an id is
+        # never reused while cached. Pods request 2-4 resources, and scalar updates through a
         # memoryview beat a NumPy row operation several times over.
-        self._sparse: dict[int, tuple[Mapping[str, int], list[tuple[int, int]]]] = {}
+        self._sparse: dict[int, tuple[Mapping[str, int], _Sparse]] = {}
         self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray]] = {}
-        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
+        # Flat views: one int index per scalar update.
+        self._used_view = self._used.reshape(-1).data
+        self._alloc_view = self.alloc.reshape(-1).data
+        self._valid_view = self.valid.data
+        # Queued `used` deltas, applied when `used` is read: pod adds as their undo record
+        # (_ADD_POD, uid, slot, row offset, resource list), removals as (row offset, list).
+        self._pending: list[tuple[int, str, int, int, _Sparse]] = []
+        self._pending_removals: list[tuple[int, _Sparse]] = []
         self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
         self._observers: list[SnapshotObserver] = []
@@ -93,7 +121,7 @@ class ClusterSnapshot:
 
     def nodes(self) -> Iterator[Node]:
         """Nodes in slot order (stable across fork/revert)."""
-        return (n for n in self._node_at if n is not None)
+        return filter(None, self._node_at)  # Node objects are always true
 
     def node(self, name: str) -> Node:
         slot = self._slot.get(name)
@@ -117,8 +145,9 @@ class ClusterSnapshot:
 
     def stamps(self) -> Iterator[tuple[Node, int]]:
         """(node, stamp) in slot order: what a per-node cache checks once per loop."""
-        stamp = self._stamp
-        return ((n, stamp[i]) for i, n in enumerate(self._node_at) if n is not None)
+        # A list, not a generator: the autoscaler walks every node every loop, and a
+        # comprehension over zip is several times cheaper per node than a generator's resumes.
+        return iter([(n, s) for n, s in zip(self._node_at, self._stamp) if n is not None])
 
     def pods_on(self, node_name: str) -> Mapping[str, Pod]:
         """Pods bound to a node, by UID (a live view: copy before changing the snapshot)."""
@@ -132,8 +161,7 @@ class ClusterSnapshot:
         """(node name, stamp, its pods by UID) per node, in the order `pods()` yields pods, so a
         per-node cache can stand in for a scan of every pod (live views: copy before changing)."""
         stamp, slot = self._stamp, self._slot
-        for name, pods in self._pods_on.items():
-            yield name, stamp[slot[name]], pods
+        return iter([(name, stamp[slot[name]], pods) for name, pods in self._pods_on.items()])
 
     def pod_count(self) -> int:
         return len(self._node_of)
@@ -147,6 +175,13 @@ class ClusterSnapshot:
     def pod(self, uid: str) -> Pod:
         node = self._node_of[uid]
         return self._pods_on[node][uid]
+
+    @property
+    def used(self) -> np.ndarray:
+        """Requests of the pods bound to each slot's node (int64, one column per resource)."""
+        if self._pending or self._pending_removals:
+            self._apply_pending()
+        return self._used
 
     def requested(self, node_name: str) -> dict[str, int]:
         row = self.used[self._slot[node_name]]
@@ -165,17 +200,18 @@ class ClusterSnapshot:
             vec[index[name]] = amount
         return vec
 
-    def _sparse_of(self, pod: Pod) -> list[tuple[int, int]]:
-        requests = pod.requests
-        entry = self._sparse.get(id(requests))
-        if entry is not None and entry[0] is requests:
-            return entry[1]
-        self._ensure_columns(requests)
+    def _sparse_of(self, amounts: Mapping[str, int]) -> tuple[Mapping[str, int], _Sparse]:
+        """The cache entry of a resource dict (adding columns for new resources)."""
+        entry = self._sparse.get(id(amounts))
+        if entry is not None and entry[0] is amounts:
+            return entry
+        self._ensure_columns(amounts)
         index = self.columns.index
-        sparse = [(index[name], amount) for name, amount in requests.items() if amount]
-        self._sparse[id(requests)] = (requests, sparse)
+        sparse = [(index[name], amount) for name, amount in amounts.items() if amount]
+        entry = (amounts, sparse)
+        self._sparse[id(amounts)] = entry
         self._bound_caches()
-        return sparse
+        return entry
 
     def pod_vector(self, pod: Pod) -> np.ndarray:
         requests = pod.requests
@@ -186,9 +222,10 @@ class ClusterSnapshot:
         return entry[1]
 
     def _bound_caches(self) -> None:
-        # Parsed pods each own their dict; drop everything now and then rather than hold every
-        # pod ever seen (a day-long simulation sees hundreds of thousands).
-        limit = 2 * len(self._node_of) + 65536  # at most a few tens of MB
+        # Parsed pods and nodes each own their dict; drop everything now and then rather than
+        # hold every pod ever seen (a day-long simulation sees hundreds of thousands), but never
+        # below what the pods and nodes present need (clearing then would thrash).
+        limit = 2 * (len(self._node_of) + len(self._slot)) + 65536  # at most a few tens of MB
         if len(self._sparse) > limit:
             self._sparse.clear()
         if len(self._vectors) > limit:
@@ -211,21 +248,26 @@ class ClusterSnapshot:
         mark = self._marks.pop()
         log = self._log
         observers = self._observers
+        pending = self._pending
+        node_of, pods_at, stamps = self._node_of, self._pods_at, self._stamp
         while len(log) > mark:
             entry = log.pop()
             if entry[0] != _ADD_POD:
                 self._undo(entry)
                 continue
             # Undoing an add is by far the commonest step of a what-if: inlined, using what the
-            # add recorded (node, slot, resource list) instead of looking it up again.
-            _, uid, node_name, slot, sparse = entry
-            del self._node_of[uid]
-            pod = self._pods_on[node_name].pop(uid)
-            used = self._used_view
-            base = slot * len(self.columns)
-            for column, amount in sparse:
-                used[base + column] -= amount
-            self._stamp[slot] = next(_STAMPS)
+            # add recorded (slot, resource list) instead of looking it up again.
+            _, uid, slot, _, sparse = entry
+            del node_of[uid]
+            pod = pods_at[slot].pop(uid)
+            if pending and pending[-1] is entry:
+                pending.pop()  # never applied: nothing to take back
+            else:
+                used = self._used_view
+                base = slot * self._width  # the width may have grown since the add
+                for column, amount in sparse:
+                    used[base + column] -= amount
+            stamps[slot] = next(_STAMPS)
             if observers:
                 node = self._node_at[slot]
                 for observer in observers:
@@ -256,12 +298,13 @@ class ClusterSnapshot:
 
     # -- writing ---------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
-        if node.name in self._slot:
-            raise SnapshotError(f"node {node.name!r} is already in the snapshot")
+        name = node.meta.name
+        if name in self._slot:
+            raise SnapshotError(f"node {name!r} is already in the snapshot")
         slot = self._take_slot()
         self._install_node(node, slot)
         if self._marks:
-            self._log.append((_ADD_NODE, node.name))
+            self._log.append((_ADD_NODE, name))
 
     def remove_node(self, name: str) -> None:
         """Remove a node and every pod bound to it."""
@@ -281,20 +324,38 @@ class ClusterSnapshot:
             self._log.append((_REPLACE_NODE, old))
 
     def add_pod(self, pod: Pod, node_name: str) -> None:
-        uid = pod.uid
-        if uid in self._node_of:
-            raise SnapshotError(f"pod {pod.key} ({uid}) is already bound to {self._node_of[uid]!r}")
+        uid = pod.meta.uid
+        node_of = self._node_of
+        if uid in node_of:
+            raise SnapshotError(f"pod {pod.key} ({uid}) is already bound to {node_of[uid]!r}")
         slot = self._slot.get(node_name)
         if slot is None:
             raise SnapshotError(f"no node {node_name!r} in the snapshot for pod {pod.key}")
-        sparse = self._place(pod, node_name, slot)
+        # `_place`, inlined: this is the hot path of every what-if.
+        requests = pod.requests
+        entry = self._sparse.get(id(requests))
+        if entry is None or entry[0] is not requests:
+            entry = self._sparse_of(requests)  # may add columns: the row offset comes after
+        self._pods_at[slot][uid] = pod
+        node_of[uid] = node_name
+        change = (_ADD_POD, uid, slot, slot * self._width, entry[1])
+        pending = self._pending
+        pending.append(change)  # an undo compares it by identity (see `revert`)
+        if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
+            self._apply_pending()
+        self._stamp[slot] = next(_STAMPS)
+        if self._observers:
+            node = self._node_at[slot]
+            assert node is not None  # the slot of a node that holds a pod
+            for observer in self._observers:
+                observer.pod_added(pod, node)
         if self._marks:
-            self._log.append((_ADD_POD, uid, node_name, slot, sparse))
+            self._log.append(change)
 
     def remove_pod(self, uid: str) -> Pod:
-        if uid not in self._node_of:
+        node_name = self._node_of.get(uid)
+        if node_name is None:
             raise SnapshotError(f"no pod with UID {uid!r} in the snapshot")
-        node_name = self._node_of[uid]
         pod = self._unplace(uid)
         if self._marks:
             self._log.append((_REMOVE_POD, pod, node_name))
@@ -311,35 +372,27 @@ class ClusterSnapshot:
         self.add_pod(pod, node_name)
 
     # -- internals (shared by changes and their undo) ----------------------------------------
-    def _place(self, pod: Pod, node_name: str, slot: int) -> list[tuple[int, int]]:
-        uid = pod.uid
+    def _place(self, pod: Pod, node_name: str, slot: int) -> None:
+        uid = pod.meta.uid
         self._pods_on[node_name][uid] = pod
         self._node_of[uid] = node_name
-        requests = pod.requests
-        entry = self._sparse.get(id(requests))
-        # _sparse_of may add columns, which reallocates the arrays: take the view after it.
-        sparse = entry[1] if entry is not None and entry[0] is requests else self._sparse_of(pod)
-        used = self._used_view
-        base = slot * len(self.columns)
-        for column, amount in sparse:
-            used[base + column] += amount
+        sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
+        self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse))
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
             for observer in self._observers:
                 observer.pod_added(pod, node)
-        return sparse
 
     def _unplace(self, uid: str) -> Pod:
         node_name = self._node_of.pop(uid)
         slot = self._slot[node_name]
         pod = self._pods_on[node_name].pop(uid)
-        sparse = self._sparse_of(pod)
-        used = self._used_view
-        base = slot * len(self.columns)
-        for column, amount in sparse:
-            used[base + column] -= amount
+        sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
+        self._pending_removals.append((slot * self._width, sparse))
+        if len(self._pending_removals) > _MAX_PENDING:
+            self._apply_pending()
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -348,31 +401,52 @@ class ClusterSnapshot:
                 observer.pod_removed(pod, node)
         return pod
 
+    def _apply_pending(self) -> None:
+        used = self._used_view
+        for _, _, _, base, sparse in self._pending:
+            for column, amount in sparse:
+                used[base + column] += amount
+        for base, sparse in self._pending_removals:
+            for column, amount in sparse:
+                used[base + column] -= amount
+        self._pending.clear()
+        self._pending_removals.clear()
+
     def _install_node(self, node: Node, slot: int) -> None:
-        self._ensure_columns(node.allocatable)
-        self._slot[node.name] = slot
+        # A free slot's rows are all zero: `alloc` is cleared when a node leaves, and `used`
+        # returns to zero as its pods leave first.
+        sparse = self._sparse_of(node.allocatable)[1]  # may add columns: the offset comes after
+        name = node.meta.name
+        self._slot[name] = slot
         self._node_at[slot] = node
         self._stamp[slot] = next(_STAMPS)
-        self._pods_on[node.name] = {}
-        self.alloc[slot] = self.vector(node.allocatable)
-        self.used[slot] = 0
-        self.valid[slot] = True
-        for observer in self._observers:
-            observer.node_added(node)
+        self._pods_on[name] = self._pods_at[slot] = {}
+        alloc = self._alloc_view
+        base = slot * self._width
+        for column, amount in sparse:
+            alloc[base + column] = amount
+        self._valid_view[slot] = True
+        if self._observers:
+            for observer in self._observers:
+                observer.node_added(node)
 
     def _drop_node(self, name: str) -> None:
         slot = self._slot.pop(name)
         node = self._node_at[slot]
         assert node is not None  # a named node's slot
         del self._pods_on[name]
+        self._pods_at[slot] = _FREE_SLOT
         self._node_at[slot] = None
         self._stamp[slot] = next(_STAMPS)
-        self.alloc[slot] = 0
-        self.used[slot] = 0
-        self.valid[slot] = False
+        alloc = self._alloc_view
+        base = slot * self._width
+        for column, _ in self._sparse_of(node.allocatable)[1]:
+            alloc[base + column] = 0
+        self._valid_view[slot] = False
         heapq.heappush(self._free, slot)
-        for observer in self._observers:
-            observer.node_removed(node)
+        if self._observers:
+            for observer in self._observers:
+                observer.node_removed(node)
 
     def _swap_node(self, node: Node) -> None:
         slot = self._slot[node.name]
@@ -395,21 +469,25 @@ class ClusterSnapshot:
                 observer.pod_added(pod, node)
 
     def _take_slot(self) -> int:
-        while self._free:
-            slot = heapq.heappop(self._free)
-            if not self.valid[slot]:
+        free, valid = self._free, self._valid_view
+        while free:
+            slot = heapq.heappop(free)
+            if not valid[slot]:
                 return slot
         self._grow()
-        return heapq.heappop(self._free)
+        return heapq.heappop(free)
 
     def _grow(self) -> None:
+        self._apply_pending()  # queued deltas hold row offsets into the old arrays
         old = len(self._node_at)
         new = old * 2
-        self.alloc = np.concatenate([self.alloc, np.zeros((old, self.alloc.shape[1]), dtype=np.int64)])
-        self.used = np.concatenate([self.used, np.zeros((old, self.used.shape[1]), dtype=np.int64)])
+        width = self._width
+        self.alloc = np.concatenate([self.alloc, np.zeros((old, width), dtype=np.int64)])
+        self._used = np.concatenate([self._used, np.zeros((old, width), dtype=np.int64)])
         self.valid = np.concatenate([self.valid, np.zeros(old, dtype=bool)])
-        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
+        self._refresh_views()
         self._node_at.extend([None] * old)
+        self._pods_at.extend([_FREE_SLOT] * old)
         self._stamp.extend([0] * old)
         for slot in range(old, new):
             heapq.heappush(self._free, slot)
@@ -418,10 +496,16 @@ class ClusterSnapshot:
         missing = self.columns.missing(amounts)
         if not missing:
             return
+        self._apply_pending()  # queued deltas hold row offsets for the old width
         for name in missing:
             self.columns.add(name)
+        self._width = len(self.columns)
         extra = np.zeros((self.alloc.shape[0], len(missing)), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, extra])
-        self.used = np.hstack([self.used, extra])
-        self._used_view = self.used.reshape(-1).data  # flat: one int index per update
-        self._sparse.clear()
+        self._used = np.hstack([self._used, extra])
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        self._used_view = self._used.reshape(-1).data
+        self._alloc_view = self.alloc.reshape(-1).data
+        self._valid_view = self.valid.data
