@@ -26,10 +26,11 @@ from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
+from kubetide.autoscaler.scaledown.usage import Refusal
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
-from kubetide.model.quantity import CPU, MEMORY
+from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.snapshot import Memo
 
 
@@ -178,6 +179,7 @@ def search_candidates(
         return []  # the limits below cost a pass over every node, for nobody
     snapshot, ctx, plan, cloud = u.snapshot, u.ctx, u.plan, u.cloud
     tracker, mover, skip, now = ctx.pdbs, u.mover, u.skip, u.now
+    guard = mover.guard
     in_progress: dict[str, int] = {}
     for name in u.deleted:
         group = cloud.node_group_for(snapshot.node(name))
@@ -208,6 +210,8 @@ def search_candidates(
         plan.simulated += 1
         snapshot.fork()
         tracker.fork()
+        if guard is not None:
+            guard.fork()
         skip.add(name)
         hints = old_hints.get(name, {})
         # The node's own pods and those the simulation put here (a destination is a candidate
@@ -233,23 +237,25 @@ def search_candidates(
                 hint = hints.get(pod.uid)
             else:
                 hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-            dest = mover.move(pod.uid, hint, skip)
+            dest = mover.move(pod.uid, hint, skip, guarded=True)
             if dest is None:
                 came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
-                failed = Unremovable(
-                    now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
-                )
+                failed = _no_place(now, pod, came_from, mover.refused)
                 break
             moved.append((r, dest))
         if failed is not None:
             snapshot.revert()
             tracker.revert()
+            if guard is not None:
+                guard.revert()
             skip.discard(name)
             new_unremovable[name] = failed
             u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
             continue
         snapshot.commit()
         tracker.commit()
+        if guard is not None:
+            guard.commit()
         limits.take(node, group)
         candidates.append(name)
         plan.drains[name] = drain
@@ -261,6 +267,22 @@ def search_candidates(
         status.status = REMOVABLE
         status.empty = drain.empty
     return candidates
+
+
+def _no_place(now: float, pod: Pod, came_from: str, refused: Refusal | None) -> Unremovable:
+    if refused is None:
+        return Unremovable(
+            now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
+        )
+    c = refused.ceiling
+    return Unremovable(
+        now,
+        NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK,
+        None,
+        f"pod {pod.key}{came_from} fits only on nodes its usage would push over a QoS watermark,"
+        f" e.g. {refused.node}: {c.resource} usage {format_units(c.resource, refused.projected)}"
+        f" > {format_units(c.resource, c.amount)} ({c.source})",
+    )
 
 
 def _record_move(u: Update, r: Received, dest: str) -> None:
