@@ -25,6 +25,7 @@ from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityCh
 from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.room import FreeRoom
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
 from kubetide.autoscaler.scaledown.usage import Refusal
 from kubetide.clock import Timer
@@ -187,6 +188,7 @@ def search_candidates(
             in_progress[group.id] = in_progress.get(group.id, 0) + 1
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     old_hints = u.old_hints
+    room = FreeRoom(snapshot, skip)
     candidates: list[str] = []
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
@@ -207,6 +209,22 @@ def search_candidates(
             new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, drain.blocking)
             u.mark(node, False, NodeReason.BLOCKED_BY_POD, drain.blocking)
             continue
+        # The node's own pods and those the simulation put here (a destination is a candidate
+        # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
+        # their PDBs when they left their own node: moving them on is not another eviction.
+        received = u.received.get(name, [])
+        to_move = [Received(pod, name) for pod in drain.movable] + received
+        need = room.need(to_move)
+        short = room.short(name, need)
+        if short is not None:
+            # Cannot fit by requests anywhere: the simulation would fail, so it is not run.
+            refused = _pdb_block(now, drain.movable, tracker) or Unremovable(
+                now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, _too_big(name, to_move, *short)
+            )
+            new_unremovable[name] = refused
+            u.mark(node, drain.empty, refused.reason, refused.blocking_pod, refused.detail)
+            continue
+        free_before = room.free(name)
         plan.simulated += 1
         snapshot.fork()
         tracker.fork()
@@ -214,11 +232,6 @@ def search_candidates(
             guard.fork()
         skip.add(name)
         hints = old_hints.get(name, {})
-        # The node's own pods and those the simulation put here (a destination is a candidate
-        # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
-        # their PDBs when they left their own node: moving them on is not another eviction.
-        received = u.received.get(name, [])
-        to_move = [Received(pod, name) for pod in drain.movable] + received
         to_move.sort(key=lambda r: pod_order(r.pod))
         moved: list[tuple[Received, str]] = []
         failed: Unremovable | None = None
@@ -257,6 +270,7 @@ def search_candidates(
         if guard is not None:
             guard.commit()
         limits.take(node, group)
+        room.take(free_before, need)
         candidates.append(name)
         plan.drains[name] = drain
         u.received.pop(name, None)
@@ -267,6 +281,37 @@ def search_candidates(
         status.status = REMOVABLE
         status.empty = drain.empty
     return candidates
+
+
+def _pdb_block(now: float, movable: Sequence[Pod], tracker: PdbTracker) -> Unremovable | None:
+    """The PDB refusal a drain of these pods would meet, if any (the budgets are left as found):
+    a node blocked by its own pod says so rather than that there is no room."""
+    tracker.fork()
+    try:
+        for pod in sorted(movable, key=pod_order):
+            refusing = tracker.consume(pod)
+            if refusing is not None:
+                return Unremovable(
+                    now,
+                    NodeReason.BLOCKED_BY_POD,
+                    BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
+                    _pdb_refusal(refusing, movable, tracker),
+                )
+        return None
+    finally:
+        tracker.revert()
+
+
+def _too_big(name: str, to_move: list[Received], resource: str, need: int, free: int) -> str:
+    pods = [
+        r.pod.key + ("" if r.source == name else f" (moved here from {r.source or 'its evicted node'})")
+        for r in sorted(to_move, key=lambda r: pod_order(r.pod))
+    ]
+    shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+    return (
+        f"no nodes can take pods {shown}: they request {format_units(resource, need)} {resource},"
+        f" more than the {format_units(resource, free)} all other nodes have free together"
+    )
 
 
 def _no_place(now: float, pod: Pod, came_from: str, refused: Refusal | None) -> Unremovable:

@@ -104,10 +104,15 @@ class PodMover:
         if hint is not None and hint not in skip and hint in snapshot and checker.fits(pod, hint) is None:
             return hint
         # The pointer's node first: the common case, and the same answer find_node(start=pointer)
-        # would give, for one node's check instead of a scan.
-        node = snapshot.node_at(self.pointer) if self.pointer < len(snapshot.valid) else None
-        if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
-            return node.name
+        # would give, for one node's check instead of a scan. Then its neighbour below: filling
+        # the node list from the far end keeps destinations away from the candidates, which come
+        # from the front (a forward scan would wrap around onto the next candidates, and each
+        # would then carry its received pods on to the next: three times the moves).
+        for slot in (self.pointer, self.pointer - 1):
+            node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
+            if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
+                self.pointer = slot
+                return node.name
         found = checker.find_node(pod, skip=skip, start=self.pointer)
         if found is not None:
             self.pointer = snapshot.slot_of(found)
