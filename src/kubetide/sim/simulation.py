@@ -363,6 +363,12 @@ class Simulation:
             progress(self.scenario.duration)
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
+        if self.usage is not None and self.scenario.options.scale_down_enabled:
+            from kubetide.sim.qosguard import compare_guard, guard_summary
+
+            guard = summary["qos"]["scale_down_guard"] = guard_summary(self, summary)
+            if self.scenario.qos.compare:
+                guard["comparison"] = compare_guard(self, summary)
         if self.qos is not None and self.scenario.qos.compare:
             from kubetide.sim.qos import compare_modes
 

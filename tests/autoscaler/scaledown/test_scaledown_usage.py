@@ -12,6 +12,7 @@ from kubetide.autoscaler.scaledown import placement
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.cli.plan import node_detail
 from kubetide.clock import WorkTimer
 
 OPTS = AutoscalerOptions()
@@ -63,6 +64,13 @@ def test_a_destination_its_usage_would_push_over_the_watermark_is_refused():
     assert a.reason is NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK
     assert "default/batch-1" in a.detail and "busy" in a.detail and "cpu usage 900m > 800m" in a.detail
     assert "NodeQOS workers rule cpu-80" in a.detail
+
+
+def test_kubetide_plan_explains_the_reason():
+    status = plan(planner(), sample(batch=600)).nodes["a"]
+    why = node_detail(status, None, OPTS)
+    assert why.startswith(status.detail)
+    assert "NodeQOS" in why and "scale-down-respect-qos-watermarks=false" in why
 
 
 def test_under_the_watermark_the_move_is_allowed():

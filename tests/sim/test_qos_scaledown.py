@@ -1,0 +1,96 @@
+"""examples/qos-scaledown.yaml: scale-down on beside the node QoS agent (issue 18 item 3).
+
+Without the guard, scale-down drains the node scale-up added for the evicted pods back onto the
+hot node, and the agent evicts them again at every spike. With it, the destination that would
+cross its watermark is refused and the agent evicts at the first spike only.
+"""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.sim import Simulation, load_scenario
+from kubetide.sim.qosguard import guard_summary
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qos-scaledown.yaml"
+GUARD_REASON = str(NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK)
+
+
+def run(guard: bool):
+    scenario = load_scenario(EXAMPLE)
+    scenario = dataclasses.replace(
+        scenario,
+        options=scenario.options.with_values(scale_down_respect_qos_watermarks=guard),
+        qos=dataclasses.replace(scenario.qos, compare=False),
+    )
+    sim = Simulation(scenario)
+    return sim, sim.run().summary
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {guard: run(guard) for guard in (False, True)}
+
+
+def test_the_example_has_scale_down_on_and_the_guard_on():
+    scenario = load_scenario(EXAMPLE)
+    assert scenario.options.scale_down_enabled
+    assert scenario.options.scale_down_respect_qos_watermarks
+
+
+def test_evictions_by_the_agent_fall_with_the_guard_on(runs):
+    (_, off), (_, on) = runs[False], runs[True]
+    spikes = on["qos"]["scale_down_guard"]["spikes"]
+    assert spikes == off["qos"]["scale_down_guard"]["spikes"] > 2
+    # Without the guard the fight repeats: evictions at (nearly) every spike, a node added and
+    # removed each time.
+    assert off["qos"]["evictions"] >= 3 * (spikes - 1)
+    assert off["scale_down"]["nodes_removed"] >= spikes - 2
+    # With it, only the first spike (before any node was added) makes the agent evict.
+    assert 0 < on["qos"]["evictions"] <= 3
+    assert on["qos"]["evictions"] < off["qos"]["evictions"] / 3
+    assert on["qos"]["seconds_over_watermark"] < off["qos"]["seconds_over_watermark"]
+    assert on["scale_down"]["nodes_removed"] == 0
+    assert (
+        on["qos"]["scale_down_guard"]["evictions_per_spike"]
+        < off["qos"]["scale_down_guard"]["evictions_per_spike"]
+    )
+
+
+def test_the_kept_node_says_why(runs):
+    sim, _ = runs[True]
+    plan = sim.autoscaler.planner.last_plan
+    why = [f"{status.reason} {status.detail}" for status in plan.nodes.values()]
+    guarded = [text for text in why if GUARD_REASON in text]
+    assert len(guarded) == 1 and "NodeQOS workers-cpu rule cpu-80" in guarded[0], why
+
+
+def test_summary_json_compares_the_guard_on_and_off():
+    result = Simulation(load_scenario(EXAMPLE)).run()
+    guard = result.summary["qos"]["scale_down_guard"]
+    assert guard["respect_qos_watermarks"] is True
+    on, off = guard["comparison"]["on"], guard["comparison"]["off"]
+    assert on["evictions"] == result.summary["qos"]["evictions"]
+    assert on["evictions"] < off["evictions"]
+    assert {"cost", "nodes_added", "nodes_removed", "evictions_per_spike"} <= set(on)
+
+
+def test_no_guard_summary_without_scale_down():
+    scenario = load_scenario(EXAMPLE)
+    scenario = dataclasses.replace(
+        scenario,
+        options=scenario.options.with_values(scale_down_enabled=False),
+        qos=dataclasses.replace(scenario.qos, compare=False),
+        duration=600.0,
+    )
+    assert "scale_down_guard" not in Simulation(scenario).run().summary["qos"]
+
+
+def test_spikes_are_counted_from_the_profiles():
+    scenario = load_scenario(EXAMPLE)
+    # every 20m from 10m, for 2h: 10, 30, 50, 70, 90, 110 minutes
+    assert scenario.qos.usage.spike_starts(scenario.duration) == [600.0 + 1200.0 * k for k in range(6)]
+    summary = {"qos": {"evictions": 3}}
+    assert guard_summary(type("S", (), {"scenario": scenario})(), summary)["evictions_per_spike"] == 0.5
