@@ -150,6 +150,7 @@ class Simulation:
         # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
         self.qos = None
         self.usage: SimUsageSource | None = None
+        self.usage_attached = False  # an autoscaler took the usage source (see _new_autoscaler)
         if scenario.qos is not None:
             from kubetide.sim.qos import NodeAgents
 
@@ -335,6 +336,7 @@ class Simulation:
             # An autoscaler that takes a usage source (kubetide's) gets the agents' usage; the
             # factory cannot carry it, since qos.compare reruns the scenario with the same factory.
             autoscaler.usage = self.usage
+            self.usage_attached = True
         return autoscaler
 
     def _restart_autoscaler(self) -> None:
@@ -363,7 +365,7 @@ class Simulation:
             progress(self.scenario.duration)
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
-        if self.usage is not None and self.scenario.options.scale_down_enabled:
+        if self.usage_attached and self.scenario.options.scale_down_enabled:
             from kubetide.sim.qosguard import compare_guard, guard_summary
 
             guard = summary["qos"]["scale_down_guard"] = guard_summary(self, summary)
