@@ -94,3 +94,41 @@ def test_spikes_are_counted_from_the_profiles():
     assert scenario.qos.usage.spike_starts(scenario.duration) == [600.0 + 1200.0 * k for k in range(6)]
     summary = {"qos": {"evictions": 3}}
     assert guard_summary(type("S", (), {"scenario": scenario})(), summary)["evictions_per_spike"] == 0.5
+
+
+def test_ceilings_are_the_lowest_evict_or_throttle_watermark_per_resource():
+    from fractions import Fraction
+
+    from kubetide.model import Node, ObjectMeta
+    from kubetide.qos import AvoidanceAction, CpuThrottle, NodeQOS, QosConfig, Rule
+    from kubetide.qos.ceilings import node_ceilings
+
+    def rule(name, action, metric, value, strategy="None"):
+        return Rule(name, action, metric, value, Fraction(value), strategy=strategy)
+
+    config = QosConfig.build(
+        [
+            NodeQOS(
+                "a",
+                (
+                    rule("cpu-90", "evict", "cpu_total_utilization", 90),
+                    rule("cpu-70-preview", "evict", "cpu_total_utilization", 70, strategy="Preview"),
+                    rule("cpu-60-taint", "taint", "cpu_total_utilization", 60),
+                    rule("mem-80", "evict", "memory_total_utilization", 80),
+                ),
+            ),
+            NodeQOS("b", (rule("cpu-abs", "throttle", "cpu_total_usage", 6500),)),
+        ],
+        [
+            AvoidanceAction("evict", evicts=True),
+            AvoidanceAction("throttle", throttle=CpuThrottle()),
+            AvoidanceAction("taint"),
+        ],
+    )
+    alloc = {"cpu": 8000, "memory": 32 * 2**30}
+    worker = Node(ObjectMeta("w"), alloc, dict(alloc))
+    found = {c.resource: c for c in node_ceilings(config, worker)}
+    # cpu: 90% of 8 cores is 7200m, the absolute 6500m is lower; Preview and disable-scheduling
+    # rules evict nothing and do not count.
+    assert found["cpu"].amount == 6500 and "NodeQOS b rule cpu-abs" in found["cpu"].source
+    assert found["memory"].amount == int(0.8 * 32 * 2**30)
