@@ -10,7 +10,11 @@ oldest first, then the rest by utilization): per node, fork, move every pod, its
 earlier steps put there (hint, then the round-robin search skipping candidates, deleted nodes and
 the node itself), commit on success, revert and record the reason on failure (the
 non_candidate_set). Commits accumulate, so the set is removable together; a pod moves on as often
-as its destinations become candidates, which stays within the one greedy pass.
+as its destinations become candidates, which stays within the one greedy pass. Before a node is
+simulated, room.py checks that its pods' total requests fit in the free room of all the other
+nodes together: a node failing that would fail the simulation, and is reported without one.
+With a usage guard the moves are guarded (usage.py): NoPlaceToMovePodsBelowQOSWatermark when a
+pod fits somewhere by requests but only where it would cross a QoS watermark.
 """
 
 from __future__ import annotations
