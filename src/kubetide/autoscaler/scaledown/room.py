@@ -44,12 +44,13 @@ class FreeRoom:
 
     @staticmethod
     def need(pods: Iterable[Received]) -> list[int]:
-        totals = [0] * len(RESOURCES)
+        """What the pods request together, per resource (in RESOURCES order)."""
+        cpu = memory = 0
         for r in pods:
             requests = r.pod.requests
-            for i, resource in enumerate(RESOURCES):
-                totals[i] += requests.get(resource, 0)
-        return totals
+            cpu += requests.get(CPU, 0)
+            memory += requests.get(MEMORY, 0)
+        return [cpu, memory]
 
     def short(self, name: str, need: list[int]) -> tuple[str, int, int] | None:
         """(resource, requested, free elsewhere) for the first resource `name`'s pods (requesting
