@@ -143,12 +143,14 @@ def main() -> None:
     guarded = []
     for _ in range(3):
         planner = Planner(options, timers_expired=True, timer=time.perf_counter)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         plan = planner.update(snapshot, cloud=cloud, now=0.0, workloads=workloads, usage=usage)
-        guarded.append((time.perf_counter() - start, len(plan.candidate_set)))
+        guarded.append(
+            (time.perf_counter() - start, time.process_time() - start_cpu, len(plan.candidate_set))
+        )
     print(
         f"  full update with a usage source: median {statistics.median(g[0] for g in guarded):.2f} s, "
-        f"removable {guarded[0][1]}"
+        f"CPU {statistics.median(g[1] for g in guarded):.2f} s, removable {guarded[0][2]}"
     )
     print(f"  target {'met' if met else 'MISSED'}")
 

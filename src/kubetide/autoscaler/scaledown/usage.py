@@ -32,9 +32,10 @@ from kubetide.snapshot import ClusterSnapshot
 
 
 def usage_key(pod: Pod) -> str:
-    """Whose history a pod's usage joins: its controller's, else its own."""
+    """Whose history a pod's usage joins: its controller's UID, else its own (UIDs are unique
+    across kinds, so the two never collide)."""
     ref = pod.meta.controller
-    return f"controller/{ref.uid}" if ref is not None else f"pod/{pod.uid}"
+    return ref.uid if ref is not None else pod.uid
 
 
 class _WindowMax:
@@ -120,6 +121,7 @@ class UsageGuard:
         self.projected: dict[str, dict[str, int]] = {}
         self._journal: list[tuple[str, str, int]] = []  # (node, resource, delta) in order
         self._marks: list[int] = []
+        self._peaks: dict[tuple[str, str], int] = {}  # (pod UID, resource) -> history.peak
         for name, ceilings in sample.ceilings.items():
             if not ceilings or name not in snapshot:
                 continue
@@ -128,11 +130,19 @@ class UsageGuard:
             measured = sample.nodes.get(name, {})
             projected: dict[str, int] = {}
             for resource in {c.resource for c in ceilings}:
-                own = sum(history.peak(pod, resource) for pod in pods)
+                own = sum(self.peak(pod, resource) for pod in pods)
                 now = sum(sample.pods.get(pod.uid, {}).get(resource, 0) for pod in pods)
                 overhead = max(0, measured.get(resource, now) - now)
                 projected[resource] = overhead + own
             self.projected[name] = projected
+
+    def peak(self, pod: Pod, resource: str) -> int:
+        """`history.peak`, once per pod and resource in this update (it is asked on every move)."""
+        key = (pod.uid, resource)
+        found = self._peaks.get(key)
+        if found is None:
+            found = self._peaks[key] = self.history.peak(pod, resource)
+        return found
 
     def refusal(self, pod: Pod, node: str) -> Refusal | None:
         """The first ceiling of `node` that taking `pod` would cross, or None."""
@@ -141,7 +151,7 @@ class UsageGuard:
             return None
         projected = self.projected[node]
         for ceiling in ceilings:
-            after = projected[ceiling.resource] + self.history.peak(pod, ceiling.resource)
+            after = projected[ceiling.resource] + self.peak(pod, ceiling.resource)
             if after > ceiling.amount:
                 return Refusal(node, ceiling, after)
         return None
@@ -153,10 +163,10 @@ class UsageGuard:
     # -- the simulation's moves, undone with its forks ---------------------------------------
     def moved(self, pod: Pod, source: str | None, dest: str) -> None:
         for resource in self.projected.get(dest, ()):
-            self._change(dest, resource, self.history.peak(pod, resource))
+            self._change(dest, resource, self.peak(pod, resource))
         if source is not None:
             for resource in self.projected.get(source, ()):
-                self._change(source, resource, -self.history.peak(pod, resource))
+                self._change(source, resource, -self.peak(pod, resource))
 
     def _change(self, node: str, resource: str, delta: int) -> None:
         self.projected[node][resource] += delta
