@@ -25,7 +25,14 @@ from kubetide.autoscaler.clusterstate import (
     StatusBuilder,
 )
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import ActionError, CloudProvider, ClusterActions, ClusterView, NodeGroup
+from kubetide.autoscaler.ports import (
+    ActionError,
+    CloudProvider,
+    ClusterActions,
+    ClusterView,
+    NodeGroup,
+    UsageSource,
+)
 from kubetide.autoscaler.scaledown import (
     Actuator,
     Planner,
@@ -88,8 +95,10 @@ class Autoscaler:
         *,
         seed: int | random.Random = 0,
         timer: Timer,
+        usage: UsageSource | None = None,
     ):
         self.options = options
+        self.usage = usage  # real usage for scale-down's QoS watermark guard, when there is a source
         self.clock = clock
         self.view = view
         self.actions = actions
@@ -290,6 +299,7 @@ class Autoscaler:
             being_deleted=being_deleted,
             checker=checker,
             pending=self.view.pending_pods(),
+            usage=self.usage.sample() if self.usage is not None else None,
         )
         hold_unready_drains(plan, self.registry.unready_nodes_at_target())
         result.scale_down = plan

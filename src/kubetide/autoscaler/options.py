@@ -172,6 +172,10 @@ class AutoscalerOptions:
     max_bulk_soft_taint_time: float = 3.0
     # kubetide's own (the parallel-drain design's recent_evictions list)
     recent_evictions_ttl: float = 300.0
+    # kubetide's own: with a usage source, scale-down keeps destinations under the node QoS
+    # agents' watermarks, counting each workload's usage peak over the window
+    scale_down_respect_qos_watermarks: bool = True
+    scale_down_usage_window: float = 3600.0
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)

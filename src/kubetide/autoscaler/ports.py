@@ -9,7 +9,7 @@ trimmed to what kubetide's decisions use.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +40,41 @@ class ClusterView(Protocol):
         ...
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCeiling:
+    """How much of one resource a node may use before its node QoS agent evicts or throttles:
+    the lowest such watermark of the NodeQOS objects selecting it, in absolute units (millicores,
+    bytes). `source` names it for people, e.g. "NodeQOS workers-cpu rule cpu-80 (80% of 8 cpu)"."""
+
+    resource: str
+    amount: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSample:
+    """Real usage now, as a metrics pipeline reports it (metrics.k8s.io in a cluster, usage
+    profiles in the simulator), and the ceilings the QoS agents enforce.
+
+    `pods`: pod UID -> resource -> usage; a pod without metrics is absent. `nodes`: node name ->
+    resource -> the node's whole usage (system daemons included); a node without metrics is
+    absent, and then its pods' sum stands in. `ceilings`: node name -> its ceilings; a node no
+    NodeQOS selects is absent."""
+
+    pods: Mapping[str, Mapping[str, int]]
+    nodes: Mapping[str, Mapping[str, int]]
+    ceilings: Mapping[str, Sequence[UsageCeiling]]
+
+
+class UsageSource(Protocol):
+    """Where scale-down learns real usage, so it does not pack pods onto a node whose QoS agent
+    would evict them at the next spike. Optional: without one, scale-down packs by requests."""
+
+    def sample(self) -> UsageSample:
+        """Usage now; called once per loop."""
+        ...
 
 
 class EvictionOutcome(enum.Enum):

@@ -402,7 +402,15 @@ _TIMERS = {
 NODE_REASON_WORDS = {
     NodeReason.SCALE_DOWN_DISABLED_ANNOTATION: 'annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"',
     NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED: "the cluster would go below cores-total / memory-total minimum",
+    NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK: "kubetide's own reason: with a usage source, "
+    "scale-down keeps each destination's usage (its pods at their workloads' peaks over "
+    "scale-down-usage-window) at or under the lowest evict or throttle watermark of the NodeQOS "
+    "selecting it, so the node QoS agent does not evict the moved pods again at the next spike "
+    "(scale-down-respect-qos-watermarks=false packs by requests alone, as the Cluster Autoscaler does)",
 }
+# Reasons whose words follow the planner's detail: the detail names the pod and node, the words
+# say why kubetide refuses where the Cluster Autoscaler would not.
+_EXPLAINED_AFTER_DETAIL = {NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK}
 
 
 def _names(keys: Sequence[str], limit: int = SHOWN_PODS) -> str:
@@ -469,6 +477,8 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
         wait = format_duration(getattr(options, flag.replace("-", "_")))
         return f"unneeded from now on: removable once it stays so for {flag} ({wait})"
     if status.detail:
+        if status.reason in _EXPLAINED_AFTER_DETAIL:
+            return f"{status.detail}. {NODE_REASON_WORDS[status.reason]}"
         return status.detail
     if status.status == REMOVABLE:
         return "empty: deleted without a drain" if status.empty else "its pods fit on other nodes"

@@ -120,6 +120,14 @@ def add_parser(subparsers) -> None:
     add("--leader-elect-resource-name", default="cluster-autoscaler", metavar="NAME")
     add("--kube-client-qps", type=_positive_float, default=5.0, metavar="QPS")
     add("--kube-client-burst", type=_positive_int, default=10, metavar="N")
+    add(
+        "--usage-metrics-interval",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="read metrics.k8s.io and crane's NodeQOS this often, so scale-down keeps destinations "
+        "under the node QoS agent's watermarks (0, the default: off)",
+    )
     add("--max-inactivity", type=_duration, default=600.0, metavar="DURATION")
     add("--max-failing-time", type=_duration, default=900.0, metavar="DURATION")
     add(
@@ -222,6 +230,10 @@ def run(args) -> int:
     except ApiError as exc:
         raise UserError(f"{client.source}: {exc.message if exc.status == 0 else exc}") from None
     needed = (*PERMISSIONS, *provider_permissions, *((LEADER_ELECTION,) if args.leader_elect else ()))
+    if args.usage_metrics_interval:
+        from kubetide.kube.usage import USAGE_PERMISSIONS
+
+        needed = (*needed, *USAGE_PERMISSIONS)
     check_permissions(client, needed, args.namespace)
     log.info(
         "API server %s (%s): every permission kubetide uses is granted",
@@ -340,6 +352,11 @@ class Runner:
             may_write=self._leading,
             events=self.events,
         )
+        usage = None
+        if self.args.usage_metrics_interval:
+            from kubetide.kube.usage import KubeUsageSource
+
+            usage = KubeUsageSource(self.client, self.view.snapshot, self.args.usage_metrics_interval)
         autoscaler = Autoscaler(
             self.options,
             self.clock,
@@ -348,6 +365,7 @@ class Runner:
             self.cloud,
             seed=os.getpid(),
             timer=time.perf_counter,
+            usage=usage,
         )
         self.health.start_monitoring()
         try:

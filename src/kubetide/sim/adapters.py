@@ -1,4 +1,5 @@
-"""The autoscaler's ports over the simulated cluster: ClusterView and ClusterActions.
+"""The autoscaler's ports over the simulated cluster: ClusterView, ClusterActions and, with
+spec.qos, UsageSource.
 
 These are the same seams the real-cluster adapters implement, so the autoscaler cannot tell the
 difference. The view hands out the simulator's own persistent snapshot (the autoscaler forks and
@@ -11,12 +12,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from kubetide.autoscaler.ports import ActionError, EvictionOutcome
-from kubetide.model import ConfigMap, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.autoscaler.ports import ActionError, EvictionOutcome, UsageCeiling, UsageSample
+from kubetide.model import ConfigMap, Node, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.qos import QosConfig
+from kubetide.qos.ceilings import node_ceilings
 from kubetide.sim.disruption import Budgets
+from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
 from kubetide.sim.eviction import EvictionApi
 from kubetide.sim.metrics import Metrics
+from kubetide.sim.usage import UsageModel
 from kubetide.sim.world import World, WorldObserver
 from kubetide.snapshot import ClusterSnapshot
 
@@ -184,3 +189,41 @@ class SimClusterActions:
 
     def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")
+
+
+class SimUsageSource:
+    """The UsageSource port from the usage profiles: what the node QoS agents sample (sim/qos.py
+    passes its usage model and CFS quotas), now, for every pod bound to a node. A simulated node
+    runs nothing but its pods, so no node usage is reported and the pods' sum stands in."""
+
+    def __init__(
+        self, engine: Engine, world: World, usage: UsageModel, quotas: dict[str, int], config: QosConfig
+    ):
+        self.engine = engine
+        self.world = world
+        self.usage = usage
+        self.quotas = quotas
+        self.config = config
+        self._ceilings: dict[str, tuple[Node, tuple[UsageCeiling, ...]]] = {}
+
+    def sample(self) -> UsageSample:
+        t = self.engine.now() - self.engine.start
+        snapshot = self.world.snapshot
+        pods: dict[str, dict[str, int]] = {}
+        ceilings: dict[str, tuple[UsageCeiling, ...]] = {}
+        for node in snapshot.nodes():
+            for pod in snapshot.pods_on(node.name).values():
+                if not pod.is_terminal:
+                    pods[pod.uid] = self.usage.usage(pod, t, self.quotas.get(pod.uid))
+            found = self._node_ceilings(node)
+            if found:
+                ceilings[node.name] = found
+        return UsageSample(pods, {}, ceilings)
+
+    def _node_ceilings(self, node: Node) -> tuple[UsageCeiling, ...]:
+        cached = self._ceilings.get(node.name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        found = tuple(UsageCeiling(c.resource, c.amount, c.source) for c in node_ceilings(self.config, node))
+        self._ceilings[node.name] = (node, found)
+        return found

@@ -454,8 +454,13 @@ def mode_counts(summary: dict) -> dict[str, Any]:
     """One run's column of the QoS comparison: the agent's counts and what the cluster paid."""
     counts: dict[str, Any] = {key: summary["qos"][key] for key in COUNT_KEYS}
     counts["nodes_added"] = summary["scale_up"]["nodes_added"]
+    counts["nodes_removed"] = summary["scale_down"]["nodes_removed"]
     counts["cost"] = summary["cost"]
     counts["pending_pod_seconds"] = summary["pods"]["pending_pod_seconds"]
+    guard = summary["qos"].get("scale_down_guard")
+    if guard is not None:  # scale-down on: did its QoS guard keep the agent's evictions down?
+        counts["respect_qos_watermarks"] = guard["respect_qos_watermarks"]
+        counts["evictions_per_spike"] = guard["evictions_per_spike"]
     return counts
 
 

@@ -32,6 +32,7 @@ from kubetide.sim.adapters import (
     STATUS_NAMESPACE,
     SimClusterActions,
     SimClusterView,
+    SimUsageSource,
     WorkloadStatus,
 )
 from kubetide.sim.adoption import adopt_pod
@@ -150,11 +151,15 @@ class Simulation:
         eviction.on_evicted.append(self._evicted)
         # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
         self.qos = None
+        self.usage: SimUsageSource | None = None
+        self.usage_attached = False  # an autoscaler took the usage source (see _new_autoscaler)
         if scenario.qos is not None:
             from kubetide.sim.qos import NodeAgents
 
             end = engine.start + scenario.duration
             self.qos = NodeAgents(engine, world, eviction, log, scenario.qos, end)
+            # What scale-down's QoS watermark guard sees: the agents' own usage and quotas.
+            self.usage = SimUsageSource(engine, world, self.qos.usage, self.qos.quotas, self.qos.config)
         faults.group_nodes = self._group_nodes
         faults.on_restart = self._restart_autoscaler
         self.autoscaler: SupportsRunOnce | None = None
@@ -179,9 +184,7 @@ class Simulation:
         start = self.engine.start
         for event in self.scenario.events:
             self.engine.at(start + event.at, self._scenario_event, event)
-        self.autoscaler = self.factory(
-            self.scenario.options, self.engine.clock, self.view, self.actions, self.cloud
-        )
+        self.autoscaler = self._new_autoscaler()
         if self.qos is not None:
             self.qos.start()
         self.engine.at(start, self._loop)
@@ -334,11 +337,20 @@ class Simulation:
         if self.qos is None or not self.qos.evicting:
             self.metrics.evicted(pod)
 
-    def _restart_autoscaler(self) -> None:
-        self.metrics.c.autoscaler_restarts += 1
-        self.autoscaler = self.factory(
+    def _new_autoscaler(self) -> SupportsRunOnce:
+        autoscaler = self.factory(
             self.scenario.options, self.engine.clock, self.view, self.actions, self.cloud
         )
+        if self.usage is not None and hasattr(autoscaler, "usage"):
+            # An autoscaler that takes a usage source (kubetide's) gets the agents' usage; the
+            # factory cannot carry it, since qos.compare reruns the scenario with the same factory.
+            autoscaler.usage = self.usage
+            self.usage_attached = True
+        return autoscaler
+
+    def _restart_autoscaler(self) -> None:
+        self.metrics.c.autoscaler_restarts += 1
+        self.autoscaler = self._new_autoscaler()
 
     # -- running -------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
@@ -362,6 +374,10 @@ class Simulation:
             progress(self.scenario.duration)
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
+        if self.usage_attached and self.scenario.options.scale_down_enabled:
+            from kubetide.sim.qosguard import guard_summary
+
+            summary["qos"]["scale_down_guard"] = guard_summary(self, summary)
         return SimulationResult(
             scenario=self.scenario,
             summary=summary,

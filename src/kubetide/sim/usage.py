@@ -187,6 +187,20 @@ class UsageModel:
         self._resolved[pod.uid] = resolved
         return resolved
 
+    def spike_starts(self, duration: float) -> list[float]:
+        """Every time in [0, duration) a generator's spike begins, over all declared profiles
+        (traces have no spikes of their own), without repeats."""
+        profiles = [rule.profile for rule in self.rules] + list(self.annotations.values())
+        starts: set[float] = set()
+        for profile in profiles:
+            for series in profile.series.values():
+                if isinstance(series, Generator) and series.spike_to is not None:
+                    t = series.start
+                    while t < duration:
+                        starts.add(t)
+                        t += series.every
+        return sorted(starts)
+
     def forget(self, uid: str) -> None:
         self._resolved.pop(uid, None)
 

@@ -6,7 +6,8 @@ After any update, and after a second one that starts deleting what the first fou
   scheduler filters), everything fits, and no destination is itself going away;
 - no PodDisruptionBudget is charged beyond what it allowed at the start;
 - no node is up for deletion that is unremovable (blocked, annotated, above threshold, ...);
-- the snapshot is left exactly as it was.
+- the snapshot is left exactly as it was;
+- with a usage source, all of the above, and no destination is pushed over its QoS ceiling.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from scaledown_fakes import FakeCloud, FakeGroup, node, pdb, pod, state, workload
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, UsageCeiling, UsageSample
 from kubetide.autoscaler.scaledown.drainability import (
     DrainContext,
     DrainRules,
@@ -378,3 +379,65 @@ def test_candidate_set_is_never_smaller_than_the_cluster_autoscalers(cluster):
     check_plan(plan, nodes, pods, pdbs, set(), cloud)
     reference = ca_reference_candidates(nodes, pods, pdbs, cloud)
     assert len(plan.candidate_set) >= len(reference), (plan.candidate_set, reference)
+
+
+@st.composite
+def usages(draw, cluster):
+    """A usage sample for a cluster: some pods measured (up to twice their request), some nodes
+    with a cpu ceiling (QoS watermark), some with usage beyond their pods."""
+    nodes, pods = cluster[0], cluster[1]
+    measured = {
+        p.uid: {"cpu": draw(st.integers(0, 2 * p.requests["cpu"]))}
+        for p in pods
+        if draw(st.integers(0, 3)) > 0
+    }
+    ceilings = {
+        n.name: (UsageCeiling("cpu", draw(st.sampled_from([300, 600, 800, 1500, 3000])), "test"),)
+        for n in nodes
+        if draw(st.booleans())
+    }
+    node_usage = {n.name: {"cpu": draw(st.integers(0, 1500))} for n in nodes if draw(st.integers(0, 3)) == 0}
+    return UsageSample(measured, node_usage, ceilings)
+
+
+def projected_usage(name, pods_here, sample):
+    """What the guard must keep under the ceiling: usage beyond the node's pods now, plus each pod
+    on it at its controller's peak (its request when none of the controller's pods is measured)."""
+
+    def key(p):
+        ref = p.meta.controller
+        return ref.uid if ref is not None else p.uid
+
+    peaks = {}
+    for p in pods_here["all"]:
+        if p.uid in sample.pods:
+            peaks[key(p)] = max(peaks.get(key(p), 0), sample.pods[p.uid]["cpu"])
+    now = sum(sample.pods.get(p.uid, {}).get("cpu", 0) for p in pods_here["before"])
+    overhead = max(0, sample.nodes.get(name, {}).get("cpu", now) - now)
+    return overhead + sum(peaks.get(key(p), p.requests["cpu"]) for p in pods_here["after"])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_planner_invariants_with_a_usage_source(data):
+    """With a usage source, every invariant holds, and no destination ends up with more projected
+    usage than its ceiling, where it was under it before."""
+    nodes, pods, pdbs, min_size, _ = data.draw(clusters())
+    sample = data.draw(usages((nodes, pods)))
+    cloud = FakeCloud()
+    cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
+    planner = Planner(OPTIONS, timer=WorkTimer(1e-3), timers_expired=True)
+    snapshot = ClusterSnapshot(nodes, pods)
+    before = state(snapshot)
+    plan = planner.update(snapshot, cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS, usage=sample)
+    assert state(snapshot) == before
+    check_plan(plan, nodes, pods, pdbs, set(), cloud)
+    kept = [p for p in pods if p.priority >= OPTIONS.expendable_pods_priority_cutoff]
+    by_key = {p.key: p for p in kept}
+    for name, (ceiling,) in sample.ceilings.items():
+        received = [by_key[key] for key, dest in plan.destinations.items() if dest == name]
+        if not received:
+            continue
+        own = [p for p in kept if p.node_name == name]
+        here = {"all": pods, "before": own, "after": own + received}
+        assert projected_usage(name, here, sample) <= ceiling.amount, (name, received)

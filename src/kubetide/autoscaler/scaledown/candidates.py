@@ -10,7 +10,11 @@ oldest first, then the rest by utilization): per node, fork, move every pod, its
 earlier steps put there (hint, then the round-robin search skipping candidates, deleted nodes and
 the node itself), commit on success, revert and record the reason on failure (the
 non_candidate_set). Commits accumulate, so the set is removable together; a pod moves on as often
-as its destinations become candidates, which stays within the one greedy pass.
+as its destinations become candidates, which stays within the one greedy pass. Before a node is
+simulated, room.py checks that its pods' total requests fit in the free room of all the other
+nodes together: a node failing that would fail the simulation, and is reported without one.
+With a usage guard the moves are guarded (usage.py): NoPlaceToMovePodsBelowQOSWatermark when a
+pod fits somewhere by requests but only where it would cross a QoS watermark.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityCh
 from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.room import FreeRoom
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
+from kubetide.autoscaler.scaledown.usage import Refusal
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
-from kubetide.model.quantity import CPU, MEMORY
+from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.snapshot import Memo
 
 
@@ -178,6 +184,7 @@ def search_candidates(
         return []  # the limits below cost a pass over every node, for nobody
     snapshot, ctx, plan, cloud = u.snapshot, u.ctx, u.plan, u.cloud
     tracker, mover, skip, now = ctx.pdbs, u.mover, u.skip, u.now
+    guard = mover.guard
     in_progress: dict[str, int] = {}
     for name in u.deleted:
         group = cloud.node_group_for(snapshot.node(name))
@@ -185,6 +192,7 @@ def search_candidates(
             in_progress[group.id] = in_progress.get(group.id, 0) + 1
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     old_hints = u.old_hints
+    room = FreeRoom(snapshot, skip)
     candidates: list[str] = []
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
@@ -205,16 +213,29 @@ def search_candidates(
             new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, drain.blocking)
             u.mark(node, False, NodeReason.BLOCKED_BY_POD, drain.blocking)
             continue
-        plan.simulated += 1
-        snapshot.fork()
-        tracker.fork()
-        skip.add(name)
-        hints = old_hints.get(name, {})
         # The node's own pods and those the simulation put here (a destination is a candidate
         # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
         # their PDBs when they left their own node: moving them on is not another eviction.
         received = u.received.get(name, [])
         to_move = [Received(pod, name) for pod in drain.movable] + received
+        need = room.need(to_move)
+        short = room.short(name, need)
+        if short is not None:
+            # Cannot fit by requests anywhere: the simulation would fail, so it is not run.
+            refused = _pdb_block(now, drain.movable, tracker) or Unremovable(
+                now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, _too_big(name, to_move, *short)
+            )
+            new_unremovable[name] = refused
+            u.mark(node, drain.empty, refused.reason, refused.blocking_pod, refused.detail)
+            continue
+        free_before = room.free(name)
+        plan.simulated += 1
+        snapshot.fork()
+        tracker.fork()
+        if guard is not None:
+            guard.fork()
+        skip.add(name)
+        hints = old_hints.get(name, {})
         to_move.sort(key=lambda r: pod_order(r.pod))
         moved: list[tuple[Received, str]] = []
         failed: Unremovable | None = None
@@ -233,24 +254,27 @@ def search_candidates(
                 hint = hints.get(pod.uid)
             else:
                 hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-            dest = mover.move(pod.uid, hint, skip)
+            dest = mover.move(pod.uid, hint, skip, guarded=True)
             if dest is None:
                 came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
-                failed = Unremovable(
-                    now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
-                )
+                failed = _no_place(now, pod, came_from, mover.refused)
                 break
             moved.append((r, dest))
         if failed is not None:
             snapshot.revert()
             tracker.revert()
+            if guard is not None:
+                guard.revert()
             skip.discard(name)
             new_unremovable[name] = failed
             u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
             continue
         snapshot.commit()
         tracker.commit()
+        if guard is not None:
+            guard.commit()
         limits.take(node, group)
+        room.take(free_before, need)
         candidates.append(name)
         plan.drains[name] = drain
         u.received.pop(name, None)
@@ -261,6 +285,53 @@ def search_candidates(
         status.status = REMOVABLE
         status.empty = drain.empty
     return candidates
+
+
+def _pdb_block(now: float, movable: Sequence[Pod], tracker: PdbTracker) -> Unremovable | None:
+    """The PDB refusal a drain of these pods would meet, if any (the budgets are left as found):
+    a node blocked by its own pod says so rather than that there is no room."""
+    tracker.fork()
+    try:
+        for pod in sorted(movable, key=pod_order):
+            refusing = tracker.consume(pod)
+            if refusing is not None:
+                return Unremovable(
+                    now,
+                    NodeReason.BLOCKED_BY_POD,
+                    BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
+                    _pdb_refusal(refusing, movable, tracker),
+                )
+        return None
+    finally:
+        tracker.revert()
+
+
+def _too_big(name: str, to_move: list[Received], resource: str, need: int, free: int) -> str:
+    pods = [
+        r.pod.key + ("" if r.source == name else f" (moved here from {r.source or 'its evicted node'})")
+        for r in sorted(to_move, key=lambda r: pod_order(r.pod))
+    ]
+    shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+    return (
+        f"no nodes can take pods {shown}: they request {format_units(resource, need)} {resource},"
+        f" more than the {format_units(resource, free)} all other nodes have free together"
+    )
+
+
+def _no_place(now: float, pod: Pod, came_from: str, refused: Refusal | None) -> Unremovable:
+    if refused is None:
+        return Unremovable(
+            now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
+        )
+    c = refused.ceiling
+    return Unremovable(
+        now,
+        NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK,
+        None,
+        f"pod {pod.key}{came_from} fits only on nodes its usage would push over a QoS watermark,"
+        f" e.g. {refused.node}: {c.resource} usage {format_units(c.resource, refused.projected)}"
+        f" > {format_units(c.resource, c.amount)} ({c.source})",
+    )
 
 
 def _record_move(u: Update, r: Received, dest: str) -> None:

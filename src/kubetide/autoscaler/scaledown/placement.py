@@ -8,6 +8,8 @@ packs tightly, keeps most queries to a single node check, and, starting from the
 node list while candidates are taken from the front, keeps destinations and candidates apart.
 
 Feasibility is the scheduling package's PredicateChecker; this module never filters on its own.
+With a usage guard (usage.py), a guarded move also skips the destinations the pod would push over
+a QoS watermark, and every move keeps the guard's projected usage current.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
+from kubetide.autoscaler.scaledown.usage import Refusal, UsageGuard
 from kubetide.model import Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo
@@ -73,9 +76,14 @@ class PodMover:
         snapshot: ClusterSnapshot,
         checker: PredicateChecker,
         cache: Memo[str, Pod] | None = None,
+        guard: UsageGuard | None = None,
     ):
         self.snapshot = snapshot
         self.checker = checker
+        self.guard = guard
+        # Set when the last guarded move failed only because of the guard: a destination exists
+        # by requests, but the pod would push it over a QoS watermark.
+        self.refused: Refusal | None = None
         self.cache: Memo[str, Pod] = cache if cache is not None else Memo()
         # shape -> stand-in; the stand-in holds the spec objects whose ids are in the key alive.
         self._standins: dict[tuple[Any, ...], Pod] = {}
@@ -96,25 +104,44 @@ class PodMover:
         if hint is not None and hint not in skip and hint in snapshot and checker.fits(pod, hint) is None:
             return hint
         # The pointer's node first: the common case, and the same answer find_node(start=pointer)
-        # would give, for one node's check instead of a scan.
-        node = snapshot.node_at(self.pointer) if self.pointer < len(snapshot.valid) else None
-        if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
-            return node.name
+        # would give, for one node's check instead of a scan. Then its neighbour below: filling
+        # the node list from the far end keeps destinations away from the candidates, which come
+        # from the front (a forward scan would wrap around onto the next candidates, and each
+        # would then carry its received pods on to the next: three times the moves).
+        for slot in (self.pointer, self.pointer - 1):
+            node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
+            if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
+                self.pointer = slot
+                return node.name
         found = checker.find_node(pod, skip=skip, start=self.pointer)
         if found is not None:
             self.pointer = snapshot.slot_of(found)
         return found
 
-    def move(self, uid: str, hint: str | None, skip: Container[str]) -> str | None:
+    def move(self, uid: str, hint: str | None, skip: Container[str], *, guarded: bool = False) -> str | None:
         """Take the pod off its node and put it on a destination; None (pod removed, caller
         reverts) when there is none. The pod leaves first so it does not count against itself
-        (anti-affinity with its own labels, spread constraints) while a new home is sought."""
+        (anti-affinity with its own labels, spread constraints) while a new home is sought.
+        `guarded`: refuse destinations the usage guard (if any) says the pod would overload."""
+        source = self.snapshot.node_of(uid) if self.guard is not None else None
         pod = self.snapshot.remove_pod(uid)
-        dest = self.destination(self.standin(pod), hint, skip)
-        if dest is not None:
-            # The original object goes back in: indexes observing the snapshot know it already.
-            self.snapshot.add_pod(pod, dest)
+        standin, guard = self.standin(pod), self.guard
+        refusing = guard.refusing(pod, skip) if guard is not None and guarded else None
+        dest = self.destination(standin, hint, skip if refusing is None else refusing)
+        self.refused = None
+        if dest is None:
+            if refusing is not None and refusing.first is not None and self._exists(standin, skip):
+                self.refused = refusing.first
+            return None
+        # The original object goes back in: indexes observing the snapshot know it already.
+        self.snapshot.add_pod(pod, dest)
+        if guard is not None:
+            guard.moved(pod, source, dest)
         return dest
+
+    def _exists(self, pod: Pod, skip: Container[str]) -> bool:
+        """Whether some node would take `pod` by requests alone (the search pointer stays)."""
+        return self.checker.find_node(pod, skip=skip, start=self.pointer) is not None
 
     def place(self, pod: Pod, skip: Container[str]) -> str | None:
         """Put a pod that is on no node (a recently evicted one) somewhere, or None."""
@@ -122,4 +149,6 @@ class PodMover:
         dest = self.destination(pod, None, skip)
         if dest is not None:
             self.snapshot.add_pod(pod, dest)
+            if self.guard is not None:
+                self.guard.moved(pod, None, dest)
         return dest

@@ -23,6 +23,10 @@ one module each, sharing the update's working state (update.py):
 4. candidates.py: the candidate search, within scale-down-simulation-timeout;
 5. timers.py: timers and pauses decide which candidates are removable now.
 Budgets (budgets.py) then crop what the actuator starts.
+
+With a usage sample (the UsageSource port) and scale-down-respect-qos-watermarks, the candidate
+search also keeps every destination's projected usage under its QoS watermarks (usage.py); the
+usage peaks it counts are kept between loops over scale-down-usage-window.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider, UsageSample
 from kubetide.autoscaler.scaledown.candidates import (
     Checked,
     Unremovable,
@@ -54,6 +58,7 @@ from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.revalidate import revalidate_deleted
 from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
 from kubetide.autoscaler.scaledown.update import Update
+from kubetide.autoscaler.scaledown.usage import UsageGuard, UsageHistory
 from kubetide.clock import Timer
 from kubetide.model import Pod, PodDisruptionBudget, Workload
 from kubetide.scheduling.checker import PredicateChecker
@@ -93,6 +98,7 @@ class Planner:
         self.unremovable: dict[str, Unremovable] = {}
         self.hints: dict[str, dict[str, str]] = {}
         self.recent_evictions = RecentEvictions(options.recent_evictions_ttl)
+        self.usage_history = UsageHistory(options.scale_down_usage_window)
         self.last_scale_up = -math.inf
         self.last_deletion = -math.inf
         self.last_failure = -math.inf
@@ -138,6 +144,7 @@ class Planner:
         checker: PredicateChecker | None = None,
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         pending: Sequence[Pod] = (),
+        usage: UsageSample | None = None,
     ) -> ScaleDownPlan:
         """One loop's planning. `workloads=None` means the controllers are unknown (rule 3 of
         drainability stays silent and recent evictions are injected without the owner check).
@@ -147,7 +154,8 @@ class Planner:
         tainted nodes not in `being_deleted` are treated as being deleted by someone.
         `checker` may be shared with the caller (it must observe `snapshot`); otherwise one is
         made for this update and closed at the end. `pending`: unbound pods; those nominated to a
-        node of the snapshot count on it.
+        node of the snapshot count on it. `usage`: this loop's usage sample, if there is a usage
+        source; destinations then stay under their QoS watermarks (see usage.py).
         """
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
@@ -162,6 +170,11 @@ class Planner:
         self.recent_evictions.expire(now)
         index = index_workloads(workloads) if workloads is not None else None
         plan = ScaleDownPlan(now=now)
+        if not o.scale_down_respect_qos_watermarks:
+            usage = None
+        if usage is not None:
+            self.usage_history.window = o.scale_down_usage_window
+            self.usage_history.observe(now, usage, snapshot.pods())
 
         depth = snapshot.depth
         snapshot.fork()
@@ -175,7 +188,8 @@ class Planner:
             tracker = PdbTracker(pdbs, snapshot.pods(), index)
             ctx = DrainContext(self.rules, tracker, now, index)
             self._homeless.new_pass()
-            mover = PodMover(snapshot, checker, self._homeless)
+            guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
+            mover = PodMover(snapshot, checker, self._homeless, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
             self._update(u, deadline)
             plan.pdb_remaining = tracker.by_key()

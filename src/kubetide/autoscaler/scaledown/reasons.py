@@ -1,7 +1,8 @@
 """The names scale-down gives its decisions.
 
 They are the Cluster Autoscaler's (its UnremovableReason and BlockingPodReason values), so what
-`kubetide plan` prints can be compared with a CA status page or log line by name.
+`kubetide plan` prints can be compared with a CA status page or log line by name. One is
+kubetide's own, in the same style: NoPlaceToMovePodsBelowQOSWatermark (CA has no usage guard).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class NodeReason(enum.StrEnum):
     NOT_UNNEEDED_OTHER_REASON = "NotUnneededOtherReason"
     RECENTLY_UNREMOVABLE = "RecentlyUnremovable"
     NO_PLACE_TO_MOVE_PODS = "NoPlaceToMovePods"
+    # kubetide's own: a pod fits elsewhere by requests, but only on nodes whose projected usage
+    # would then cross a node QoS watermark (the agent would evict it again at the next spike).
+    NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK = "NoPlaceToMovePodsBelowQOSWatermark"
     BLOCKED_BY_POD = "BlockedByPod"
     UNEXPECTED_ERROR = "UnexpectedError"
     NO_REASON = "NoReason"

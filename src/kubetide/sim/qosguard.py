@@ -1,0 +1,23 @@
+"""summary.json `qos.scale_down_guard`: what scale-down's QoS watermark guard changed.
+
+Present when the scenario has spec.qos and scale-down on. Per run: whether the guard was on
+(scale-down-respect-qos-watermarks), how many usage spikes the profiles declare (distinct
+generator spike starts within the run) and the agent's evictions per spike. The guard on and off
+side by side is a `spec.compare` of two settings of scale-down-respect-qos-watermarks (see
+examples/qos-scaledown.yaml): compare.json then shows the evictions avoided next to their price.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def guard_summary(simulation: Any, summary: dict[str, Any]) -> dict[str, Any]:
+    scenario = simulation.scenario
+    spikes = len(scenario.qos.usage.spike_starts(scenario.duration))
+    evictions = summary["qos"]["evictions"]
+    return {
+        "respect_qos_watermarks": scenario.options.scale_down_respect_qos_watermarks,
+        "spikes": spikes,
+        "evictions_per_spike": round(evictions / spikes, 2) if spikes else None,
+    }
