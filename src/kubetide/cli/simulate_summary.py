@@ -116,7 +116,11 @@ def print_summary(summary: Mapping[str, Any], paths: Mapping[str, Path]) -> None
         f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}",
         soft_wrap=True,
     )
-    chosen = " (the simulator's fixed start: the scenario sets none)" if _fixed_start(summary) else ""
+    chosen = (
+        " (the simulator's fixed start: the scenario's objects carry no times)"
+        if _fixed_start(summary)
+        else " (the newest time in the scenario's objects, e.g. when its cluster dump was taken)"
+    )
     out.print(f"simulated start: {summary['start']}{chosen}; times below are offsets from it", soft_wrap=True)
     if summary["autoscaler"] == "none":
         out.print("[yellow]run without an autoscaler: the cluster runs, but nothing scales[/yellow]")

@@ -31,7 +31,7 @@ from kubetide.durations import format_duration
 from kubetide.errors import ManifestError
 from kubetide.model import Manifests, Node, load_documents
 from kubetide.model.loader import parse_text, read_text, resolve_priorities
-from kubetide.model.timestamps import newest_timestamp, shift_times
+from kubetide.model.timestamps import newest_timestamp
 from kubetide.sim.engine import EPOCH
 
 API_VERSION = "kubetide.io/v1alpha1"
@@ -285,6 +285,7 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     qos: Any = None  # sim.qos.QosSettings (spec.qos and the usage profiles); None: no QoS agent
     compare: list[CompareEntry] = field(default_factory=list)
+    start: float = EPOCH  # the Unix time simulated second 0 stands for
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -347,10 +348,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
 
     objects = _manifests(spec.objects, source, "spec.objects", base_dir)
     _check_workload_sizes(objects)
-    # Objects from a cluster dump keep their ages: the dump's newest time is the scenario's start.
+    # Objects from a cluster dump keep their times, and so their ages: the simulated clock starts
+    # at the dump's newest time, so what the simulator prints is on the cluster's own clock.
     newest = newest_timestamp(objects)
-    if newest is not None:
-        shift_times(objects, EPOCH - newest)
+    start = EPOCH if newest is None else newest
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
@@ -406,6 +407,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         warnings=warnings,
         qos=qos,
         compare=compare,
+        start=start,
     )
 
 

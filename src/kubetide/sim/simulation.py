@@ -125,7 +125,7 @@ class Simulation:
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
         cluster = scenario.cluster
 
-        self.engine = engine = Engine(self.seed)
+        self.engine = engine = Engine(self.seed, start=self.scenario.start)
         self.log = log = EventLog(engine)
         self.world = world = World()
         self.kubelets = kubelets = Kubelets(engine, world, cluster)
