@@ -9,6 +9,9 @@ byte-identical to the lone run's (but for summary.json's wall_seconds).
 Where the variants come from, first match wins: `--compare NAME:FLAG=VALUE,...` on the command
 line, the scenario's spec.compare, or spec.qos.compare (the agent's precise mode against crane's
 old act-on-every-candidate mode: the variants `precise` and `all`).
+
+The runs are independent, so they run in parallel: one sweep LocalEngine task per variant, each
+writing its own directory.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kubetide import API_VERSION
@@ -108,13 +112,32 @@ def run_variants(
     scenario: Any,
     seed: int | None,
     variants: Sequence[Variant],
-    run: Callable[[Variant, Any], Any],
+    out_dir: Path,
+    engine: Any,
+    on_done: Callable[[Variant], None] | None = None,
 ) -> list[tuple[Variant, Any]]:
-    """Each variant's SimulationResult, in order; `run(variant, simulation)` runs one (a progress
-    bar, or simply `simulation.run()`)."""
+    """Each variant's SimulationResult, in order, its files written to out_dir/<name>/. The runs
+    are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
+    one), one per variant; `on_done(variant)` is called as each finishes."""
+    done = {}
+    for variant, result, error in engine.map(run_variant, (scenario, seed, out_dir), variants):
+        if error is not None:
+            raise error
+        done[variant.name] = result
+        if on_done is not None:
+            on_done(variant)
+    return [(variant, done[variant.name]) for variant in variants]
+
+
+def run_variant(shared: tuple[Any, int | None, Path], variant: Variant) -> Any:
+    """One variant's run, as `simulate --set` would run it alone, and its files (an engine task)."""
+    from kubetide.sim.output import write_outputs
     from kubetide.sim.simulation import Simulation
 
-    return [(v, run(v, Simulation(v.apply(scenario), seed=seed))) for v in variants]
+    scenario, seed, out_dir = shared
+    result = Simulation(variant.apply(scenario), seed=seed).run()
+    write_outputs(result, out_dir / variant.name, report=False)
+    return result
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, Any]:
