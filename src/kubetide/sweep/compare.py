@@ -123,21 +123,23 @@ def run_variants(
     for variant, result, error in engine.map(run_variant, (scenario, seed, out_dir), variants):
         if error is not None:
             raise error
-        done[variant.name] = result
+        done[variant.name] = dataclasses.replace(result, scenario=variant.apply(scenario))
         if on_done is not None:
             on_done(variant)
     return [(variant, done[variant.name]) for variant in variants]
 
 
 def run_variant(shared: tuple[Any, int | None, Path], variant: Variant) -> Any:
-    """One variant's run, as `simulate --set` would run it alone, and its files (an engine task)."""
+    """One variant's run, as `simulate --set` would run it alone, and its files (an engine task).
+    The result comes back without its scenario, which need not pickle (spec.qos holds functions);
+    run_variants puts it back."""
     from kubetide.sim.output import write_outputs
     from kubetide.sim.simulation import Simulation
 
     scenario, seed, out_dir = shared
     result = Simulation(variant.apply(scenario), seed=seed).run()
     write_outputs(result, out_dir / variant.name, report=False)
-    return result
+    return dataclasses.replace(result, scenario=None)
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, Any]:
