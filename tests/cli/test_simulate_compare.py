@@ -276,3 +276,49 @@ def test_compare_items(item, name, flags):
 def test_compare_checks_flags_over_the_base():
     with pytest.raises(UserError, match="max-nodes-total=-1"):
         parse_compare(["a:max-nodes-total=-1"], AutoscalerOptions())
+
+
+def test_compared_runs_in_parallel_are_the_runs_in_this_process(simulate, tmp_path):
+    compare = ["--compare", "fast:scale-down-unneeded-time=1m", "--compare", "own:", "--no-report"]
+    for workers in ("1", "2"):
+        code, _, err = simulate(*compare, "--workers", workers, "--out", f"w{workers}", "--json")
+        assert code == 0, err
+    assert json.loads((tmp_path / "w1" / "compare.json").read_text()) == json.loads(
+        (tmp_path / "w2" / "compare.json").read_text()
+    )
+    for name in ("fast", "own"):
+        for file in RUN_FILES:
+            assert (tmp_path / "w1" / name / file).read_bytes() == (
+                tmp_path / "w2" / name / file
+            ).read_bytes()
+
+
+def test_runs_go_to_the_engine_one_task_per_setting(tmp_path):
+    import yaml
+
+    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sweep.compare import run_variants
+    from kubetide.sweep.engines import LocalEngine
+
+    scenario = parse_scenario(yaml.safe_load(SCENARIO), "s.yaml", tmp_path)
+    variants = parse_compare(["a:scan-interval=30s", "b:", "c:scale-down-unneeded-time=1m"], scenario.options)
+    mapped = []
+
+    class Recording(LocalEngine):
+        def map(self, function, shared, items):
+            items = list(items)
+            mapped.append(items)
+            return reversed(list(super().map(function, shared, items)))  # finished in another order
+
+    results = run_variants(scenario, None, variants, tmp_path, Recording(1))
+    assert mapped == [variants]
+    assert [variant.name for variant, _ in results] == ["a", "b", "c"]  # back in the settings' order
+    assert results[0][1].scenario.options.scan_interval == 30  # the scenario the run ran
+    assert all((tmp_path / name / "summary.json").exists() for name in ("a", "b", "c"))
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_workers_below_one_is_one_line(simulate, tmp_path, workers):
+    code, out, err = simulate("--compare", "a:", "--workers", workers)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"--workers {workers}: must be at least 1" in err
