@@ -1,13 +1,16 @@
 """`simulate --set` and `simulate --compare` / spec.compare (issue 15, item 2)."""
 
+import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli import main as cli_main
 from kubetide.errors import UserError
+from kubetide.sim.scenario import CompareEntry
 from kubetide.sweep.compare import parse_compare, parse_set
 
 SCENARIO = """\
@@ -46,7 +49,7 @@ RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
 @pytest.fixture
 def simulate(monkeypatch, tmp_path, capsys):
     """`kubetide simulate s.yaml ARGS...` in tmp_path: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str, scenario: str = SCENARIO):
@@ -322,3 +325,118 @@ def test_workers_below_one_is_one_line(simulate, tmp_path, workers):
     code, out, err = simulate("--compare", "a:", "--workers", workers)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"--workers {workers}: must be at least 1" in err
+
+
+# -- kubetide sweep over a scenario with spec.compare --------------------------------------------------
+
+COMPARED = SCENARIO + (
+    "  compare:\n"
+    "    - {name: capped, autoscaler: {max-nodes-total: 4, scale-down-enabled: false}}\n"
+    "    - {name: quick, autoscaler: {scale-down-unneeded-time: 1m}}\n"
+)
+
+
+@pytest.fixture
+def sweep(monkeypatch, tmp_path, capsys):
+    """`kubetide sweep s.yaml ARGS... --workers 1`: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, scenario: str = COMPARED):
+        (tmp_path / "s.yaml").write_text(scenario)
+        code = cli_main.main(["sweep", "s.yaml", "--workers", "1", "--seed-list", "4", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_a_sweep_runs_the_scenarios_compared_settings(sweep, simulate, tmp_path):
+    code, out, err = sweep("--json", "--out", "sw")
+    assert code == 0, err
+    settings = {s["label"]: s for s in json.loads(out)["settings"]}
+    # each entry's flags (as text, like --grid's) and the scenario's own setting as the baseline
+    assert [s["flags"] for s in settings.values()] == [
+        {},
+        {"max-nodes-total": "4", "scale-down-enabled": "false"},
+        {"scale-down-unneeded-time": "1m"},
+    ]
+    # each is the run simulate --compare makes of that entry, with the same seed
+    code, _, err = simulate("--out", "cmp", "--json", "--no-report", scenario=COMPARED)
+    assert code == 0, err
+    compared = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    for entry in compared["settings"]:
+        swept = next(s for s in settings.values() if s["flags"] == entry["flags"])
+        assert swept["metrics"]["cost"]["median"] == entry["metrics"]["cost"]
+    assert compared["settings"][0]["flags"] == {"max-nodes-total": "4", "scale-down-enabled": "false"}
+
+
+@pytest.mark.parametrize(
+    ("args", "scenario", "expected"),
+    [
+        (
+            ["--grid", "scan-interval=5s,20s"],
+            COMPARED,
+            "--grid: s.yaml has spec.compare (2 settings); a sweep runs either those (without --grid) "
+            "or the grid (add --no-compare)",
+        ),
+        (
+            [],
+            SCENARIO + "  compare:\n    - {name: a}\n    - {name: b, qos: {precise: false}}\n",
+            "s.yaml: spec.compare[1].qos",  # needs spec.qos: the scenario's own check comes first
+        ),
+    ],
+)
+def test_a_sweep_refuses_what_it_cannot_sweep_in_one_line(sweep, tmp_path, args, scenario, expected):
+    code, out, err = sweep(*args, scenario=scenario)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.removeprefix("kubetide: error: ").startswith(expected), err
+    assert not (tmp_path / "kubetide-out").exists()
+
+
+def test_a_sweep_refuses_the_qos_modes_of_a_comparison(sweep, tmp_path):
+    from kubetide.sim.scenario import load_scenario
+    from kubetide.sweep.compare import sweep_settings
+
+    example = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml")
+    with pytest.raises(
+        UserError, match=r"qos-watermark.yaml: spec.qos.compare: a sweep varies autoscaler flags"
+    ):
+        sweep_settings(example, {}, no_compare=False)
+    assert sweep_settings(example, {}, no_compare=True) is None  # --no-compare: the grid, as before
+    qos_entry = dataclasses.replace(
+        example,
+        qos=dataclasses.replace(example.qos, compare=False),
+        compare=[CompareEntry("own", {}, None), CompareEntry("all", {}, False)],
+    )
+    with pytest.raises(UserError, match=r"spec.compare\[1\].qos: a sweep varies autoscaler flags only"):
+        sweep_settings(qos_entry, {}, no_compare=False)
+
+
+def test_no_compare_sweeps_the_grid(sweep):
+    code, out, err = sweep("--grid", "scan-interval=5s,20s", "--no-compare", "--json", "--out", "sw")
+    assert code == 0, err
+    assert [s["flags"] for s in json.loads(out)["settings"]] == [
+        {},
+        {"scan-interval": "5s"},
+        {"scan-interval": "20s"},
+    ]
+
+
+def test_spec_compare_flags_read_as_the_same_text_on_the_command_line():
+    """YAML numbers, booleans and lists in spec.compare give the options their text gives."""
+    from kubetide.sweep.compare import _entry_setting
+
+    entry = CompareEntry(
+        "x", {"max-nodes-total": 4, "scale-down-enabled": False, "expander": ["priority", "random"]}, None
+    )
+    base = AutoscalerOptions()
+    setting = _entry_setting(entry)
+    assert setting.flags == (
+        ("max-nodes-total", "4"),
+        ("scale-down-enabled", "false"),
+        ("expander", "priority,random"),
+    )
+    assert setting.options(base) == parse_set(
+        ["max-nodes-total=4", "scale-down-enabled=false", "expander=priority,random"], base
+    ).options(base)

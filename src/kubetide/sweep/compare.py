@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,13 +99,54 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
 def scenario_variants(scenario: Any) -> list[Variant]:
     """The scenario's own comparison: spec.compare, else spec.qos.compare's two modes, else none."""
     if scenario.compare:
-        return [
-            Variant(entry.name, Setting(tuple(entry.autoscaler.items())), entry.qos_precise)
-            for entry in scenario.compare
-        ]
+        return [Variant(entry.name, _entry_setting(entry), entry.qos_precise) for entry in scenario.compare]
     if scenario.qos is not None and scenario.qos.compare:
         return [Variant("precise", Setting(()), True), Variant("all", Setting(()), False)]
     return []
+
+
+def sweep_settings(scenario: Any, grid: Mapping[str, Sequence[str]], no_compare: bool) -> list[Setting] | None:
+    """What `kubetide sweep` runs for a scenario with spec.compare: each entry's flags as one of
+    its settings, every one over every seed (a sweep names settings by their flags, so the entries'
+    names are not kept). None when the sweep runs its --grid: no spec.compare, or --no-compare.
+    A sweep varies autoscaler flags only, so an entry choosing the QoS agent's mode (or
+    spec.qos.compare) is refused, as is --grid beside spec.compare (which of the two to sweep is
+    the user's choice)."""
+    if no_compare:
+        return None
+    if scenario.qos is not None and scenario.qos.compare:
+        raise UserError(
+            f"{scenario.source}: spec.qos.compare: a sweep varies autoscaler flags only; compare the QoS "
+            "agent's modes with `kubetide simulate`, or add --no-compare to sweep spec.qos.precise's mode"
+        )
+    if not scenario.compare:
+        return None
+    if grid:
+        raise UserError(
+            f"--grid: {scenario.source} has spec.compare ({len(scenario.compare)} settings); a sweep runs "
+            "either those (without --grid) or the grid (add --no-compare)"
+        )
+    for index, entry in enumerate(scenario.compare):
+        if entry.qos_precise is not None:
+            raise UserError(
+                f"{scenario.source}: spec.compare[{index}].qos: a sweep varies autoscaler flags only; "
+                "compare the QoS agent's modes with `kubetide simulate`, or sweep with --no-compare"
+            )
+    return list(dict.fromkeys(_entry_setting(entry) for entry in scenario.compare))
+
+
+def _entry_setting(entry: Any) -> Setting:
+    """A spec.compare entry's flags as a Setting of text values, as --compare gives them (so that
+    compare.json and sweep.json show `"4"` and `"false"` whether the YAML said 4 or "4")."""
+    return Setting(tuple((name, _flag_text(value)) for name, value in entry.autoscaler.items()))
+
+
+def _flag_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(_flag_text(item) for item in value)
+    return str(value)
 
 
 def run_variants(
