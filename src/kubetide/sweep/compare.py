@@ -105,7 +105,9 @@ def scenario_variants(scenario: Any) -> list[Variant]:
     return []
 
 
-def sweep_settings(scenario: Any, grid: Mapping[str, Sequence[str]], no_compare: bool) -> list[Setting] | None:
+def sweep_settings(
+    scenario: Any, grid: Mapping[str, Sequence[str]], no_compare: bool
+) -> list[Setting] | None:
     """What `kubetide sweep` runs for a scenario with spec.compare: each entry's flags as one of
     its settings, every one over every seed (a sweep names settings by their flags, so the entries'
     names are not kept). None when the sweep runs its --grid: no spec.compare, or --no-compare.
@@ -160,27 +162,33 @@ def run_variants(
     """Each variant's SimulationResult, in order, its files written to out_dir/<name>/. The runs
     are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
     one), one per variant; `on_done(variant)` is called as each finishes."""
+    from kubetide.sim.simulation import SimulationResult
+
     done = {}
-    for variant, result, error in engine.map(run_variant, (scenario, seed, out_dir), variants):
+    for variant, fields, error in engine.map(run_variant, (scenario, seed, out_dir), variants):
         if error is not None:
             raise error
-        done[variant.name] = dataclasses.replace(result, scenario=variant.apply(scenario))
+        done[variant.name] = SimulationResult(scenario=variant.apply(scenario), **fields)
         if on_done is not None:
             on_done(variant)
     return [(variant, done[variant.name]) for variant in variants]
 
 
-def run_variant(shared: tuple[Any, int | None, Path], variant: Variant) -> Any:
+def run_variant(shared: tuple[Any, int | None, Path], variant: Variant) -> dict[str, Any]:
     """One variant's run, as `simulate --set` would run it alone, and its files (an engine task).
-    The result comes back without its scenario, which need not pickle (spec.qos holds functions);
-    run_variants puts it back."""
+    The SimulationResult comes back as its fields but the scenario, which need not pickle
+    (spec.qos holds functions); run_variants puts the variant's scenario back."""
     from kubetide.sim.output import write_outputs
     from kubetide.sim.simulation import Simulation
 
     scenario, seed, out_dir = shared
     result = Simulation(variant.apply(scenario), seed=seed).run()
     write_outputs(result, out_dir / variant.name, report=False)
-    return dataclasses.replace(result, scenario=None)
+    return {
+        field.name: getattr(result, field.name)
+        for field in dataclasses.fields(result)
+        if field.name != "scenario"
+    }
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, Any]:
