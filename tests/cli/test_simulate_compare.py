@@ -427,3 +427,29 @@ def test_spec_compare_flags_read_as_the_same_text_on_the_command_line():
     assert setting.options(base) == parse_set(
         ["max-nodes-total=4", "scale-down-enabled=false", "expander=priority,random"], base
     ).options(base)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_runs_progress_reaches_this_process(tmp_path, workers):
+    """The progress bars' feed: every setting's simulated time, from the worker it runs in."""
+    import yaml
+
+    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sweep.compare import run_variants
+    from kubetide.sweep.engines import LocalEngine
+
+    scenario = parse_scenario(yaml.safe_load(SCENARIO), "s.yaml", tmp_path)
+    variants = parse_compare(["a:scan-interval=30s", "b:"], scenario.options)
+    seen: dict[str, list[float]] = {}
+    run_variants(
+        scenario,
+        None,
+        variants,
+        tmp_path,
+        LocalEngine(workers),
+        on_progress=lambda name, elapsed: seen.setdefault(name, []).append(elapsed),
+    )
+    assert set(seen) == {"a", "b"}
+    for updates in seen.values():
+        assert updates == sorted(updates) and len(updates) > 10
+        assert updates[-1] == scenario.duration

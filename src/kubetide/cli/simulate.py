@@ -180,28 +180,37 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
 
 
 def _compare_with_progress(scenario, seed, variants, out_dir: Path, engine):
-    """run_variants under one bar counting the settings done (the runs go on in other processes,
-    so the bar moves as each one ends)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """run_variants with a bar per setting, each moving with its run's simulated time."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kubetide.sweep.compare import run_variants
 
-    where = "in this process" if engine.workers == 1 else f"on {engine.workers} workers"
+    where = "in this process" if engine.workers == 1 else f"on {engine.workers} processes"
+    console = console_stderr()
+    console.print(f"simulating {scenario.name}: {len(variants)} settings {where}")
+    total = format_duration(scenario.duration)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("settings done"),
+        TextColumn("{task.fields[simulated]} / " + total),
         TimeElapsedColumn(),
         transient=True,
-        console=console_stderr(),
+        console=console,
     ) as progress:
-        task = progress.add_task(
-            f"simulating {scenario.name} ({format_duration(scenario.duration)}) {where}", total=len(variants)
-        )
-        return run_variants(
-            scenario, seed, variants, out_dir, engine, on_done=lambda _: progress.advance(task)
-        )
+        tasks = {
+            v.name: progress.add_task(v.name, total=scenario.duration, simulated="waiting", start=False)
+            for v in variants
+        }
+
+        started: set[str] = set()
+
+        def update(name: str, elapsed: float) -> None:
+            if name not in started:  # its elapsed time counts from here
+                started.add(name)
+                progress.start_task(tasks[name])
+            progress.update(tasks[name], completed=elapsed, simulated=format_duration(round(elapsed)))
+
+        return run_variants(scenario, seed, variants, out_dir, engine, on_progress=update)
 
 
 def _run_with_progress(simulation, scenario, description: str):

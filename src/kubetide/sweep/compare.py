@@ -17,7 +17,9 @@ writing its own directory.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,32 +159,48 @@ def run_variants(
     variants: Sequence[Variant],
     out_dir: Path,
     engine: Any,
-    on_done: Callable[[Variant], None] | None = None,
+    on_progress: Callable[[str, float], None] | None = None,
 ) -> list[tuple[Variant, Any]]:
     """Each variant's SimulationResult, in order, its files written to out_dir/<name>/. The runs
     are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
-    one), one per variant; `on_done(variant)` is called as each finishes."""
+    one), one per variant. `on_progress(name, simulated seconds)` is called in this process as each
+    run advances (the runs send it through a queue from wherever they run)."""
     from kubetide.sim.simulation import SimulationResult
 
+    updates: Any = None
+    relay = None
+    if on_progress is not None:
+        updates = multiprocessing.Queue()
+        relay = threading.Thread(target=_relay, args=(updates, on_progress), daemon=True)
+        relay.start()
     done = {}
-    for variant, fields, error in engine.map(run_variant, (scenario, seed, out_dir), variants):
-        if error is not None:
-            raise error
-        done[variant.name] = SimulationResult(scenario=variant.apply(scenario), **fields)
-        if on_done is not None:
-            on_done(variant)
+    try:
+        for variant, fields, error in engine.map(run_variant, (scenario, seed, out_dir, updates), variants):
+            if error is not None:
+                raise error
+            done[variant.name] = SimulationResult(scenario=variant.apply(scenario), **fields)
+    finally:
+        if relay is not None:
+            updates.put(None)
+            relay.join()
     return [(variant, done[variant.name]) for variant in variants]
 
 
-def run_variant(shared: tuple[Any, int | None, Path], variant: Variant) -> dict[str, Any]:
+def _relay(updates: Any, on_progress: Callable[[str, float], None]) -> None:
+    while (update := updates.get()) is not None:
+        on_progress(*update)
+
+
+def run_variant(shared: tuple[Any, int | None, Path, Any], variant: Variant) -> dict[str, Any]:
     """One variant's run, as `simulate --set` would run it alone, and its files (an engine task).
     The SimulationResult comes back as its fields but the scenario, which need not pickle
     (spec.qos holds functions); run_variants puts the variant's scenario back."""
     from kubetide.sim.output import write_outputs
     from kubetide.sim.simulation import Simulation
 
-    scenario, seed, out_dir = shared
-    result = Simulation(variant.apply(scenario), seed=seed).run()
+    scenario, seed, out_dir, updates = shared
+    progress = None if updates is None else (lambda elapsed: updates.put((variant.name, elapsed)))
+    result = Simulation(variant.apply(scenario), seed=seed).run(progress=progress)
     write_outputs(result, out_dir / variant.name, report=False)
     return {
         field.name: getattr(result, field.name)
