@@ -146,6 +146,28 @@ def test_an_empty_file_is_one_line(kubetide, tmp_path, argv):
     assert f"{empty}: no YAML or JSON document" in one_error_line(code, err)
 
 
+@pytest.mark.parametrize("through", ["file", "stdin"])
+@pytest.mark.parametrize(
+    ("argv", "twice", "says"),
+    [
+        (["simulate", "{input}"], SCENARIO, "expected one YAML document with kind: Scenario"),
+        (["plan", CLUSTER, "--node-groups", "{input}"], GROUPS, "expected one YAML document with nodeGroups"),
+    ],
+    ids=["simulate", "plan --node-groups"],
+)
+def test_two_documents_in_a_spec_file_are_one_line_from_a_file_or_stdin(
+    kubetide, tmp_path, through, argv, twice, says
+):
+    text = twice.read_text()
+    doubled = f"{text}\n---\n{text}".encode()
+    path = tmp_path / "twice.yaml"
+    path.write_bytes(doubled)
+    source = str(path) if through == "file" else "<stdin>"
+    target = str(path) if through == "file" else "-"
+    code, _, err = kubetide(*[str(a).format(input=target) for a in argv], stdin=doubled)
+    assert one_error_line(code, err) == f"kubetide: error: {source}: {says}\n"
+
+
 def test_an_empty_list_is_an_empty_dump_not_a_wrong_kind(kubetide, tmp_path):
     """kubectl prints `kind: List` with no items for a namespace without pods: that is a dump."""
     empty = tmp_path / "no-pods.yaml"

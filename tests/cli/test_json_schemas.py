@@ -47,6 +47,7 @@ RUNS = [
     ("qos", "QOSResult", ["qos", *QOS, "--nodeqos", EXAMPLES / "qos" / "podqos.yaml", "--no-precise"]),
 ]
 COMMANDS = ("plan", "schedule", "downscale", "qos", "simulate", "sweep")
+SCHEMA_NAMES = (*COMMANDS, "compare")  # compare: simulate --compare --json, compare.json
 
 
 def schema(name: str) -> dict:
@@ -66,7 +67,7 @@ def run_json(capsys, argv) -> dict:
     return json.loads(out)
 
 
-@pytest.mark.parametrize("name", COMMANDS)
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
 def test_every_schema_is_a_valid_draft_2020_12_schema_of_a_kubetide_document(name):
     document = schema(name)
     Draft202012Validator.check_schema(document)
@@ -77,7 +78,8 @@ def test_every_schema_is_a_valid_draft_2020_12_schema_of_a_kubetide_document(nam
 
 def test_the_docs_page_describes_every_schema():
     page = (ROOT / "docs" / "json-output.md").read_text()
-    for name in COMMANDS:
+    assert {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")} == set(SCHEMA_NAMES)
+    for name in SCHEMA_NAMES:
         kind = schema(name)["properties"]["kind"]["const"]
         assert f"schemas/{name}.schema.json" in page and f"`{kind}`" in page
 
@@ -115,6 +117,24 @@ def test_sweep_output_and_sweep_json_validate(capsys, tmp_path):
     validate("sweep", document)
     for summary in tmp_path.glob("runs/*/seed-*/summary.json"):  # each run's summary is one too
         validate("simulate", json.loads(summary.read_text()))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [SCENARIO, "--compare", "quick:scale-down-unneeded-time=1m,scan-interval=20s", "--compare", "own:"],
+        [EXAMPLES / "qos-watermark.yaml"],  # spec.qos.compare: qos_precise and the agent's counts
+    ],
+    ids=["flags", "qos"],
+)
+def test_compare_output_and_compare_json_validate(capsys, tmp_path, argv):
+    document = run_json(capsys, ["simulate", *argv, "--duration", "15m", "--no-report", "--out", tmp_path])
+    assert (document["apiVersion"], document["kind"]) == (API_VERSION, "Comparison")
+    assert json.loads((tmp_path / "compare.json").read_text()) == document
+    validate("compare", document)
+    for entry in document["settings"]:  # each setting's run is a SimulationSummary
+        validate("simulate", json.loads((tmp_path / entry["dir"] / "summary.json").read_text()))
+    assert all("qos" in entry for entry in document["settings"]) == ("qos-watermark" in str(argv[0]))
 
 
 def test_a_document_off_its_schema_is_caught():

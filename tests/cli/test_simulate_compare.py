@@ -1,13 +1,16 @@
 """`simulate --set` and `simulate --compare` / spec.compare (issue 15, item 2)."""
 
+import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli import main as cli_main
 from kubetide.errors import UserError
+from kubetide.sim.scenario import CompareEntry
 from kubetide.sweep.compare import parse_compare, parse_set
 
 SCENARIO = """\
@@ -46,7 +49,7 @@ RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
 @pytest.fixture
 def simulate(monkeypatch, tmp_path, capsys):
     """`kubetide simulate s.yaml ARGS...` in tmp_path: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str, scenario: str = SCENARIO):
@@ -276,3 +279,177 @@ def test_compare_items(item, name, flags):
 def test_compare_checks_flags_over_the_base():
     with pytest.raises(UserError, match="max-nodes-total=-1"):
         parse_compare(["a:max-nodes-total=-1"], AutoscalerOptions())
+
+
+def test_compared_runs_in_parallel_are_the_runs_in_this_process(simulate, tmp_path):
+    compare = ["--compare", "fast:scale-down-unneeded-time=1m", "--compare", "own:", "--no-report"]
+    for workers in ("1", "2"):
+        code, _, err = simulate(*compare, "--workers", workers, "--out", f"w{workers}", "--json")
+        assert code == 0, err
+    assert json.loads((tmp_path / "w1" / "compare.json").read_text()) == json.loads(
+        (tmp_path / "w2" / "compare.json").read_text()
+    )
+    for name in ("fast", "own"):
+        for file in RUN_FILES:
+            assert (tmp_path / "w1" / name / file).read_bytes() == (
+                tmp_path / "w2" / name / file
+            ).read_bytes()
+
+
+def test_runs_go_to_the_engine_one_task_per_setting(tmp_path):
+    import yaml
+
+    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sweep.compare import run_variants
+    from kubetide.sweep.engines import LocalEngine
+
+    scenario = parse_scenario(yaml.safe_load(SCENARIO), "s.yaml", tmp_path)
+    variants = parse_compare(["a:scan-interval=30s", "b:", "c:scale-down-unneeded-time=1m"], scenario.options)
+    mapped = []
+
+    class Recording(LocalEngine):
+        def map(self, function, shared, items):
+            items = list(items)
+            mapped.append(items)
+            return reversed(list(super().map(function, shared, items)))  # finished in another order
+
+    results = run_variants(scenario, None, variants, tmp_path, Recording(1))
+    assert mapped == [variants]
+    assert [variant.name for variant, _ in results] == ["a", "b", "c"]  # back in the settings' order
+    assert results[0][1].scenario.options.scan_interval == 30  # the scenario the run ran
+    assert all((tmp_path / name / "summary.json").exists() for name in ("a", "b", "c"))
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_workers_below_one_is_one_line(simulate, tmp_path, workers):
+    code, out, err = simulate("--compare", "a:", "--workers", workers)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"--workers {workers}: must be at least 1" in err
+
+
+# -- kubetide sweep over a scenario with spec.compare --------------------------------------------------
+
+COMPARED = SCENARIO + (
+    "  compare:\n"
+    "    - {name: capped, autoscaler: {max-nodes-total: 4, scale-down-enabled: false}}\n"
+    "    - {name: quick, autoscaler: {scale-down-unneeded-time: 1m}}\n"
+)
+
+
+@pytest.fixture
+def sweep(monkeypatch, tmp_path, capsys):
+    """`kubetide sweep s.yaml ARGS... --workers 1`: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, scenario: str = COMPARED):
+        (tmp_path / "s.yaml").write_text(scenario)
+        code = cli_main.main(["sweep", "s.yaml", "--workers", "1", "--seed-list", "4", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_a_sweep_runs_the_scenarios_compared_settings(sweep, simulate, tmp_path):
+    code, out, err = sweep("--json", "--out", "sw")
+    assert code == 0, err
+    settings = {s["label"]: s for s in json.loads(out)["settings"]}
+    # each entry's flags (as text, like --grid's) and the scenario's own setting as the baseline
+    assert [s["flags"] for s in settings.values()] == [
+        {},
+        {"max-nodes-total": "4", "scale-down-enabled": "false"},
+        {"scale-down-unneeded-time": "1m"},
+    ]
+    # each is the run simulate --compare makes of that entry, with the same seed
+    code, _, err = simulate("--out", "cmp", "--json", "--no-report", scenario=COMPARED)
+    assert code == 0, err
+    compared = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    for entry in compared["settings"]:
+        swept = next(s for s in settings.values() if s["flags"] == entry["flags"])
+        assert swept["metrics"]["cost"]["median"] == entry["metrics"]["cost"]
+    assert compared["settings"][0]["flags"] == {"max-nodes-total": "4", "scale-down-enabled": "false"}
+
+
+def test_a_sweep_refuses_a_grid_beside_spec_compare_in_one_line(sweep, tmp_path):
+    code, out, err = sweep("--grid", "scan-interval=5s,20s")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err == (
+        "kubetide: error: --grid: s.yaml has spec.compare (2 settings); a sweep runs either those "
+        "(without --grid) or the grid (add --no-compare)\n"
+    )
+    assert not (tmp_path / "kubetide-out").exists()
+
+
+def test_a_sweep_refuses_the_qos_modes_of_a_comparison(sweep, tmp_path):
+    from kubetide.sim.scenario import load_scenario
+    from kubetide.sweep.compare import sweep_settings
+
+    example = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml")
+    with pytest.raises(
+        UserError, match=r"qos-watermark.yaml: spec.qos.compare: a sweep varies autoscaler flags"
+    ):
+        sweep_settings(example, {}, no_compare=False)
+    assert sweep_settings(example, {}, no_compare=True) is None  # --no-compare: the grid, as before
+    qos_entry = dataclasses.replace(
+        example,
+        qos=dataclasses.replace(example.qos, compare=False),
+        compare=[CompareEntry("own", {}, None), CompareEntry("all", {}, False)],
+    )
+    with pytest.raises(UserError, match=r"spec.compare\[1\].qos: a sweep varies autoscaler flags only"):
+        sweep_settings(qos_entry, {}, no_compare=False)
+
+
+def test_no_compare_sweeps_the_grid(sweep):
+    code, out, err = sweep("--grid", "scan-interval=5s,20s", "--no-compare", "--json", "--out", "sw")
+    assert code == 0, err
+    assert [s["flags"] for s in json.loads(out)["settings"]] == [
+        {},
+        {"scan-interval": "5s"},
+        {"scan-interval": "20s"},
+    ]
+
+
+def test_spec_compare_flags_read_as_the_same_text_on_the_command_line():
+    """YAML numbers, booleans and lists in spec.compare give the options their text gives."""
+    from kubetide.sweep.compare import _entry_setting
+
+    entry = CompareEntry(
+        "x", {"max-nodes-total": 4, "scale-down-enabled": False, "expander": ["priority", "random"]}, None
+    )
+    base = AutoscalerOptions()
+    setting = _entry_setting(entry)
+    assert setting.flags == (
+        ("max-nodes-total", "4"),
+        ("scale-down-enabled", "false"),
+        ("expander", "priority,random"),
+    )
+    assert setting.options(base) == parse_set(
+        ["max-nodes-total=4", "scale-down-enabled=false", "expander=priority,random"], base
+    ).options(base)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_runs_progress_reaches_this_process(tmp_path, workers):
+    """The progress bars' feed: every setting's simulated time, from the worker it runs in."""
+    import yaml
+
+    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sweep.compare import run_variants
+    from kubetide.sweep.engines import LocalEngine
+
+    scenario = parse_scenario(yaml.safe_load(SCENARIO), "s.yaml", tmp_path)
+    variants = parse_compare(["a:scan-interval=30s", "b:"], scenario.options)
+    seen: dict[str, list[float]] = {}
+    run_variants(
+        scenario,
+        None,
+        variants,
+        tmp_path,
+        LocalEngine(workers),
+        on_progress=lambda name, elapsed: seen.setdefault(name, []).append(elapsed),
+    )
+    assert set(seen) == {"a", "b"}
+    for updates in seen.values():
+        assert updates == sorted(updates) and len(updates) > 10
+        assert updates[-1] == scenario.duration

@@ -1,14 +1,26 @@
 """report.html (issue 15, item 4): halted and backoff periods shaded, failed scale-ups marked,
 events aggregated as kubectl does, integer ticks on count axes."""
 
+import dataclasses
+import json
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.report import aggregate_events, build_figure, periods, render
+from kubetide.sim.report import (
+    aggregate_events,
+    build_comparison_figure,
+    build_figure,
+    build_qos_comparison_figure,
+    build_qos_figure,
+    periods,
+    render,
+)
 
 UNREADY = Path(__file__).resolve().parents[2] / "examples" / "unready"
 HALTED = "autoscaler halted: cluster unhealthy"
@@ -158,3 +170,80 @@ def test_the_events_table_has_one_row_per_repeated_event():
     table = page[page.index("Decisions and scenario events") :]
     assert table.count(">ClusterUnhealthy<") == 1
     assert re.search(r'<td class="n">120</td><td>cluster-autoscaler</td><td>ClusterUnhealthy</td>', table)
+
+
+# -- the node QoS agent's section, and the compare report ------------------------------------------
+
+QOS_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml"
+
+
+@cache
+def qos_run(precise: bool = True):
+    scenario = load_scenario(QOS_EXAMPLE)
+    qos = dataclasses.replace(scenario.qos, precise=precise, compare=False)
+    return Simulation(dataclasses.replace(scenario, qos=qos)).run()
+
+
+def test_the_qos_figure_is_plotly_json_with_the_watermarks():
+    result = qos_run()
+    figure = build_qos_figure(result)
+    json.dumps(figure)  # plain JSON, no graph objects
+    traces = {t["name"]: t for t in figure["data"]}
+    assert traces["cpu (hottest node)"]["y"] == [row["qos_peak_cpu_pct"] for row in result.timeline]
+    assert traces["nodes over a watermark"]["y"] == [
+        row["qos_nodes_over_watermark"] for row in result.timeline
+    ]
+    assert traces["evictions (cumulative)"]["y"][-1] == result.summary["qos"]["evictions"]
+    assert traces["evictions (cumulative)"]["yaxis"] != traces["nodes over a watermark"]["yaxis"]
+    (line,) = figure["layout"]["shapes"]
+    assert (line["y0"], line["y1"], line["yref"]) == (80.0, 80.0, traces["cpu (hottest node)"]["yaxis"])
+    layout = figure["layout"]
+    counting = [
+        layout[f"yaxis{t['yaxis'][1:]}"] for t in traces.values() if t["name"] != "cpu (hottest node)"
+    ]
+    assert all(axis["tickformat"] == ",d" for axis in counting)  # nodes and actions: integers
+
+
+def test_a_report_with_qos_does_not_import_plotly_graph_objects():
+    code = (
+        "import dataclasses, sys\n"
+        "from kubetide.sim import Simulation, load_scenario\n"
+        "from kubetide.sim.report import render\n"
+        f"s = load_scenario({str(QOS_EXAMPLE)!r})\n"
+        "s = dataclasses.replace(s, qos=dataclasses.replace(s.qos, compare=False))\n"
+        "page = render(Simulation(s).run())\n"
+        "assert 'Node QoS agent' in page and 'Plotly.newPlot(\"qos\"' in page\n"
+        "print('plotly.graph_objects' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_compare_report_overlays_the_qos_series():
+    runs = [("precise", qos_run(True)), ("all", qos_run(False))]
+    figure = build_qos_comparison_figure(runs)
+    titles = [a["text"] for a in figure["layout"]["annotations"] if a.get("yref") == "paper"]
+    assert titles == [
+        "Hottest node: cpu usage / capacity",
+        "Nodes over a watermark",
+        "QoS agent evictions (cumulative)",
+    ]
+    for name, result in runs:
+        traces = [t for t in figure["data"] if t["name"] == name]
+        assert [t["y"] for t in traces] == [
+            [row[column] for row in result.timeline]
+            for column in ("qos_peak_cpu_pct", "qos_nodes_over_watermark", "qos_evictions_total")
+        ]
+    assert [s["y0"] for s in figure["layout"]["shapes"]] == [80.0]
+
+
+def test_the_compare_report_shades_each_settings_periods_in_its_colour():
+    halted, healthy = run("uc8-zone-outage"), run("uc1-slow-provisioning")
+    figure = build_comparison_figure([("halts", halted), ("healthy", healthy)])
+    shapes = figure["layout"]["shapes"]
+    assert shapes and {s["legendgroup"] for s in shapes} == {"halts"}
+    colour = next(t["line"]["color"] for t in figure["data"] if t["name"] == "halts")
+    assert {s["fillcolor"] for s in shapes} == {colour}
+    step = halted.scenario.options.scan_interval
+    expected = periods(halted.events, "ClusterUnhealthy", "", step)
+    assert expected and [(s["x0"], s["x1"]) for s in shapes] == [(a / 60, b / 60) for a, b in expected]

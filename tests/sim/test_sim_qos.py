@@ -19,6 +19,7 @@ from kubetide.sim.report import render, render_comparison
 from kubetide.sim.scenario import ScenarioError
 from kubetide.sim.usage import USAGE_ANNOTATION, Constant, Generator, Trace, unit_draw
 from kubetide.sweep.compare import comparison, run_variants, scenario_variants
+from kubetide.sweep.engines import LocalEngine
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml"
 QOS_API = "ensurance.crane.io/v1alpha1"
@@ -822,11 +823,11 @@ def test_both_modes_end_back_under_the_watermark(example_runs, precise):
     assert max(row["qos_peak_cpu_pct"] for row in during) <= numbers["watermark_pct"]
 
 
-def test_compare_puts_both_counts_side_by_side(example_runs):
+def test_compare_puts_both_counts_side_by_side(example_runs, tmp_path):
     scenario = load_scenario(EXAMPLE)  # the example sets spec.qos.compare: two variants
     variants = scenario_variants(scenario)
     assert [(v.name, v.qos_precise) for v in variants] == [("precise", True), ("all", False)]
-    results = run_variants(scenario, None, variants, lambda _, simulation: simulation.run())
+    results = run_variants(scenario, None, variants, tmp_path, LocalEngine(2))  # in two processes
     data = comparison(scenario, scenario.seed, results)
     columns = {entry["name"]: entry["qos"] for entry in data["settings"]}
     for (_, result), precise in zip(results, (True, False), strict=True):

@@ -165,7 +165,7 @@ def scenario_base_dir(path: str) -> Path:
 
 
 def _scenario(text: str, source: str, base_dir: Path):
-    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sim.scenario import scenario_from_documents
 
     documents = parse_text(text, source)
     kinds = kinds_in(documents)
@@ -174,14 +174,12 @@ def _scenario(text: str, source: str, base_dir: Path):
             f"{source}: {describe(kinds)}, not a Scenario (kind: {SCENARIO_KIND}): "
             f"{reader_hint(kinds, 'simulate')}"
         )
-    if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise UserError(f"{source}: expected one YAML document with kind: {SCENARIO_KIND}")
-    return parse_scenario(documents[0], source, base_dir=base_dir), text.encode("utf-8")
+    return scenario_from_documents(documents, source, base_dir), text.encode("utf-8")
 
 
 def read_node_groups(path: str):
     """GROUPS.yaml (or `-`): the node group definitions; a Kubernetes object or Scenario is an error."""
-    from kubetide.cloud.static import parse_groups
+    from kubetide.cloud.static import groups_from_documents
 
     source = source_name(path)
     documents = parse_text(read_input(path), source)
@@ -190,6 +188,4 @@ def read_node_groups(path: str):
         raise UserError(
             f"{source}: {describe(kinds)}, not node groups (nodeGroups: [...]): {reader_hint(kinds, 'plan')}"
         )
-    if len(documents) != 1:
-        raise UserError(f"{source}: expected one YAML document with nodeGroups")
-    return parse_groups(documents[0], source)
+    return groups_from_documents(documents, source)

@@ -1,4 +1,4 @@
-"""`kubetide simulate [SCENARIO] [--seed N] [--set FLAG=VALUE] [--compare NAME:FLAG=VALUE,...] [--out DIR] [--json]`.
+"""`kubetide simulate [SCENARIO] [--seed N] [--set FLAG=VALUE] [--compare NAME:FLAG=VALUE,...] [--workers N] [--out DIR] [--json]`.
 
 Runs a scenario on the simulator; without SCENARIO, the bundled demo. `--set` changes autoscaler
 flags over the scenario's spec.autoscaler. Writes summary.json, timeline.csv, events.jsonl and
@@ -8,7 +8,8 @@ prints summary.json with --json.
 With `--compare` (or the scenario's spec.compare, or spec.qos.compare) it runs the same scenario
 and seed once per named setting (sweep/compare.py): each run's files go to DIR/<name>/, and
 DIR/compare.json and one DIR/report.html with the runs overlaid compare them; the console shows one
-column per setting, --json prints compare.json.
+column per setting, --json prints compare.json. The compared runs go in parallel, one process per
+setting up to `--workers` (default: the machine's cores; 1 runs them here, one after another).
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--no-compare", action="store_true", help="run once, ignoring the scenario's spec.compare"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="compared runs in parallel on N local processes (default: cores; 1 runs them in this process)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -91,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         scenario.source = "demo.yaml (bundled)"
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers {args.workers}: must be at least 1")
     if args.compare and (args.no_compare or args.no_autoscaler):
         raise UserError(f"--compare: not with {'--no-compare' if args.no_compare else '--no-autoscaler'}")
     scenario = with_options(scenario, parse_set(args.set, scenario.options))
@@ -142,20 +151,16 @@ def _duration(text: str) -> float:
 
 def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path) -> int:
     """Every variant on the same scenario and seed; their files, compare.json and one report."""
-    from kubetide.sim.output import write_outputs
     from kubetide.sweep.compare import comparison, run_variants
+    from kubetide.sweep.engines import LocalEngine, default_workers
 
-    show_progress = not args.json and sys.stderr.isatty()
-
-    def run_one(variant, simulation):
-        if show_progress:
-            return _run_with_progress(simulation, scenario, f"simulating {scenario.name}: {variant.name}")
-        return simulation.run()
-
-    results = run_variants(scenario, args.seed, variants, run_one)
+    engine = LocalEngine(min(args.workers or default_workers(), len(variants)))
+    with writing_into(out_dir, "--out"):
+        if not args.json and sys.stderr.isatty():
+            results = _compare_with_progress(scenario, args.seed, variants, out_dir, engine)
+        else:
+            results = run_variants(scenario, args.seed, variants, out_dir, engine)
     seed = results[0][1].summary["seed"]
-    for variant, result in results:
-        write_outputs(result, out_dir / variant.name, report=False)
     data = comparison(scenario, seed, results)
     (out_dir / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if not args.no_report:
@@ -173,6 +178,40 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
     else:
         _print_comparison(data, out_dir, report=not args.no_report)
     return 0
+
+
+def _compare_with_progress(scenario, seed, variants, out_dir: Path, engine):
+    """run_variants with a bar per setting, each moving with its run's simulated time."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kubetide.sweep.compare import run_variants
+
+    where = "in this process" if engine.workers == 1 else f"on {engine.workers} processes"
+    console = console_stderr()
+    console.print(f"simulating {scenario.name}: {len(variants)} settings {where}")
+    total = format_duration(scenario.duration)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[simulated]} / " + total),
+        TimeElapsedColumn(),
+        transient=True,
+        console=console,
+    ) as progress:
+        tasks = {
+            v.name: progress.add_task(v.name, total=scenario.duration, simulated="waiting", start=False)
+            for v in variants
+        }
+
+        started: set[str] = set()
+
+        def update(name: str, elapsed: float) -> None:
+            if name not in started:  # its elapsed time counts from here
+                started.add(name)
+                progress.start_task(tasks[name])
+            progress.update(tasks[name], completed=elapsed, simulated=format_duration(round(elapsed)))
+
+        return run_variants(scenario, seed, variants, out_dir, engine, on_progress=update)
 
 
 def _run_with_progress(simulation, scenario, description: str):

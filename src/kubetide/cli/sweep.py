@@ -7,6 +7,9 @@ each on every --trace alternative (or the scenario's own traces) and every seed,
 per run, summary.csv, sweep.json and report.html to DIR (default ./kubetide-out/<scenario>-sweep/),
 and ends with a table per setting, or prints sweep.json with --json. Runs already stored in DIR
 are not run again, so an interrupted sweep resumes where it stopped.
+
+A scenario with spec.compare sweeps its entries' flags instead of a grid (each entry over every
+seed); --grid beside spec.compare needs --no-compare (sweep/compare.py `sweep_settings`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ def add_parser(subparsers) -> None:
         metavar="FLAG=V1,V2",
         help="autoscaler flag values to try (repeatable: the cross product). Separate values with ';' "
         "when they contain commas, e.g. 'expander=priority,least-waste;random'",
+    )
+    parser.add_argument(
+        "--no-compare",
+        action="store_true",
+        help="sweep the --grid over a scenario with spec.compare (which it otherwise sweeps instead)",
     )
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, metavar="N", help="run seeds 1..N (default 5)")
@@ -108,6 +116,7 @@ def _engine(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from kubetide.sweep.compare import sweep_settings
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
 
@@ -118,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if args.duration is not None:
         scenario = scenario.with_duration(_duration(args.duration))
     alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
-    settings, own = scenario_setting(build_settings(grid, scenario.options), scenario.options)
+    compared = sweep_settings(scenario, grid, args.no_compare)
+    settings, own = scenario_setting(compared or build_settings(grid, scenario.options), scenario.options)
     out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)

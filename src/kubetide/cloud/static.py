@@ -147,8 +147,11 @@ class GroupDefinition:
 
 def load_groups_file(path: str | Path) -> list[GroupDefinition]:
     """Read GROUPS.yaml: `nodeGroups: [...]`, or just the list. Raises SpecError."""
-    source = str(path)
-    documents = read_spec_documents(path)
+    return groups_from_documents(read_spec_documents(path), str(path))
+
+
+def groups_from_documents(documents: list[Any], source: str) -> list[GroupDefinition]:
+    """The node groups of a file's decoded documents (cli/inputs.py reads `-` and checks the kind)."""
     if len(documents) != 1:
         raise SpecError(source, "", "expected one YAML document with nodeGroups")
     return parse_groups(documents[0], source)

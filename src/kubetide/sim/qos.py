@@ -508,8 +508,8 @@ def mode_heading(precise: bool) -> str:
     return "precise" if precise else "all candidates (crane's old mode)"
 
 
-def _watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
-    """(resource, percent, label) of every non-Preview utilization rule, for the plot."""
+def watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
+    """(resource, percent, label) of every non-Preview utilization rule, for report.html's plots."""
     marks = []
     for qos in config.nodeqos:
         for rule in qos.rules:
@@ -519,111 +519,3 @@ def _watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
                     (metric.resource, float(rule.watermark), f"{qos.name}/{rule.name} {rule.watermark}%")
                 )
     return marks
-
-
-def _figure(result: Any) -> Any:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from kubetide.sim.report import _time_axis
-
-    timeline = result.timeline
-    settings: QosSettings = result.scenario.qos
-    scale, axis_title = _time_axis(result.scenario.duration)
-    x = [row["time"] / scale for row in timeline]
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.12,
-        subplot_titles=("Hottest node: usage / capacity", "Nodes over a watermark, and the agent's actions"),
-        specs=[[{}], [{"secondary_y": True}]],
-    )
-    colours = {"cpu": "#2563eb", "memory": "#9333ea"}
-    for resource in settings.resources:
-        column = f"qos_peak_{resource}_pct"
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[row.get(column) for row in timeline],
-                name=f"{resource} (hottest node)",
-                mode="lines",
-                line={"color": colours.get(resource, "#0891b2"), "width": 1.6, "shape": "hv"},
-            ),
-            row=1,
-            col=1,
-        )
-    for _resource, percent, label in _watermarks(settings.config):
-        fig.add_hline(
-            y=percent,
-            line_dash="dash",
-            line_color="#dc2626",
-            line_width=1,
-            annotation_text=html.escape(label),
-            annotation_position="top left",
-            annotation_font={"size": 10, "color": "#dc2626"},
-            row=1,
-            col=1,
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=[row.get("qos_nodes_over_watermark", 0) for row in timeline],
-            name="nodes over a watermark",
-            mode="lines",
-            fill="tozeroy",
-            line={"color": "#dc2626", "width": 1.5, "shape": "hv"},
-            fillcolor="rgba(220,38,38,0.15)",
-        ),
-        row=2,
-        col=1,
-    )
-    for column, name, colour in (
-        ("qos_evictions_total", "evictions (cumulative)", "#ea580c"),
-        ("qos_throttles_total", "throttles (cumulative)", "#0891b2"),
-    ):
-        values = [row.get(column, 0) for row in timeline]
-        if any(values):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=values,
-                    name=name,
-                    mode="lines",
-                    line={"color": colour, "width": 1.4, "shape": "hv"},
-                ),
-                row=2,
-                col=1,
-                secondary_y=True,
-            )
-    fig.update_layout(
-        template="plotly_white",
-        height=520,
-        margin={"l": 70, "r": 30, "t": 60, "b": 50},
-        hovermode="x unified",
-        font={"family": "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12},
-    )
-    fig.update_xaxes(showgrid=True, gridcolor="#eef0f3", range=[0, result.scenario.duration / scale])
-    fig.update_xaxes(title_text=axis_title, row=2, col=1)
-    fig.update_yaxes(showgrid=True, gridcolor="#eef0f3", rangemode="tozero")
-    fig.update_yaxes(title_text="%", row=1, col=1)
-    fig.update_yaxes(title_text="nodes", row=2, col=1)
-    fig.update_yaxes(title_text="actions", row=2, col=1, secondary_y=True, showgrid=False)
-    return fig
-
-
-def report_section(result: Any) -> str:
-    """The QoS panel of report.html ("" without spec.qos). plotly.js must already be on the page."""
-    qos = result.summary.get("qos")
-    if qos is None or result.scenario.qos is None:
-        return ""
-    plot = _figure(result).to_html(
-        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
-    )
-    shown = "precise" if qos.get("precise", True) else "all candidates"
-    note = f"The agent ran in {shown} mode."
-    table = counts_table([(mode_heading(qos.get("precise", True)), qos)])
-    return (
-        f"<section><h2>Node QoS agent</h2><p>{html.escape(note)}</p>"
-        f'<div style="max-width:820px">{table}</div>{plot}</section>'
-    )

@@ -272,12 +272,16 @@ def _count_ticks(peak: float) -> dict[str, Any]:
 
 
 def _subplots(
-    panels: Sequence[_Panel], duration: float, scale: float, axis_title: str, peaks: Mapping[str, float]
+    panels: Sequence[_Panel],
+    duration: float,
+    scale: float,
+    axis_title: str,
+    peaks: Mapping[str, float],
+    gap: float = 0.045,
 ) -> dict[str, Any]:
-    """Axes and subplot titles of panels stacked on one shared time axis. `peaks` gives each
-    counting y axis's largest value, for its ticks."""
+    """Axes and subplot titles of panels stacked on one shared time axis, `gap` (a share of the
+    figure) apart. `peaks` gives each counting y axis's largest value, for its ticks."""
     xs, ys, secondary = _axis_names(panels)
-    gap = 0.045
     usable = 1 - gap * (len(panels) - 1)
     total = sum(p.height for p in panels)
     layout: dict[str, Any] = {"annotations": []}
@@ -696,17 +700,147 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .scroll{max-height:520px;overflow:auto}
 .compare td.bad{color:#b91c1c;font-weight:600}.compare td.good{color:#15803d}
 .events tr.warn td{color:#b91c1c}
+.note{font-size:12px;color:#6b7280;margin:4px 0 0}
 footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
 """
 
 
-def _qos_section(result) -> str:
-    """The node QoS agent's panel (sim/qos.py), only for scenarios with spec.qos."""
-    if "qos" not in result.summary:
-        return ""
-    from kubetide.sim.qos import report_section
+# -- the node QoS agent (spec.qos) ---------------------------------------------------------------
 
-    return report_section(result)
+_QOS_PANELS = (
+    _Panel("Hottest node: usage / capacity", 0.5, "%"),
+    _Panel(
+        "Nodes over a watermark, and the agent's actions",
+        0.5,
+        "nodes",
+        secondary_y_title="actions",
+        counts=True,
+    ),
+)
+_QOS_RESOURCE_COLOURS = {"cpu": "#2563eb", "memory": "#9333ea"}
+_WATERMARK_COLOUR = "#dc2626"
+
+
+def _watermark_lines(
+    settings: Any, x_axis: str, y_axis: str, resource: str | None = None
+) -> tuple[list[dict], list[dict]]:
+    """Shapes and labels: a dashed line across the panel at each utilization watermark (of
+    `resource`'s rules only, if given)."""
+    from kubetide.sim.qos import watermarks
+
+    shapes, labels = [], []
+    for watched, percent, label in watermarks(settings.config):
+        if resource is not None and watched != resource:
+            continue
+        shapes.append(
+            {
+                "type": "line",
+                "xref": f"{x_axis} domain",
+                "yref": y_axis,
+                "x0": 0,
+                "x1": 1,
+                "y0": percent,
+                "y1": percent,
+                "line": {"color": _WATERMARK_COLOUR, "width": 1, "dash": "dash"},
+            }
+        )
+        labels.append(
+            {
+                "text": html.escape(label),
+                "xref": f"{x_axis} domain",
+                "yref": y_axis,
+                "x": 0,
+                "y": percent,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 10, "color": _WATERMARK_COLOUR},
+            }
+        )
+    return shapes, labels
+
+
+def build_qos_figure(result: Any) -> dict[str, Any]:
+    """The QoS agent's figure as plotly.js JSON: the hottest node's usage against the watermarks,
+    and the nodes over a watermark with the agent's cumulative actions."""
+    timeline = result.timeline
+    settings = result.scenario.qos
+    scale, axis_title = _time_axis(result.scenario.duration)
+    x = [round(row["time"] / scale, 5) for row in timeline]
+    xs, ys, secondary = _axis_names(_QOS_PANELS)
+    traces: list[dict[str, Any]] = []
+    for resource in settings.resources:
+        column = f"qos_peak_{resource}_pct"
+        colour = _QOS_RESOURCE_COLOURS.get(resource, "#0891b2")
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": [row.get(column) for row in timeline],
+                "name": f"{resource} (hottest node)",
+                "mode": "lines",
+                "line": {"color": colour, "width": 1.6, "shape": "hv"},
+                "xaxis": xs[0],
+                "yaxis": ys[0],
+            }
+        )
+    over = [row.get("qos_nodes_over_watermark", 0) for row in timeline]
+    traces.append(
+        {
+            "type": "scatter",
+            "x": x,
+            "y": over,
+            "name": "nodes over a watermark",
+            "mode": "lines",
+            "fill": "tozeroy",
+            "fillcolor": "rgba(220,38,38,0.15)",
+            "line": {"color": _WATERMARK_COLOUR, "width": 1.5, "shape": "hv"},
+            "xaxis": xs[1],
+            "yaxis": ys[1],
+        }
+    )
+    peaks = {ys[1]: max(over, default=0), secondary[1]: 0}
+    for column, name, colour in (
+        ("qos_evictions_total", "evictions (cumulative)", "#ea580c"),
+        ("qos_throttles_total", "throttles (cumulative)", "#0891b2"),
+    ):
+        values = [row.get(column, 0) for row in timeline]
+        if any(values):
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": x,
+                    "y": values,
+                    "name": name,
+                    "mode": "lines",
+                    "line": {"color": colour, "width": 1.4, "shape": "hv"},
+                    "xaxis": xs[1],
+                    "yaxis": secondary[1],
+                }
+            )
+            peaks[secondary[1]] = max(peaks[secondary[1]], max(values))
+    layout = _base_layout(520, 60)
+    layout.update(_subplots(_QOS_PANELS, result.scenario.duration, scale, axis_title, peaks, gap=0.12))
+    shapes, labels = _watermark_lines(settings, xs[0], ys[0])
+    layout["shapes"] = shapes
+    layout["annotations"].extend(labels)
+    return {"data": traces, "layout": layout}
+
+
+def _qos_section(result: Any) -> str:
+    """The node QoS agent's panel (sim/qos.py), only for scenarios with spec.qos."""
+    qos = result.summary.get("qos")
+    if qos is None or result.scenario.qos is None:
+        return ""
+    from kubetide.sim.qos import counts_table, mode_heading
+
+    precise = qos.get("precise", True)
+    note = f"The agent ran in {'precise' if precise else 'all candidates'} mode."
+    table = counts_table([(mode_heading(precise), qos)])
+    return (
+        f"<section><h2>Node QoS agent</h2><p>{html.escape(note)}</p>"
+        f'<div style="max-width:820px">{table}</div>{plot_div(build_qos_figure(result), "qos")}</section>'
+    )
 
 
 def render(result) -> str:
@@ -762,18 +896,87 @@ _COMPARE_COLUMNS = ("nodes_total", "pending_pods", "drains_in_progress", "evicti
 
 def build_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """One trace per run and panel, all on the same time axis; a run's traces share its colour
-    and legend entry (clicking it hides the run everywhere)."""
+    and legend entry (clicking it hides the run everywhere). Each run's halted and backed-off
+    periods are shaded in its colour (backoff with a dotted edge)."""
+    figure, scale = _overlaid(runs, _COMPARE_PANELS, _COMPARE_COLUMNS, 1200, missing=0)
+    shapes = []
+    for index, (name, result) in enumerate(runs):
+        step = result.scenario.options.scan_interval
+        for reason, marker, *_ in _PERIODS:
+            for start, end in periods(result.events, reason, marker, step):
+                shapes.append(
+                    {
+                        "type": "rect",
+                        "xref": "x",
+                        "yref": "paper",
+                        "x0": start / scale,
+                        "x1": end / scale,
+                        "y0": 0,
+                        "y1": 1,
+                        "fillcolor": _PALETTE[index % len(_PALETTE)],
+                        "opacity": 0.1,
+                        "line": {"width": 1, "dash": "dot", "color": _PALETTE[index % len(_PALETTE)]}
+                        if marker
+                        else {"width": 0},
+                        "layer": "below",
+                        "legendgroup": name,
+                        "name": f"{name}: {reason}",
+                    }
+                )
+    figure["layout"]["shapes"] = shapes
+    return figure
+
+
+def build_qos_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The QoS agent's series of every run overlaid (runs of a scenario with spec.qos): the
+    hottest node's usage per watched resource against the watermarks, the nodes over a
+    watermark, and the agent's cumulative evictions and throttles."""
+    settings = runs[0][1].scenario.qos
+    panels = [
+        _Panel(f"Hottest node: {resource} usage / capacity", 0.3, "%") for resource in settings.resources
+    ]
+    columns = [f"qos_peak_{resource}_pct" for resource in settings.resources]
+    panels.append(_Panel("Nodes over a watermark", 0.22, "nodes", counts=True))
+    columns.append("qos_nodes_over_watermark")
+    for column, title in (
+        ("qos_evictions_total", "QoS agent evictions (cumulative)"),
+        ("qos_throttles_total", "QoS agent throttles (cumulative)"),
+    ):
+        if any(row.get(column) for _, result in runs for row in result.timeline):
+            panels.append(_Panel(title, 0.22, "actions", counts=True))
+            columns.append(column)
+    figure, _ = _overlaid(runs, panels, columns, 260 * len(panels) + 120, missing=None)
+    xs, ys, _ = _axis_names(panels)
+    shapes, labels = [], []
+    for index, resource in enumerate(settings.resources):
+        lines, texts = _watermark_lines(settings, xs[index], ys[index], resource)
+        shapes += lines
+        labels += texts
+    figure["layout"]["shapes"] = shapes
+    figure["layout"]["annotations"].extend(labels)
+    return figure
+
+
+def _overlaid(
+    runs: Sequence[tuple[str, Any]],
+    panels: Sequence[_Panel],
+    columns: Sequence[str],
+    height: int,
+    missing: Any,
+) -> tuple[dict[str, Any], float]:
+    """(figure, the time axis's scale): panel i draws timeline column i of every run, in the run's
+    colour; a row without the column reads `missing`."""
     scenario = runs[0][1].scenario
     scale, axis_title = _time_axis(scenario.duration)
-    xs, ys, _ = _axis_names(_COMPARE_PANELS)
+    xs, ys, _ = _axis_names(panels)
     traces: list[dict[str, Any]] = []
     peaks: dict[str, float] = {}
     for index, (name, result) in enumerate(runs):
         colour = _PALETTE[index % len(_PALETTE)]
         x = [round(row["time"] / scale, 5) for row in result.timeline]
-        for panel, column in enumerate(_COMPARE_COLUMNS):
-            y = [row.get(column, 0) for row in result.timeline]
-            peaks[ys[panel]] = max(peaks.get(ys[panel], 0), max(y, default=0))
+        for panel, column in enumerate(columns):
+            y = [row.get(column, missing) for row in result.timeline]
+            peaks[ys[panel]] = max(peaks.get(ys[panel], 0), max((v for v in y if v is not None), default=0))
             traces.append(
                 {
                     "type": "scatter",
@@ -789,10 +992,10 @@ def build_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
                     "yaxis": ys[panel],
                 }
             )
-    layout = _base_layout(1200, 60)
-    layout.update(_subplots(_COMPARE_PANELS, scenario.duration, scale, axis_title, peaks))
+    layout = _base_layout(height, 60)
+    layout.update(_subplots(panels, scenario.duration, scale, axis_title, peaks))
     layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}}
-    return {"data": traces, "layout": layout}
+    return {"data": traces, "layout": layout}, scale
 
 
 def render_comparison(comparison: Mapping[str, Any], results: Sequence[Any]) -> str:
@@ -801,7 +1004,16 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Any]) -> 
     settings = comparison["settings"]
     runs = [(entry["name"], result) for entry, result in zip(settings, results, strict=True)]
     scenario = results[0].scenario
-    plot = plot_div(build_comparison_figure(runs), "comparison")
+    figure = build_comparison_figure(runs)
+    plot = plot_div(figure, "comparison")
+    if figure["layout"]["shapes"]:
+        plot += (
+            '<p class="note">Shaded: the periods when a setting\'s autoscaler halted (cluster unhealthy) '
+            "or, with a dotted edge, held scale-up back (node group backoff), in the setting's colour.</p>"
+        )
+    qos_plot = ""
+    if all(result.scenario.qos is not None for result in results):
+        qos_plot = plot_div(build_qos_comparison_figure(runs), "qos-comparison")
     head = "<tr><th></th>" + "".join(f"<th>{html.escape(e['name'])}</th>" for e in settings) + "</tr>"
     rows = [
         "<tr><th>flags</th>" + "".join(f"<td>{html.escape(format_flags(e))}</td>" for e in settings) + "</tr>"
@@ -841,7 +1053,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Any]) -> 
 <main>
 <section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table></section>
 <section>{plot}</section>
-{_qos_comparison(settings)}
+{_qos_comparison(settings, qos_plot)}
 <section><h2>Events by reason</h2><div class="scroll"><table class="compare">{head}{"".join(event_rows)}</table></div></section>
 </main>
 <footer>generated by kubetide simulate --compare · each setting's summary.json, timeline.csv and
@@ -869,8 +1081,8 @@ def format_metric(key: str, value: Any) -> str:
     return f"{value:,}"
 
 
-def _qos_comparison(settings: Sequence[Mapping[str, Any]]) -> str:
-    """The QoS agent's counts per setting (compare.json's settings[].qos), when it ran."""
+def _qos_comparison(settings: Sequence[Mapping[str, Any]], plot: str) -> str:
+    """The QoS agent's counts per setting (compare.json's settings[].qos) and its series, when it ran."""
     if any("qos" not in entry for entry in settings):
         return ""
     from kubetide.sim.qos import counts_table, mode_heading
@@ -879,4 +1091,4 @@ def _qos_comparison(settings: Sequence[Mapping[str, Any]]) -> str:
         (f"{e['name']}: {mode_heading(e['qos_precise'])}" if "qos_precise" in e else e["name"], e["qos"])
         for e in settings
     ]
-    return f'<section><h2>Node QoS agent</h2><div style="max-width:980px">{counts_table(columns)}</div></section>'
+    return f'<section><h2>Node QoS agent</h2><div style="max-width:980px">{counts_table(columns)}</div>{plot}</section>'

@@ -297,11 +297,14 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
-    source = str(path)
-    documents = read_spec_documents(path, ScenarioError)
+    return scenario_from_documents(read_spec_documents(path, ScenarioError), str(path), path.parent)
+
+
+def scenario_from_documents(documents: list[Any], source: str, base_dir: Path) -> Scenario:
+    """The Scenario of a file's decoded documents (cli/inputs.py reads `-` and checks the kind)."""
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ScenarioError(source, "", "expected one YAML document with kind: Scenario")
-    return parse_scenario(documents[0], source, base_dir=path.parent)
+    return parse_scenario(documents[0], source, base_dir=base_dir)
 
 
 def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:

@@ -9,14 +9,20 @@ byte-identical to the lone run's (but for summary.json's wall_seconds).
 Where the variants come from, first match wins: `--compare NAME:FLAG=VALUE,...` on the command
 line, the scenario's spec.compare, or spec.qos.compare (the agent's precise mode against crane's
 old act-on-every-candidate mode: the variants `precise` and `all`).
+
+The runs are independent, so they run in parallel: one sweep LocalEngine task per variant, each
+writing its own directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import re
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kubetide import API_VERSION
@@ -95,26 +101,112 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
 def scenario_variants(scenario: Any) -> list[Variant]:
     """The scenario's own comparison: spec.compare, else spec.qos.compare's two modes, else none."""
     if scenario.compare:
-        return [
-            Variant(entry.name, Setting(tuple(entry.autoscaler.items())), entry.qos_precise)
-            for entry in scenario.compare
-        ]
+        return [Variant(entry.name, _entry_setting(entry), entry.qos_precise) for entry in scenario.compare]
     if scenario.qos is not None and scenario.qos.compare:
         return [Variant("precise", Setting(()), True), Variant("all", Setting(()), False)]
     return []
+
+
+def sweep_settings(
+    scenario: Any, grid: Mapping[str, Sequence[str]], no_compare: bool
+) -> list[Setting] | None:
+    """What `kubetide sweep` runs for a scenario with spec.compare: each entry's flags as one of
+    its settings, every one over every seed (a sweep names settings by their flags, so the entries'
+    names are not kept). None when the sweep runs its --grid: no spec.compare, or --no-compare.
+    A sweep varies autoscaler flags only, so an entry choosing the QoS agent's mode (or
+    spec.qos.compare) is refused, as is --grid beside spec.compare (which of the two to sweep is
+    the user's choice)."""
+    if no_compare:
+        return None
+    if scenario.qos is not None and scenario.qos.compare:
+        raise UserError(
+            f"{scenario.source}: spec.qos.compare: a sweep varies autoscaler flags only; compare the QoS "
+            "agent's modes with `kubetide simulate`, or add --no-compare to sweep spec.qos.precise's mode"
+        )
+    if not scenario.compare:
+        return None
+    if grid:
+        raise UserError(
+            f"--grid: {scenario.source} has spec.compare ({len(scenario.compare)} settings); a sweep runs "
+            "either those (without --grid) or the grid (add --no-compare)"
+        )
+    for index, entry in enumerate(scenario.compare):
+        if entry.qos_precise is not None:
+            raise UserError(
+                f"{scenario.source}: spec.compare[{index}].qos: a sweep varies autoscaler flags only; "
+                "compare the QoS agent's modes with `kubetide simulate`, or sweep with --no-compare"
+            )
+    return list(dict.fromkeys(_entry_setting(entry) for entry in scenario.compare))
+
+
+def _entry_setting(entry: Any) -> Setting:
+    """A spec.compare entry's flags as a Setting of text values, as --compare gives them (so that
+    compare.json and sweep.json show `"4"` and `"false"` whether the YAML said 4 or "4")."""
+    return Setting(tuple((name, _flag_text(value)) for name, value in entry.autoscaler.items()))
+
+
+def _flag_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(_flag_text(item) for item in value)
+    return str(value)
 
 
 def run_variants(
     scenario: Any,
     seed: int | None,
     variants: Sequence[Variant],
-    run: Callable[[Variant, Any], Any],
+    out_dir: Path,
+    engine: Any,
+    on_progress: Callable[[str, float], None] | None = None,
 ) -> list[tuple[Variant, Any]]:
-    """Each variant's SimulationResult, in order; `run(variant, simulation)` runs one (a progress
-    bar, or simply `simulation.run()`)."""
+    """Each variant's SimulationResult, in order, its files written to out_dir/<name>/. The runs
+    are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
+    one), one per variant. `on_progress(name, simulated seconds)` is called in this process as each
+    run advances (the runs send it through a queue from wherever they run)."""
+    from kubetide.sim.simulation import SimulationResult
+
+    updates: Any = None
+    relay = None
+    if on_progress is not None:
+        updates = multiprocessing.Queue()
+        relay = threading.Thread(target=_relay, args=(updates, on_progress), daemon=True)
+        relay.start()
+    done = {}
+    try:
+        for variant, fields, error in engine.map(run_variant, (scenario, seed, out_dir, updates), variants):
+            if error is not None:
+                raise error
+            done[variant.name] = SimulationResult(scenario=variant.apply(scenario), **fields)
+    finally:
+        if relay is not None:
+            updates.put(None)
+            relay.join()
+    return [(variant, done[variant.name]) for variant in variants]
+
+
+def _relay(updates: Any, on_progress: Callable[[str, float], None]) -> None:
+    while (update := updates.get()) is not None:
+        on_progress(*update)
+
+
+def run_variant(shared: tuple[Any, int | None, Path, Any], variant: Variant) -> dict[str, Any]:
+    """One variant's run, as `simulate --set` would run it alone, and its files (an engine task).
+    The SimulationResult comes back as its fields but the scenario, which need not pickle
+    (spec.qos holds functions); run_variants puts the variant's scenario back."""
+    from kubetide.sim.output import write_outputs
     from kubetide.sim.simulation import Simulation
 
-    return [(v, run(v, Simulation(v.apply(scenario), seed=seed))) for v in variants]
+    scenario, seed, out_dir, updates = shared
+    progress = None if updates is None else (lambda elapsed: updates.put((variant.name, elapsed)))
+    result = Simulation(variant.apply(scenario), seed=seed).run(progress=progress)
+    write_outputs(result, out_dir / variant.name, report=False)
+    return {
+        field.name: getattr(result, field.name)
+        for field in dataclasses.fields(result)
+        if field.name != "scenario"
+    }
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, Any]:

@@ -6,15 +6,19 @@ summary with sim.output.summary_json. The scenarios (one, or one per --trace alt
 once by the caller and shipped to each worker once (a pool initializer; a broadcast scatter on
 Dask), so a task carries only its setting, trace id and seed. A run that raises comes back as an
 error string; the sweep goes on.
+
+`LocalEngine.map` runs any module-level function over items that way; `simulate --compare` runs its
+settings through it (sweep/compare.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 from kubetide.errors import UserError
 from kubetide.sweep.grid import Setting, with_options
@@ -46,16 +50,20 @@ def simulate_one(scenario, setting: Setting, seed: int) -> tuple[str | None, str
     return summary_json(result.summary), None
 
 
-_installed_scenarios: dict = {}  # trace id -> scenario, in this pool worker process (set by _install)
+_shared: Any = None  # what every task of this pool worker process reads (set by _install)
 
 
-def _install(scenarios: dict) -> None:
-    global _installed_scenarios
-    _installed_scenarios = scenarios
+def _install(shared: Any) -> None:
+    global _shared
+    _shared = shared
 
 
-def _simulate_installed(task: Task) -> tuple[str | None, str | None]:
-    return simulate_one(_installed_scenarios[task.trace], task.setting, task.seed)
+def _call(function: Callable[[Any, Any], Any], item: Any) -> Any:
+    return function(_shared, item)
+
+
+def _simulate_task(scenarios: dict, task: Task) -> tuple[str | None, str | None]:
+    return simulate_one(scenarios[task.trace], task.setting, task.seed)
 
 
 def default_workers() -> int:
@@ -71,20 +79,34 @@ class LocalEngine:
         self.workers = workers or default_workers()
 
     def run(self, scenarios: dict, tasks: Iterable[Task]) -> Iterator[Outcome]:
-        tasks = list(tasks)
+        for task, value, error in self.map(_simulate_task, scenarios, tasks):
+            if error is not None:  # the worker process itself died
+                yield Outcome(task, None, f"{type(error).__name__}: {error}")
+            else:
+                yield Outcome(task, *value)
+
+    def map(
+        self, function: Callable[[Any, Any], Any], shared: Any, items: Iterable[Any]
+    ) -> Iterator[tuple[Any, Any, BaseException | None]]:
+        """(item, function(shared, item), None) for each item as it completes, or (item, None,
+        the exception) when it raised. `shared` goes to each worker process once; `function`
+        must be a module-level function (it is pickled by name)."""
+        items = list(items)
         if self.workers == 1:
-            for task in tasks:
-                yield Outcome(task, *simulate_one(scenarios[task.trace], task.setting, task.seed))
+            for item in items:
+                try:
+                    value = function(shared, item)
+                except Exception as exc:
+                    yield item, None, exc
+                else:
+                    yield item, value, None
             return
-        pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(scenarios,))
+        pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(shared,))
         try:
-            futures = {pool.submit(_simulate_installed, t): t for t in tasks}
+            futures = {pool.submit(_call, function, item): item for item in items}
             for future in as_completed(futures):
                 error = future.exception()
-                if error is not None:  # the worker process itself died
-                    yield Outcome(futures[future], None, f"{type(error).__name__}: {error}")
-                else:
-                    yield Outcome(futures[future], *future.result())
+                yield futures[future], (None if error is not None else future.result()), error
         finally:
             # On Ctrl-C or an early exit, drop what has not started rather than finish it.
             pool.shutdown(wait=True, cancel_futures=True)
