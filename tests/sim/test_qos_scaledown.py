@@ -14,6 +14,7 @@ from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.sim import Simulation, load_scenario
 from kubetide.sim.qosguard import guard_summary
 from kubetide.sweep.compare import comparison, run_variants, scenario_variants
+from kubetide.sweep.engines import LocalEngine
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qos-scaledown.yaml"
 GUARD_REASON = str(NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK)
@@ -68,11 +69,11 @@ def test_the_kept_node_says_why(runs):
     assert len(guarded) == 1 and "NodeQOS workers-cpu rule cpu-80" in guarded[0], why
 
 
-def test_the_example_compares_the_guard_on_and_off(runs):
+def test_the_example_compares_the_guard_on_and_off(runs, tmp_path):
     scenario = load_scenario(EXAMPLE)  # spec.compare: guard-on (the scenario's own), guard-off
     variants = scenario_variants(scenario)
     assert [v.name for v in variants] == ["guard-on", "guard-off"]
-    results = run_variants(scenario, None, variants, lambda _, simulation: simulation.run())
+    results = run_variants(scenario, None, variants, tmp_path, LocalEngine(2))
     columns = {
         entry["name"]: entry["qos"] for entry in comparison(scenario, scenario.seed, results)["settings"]
     }
