@@ -10,6 +10,7 @@ instances, nothing created twice. Then the load drops and the autoscaler removes
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,28 @@ def test_pod_ages_drive_the_downscale_ranking_as_in_the_dump(exported):
     gone = [p.name for p in sim.world.pods() if p.labels.get("app") == "worker" and p.is_terminating]
     assert len(gone) == 1
     assert ages[gone[0]] == max(ages.values())
+
+
+def test_the_whole_path_from_a_dump_file_to_two_settings_side_by_side(tmp_path, dump, capsys):
+    """The README's three commands: dump -> `scenario from-cluster` -> `simulate --compare`,
+    here with a load drop added to the exported scenario."""
+    from kubetide.cli.main import main
+
+    cluster, tonight, out = tmp_path / "cluster.yaml", tmp_path / "tonight.yaml", tmp_path / "out"
+    cluster.write_text(yaml.safe_dump(dump))
+    assert main(["scenario", "from-cluster", str(cluster), "--out", str(tonight)]) == 0
+    document = yaml.safe_load(tonight.read_text())
+    document["spec"]["events"] = [WEB_DROP]
+    document["spec"]["duration"] = "40m"
+    tonight.write_text(yaml.safe_dump(document))
+    fast = "fast:scale-down-unneeded-time=3m,scale-down-delay-after-add=3m"
+    args = ["simulate", str(tonight), "--out", str(out), "--no-report", "--json", "--compare", "ours:"]
+    assert main([*args, "--compare", fast]) == 0
+    capsys.readouterr()
+    compared = json.loads((out / "compare.json").read_text())
+    assert [s["name"] for s in compared["settings"]] == ["ours", "fast"]
+    ours, quick = (json.loads((out / name / "summary.json").read_text()) for name in ("ours", "fast"))
+    for summary in (ours, quick):
+        assert summary["nodes"]["initial"] == 12 and summary["invariants"] == ZERO
+        assert summary["scale_down"]["drained_removed"] > 0
+    assert quick["scale_down"]["first_removal_at"] < ours["scale_down"]["first_removal_at"]
