@@ -476,6 +476,9 @@ _ROWS = (
     ("nodes_over_watermark_at_end", "nodes over a watermark at the end"),
     ("scheduling_disabled", "times a node's scheduling was disabled"),
     ("nodes_added", "nodes added by scale-up"),
+    ("nodes_removed", "nodes removed by scale-down"),
+    ("respect_qos_watermarks", "scale-down keeps destinations under the watermarks"),
+    ("evictions_per_spike", "agent evictions per usage spike"),
     ("cost", "cost"),
     ("pending_pod_seconds", "pending pod-seconds"),
 )
@@ -484,8 +487,12 @@ _ROWS = (
 def _cell(key: str, value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if key == "cost":
         return f"${value:,.2f}"
+    if key == "evictions_per_spike":
+        return f"{value:,.2f}"
     if isinstance(value, float):
         return f"{value:,.0f}"
     return f"{value:,}"
