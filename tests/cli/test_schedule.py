@@ -1,6 +1,8 @@
 """`kubetide schedule`: the bundled example, the --json shape, warnings, and one-line errors."""
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -191,3 +193,13 @@ def test_each_pod_explained_as_if_alone(kubetide, tmp_path):
     assert unschedulable == alone
     # Zone a keeps one node with room that only the guard's anti-affinity keeps the app=a pods off.
     assert alone and all("5 Insufficient cpu" in r and "anti-affinity" in r for r in alone.values())
+
+
+def test_schedule_imports_only_its_own_command():
+    """Every other command's imports cost `kubetide schedule` about a second of its whole run."""
+    code = (
+        "import sys, kubetide.cli.main as m; m.build_parser(['schedule', 'x.json', '--json']); "
+        "print(sorted(n for n in sys.modules if n.startswith('kubetide.cli.') and n != 'kubetide.cli.main'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['kubetide.cli.output', 'kubetide.cli.schedule']"

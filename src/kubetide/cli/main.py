@@ -29,17 +29,22 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: with just the named subcommand when `argv` names one, since
+    importing every command's dependencies costs a whole process about a second; otherwise
+    (help, version, a typo) with all of them."""
     parser = _Parser(prog="kubetide", description="Kubernetes cluster autoscaler and disruption manager.")
     parser.add_argument("--version", action="version", version=f"kubetide {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    first = next((a for a in argv or () if not a.startswith("-")), "").replace("-", "_")
+    for name in (first,) if first in COMMANDS else COMMANDS:
         importlib.import_module(f"kubetide.cli.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
