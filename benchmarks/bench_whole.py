@@ -128,7 +128,7 @@ def run(case: Case, path: Path, timeout_s: float, memory_limit: int) -> Result:
             err.seek(0)
             lines = err.read().decode(errors="replace").strip().splitlines()
             failure = f"exit {proc.returncode}: {lines[-1] if lines else 'no message'}"
-    size = f"{path.stat().st_size / 2**20:,.1f} MiB"
+    size = _bytes(path.stat().st_size)
     return Result(case, f"{path.name} ({size})", wall, usage.ru_maxrss * 1024, failure)  # KiB on Linux
 
 
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             path = dump_for(case, directory)
             result = run(case, path, args.timeout, int(args.memory_limit * GB))
             out.print(
-                f"  {case.name}: {result.wall_s:.2f} s, {result.peak_rss / 2**20:,.0f} MiB, "
+                f"  {case.name}: {result.wall_s:.2f} s, {_bytes(result.peak_rss)}, "
                 f"{verdict(result)} (load {_load()})"
             )
             results.append(result)
@@ -200,13 +200,18 @@ def main(argv: list[str] | None = None) -> int:
             f"kubetide {case.command}",
             result.dump,
             f"{result.wall_s:.2f} s",
-            f"{result.peak_rss / 2**20:,.0f} MiB",
+            _bytes(result.peak_rss),
             target_text(case),
             verdict(result),
         )
     out.print(table)
     out.print(f"finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {_load()}")
     return 0
+
+
+def _bytes(amount: int) -> str:
+    """In the issue's units: GB (10^9 bytes) from one up, MB below."""
+    return f"{amount / GB:.2f} GB" if amount >= GB else f"{amount / 10**6:,.0f} MB"
 
 
 def _load() -> str:
