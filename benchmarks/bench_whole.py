@@ -4,7 +4,8 @@
 The commands users run, each as its own process on a dump written by benchmarks.dumps, timed from
 start to exit: interpreter start, imports, reading and parsing the dump, the decision, and
 printing the answer (to /dev/null). Peak RSS is that process's own maximum resident set size
-(the rusage `os.wait4` returns for it), so each command is measured alone.
+(the rusage `os.wait4` returns for it), so each command is measured alone; its CPU time (user +
+system) is reported too, since on a shared machine it moves less with the load than wall time.
 
 Cases, with the issue's targets (Go CA's in-process times were measured on this machine by
 bench_scheduling and bench_scaleup; Go is not run here):
@@ -84,6 +85,7 @@ class Result:
     case: Case
     dump: str  # file name and size
     wall_s: float
+    cpu_s: float  # user + system: what the command itself used, less sensitive to a busy machine
     peak_rss: int  # bytes
     failure: str  # "" when the command exited 0
 
@@ -129,7 +131,8 @@ def run(case: Case, path: Path, timeout_s: float, memory_limit: int) -> Result:
             lines = err.read().decode(errors="replace").strip().splitlines()
             failure = f"exit {proc.returncode}: {lines[-1] if lines else 'no message'}"
     size = _bytes(path.stat().st_size)
-    return Result(case, f"{path.name} ({size})", wall, usage.ru_maxrss * 1024, failure)  # KiB on Linux
+    cpu = usage.ru_utime + usage.ru_stime
+    return Result(case, f"{path.name} ({size})", wall, cpu, usage.ru_maxrss * 1024, failure)  # KiB on Linux
 
 
 def verdict(result: Result) -> str:
@@ -186,13 +189,13 @@ def main(argv: list[str] | None = None) -> int:
             path = dump_for(case, directory)
             result = run(case, path, args.timeout, int(args.memory_limit * GB))
             out.print(
-                f"  {case.name}: {result.wall_s:.2f} s, {_bytes(result.peak_rss)}, "
+                f"  {case.name}: {result.wall_s:.2f} s (CPU {result.cpu_s:.2f} s), {_bytes(result.peak_rss)}, "
                 f"{verdict(result)} (load {_load()})"
             )
             results.append(result)
 
     table = Table(title="Whole-process commands (issue 17 item 8)", header_style="bold")
-    for column in ("command", "dump", "wall", "peak RSS", "target", "verdict"):
+    for column in ("command", "dump", "wall", "CPU", "peak RSS", "target", "verdict"):
         table.add_column(column)
     for result in results:
         case = result.case
@@ -200,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             f"kubetide {case.command}",
             result.dump,
             f"{result.wall_s:.2f} s",
+            f"{result.cpu_s:.2f} s",
             _bytes(result.peak_rss),
             target_text(case),
             verdict(result),
