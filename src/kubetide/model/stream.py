@@ -7,7 +7,7 @@ memory holds one item's text and dicts at a time, plus the objects kept.
 
 JSON is decoded with the standard library's decoder, value by value, from a sliding buffer.
 YAML goes through the parser's event stream (libyaml's when PyYAML has it), and each item is
-composed and constructed on its own. Only the shape kubectl prints is streamed: one document whose
+built straight from its events (libyaml's composer only composes whole documents). Only the shape kubectl prints is streamed: one document whose
 root mapping has an `items` sequence. Anything else raises NotStreamable, and so does anything
 unusual on the way (anchors and aliases, a syntax error, text that is not UTF-8): the caller then
 loads the file whole, whose checks (issue 13's bounds on depth and aliases) and error messages
@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 import yaml
-from yaml.composer import Composer
 
 # Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
 CHUNK_CHARS = 1 << 20
@@ -159,17 +158,16 @@ class _Rewound:
         return self.stream.read(size)
 
 
-def _item_loader(base: type) -> type:
-    """`base` (a SafeLoader) able to compose one node at a time: libyaml's composer only composes
-    whole documents, so composing uses PyYAML's Composer over the (C) parser's events."""
-    if issubclass(base, Composer):
-        return base
-    return type(f"Item{base.__name__}", (base, Composer), {})
+_STR_TAG = "tag:yaml.org,2002:str"
+# Plain scalars resolving to these are built by the SafeConstructor's own functions; any other
+# implicit tag (merge keys `<<`, `=`) sends the file to the whole-file load.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
+)
 
 
 def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]]:
-    loader = _item_loader(base)(stream)
-    loader.anchors = {}
+    loader = base(stream)
     try:
         _expect(loader, yaml.StreamStartEvent)
         _expect(loader, yaml.DocumentStartEvent)
@@ -214,8 +212,34 @@ def _plain_sequence(event: yaml.Event) -> bool:
 
 
 def _construct(loader: Any) -> Any:
-    """The next node as Python objects; anchors are refused (the whole-file load bounds aliases)."""
-    node = loader.compose_node(None, None)
-    if loader.anchors:
+    """The next node as Python objects, built straight from the parser's events as the
+    SafeLoader would build it. Anchors, aliases and explicit tags are refused (the whole-file load
+    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same)."""
+    event = loader.get_event()
+    if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
         raise NotStreamable
-    return loader.construct_document(node)
+    if isinstance(event, yaml.ScalarEvent):
+        if event.style or not event.implicit[0]:
+            return event.value  # quoted, or a block scalar: a string
+        tag = loader.resolve(yaml.ScalarNode, event.value, (True, False))
+        if tag == _STR_TAG:
+            return event.value
+        if tag not in _SCALAR_TAGS:
+            raise NotStreamable
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value))
+    if isinstance(event, yaml.MappingStartEvent):
+        mapping = {}
+        while not loader.check_event(yaml.MappingEndEvent):
+            key = _construct(loader)
+            if isinstance(key, dict | list):
+                raise NotStreamable  # unhashable: the whole-file load words the error
+            mapping[key] = _construct(loader)
+        loader.get_event()
+        return mapping
+    if isinstance(event, yaml.SequenceStartEvent):
+        sequence = []
+        while not loader.check_event(yaml.SequenceEndEvent):
+            sequence.append(_construct(loader))
+        loader.get_event()
+        return sequence
+    raise NotStreamable  # an alias
