@@ -28,6 +28,8 @@ from kubetide.model.pod import (
     PHASES,
     Container,
     Pod,
+    TopologySpreadConstraint,
+    Volume,
     _parse_affinity,
     _parse_spread,
     _parse_volume,
@@ -253,10 +255,15 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         if any(type(v) not in (str, int) for v in t.values()):
             raise _NotCanonical
         tolerations.append(_toleration(tuple(t.items())))
+    # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
     spec_reader = Reader(spec, source, location, "spec")
-    affinity = NO_AFFINITY
-    if spec.get("affinity") is not None:
-        affinity = _parse_affinity(spec_reader)
+    affinity = NO_AFFINITY if spec.get("affinity") is None else _parse_affinity(spec_reader)
+    spread: tuple[TopologySpreadConstraint, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    if spec.get("topologySpreadConstraints") is not None:
+        spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
+    if spec.get("volumes") is not None:
+        volumes = tuple(_parse_volume(v) for v in spec_reader.items("volumes"))
     return Pod(
         meta=meta,
         requests=requests,
@@ -266,8 +273,8 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         node_selector=_str_map(spec.get("nodeSelector")),
         affinity=affinity,
         tolerations=tuple(tolerations),
-        topology_spread=tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints")),
-        volumes=tuple(_parse_volume(v) for v in spec_reader.items("volumes")),
+        topology_spread=spread,
+        volumes=volumes,
         priority=priority or 0,
         priority_class_name=_str(spec.get("priorityClassName")),
         explicit_priority=priority is not None,
