@@ -2,13 +2,14 @@
 
 Turning a large dump into Pods used to be most of `kubetide plan`'s time, spent in the path-aware
 Reader (a Reader object and a field path per field) and in parsing the same quantity strings over
-and over. `parse_pod_fast` (the loader's Pod parser) tries `fast_pod` first. It accepts only the canonical form of each field
-(strings where the API server writes strings, ints where it writes ints, no null where a default
-would apply) and returns None at the first thing it does not expect: a value the Reader would
-convert or reject, or a rare field (init containers, overhead, host network, host ports); the pod
-is then parsed again by `parse_pod`, through the Reader, which alone decides what is an error and words it.
-So this module never raises a ManifestError of its own, and for every pod it accepts it returns
-what the Reader path returns (tests compare the two on every pod they have).
+and over. `parse_pod_fast` (the loader's Pod parser) tries `fast_pod` first. It accepts only the
+canonical form of each field (strings where the API server writes strings, ints where it writes
+ints, no null where a default would apply) and returns None at the first thing it does not
+expect: a value the Reader would convert or reject, or a rare field (init containers, overhead,
+host network, host ports). The pod is then parsed again by `parse_pod`, through the Reader, which
+alone decides what is an error and words it. So this module never raises a ManifestError of its
+own, and for every pod it accepts it returns what the Reader path returns (a property test
+compares the two on randomly broken pods).
 
 Rare-but-structured fields (affinity, topology spread, tolerations, volumes) go through the
 Reader parsers themselves, with the same field paths; an error there also means "None".
