@@ -159,6 +159,7 @@ class _Rewound:
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_MAX_TAGS_CACHED = 100_000
 # Plain scalars resolving to these are built by the SafeConstructor's own functions; any other
 # implicit tag (merge keys `<<`, `=`) sends the file to the whole-file load.
 _SCALAR_TAGS = frozenset(
@@ -168,6 +169,7 @@ _SCALAR_TAGS = frozenset(
 
 def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]]:
     loader = base(stream)
+    tags: dict[str, str] = {}
     try:
         _expect(loader, yaml.StreamStartEvent)
         _expect(loader, yaml.DocumentStartEvent)
@@ -177,7 +179,7 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
         loader.get_event()
         seen_items = False
         while not loader.check_event(yaml.MappingEndEvent):
-            key = _construct(loader)
+            key = _construct(loader, tags)
             start = loader.peek_event()
             if key == "items" and not seen_items and _plain_sequence(start):
                 seen_items = True
@@ -185,11 +187,11 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
                 yield ITEMS, None, None
                 index = 0
                 while not loader.check_event(yaml.SequenceEndEvent):
-                    yield ITEM, index, _construct(loader)
+                    yield ITEM, index, _construct(loader, tags)
                     index += 1
                 loader.get_event()
             elif isinstance(key, str):
-                yield FIELD, key, _construct(loader)
+                yield FIELD, key, _construct(loader, tags)
             else:
                 raise NotStreamable
         loader.get_event()
@@ -211,17 +213,23 @@ def _plain_sequence(event: yaml.Event) -> bool:
     return isinstance(event, yaml.SequenceStartEvent) and event.anchor is None and event.tag in (None, "!")
 
 
-def _construct(loader: Any) -> Any:
+def _construct(loader: Any, tags: dict[str, str]) -> Any:
     """The next node as Python objects, built straight from the parser's events as the
     SafeLoader would build it. Anchors, aliases and explicit tags are refused (the whole-file load
-    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same)."""
+    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same).
+    `tags` caches the implicit tag of each plain scalar: keys and values recur in every item."""
     event = loader.get_event()
     if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
         raise NotStreamable
     if isinstance(event, yaml.ScalarEvent):
         if event.style or not event.implicit[0]:
             return event.value  # quoted, or a block scalar: a string
-        tag = loader.resolve(yaml.ScalarNode, event.value, (True, False))
+        tag = tags.get(event.value)
+        if tag is None:
+            tag = loader.resolve(yaml.ScalarNode, event.value, (True, False))
+            if len(tags) >= _MAX_TAGS_CACHED:
+                tags.clear()
+            tags[event.value] = tag
         if tag == _STR_TAG:
             return event.value
         if tag not in _SCALAR_TAGS:
@@ -230,16 +238,16 @@ def _construct(loader: Any) -> Any:
     if isinstance(event, yaml.MappingStartEvent):
         mapping = {}
         while not loader.check_event(yaml.MappingEndEvent):
-            key = _construct(loader)
+            key = _construct(loader, tags)
             if isinstance(key, dict | list):
                 raise NotStreamable  # unhashable: the whole-file load words the error
-            mapping[key] = _construct(loader)
+            mapping[key] = _construct(loader, tags)
         loader.get_event()
         return mapping
     if isinstance(event, yaml.SequenceStartEvent):
         sequence = []
         while not loader.check_event(yaml.SequenceEndEvent):
-            sequence.append(_construct(loader))
+            sequence.append(_construct(loader, tags))
         loader.get_event()
         return sequence
     raise NotStreamable  # an alias
