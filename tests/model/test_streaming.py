@@ -179,3 +179,35 @@ def test_without_libyaml_the_pure_python_loader_is_used_and_gives_the_same(tmp_p
         load_file(deep)
     assert str(fallback_error.value) == str(deep_error.value)
     assert "nested more than 500 levels deep" in str(fallback_error.value)
+
+
+SCALARS = """\
+kind: List
+items:
+- kind: Probe
+  plain: [web, 1, -2, 0x1F, 0o17, 1_000, 1.5, .inf, -.Inf, .nan, 1e3, true, False, yes, Off, null, ~, ]
+  quoted: ['1', "true", 'null', "2026-11-01T00:00:00Z"]
+  times: [2026-11-01, 2026-11-01T00:00:00Z, 2026-11-01 10:00:00.5 +02:00]
+  block: |
+    line one
+    line two
+  folded: >
+    folded
+    text
+  nested: {a: {b: [c, {d: e}]}, 1: one, 2.5: two, true: three}
+  empty: {}
+  none: []
+"""
+
+
+@pytest.mark.parametrize("libyaml", [True, False], ids=["libyaml", "pure-python"])
+def test_yaml_items_are_built_as_the_safe_loader_builds_them(tmp_path, monkeypatch, libyaml):
+    if not libyaml:
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    path = tmp_path / "scalars.yaml"
+    path.write_text(SCALARS)
+    with path.open() as text:
+        items = [value for what, _, value in stream_module.members(text, yaml_loader()) if what == "item"]
+    expected = yaml.safe_load(SCALARS)["items"]
+    # nan != nan: compare the text forms
+    assert repr(items) == repr(expected)

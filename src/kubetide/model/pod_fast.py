@@ -2,13 +2,14 @@
 
 Turning a large dump into Pods used to be most of `kubetide plan`'s time, spent in the path-aware
 Reader (a Reader object and a field path per field) and in parsing the same quantity strings over
-and over. `parse_pod_fast` (the loader's Pod parser) tries `fast_pod` first. It accepts only the canonical form of each field
-(strings where the API server writes strings, ints where it writes ints, no null where a default
-would apply) and returns None at the first thing it does not expect: a value the Reader would
-convert or reject, or a rare field (init containers, overhead, host network, host ports); the pod
-is then parsed again by `parse_pod`, through the Reader, which alone decides what is an error and words it.
-So this module never raises a ManifestError of its own, and for every pod it accepts it returns
-what the Reader path returns (tests compare the two on every pod they have).
+and over. `parse_pod_fast` (the loader's Pod parser) tries `fast_pod` first. It accepts only the
+canonical form of each field (strings where the API server writes strings, ints where it writes
+ints, no null where a default would apply) and returns None at the first thing it does not
+expect: a value the Reader would convert or reject, or a rare field (init containers, overhead,
+host network, host ports). The pod is then parsed again by `parse_pod`, through the Reader, which
+alone decides what is an error and words it. So this module never raises a ManifestError of its
+own, and for every pod it accepts it returns what the Reader path returns (a property test
+compares the two on randomly broken pods).
 
 Rare-but-structured fields (affinity, topology spread, tolerations, volumes) go through the
 Reader parsers themselves, with the same field paths; an error there also means "None".
@@ -28,6 +29,8 @@ from kubetide.model.pod import (
     PHASES,
     Container,
     Pod,
+    TopologySpreadConstraint,
+    Volume,
     _parse_affinity,
     _parse_spread,
     _parse_volume,
@@ -253,10 +256,15 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         if any(type(v) not in (str, int) for v in t.values()):
             raise _NotCanonical
         tolerations.append(_toleration(tuple(t.items())))
+    # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
     spec_reader = Reader(spec, source, location, "spec")
-    affinity = NO_AFFINITY
-    if spec.get("affinity") is not None:
-        affinity = _parse_affinity(spec_reader)
+    affinity = NO_AFFINITY if spec.get("affinity") is None else _parse_affinity(spec_reader)
+    spread: tuple[TopologySpreadConstraint, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    if spec.get("topologySpreadConstraints") is not None:
+        spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
+    if spec.get("volumes") is not None:
+        volumes = tuple(_parse_volume(v) for v in spec_reader.items("volumes"))
     return Pod(
         meta=meta,
         requests=requests,
@@ -266,8 +274,8 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         node_selector=_str_map(spec.get("nodeSelector")),
         affinity=affinity,
         tolerations=tuple(tolerations),
-        topology_spread=tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints")),
-        volumes=tuple(_parse_volume(v) for v in spec_reader.items("volumes")),
+        topology_spread=spread,
+        volumes=volumes,
         priority=priority or 0,
         priority_class_name=_str(spec.get("priorityClassName")),
         explicit_priority=priority is not None,

@@ -7,7 +7,7 @@ memory holds one item's text and dicts at a time, plus the objects kept.
 
 JSON is decoded with the standard library's decoder, value by value, from a sliding buffer.
 YAML goes through the parser's event stream (libyaml's when PyYAML has it), and each item is
-composed and constructed on its own. Only the shape kubectl prints is streamed: one document whose
+built straight from its events (libyaml's composer only composes whole documents). Only the shape kubectl prints is streamed: one document whose
 root mapping has an `items` sequence. Anything else raises NotStreamable, and so does anything
 unusual on the way (anchors and aliases, a syntax error, text that is not UTF-8): the caller then
 loads the file whole, whose checks (issue 13's bounds on depth and aliases) and error messages
@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 import yaml
-from yaml.composer import Composer
 
 # Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
 CHUNK_CHARS = 1 << 20
@@ -159,17 +158,18 @@ class _Rewound:
         return self.stream.read(size)
 
 
-def _item_loader(base: type) -> type:
-    """`base` (a SafeLoader) able to compose one node at a time: libyaml's composer only composes
-    whole documents, so composing uses PyYAML's Composer over the (C) parser's events."""
-    if issubclass(base, Composer):
-        return base
-    return type(f"Item{base.__name__}", (base, Composer), {})
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAX_TAGS_CACHED = 100_000
+# Plain scalars resolving to these are built by the SafeConstructor's own functions; any other
+# implicit tag (merge keys `<<`, `=`) sends the file to the whole-file load.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
+)
 
 
 def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]]:
-    loader = _item_loader(base)(stream)
-    loader.anchors = {}
+    loader = base(stream)
+    tags: dict[str, str] = {}
     try:
         _expect(loader, yaml.StreamStartEvent)
         _expect(loader, yaml.DocumentStartEvent)
@@ -179,7 +179,7 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
         loader.get_event()
         seen_items = False
         while not loader.check_event(yaml.MappingEndEvent):
-            key = _construct(loader)
+            key = _construct(loader, tags)
             start = loader.peek_event()
             if key == "items" and not seen_items and _plain_sequence(start):
                 seen_items = True
@@ -187,11 +187,11 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
                 yield ITEMS, None, None
                 index = 0
                 while not loader.check_event(yaml.SequenceEndEvent):
-                    yield ITEM, index, _construct(loader)
+                    yield ITEM, index, _construct(loader, tags)
                     index += 1
                 loader.get_event()
             elif isinstance(key, str):
-                yield FIELD, key, _construct(loader)
+                yield FIELD, key, _construct(loader, tags)
             else:
                 raise NotStreamable
         loader.get_event()
@@ -213,9 +213,41 @@ def _plain_sequence(event: yaml.Event) -> bool:
     return isinstance(event, yaml.SequenceStartEvent) and event.anchor is None and event.tag in (None, "!")
 
 
-def _construct(loader: Any) -> Any:
-    """The next node as Python objects; anchors are refused (the whole-file load bounds aliases)."""
-    node = loader.compose_node(None, None)
-    if loader.anchors:
+def _construct(loader: Any, tags: dict[str, str]) -> Any:
+    """The next node as Python objects, built straight from the parser's events as the
+    SafeLoader would build it. Anchors, aliases and explicit tags are refused (the whole-file load
+    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same).
+    `tags` caches the implicit tag of each plain scalar: keys and values recur in every item."""
+    event = loader.get_event()
+    if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
         raise NotStreamable
-    return loader.construct_document(node)
+    if isinstance(event, yaml.ScalarEvent):
+        if event.style or not event.implicit[0]:
+            return event.value  # quoted, or a block scalar: a string
+        tag = tags.get(event.value)
+        if tag is None:
+            tag = loader.resolve(yaml.ScalarNode, event.value, (True, False))
+            if len(tags) >= _MAX_TAGS_CACHED:
+                tags.clear()
+            tags[event.value] = tag
+        if tag == _STR_TAG:
+            return event.value
+        if tag not in _SCALAR_TAGS:
+            raise NotStreamable
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value))
+    if isinstance(event, yaml.MappingStartEvent):
+        mapping = {}
+        while not loader.check_event(yaml.MappingEndEvent):
+            key = _construct(loader, tags)
+            if isinstance(key, dict | list):
+                raise NotStreamable  # unhashable: the whole-file load words the error
+            mapping[key] = _construct(loader, tags)
+        loader.get_event()
+        return mapping
+    if isinstance(event, yaml.SequenceStartEvent):
+        sequence = []
+        while not loader.check_event(yaml.SequenceEndEvent):
+            sequence.append(_construct(loader, tags))
+        loader.get_event()
+        return sequence
+    raise NotStreamable  # an alias
