@@ -1,13 +1,19 @@
 """`kubetide schedule`: the bundled example, the --json shape, warnings, and one-line errors."""
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import kubetide.cli.main as cli_main
+from kubetide.model import load_files
+from kubetide.scheduling import PredicateChecker, schedule_pods
+from kubetide.snapshot import snapshot_from_dump
 
+ZONE = "topology.kubernetes.io/zone"
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
 
 
@@ -138,3 +144,67 @@ def test_no_pending_pods(kubetide, tmp_path):
     code, out, _ = kubetide(path, "--now", "2026-01-01T00:00:00Z")
     assert code == 0
     assert out.strip() == "No pending pods (0 bound on 1 nodes) at 2026-01-01T00:00:00Z (--now)."
+
+
+def test_each_pod_explained_as_if_alone(kubetide, tmp_path):
+    """Pods of one shape whose labels differ (some read by a bound pod's anti-affinity) each get
+    the reason a checker asked about that pod alone gives, however the answers are shared."""
+    nodes = [
+        {
+            "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", ZONE: "ab"[i % 2]}},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}},
+        }
+        for i in range(6)
+    ]
+    anti = {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "a"}}}
+    guard = {
+        "kind": "Pod",
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {
+            "nodeName": "n0",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}},
+        },
+    }
+    pending = [
+        {
+            "kind": "Pod",
+            "metadata": {
+                "name": f"p{i}",
+                "namespace": "default",
+                "labels": {"app": "aaab"[i % 4], "id": str(i)},
+            },
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1200m"}}}]},
+        }
+        for i in range(8)
+    ]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"kind": "List", "items": [*nodes, guard, *pending]}))
+    code, out, err = kubetide(path, "--json")
+    assert code == 0 and err == ""
+    unschedulable = json.loads(out)["unschedulable"]
+
+    manifests = load_files([str(path)])
+    snapshot, waiting, _ = snapshot_from_dump(manifests.nodes, manifests.pods, str(path))
+    with PredicateChecker(snapshot) as checker:
+        placements = schedule_pods(snapshot, waiting, checker)
+    left = [p for p in waiting if placements[p.uid] is None]
+    alone = {}
+    for pod in left:
+        with PredicateChecker(snapshot) as fresh:
+            alone[pod.key] = fresh.explain(pod)
+    assert unschedulable == alone
+    # Zone a keeps one node with room that only the guard's anti-affinity keeps the app=a pods off.
+    assert alone and all("5 Insufficient cpu" in r and "anti-affinity" in r for r in alone.values())
+
+
+def test_schedule_imports_only_its_own_command():
+    """Every other command's imports cost `kubetide schedule` about a second of its whole run."""
+    code = (
+        "import sys, kubetide.cli.main as m; m.build_parser(m.chosen_command(['schedule', 'x.json', '--json'])); "
+        "print(' '.join(n for n in sys.modules if n.startswith('kubetide.cli.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    others = {f"kubetide.cli.{name}" for name in cli_main.COMMANDS if name != "schedule"}
+    assert "kubetide.cli.schedule" in out.split() and not others & set(out.split())

@@ -29,7 +29,7 @@ from kubetide.scheduling.classes import (
     class_key,
     static_key,
 )
-from kubetide.scheduling.index import SchedulingIndex
+from kubetide.scheduling.index import AntiEntry, SchedulingIndex
 from kubetide.scheduling.reasons import Unfit
 from kubetide.scheduling.scoring import resource_scores, score_nodes
 from kubetide.scheduling.terms import affinity_matcher, spread_matcher
@@ -58,6 +58,9 @@ class PredicateChecker:
         self._classes: dict[tuple[Any, ...], PodClass] = {}
         self._profiles: dict[tuple[Any, ...], AntiProfile] = {}  # for label-free classes
         self._pod_class: dict[str, tuple[Pod, PodClass]] = {}
+        # _diagnose's answers at one index version: (class, anti-affinity entries) -> result.
+        self._diagnosed: dict[tuple[PodClass, tuple[AntiEntry, ...]], tuple[int, dict[str, int]]] = {}
+        self._diagnosed_version = -1
 
     def close(self) -> None:
         self._index.close()
@@ -243,10 +246,13 @@ class PredicateChecker:
 
     def _existing(self, cls: PodClass, pod: Pod) -> list[tuple[Any, ...]]:
         """Bound pods' anti-affinity terms in force that select this pod: (topology, counts)."""
-        index = self._index
-        entries = index.anti_entries
+        return self._padded(self._anti_in_force(cls, pod))
+
+    def _anti_in_force(self, cls: PodClass, pod: Pod) -> tuple[AntiEntry, ...]:
+        """Bound pods' anti-affinity terms that select this pod and have pods behind them now."""
+        entries = self._index.anti_entries
         if not entries:
-            return []
+            return ()
         profile = cls.profile
         if profile is None:
             key = (pod.namespace, tuple(sorted(pod.labels.items())))
@@ -260,14 +266,17 @@ class PredicateChecker:
                 if entry.matcher.matches(profile.namespace, profile.labels, self._ns_labels):
                     profile.matched.append(entry)
             profile.seen = len(entries)
+        return tuple(entry for entry in profile.matched if entry.total > 0)
+
+    def _padded(self, entries: tuple[AntiEntry, ...]) -> list[tuple[Any, ...]]:
+        """(topology, domain counts + a trailing 0) per entry, cached on the entry per version."""
         result = []
-        version = index.version
-        for entry in profile.matched:
-            if entry.total > 0:
-                if entry.padded_version != version:
-                    entry.padded = np.append(entry.domain_counts(), 0)
-                    entry.padded_version = version
-                result.append((entry.topology, entry.padded))
+        version = self._index.version
+        for entry in entries:
+            if entry.padded_version != version:
+                entry.padded = np.append(entry.domain_counts(), 0)
+                entry.padded_version = version
+            result.append((entry.topology, entry.padded))
         return result
 
     # -- pre-filter state ---------------------------------------------------------------------
@@ -467,14 +476,85 @@ class PredicateChecker:
         return None
 
     def _diagnose(self, pod: Pod) -> tuple[int, dict[str, int]]:
+        """(nodes that fit, reason -> nodes), worked out once per class and set of bound pods'
+        anti-affinity terms selecting the pod: nothing else the filters read differs between
+        pods with those in common, so the per-node pass is not repeated for each of them."""
         cls = self._class(pod)
-        existing = self._existing(cls, pod)
+        anti = self._anti_in_force(cls, pod)
+        version = self._index.version
+        if self._diagnosed_version != version or len(self._diagnosed) >= _CACHE_LIMIT:
+            self._diagnosed.clear()
+            self._diagnosed_version = version
+        key = (cls, anti)
+        known = self._diagnosed.get(key)
+        if known is None:
+            known = self._diagnosed[key] = self._diagnose_nodes(cls, self._padded(anti))
+        return known[0], dict(known[1])
+
+    def _diagnose_nodes(self, cls: PodClass, existing: list[Any]) -> tuple[int, dict[str, int]]:
+        """`_check` on every node at once: the filters in kube-scheduler's order, each over the
+        nodes every earlier one passed, so each node counts under its first failing filter
+        (NodeResourcesFit under each short resource). One class on 5,000 nodes is a few numpy
+        passes rather than 5,000 calls."""
+        index, snapshot = self._index, self.snapshot
+        static = self._static(cls)
+        left = np.fromiter(index.slot.values(), dtype=np.int64, count=len(index.slot))
+        for slot in left[static.lazy[left]].tolist():
+            node = snapshot.node_at(slot)
+            if node is not None:  # always: every slot in index.slot holds a node
+                static.compute(slot, node)
         counts: Counter[str] = Counter()
-        fitting = 0
-        for slot in self._index.slot.values():
-            unfit = self._check(cls, existing, slot)
-            if unfit is None:
-                fitting += 1
-            else:
-                counts.update(unfit.reasons)
-        return fitting, dict(counts)
+        passed = static.ok[left]
+        for slot in left[~passed].tolist():
+            reason = static.reason[slot]
+            if reason is not None:  # always: a node-static failure has its reason
+                counts[reason[1]] += 1
+        left = left[passed]
+
+        def drop(left: np.ndarray, failed: np.ndarray, reason: str) -> np.ndarray:
+            """The slots in `left` that pass, counting the others under `reason`."""
+            n = int(failed.sum())
+            if n:
+                counts[reason] += n
+            kept: np.ndarray = left[~failed]
+            return kept
+
+        if cls.ports and len(left):
+            ports = cls.ports
+            conflict = np.array([index.port_conflict(s, ports) for s in left.tolist()], dtype=bool)
+            left = drop(left, conflict, R.PORTS_CONFLICT)
+        if cls.need and len(left):
+            alloc, used = snapshot.alloc[left], snapshot.used[left]
+            short_any = np.zeros(len(left), dtype=bool)
+            for name, amount in cls.need:
+                col = snapshot.columns.index.get(name)
+                short = (
+                    np.ones(len(left), dtype=bool) if col is None else alloc[:, col] - used[:, col] < amount
+                )
+                n = int(short.sum())
+                if n:
+                    counts[R.insufficient(name)] += n
+                short_any |= short
+            left = left[~short_any]
+        if not (cls.dynamic or existing) or not len(left):
+            return len(left), dict(counts)
+        state = self._state(cls) if cls.dynamic else _NO_STATE
+        for rule, spread_counts, low in state.spread:
+            left = drop(left, rule.topology.dom[left] < 0, R.SPREAD_MISSING_LABEL)
+            dom = rule.topology.dom[left]
+            left = drop(left, spread_counts[dom] + rule.self_match - low > rule.max_skew, R.SPREAD_MISMATCH)
+        if state.affinity:
+            missing = np.zeros(len(left), dtype=bool)
+            placed = np.ones(len(left), dtype=bool)
+            for topology, affinity_counts in state.affinity:
+                dom = topology.dom[left]
+                missing |= dom < 0
+                placed &= affinity_counts[dom] > 0
+            if state.affinity_exists or not state.affinity_self:
+                missing |= ~placed
+            left = drop(left, missing, R.AFFINITY_MISMATCH)
+        for topology, anti_counts in state.anti:
+            left = drop(left, anti_counts[topology.dom[left]] > 0, R.ANTI_AFFINITY_MISMATCH)
+        for topology, anti_counts in existing:
+            left = drop(left, anti_counts[topology.dom[left]] > 0, R.EXISTING_ANTI_AFFINITY_MISMATCH)
+        return len(left), dict(counts)

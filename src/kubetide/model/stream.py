@@ -1,0 +1,253 @@
+"""Read a cluster dump (`kind: List`, as kubectl prints it) one item at a time.
+
+A 150,000-pod dump is over a gigabyte of text, and its decoded dicts take several times that;
+the model objects made from them are a fraction of both. So a List file is read in chunks and
+each element of its `items` is decoded, handed over and dropped before the next one is read:
+memory holds one item's text and dicts at a time, plus the objects kept.
+
+JSON is decoded with the standard library's decoder, value by value, from a sliding buffer.
+YAML goes through the parser's event stream (libyaml's when PyYAML has it), and each item is
+built straight from its events (libyaml's composer only composes whole documents). Only the shape kubectl prints is streamed: one document whose
+root mapping has an `items` sequence. Anything else raises NotStreamable, and so does anything
+unusual on the way (anchors and aliases, a syntax error, text that is not UTF-8): the caller then
+loads the file whole, whose checks (issue 13's bounds on depth and aliases) and error messages
+are the reference. Streaming is only ever a faster way to the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+import yaml
+
+# Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
+CHUNK_CHARS = 1 << 20
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class NotStreamable(Exception):
+    """The file is not a List this module streams, or something in it needs the whole-file load."""
+
+
+# What members() yields, in file order: the root's other fields, the start of `items`, each item.
+FIELD, ITEMS, ITEM = "field", "items", "item"
+
+
+def members(stream: IO[str], loader: type) -> Iterator[tuple[str, Any, Any]]:
+    """(FIELD, key, value), (ITEMS, None, None) and (ITEM, index, object) for the root mapping of a
+    JSON or YAML text; `loader` is the YAML loader class (its parser gives the events)."""
+    head = stream.read(CHUNK_CHARS)
+    blank = _WHITESPACE.match(head)
+    first = head[blank.end() : blank.end() + 1] if blank else ""
+    if first == "{":
+        return _json_members(_JsonCursor(stream, head))
+    if first in ("", "[", "\ufeff"):
+        raise NotStreamable
+    return _yaml_members(_Rewound(stream, head), loader)
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+class _JsonCursor:
+    """A position in a JSON text read in chunks; values are decoded from a buffer that slides on."""
+
+    def __init__(self, stream: IO[str], head: str):
+        self.stream = stream
+        self.buffer = head
+        self.pos = 0
+        self.eof = False
+
+    def _more(self) -> bool:
+        """Read on (at least as much again as is buffered, so a huge value costs linear time)."""
+        if self.eof:
+            return False
+        chunk = self.stream.read(max(CHUNK_CHARS, len(self.buffer) - self.pos))
+        if not chunk:
+            self.eof = True
+            return False
+        self.buffer = self.buffer[self.pos :] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ("" at the end of the text)."""
+        while True:
+            blank = _WHITESPACE.match(self.buffer, self.pos)
+            self.pos = blank.end() if blank else self.pos
+            if self.pos < len(self.buffer) or not self._more():
+                return self.buffer[self.pos : self.pos + 1]
+
+    def take(self) -> str:
+        char = self.peek()
+        self.pos += 1
+        return char
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buffer, self.pos)
+            except json.JSONDecodeError:
+                if self._more():
+                    continue  # the value goes on in the next chunk
+                raise NotStreamable from None
+            if end == len(self.buffer) and self._more():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return value
+
+
+def _json_members(cursor: _JsonCursor) -> Iterator[tuple[str, Any, Any]]:
+    if cursor.take() != "{":
+        raise NotStreamable
+    seen_items = False
+    if cursor.peek() == "}":
+        cursor.take()
+    else:
+        while True:
+            key = cursor.value()
+            if not isinstance(key, str) or cursor.take() != ":":
+                raise NotStreamable
+            if key == "items" and cursor.peek() == "[" and not seen_items:
+                seen_items = True
+                cursor.take()
+                yield ITEMS, None, None
+                index = 0
+                if cursor.peek() == "]":
+                    cursor.take()
+                else:
+                    while True:
+                        yield ITEM, index, cursor.value()
+                        index += 1
+                        separator = cursor.take()
+                        if separator == "]":
+                            break
+                        if separator != ",":
+                            raise NotStreamable
+            else:
+                yield FIELD, key, cursor.value()
+            separator = cursor.take()
+            if separator == "}":
+                break
+            if separator != ",":
+                raise NotStreamable
+    if cursor.peek() != "":
+        raise NotStreamable
+
+
+# -- YAML --------------------------------------------------------------------------------------
+
+
+class _Rewound:
+    """The stream with the text already read put back in front, for the YAML parser."""
+
+    def __init__(self, stream: IO[str], head: str):
+        self.stream = stream
+        self.head = head
+
+    def read(self, size: int = -1) -> str:
+        if self.head:
+            text, self.head = self.head, ""
+            return text
+        return self.stream.read(size)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAX_TAGS_CACHED = 100_000
+# Plain scalars resolving to these are built by the SafeConstructor's own functions; any other
+# implicit tag (merge keys `<<`, `=`) sends the file to the whole-file load.
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
+)
+
+
+def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]]:
+    loader = base(stream)
+    tags: dict[str, str] = {}
+    try:
+        _expect(loader, yaml.StreamStartEvent)
+        _expect(loader, yaml.DocumentStartEvent)
+        root = loader.peek_event()
+        if not isinstance(root, yaml.MappingStartEvent) or root.anchor or root.tag not in (None, "!"):
+            raise NotStreamable
+        loader.get_event()
+        seen_items = False
+        while not loader.check_event(yaml.MappingEndEvent):
+            key = _construct(loader, tags)
+            start = loader.peek_event()
+            if key == "items" and not seen_items and _plain_sequence(start):
+                seen_items = True
+                loader.get_event()
+                yield ITEMS, None, None
+                index = 0
+                while not loader.check_event(yaml.SequenceEndEvent):
+                    yield ITEM, index, _construct(loader, tags)
+                    index += 1
+                loader.get_event()
+            elif isinstance(key, str):
+                yield FIELD, key, _construct(loader, tags)
+            else:
+                raise NotStreamable
+        loader.get_event()
+        _expect(loader, yaml.DocumentEndEvent)
+        _expect(loader, yaml.StreamEndEvent)  # not another document
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise NotStreamable from exc
+    finally:
+        loader.dispose()
+
+
+def _expect(loader: Any, event_type: type[yaml.Event]) -> None:
+    if not loader.check_event(event_type):
+        raise NotStreamable
+    loader.get_event()
+
+
+def _plain_sequence(event: yaml.Event) -> bool:
+    return isinstance(event, yaml.SequenceStartEvent) and event.anchor is None and event.tag in (None, "!")
+
+
+def _construct(loader: Any, tags: dict[str, str]) -> Any:
+    """The next node as Python objects, built straight from the parser's events as the
+    SafeLoader would build it. Anchors, aliases and explicit tags are refused (the whole-file load
+    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same).
+    `tags` caches the implicit tag of each plain scalar: keys and values recur in every item."""
+    event = loader.get_event()
+    if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
+        raise NotStreamable
+    if isinstance(event, yaml.ScalarEvent):
+        if event.style or not event.implicit[0]:
+            return event.value  # quoted, or a block scalar: a string
+        tag = tags.get(event.value)
+        if tag is None:
+            tag = loader.resolve(yaml.ScalarNode, event.value, (True, False))
+            if len(tags) >= _MAX_TAGS_CACHED:
+                tags.clear()
+            tags[event.value] = tag
+        if tag == _STR_TAG:
+            return event.value
+        if tag not in _SCALAR_TAGS:
+            raise NotStreamable
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value))
+    if isinstance(event, yaml.MappingStartEvent):
+        mapping = {}
+        while not loader.check_event(yaml.MappingEndEvent):
+            key = _construct(loader, tags)
+            if isinstance(key, dict | list):
+                raise NotStreamable  # unhashable: the whole-file load words the error
+            mapping[key] = _construct(loader, tags)
+        loader.get_event()
+        return mapping
+    if isinstance(event, yaml.SequenceStartEvent):
+        sequence = []
+        while not loader.check_event(yaml.SequenceEndEvent):
+            sequence.append(_construct(loader, tags))
+        loader.get_event()
+        return sequence
+    raise NotStreamable  # an alias

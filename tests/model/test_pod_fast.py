@@ -1,0 +1,195 @@
+"""The pod parser's fast path returns what the path-aware Reader returns, or None (never its own
+error): on canonical pods it is taken, on anything odd it steps aside."""
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubetide.errors import ManifestError
+from kubetide.model.pod import parse_pod
+from kubetide.model.pod_fast import fast_pod, parse_pod_fast
+from kubetide.model.reader import Reader
+
+FULL_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "web-7d9f8-abcde",
+        "generateName": "web-7d9f8-",
+        "namespace": "shop",
+        "uid": "1111-2222",
+        "resourceVersion": "123456",
+        "creationTimestamp": "2026-11-01T00:00:00Z",
+        "labels": {"app": "web", "pod-template-hash": "7d9f8"},
+        "annotations": {"prometheus.io/scrape": "true"},
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": "web-7d9f8",
+                "uid": "rs-uid",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+        "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:spec": {}}}],
+    },
+    "spec": {
+        "containers": [
+            {
+                "name": "app",
+                "image": "web:v1",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {
+                    "requests": {"cpu": "250m", "memory": "64Mi"},
+                    "limits": {"cpu": "1", "memory": "128Mi", "nvidia.com/gpu": "1"},
+                },
+            },
+            {"name": "sidecar", "resources": {"requests": {"cpu": "0.1", "ephemeral-storage": "1G"}}},
+        ],
+        "nodeName": "node-1",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "priority": 1000,
+        "priorityClassName": "high",
+        "terminationGracePeriodSeconds": 60,
+        "schedulerName": "default-scheduler",
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"},
+        ],
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+        "volumes": [{"name": "cache", "emptyDir": {"medium": "Memory"}}, {"name": "token", "projected": {}}],
+    },
+    "status": {
+        "phase": "Running",
+        "startTime": "2026-11-01T00:01:00Z",
+        "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-01T00:02:00Z"},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-01T00:00:30Z"},
+        ],
+        "containerStatuses": [{"name": "app", "restartCount": 3}, {"name": "sidecar", "restartCount": 0}],
+    },
+}
+
+
+def slow(data):
+    return parse_pod(Reader(copy.deepcopy(data), "dump.json", "items[0] (Pod shop/web)"))
+
+
+def fast(data):
+    return fast_pod(copy.deepcopy(data), "dump.json", "items[0] (Pod shop/web)")
+
+
+def test_a_full_pod_takes_the_fast_path_and_matches_the_reader():
+    assert fast(FULL_POD) is not None
+    assert fast(FULL_POD) == slow(FULL_POD)
+
+
+def test_a_minimal_pod_without_status_matches_the_reader():
+    minimal = {"kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
+    assert fast(minimal) is not None
+    assert fast(minimal) == slow(minimal)
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("spec", "containers", 0, "resources", "requests", "cpu"), "-0.1m"),  # rounds to 0 but is negative
+        (("spec", "containers", 0, "resources", "requests", "cpu"), "2"),  # over its limit
+        (("spec", "containers", 0, "resources", "requests", "cpu"), 2),  # a YAML number
+        (("spec", "initContainers"), [{"name": "init"}]),
+        (("spec", "hostNetwork"), True),
+        (("spec", "containers", 0, "ports", 0, "hostPort"), 80),
+        (("spec", "containers", 0, "ports", 0, "protocol"), {"bad": 1}),
+        (("spec", "tolerations", 0, "operator"), "Sometimes"),
+        (("spec", "priority"), "1000"),
+        (("metadata", "labels", "app"), 7),
+        (("metadata", "creationTimestamp"), "yesterday"),
+        (("status", "phase"), "Sleeping"),
+    ],
+)
+def test_anything_odd_leaves_the_pod_to_the_reader(path, value):
+    data = copy.deepcopy(FULL_POD)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert fast(data) is None
+    try:
+        expected = slow(data)
+    except ManifestError as exc:
+        with pytest.raises(ManifestError) as raised:
+            parse_pod_fast(Reader(copy.deepcopy(data), "dump.json", "items[0] (Pod shop/web)"))
+        assert str(raised.value) == str(exc)
+    else:
+        assert parse_pod_fast(Reader(copy.deepcopy(data), "dump.json", "")) == slow(data) == expected
+
+
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from(["", "x", "1", "-1", "100m", "1e3", "2026-11-01T00:00:00Z", "Exists", "True"]),
+    st.just([]),
+    st.just({}),
+    st.just([{}]),
+)
+
+
+def _paths(data, prefix=()):
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield (*prefix, key)
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield (*prefix, index)
+            yield from _paths(value, (*prefix, index))
+
+
+PATHS = list(_paths(FULL_POD))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(PATHS), ODD_VALUES), min_size=1, max_size=3))
+def test_fast_path_is_the_reader_or_nothing(mutations):
+    data = copy.deepcopy(FULL_POD)
+    for path, value in mutations:
+        target = data
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = copy.deepcopy(value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation replaced a parent
+    result = fast(data)
+    try:
+        expected = slow(data)
+    except ManifestError:
+        assert result is None
+    else:
+        assert result is None or result == expected

@@ -1,0 +1,213 @@
+"""A `kind: List` dump is loaded one item at a time, gives exactly what the whole-file load gives,
+and falls back to the whole-file load (its bounds checks and error messages) for anything else."""
+
+import json
+import tracemalloc
+
+import pytest
+import yaml
+
+from kubetide.errors import ManifestError
+from kubetide.model import load_documents, load_file, load_files, register_kind
+from kubetide.model import loader as loader_module
+from kubetide.model import stream as stream_module
+from kubetide.model.loader import PARSERS, parse_text, read_text, yaml_loader
+
+
+def pod(name, node="", cpu="250m", **extra):
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]},
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+    if node:
+        manifest["spec"]["nodeName"] = node
+    manifest.update(extra)
+    return manifest
+
+
+def node(name):
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubetide.io/node-group": "pool"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def dump(items, kind="List"):
+    # kubectl's order: items before kind, which the streaming reader must handle
+    return {"apiVersion": "v1", "items": items, "kind": kind, "metadata": {"resourceVersion": ""}}
+
+
+def write(path, document, fmt):
+    text = json.dumps(document, indent=4) if fmt == "json" else yaml.safe_dump(document)
+    path.write_text(text)
+    return path
+
+
+def whole_file(path):
+    return load_documents(parse_text(read_text(path), str(path)), str(path))
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """Records whether load_file's streaming pass completed (it is only an optimization)."""
+    calls = []
+    original = loader_module._load_members
+
+    def recording(members, source, result):
+        original(members, source, result)
+        calls.append(source)
+
+    monkeypatch.setattr(loader_module, "_load_members", recording)
+    return calls
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_a_list_streams_to_the_whole_file_result(tmp_path, fmt, streamed):
+    items = [node("n1"), pod("a", "n1"), pod("b"), {"kind": "Secret", "metadata": {"name": "s"}}]
+    path = write(tmp_path / f"dump.{fmt}", dump(items), fmt)
+    m = load_file(path)
+    assert streamed == [str(path)]
+    reference = whole_file(path)
+    assert m.nodes == reference.nodes and m.pods == reference.pods
+    assert m.warnings == reference.warnings == [f"{path}: skipped unknown kinds: Secret"]
+    assert m.origins == reference.origins and m.bound_requests == reference.bound_requests
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_an_items_error_names_the_item_as_before(tmp_path, fmt):
+    path = write(tmp_path / f"bad.{fmt}", dump([pod("a"), pod("b", cpu="lots")]), fmt)
+    with pytest.raises(ManifestError) as streamed_error:
+        load_file(path)
+    with pytest.raises(ManifestError) as reference:
+        whole_file(path)
+    assert str(streamed_error.value) == str(reference.value)
+    assert "items[1] (Pod default/b)" in str(streamed_error.value)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        dump([{k: v for k, v in pod("a").items() if k != "kind"}], kind="PodList"),  # typed, kind last
+        {"kind": "Pod", **pod("a"), "items": []},  # not a List though it has items
+    ],
+    ids=["typed-list-kind-after-items", "items-on-a-pod"],
+)
+def test_what_does_not_stream_loads_whole(tmp_path, document, streamed):
+    path = write(tmp_path / "dump.json", document, "json")
+    assert [p.key for p in load_file(path).pods] == [p.key for p in whole_file(path).pods]
+    assert streamed == []
+
+
+def test_yaml_anchors_and_several_documents_load_whole(tmp_path, streamed):
+    anchored = tmp_path / "anchored.yaml"
+    anchored.write_text(
+        "kind: List\nitems:\n- &p {kind: Pod, metadata: {name: a}, spec: {containers: [{name: c}]}}\n"
+    )
+    several = tmp_path / "several.yaml"
+    several.write_text(yaml.safe_dump(dump([pod("a")])) + "---\n" + yaml.safe_dump(pod("b")))
+    assert [p.name for p in load_file(anchored).pods] == ["a"]
+    assert [p.name for p in load_file(several).pods] == ["a", "b"]
+    assert streamed == []
+
+
+def test_an_alias_bomb_in_a_list_is_still_refused_by_the_bounds_checks(tmp_path):
+    lines = ["kind: List", "items:", "- &a0 {kind: ConfigMap, metadata: {name: x}}"]
+    lines += [f"- &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ManifestError, match="aliases expand the document"):
+        load_file(path)
+
+
+def test_a_duplicate_across_streamed_files_names_both(tmp_path):
+    first = write(tmp_path / "a.json", dump([pod("x")]), "json")
+    second = write(tmp_path / "b.json", dump([pod("y"), pod("x")]), "json")
+    with pytest.raises(ManifestError, match=r"duplicate Pod default/x \(also in .*a.json: items\[0\]"):
+        load_files([first, second])
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_items_are_not_all_held_at_once(tmp_path, fmt, monkeypatch):
+    """Memory while loading a List stays near one item's, not the whole document's dicts."""
+    register_kind("Probe", lambda reader: reader.str("kind"))
+    monkeypatch.setattr(stream_module, "CHUNK_CHARS", 4096)
+    items = [
+        {
+            "kind": "Probe",
+            "metadata": {"name": f"p{n}"},
+            "data": {f"f{i}": [f"v{j}" for j in range(8)] for i in range(20)},
+        }
+        for n in range(1500)
+    ]
+    path = write(tmp_path / f"dump.{fmt}", dump(items), fmt)
+    try:
+        tracemalloc.start()
+        whole_file(path)
+        whole_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        tracemalloc.clear_traces()
+        before = tracemalloc.get_traced_memory()[0]
+        m = load_file(path)
+        streamed_peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+        del PARSERS["Probe"]
+    assert len(m.other["Probe"]) == 1500
+    assert streamed_peak * 5 < whole_peak, (streamed_peak, whole_peak)
+
+
+def test_without_libyaml_the_pure_python_loader_is_used_and_gives_the_same(tmp_path, monkeypatch):
+    assert yaml_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    good = tmp_path / "dump.yaml"
+    good.write_text(yaml.safe_dump(dump([node("n1"), pod("a", "n1")])))
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("kind: List\nitems: " + "[" * 600 + "]" * 600 + "\n")
+    expected = load_file(good)
+    with pytest.raises(ManifestError) as deep_error:
+        load_file(deep)
+
+    monkeypatch.delattr(yaml, "CSafeLoader")
+    assert yaml_loader() is yaml.SafeLoader
+    fallback = load_file(good)
+    assert fallback.pods == expected.pods and fallback.nodes == expected.nodes
+    with pytest.raises(ManifestError) as fallback_error:
+        load_file(deep)
+    assert str(fallback_error.value) == str(deep_error.value)
+    assert "nested more than 500 levels deep" in str(fallback_error.value)
+
+
+SCALARS = """\
+kind: List
+items:
+- kind: Probe
+  plain: [web, 1, -2, 0x1F, 0o17, 1_000, 1.5, .inf, -.Inf, .nan, 1e3, true, False, yes, Off, null, ~, ]
+  quoted: ['1', "true", 'null', "2026-11-01T00:00:00Z"]
+  times: [2026-11-01, 2026-11-01T00:00:00Z, 2026-11-01 10:00:00.5 +02:00]
+  block: |
+    line one
+    line two
+  folded: >
+    folded
+    text
+  nested: {a: {b: [c, {d: e}]}, 1: one, 2.5: two, true: three}
+  empty: {}
+  none: []
+"""
+
+
+@pytest.mark.parametrize("libyaml", [True, False], ids=["libyaml", "pure-python"])
+def test_yaml_items_are_built_as_the_safe_loader_builds_them(tmp_path, monkeypatch, libyaml):
+    if not libyaml:
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    path = tmp_path / "scalars.yaml"
+    path.write_text(SCALARS)
+    with path.open() as text:
+        items = [value for what, _, value in stream_module.members(text, yaml_loader()) if what == "item"]
+    expected = yaml.safe_load(SCALARS)["items"]
+    # nan != nan: compare the text forms
+    assert repr(items) == repr(expected)
