@@ -211,3 +211,15 @@ def test_yaml_items_are_built_as_the_safe_loader_builds_them(tmp_path, monkeypat
     expected = yaml.safe_load(SCALARS)["items"]
     # nan != nan: compare the text forms
     assert repr(items) == repr(expected)
+
+
+def test_a_list_item_nested_too_deep_is_refused_as_by_the_whole_file_load(tmp_path):
+    deep = "[" * 520 + "]" * 520
+    path = tmp_path / "deep-item.yaml"
+    path.write_text(f"kind: List\nitems:\n- kind: Widget\n  metadata: {{name: x}}\n  data: {{a: {deep}}}\n")
+    with pytest.raises(ManifestError) as streamed_error:
+        load_file(path)
+    with pytest.raises(ManifestError) as reference:
+        whole_file(path)
+    assert str(streamed_error.value) == str(reference.value)
+    assert "nested more than 500 levels deep" in str(streamed_error.value)

@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import yaml
 
+from kubetide.model.bounds import MAX_NESTING
+
 # Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
 CHUNK_CHARS = 1 << 20
 
@@ -179,7 +181,7 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
         loader.get_event()
         seen_items = False
         while not loader.check_event(yaml.MappingEndEvent):
-            key = _construct(loader, tags)
+            key = _construct(loader, tags, 1)
             start = loader.peek_event()
             if key == "items" and not seen_items and _plain_sequence(start):
                 seen_items = True
@@ -187,11 +189,11 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
                 yield ITEMS, None, None
                 index = 0
                 while not loader.check_event(yaml.SequenceEndEvent):
-                    yield ITEM, index, _construct(loader, tags)
+                    yield ITEM, index, _construct(loader, tags, 2)
                     index += 1
                 loader.get_event()
             elif isinstance(key, str):
-                yield FIELD, key, _construct(loader, tags)
+                yield FIELD, key, _construct(loader, tags, 1)
             else:
                 raise NotStreamable
         loader.get_event()
@@ -213,11 +215,12 @@ def _plain_sequence(event: yaml.Event) -> bool:
     return isinstance(event, yaml.SequenceStartEvent) and event.anchor is None and event.tag in (None, "!")
 
 
-def _construct(loader: Any, tags: dict[str, str]) -> Any:
+def _construct(loader: Any, tags: dict[str, str], depth: int) -> Any:
     """The next node as Python objects, built straight from the parser's events as the
-    SafeLoader would build it. Anchors, aliases and explicit tags are refused (the whole-file load
-    bounds aliases); a node nested too deep for Python's stack raises RecursionError (the same).
-    `tags` caches the implicit tag of each plain scalar: keys and values recur in every item."""
+    SafeLoader would build it. Anchors, aliases, explicit tags and collections nested deeper than
+    the whole-file load allows (`depth` counts the collections this node is in, as bounds.py does)
+    are refused: that load's checks word the error. `tags` caches the implicit tag of each plain
+    scalar: keys and values recur in every item."""
     event = loader.get_event()
     if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
         raise NotStreamable
@@ -235,19 +238,21 @@ def _construct(loader: Any, tags: dict[str, str]) -> Any:
         if tag not in _SCALAR_TAGS:
             raise NotStreamable
         return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value))
+    if depth >= MAX_NESTING:
+        raise NotStreamable
     if isinstance(event, yaml.MappingStartEvent):
         mapping = {}
         while not loader.check_event(yaml.MappingEndEvent):
-            key = _construct(loader, tags)
+            key = _construct(loader, tags, depth + 1)
             if isinstance(key, dict | list):
                 raise NotStreamable  # unhashable: the whole-file load words the error
-            mapping[key] = _construct(loader, tags)
+            mapping[key] = _construct(loader, tags, depth + 1)
         loader.get_event()
         return mapping
     if isinstance(event, yaml.SequenceStartEvent):
         sequence = []
         while not loader.check_event(yaml.SequenceEndEvent):
-            sequence.append(_construct(loader, tags))
+            sequence.append(_construct(loader, tags, depth + 1))
         loader.get_event()
         return sequence
     raise NotStreamable  # an alias
