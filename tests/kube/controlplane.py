@@ -674,3 +674,39 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0, interval:
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or condition}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def installed_crds(control_plane: ControlPlane, path: Path):
+    """The CustomResourceDefinitions in `path` created and Established for the block, and deleted
+    after it (ones that already existed are left alone)."""
+    import kubernetes
+    import yaml
+
+    documents = list(yaml.safe_load_all(path.read_text()))
+    api_client = kubernetes.config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+    extensions = kubernetes.client.ApiextensionsV1Api(api_client)
+    created = []
+    try:
+        for doc in documents:
+            try:
+                extensions.create_custom_resource_definition(doc)
+                created.append(doc["metadata"]["name"])
+            except kubernetes.client.ApiException as error:
+                if error.status != 409:
+                    raise
+
+        def established() -> bool:
+            for doc in documents:
+                crd = extensions.read_custom_resource_definition(doc["metadata"]["name"])
+                conditions = {c.type: c.status for c in crd.status.conditions or []}
+                if conditions.get("Established") != "True":
+                    return False
+            return True
+
+        wait_until(established, timeout=30, what=f"the CRDs of {path.name} established")
+        yield
+    finally:
+        for name in created:
+            extensions.delete_custom_resource_definition(name)
+        api_client.close()

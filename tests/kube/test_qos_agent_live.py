@@ -19,7 +19,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 import yaml
-from controlplane import KubeTestContext, wait_until
+from controlplane import KubeTestContext, installed_crds, wait_until
 
 from kubetide.agent.actuator import NodeActuator, node_events
 from kubetide.agent.cgroups import detect_layout
@@ -41,30 +41,8 @@ NODE_CPU_TICKS_PER_SAMPLE = 1000  # both cpus' ticks in one fake sample
 
 @pytest.fixture(scope="module")
 def crane_crds(control_plane):
-    api_client = kubernetes.config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
-    extensions = kubernetes.client.ApiextensionsV1Api(api_client)
-    created = []
-    for doc in yaml.safe_load_all(CRDS.read_text()):
-        try:
-            extensions.create_custom_resource_definition(doc)
-            created.append(doc["metadata"]["name"])
-        except kubernetes.client.ApiException as error:
-            if error.status != 409:
-                raise
-
-    def established():
-        for doc in yaml.safe_load_all(CRDS.read_text()):
-            crd = extensions.read_custom_resource_definition(doc["metadata"]["name"])
-            conditions = {c.type: c.status for c in crd.status.conditions or []}
-            if conditions.get("Established") != "True":
-                return False
-        return True
-
-    wait_until(established, timeout=30, what="crane CRDs established")
-    yield
-    for name in created:
-        extensions.delete_custom_resource_definition(name)
-    api_client.close()
+    with installed_crds(control_plane, CRDS):
+        yield
 
 
 def test_the_test_crds_are_the_installed_ones():
