@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from kubetide.durations import format_duration
+from kubetide.durations import format_duration, rfc3339
 
 _PALETTE = ["#2563eb", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d", "#ca8a04"]
 _EVENT_COLOURS = {"fault": "#dc2626", "scale": "#2563eb", "apply": "#16a34a", "delete": "#6b7280"}
@@ -642,15 +642,20 @@ def aggregate_events(events: Iterable[dict]) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def _event_table(events: list[dict], limit: int = 400) -> str:
+def _seen(offset: float, start: float) -> str:
+    """A time in the events table: the offset from the start, and the RFC 3339 time it stands for."""
+    return f'{html.escape(format_duration(offset))}<br><span class="at">{rfc3339(start + offset)}</span>'
+
+
+def _event_table(events: list[dict], start: float, limit: int = 400) -> str:
     shown = [e for e in events if e["source"] in _TABLE_SOURCES or e["reason"] in _TABLE_REASONS]
     aggregated = aggregate_events(shown)
     rows = []
     for e in aggregated[:limit]:
         cls = ' class="warn"' if e["type"] == "Warning" else ""
         rows.append(
-            f"<tr{cls}><td>{html.escape(format_duration(e['first']))}</td>"
-            f'<td>{html.escape(format_duration(e["last"]))}</td><td class="n">{e["count"]:,}</td>'
+            f"<tr{cls}><td>{_seen(e['first'], start)}</td>"
+            f'<td>{_seen(e["last"], start)}</td><td class="n">{e["count"]:,}</td>'
             f"<td>{html.escape(e['source'])}</td><td>{html.escape(e['reason'])}</td>"
             f"<td>{html.escape(e['object'])}</td><td>{html.escape(e['message'])}</td></tr>"
         )
@@ -674,6 +679,7 @@ header h1{margin:0;font-size:24px;font-weight:650;letter-spacing:-.01em}
 header p{margin:6px 0 0;color:#cbd5e1}
 header .meta{margin-top:10px;font-size:13px;color:#94a3b8}
 header .meta span{margin-right:18px}
+td .at{color:#6b7280;font-size:11px;white-space:nowrap}
 main{max-width:1320px;margin:0 auto;padding:24px 32px 48px}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;margin-bottom:22px}
 .card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:14px 16px}
@@ -860,7 +866,7 @@ def render(result) -> str:
 <header>
 <h1>{html.escape(scenario.name)}</h1>
 {f"<p>{description}</p>" if description else ""}
-<div class="meta"><span>simulated {html.escape(format_duration(scenario.duration))}</span>
+<div class="meta"><span>simulated {html.escape(format_duration(scenario.duration))} from {html.escape(summary["start"])}</span>
 <span>seed {summary["seed"]}</span><span>autoscaler: {html.escape(str(summary["autoscaler"]))}</span>
 <span>{summary["autoscaler_loops"]:,} loops</span><span>wall time {summary["wall_seconds"]:.1f}s</span></div>
 </header>
@@ -872,7 +878,7 @@ def render(result) -> str:
 <div class="cols events-wide">
 <section><h2>Summary</h2><table class="summary">{_table(summary)}</table></section>
 <section><h2>Decisions and scenario events</h2><div class="events"><table>
-{_event_table(result.events)}
+{_event_table(result.events, scenario.start)}
 </table></div></section>
 </div>
 </main>
