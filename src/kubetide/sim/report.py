@@ -375,27 +375,28 @@ def periods(events: Iterable[dict], reason: str, marker: str, step: float) -> li
     return [(start, end) for start, end in merged]
 
 
+def _period_rect(start: float, end: float, scale: float, **style: Any) -> dict[str, Any]:
+    """A period (seconds) shaded across every panel, behind the traces."""
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": start / scale,
+        "x1": end / scale,
+        "y0": 0,
+        "y1": 1,
+        "layer": "below",
+        **style,
+    }
+
+
 def _shaded_periods(result: Any, scale: float) -> tuple[list[dict], list[dict]]:
     """Shapes and labels for the halted and backed-off periods, across every panel."""
     step = result.scenario.options.scan_interval
     shapes, labels = [], []
     for reason, marker, colour, text_colour, label in _PERIODS:
         for start, end in periods(result.events, reason, marker, step):
-            shapes.append(
-                {
-                    "type": "rect",
-                    "xref": "x",
-                    "yref": "paper",
-                    "x0": start / scale,
-                    "x1": end / scale,
-                    "y0": 0,
-                    "y1": 1,
-                    "fillcolor": colour,
-                    "line": {"width": 0},
-                    "layer": "below",
-                    "name": label,
-                }
-            )
+            shapes.append(_period_rect(start, end, scale, fillcolor=colour, line={"width": 0}, name=label))
             labels.append(
                 {
                     "x": start / scale,
@@ -910,24 +911,18 @@ def build_comparison_figure(runs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
         step = result.scenario.options.scan_interval
         for reason, marker, *_ in _PERIODS:
             for start, end in periods(result.events, reason, marker, step):
+                colour = _PALETTE[index % len(_PALETTE)]
                 shapes.append(
-                    {
-                        "type": "rect",
-                        "xref": "x",
-                        "yref": "paper",
-                        "x0": start / scale,
-                        "x1": end / scale,
-                        "y0": 0,
-                        "y1": 1,
-                        "fillcolor": _PALETTE[index % len(_PALETTE)],
-                        "opacity": 0.1,
-                        "line": {"width": 1, "dash": "dot", "color": _PALETTE[index % len(_PALETTE)]}
-                        if marker
-                        else {"width": 0},
-                        "layer": "below",
-                        "legendgroup": name,
-                        "name": f"{name}: {reason}",
-                    }
+                    _period_rect(
+                        start,
+                        end,
+                        scale,
+                        fillcolor=colour,
+                        opacity=0.1,
+                        line={"width": 1, "dash": "dot", "color": colour} if marker else {"width": 0},
+                        legendgroup=name,
+                        name=f"{name}: {reason}",
+                    )
                 )
     figure["layout"]["shapes"] = shapes
     return figure
