@@ -176,7 +176,11 @@ def _resources(value: Any) -> dict[str, int]:
     return result
 
 
-def _container(data: Any) -> Container:
+ContainerKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+
+
+def _container(data: Any) -> ContainerKey:
+    """A container's name, requests and limits (in the manifest's order), as a hashable key."""
     data = _dict(data)
     name = data.get("name")
     if type(name) is not str or data.get("restartPolicy") is not None:
@@ -193,7 +197,28 @@ def _container(data: Any) -> Container:
         requests.setdefault(r, v)
         if requests[r] > v:
             raise _NotCanonical
-    return Container(name, requests, limits)
+    return name, tuple(requests.items()), tuple(limits.items())
+
+
+@functools.lru_cache(maxsize=4096)
+def _containers(
+    keys: tuple[ContainerKey, ...],
+) -> tuple[tuple[Container, ...], dict[str, int], dict[str, int]]:
+    """Containers and pod-level requests and limits, one set of objects per distinct spec.
+
+    Pods stamped from one template then share them, as the scheduling side expects: its caches
+    (the drain simulation's stand-ins, the PredicateChecker's pod classes) tell identical specs
+    apart by object identity, and a dump's pods would otherwise each be a class of their own.
+    Nothing changes a Pod's requests after parsing, so sharing them is safe.
+    """
+    containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
+    requests = effective_requests(containers, (), {}, "requests")
+    requests[PODS] = 1
+    limits = effective_requests(containers, (), {}, "limits")
+    for totals in (requests, limits):
+        if any(amount > MAX_UNITS for amount in totals.values()):
+            raise _NotCanonical
+    return containers, requests, limits
 
 
 def _pod(data: Any, source: str, location: str) -> Pod:
@@ -203,15 +228,10 @@ def _pod(data: Any, source: str, location: str) -> Pod:
     for key in _SLOW_SPEC_FIELDS:
         if spec.get(key) is not None:
             raise _NotCanonical
-    containers = tuple(_container(c) for c in _optional_list(spec.get("containers")))
-    if not containers:
+    keys = tuple(_container(c) for c in _optional_list(spec.get("containers")))
+    if not keys:
         raise _NotCanonical
-    requests = effective_requests(containers, (), {}, "requests")
-    requests[PODS] = 1
-    limits = effective_requests(containers, (), {}, "limits")
-    for totals in (requests, limits):
-        if any(amount > MAX_UNITS for amount in totals.values()):
-            raise _NotCanonical
+    containers, requests, limits = _containers(keys)
     grace = _int(spec.get("terminationGracePeriodSeconds"))
     if grace is not None and grace < 0:
         raise _NotCanonical
