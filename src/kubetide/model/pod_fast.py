@@ -221,6 +221,13 @@ def _containers(
     return containers, requests, limits
 
 
+@functools.lru_cache(maxsize=1024)
+def _node_selector(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """One dict per distinct node selector, shared as _containers shares requests (and for the
+    same identity-keyed caches: scale-up's equivalence groups)."""
+    return dict(items)
+
+
 def _pod(data: Any, source: str, location: str) -> Pod:
     data = _dict(data)
     meta = meta_of(data, "Pod", namespaced=True)
@@ -291,7 +298,7 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         limits=limits,
         containers=containers,
         node_name=_str(spec.get("nodeName")),
-        node_selector=_str_map(spec.get("nodeSelector")),
+        node_selector=_node_selector(tuple(_str_map(spec.get("nodeSelector")).items())),
         affinity=affinity,
         tolerations=tuple(tolerations),
         topology_spread=spread,
