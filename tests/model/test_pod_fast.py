@@ -203,6 +203,7 @@ def test_pods_of_one_template_share_their_spec_objects_so_the_scheduler_sees_one
     assert first.containers is second.containers
     assert first.requests is second.requests and first.limits is second.limits
     assert first.node_selector is second.node_selector
+    assert first.meta.owner_references is second.meta.owner_references
     # A different spec gets its own objects, in its own order.
     other["spec"]["containers"][0]["resources"]["requests"] = dict(
         reversed(list(FULL_POD["spec"]["containers"][0]["resources"]["requests"].items()))

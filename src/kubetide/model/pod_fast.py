@@ -136,6 +136,12 @@ def _timestamp(value: Any) -> float | None:
     return None if value is None else _time(_str(value))
 
 
+@functools.lru_cache(maxsize=4096)
+def _owner_references(refs: tuple[tuple[str, str, str, bool], ...]) -> tuple[OwnerReference, ...]:
+    """The pods of one controller name the same owner: one (immutable) tuple for all of them."""
+    return tuple(OwnerReference(*ref) for ref in refs)
+
+
 def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     """parse_meta's result for canonical metadata."""
     meta = _dict(data.get("metadata"))
@@ -152,14 +158,14 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         controller = ref.get("controller")
         if controller is not None and type(controller) is not bool:
             raise _NotCanonical
-        owners.append(OwnerReference(ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
+        owners.append((ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
     return ObjectMeta(
         name=name,
         namespace=namespace,
         uid=_str(meta.get("uid")) or synthetic_uid(kind, namespace, name),
         labels=_str_map(meta.get("labels")),
         annotations=_str_map(meta.get("annotations")),
-        owner_references=tuple(owners),
+        owner_references=_owner_references(tuple(owners)) if owners else (),
         creation_timestamp=_timestamp(meta.get("creationTimestamp")),
         deletion_timestamp=_timestamp(meta.get("deletionTimestamp")),
     )
