@@ -238,3 +238,21 @@ def test_the_help_lists_every_command_as_its_module_describes_it():
     """`kubetide --help` (no command module imported) reads exactly as with every module loaded."""
     assert set(cli_main.SUMMARIES) == set(cli_main.COMMANDS)
     assert cli_main.build_parser("").format_help() == cli_main.build_parser().format_help()
+
+
+def test_loaded_manifests_are_frozen_out_of_the_collectors_passes_and_collection_goes_on():
+    """A command's loaded objects live as long as it does: later cycle-collector passes skip them."""
+    import gc
+
+    from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests
+
+    gc.unfreeze()
+    try:
+        manifests = load_manifests(
+            "plan", ([str(Path("examples/plan-cluster.yaml"))], CLUSTER_KINDS, "a dump")
+        )
+        assert manifests.pods
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()  # only the load itself runs without collector passes
+    finally:
+        gc.unfreeze()

@@ -193,3 +193,22 @@ def test_fast_path_is_the_reader_or_nothing(mutations):
         assert result is None
     else:
         assert result is None or result == expected
+
+
+def test_pods_of_one_template_share_their_spec_objects_so_the_scheduler_sees_one_shape():
+    # The drain simulation's stand-ins and the PredicateChecker's classes key on object identity.
+    other = copy.deepcopy(FULL_POD)
+    other["metadata"]["name"] = "web-7d9f8-fghij"
+    first, second = fast(FULL_POD), fast(other)
+    assert first.containers is second.containers
+    assert first.requests is second.requests and first.limits is second.limits
+    assert first.node_selector is second.node_selector
+    assert first.meta.owner_references is second.meta.owner_references
+    # A different spec gets its own objects, in its own order.
+    other["spec"]["containers"][0]["resources"]["requests"] = dict(
+        reversed(list(FULL_POD["spec"]["containers"][0]["resources"]["requests"].items()))
+    )
+    third = fast(other)
+    assert third.containers is not first.containers
+    assert list(third.containers[0].requests)[:2] == ["memory", "cpu"]
+    assert third == slow(other)

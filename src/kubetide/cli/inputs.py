@@ -8,6 +8,7 @@ which command reads it, rather than an empty answer or a complaint about some fi
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from kubetide.errors import UserError
 from kubetide.model import Manifests, load_documents
-from kubetide.model.loader import parse_text, read_text, resolve_priorities
+from kubetide.model.loader import parse_text, read_text, resolve_priorities, without_gc_passes
 
 STDIN = "-"
 STDIN_SOURCE = "<stdin>"
@@ -78,14 +79,19 @@ def load_manifests(command: str, *groups: FileGroup) -> Manifests:
     """
     result = Manifests()
     sources = []
-    for paths, accepts, wanted in groups:
-        for path in paths:
-            source = source_name(path)
-            documents = parse_text(read_input(path), source)
-            check_kinds(documents, source, command, accepts, wanted)
-            load_documents(documents, source, into=result)
-            sources.append(source)
-    resolve_priorities(result, source=", ".join(sources))
+    with without_gc_passes():
+        for paths, accepts, wanted in groups:
+            for path in paths:
+                source = source_name(path)
+                documents = parse_text(read_input(path), source)
+                check_kinds(documents, source, command, accepts, wanted)
+                load_documents(documents, source, into=result)
+                sources.append(source)
+                del documents
+        resolve_priorities(result, source=", ".join(sources))
+    # The loaded objects live as long as the command; frozen, later cycle-collector passes skip
+    # them instead of walking millions of objects that cannot be garbage (a third of a large plan).
+    gc.freeze()
     return result
 
 

@@ -185,7 +185,7 @@ def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
     source = str(path)
     result = Manifests() if into is None else into
     staged = result.staged()
-    with _without_gc_passes():
+    with without_gc_passes():
         try:
             with Path(path).open(encoding="utf-8") as stream:
                 _load_members(stream_members(stream, yaml_loader()), source, staged)
@@ -199,7 +199,7 @@ def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
 
 
 @contextlib.contextmanager
-def _without_gc_passes() -> Iterator[None]:
+def without_gc_passes() -> Iterator[None]:
     """Loading builds millions of acyclic objects and keeps most of them; the cycle collector's
     passes over that growing heap cost a sixth of the load and can free nothing."""
     enabled = gc.isenabled()

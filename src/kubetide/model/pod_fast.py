@@ -136,6 +136,12 @@ def _timestamp(value: Any) -> float | None:
     return None if value is None else _time(_str(value))
 
 
+@functools.lru_cache(maxsize=4096)
+def _owner_references(refs: tuple[tuple[str, str, str, bool], ...]) -> tuple[OwnerReference, ...]:
+    """The pods of one controller name the same owner: one (immutable) tuple for all of them."""
+    return tuple(OwnerReference(*ref) for ref in refs)
+
+
 def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     """parse_meta's result for canonical metadata."""
     meta = _dict(data.get("metadata"))
@@ -152,14 +158,14 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         controller = ref.get("controller")
         if controller is not None and type(controller) is not bool:
             raise _NotCanonical
-        owners.append(OwnerReference(ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
+        owners.append((ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
     return ObjectMeta(
         name=name,
         namespace=namespace,
         uid=_str(meta.get("uid")) or synthetic_uid(kind, namespace, name),
         labels=_str_map(meta.get("labels")),
         annotations=_str_map(meta.get("annotations")),
-        owner_references=tuple(owners),
+        owner_references=_owner_references(tuple(owners)) if owners else (),
         creation_timestamp=_timestamp(meta.get("creationTimestamp")),
         deletion_timestamp=_timestamp(meta.get("deletionTimestamp")),
     )
@@ -176,7 +182,11 @@ def _resources(value: Any) -> dict[str, int]:
     return result
 
 
-def _container(data: Any) -> Container:
+ContainerKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+
+
+def _container(data: Any) -> ContainerKey:
+    """A container's name, requests and limits (in the manifest's order), as a hashable key."""
     data = _dict(data)
     name = data.get("name")
     if type(name) is not str or data.get("restartPolicy") is not None:
@@ -193,7 +203,35 @@ def _container(data: Any) -> Container:
         requests.setdefault(r, v)
         if requests[r] > v:
             raise _NotCanonical
-    return Container(name, requests, limits)
+    return name, tuple(requests.items()), tuple(limits.items())
+
+
+@functools.lru_cache(maxsize=4096)
+def _containers(
+    keys: tuple[ContainerKey, ...],
+) -> tuple[tuple[Container, ...], dict[str, int], dict[str, int]]:
+    """Containers and pod-level requests and limits, one set of objects per distinct spec.
+
+    Pods stamped from one template then share them, as the scheduling side expects: its caches
+    (the drain simulation's stand-ins, the PredicateChecker's pod classes) tell identical specs
+    apart by object identity, and a dump's pods would otherwise each be a class of their own.
+    Nothing changes a Pod's requests after parsing, so sharing them is safe.
+    """
+    containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
+    requests = effective_requests(containers, (), {}, "requests")
+    requests[PODS] = 1
+    limits = effective_requests(containers, (), {}, "limits")
+    for totals in (requests, limits):
+        if any(amount > MAX_UNITS for amount in totals.values()):
+            raise _NotCanonical
+    return containers, requests, limits
+
+
+@functools.lru_cache(maxsize=1024)
+def _node_selector(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """One dict per distinct node selector, shared as _containers shares requests (and for the
+    same identity-keyed caches: scale-up's equivalence groups)."""
+    return dict(items)
 
 
 def _pod(data: Any, source: str, location: str) -> Pod:
@@ -203,15 +241,10 @@ def _pod(data: Any, source: str, location: str) -> Pod:
     for key in _SLOW_SPEC_FIELDS:
         if spec.get(key) is not None:
             raise _NotCanonical
-    containers = tuple(_container(c) for c in _optional_list(spec.get("containers")))
-    if not containers:
+    keys = tuple(_container(c) for c in _optional_list(spec.get("containers")))
+    if not keys:
         raise _NotCanonical
-    requests = effective_requests(containers, (), {}, "requests")
-    requests[PODS] = 1
-    limits = effective_requests(containers, (), {}, "limits")
-    for totals in (requests, limits):
-        if any(amount > MAX_UNITS for amount in totals.values()):
-            raise _NotCanonical
+    containers, requests, limits = _containers(keys)
     grace = _int(spec.get("terminationGracePeriodSeconds"))
     if grace is not None and grace < 0:
         raise _NotCanonical
@@ -271,7 +304,7 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         limits=limits,
         containers=containers,
         node_name=_str(spec.get("nodeName")),
-        node_selector=_str_map(spec.get("nodeSelector")),
+        node_selector=_node_selector(tuple(_str_map(spec.get("nodeSelector")).items())),
         affinity=affinity,
         tolerations=tuple(tolerations),
         topology_spread=spread,
