@@ -256,3 +256,47 @@ def test_loaded_manifests_are_frozen_out_of_the_collectors_passes_and_collection
         assert gc.isenabled()  # only the load itself runs without collector passes
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("dump_format", ["json", "yaml"])
+def test_a_list_dump_file_is_streamed_not_decoded_whole(tmp_path, monkeypatch, dump_format):
+    """The commands read a kubectl List an item at a time (model/stream.py), so memory holds the
+    objects kept rather than the whole document: the whole-file decoder is never called for it,
+    and a List of the wrong kind is still the one-line error."""
+    import yaml
+
+    import kubetide.cli.inputs as inputs
+
+    def whole_file(*_):
+        raise AssertionError("the whole-file decoder was used for a List dump")
+
+    dump = yaml.safe_load(Path("examples/plan-cluster.yaml").read_text())
+    path = tmp_path / f"cluster.{dump_format}"
+    # Through JSON first: no shared objects, so PyYAML writes no anchors (kubectl writes none).
+    text = json.dumps(dump)
+    path.write_text(text if dump_format == "json" else yaml.safe_dump(json.loads(text)))
+    monkeypatch.setattr(inputs, "parse_text", whole_file)
+    streamed = inputs.load_manifests("plan", ([str(path)], inputs.CLUSTER_KINDS, "a cluster dump"))
+    monkeypatch.undo()
+    expected = inputs.load_documents([dump], str(path))
+    assert [p.key for p in streamed.pods] == [p.key for p in expected.pods]
+    assert [n.name for n in streamed.nodes] == [n.name for n in expected.nodes]
+
+    nodeqos = tmp_path / "nodeqos.json"
+    nodeqos.write_text(
+        json.dumps(
+            {
+                "kind": "List",
+                "items": [
+                    {
+                        "apiVersion": "ensurance.crane.io/v1alpha1",
+                        "kind": "NodeQOS",
+                        "metadata": {"name": "a"},
+                        "spec": {},
+                    }
+                ],
+            }
+        )
+    )
+    with pytest.raises(inputs.UserError, match=r"nodeqos.json: .*NodeQOS.*, not a cluster dump"):
+        inputs.load_manifests("plan", ([str(nodeqos)], inputs.CLUSTER_KINDS, "a cluster dump"))

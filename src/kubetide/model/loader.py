@@ -40,7 +40,7 @@ from kubetide.model.policy import (
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
-from kubetide.model.stream import FIELD, ITEMS, NotStreamable
+from kubetide.model.stream import FIELD, ITEM, ITEMS, NotStreamable
 from kubetide.model.stream import members as stream_members
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
 
@@ -184,18 +184,39 @@ def load_file(path: str | Path, into: Manifests | None = None) -> Manifests:
     """Every object in one file; a List dump is read an item at a time (model/stream.py)."""
     source = str(path)
     result = Manifests() if into is None else into
-    staged = result.staged()
     with without_gc_passes():
-        try:
-            with Path(path).open(encoding="utf-8") as stream:
-                _load_members(stream_members(stream, yaml_loader()), source, staged)
-        except Exception:  # anything at all: the whole-file load below is the reference
-            pass
-        else:
-            result.adopt(staged)
+        if stream_list_file(path, source, result) is not None:
             return result
-        del staged
         return load_documents(parse_text(read_text(path), source), source, result)
+
+
+def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str] | None:
+    """Load a List dump an item at a time into `into`, and return the kinds of its items; None,
+    with nothing loaded, when the file is not one model/stream.py streams or anything goes wrong
+    on the way: the caller then loads it whole, whose checks and messages are the reference."""
+    staged = into.staged()
+    kinds: set[str] = set()
+    try:
+        with Path(path).open(encoding="utf-8") as stream:
+            _load_members(_noting_kinds(stream_members(stream, yaml_loader()), kinds), source, staged)
+    except Exception:  # anything at all: the whole-file load is the reference
+        return None
+    into.adopt(staged)
+    return kinds
+
+
+def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> Iterator[tuple[str, Any, Any]]:
+    """The members, passed on unchanged, with each item's kind added to `kinds` (the list's own
+    kind for items of a typed list that leave theirs out)."""
+    list_kind = ""
+    for what, key, value in members:
+        if what == FIELD and key == "kind" and isinstance(value, str):
+            list_kind = value.removesuffix("List") if value != "List" else ""
+        elif what == ITEM and isinstance(value, dict):
+            kind = value.get("kind") or list_kind
+            if isinstance(kind, str) and kind:
+                kinds.add(kind)
+        yield what, key, value
 
 
 @contextlib.contextmanager
