@@ -44,7 +44,7 @@ def test_from_cluster_writes_a_scenario_that_loads_with_the_groups_yaml_bounds(k
 
 
 def test_without_out_it_prints_the_scenario_and_reads_stdin_for_dash(kubetide, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", io.StringIO(CLUSTER.read_text()))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CLUSTER.read_bytes())))
     code, stdout, err = kubetide("from-cluster", "-", "--duration", "2h", "--name", "tonight")
     assert code == 0, err
     document = yaml.safe_load(stdout)

@@ -101,28 +101,23 @@ def _usage(parser) -> int:
 
 
 def run_from_cluster(args) -> int:
-    from kubetide.cloud.static import load_groups_file
-    from kubetide.durations import parse_duration
-    from kubetide.model.loader import parse_text, read_text
+    from kubetide.cli.inputs import check_single_stdin, read_input, read_node_groups, source_name
+    from kubetide.cli.simulate import duration_flag
+    from kubetide.model.loader import parse_text
 
-    try:
-        duration = parse_duration(args.duration)
-    except ValueError as exc:
-        raise UserError(f"--duration: {exc}") from None
-    if duration <= 0:
-        raise UserError(f"--duration: must be positive, got {args.duration!r}")
+    duration = duration_flag(args.duration)
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         raise UserError(f"--out {out}: the file exists (remove it or choose another path)")
-    definitions = load_groups_file(args.node_groups) if args.node_groups else None
+    check_single_stdin([args.dump, args.node_groups])
+    definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.dump:
         raise UserError("scenario from-cluster: give a cluster dump (DUMP) or --kubeconfig, not both")
     if args.kubeconfig:
         documents, source = _read_live_cluster(args.kubeconfig, args.context)
     elif args.dump:
-        source = "<stdin>" if args.dump == "-" else args.dump
-        text = sys.stdin.read() if args.dump == "-" else read_text(args.dump)
-        documents = parse_text(text, source)
+        source = source_name(args.dump)
+        documents = parse_text(read_input(args.dump), source)
     else:
         raise UserError("scenario from-cluster: give a cluster dump (DUMP, - for stdin) or --kubeconfig PATH")
     name = args.name or _scenario_name(

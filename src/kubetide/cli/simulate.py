@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario:
         scenario.source = "demo.yaml (bundled)"
     if args.duration is not None:
-        scenario = scenario.with_duration(_duration(args.duration))
+        scenario = scenario.with_duration(duration_flag(args.duration))
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers {args.workers}: must be at least 1")
     if args.compare and (args.no_compare or args.no_autoscaler):
@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(text: str) -> float:
+def duration_flag(text: str) -> float:
+    """--duration's value in seconds; a bad or non-positive one is a one-line UserError."""
     from kubetide.sim.scenario import check_duration
 
     try:

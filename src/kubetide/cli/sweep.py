@@ -23,7 +23,7 @@ from pathlib import Path
 from kubetide.cli.inputs import read_scenario
 from kubetide.cli.json_output import document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
-from kubetide.cli.simulate import DEMO, _duration, console_stderr
+from kubetide.cli.simulate import DEMO, console_stderr, duration_flag
 from kubetide.errors import UserError
 
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     engine = _engine(args)
     scenario, scenario_bytes = read_scenario(args.scenario, DEMO)
     if args.duration is not None:
-        scenario = scenario.with_duration(_duration(args.duration))
+        scenario = scenario.with_duration(duration_flag(args.duration))
     alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
     compared = sweep_settings(scenario, grid, args.no_compare)
     settings, own = scenario_setting(compared or build_settings(grid, scenario.options), scenario.options)
