@@ -31,11 +31,11 @@ import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubetide.cli.output import warn
+from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def export_scenario(
 
 
 def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float | None) -> list[str]:
-    taken = _rfc3339(newest) if newest is not None else "unknown (the dump carries no timestamps)"
+    taken = rfc3339(newest) if newest is not None else "unknown (the dump carries no timestamps)"
     lines = [
         f"# A scenario that starts from {source} as it is (kubetide scenario from-cluster).",
         f"# The dump's newest timestamp, {taken}, is the scenario's start: every pod and node keeps",
@@ -396,10 +396,6 @@ def _example_scale(manifests: Manifests) -> str:
 def _scenario_name(text: str) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:63].strip("-")
     return name or "my-cluster"
-
-
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _yaml(data: Any) -> list[str]:

@@ -15,9 +15,9 @@ import queue
 import secrets
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from kubetide.clock import Clock
+from kubetide.durations import rfc3339
 from kubetide.kube.client import ApiError, KubeClient
 
 log = logging.getLogger("kubetide.kube")
@@ -40,10 +40,6 @@ class _Entry:
     written_count: int
     written_message: str
     written_at: float
-
-
-def _rfc3339(moment: float) -> str:
-    return datetime.fromtimestamp(int(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -101,8 +97,8 @@ class EventRecorder:
             "reason": reason,
             "message": message,
             "count": 1,
-            "firstTimestamp": _rfc3339(now),
-            "lastTimestamp": _rfc3339(now),
+            "firstTimestamp": rfc3339(now),
+            "lastTimestamp": rfc3339(now),
             "source": {"component": self.component, **({"host": self.host} if self.host else {})},
             "reportingComponent": self.component,
             **({"reportingInstance": self.host} if self.host else {}),
@@ -119,7 +115,7 @@ class EventRecorder:
         )
 
     def _patch(self, entry: _Entry) -> None:
-        body = {"count": entry.count, "message": entry.message, "lastTimestamp": _rfc3339(entry.last)}
+        body = {"count": entry.count, "message": entry.message, "lastTimestamp": rfc3339(entry.last)}
         try:
             self.client.request(
                 "PATCH",
