@@ -39,23 +39,36 @@ _ALIAS = re.compile(r"(?:^|[\s\[{,])\*", re.MULTILINE)
 def check_text(text: str, source: str, loader: type) -> None:
     """Raise a ManifestError if the text nests deeper than MAX_NESTING or if its aliases expand it
     beyond MAX_EXPANSION times its size, before `loader` composes anything."""
-    if _surely_within_bounds(text):
+    if surely_within_bounds(text):
         return
     _check_events(text, source, loader)
 
 
-def _surely_within_bounds(text: str) -> bool:
+def surely_within_bounds(text: str, max_nesting: int = MAX_NESTING, flow_depth: int | None = None) -> bool:
+    """True when the text surely has no alias and nests at most `max_nesting` deep (the screen
+    above); False when it cannot tell. `flow_depth`, when given, is a bound on the text's flow
+    depth found otherwise (over parts of the text no flow collection crosses, say); the alias and
+    block screens then look at one line at a time, so `text` may be its distinct lines."""
     # str.count and `in` scan in C; a regex runs only where they cannot rule a danger out.
     if "*" in text and _ALIAS.search(text):
         return False
-    flow_depth = text.count("[") + text.count("{") + 1
-    if flow_depth > MAX_NESTING - 2:  # two-character counts are slower: only when they matter
-        flow_depth -= text.count("[]") + text.count("{}")
-    room = MAX_NESTING - flow_depth
+    room = max_nesting - (flow_depth_bound(text, max_nesting) if flow_depth is None else flow_depth)
     if room < 2:
         return False
     run = f"[ \t?:-]{{{room // 2 - 1},}}"
     return re.match(run, text) is None and re.search("\n" + run, text) is None
+
+
+def flow_depth_bound(
+    text: str, max_nesting: int = MAX_NESTING, begin: int = 0, end: int | None = None
+) -> int:
+    """A bound on how deep the flow collections of text[begin:end] nest (tight enough below
+    `max_nesting`), found without copying that part."""
+    end = len(text) if end is None else end
+    flow_depth = text.count("[", begin, end) + text.count("{", begin, end) + 1
+    if flow_depth > max_nesting - 2:  # two-character counts are slower: only when they matter
+        flow_depth -= text.count("[]", begin, end) + text.count("{}", begin, end)
+    return flow_depth
 
 
 def _check_events(text: str, source: str, loader: type) -> None:
