@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from kubetide.errors import ManifestError
+from kubetide.model import yaml_chunks
 from kubetide.model.bounds import MAX_NESTING, check_text
 from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node, parse_node
@@ -194,15 +195,20 @@ def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str]
     """Load a List dump an item at a time into `into`, and return the kinds of its items; None,
     with nothing loaded, when the file is not one model/stream.py streams or anything goes wrong
     on the way: the caller then loads it whole, whose checks and messages are the reference."""
-    staged = into.staged()
-    kinds: set[str] = set()
-    try:
-        with Path(path).open(encoding="utf-8") as stream:
-            _load_members(_noting_kinds(stream_members(stream, yaml_loader()), kinds), source, staged)
-    except Exception:  # anything at all: the whole-file load is the reference
-        return None
-    into.adopt(staged)
-    return kinds
+    for fast_yaml in (yaml_chunks.members, None):
+        staged = into.staged()
+        kinds: set[str] = set()
+        try:
+            with Path(path).open(encoding="utf-8") as stream:
+                members = stream_members(stream, yaml_loader(), fast_yaml=fast_yaml)
+                _load_members(_noting_kinds(members, kinds), source, staged)
+        except yaml_chunks.Declined:
+            continue  # the fast way could not vouch for the YAML: PyYAML's event stream may
+        except Exception:  # anything at all: the whole-file load is the reference
+            return None
+        into.adopt(staged)
+        return kinds
+    return None
 
 
 def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> Iterator[tuple[str, Any, Any]]:

@@ -6,8 +6,10 @@ each element of its `items` is decoded, handed over and dropped before the next 
 memory holds one item's text and dicts at a time, plus the objects kept.
 
 JSON is decoded with the standard library's decoder, value by value, from a sliding buffer.
-YAML goes through the parser's event stream (libyaml's when PyYAML has it), and each item is
-built straight from its events (libyaml's composer only composes whole documents). Only the shape kubectl prints is streamed: one document whose
+YAML in kubectl's shape is parsed a few megabytes of items at a time by yaml-rs where a screen
+shows that it reads them as PyYAML would (model/yaml_chunks.py). Otherwise YAML goes through the
+parser's event stream (libyaml's when PyYAML has it), and each item is built straight from its
+events (libyaml's composer only composes whole documents). Only the shape kubectl prints is streamed: one document whose
 root mapping has an `items` sequence. Anything else raises NotStreamable, and so does anything
 unusual on the way (anchors and aliases, a syntax error, text that is not UTF-8): the caller then
 loads the file whole, whose checks (issue 13's bounds on depth and aliases) and error messages
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import yaml
@@ -38,11 +40,16 @@ class NotStreamable(Exception):
 
 # What members() yields, in file order: the root's other fields, the start of `items`, each item.
 FIELD, ITEMS, ITEM = "field", "items", "item"
+FastYaml = Callable[[IO[str], str, type], Iterator[tuple[str, Any, Any]]]
 
 
-def members(stream: IO[str], loader: type) -> Iterator[tuple[str, Any, Any]]:
+def members(
+    stream: IO[str], loader: type, fast_yaml: FastYaml | None = None
+) -> Iterator[tuple[str, Any, Any]]:
     """(FIELD, key, value), (ITEMS, None, None) and (ITEM, index, object) for the root mapping of a
-    JSON or YAML text; `loader` is the YAML loader class (its parser gives the events)."""
+    JSON or YAML text; `loader` is the YAML loader class (its parser gives the events). YAML goes
+    to `fast_yaml` when given (model/yaml_chunks.members: the text read so far, the stream, the
+    loader), which may decline, possibly after some members, with an exception of its own."""
     head = stream.read(CHUNK_CHARS)
     blank = _WHITESPACE.match(head)
     first = head[blank.end() : blank.end() + 1] if blank else ""
@@ -50,6 +57,8 @@ def members(stream: IO[str], loader: type) -> Iterator[tuple[str, Any, Any]]:
         return _json_members(_JsonCursor(stream, head))
     if first in ("", "[", "\ufeff"):
         raise NotStreamable
+    if fast_yaml is not None:
+        return fast_yaml(stream, head, loader)
     return _yaml_members(_Rewound(stream, head), loader)
 
 
@@ -203,6 +212,30 @@ def _yaml_members(stream: _Rewound, base: type) -> Iterator[tuple[str, Any, Any]
         raise NotStreamable from exc
     finally:
         loader.dispose()
+
+
+def yaml_sequence(text: str, base: type) -> list[Any]:
+    """The items of a YAML text that is one block sequence (some of a List's items), each built as
+    _yaml_members builds an item, with the same refusals."""
+    loader = base(text)
+    tags: dict[str, str] = {}
+    items = []
+    try:
+        _expect(loader, yaml.StreamStartEvent)
+        _expect(loader, yaml.DocumentStartEvent)
+        if not _plain_sequence(loader.peek_event()):
+            raise NotStreamable
+        loader.get_event()
+        while not loader.check_event(yaml.SequenceEndEvent):
+            items.append(_construct(loader, tags, 2))
+        loader.get_event()
+        _expect(loader, yaml.DocumentEndEvent)
+        _expect(loader, yaml.StreamEndEvent)
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise NotStreamable from exc
+    finally:
+        loader.dispose()
+    return items
 
 
 def _expect(loader: Any, event_type: type[yaml.Event]) -> None:
