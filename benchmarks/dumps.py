@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -55,6 +56,24 @@ class _Dumper(_BaseDumper):  # type: ignore[valid-type,misc]
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+# kubectl's YAML (go-yaml) double-quotes a string that a YAML reader could take for a number, a
+# boolean, a null or a time: `pod-template-hash: "097370e3"`, `creationTimestamp: "2026-..."`.
+# PyYAML quotes only what YAML 1.1 would misread and leaves 097370e3 plain; write them as kubectl.
+_GO_YAML_NON_STRING = re.compile(
+    r"[-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9_]+)?|[0-9_]+\.|0[xXoObB][0-9a-fA-F_]+|\.(?:inf|Inf|INF|nan|NaN|NAN))"
+    r"|[yYnN~]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF|[tT]rue|TRUE|[fF]alse|FALSE|[nN]ull|NULL"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?"
+)
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if _GO_YAML_NON_STRING.fullmatch(data) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 FORMATS = ("json", "yaml")
