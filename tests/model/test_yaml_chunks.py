@@ -292,14 +292,18 @@ item = st.lists(line, min_size=1, max_size=6)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(item, min_size=1, max_size=4), st.sampled_from(["", "  "]))
-def test_any_text_is_read_as_pyyaml_reads_it_or_declined(items, indent):
+@given(st.lists(item, min_size=1, max_size=4), st.sampled_from(["", "  "]), st.lists(line, max_size=2))
+def test_any_text_is_read_as_pyyaml_reads_it_or_declined(items, indent, around):
     """The promise, over random text: never a result PyYAML would not give."""
     text = ""
     for lines in items:
         for number, (depth, pieces) in enumerate(lines):
             text += ("- " if number == 0 else "  " + " " * depth) + "".join(pieces) + "\n"
-    assert_same_or_declined(listing(text, indent))
+    outside = "".join(" " * depth + "".join(pieces) + "\n" for depth, pieces in around)
+    document = listing(text, indent)
+    assert_same_or_declined(document)
+    assert_same_or_declined(outside + document)  # before `items:`
+    assert_same_or_declined(document.replace("kind: List", outside + "kind: List"))  # after the items
 
 
 scalar = st.one_of(

@@ -90,7 +90,7 @@ _ASCII_UNLIKE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _UNLIKE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 # PyYAML refuses an implicit key longer than 1024 characters, and an empty one; yaml-rs takes both.
 _LONG_KEY = re.compile(r"^[^:\n]{1000,}:", re.MULTILINE)
-_EMPTY_KEY = re.compile(r"(?:^[ ]*|[-?][ ]+|[\[{,][ ]*):(?:[ ]|$)", re.MULTILINE)
+_EMPTY_KEYS = tuple(re.compile(start + r":(?=[ \n])") for start in (r"\n[ ]*", r"[-?][ ]+", r"[\[{,][ ]*"))
 # A block scalar's header (`|`, `>-`, `|+2`...). yaml-rs reads one with no content as "\n".
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*[ ]*(?:#[^\n]*)?$", re.MULTILINE)
 _LEADING_INDICATORS = re.compile(r"[ ]*(?:-[ ]+)*")
@@ -108,7 +108,13 @@ def distinct_lines(text: str) -> str:
 def suspect_lines(distinct: str) -> set[str]:
     """The lines (of distinct_lines' text) that yaml-rs might read otherwise than PyYAML's
     SafeLoader."""
-    screens = [*_SCALAR_SCREENS, _LONG_KEY, _EMPTY_KEY, _ASCII_UNLIKE if distinct.isascii() else _UNLIKE]
+    screens = [*_SCALAR_SCREENS, *_EMPTY_KEYS]
+    if max(map(len, distinct.split("\n"))) >= 1000:
+        screens.append(_LONG_KEY)
+    if not distinct.isascii():
+        screens.append(_UNLIKE)
+    elif not distinct.replace("\n", "").isprintable():  # ASCII's printable set is YAML's
+        screens.append(_ASCII_UNLIKE)
     if "!" in distinct or "&" in distinct:
         screens.append(_TAG_OR_ANCHOR)
     if "?" in distinct:
@@ -288,20 +294,27 @@ def members(stream: IO[str], head: str, loader: type) -> Iterator[tuple[str, Any
             scanned -= cut + 1
 
 
-# A line at column 0 of the root mapping, around `items:`, as kubectl writes them: a plain key.
-_ROOT_LINE = re.compile(r"(?:---[ ]*$|[ ]|#|$|[A-Za-z_][A-Za-z0-9_./-]*:(?:[ ]|$))")
+# The root mapping's lines around `items:` as kubectl writes them: plain keys at column 0, their
+# values indented below them, comments and blank lines; and `---` first in the file.
+_ROOT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*:(?:[ ]|$)")
+_INSIGNIFICANT = re.compile(r"[ ]*(?:#.*)?$")
 
 
 def _fields(text: str, loader: type, first: bool) -> Iterator[tuple[str, Any, Any]]:
     """The root mapping's fields written outside `items`, each a FIELD member. They are parsed
-    apart from the items, which gives what the whole text gives only where every line at column 0
-    starts a plain key (or is blank, a comment, or, `first` in the file, the document's `---`)."""
+    apart from the items, which gives what the whole text gives where its lines are as kubectl
+    writes them (_ROOT_KEY); anything else declines."""
     lines = text.split("\n")
-    if any(
-        _ROOT_LINE.match(line) is None or (line.startswith("---") and (at or not first))
-        for at, line in enumerate(lines)
-    ):
-        raise Declined
+    if first and lines[0].rstrip(" ") == "---":
+        lines = lines[1:]
+    keyed = False  # an indented line is a value only below a key
+    for line in lines:
+        if _INSIGNIFICANT.match(line):
+            continue
+        if _ROOT_KEY.match(line):
+            keyed = True
+        elif not (keyed and line.startswith(" ")):
+            raise Declined
     if not surely_within_bounds(text, ITEM_NESTING):
         raise Declined
     try:
