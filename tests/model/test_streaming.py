@@ -2,6 +2,7 @@
 and falls back to the whole-file load (its bounds checks and error messages) for anything else."""
 
 import json
+import re
 import tracemalloc
 
 import pytest
@@ -223,3 +224,46 @@ def test_a_list_item_nested_too_deep_is_refused_as_by_the_whole_file_load(tmp_pa
         whole_file(path)
     assert str(streamed_error.value) == str(reference.value)
     assert "nested more than 500 levels deep" in str(streamed_error.value)
+
+
+def test_pretty_printed_json_items_decoded_in_batches_are_the_items(tmp_path, monkeypatch, streamed):
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 512)
+    items = [node(f"n{i}") for i in range(40)] + [pod(f"p{i}", f"n{i % 40}") for i in range(200)]
+    path = write(tmp_path / "dump.json", dump(items), "json")
+    decoded = []
+    original = stream_module._JsonCursor.values_before
+
+    def recording(cursor, boundary):
+        values = original(cursor, boundary)
+        decoded.append(len(values))
+        return values
+
+    monkeypatch.setattr(stream_module._JsonCursor, "values_before", recording)
+    m = load_file(path)
+    assert streamed == [str(path)] and sum(decoded) > 100 and max(decoded) > 1
+    reference = whole_file(path)
+    assert m.nodes == reference.nodes and m.pods == reference.pods and m.origins == reference.origins
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an object inside an item closes where items do: the cut there is not between items
+        '{\n    "kind": "List",\n    "items": [\n        {"kind": "Namespace", "metadata": {\n        },\n'
+        '        "x": 1},\n        {"kind": "Namespace", "metadata": {"name": "b"}}\n    ]\n}\n',
+        # compact, as the API server answers
+        '{"kind":"List","items":[{"kind":"Namespace","metadata":{"name":"a"}},{"kind":"Namespace",'
+        '"metadata":{"name":"b"}}]}',
+    ],
+    ids=["irregular", "compact"],
+)
+def test_json_laid_out_otherwise_streams_to_the_same_result(tmp_path, text):
+    path = tmp_path / "dump.json"
+    path.write_text(text)
+    try:
+        reference = whole_file(path)
+    except ManifestError as error:
+        with pytest.raises(ManifestError, match=re.escape(str(error))):
+            load_file(path)
+        return
+    assert load_file(path).namespaces == reference.namespaces
