@@ -327,6 +327,12 @@ def test_workers_below_one_is_one_line(simulate, tmp_path, workers):
     assert f"--workers {workers}: must be at least 1" in err
 
 
+def test_workers_without_a_comparison_says_it_does_nothing(simulate, tmp_path):
+    code, _, err = simulate("--workers", "2", "--json")
+    assert code == 0
+    assert "kubetide: warning: --workers: one run, nothing to run in parallel" in err
+
+
 # -- kubetide sweep over a scenario with spec.compare --------------------------------------------------
 
 COMPARED = SCENARIO + (

@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     warn(scenario.warnings)
     if variants:
         return _run_comparison(args, scenario, variants, out_dir)
+    if args.workers is not None:
+        warn(["--workers: one run, nothing to run in parallel (it applies to --compare and spec.compare)"])
 
     if args.no_autoscaler:
         simulation = Simulation(
