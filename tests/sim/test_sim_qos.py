@@ -840,6 +840,7 @@ def test_compare_puts_both_counts_side_by_side(example_runs, tmp_path):
     assert columns["precise"]["evictions"] < columns["all"]["evictions"]
     page = render_comparison(data, [result for _, result in results])
     assert "crane&#x27;s old mode" in page or "crane's old mode" in page
+    assert "precise: precise" not in page and "all: all" not in page  # headings say each mode once
 
 
 def test_cli_prints_both_modes(tmp_path, monkeypatch, capsys):

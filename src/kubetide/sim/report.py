@@ -1088,8 +1088,12 @@ def _qos_comparison(settings: Sequence[Mapping[str, Any]], plot: str) -> str:
         return ""
     from kubetide.sim.qos import counts_table, mode_heading
 
-    columns = [
-        (f"{e['name']}: {mode_heading(e['qos_precise'])}" if "qos_precise" in e else e["name"], e["qos"])
-        for e in settings
-    ]
+    def heading(entry: Mapping[str, Any]) -> str:
+        if "qos_precise" not in entry:
+            return str(entry["name"])
+        mode = mode_heading(entry["qos_precise"])
+        # spec.qos.compare names its runs after the modes: "precise", not "precise: precise"
+        return mode if mode.startswith(entry["name"]) else f"{entry['name']}: {mode}"
+
+    columns = [(heading(e), e["qos"]) for e in settings]
     return f'<section><h2>Node QoS agent</h2><div style="max-width:980px">{counts_table(columns)}</div>{plot}</section>'
