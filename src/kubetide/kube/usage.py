@@ -44,6 +44,8 @@ USAGE_PERMISSIONS = (
     Permission(READ, "avoidanceactions", "ensurance.crane.io", why="which watermarks evict or throttle"),
 )
 NO_USAGE = UsageSample({}, {}, {})
+# Who serves each API group the guard reads, for the message when one is missing.
+_PROVIDERS = {"metrics.k8s.io": "metrics-server", "ensurance.crane.io": "crane's CRDs"}
 
 
 class KubeUsageSource:
@@ -80,11 +82,21 @@ class KubeUsageSource:
 
     def _list(self, resource: Resource) -> list[Any]:
         parse = parser_for(resource.kind, self.client.source)
-        return [
-            parse(item)
-            for page in self.client.list_pages(resource.list_path)
-            for item in page.get("items") or ()
-        ]
+        try:
+            return [
+                parse(item)
+                for page in self.client.list_pages(resource.list_path)
+                for item in page.get("items") or ()
+            ]
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            group = resource.group_version.partition("/")[0]
+            raise ApiError(
+                404,
+                "NotFound",
+                f"{resource.plural}.{group} is not served ({_PROVIDERS.get(group, 'its API')} not installed?)",
+            ) from None
 
     def _read(self) -> UsageSample:
         config = QosConfig.build(self._list(NODEQOS), self._list(AVOIDANCE_ACTIONS))
