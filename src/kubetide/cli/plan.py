@@ -1,4 +1,4 @@
-"""`kubetide plan CLUSTER.yaml [--node-groups GROUPS.yaml] [--set flag=value ...] [--json]`: one
+"""`kubetide plan CLUSTER.yaml [--node-groups GROUPS.yaml] [--set flag=value ...] [--usage USAGE.yaml] [--json]`: one
 autoscaler loop, offline, on a cluster dump: what would the autoscaler do now, and why? Above all:
 why is this node not scaled down?
 
@@ -26,6 +26,12 @@ The loop's steps, on one snapshot with one PredicateChecker:
    (`budgets.crop`, counting nodes already tainted ToBeDeleted as deletions in progress) decide
    what `to_delete` lists.
 
+`--usage USAGE.yaml` gives the planner a usage source, as `kubetide run --usage-metrics-interval`
+does on a live cluster: PodMetrics and NodeMetrics (what `kubectl get --raw
+/apis/metrics.k8s.io/v1beta1/pods` returns) and crane's NodeQOS and AvoidanceAction objects.
+Scale-down then refuses destinations their moved pods' usage would push over a watermark
+(NoPlaceToMovePodsBelowQOSWatermark); the sample is the only one, so it is also the peak.
+
 `now` is the newest timestamp the dump's objects carry (kubetide.cli.now): the dump was taken no
 earlier, and a given file always gives the same plan. Ages are lower bounds, so time-dependent
 rules (a kube-system pod blocks while younger than an hour, new-pod-scale-up-delay) read the dump
@@ -47,6 +53,7 @@ from rich.markup import escape
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry
 from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
+from kubetide.autoscaler.ports import UsageSample
 from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
@@ -110,6 +117,14 @@ def add_parser(subparsers) -> None:
         dest="explain_nodes",
         help="explain this node in full (its pods, requests, what blocks it) instead of the table; repeatable",
     )
+    parser.add_argument(
+        "--usage",
+        metavar="USAGE.yaml",
+        action="append",
+        default=[],
+        help="real usage and QoS watermarks: PodMetrics / NodeMetrics (metrics.k8s.io) and crane's NodeQOS / "
+        "AvoidanceAction objects; scale-down then keeps destinations under their watermarks; repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="print a PlanResult (docs/json-output.md)")
     parser.set_defaults(run=run)
 
@@ -117,6 +132,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     options = parse_set_flags(args.flags)
     parse_now(args.now)  # a bad --now fails before any file is read
+    usage_objects = _read_usage(args.usage) if args.usage else None  # small: read first
     definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.files:
         raise UserError("plan: give a cluster dump (CLUSTER.yaml) or --kubeconfig, not both")
@@ -137,6 +153,7 @@ def run(args) -> int:
 
     snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
+    usage = _usage_sample(snapshot, usage_objects) if usage_objects is not None else None
     pending, untried = mark_untried(pending)
     planner_workloads, missing = planner_workloads_of(manifests, snapshot)
     if missing:
@@ -156,6 +173,7 @@ def run(args) -> int:
         now,
         expire_timers=not args.no_expire_timers,
         planner_workloads=planner_workloads,
+        usage=usage,
     )
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
     if result.unhealthy and args.json:
@@ -188,6 +206,27 @@ def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[Manifests,
         return read_cluster(client), client.server
     finally:
         client.close()
+
+
+USAGE_KINDS = frozenset({"PodMetrics", "NodeMetrics", "NodeQOS", "AvoidanceAction"})
+USAGE_OBJECTS = "usage and QoS objects (PodMetrics, NodeMetrics, NodeQOS, AvoidanceAction)"
+
+
+def _read_usage(paths: Sequence[str]) -> Manifests:
+    import kubetide.qos  # noqa: F401 - teaches the loader the metrics and crane kinds
+
+    manifests = load_manifests("plan --usage", (paths, USAGE_KINDS, USAGE_OBJECTS))
+    warn(manifests.warnings)
+    return manifests
+
+
+def _usage_sample(snapshot: ClusterSnapshot, objects: Manifests) -> UsageSample:
+    from kubetide.kube.usage import usage_sample
+
+    def of(kind: str) -> list:
+        return objects.other.get(kind, [])
+
+    return usage_sample(snapshot, of("NodeQOS"), of("AvoidanceAction"), of("PodMetrics"), of("NodeMetrics"))
 
 
 def _chosen_nodes(names: Sequence[str], plan: ScaleDownPlan, source: str) -> list[str]:
@@ -270,6 +309,7 @@ def plan_loop(
     *,
     expire_timers: bool = True,
     planner_workloads=None,
+    usage: UsageSample | None = None,
 ) -> PlanResult:
     """Scale-up then scale-down on `snapshot` (left with the placed pending pods bound)."""
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
@@ -317,6 +357,7 @@ def plan_loop(
             checker=checker,
             namespaces=namespaces,
             pending=pending,
+            usage=usage,
         )
     deleting = [s for s in scale_down.nodes.values() if s.status == BEING_DELETED]
     empty_in_progress = sum(1 for s in deleting if s.empty)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
@@ -99,14 +99,32 @@ class KubeUsageSource:
             ) from None
 
     def _read(self) -> UsageSample:
-        config = QosConfig.build(self._list(NODEQOS), self._list(AVOIDANCE_ACTIONS))
-        snapshot = self.snapshot()
-        uids = {pod.key: pod.uid for pod in snapshot.pods()}
-        pods = {uids[m.key]: dict(m.usage) for m in self._list(POD_METRICS) if m.key in uids}
-        nodes = {m.name: dict(m.usage) for m in self._list(NODE_METRICS)}
-        ceilings: dict[str, tuple[UsageCeiling, ...]] = {}
-        for node in snapshot.nodes():
-            found = node_ceilings(config, node)
-            if found:
-                ceilings[node.name] = tuple(UsageCeiling(c.resource, c.amount, c.source) for c in found)
-        return UsageSample(pods, nodes, ceilings)
+        return usage_sample(
+            self.snapshot(),
+            self._list(NODEQOS),
+            self._list(AVOIDANCE_ACTIONS),
+            self._list(POD_METRICS),
+            self._list(NODE_METRICS),
+        )
+
+
+def usage_sample(
+    snapshot: ClusterSnapshot,
+    nodeqoss: Sequence[Any],
+    avoidance_actions: Sequence[Any],
+    pod_metrics: Sequence[Any],
+    node_metrics: Sequence[Any],
+) -> UsageSample:
+    """The guard's UsageSample from the objects as parsed (listed here, or read from files by
+    `kubetide plan --usage`): usage per pod UID (a PodMetrics names its pod, the snapshot gives
+    the UID; metrics of pods not in it are left out), usage per node, each node's ceilings."""
+    config = QosConfig.build(list(nodeqoss), list(avoidance_actions))
+    uids = {pod.key: pod.uid for pod in snapshot.pods()}
+    pods = {uids[m.key]: dict(m.usage) for m in pod_metrics if m.key in uids}
+    nodes = {m.name: dict(m.usage) for m in node_metrics}
+    ceilings: dict[str, tuple[UsageCeiling, ...]] = {}
+    for node in snapshot.nodes():
+        found = node_ceilings(config, node)
+        if found:
+            ceilings[node.name] = tuple(UsageCeiling(c.resource, c.amount, c.source) for c in found)
+    return UsageSample(pods, nodes, ceilings)
