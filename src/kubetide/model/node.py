@@ -102,6 +102,44 @@ def parse_toleration(reader: Reader) -> Toleration:
     return Toleration(key, operator, value, effect, reader.int("tolerationSeconds"))
 
 
+# What makes a node not ready besides its Ready condition, as the Cluster Autoscaler judges it
+# (utils/kubernetes/ready.go): disk or network trouble by condition, or one of the taints the node
+# lifecycle controller puts on such nodes. A node that reports Ready while it still carries
+# node.kubernetes.io/not-ready takes no pods yet, so counting it as capacity would ask for its
+# pods' node a second time.
+TROUBLE_CONDITIONS = ("DiskPressure", "NetworkUnavailable")
+NOT_READY_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/network-unavailable",
+    }
+)
+
+
+def _readiness(status: Reader, taints: tuple[Taint, ...], created: float | None) -> tuple[bool, float | None]:
+    """Whether the node is ready, and since when it has been what it is: the latest transition of
+    those conditions and of those taints (the creation time without any). A node without a Ready
+    condition (a hand-written dump) counts as ready."""
+    ready, latest = True, None
+    for condition in status.items("conditions"):
+        kind = condition.str("type")
+        if kind != "Ready" and kind not in TROUBLE_CONDITIONS:
+            continue
+        value = condition.str("status")
+        if (kind == "Ready") != (value == "True"):
+            ready = False
+        changed = condition.timestamp("lastTransitionTime")
+        if changed is not None and (latest is None or changed > latest):
+            latest = changed
+    for taint in taints:
+        if taint.key in NOT_READY_TAINTS:
+            ready = False
+            if taint.time_added is not None and (latest is None or taint.time_added > latest):
+                latest = taint.time_added
+    return ready, created if latest is None else latest
+
+
 def parse_node(reader: Reader) -> Node:
     meta = parse_meta(reader, "Node", namespaced=False)
     spec = reader.child("spec")
@@ -110,11 +148,8 @@ def parse_node(reader: Reader) -> Node:
     allocatable = status.resources("allocatable") or dict(capacity)
     for name, amount in capacity.items():
         allocatable.setdefault(name, amount)
-    ready, transition = True, meta.creation_timestamp
-    for condition in status.items("conditions"):
-        if condition.str("type") == "Ready":
-            ready = condition.str("status") == "True"
-            transition = condition.timestamp("lastTransitionTime") or transition
+    taints = tuple(parse_taint(t) for t in spec.items("taints"))
+    ready, transition = _readiness(status, taints, meta.creation_timestamp)
     labels = meta.labels
     if HOSTNAME_LABEL not in labels:
         labels[HOSTNAME_LABEL] = meta.name
@@ -122,7 +157,7 @@ def parse_node(reader: Reader) -> Node:
         meta=meta,
         allocatable=allocatable,
         capacity=capacity or dict(allocatable),
-        taints=tuple(parse_taint(t) for t in spec.items("taints")),
+        taints=taints,
         unschedulable=spec.bool("unschedulable"),
         ready=ready,
         ready_transition=transition,

@@ -8,6 +8,7 @@ from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.clusterstate.readiness import STATUS_SETTLE_SECONDS, classify
 from kubetide.autoscaler.ports import InstanceState
 from kubetide.model import load_documents
+from kubetide.model.reader import parse_time
 
 STARTUP = 900.0
 R, NS, U, D = Readiness.READY, Readiness.NOT_STARTED, Readiness.UNREADY, Readiness.BEING_DELETED
@@ -153,3 +154,81 @@ def test_nodes_outside_node_groups_count_for_the_cluster_only():
     assert registry.node_counts().unready == 4
     assert not registry.is_cluster_healthy()  # 4 > 3 and 4 > 45% of 5
     assert registry.node_group("ng").counts.registered == 0
+
+
+CREATED = "2026-01-01T00:00:00Z"
+
+
+def node_manifest(conditions=(), taints=()):
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": "n", "creationTimestamp": CREATED},
+        "spec": {"providerID": pid("n"), "taints": list(taints)},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": list(conditions),
+        },
+    }
+
+
+def condition(kind, status, at="2026-01-01T00:00:30Z"):
+    return {"type": kind, "status": status, "lastTransitionTime": at}
+
+
+def taint(key, at="2026-01-01T00:00:40Z"):
+    return {"key": key, "effect": "NoSchedule", "timeAdded": at}
+
+
+@pytest.mark.parametrize(
+    ("conditions", "taints", "ready", "since"),
+    [
+        ([condition("Ready", "True")], [], True, "00:00:30"),
+        ([condition("Ready", "False")], [], False, "00:00:30"),
+        ([condition("Ready", "Unknown")], [], False, "00:00:30"),
+        # Ready by condition, but the node lifecycle controller has not lifted its taint yet: the
+        # scheduler places nothing there, so it is not capacity (Cluster Autoscaler's rule).
+        ([condition("Ready", "True")], [taint("node.kubernetes.io/not-ready")], False, "00:00:40"),
+        ([condition("Ready", "True")], [taint("node.kubernetes.io/network-unavailable")], False, "00:00:40"),
+        ([condition("Ready", "True")], [taint("node.kubernetes.io/disk-pressure")], False, "00:00:40"),
+        (
+            [condition("Ready", "True"), condition("DiskPressure", "True", "2026-01-01T00:00:50Z")],
+            [],
+            False,
+            "00:00:50",
+        ),
+        ([condition("Ready", "True"), condition("NetworkUnavailable", "True")], [], False, "00:00:30"),
+        (
+            [
+                condition("Ready", "True"),
+                condition("DiskPressure", "False"),
+                condition("MemoryPressure", "True"),
+            ],
+            [],
+            True,
+            "00:00:30",
+        ),
+        ([condition("Ready", "True")], [taint("node.kubernetes.io/unschedulable")], True, "00:00:30"),
+        ([], [], True, "00:00:00"),  # a hand-written dump without conditions
+    ],
+)
+def test_readiness_follows_the_cluster_autoscalers_rule(conditions, taints, ready, since):
+    (parsed,) = load_documents([node_manifest(conditions, taints)], "nodes.yaml").nodes
+    assert parsed.ready is ready
+    assert parsed.ready_transition == parse_time(f"2026-01-01T{since}Z")
+
+
+def test_a_new_node_still_tainted_not_ready_is_coming_capacity_not_a_second_request():
+    """The e2e race: kubetide asked for a node, it registered Ready with the not-ready taint still
+    on, pods could not go there, and counting it as ready capacity asked for another node."""
+    manifest = node_manifest(
+        [condition("Ready", "True", "2026-01-01T00:00:05Z")],
+        [taint("node.kubernetes.io/not-ready", "2026-01-01T00:00:01Z")],
+    )
+    (fresh,) = load_documents([manifest], "nodes.yaml").nodes
+    registry = make_registry()
+    group = FakeGroup("ng", target=1)
+    group.add("n")
+    registry.update([fresh], FakeCloud(group), parse_time("2026-01-01T00:00:10Z"))
+    assert registry.node("n").readiness is NS
+    assert registry.upcoming_nodes() == {"ng": 1}
