@@ -2,7 +2,9 @@
 
 A registered node is exactly one of:
 
-- ``READY``: the kubelet reports Ready and nobody is deleting the node.
+- ``READY``: the node is ready as the Cluster Autoscaler judges it (model/node.py: Ready, no
+  DiskPressure or NetworkUnavailable, none of the taints those states bring) and nobody is
+  deleting it.
 - ``NOT_STARTED``: not Ready, younger than max-node-startup-time and never Ready since it was
   created. A node that is still booting (UC2) is coming capacity, not a failure.
 - ``UNREADY``: not Ready for any other reason: it broke after starting (UC6), or it never started
