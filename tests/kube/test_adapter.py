@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import kubernetes
 import pytest
 from controlplane import KubeTestContext, wait_until
@@ -274,6 +276,9 @@ def test_plan_on_the_live_cluster_explains_and_writes_nothing(kube, tmp_path):
         capture_output=True,
         text=True,
         timeout=60,
+        # os.environ, not the process's C environment: GNU readline, once loaded in a terminal,
+        # exports COLUMNS=80 there, which `plan` would obey and wrap its first line at.
+        env=dict(os.environ),
     )
     assert result.returncode == 0, result.stderr
     assert "(wall clock: a live cluster)" in result.stdout
