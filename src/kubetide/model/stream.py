@@ -111,11 +111,11 @@ class _JsonCursor:
             return None
         return "\n" + indent + "},"
 
-    def values_before(self, boundary: str) -> list[Any]:
-        """The values up to the last `boundary` in the buffer, decoded as one array, and the cursor
-        moved past its comma; none when the buffer holds no boundary or the cut is not between
-        values. JSON strings hold no newline, so text ending at the boundary that decodes as a
-        run of values is one: the same values, by the same decoder, as value() one at a time."""
+    def values_before(self, boundary: str) -> list[Any] | None:
+        """The values up to a `boundary` about BATCH_CHARS on, decoded as one array, and the cursor
+        moved past its comma; [] when the buffer holds no boundary, None when the cut is not
+        between values. JSON strings hold no newline, so text ending at the boundary that decodes
+        as a run of values is one: the same values, by the same decoder, as value() one at a time."""
         if len(self.buffer) - self.pos < 2 * BATCH_CHARS:
             self._more()
         cut = self.buffer.find(boundary, self.pos + BATCH_CHARS)
@@ -127,7 +127,7 @@ class _JsonCursor:
         try:
             values = _DECODER.decode("[" + self.buffer[self.pos : end] + "]")
         except (json.JSONDecodeError, RecursionError):
-            return []
+            return None
         self.pos = end + 1
         return values  # type: ignore[no-any-return]
 
@@ -167,7 +167,10 @@ def _json_members(cursor: _JsonCursor) -> Iterator[tuple[str, Any, Any]]:
                 else:
                     boundary = cursor.item_boundary()
                     while True:
-                        for value in cursor.values_before(boundary) if boundary else ():
+                        batch = cursor.values_before(boundary) if boundary else []
+                        if batch is None:
+                            boundary = None  # laid out otherwise: every later try would fail too
+                        for value in batch or ():
                             yield ITEM, index, value
                             index += 1
                         yield ITEM, index, cursor.value()
