@@ -141,27 +141,29 @@ def _parse_items(body: str, item_start: str, loader: type) -> list[Any]:
     where the screen clears them, by PyYAML where it does not."""
     starts = _item_starts(body, item_start)
     distinct = distinct_lines(body)
+    ends = [*starts[1:], len(body)]
     # The alias and block-depth screens look at one line at a time: the distinct lines will do.
-    if not surely_within_bounds(distinct, ITEM_NESTING, flow_depth=_flow_depth(body, starts)):
+    if not surely_within_bounds(distinct, ITEM_NESTING, flow_depth=_flow_depth(body, starts, ends)):
         raise Declined  # an alias, or deep nesting: the event stream checks it exactly
     suspects = suspect_lines(distinct)
     flagged = _items_holding(body, starts, suspects)
     if ("|" in distinct or ">" in distinct) and _BLOCK_HEADER.search(distinct):
         flagged |= _empty_block_scalars(body, starts)
-    if not flagged:
-        items = _by_yaml_rs(body)
-        if items is not None:
-            return items
-    ends = [*starts[1:], len(body)]
     cleared = [index for index in range(len(starts)) if index not in flagged]
-    fast = _by_yaml_rs("".join(body[starts[i] : ends[i]] for i in cleared)) if cleared else []
+    if not flagged:
+        fast = _by_yaml_rs(body)
+    else:
+        fast = _by_yaml_rs("".join(body[starts[i] : ends[i]] for i in cleared)) if cleared else []
     if fast is None:  # a duplicate key somewhere: PyYAML decides for the whole chunk
         return _by_pyyaml(body, loader)
-    slow = _by_pyyaml("".join(body[starts[i] : ends[i]] for i in sorted(flagged)), loader) if flagged else []
-    if len(fast) != len(cleared) or len(slow) != len(flagged):
+    if not flagged:
+        return fast
+    suspect = sorted(flagged)
+    slow = _by_pyyaml("".join(body[starts[i] : ends[i]] for i in suspect), loader)
+    if len(fast) != len(cleared) or len(slow) != len(suspect):
         raise Declined  # an item that is not one sequence entry: something the cut missed
     by_index = dict(zip(cleared, fast, strict=True))
-    by_index.update(zip(sorted(flagged), slow, strict=True))
+    by_index.update(zip(suspect, slow, strict=True))
     return [by_index[index] for index in range(len(starts))]
 
 
@@ -169,11 +171,10 @@ def _parse_items(body: str, item_start: str, loader: type) -> list[Any]:
 _BOUND_GROUP = 8
 
 
-def _flow_depth(body: str, starts: list[int]) -> int:
+def _flow_depth(body: str, starts: list[int], ends: list[int]) -> int:
     """A bound on the chunk's flow depth, taken item by item (no flow collection crosses an item's
     `- `), a few items at a time while their bound is low."""
     limit = ITEM_NESTING - 2
-    ends = [*starts[1:], len(body)]
     depth = 1
     for first in range(0, len(starts), _BOUND_GROUP):
         last = min(first + _BOUND_GROUP, len(starts)) - 1
