@@ -7,102 +7,116 @@ import pytest
 
 import kubetide.cli.main as cli_main
 
+CREATED = "2026-11-24T00:00:00Z"
+
+
+def node(name, **annotations):
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"pool": "workers", "kubetide.io/node-group": "workers"},
+            "annotations": annotations,
+            "creationTimestamp": CREATED,
+        },
+        "status": {
+            "allocatable": {"cpu": "1", "memory": "4Gi", "pods": "110"},
+            "capacity": {"cpu": "1", "memory": "4Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def workload(app, node_name, cpu):
+    """A one-replica ReplicaSet and its pod, running on `node_name`."""
+    containers = [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": app,
+        "uid": f"rs-{app}",
+        "controller": True,
+    }
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": app, "namespace": "default", "uid": f"rs-{app}"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app}}, "spec": {"containers": containers}},
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{app}-1",
+            "namespace": "default",
+            "uid": f"pod-{app}-1",
+            "labels": {"app": app},
+            "ownerReferences": [owner],
+            "creationTimestamp": "2026-11-24T01:00:00Z",
+        },
+        "spec": {"nodeName": node_name, "containers": containers},
+        "status": {"phase": "Running"},
+    }
+    return [replicaset, pod]
+
+
+def pod_metrics(app, cpu):
+    return {
+        "apiVersion": "metrics.k8s.io/v1beta1",
+        "kind": "PodMetrics",
+        "metadata": {"name": f"{app}-1", "namespace": "default"},
+        "timestamp": "2026-11-24T02:00:00Z",
+        "window": "30s",
+        "containers": [{"name": "c", "usage": {"cpu": cpu, "memory": "100Mi"}}],
+    }
+
+
+def listing(items):
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2)
+
+
 # `a`'s batch pod (400m requested) fits on `busy` (500m requested) by requests, but it uses 600m
 # and busy's web pod 300m: 900m on a 1-core node whose NodeQOS evicts above 80%.
-CLUSTER = """\
-apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: a
-    labels: {pool: workers, kubetide.io/node-group: workers}
-    creationTimestamp: "2026-11-24T00:00:00Z"
-  status:
-    allocatable: {cpu: "1", memory: 4Gi, pods: "110"}
-    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
-    conditions: [{type: Ready, status: "True"}]
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: busy
-    labels: {pool: workers, kubetide.io/node-group: workers}
-    annotations: {cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"}
-    creationTimestamp: "2026-11-24T00:00:00Z"
-  status:
-    allocatable: {cpu: "1", memory: 4Gi, pods: "110"}
-    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
-    conditions: [{type: Ready, status: "True"}]
-- apiVersion: apps/v1
-  kind: ReplicaSet
-  metadata: {name: batch, namespace: default, uid: rs-batch}
-  spec:
-    replicas: 1
-    selector: {matchLabels: {app: batch}}
-    template:
-      metadata: {labels: {app: batch}}
-      spec: {containers: [{name: c, resources: {requests: {cpu: 400m}}}]}
-- apiVersion: apps/v1
-  kind: ReplicaSet
-  metadata: {name: web, namespace: default, uid: rs-web}
-  spec:
-    replicas: 1
-    selector: {matchLabels: {app: web}}
-    template:
-      metadata: {labels: {app: web}}
-      spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    name: batch-1
-    namespace: default
-    uid: pod-batch-1
-    labels: {app: batch}
-    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: batch, uid: rs-batch, controller: true}]
-    creationTimestamp: "2026-11-24T01:00:00Z"
-  spec: {nodeName: a, containers: [{name: c, resources: {requests: {cpu: 400m}}}]}
-  status: {phase: Running}
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    name: web-1
-    namespace: default
-    uid: pod-web-1
-    labels: {app: web}
-    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: rs-web, controller: true}]
-    creationTimestamp: "2026-11-24T01:00:00Z"
-  spec: {nodeName: busy, containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-  status: {phase: Running}
-"""
-
-USAGE = """\
-apiVersion: v1
-kind: List
-items:
-- apiVersion: ensurance.crane.io/v1alpha1
-  kind: NodeQOS
-  metadata: {name: workers-cpu}
-  spec:
-    selector: {matchLabels: {pool: workers}}
-    rules: [{name: cpu-80, actionName: evict, metricRule: {name: cpu_total_utilization, value: 80}}]
-- apiVersion: ensurance.crane.io/v1alpha1
-  kind: AvoidanceAction
-  metadata: {name: evict}
-  spec: {eviction: {}}
-- apiVersion: metrics.k8s.io/v1beta1
-  kind: PodMetrics
-  metadata: {name: batch-1, namespace: default}
-  timestamp: "2026-11-24T02:00:00Z"
-  window: 30s
-  containers: [{name: c, usage: {cpu: 600m, memory: 100Mi}}]
-- apiVersion: metrics.k8s.io/v1beta1
-  kind: PodMetrics
-  metadata: {name: web-1, namespace: default}
-  timestamp: "2026-11-24T02:00:00Z"
-  window: 30s
-  containers: [{name: c, usage: {cpu: 300m, memory: 100Mi}}]
-"""
+CLUSTER = listing(
+    [
+        node("a"),
+        node("busy", **{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}),
+        *workload("batch", "a", "400m"),
+        *workload("web", "busy", "500m"),
+    ]
+)
+USAGE = listing(
+    [
+        {
+            "apiVersion": "ensurance.crane.io/v1alpha1",
+            "kind": "NodeQOS",
+            "metadata": {"name": "workers-cpu"},
+            "spec": {
+                "selector": {"matchLabels": {"pool": "workers"}},
+                "rules": [
+                    {
+                        "name": "cpu-80",
+                        "actionName": "evict",
+                        "metricRule": {"name": "cpu_total_utilization", "value": 80},
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "ensurance.crane.io/v1alpha1",
+            "kind": "AvoidanceAction",
+            "metadata": {"name": "evict"},
+            "spec": {"eviction": {}},
+        },
+        pod_metrics("batch", "600m"),
+        pod_metrics("web", "300m"),
+    ]
+)
 
 
 @pytest.fixture
