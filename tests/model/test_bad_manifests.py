@@ -4,10 +4,11 @@ the object and the field, before anything is built from it."""
 import json
 
 import pytest
+import yaml
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_files
-from kubetide.model.bounds import MAX_NESTING
+from kubetide.model.bounds import MAX_NESTING, check_text
 
 NODE = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}
 
@@ -120,6 +121,34 @@ def test_the_same_dump_given_twice_is_a_duplicate_naming_both_files(tmp_path):
 )
 def test_bad_texts_are_refused_before_the_loader_builds_them(tmp_path, text, expected):
     assert expected in load_error(tmp_path, text)
+
+
+class _RefusesEarly(yaml.SafeLoader):
+    """A parser that gives up before kubetide's limit with a message of its own, as libyaml does
+    from PyYAML 6.0.4 on (depth 1,000, its scanner reading ahead of the events)."""
+
+    def get_event(self):
+        event = super().get_event()
+        if isinstance(event, yaml.CollectionStartEvent) and event.start_mark.column > 50:
+            raise yaml.parser.ParserError(None, None, "exceeded maximum nesting depth", event.start_mark)
+        return event
+
+
+@pytest.mark.parametrize(
+    "loader", [_RefusesEarly, yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)]
+)
+def test_nesting_is_refused_with_kubetide_s_limit_whichever_parser_refuses_first(loader):
+    text = "x: " + "[" * 2 * MAX_NESTING + "]" * 2 * MAX_NESTING
+    with pytest.raises(ManifestError) as refused:
+        check_text(text, "deep.yaml", loader)
+    assert (
+        str(refused.value)
+        == f"deep.yaml: line 1, column {MAX_NESTING + 3}: nested more than {MAX_NESTING} levels deep"
+    )
+
+
+def test_a_syntax_error_is_left_to_the_loader_to_report():
+    check_text("x: [1, 2\ny: }", "bad.yaml", _RefusesEarly)  # no ManifestError: the loader words it
 
 
 def test_an_alias_bomb_of_nested_lists_is_refused_by_its_expanded_size(tmp_path):

@@ -5,7 +5,8 @@ deep kills the process with SIGSEGV, which no `except` can catch. Aliases are th
 the loader shares an aliased node instead of copying it, so a 1 KB file of nested `kind: List`
 items aliasing each other stands for millions of objects, and every reader after the loader walks
 them all. Both are bounded here, on the text and on the parser's event stream, never on the
-loaded objects.
+loaded objects, and before any parser can refuse the text with a message and limit of its own
+(libyaml in PyYAML >= 6.0.4 stops at depth 1,000, see _check_events).
 
 The event stream costs about an eighth of a full load, so it is read only when a screen over the
 raw text (a few C-speed string scans) cannot rule the danger out. The screen is sound:
@@ -72,42 +73,55 @@ def flow_depth_bound(
 
 
 def _check_events(text: str, source: str, loader: type) -> None:
-    """Walk the parser's events (libyaml's parser keeps its stack on the heap: any depth is safe)."""
+    """Walk the parser's events for the bounds. libyaml's parser keeps its stack on the heap, so any
+    depth is safe, but from PyYAML 6.0.4 on it refuses text nested 1,000 deep, and its scanner reads
+    up to 1,024 characters ahead of the events: it can refuse before the walk reaches our own limit.
+    Any refusal is therefore walked again by PyYAML's pure-Python parser (no depth limit, no
+    recursion), so that our limit and position are the ones reported, on every PyYAML."""
+    try:
+        _walk_events(text, source, loader)
+    except yaml.YAMLError:
+        if loader is yaml.SafeLoader:
+            return  # the loader reports the syntax error itself, with its position
+        try:
+            _walk_events(text, source, yaml.SafeLoader)
+        except yaml.YAMLError:
+            return
+
+
+def _walk_events(text: str, source: str, loader: type) -> None:
     depth = 0
     written = expanded = 0
     anchored_sizes: dict[str, int] = {}
     open_collections: list[tuple[str | None, int]] = []
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise _error(source, event, f"nested more than {MAX_NESTING} levels deep")
-                open_collections.append((event.anchor, expanded))
-                written += 1
-                expanded += 1
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-                anchor, start = open_collections.pop()
-                if anchor is not None:
-                    anchored_sizes[anchor] = expanded - start
-            elif isinstance(event, yaml.ScalarEvent):
-                written += 1
-                expanded += 1
-                if event.anchor is not None:
-                    anchored_sizes[event.anchor] = 1
-            elif isinstance(event, yaml.AliasEvent) and event.anchor is not None:
-                written += 1
-                expanded += anchored_sizes.get(event.anchor, 1)
-                if expanded > max(MAX_EXPANSION * written, MIN_EXPANDED_NODES):
-                    raise _error(
-                        source,
-                        event,
-                        f"aliases expand the document more than {MAX_EXPANSION} times "
-                        f"(to over {expanded:,} nodes)",
-                    )
-    except yaml.YAMLError:
-        return  # the loader reports the syntax error itself, with its position
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _error(source, event, f"nested more than {MAX_NESTING} levels deep")
+            open_collections.append((event.anchor, expanded))
+            written += 1
+            expanded += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, start = open_collections.pop()
+            if anchor is not None:
+                anchored_sizes[anchor] = expanded - start
+        elif isinstance(event, yaml.ScalarEvent):
+            written += 1
+            expanded += 1
+            if event.anchor is not None:
+                anchored_sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent) and event.anchor is not None:
+            written += 1
+            expanded += anchored_sizes.get(event.anchor, 1)
+            if expanded > max(MAX_EXPANSION * written, MIN_EXPANDED_NODES):
+                raise _error(
+                    source,
+                    event,
+                    f"aliases expand the document more than {MAX_EXPANSION} times "
+                    f"(to over {expanded:,} nodes)",
+                )
 
 
 def _error(source: str, event: yaml.Event, message: str) -> ManifestError:
