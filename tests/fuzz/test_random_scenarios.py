@@ -8,17 +8,31 @@ import pytest
 from benchmarks import fuzz_scenarios
 
 SCENARIOS = 6
-SEED = 1  # fixed, and chosen so that these six scenarios use all seven fault types
+# Drawn from a pool, because what one seed draws differs between hypothesis releases: the six are
+# chosen greedily, each adding the most fault types not yet covered (the same six every run on
+# one release).
+POOL, SEED = 60, 1
+
+
+def fault_types(scenario: dict) -> set[str]:
+    return {e["fault"]["type"] for e in scenario["spec"]["events"] if "fault" in e}
 
 
 @pytest.fixture(scope="module")
 def scenarios():
-    return fuzz_scenarios.generate(SCENARIOS, SEED)
+    pool = fuzz_scenarios.generate(POOL, SEED)
+    chosen: list[dict] = []
+    covered: set[str] = set()
+    for _ in range(SCENARIOS):
+        best = max(pool, key=lambda s: len(fault_types(s) - covered))
+        pool.remove(best)
+        chosen.append(best)
+        covered |= fault_types(best)
+    return chosen
 
 
 def test_the_budget_covers_every_fault_type_and_a_restart(scenarios):
-    faults = [e["fault"]["type"] for s in scenarios for e in s["spec"]["events"] if "fault" in e]
-    assert set(faults) == set(fuzz_scenarios.FAULTS)
+    assert set().union(*map(fault_types, scenarios)) == set(fuzz_scenarios.FAULTS)
 
 
 @pytest.mark.parametrize("index", range(SCENARIOS))
