@@ -72,7 +72,7 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
     assert list(up) == ["pending", "options", "chosen", "not_helped", "why"]
     assert all(list(o) == ["node_group", "node_count", "pods"] for o in up["options"])
     assert list(up["chosen"]) == ["node_group", "node_count"]
-    assert list(down) == ["nodes", "candidate_set", "to_delete", "destinations"]
+    assert list(down) == ["nodes", "candidate_set", "risky", "waiting_for_budget", "to_delete", "destinations"]
     assert list(down["to_delete"]) == ["empty", "drain"]
     for entry in down["nodes"].values():
         assert list(entry) == [

@@ -586,6 +586,14 @@ def summary_lines(result: PlanResult) -> list[str]:
             )
             parts.append(f"{reason} {len(nodes)}" + (f" ({detail})" if detail else ""))
         lines.append("unremovable by reason: " + ", ".join(parts))
+    paced = [
+        f"{len(sd.risky)} risky (drained pod by pod as their PDBs allow)" if sd.risky else "",
+        f"{len(sd.waiting_for_budget)} waiting for PDB budget (unneeded timers kept)"
+        if sd.waiting_for_budget
+        else "",
+    ]
+    if any(paced):
+        lines.append("PodDisruptionBudget-paced: " + ", ".join(part for part in paced if part))
     up = result.scale_up
     grows = ", ".join(f"{i.group_id} +{i.delta}" for i in up.increases) or "no node group grows"
     lines.append(

@@ -112,6 +112,7 @@ def pdb(
     policy: str = "IfHealthyBudget",
     current_healthy=None,
     desired_healthy=None,
+    expected_pods=None,
 ) -> PodDisruptionBudget:
     return PodDisruptionBudget(
         ObjectMeta(name, namespace, f"uid-pdb-{name}"),
@@ -122,6 +123,7 @@ def pdb(
         disruptions_allowed=allowed,
         current_healthy=current_healthy,
         desired_healthy=desired_healthy,
+        expected_pods=expected_pods,
     )
 
 

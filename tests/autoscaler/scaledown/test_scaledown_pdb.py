@@ -1,5 +1,7 @@
-"""pdbs_remaining_disruptions: initial budgets, unhealthy pods counted once, forks."""
+"""pdbs_remaining_disruptions: initial budgets, unhealthy pods counted once, CA's per-node charge
+(refused below one disruption, risky above), waves, forks."""
 
+import pytest
 from scaledown_fakes import pdb, pod, workload
 
 from kubetide.autoscaler.scaledown.drainability import index_workloads
@@ -43,25 +45,115 @@ def test_selector_and_namespace_must_match():
     assert not t.has_pdb(pod("b", owner=("ReplicaSet", "nope")))
 
 
-def test_healthy_pods_consume_unhealthy_pods_do_not():
-    budget = pdb("web", "rs", allowed=1, current_healthy=3, desired_healthy=2)
-    sick = pod("sick", ready=False)
-    t = tracker([budget], [pod("a"), pod("b"), pod("c"), sick])
-    assert t.consume(sick) is None
-    assert t.by_key() == {"default/web": 1}  # subtracted once at the start, not again here
-    assert t.consume(pod("a")) is None
-    assert t.by_key() == {"default/web": 0}
-    assert t.consume(pod("b")) is budget  # refused, nothing charged
-    assert t.by_key() == {"default/web": 0}
-    # Still fine for an unhealthy one: the budget is met, not violated.
-    assert t.consume(pod("sick2", ready=False)) is None
+# maxUnavailable 1 over ten replicas, all healthy: one disruption allowed, one when healthy.
+MAX_UNAVAILABLE_1 = {"allowed": 1, "current_healthy": 10, "desired_healthy": 9, "expected_pods": 10}
+# ... with one replica already out (evicted, its replacement not Ready yet).
+USED_UP = {"allowed": 0, "current_healthy": 9, "desired_healthy": 9, "expected_pods": 10}
+# One replica, minAvailable 1: no eviction can ever take it.
+SINGLE_REPLICA = {"allowed": 0, "current_healthy": 1, "desired_healthy": 1, "expected_pods": 1}
+
+# (description, the node's pods, budget status, refused pod or None, waiting, shortfall
+#  (pods, left) or None, remaining after)
+CHARGES = [
+    ("one pod, one disruption left", ["a"], MAX_UNAVAILABLE_1, None, None, None, 0),
+    (
+        "two pods, one left: removable, risky, charged both",
+        ["a", "b"],
+        MAX_UNAVAILABLE_1,
+        None,
+        None,
+        (2, 1),
+        -1,
+    ),
+    ("none left for now: refused, waiting for the budget", ["a"], USED_UP, "a", True, None, 0),
+    ("none left ever: refused for good", ["a"], SINGLE_REPLICA, "a", False, None, 0),
+    ("an unhealthy pod costs nothing at zero", ["sick"], SINGLE_REPLICA, None, None, None, 0),
+    (
+        "an unhealthy pod is refused when the budget is violated (IfHealthyBudget)",
+        ["sick"],
+        {"allowed": 0, "current_healthy": 8, "desired_healthy": 9, "expected_pods": 10},
+        "sick",
+        True,
+        None,
+        -1,
+    ),
+    (
+        "AlwaysAllow lets it go even then",
+        ["sick"],
+        {
+            "allowed": 0,
+            "current_healthy": 8,
+            "desired_healthy": 9,
+            "expected_pods": 10,
+            "policy": "AlwaysAllow",
+        },
+        None,
+        None,
+        None,
+        -1,
+    ),
+    (
+        "a healthy pod after an unhealthy one is still charged",
+        ["sick", "a"],
+        {"allowed": 2, "current_healthy": 9, "desired_healthy": 7, "expected_pods": 10},
+        None,
+        None,
+        None,
+        1,
+    ),
+    (
+        "no status: full budget as the disruption controller computes it",
+        ["a", "b"],
+        {"max_unavailable": 1},
+        None,
+        None,
+        (2, 1),
+        -1,
+    ),
+]
 
 
-def test_consume_is_all_or_nothing_across_several_budgets():
+@pytest.mark.parametrize(
+    ("names", "status", "refused", "waiting", "shortfall", "after"),
+    [c[1:] for c in CHARGES],
+    ids=[c[0] for c in CHARGES],
+)
+def test_a_node_is_charged_as_the_cluster_autoscaler_charges_it(
+    names, status, refused, waiting, shortfall, after
+):
+    budget = pdb("web", "rs", **status)
+    pods = [pod(name, ready=name != "sick") for name in names]
+    others = [pod(f"o{i}") for i in range(8)]  # the rest of the ten replicas, elsewhere
+    t = tracker([budget], pods + others)
+    charge = t.charge_node(pods)
+    if refused is None:
+        assert charge.refusal is None
+    else:
+        assert (charge.refusal.pod.name, charge.refusal.pdb, charge.refusal.waiting) == (
+            refused,
+            budget,
+            waiting,
+        )
+    assert [(s.pdb, s.pods, s.left) for s in charge.shortfalls] == (
+        [] if shortfall is None else [(budget, *shortfall)]
+    )
+    assert charge.risky is (shortfall is not None)
+    assert t.by_key() == {"default/web": after}
+
+
+def test_a_budget_an_earlier_node_used_up_makes_the_next_one_wait():
+    t = tracker([pdb("web", "rs", **MAX_UNAVAILABLE_1)], [])
+    assert t.charge_node([pod("a"), pod("b")]).risky
+    second = t.charge_node([pod("c")])
+    assert second.refusal is not None and second.refusal.waiting
+    assert t.by_key() == {"default/web": -1}  # the refusal charged nothing
+
+
+def test_a_refusal_charges_nothing_across_several_budgets():
     wide = pdb("wide", "rs", allowed=5)
-    narrow = pdb("narrow", "rs", allowed=0)
+    narrow = pdb("narrow", "rs", **SINGLE_REPLICA)
     t = tracker([wide, narrow], [pod("a")])
-    assert t.consume(pod("a")) is narrow
+    assert t.charge_node([pod("a")]).refusal.pdb is narrow
     assert t.by_key() == {"default/wide": 5, "default/narrow": 0}
 
 
@@ -69,22 +161,36 @@ def test_force_consume_may_go_negative_and_then_refuses_unhealthy_pods():
     t = tracker([pdb("web", "rs", allowed=0)], [pod("a")])
     t.force_consume(pod("a"))
     assert t.by_key() == {"default/web": -1}
-    assert t.blocking(pod("x", ready=False)) is not None
+    assert t.charge_node([pod("x", ready=False)]).refusal is not None
+
+
+@pytest.mark.parametrize(
+    ("pods", "status", "waves"),
+    [
+        (3, MAX_UNAVAILABLE_1, 3),
+        (3, {"allowed": 2, "current_healthy": 10, "desired_healthy": 8, "expected_pods": 10}, 2),
+        (3, USED_UP, 3),  # used up now: each wave still lets one go once the budget is back
+        (1, MAX_UNAVAILABLE_1, 1),
+    ],
+)
+def test_waves_are_the_node_s_pods_over_the_full_budget(pods, status, waves):
+    t = tracker([pdb("web", "rs", **status)], [])
+    assert t.waves([pod(f"p{i}") for i in range(pods)]) == waves
+    assert t.waves([pod("free", owner=("ReplicaSet", "other"))]) == 1  # no budget: one wave
 
 
 def test_revert_restores_the_counters_a_failed_simulation_spent():
     t = tracker([pdb("web", "rs", allowed=3)], [pod("a")])
     t.fork()
-    t.consume(pod("a"))
+    t.charge_node([pod("a")])
     t.fork()
-    t.consume(pod("b"))
+    t.charge_node([pod("b")])
     t.revert()
     assert t.by_key() == {"default/web": 2}
     t.commit()
     assert t.by_key() == {"default/web": 2}
     t.fork()
-    t.consume(pod("c"))
-    t.consume(pod("d"))
+    t.charge_node([pod("c"), pod("d")])
     t.revert()
     assert t.by_key() == {"default/web": 2}
     assert t.overconsumed() == []

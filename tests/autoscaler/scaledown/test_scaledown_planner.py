@@ -18,6 +18,7 @@ from kubetide.model import Taint
 OPTS = AutoscalerOptions()
 RS = [workload("ReplicaSet", "rs", 100)]
 BUSY = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}  # a destination that is never a candidate
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
 def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, **kw):
@@ -100,13 +101,87 @@ def test_unhealthy_pods_do_not_spend_the_budget_again():
     assert plan.candidate_set == ["a", "b"]
 
 
-def test_several_pods_of_one_node_can_exhaust_a_budget_alone():
+# maxUnavailable 1 over ten replicas, all healthy; and the same with one replica out.
+ONE_LEFT = {"allowed": 1, "current_healthy": 10, "desired_healthy": 9, "expected_pods": 10}
+NONE_LEFT_FOR_NOW = {"allowed": 0, "current_healthy": 9, "desired_healthy": 9, "expected_pods": 10}
+
+
+def test_a_node_with_more_pods_of_a_budget_than_it_has_left_is_removable_and_risky():
+    """CA's rule (core/scaledown/pdb CanRemovePods): blocked only below one disruption left."""
     nodes = [node("a"), node("d", annotations=BUSY)]
     pods = [pod("p1", "a", 100), pod("p2", "a", 100)]
-    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", allowed=1)])
-    assert plan.candidate_set == []
-    assert plan.nodes["a"].blocking_pod.reason is PodReason.NOT_ENOUGH_PDB
-    assert plan.pdb_remaining == {"default/web": 1}  # the failed simulation spent nothing
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", **ONE_LEFT)])
+    assert plan.candidate_set == ["a"] and plan.risky == {"a"}
+    assert plan.pdb_remaining == {"default/web": -1}  # charged all its pods
+    why = plan.explain("a")
+    assert "risky: PodDisruptionBudget default/web has 1 disruption(s) left for 2 of its pods here" in why
+    assert "2 wave(s), eviction deadline 2 x max-pod-eviction-time" in why
+
+
+def test_risky_nodes_are_drained_after_the_others():
+    nodes = [node("a"), node("b"), node("d", cpu=4000, annotations=BUSY)]
+    # a is the less utilized, so the search takes it first; the drains start with b all the same.
+    pods = [pod("p1", "a", 100), pod("p2", "a", 100), pod("q", "b", 300, labels={"app": "other"})]
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", **ONE_LEFT)])
+    assert plan.candidate_set == ["a", "b"] and plan.risky == {"a"}
+    assert plan.drain_to_delete == ["b", "a"]
+
+
+@pytest.mark.parametrize(
+    ("pods", "status"),
+    [
+        (
+            [pod("g1", "a", 100, labels={"app": "g"})],
+            {"allowed": 0, "current_healthy": 1, "desired_healthy": 1, "expected_pods": 1},
+        ),
+        ([pod("g1", "a", 100, labels={"app": "g"}, annotations={SAFE_TO_EVICT: "true"})], {"allowed": 0}),
+    ],
+    ids=["a single replica with minAvailable 1", "safe-to-evict true is checked too (CA would not)"],
+)
+def test_a_budget_that_allows_no_disruption_even_when_healthy_blocks_for_good(pods, status):
+    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("pdb-g", "g", **status)])
+    assert plan.candidate_set == [] and plan.waiting_for_budget == []
+    a = plan.nodes["a"]
+    assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+    assert (
+        "PodDisruptionBudget default/pdb-g allows no disruption even with all its pods healthy" in a.explain()
+    )
+
+
+def test_a_node_waiting_for_budget_keeps_its_unneeded_time_and_goes_when_the_budget_is_back():
+    """kubetide's own: CA sends it to the non-candidate set for the recheck time and restarts its
+    timer, so PDB-paced drains wait unneeded + recheck time for every node."""
+    planner = Planner(OPTS, timer=WorkTimer(1e-3))
+    nodes = [node("a"), node("b"), node("d", cpu=4000, annotations=BUSY)]
+    pods = [pod("pa", "a", 100), pod("pb", "b", 100)]
+    first = plan_for(nodes, pods, planner, now=0.0, pdbs=[pdb("web", "rs", **ONE_LEFT)])
+    assert first.candidate_set == ["a"] and first.waiting_for_budget == ["b"]
+    b = first.nodes["b"]
+    assert (b.reason, b.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+    assert "waiting for budget" in b.detail
+    assert planner.unneeded_since == {"a": 0.0, "b": 0.0}
+    assert "b" not in planner.unremovable
+    # a is being drained: its pod is out, the budget is used up for now.
+    later = OPTS.scale_down_unneeded_time + 10
+    draining = plan_for(
+        nodes, pods, planner, now=later, pdbs=[pdb("web", "rs", **NONE_LEFT_FOR_NOW)], being_deleted=["a"]
+    )
+    assert draining.waiting_for_budget == ["b"] and planner.unneeded_since["b"] == 0.0
+    # a is gone and its pod's replacement Ready elsewhere: b goes at once, its timer long run out.
+    gone = [node("b"), node("d", cpu=4000, annotations=BUSY)]
+    after = plan_for(
+        gone, [pod("pb", "b", 100)], planner, now=later + 60, pdbs=[pdb("web", "rs", **ONE_LEFT)]
+    )
+    assert after.drain_to_delete == ["b"]
+
+
+def test_a_waiting_node_whose_pods_do_not_fit_is_no_place_to_move():
+    nodes = [node("a"), node("b"), node("d", cpu=1150, annotations=BUSY)]
+    pods = [pod("pa", "a", 100), pod("pb", "b", 200), pod("pd", "d", 1000)]
+    plan = plan_for(nodes, pods, pdbs=[pdb("web", "rs", **ONE_LEFT)])
+    assert plan.candidate_set == ["a"] and plan.waiting_for_budget == []
+    assert plan.nodes["b"].reason is NodeReason.NO_PLACE_TO_MOVE_PODS
 
 
 def test_hints_are_reused():
@@ -579,9 +654,6 @@ def test_owner_counts_for_recent_evictions_follow_the_snapshot():
     assert update_on(planner, s, cloud, now=50, workloads=rs).injected == {"default/gone": "d"}
 
 
-SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-
-
 @pytest.mark.parametrize(
     "blocker, pdbs, pod_reason",
     [
@@ -619,28 +691,6 @@ def test_a_destination_blocked_by_its_own_pod_reports_that_pod(blocker, pdbs, po
         pod_reason,
     )
     assert "destination" not in d.explain()
-
-
-@pytest.mark.parametrize(
-    "pods, allowed",
-    [
-        ([pod("g1", "a", 100, labels={"app": "g"}), pod("g2", "a", 100, labels={"app": "g"})], 1),
-        ([pod("g1", "a", 100, labels={"app": "g"}, annotations={SAFE_TO_EVICT: "true"})], 0),
-    ],
-    ids=["two pods of a PDB with one disruption left", "safe-to-evict true still needs budget"],
-)
-def test_pdb_budget_is_needed_for_all_the_nodes_pods_and_plan_says_why(pods, allowed):
-    """Issue 17: kubetide deliberately charges every moved pod to its PDB, where CA marks the node
-    removable and fails at eviction; the explanation says so."""
-    nodes = [node("a"), node("sink", cpu=4000, annotations=BUSY)]
-    plan = plan_for(nodes, pods, pdbs=[pdb("pdb-g", "g", allowed=allowed)])
-    assert plan.candidate_set == []
-    a = plan.nodes["a"]
-    assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
-    why = a.explain()
-    assert "PodDisruptionBudget default/pdb-g" in why
-    assert "kubetide needs budget for all the node's pods of that PDB at once" in why
-    assert "Cluster Autoscaler would mark the node removable" in why
 
 
 def nominated(name, node_name, cpu):

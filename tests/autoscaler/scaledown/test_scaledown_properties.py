@@ -121,16 +121,29 @@ def check_plan(plan, nodes, pods, pdbs, deleted, cloud, evicted=()):
         assert drain.blocking is None, f"candidate {name} has a blocking pod"
         homeless_pods += drain.movable
 
-    # PDBs: healthy pods moved off candidates never exceed what the budget allowed (after the
-    # pods of nodes already being deleted took their share).
-    charged = [0] * len(pdbs)
-    forced = [0] * len(pdbs)
+    # PDBs, CA's rule: after the pods of nodes already being deleted took their share, each
+    # candidate in turn is charged all its healthy pods, and only while every budget it charges
+    # has at least one disruption left; it is risky exactly when it takes more than was left, and
+    # risky nodes are drained after the others. So every drain can go pod by pod, never evicting
+    # past a budget.
+    remaining = list(tracker.initial)
     for p in homeless_pods:
-        if is_healthy(p):
+        if p.node_name in deleted and is_healthy(p):
             for i in tracker.matching(p):
-                (forced if p.node_name in deleted else charged)[i] += 1
-    for i, budget in enumerate(pdbs):
-        assert charged[i] <= max(0, tracker.initial[i] - forced[i]), f"{budget.key} over-consumed"
+                remaining[i] -= 1
+    for name in plan.candidate_set:
+        counts = {}
+        for p in drain_node(list(snapshot.pods_on(name).values()), ctx).movable:
+            if is_healthy(p):
+                for i in tracker.matching(p):
+                    counts[i] = counts.get(i, 0) + 1
+        for i in counts:
+            assert remaining[i] >= 1, f"{pdbs[i].key} had no disruption left for candidate {name}"
+        assert (name in plan.risky) == any(n > remaining[i] for i, n in counts.items()), name
+        for i, n in counts.items():
+            remaining[i] -= n
+    risky_at = [name in plan.risky for name in plan.drain_to_delete]
+    assert risky_at == sorted(risky_at), "risky nodes are drained after the others"
 
     # Removable together: empty the going nodes, put every pod on its destination, after the
     # recently evicted pods took the places the planner reserved for them.
@@ -346,11 +359,8 @@ def ca_reference_candidates(nodes, pods, pdbs, cloud):
             snapshot.fork()
             tracker.fork()
             skip.add(name)
-            fits = True
-            for p in sorted(drain.movable + received, key=pod_order):
-                if p.node_name == name and tracker.consume(p) is not None:
-                    fits = False
-                    break
+            fits = tracker.charge_node(drain.movable).refusal is None  # CA's CanRemovePods
+            for p in sorted(drain.movable + received, key=pod_order) if fits else ():
                 if mover.move(p.uid, None, skip) is None:
                     fits = False
                     break

@@ -225,7 +225,7 @@ class Actuator:
         result = TickResult()
         ready: dict[str, list[NodeDeletion]] = {}
         index = index_workloads(workloads) if workloads is not None else None
-        ctx = DrainContext(self.rules, PdbTracker(pdbs, ()), now, index, check_budgets=False)
+        ctx = DrainContext(self.rules, PdbTracker(pdbs, ()), now, index)
         for d in list(self.deletions.values()):
             if d.node not in snapshot:
                 # Gone already (deleted by someone, or its instance vanished): nothing left to do.

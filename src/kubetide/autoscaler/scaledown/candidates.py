@@ -20,13 +20,13 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
-from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
+from kubetide.autoscaler.scaledown.pdb import PdbRefusal, PdbTracker, Shortfall
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.room import FreeRoom
@@ -59,6 +59,16 @@ class Checked:
     eligibility: Eligibility
     empty: bool  # looks_empty for ineligible nodes; False for eligible ones (their drain says)
     util: float | None  # eligibility.utilization.value, for the status
+
+
+@dataclass(slots=True)
+class Search:
+    """What the candidate search found."""
+
+    candidates: list[str] = field(default_factory=list)  # the candidate_set, in order
+    risky: set[str] = field(default_factory=set)  # candidates a budget lets go only pod by pod
+    # Unneeded nodes held back only by budget that other drains or candidates use for now.
+    waiting: list[str] = field(default_factory=list)
 
 
 class Eligible(NamedTuple):
@@ -146,7 +156,13 @@ def eligible_nodes(
             statuses[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
         else:
             assert e.group is not None  # eligibility refuses nodes no group manages
-            drain = drain_node(list(snapshot.pods_on(name).values()), u.ctx)
+            # Pods steps 1 and 2 put here (from nodes being deleted, recently evicted) are not
+            # the node's own: they move on as received pods, and their eviction is already paid.
+            received = {r.pod.uid for r in u.received.get(name, ())}
+            pods_here = snapshot.pods_on(name).values()
+            drain = drain_node(
+                [p for p in pods_here if p.uid not in received] if received else list(pods_here), u.ctx
+            )
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible
@@ -178,10 +194,12 @@ def search_candidates(
     timer: Timer,
     deadline: float,
     new_unremovable: dict[str, Unremovable],
-) -> list[str]:
-    """The candidate_set, in the order it was built; failures go to `new_unremovable`."""
+) -> Search:
+    """The candidate_set in the order it was built, and the nodes waiting for budget; failures go
+    to `new_unremovable`."""
+    found = Search()
     if not eligible:
-        return []  # the limits below cost a pass over every node, for nobody
+        return found  # the limits below cost a pass over every node, for nobody
     snapshot, ctx, plan, cloud = u.snapshot, u.ctx, u.plan, u.cloud
     tracker, mover, skip, now = ctx.pdbs, u.mover, u.skip, u.now
     guard = mover.guard
@@ -193,7 +211,7 @@ def search_candidates(
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     old_hints = u.old_hints
     room = FreeRoom(snapshot, skip)
-    candidates: list[str] = []
+    candidates = found.candidates
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
         if plan.timed_out or timer() > deadline:
@@ -221,7 +239,8 @@ def search_candidates(
         need = room.need(to_move)
         short = room.short(name, need)
         if short is not None:
-            # Cannot fit by requests anywhere: the simulation would fail, so it is not run.
+            # Cannot fit by requests anywhere: the simulation would fail, so it is not run. A
+            # budget that refuses the node for good says so first.
             refused = _pdb_block(now, drain.movable, tracker) or Unremovable(
                 now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, _too_big(name, to_move, *short)
             )
@@ -237,20 +256,17 @@ def search_candidates(
         skip.add(name)
         hints = old_hints.get(name, {})
         to_move.sort(key=lambda r: pod_order(r.pod))
-        moved: list[tuple[Received, str]] = []
+        # CA's CanRemovePods: the node's own pods against their budgets, all at once. Received
+        # pods were charged when they left their own node: moving them on is not an eviction.
+        charge = tracker.charge_node(sorted(drain.movable, key=pod_order))
+        refusal = charge.refusal
         failed: Unremovable | None = None
-        for r in to_move:
+        if refusal is not None and not refusal.waiting:
+            failed = _refused_for_good(now, refusal, drain.movable, tracker)
+        moved: list[tuple[Received, str]] = []
+        for r in to_move if failed is None else ():
             pod, own = r.pod, r.source == name
             if own:
-                refusing = tracker.consume(pod)
-                if refusing is not None:
-                    failed = Unremovable(
-                        now,
-                        NodeReason.BLOCKED_BY_POD,
-                        BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
-                        _pdb_refusal(refusing, drain.movable, tracker),
-                    )
-                    break
                 hint = hints.get(pod.uid)
             else:
                 hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
@@ -260,14 +276,27 @@ def search_candidates(
                 failed = _no_place(now, pod, came_from, mover.refused)
                 break
             moved.append((r, dest))
-        if failed is not None:
+        if failed is not None or refusal is not None:
             snapshot.revert()
             tracker.revert()
             if guard is not None:
                 guard.revert()
             skip.discard(name)
-            new_unremovable[name] = failed
-            u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
+            if failed is not None:
+                new_unremovable[name] = failed
+                u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
+            else:
+                # Unneeded, but the budget is used up for now by other drains or pods not Ready
+                # yet: the node keeps its unneeded time and goes as soon as the budget is back.
+                assert refusal is not None
+                found.waiting.append(name)
+                u.mark(
+                    node,
+                    drain.empty,
+                    NodeReason.BLOCKED_BY_POD,
+                    BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),
+                    _waiting(refusal, tracker),
+                )
             continue
         snapshot.commit()
         tracker.commit()
@@ -284,26 +313,23 @@ def search_candidates(
         status = plan.nodes[name]
         status.status = REMOVABLE
         status.empty = drain.empty
-    return candidates
+        if charge.risky:
+            found.risky.add(name)
+            status.detail = _risky(charge.shortfalls, tracker.waves(drain.movable))
+    return found
 
 
 def _pdb_block(now: float, movable: Sequence[Pod], tracker: PdbTracker) -> Unremovable | None:
-    """The PDB refusal a drain of these pods would meet, if any (the budgets are left as found):
-    a node blocked by its own pod says so rather than that there is no room."""
+    """The refusal for good a drain of these pods would meet from their budgets, if any (the
+    budgets are left as found)."""
     tracker.fork()
     try:
-        for pod in sorted(movable, key=pod_order):
-            refusing = tracker.consume(pod)
-            if refusing is not None:
-                return Unremovable(
-                    now,
-                    NodeReason.BLOCKED_BY_POD,
-                    BlockingPod(pod, PodReason.NOT_ENOUGH_PDB),
-                    _pdb_refusal(refusing, movable, tracker),
-                )
-        return None
+        refusal = tracker.charge_node(sorted(movable, key=pod_order)).refusal
     finally:
         tracker.revert()
+    if refusal is None or refusal.waiting:
+        return None
+    return _refused_for_good(now, refusal, movable, tracker)
 
 
 def _too_big(name: str, to_move: list[Received], resource: str, need: int, free: int) -> str:
@@ -344,14 +370,49 @@ def _record_move(u: Update, r: Received, dest: str) -> None:
     u.new_hints.setdefault(r.source, {})[r.pod.uid] = dest
 
 
-def _pdb_refusal(refusing: PodDisruptionBudget, movable: Sequence[Pod], tracker: PdbTracker) -> str:
-    """Why a PDB refuses, saying that kubetide deliberately asks for budget for all the node's
-    pods of it at once (the Cluster Autoscaler would take the node and fail at eviction)."""
-    index = next(i for i, pdb in enumerate(tracker.pdbs) if pdb is refusing)
-    mine = sum(1 for pod in movable if is_healthy(pod) and index in tracker.matching(pod))
-    return (
-        f"PodDisruptionBudget {refusing.key} has too few disruptions left for this node's {mine}"
-        " healthy pod(s) of it: kubetide needs budget for all the node's pods of that PDB at once,"
-        " safe-to-evict ones included (the Cluster Autoscaler would mark the node removable and"
-        " then fail at eviction)"
+def _refused_for_good(
+    now: float, refusal: PdbRefusal, movable: Sequence[Pod], tracker: PdbTracker
+) -> Unremovable:
+    pdb = refusal.pdb
+    return Unremovable(
+        now,
+        NodeReason.BLOCKED_BY_POD,
+        BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),
+        f"PodDisruptionBudget {pdb.key} allows no disruption even with all its pods healthy"
+        f" ({_budget_words(pdb)}): no eviction can move this node's"
+        f" {_pods_of(pdb, movable, tracker)} pod(s) of it",
     )
+
+
+def _waiting(refusal: PdbRefusal, tracker: PdbTracker) -> str:
+    pdb = refusal.pdb
+    left = tracker.by_key()[pdb.key]
+    return (
+        f"waiting for budget: PodDisruptionBudget {pdb.key} has {max(left, 0)} disruption(s) left"
+        " after the drains under way and the candidates before this node; its pods fit elsewhere,"
+        " so it keeps its unneeded time and is drained as soon as the budget is back"
+    )
+
+
+def _risky(shortfalls: Sequence[Shortfall], waves: int) -> str:
+    words = "; ".join(
+        f"PodDisruptionBudget {s.pdb.key} has {s.left} disruption(s) left for {s.pods} of its pods here"
+        for s in shortfalls
+    )
+    return (
+        f"risky: {words}: drained pod by pod as the budget comes back"
+        f" ({waves} wave(s), eviction deadline {waves} x max-pod-eviction-time)"
+    )
+
+
+def _budget_words(pdb: PodDisruptionBudget) -> str:
+    if pdb.max_unavailable is not None:
+        return f"maxUnavailable {pdb.max_unavailable}"
+    if pdb.min_available is not None:
+        return f"minAvailable {pdb.min_available}"
+    return "no minAvailable or maxUnavailable"
+
+
+def _pods_of(pdb: PodDisruptionBudget, movable: Sequence[Pod], tracker: PdbTracker) -> int:
+    index = next(i for i, candidate in enumerate(tracker.pdbs) if candidate is pdb)
+    return sum(1 for pod in movable if index in tracker.matching(pod))

@@ -17,7 +17,10 @@ counts as an unmovable system pod. The order is the contract; the tests pin it.
  9. safe-to-evict "false": NotSafeToEvictAnnotation
 10. local storage not listed in safe-to-evict-local-volumes: LocalStorageRequested
     (only with skip-nodes-with-local-storage)
-11. a matching PDB that cannot afford this pod now: NotEnoughPdb
+
+PodDisruptionBudgets are not a per-pod rule here: the candidate search charges a node's pods to
+their budgets all at once, after the budget earlier candidates used (pdb.py, CA's CanRemovePods),
+and the actuator leaves refusals to the eviction API, whose 429s it retries.
 
 Expendable pods (priority below expendable-pods-priority-cutoff) are looked at before any rule:
 they never block and are never moved; the scheduler would preempt them anyway.
@@ -93,15 +96,13 @@ class DrainContext:
 
     `workloads` is None when the controllers are unknown (a manifest dump without them): then
     rule 3 cannot tell a missing controller from an unlisted one and stays silent, as CA does
-    without listers. `check_budgets` off skips rule 11: the actuator's re-check before evicting
-    leaves PDB refusals to the eviction API, whose 429s it retries.
+    without listers. `pdbs` answers rule 8 (does a kube-system pod have a budget).
     """
 
     rules: DrainRules
     pdbs: PdbTracker
     now: float
     workloads: WorkloadIndex | None = None
-    check_budgets: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +195,6 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 10
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
         return _LOCAL_STORAGE
-    # 11
-    if ctx.check_budgets and ctx.pdbs.blocking(pod) is not None:
-        return _NOT_ENOUGH_PDB
     return _MOVE
 
 
@@ -210,7 +208,6 @@ _NOT_REPLICATED = Verdict(Outcome.BLOCK, "replicated", PodReason.NOT_REPLICATED)
 _UNMOVABLE_SYSTEM = Verdict(Outcome.BLOCK, "system", PodReason.UNMOVABLE_KUBE_SYSTEM_POD)
 _NOT_SAFE_TO_EVICT = Verdict(Outcome.BLOCK, "not-safe-to-evict", PodReason.NOT_SAFE_TO_EVICT_ANNOTATION)
 _LOCAL_STORAGE = Verdict(Outcome.BLOCK, "local-storage", PodReason.LOCAL_STORAGE_REQUESTED)
-_NOT_ENOUGH_PDB = Verdict(Outcome.BLOCK, "pdb", PodReason.NOT_ENOUGH_PDB)
 _MOVE = Verdict(Outcome.MOVE, "default")
 
 

@@ -13,19 +13,59 @@ nothing; kubetide closes that gap.) An unhealthy pod may still be refused, as th
 refuses it: when the budget is already violated and its unhealthyPodEvictionPolicy is
 IfHealthyBudget.
 
+A node is charged as the Cluster Autoscaler charges it (core/scaledown/pdb, CanRemovePods then
+RemovePods): it is refused only when a matching budget has fewer than 1 disruption left; otherwise
+all its pods are charged, and when a budget had fewer disruptions left than the node's pods of it
+the node is *risky*: it can only be drained pod by pod, as the budget comes back, so it is ordered
+after the others and given one eviction deadline per budget wave (`waves`). A refusal says whether
+the budget comes back by itself (`waiting`): a budget that allows at least one disruption when all
+its pods are healthy is only used up for now, by other drains or by pods not yet Ready; one that
+allows none (a single replica with minAvailable 1) never lets the pod go by eviction.
+
 Forks work like the snapshot's: `fork()` marks, `revert()` restores the counters changed since the
 mark, `commit()` keeps them. A failed node simulation therefore leaves the budgets untouched.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from kubetide.model import LabelSelector, Pod, PodDisruptionBudget, Workload
 
 # Controllers whose `replicas` tell the disruption controller how many pods to expect.
 _SCALABLE = ("ReplicaSet", "StatefulSet", "Deployment", "ReplicationController")
+
+
+@dataclass(frozen=True, slots=True)
+class PdbRefusal:
+    """A budget with no disruption left for one of a node's pods."""
+
+    pdb: PodDisruptionBudget
+    pod: Pod
+    # The budget allows a disruption once its pods are all healthy again: it is used up only for
+    # now (by other drains, or pods not Ready yet), and the node waits for it.
+    waiting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """A budget with at least one disruption left, but fewer than the node's pods of it."""
+
+    pdb: PodDisruptionBudget
+    pods: int  # the node's healthy pods it selects
+    left: int  # disruptions it had left before the node was charged
+
+
+class NodeCharge(NamedTuple):
+    refusal: PdbRefusal | None  # nothing was charged
+    shortfalls: tuple[Shortfall, ...] = ()  # non-empty: the node is risky
+
+    @property
+    def risky(self) -> bool:
+        return bool(self.shortfalls)
 
 
 def is_healthy(pod: Pod) -> bool:
@@ -69,6 +109,11 @@ class PdbTracker:
             for i, pdb in enumerate(self.pdbs)
         ]
         self.initial: tuple[int, ...] = tuple(self.remaining)
+        # Disruptions each budget allows when every pod it expects is healthy.
+        self.full: tuple[int, ...] = tuple(
+            _full_budget(pdb, matched[i], owners[i], workloads, self.remaining[i])
+            for i, pdb in enumerate(self.pdbs)
+        )
         self._log: list[tuple[int, int]] = []
         self._marks: list[int] = []
 
@@ -98,36 +143,48 @@ class PdbTracker:
         return bool(self.matching(pod))
 
     # -- decisions -----------------------------------------------------------------------------
-    def blocking(self, pod: Pod) -> PodDisruptionBudget | None:
-        """The first matching PDB that would refuse this pod's eviction now, or None."""
-        if not self._by_namespace:
-            return None
-        healthy = is_healthy(pod)
-        for i in self.matching(pod):
-            if not self._allows(i, healthy):
-                return self.pdbs[i]
-        return None
-
-    def consume(self, pod: Pod) -> PodDisruptionBudget | None:
-        """Charge the pod's disruption to its budgets; all or nothing.
-
-        Returns the refusing PDB (and charges nothing) when one budget has no room left.
-        """
-        if not self._by_namespace:
-            return None
-        blocking = self.blocking(pod)
-        if blocking is not None:
-            return blocking
-        if is_healthy(pod):
-            for i in self.matching(pod):
-                self._set(i, self.remaining[i] - 1)
-        return None
-
     def force_consume(self, pod: Pod) -> None:
         """Charge without asking: for pods of nodes already being drained, which will go anyway."""
         if is_healthy(pod):
             for i in self.matching(pod):
                 self._set(i, self.remaining[i] - 1)
+
+    def charge_node(self, pods: Iterable[Pod]) -> NodeCharge:
+        """Charge a node's pods to their budgets as CA does; all or nothing.
+
+        Refused when a matching budget has fewer than 1 disruption left for a healthy pod (or, for
+        an unhealthy one, when the eviction API would refuse it, see `_allows`). Otherwise every
+        healthy pod is charged, which may take a budget below zero: later nodes with pods of it are
+        then refused this loop. Budgets left with fewer disruptions than the node's pods of them are
+        returned as shortfalls (the node is risky).
+        """
+        if not self._by_namespace:
+            return _NOTHING_CHARGED
+        counts: dict[int, int] = {}
+        for pod in pods:
+            healthy = is_healthy(pod)
+            for i in self.matching(pod):
+                if not self._allows(i, healthy):
+                    return NodeCharge(PdbRefusal(self.pdbs[i], pod, self.full[i] >= 1))
+                if healthy:
+                    counts[i] = counts.get(i, 0) + 1
+        shortfalls = tuple(
+            Shortfall(self.pdbs[i], n, self.remaining[i]) for i, n in counts.items() if n > self.remaining[i]
+        )
+        for i, n in counts.items():
+            self._set(i, self.remaining[i] - n)
+        return NodeCharge(None, shortfalls)
+
+    def waves(self, pods: Iterable[Pod]) -> int:
+        """How many budget waves evicting these pods takes at best: a budget that allows f
+        disruptions when its pods are healthy lets f of them go, then waits for their replacements
+        to become Ready. 1 for pods no budget selects."""
+        counts: dict[int, int] = {}
+        for pod in pods:
+            if is_healthy(pod):
+                for i in self.matching(pod):
+                    counts[i] = counts.get(i, 0) + 1
+        return max((math.ceil(n / max(1, self.full[i])) for i, n in counts.items()), default=1)
 
     def _allows(self, i: int, healthy: bool) -> bool:
         if healthy:
@@ -168,6 +225,28 @@ class PdbTracker:
             for i, pdb in enumerate(self.pdbs)
             if self.remaining[i] < 0 and self.remaining[i] < self.initial[i]
         ]
+
+
+_NOTHING_CHARGED = NodeCharge(None)
+
+
+def _full_budget(
+    pdb: PodDisruptionBudget,
+    matched: int,
+    owners: set[tuple[str, str]],
+    workloads: Mapping[tuple[str, str, str], Workload] | None,
+    remaining: int,
+) -> int:
+    """Disruptions the budget allows with all its expected pods healthy: from the status when it
+    has one, else as the disruption controller would compute it; never below what it allows now."""
+    if pdb.expected_pods is not None and pdb.desired_healthy is not None:
+        full = pdb.expected_pods - pdb.desired_healthy
+    elif pdb.disruptions_allowed is not None:
+        return remaining
+    else:
+        expected = _expected_pods(pdb, matched, owners, workloads)
+        full = expected - pdb.desired_healthy_for(expected)
+    return max(full, remaining)
 
 
 def _initial_remaining(

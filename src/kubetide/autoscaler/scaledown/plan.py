@@ -58,6 +58,11 @@ class ScaleDownPlan:
     now: float
     nodes: dict[str, NodeStatus] = field(default_factory=dict)
     candidate_set: list[str] = field(default_factory=list)
+    # Candidates a budget lets go only pod by pod (CA's IsRisky): removed after the others.
+    risky: set[str] = field(default_factory=set)
+    # Unneeded nodes held back only by budget other drains or candidates use for now; they keep
+    # their unneeded time (see planner.py).
+    waiting_for_budget: list[str] = field(default_factory=list)
     # Removable now (timers run out, no cooldown); budgets crop these in the actuator.
     empty_to_delete: list[str] = field(default_factory=list)
     drain_to_delete: list[str] = field(default_factory=list)
@@ -87,6 +92,8 @@ class ScaleDownPlan:
         return {
             "nodes": {name: status.to_json() for name, status in self.nodes.items()},
             "candidate_set": list(self.candidate_set),
+            "risky": sorted(self.risky),
+            "waiting_for_budget": list(self.waiting_for_budget),
             "to_delete": {"empty": list(empty), "drain": list(drain)},
             "destinations": dict(self.destinations),
         }

@@ -40,6 +40,7 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider, UsageSample
 from kubetide.autoscaler.scaledown.candidates import (
     Checked,
+    Search,
     Unremovable,
     eligible_nodes,
     search_candidates,
@@ -210,12 +211,10 @@ class Planner:
         plan.validation_failure = failure
 
         eligible = eligible_nodes(u, self.unremovable, self._checked)
-        candidates: list[str] = []
+        found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
-            candidates = search_candidates(
-                u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable
-            )
+            found = search_candidates(u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable)
         else:
             for node, _, _, drain in eligible:
                 u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=failure)
@@ -225,13 +224,19 @@ class Planner:
         kept = {
             name: old
             for name, old in self.unremovable.items()
-            if name in u.snapshot and now < old.at + recheck and name not in candidates
+            if name in u.snapshot and now < old.at + recheck and name not in found.candidates
         }
         kept.update(new_unremovable)
         self.unremovable = kept
-        self.unneeded_since = {name: self.unneeded_since.get(name, now) for name in candidates}
+        # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
+        # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
+        self.unneeded_since = {
+            name: self.unneeded_since.get(name, now) for name in [*found.candidates, *found.waiting]
+        }
         self.hints = u.new_hints
-        plan.candidate_set = candidates
+        plan.candidate_set = found.candidates
+        plan.waiting_for_budget = found.waiting
+        plan.risky = found.risky
         paused = cooldown(self.options, now, self.last_scale_up, self.last_deletion, self.last_failure)
         decide_removals(u, self.unneeded_since, paused, self.timers_expired)
 

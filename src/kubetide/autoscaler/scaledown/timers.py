@@ -50,10 +50,20 @@ def decide_removals(
         expired = timers_expired or name in u.resume or now - since >= wait
         if not expired:
             status.reason = reason
-            status.detail = f"unneeded since {rfc3339(since)}; removable at {rfc3339(since + wait)}"
+            status.detail = _also(
+                f"unneeded since {rfc3339(since)}; removable at {rfc3339(since + wait)}", status.detail
+            )
             continue
         if paused is not None:
             status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
-            status.detail = f"scale-down paused: {paused}"
+            status.detail = _also(f"scale-down paused: {paused}", status.detail)
             continue
         (plan.empty_to_delete if status.empty else plan.drain_to_delete).append(name)
+    # CA's sortByRisk: nodes a budget lets go only pod by pod come after the others, so that the
+    # parallelism budgets start the drains that can finish at once first.
+    plan.drain_to_delete.sort(key=lambda name: name in plan.risky)
+
+
+def _also(why: str, earlier: str) -> str:
+    """A waiting candidate's reason, keeping what the search said of it (that it is risky)."""
+    return f"{why}; {earlier}" if earlier else why
