@@ -72,7 +72,14 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
     assert list(up) == ["pending", "options", "chosen", "not_helped", "why"]
     assert all(list(o) == ["node_group", "node_count", "pods"] for o in up["options"])
     assert list(up["chosen"]) == ["node_group", "node_count"]
-    assert list(down) == ["nodes", "candidate_set", "risky", "waiting_for_budget", "to_delete", "destinations"]
+    assert list(down) == [
+        "nodes",
+        "candidate_set",
+        "risky",
+        "waiting_for_budget",
+        "to_delete",
+        "destinations",
+    ]
     assert list(down["to_delete"]) == ["empty", "drain"]
     for entry in down["nodes"].values():
         assert list(entry) == [
@@ -81,6 +88,8 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
             "utilization",
             "reason",
             "blocking_pod",
+            "estimated_drain_seconds",
+            "drain_estimate",
             "node_group",
             "why",
         ]
@@ -155,6 +164,8 @@ def test_removable_nodes_and_what_would_be_deleted(kubetide, dump):
         "utilization": down["nodes"]["general-b1"]["utilization"],
         "reason": None,
         "blocking_pod": None,
+        "estimated_drain_seconds": None,
+        "drain_estimate": None,
         "node_group": "general",
         "why": "empty: deleted without a drain",
     }

@@ -517,12 +517,17 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
         flag = _TIMERS[status.reason]
         wait = format_duration(getattr(options, flag.replace("-", "_")))
         return f"unneeded from now on: removable once it stays so for {flag} ({wait})"
+    if status.detail and status.status == REMOVABLE and status.estimate is not None:
+        return f"{status.detail}; {status.estimate.words()}"  # a risky node
     if status.detail:
         if status.reason in _EXPLAINED_AFTER_DETAIL:
             return f"{status.detail}. {NODE_REASON_WORDS[status.reason]}"
         return status.detail
     if status.status == REMOVABLE:
-        return "empty: deleted without a drain" if status.empty else "its pods fit on other nodes"
+        if status.empty:
+            return "empty: deleted without a drain"
+        estimate = f"; {status.estimate.words()}" if status.estimate is not None else ""
+        return "its pods fit on other nodes" + estimate
     if status.blocking_pod is not None:
         return POD_REASON_WORDS.get(status.blocking_pod.reason, "")
     if status.reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED and group is not None:

@@ -76,6 +76,8 @@ def test_blocking_pod_is_reported_with_its_reason():
         "utilization": 0.2,
         "reason": "BlockedByPod",
         "blocking_pod": {"pod": "kube-system/metrics", "reason": "UnmovableKubeSystemPod"},
+        "estimated_drain_seconds": None,
+        "drain_estimate": None,
     }
 
 
@@ -114,8 +116,8 @@ def test_a_node_with_more_pods_of_a_budget_than_it_has_left_is_removable_and_ris
     assert plan.candidate_set == ["a"] and plan.risky == {"a"}
     assert plan.pdb_remaining == {"default/web": -1}  # charged all its pods
     why = plan.explain("a")
-    assert "risky: PodDisruptionBudget default/web has 1 disruption(s) left for 2 of its pods here" in why
-    assert "2 wave(s), eviction deadline 2 x max-pod-eviction-time" in why
+    assert "risky: PodDisruptionBudget default/web has 1 disruption left for its 2 pods here" in why
+    assert "drained pod by pod in 2 waves (eviction deadline 2 x max-pod-eviction-time)" in why
 
 
 def test_risky_nodes_are_drained_after_the_others():
@@ -438,6 +440,15 @@ def test_plan_json_has_the_documented_shape():
                 "utilization": 0.3,
                 "reason": None,
                 "blocking_pod": None,
+                # default grace 30 s + node-delete-delay-after-taint 5 s, one wave
+                "estimated_drain_seconds": 35.0,
+                "drain_estimate": {
+                    "waves": 1,
+                    "wave_seconds": 40.0,
+                    "grace_seconds": 30.0,
+                    "replacement_ready_seconds": 30.0,
+                    "replacement_ready_from": "default",
+                },
             },
             "b": {
                 "status": "unremovable",
@@ -445,9 +456,13 @@ def test_plan_json_has_the_documented_shape():
                 "utilization": 0.0,
                 "reason": "ScaleDownDisabledAnnotation",
                 "blocking_pod": None,
+                "estimated_drain_seconds": None,
+                "drain_estimate": None,
             },
         },
         "candidate_set": ["a"],
+        "risky": [],
+        "waiting_for_budget": [],
         "to_delete": {"empty": [], "drain": ["a"]},
         "destinations": {"default/pa": "b"},
     }

@@ -26,6 +26,7 @@ from typing import NamedTuple
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
+from kubetide.autoscaler.scaledown.estimate import estimate_drain
 from kubetide.autoscaler.scaledown.pdb import PdbRefusal, PdbTracker, Shortfall
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
@@ -313,9 +314,12 @@ def search_candidates(
         status = plan.nodes[name]
         status.status = REMOVABLE
         status.empty = drain.empty
+        waves = tracker.waves(drain.movable)
+        if drain.movable:
+            status.estimate = estimate_drain(drain.movable, waves, u.options)
         if charge.risky:
             found.risky.add(name)
-            status.detail = _risky(charge.shortfalls, tracker.waves(drain.movable))
+            status.detail = _risky(charge.shortfalls, waves)
     return found
 
 
@@ -379,8 +383,7 @@ def _refused_for_good(
         NodeReason.BLOCKED_BY_POD,
         BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),
         f"PodDisruptionBudget {pdb.key} allows no disruption even with all its pods healthy"
-        f" ({_budget_words(pdb)}): no eviction can move this node's"
-        f" {_pods_of(pdb, movable, tracker)} pod(s) of it",
+        f" ({_budget_words(pdb)}): {_covered(_pods_of(pdb, movable, tracker))} cannot be evicted",
     )
 
 
@@ -388,7 +391,7 @@ def _waiting(refusal: PdbRefusal, tracker: PdbTracker) -> str:
     pdb = refusal.pdb
     left = tracker.by_key()[pdb.key]
     return (
-        f"waiting for budget: PodDisruptionBudget {pdb.key} has {max(left, 0)} disruption(s) left"
+        f"waiting for budget: PodDisruptionBudget {pdb.key} has {_disruptions(max(left, 0))} left"
         " after the drains under way and the candidates before this node; its pods fit elsewhere,"
         " so it keeps its unneeded time and is drained as soon as the budget is back"
     )
@@ -396,13 +399,21 @@ def _waiting(refusal: PdbRefusal, tracker: PdbTracker) -> str:
 
 def _risky(shortfalls: Sequence[Shortfall], waves: int) -> str:
     words = "; ".join(
-        f"PodDisruptionBudget {s.pdb.key} has {s.left} disruption(s) left for {s.pods} of its pods here"
+        f"PodDisruptionBudget {s.pdb.key} has {_disruptions(s.left)} left for its {s.pods} pods here"
         for s in shortfalls
     )
     return (
-        f"risky: {words}: drained pod by pod as the budget comes back"
-        f" ({waves} wave(s), eviction deadline {waves} x max-pod-eviction-time)"
+        f"risky: {words}, so it is drained pod by pod in {waves} waves"
+        f" (eviction deadline {waves} x max-pod-eviction-time)"
     )
+
+
+def _covered(n: int) -> str:
+    return "the node's pod it covers" if n == 1 else f"the node's {n} pods it covers"
+
+
+def _disruptions(n: int) -> str:
+    return f"{n} disruption" if n == 1 else f"{n} disruptions"
 
 
 def _budget_words(pdb: PodDisruptionBudget) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kubetide.autoscaler.scaledown.budgets import BudgetDecision
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
+from kubetide.autoscaler.scaledown.estimate import DrainEstimate
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 
 REMOVABLE = "removable"
@@ -29,6 +30,7 @@ class NodeStatus:
     reason: NodeReason | None = None
     blocking_pod: BlockingPod | None = None
     detail: str = ""
+    estimate: DrainEstimate | None = None  # candidates: how long the node takes to empty
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +39,8 @@ class NodeStatus:
             "utilization": None if self.utilization is None else round(self.utilization, 4),
             "reason": None if self.reason is None else str(self.reason),
             "blocking_pod": None if self.blocking_pod is None else self.blocking_pod.to_json(),
+            "estimated_drain_seconds": None if self.estimate is None else self.estimate.seconds,
+            "drain_estimate": None if self.estimate is None else self.estimate.to_json(),
         }
 
     def explain(self) -> str:
