@@ -334,3 +334,17 @@ def test_bad_timing_and_pool_flag_values_are_one_line_errors(flag, value, messag
 def test_candidates_pool_size_is_cas(nodes, ratio, min_count, size):
     o = opts(scale_down_candidates_pool_ratio=ratio, scale_down_candidates_pool_min_count=min_count)
     assert candidates_pool_size(nodes, o) == size
+
+
+def test_scale_down_throttled_event_when_max_drain_parallelism_alone_holds_drains_back():
+    w = World(
+        [node("a"), node("b"), node("d", annotations=KEEP)],
+        [pod("pa", "a", 100), pod("pb", "b", 100)],
+        opts(max_scale_down_parallelism=10, max_drain_parallelism=1),  # CA's defaults
+    )
+    first = w.start(0, drain=["a", "b"])
+    assert first.started_drain == ["a"] and first.throttled
+    (event,) = [e for e in w.actions.events if e[3] == "ScaleDownThrottled"]
+    assert event[:3] == ("ConfigMap", "kube-system/cluster-autoscaler-status", "Normal")
+    assert "max-drain-parallelism" in event[4] and "max-scale-down-parallelism has room" in event[4]
+    assert w.start(10, drain=["b"]).throttled  # still held back while a drains
