@@ -12,8 +12,10 @@ Nothing is written to the cluster before every check has passed: flags, the node
 the kubeconfig, the API server's reachability, and each permission kubetide will use. Then the
 informers fill their caches, the replica waits for the leader lease, and the same
 `Autoscaler.run_once()` the simulator runs is called every --scan-interval (earlier when new
-unschedulable pods appear; never two at once). SIGTERM or SIGINT ends the current loop, releases
-the lease and exits 0.
+unschedulable pods appear; never two at once). Between loops, deletions in progress are driven
+when their timers say (`Autoscaler.drive_deletions()` at `next_wakeup()`: an empty node goes
+--node-delete-delay-after-taint after its taint, as CA's deletion goroutines do, not at the next
+loop). SIGTERM or SIGINT ends the current loop, releases the lease and exits 0.
 """
 
 from __future__ import annotations
