@@ -69,7 +69,7 @@ def test_every_flag_parses_its_own_default_text():
     for name, field in FLAGS.items():
         if name == "expander":
             value = "random"
-        elif field.type == "float" and not name.endswith(("threshold", "percentage")):
+        elif field.type == "float" and not name.endswith(("threshold", "percentage", "ratio")):
             value = "10s"
         else:
             value = samples[field.type]

@@ -11,6 +11,7 @@ botocore's real standard-mode retries run).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import urllib.request
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from moto.autoscaling.models import FakeAutoScalingGroup
 from moto.autoscaling.responses import AutoScalingResponse
 from moto.core.responses import ActionResult
 from moto.server import ThreadedMotoServer
+from test_deletions_counted_once import CASES, DOOMED, min_size_verdict
 
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -562,3 +564,26 @@ def test_run_builds_the_provider_from_the_usual_aws_configuration(aws, monkeypat
         UserError, match=r"^run: --cloud-provider aws: --nodes: no Auto Scaling group named gone"
     ):
         build(None, None, lambda: ClusterSnapshot())
+
+
+# -- issue 24 item 7: a deletion counted once by the min-size check -------------------------------
+
+
+@pytest.mark.parametrize(("min_size", "asked", "expected"), CASES)
+@pytest.mark.parametrize("refresh_fails", [False, True])
+def test_min_size_checks_count_each_deletion_once(aws, min_size, asked, expected, refresh_fails):
+    """Terminated instances leave the group's target at once (ShouldDecrementDesiredCapacity); moto
+    drops them from the group at once too, while AWS lists them Terminating for a while. When the
+    refresh after our write fails, the cached state must show them Terminating, not InService."""
+    aws.asg("web", min_size=min_size, max_size=5, desired=2)
+    cloud = aws.provider(nodes=[ExplicitGroup(min_size, 5, "web")], clock=aws.clock, max_attempts=1)
+    a, b = nodes_of(aws, "web")
+    a = dataclasses.replace(a, taints=(DOOMED,))
+
+    def refresh_failing():
+        if refresh_fails:
+            cloud.autoscaling.meta.events.register(
+                "before-send.auto-scaling.DescribeAutoScalingGroups", Throttle(times=1000)
+            )
+
+    assert min_size_verdict(cloud, a, b, asked=asked, after_delete=refresh_failing) is expected

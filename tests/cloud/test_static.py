@@ -1,5 +1,5 @@
 """The static CloudProvider: groups inferred from labels or read from GROUPS.yaml, templates copied
-from nodes, and a provider that records what it is asked without ever changing."""
+from nodes, and a provider that records what it is asked (only a deletion changes it: its target)."""
 
 import pytest
 
@@ -72,14 +72,18 @@ def test_instances_are_the_nodes_with_a_provider_id():
     assert group.target_size() == 2  # the node without providerID is still a member
 
 
-def test_calls_are_recorded_and_never_change_or_fail():
+def test_calls_are_recorded_and_never_fail():
     nodes = [node("n1", {NODE_GROUP_LABEL: "g"})]
     group = StaticCloud.from_nodes(nodes).groups["g"]
     group.increase_size(50)  # beyond max: a plan records, it does not refuse
     group.decrease_target_size(-1)
+    assert group.target_size() == 1
     group.delete_nodes(nodes)
     assert group.calls == [("increase_size", 50), ("decrease_target_size", -1), ("delete_nodes", ["n1"])]
-    assert group.target_size() == 1
+    # The port's contract (issue 24 item 7): a deletion leaves the target at once, and its
+    # instance is DELETING while the node is still there.
+    assert group.target_size() == 0
+    assert [i.state for i in group.instances()] == [InstanceState.DELETING]
     assert group.price_per_hour() == 0.0
 
 

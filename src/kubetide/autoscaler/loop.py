@@ -4,6 +4,11 @@
     -> scale-up (filter schedulable, estimate, expand, increase) -> scale-down (drive deletions in
     progress, plan, start new ones, soft taints) -> status
 
+Between loops, `drive_deletions()` advances only the deletions in progress, at the time
+`next_wakeup()` names: the Cluster Autoscaler runs each deletion in a goroutine on its own timers
+(an empty node goes node-delete-delay-after-taint after its taint, not at the next loop), and the
+simulator and `kubetide run` call it then.
+
 Everything reaches the world through the ports (Clock, ClusterView, ClusterActions,
 CloudProvider), so this exact code runs in the simulator and against a real cluster. The loop
 keeps one PredicateChecker attached to the view's snapshot across loops: its indexes follow the
@@ -167,6 +172,24 @@ class Autoscaler:
         if self.options.scale_down_enabled:
             self._run_scale_down(snapshot, checker, pdbs, workloads, now, result)
         self._write_status(now, result=result)
+        return result
+
+    def next_wakeup(self) -> float | None:
+        """When a deletion in progress next has something to do (the actuator's timers), or None.
+        The caller runs `drive_deletions()` then when it comes before the next loop."""
+        return self.actuator.next_wakeup()
+
+    def drive_deletions(self) -> LoopResult:
+        """Advance the deletions in progress only (no planning, no scale-up, no status): what
+        CA's deletion goroutines do between loops. Deletions started by this process only: a
+        previous run's are taken over by the first loop's recover()."""
+        now = self.clock.now()
+        result = LoopResult(now)
+        if not self.actuator.deletions:
+            return result
+        snapshot = self.view.snapshot()
+        tick = self.actuator.tick(snapshot, now, pdbs=self.view.pdbs(), workloads=self.view.workloads())
+        result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
         return result
 
     # -- steps ---------------------------------------------------------------------------------

@@ -158,6 +158,11 @@ class AutoscalerOptions:
     max_pod_eviction_time: float = 120.0
     node_delete_delay_after_taint: float = 5.0
     node_deletion_delay_timeout: float = 120.0
+    # CA batches the deletions of one node group for this long (0: each goes at once)
+    node_deletion_batcher_interval: float = 0.0
+    # CA's pool of additional non-empty candidates: max(ceil(nodes x ratio), min-count)
+    scale_down_candidates_pool_ratio: float = 0.1
+    scale_down_candidates_pool_min_count: int = 50
     skip_nodes_with_system_pods: bool = True
     # CA's own spelling. A kube-system pod without a PDB blocks its node until strictly older.
     blocking_system_pod_distruption_timeout: float = 3600.0
@@ -191,7 +196,9 @@ FLAGS: dict[str, dataclasses.Field[object]] = {
 
 # Go durations ("10m"); the remaining floats are plain numbers (thresholds, percentages).
 _DURATION_FLAGS = {
-    name for name, f in FLAGS.items() if f.type == "float" and not name.endswith(("threshold", "percentage"))
+    name
+    for name, f in FLAGS.items()
+    if f.type == "float" and not name.endswith(("threshold", "percentage", "ratio"))
 }
 _NON_NEGATIVE = {name for name, f in FLAGS.items() if f.type in ("int", "float")}
 # Lower bounds beyond zero. A loop re-armed every nanosecond never lets simulated time advance.
@@ -222,6 +229,8 @@ def parse_flag(name: str, value: Any) -> Any:
         raise ValueError(f"must be at least {_MINIMUM_SECONDS[name]:g}s, got {value!r}")
     if name.endswith("utilization-threshold") and not 0 <= parsed <= 1:
         raise ValueError(f"must be between 0 and 1, got {value!r}")
+    if name == "scale-down-candidates-pool-ratio" and not 0 < parsed <= 1:
+        raise ValueError(f"must be greater than 0 and at most 1 (1: every node), got {value!r}")
     if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
         raise ValueError(f"must be between 0 and 100, got {value!r}")
     return parsed

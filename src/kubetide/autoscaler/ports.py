@@ -147,7 +147,13 @@ class NodeGroup(Protocol):
     @property
     def max_size(self) -> int: ...
 
-    def target_size(self) -> int: ...
+    def target_size(self) -> int:
+        """The size the cloud is asked for. A node's deletion leaves it when `delete_nodes`
+        accepts the node (as CA's DeleteNodes lowers the target), not when the node is tainted or
+        drained, nor when it is finally gone; from then until it is gone its instance is
+        reported DELETING by `instances()`. The min-size check relies on this to count each
+        deletion once: deletions in progress are subtracted only while not yet DELETING."""
+        ...
 
     def increase_size(self, delta: int) -> None:
         """Raise the target size; raises ActionError when the cloud refuses."""
@@ -159,7 +165,8 @@ class NodeGroup(Protocol):
         ...
 
     def delete_nodes(self, nodes: Sequence[Node]) -> None:
-        """Delete these nodes' instances and lower the target accordingly; raises ActionError."""
+        """Delete these nodes' instances and lower the target accordingly, at once (see
+        `target_size`); their instances are DELETING until gone. Raises ActionError."""
         ...
 
     def instances(self) -> Sequence[Instance]: ...

@@ -12,8 +12,10 @@ Nothing is written to the cluster before every check has passed: flags, the node
 the kubeconfig, the API server's reachability, and each permission kubetide will use. Then the
 informers fill their caches, the replica waits for the leader lease, and the same
 `Autoscaler.run_once()` the simulator runs is called every --scan-interval (earlier when new
-unschedulable pods appear; never two at once). SIGTERM or SIGINT ends the current loop, releases
-the lease and exits 0.
+unschedulable pods appear; never two at once). Between loops, deletions in progress are driven
+when their timers say (`Autoscaler.drive_deletions()` at `next_wakeup()`: an empty node goes
+--node-delete-delay-after-taint after its taint, as CA's deletion goroutines do, not at the next
+loop). SIGTERM or SIGINT ends the current loop, releases the lease and exits 0.
 """
 
 from __future__ import annotations
@@ -375,7 +377,7 @@ class Runner:
                     return
                 started = time.monotonic()
                 self._loop_once(autoscaler, actions)
-                self._sleep_until_next(started)
+                self._sleep_until_next(started, autoscaler, actions)
         finally:
             self.health.stop_monitoring()
             autoscaler.close()
@@ -421,20 +423,52 @@ class Runner:
             for status in plan.nodes.values():
                 log.debug("  %s", status.explain())
 
-    def _sleep_until_next(self, started: float) -> None:
+    def _sleep_until_next(self, started: float, autoscaler=None, actions=None) -> None:
         """Sleep until scan-interval after the loop started, or until new unschedulable pods
-        appear (but at least MIN_LOOP_GAP_SECONDS after this loop)."""
+        appear (but at least MIN_LOOP_GAP_SECONDS after this loop). Meanwhile, drive the
+        deletions in progress when their timers say (`Autoscaler.next_wakeup`: the end of
+        node-delete-delay-after-taint, an eviction retry, a batch), as CA's goroutines do."""
         interval = self.options.scan_interval
         earliest = time.monotonic() + MIN_LOOP_GAP_SECONDS
         deadline = started + interval
         woken = self.view.new_unschedulable
+        driven_for: float | None = None  # the wake-up last driven: never twice (a failing drive)
         while not self.stop.is_set():
             now = time.monotonic()
             if now >= deadline:
                 return
+            until = deadline
+            wake = autoscaler.next_wakeup() if autoscaler is not None else None
+            if wake is not None and (driven_for is None or wake > driven_for):
+                due = now + (wake - self.clock.now())  # the autoscaler's time is the Clock's
+                if due <= now:
+                    if not self._leading():
+                        return
+                    driven_for = wake
+                    self._drive_deletions(autoscaler, actions)
+                    continue
+                until = min(until, due)
             if woken.is_set():
                 if now >= earliest:
                     return
-                self.stop.wait(min(earliest, deadline) - now)
+                self.stop.wait(min(earliest, until) - now)
                 continue
-            woken.wait(deadline - now)
+            woken.wait(until - now)
+
+    def _drive_deletions(self, autoscaler, actions) -> None:
+        self.view.sync()
+        try:
+            result = autoscaler.drive_deletions()
+        except Exception:
+            log.exception("driving deletions failed")
+            return
+        if actions is not None:
+            actions.events.flush()
+        if result.deleted or result.failed_deletions:
+            log.info(
+                "deletions: %s",
+                "; ".join(
+                    [f"deleted {', '.join(result.deleted)}"] * bool(result.deleted)
+                    + [f"failed {', '.join(sorted(result.failed_deletions))}"] * bool(result.failed_deletions)
+                ),
+            )

@@ -401,15 +401,19 @@ class ClusterApiNodeGroup:
             raise ActionError(
                 f"{self.id}: deleting {len(targets)} nodes would take replicas below min {self.min_size}"
             )
-        for machine in targets:
-            if machine is not None:
-                self._mark(machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            try:
-                self._change_replicas(lambda replicas: replicas - 1)
-            except ActionError:
+        try:
+            for machine in targets:
                 if machine is not None:
-                    self._mark(machine, None, quiet=True)
-                raise
+                    self._mark(machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                try:
+                    self._change_replicas(lambda replicas: replicas - 1)
+                except ActionError:
+                    if machine is not None:
+                        self._mark(machine, None, quiet=True)
+                    raise
+        finally:
+            # The port's contract: what left the target is DELETING now, not at the next refresh.
+            provider._derive_members()
 
     def _mark(self, machine: str, value: str | None, *, quiet: bool = False) -> None:
         namespace, _, name = machine.partition("/")
@@ -432,6 +436,10 @@ class ClusterApiNodeGroup:
                 )
                 return
             raise ActionError(f"{self.id}: marking Machine {machine} for deletion: {exc}") from None
+        if value is None:
+            self.provider.marked_written.discard(machine)
+        else:
+            self.provider.marked_written.add(machine)
 
     # -- reads --------------------------------------------------------------------------------
     def instances(self) -> Sequence[Instance]:
@@ -485,6 +493,10 @@ class ClusterApiCloudProvider:
         # informer delivers that version. Without it a watch event from just before the write,
         # applied after it, would show the old replicas for a moment.
         self.replicas_written: dict[str, tuple[str, int]] = {}
+        # Machines we annotated for deletion, until the informer shows the annotation: with
+        # replicas_written already lowered, a Machine not yet seen marked would look RUNNING
+        # beside a target that left it out, and the min-size check would count it twice.
+        self.marked_written: set[str] = set()
         self.bounds: dict[str, tuple[int, int]] = {}
         self.members: dict[str, list[_Member]] = {}
         self._machine_by_instance: dict[str, str] = {}  # instance id -> Machine key
@@ -611,8 +623,12 @@ class ClusterApiCloudProvider:
                 (node.provider_id if node is not None else "") or provider_id or PENDING_MACHINE_PREFIX + key
             )
             marked = DELETE_MACHINE_ANNOTATION in _annotations(machine)
+            if marked:
+                self.marked_written.discard(key)
+            marked = marked or key in self.marked_written
             self._machine_by_instance[instance_id] = key
             self.members[group_id].append(_Member(key, instance_id, node, state, error, marked))
+        self.marked_written &= set(self.objects[MACHINE])
         for group_id, members in self.members.items():
             # Replicas already lowered below the Machines there are: the MachineSet controller
             # deletes the annotated ones first, so they are on their way out now, and restart

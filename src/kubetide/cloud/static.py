@@ -191,7 +191,12 @@ def parse_groups(data: Any, source: str) -> list[GroupDefinition]:
 
 
 class StaticNodeGroup:
-    """The NodeGroup port over a fixed set of nodes; calls that would change it are recorded."""
+    """The NodeGroup port over a fixed set of nodes; calls that would change it are recorded.
+
+    Deletions follow the port's contract, so the min-size check counts each once: a node passed
+    to `delete_nodes` leaves the target at once and its instance is DELETING (the node stays in
+    `nodes`: the dump does not change). A node without a providerID has no instance to show
+    that, so its deletion is left in the target instead (counted once, as in progress)."""
 
     def __init__(
         self,
@@ -212,6 +217,7 @@ class StaticNodeGroup:
         self._price = price
         self.origin = origin  # GROUPS.yaml, or the label the group was inferred from
         self.calls: list[tuple[str, Any]] = []
+        self.deleting: set[str] = set()  # provider IDs of the nodes delete_nodes was asked for
 
     @property
     def id(self) -> str:
@@ -226,7 +232,7 @@ class StaticNodeGroup:
         return self._max_size
 
     def target_size(self) -> int:
-        return len(self.nodes)
+        return len(self.nodes) - len(self.deleting)
 
     def increase_size(self, delta: int) -> None:
         self.calls.append(("increase_size", delta))
@@ -236,9 +242,18 @@ class StaticNodeGroup:
 
     def delete_nodes(self, nodes: Sequence[Node]) -> None:
         self.calls.append(("delete_nodes", [n.name for n in nodes]))
+        mine = {n.provider_id for n in self.nodes if n.provider_id}
+        self.deleting |= {n.provider_id for n in nodes if n.provider_id in mine}
 
     def instances(self) -> Sequence[Instance]:
-        return [Instance(n.provider_id, InstanceState.RUNNING) for n in self.nodes if n.provider_id]
+        return [
+            Instance(
+                n.provider_id,
+                InstanceState.DELETING if n.provider_id in self.deleting else InstanceState.RUNNING,
+            )
+            for n in self.nodes
+            if n.provider_id
+        ]
 
     def template_node(self) -> Node:
         return self._template

@@ -39,7 +39,7 @@ from kubetide.sim.adoption import adopt_pod
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
 from kubetide.sim.disruption import Budgets
-from kubetide.sim.engine import Engine
+from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
 from kubetide.sim.eviction import EvictionApi
 from kubetide.sim.faults import Faults
@@ -164,6 +164,8 @@ class Simulation:
         faults.on_restart = self._restart_autoscaler
         self.autoscaler: SupportsRunOnce | None = None
         self.autoscaler_seconds = 0.0  # wall time inside run_once (not in summary.json: not deterministic)
+        self._next_loop = 0.0  # when the next autoscaler loop runs
+        self._drive_timer: Timer | None = None  # a wake-up for the deletions in progress
         self.warnings: list[str] = list(scenario.warnings)
         self._markers: list[dict[str, Any]] = []
         self._ready = False
@@ -330,7 +332,37 @@ class Simulation:
         row = self.metrics.sample()
         if self.qos is not None:
             self.qos.timeline_columns(row)
-        self.engine.after(self.scenario.options.scan_interval, self._loop)
+        self._next_loop = self.engine.now() + self.scenario.options.scan_interval
+        self.engine.at(self._next_loop, self._loop)
+        self._schedule_drive(after_loop=True)
+
+    def _schedule_drive(self, *, after_loop: bool = False) -> None:
+        """Wake the autoscaler's deletions at the time they ask for when it comes before the next
+        loop (CA's deletions run on their own timers, not the loop's). Right after a loop that
+        time may be now (node-delete-delay-after-taint 0s: the deletions it started go at once);
+        after a drive it is always later, so drives never repeat at one instant."""
+        next_wakeup = getattr(self.autoscaler, "next_wakeup", None)
+        wake = next_wakeup() if next_wakeup is not None else None
+        now = self.engine.now()
+        if wake is None or wake >= self._next_loop or wake < now or (wake == now and not after_loop):
+            return
+        if self._drive_timer is not None and self._drive_timer.active:
+            if self._drive_timer.when <= wake:
+                return
+            self._drive_timer.cancel()
+        self._drive_timer = self.engine.at(wake, self._drive)
+
+    def _drive(self) -> None:
+        self._drive_timer = None
+        drive = getattr(self.autoscaler, "drive_deletions", None)
+        if drive is None:
+            return
+        started = time.perf_counter()
+        drive()
+        self.autoscaler_seconds += time.perf_counter() - started
+        if self.world.snapshot.depth:
+            raise RuntimeError("the autoscaler left a snapshot fork open after drive_deletions()")
+        self._schedule_drive()
 
     def _evicted(self, pod: Pod) -> None:
         """An accepted eviction: the autoscaler's count in its metrics; the QoS agent's do not."""

@@ -1,6 +1,7 @@
 """Budgets, StartDeletion and the per-node deletion state machine, soft taints, restart safety."""
 
 import dataclasses
+import math
 
 import pytest
 from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pod, snapshot_of, workload
@@ -35,15 +36,34 @@ def test_deletions_in_progress_count_against_both_budgets():
     o = opts(max_scale_down_parallelism=5, max_drain_parallelism=2)
     d = crop(["e1"], ["d1", "d2"], o, empty_in_progress=1, drain_in_progress=1)
     assert (d.empty, d.drain) == (["e1"], ["d1"])
-    assert d.left_out == ["d2"] and not d.throttled  # the overall budget still has room for empties
+    # d2 waits for max-drain-parallelism alone: the overall budget still has room.
+    assert d.left_out == ["d2"] and d.throttled and d.drain_only
 
 
-def test_throttled_only_when_both_budgets_are_spent():
-    o = opts(max_scale_down_parallelism=2, max_drain_parallelism=10)
-    full = crop(["e1"], ["d1"], o, drain_in_progress=2)
-    assert (full.empty, full.drain, full.throttled) == ([], [], True)
-    assert "max-scale-down-parallelism" in full.message()
-    assert not crop([], [], o, drain_in_progress=2).throttled  # nothing waits: not throttled
+@pytest.mark.parametrize(
+    ("empty", "drain", "parallelism", "drain_parallelism", "in_progress", "throttled", "drain_only"),
+    [
+        # (removable empty, removable drain, max-scale-down-parallelism, max-drain-parallelism,
+        #  (empty, drain) in progress, ScaleDownThrottled, held back by max-drain-parallelism alone)
+        (["e1"], ["d1"], 2, 10, (0, 2), True, False),  # both budgets spent
+        ([], [], 2, 10, (0, 2), False, False),  # nothing waits
+        ([], ["d1", "d2"], 10, 1, (0, 0), True, True),  # CA's default: one drain at a time
+        ([], ["d1"], 10, 1, (0, 1), True, True),  # the one drain slot is taken
+        (["e1", "e2"], [], 1, 10, (0, 0), True, False),  # an empty node waits: parallelism
+        ([], ["d1"], 10, 2, (0, 1), False, False),  # everything starts
+        (["e1", "e2"], ["d1"], 2, 5, (0, 0), True, False),  # the empties used the whole budget
+    ],
+)
+def test_scale_down_throttled_whenever_a_budget_holds_nodes_back(
+    empty, drain, parallelism, drain_parallelism, in_progress, throttled, drain_only
+):
+    o = opts(max_scale_down_parallelism=parallelism, max_drain_parallelism=drain_parallelism)
+    d = crop(empty, drain, o, empty_in_progress=in_progress[0], drain_in_progress=in_progress[1])
+    assert (d.throttled, d.drain_only) == (throttled, drain_only)
+    if drain_only:
+        assert "max-drain-parallelism" in d.message() and "max-scale-down-parallelism has room" in d.message()
+    elif throttled:
+        assert "max-scale-down-parallelism" in d.message()
 
 
 # -- a small world ---------------------------------------------------------------------------------
@@ -148,7 +168,8 @@ def test_waits_for_the_taint_delay_then_evicts_waits_and_deletes():
     result = w.tick(25)
     assert result.deleted == ["a"] and w.group.deleted == ["a"]
     assert ("Node", "a", "Normal", "ScaleDown", "node removed by cluster autoscaler") in w.actions.events
-    assert w.planner.last_deletion == 25
+    # scale-down-delay-after-delete counts from the start of the deletion (CA), not its end.
+    assert w.planner.last_deletion == 0
 
 
 def test_refused_evictions_are_retried_every_ten_seconds():
@@ -175,7 +196,8 @@ def test_eviction_gives_up_after_max_pod_eviction_time_and_untaints():
     assert ("remove_taint", "a", TO_BE_DELETED_TAINT) in w.actions.calls
     assert "ScaleDownFailed" in w.actions.reasons()
     assert w.actuator.being_deleted() == set()
-    assert w.planner.last_failure == 120
+    # A drain failing after it started does not pause scale-down (CA: only start failures do).
+    assert w.planner.last_failure == -math.inf
 
 
 def test_not_found_counts_as_evicted():

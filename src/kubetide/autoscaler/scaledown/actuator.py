@@ -9,17 +9,30 @@ well-defined phase:
 
   TAINTED   wait node-delete-delay-after-taint, then re-check the node's pods with the drain
             rules (a pod that now blocks aborts the deletion);
-  EVICTING  evict the pods, retrying every 10 s until max-pod-eviction-time (a PDB's 429 is a
-            retry; a 404 means the pod is gone already); DaemonSet pods are evicted too when the
-            daemonset-eviction-for-empty-nodes / -occupied-nodes flag says so, best effort;
+  EVICTING  evict the pods, retrying every 10 s (a PDB's 429 is a retry; a 404 means the pod is
+            gone already) until the eviction deadline: max-pod-eviction-time per PDB budget wave
+            the node's pods need (waves.py), so a node drained pod by pod as its budgets allow
+            (CA's "risky" node) is not abandoned while it progresses, and a stuck one still is;
+            DaemonSet pods are evicted too when the daemonset-eviction-for-empty-nodes /
+            -occupied-nodes flag says so, best effort;
   WAITING   wait for the evicted pods to disappear, up to the longest grace period
             (min(pod's, max-graceful-termination-sec)) + 30 s;
   DELAYED   hold while the node carries delay-deletion.cluster-autoscaler.kubernetes.io/*
             annotations, up to node-deletion-delay-timeout;
-  then delete through the node group (nodes of one group ready in the same tick go together).
+  DELETING  wait for the node group's batch (node-deletion-batcher-interval, counted from the
+            first node of the group ready to go; 0: at once), then delete the batch through the
+            node group in one call.
 
-Any failure aborts the node: its taint is removed, a ScaleDownFailed event names the cause and
-the planner is told (scale-down-delay-after-failure). Evictions are recorded in the planner's
+Timing follows the Cluster Autoscaler, whose deletions run in goroutines rather than in its loop:
+`next_wakeup()` is the earliest time a deletion has something to do (the end of the taint delay,
+an eviction retry, a deadline, a batch), and the caller drives `tick` then too, not only once per
+scan-interval, so an empty node goes node-delete-delay-after-taint after its taint.
+
+Any failure aborts the node: its taint is removed and a ScaleDownFailed event names the cause.
+As in CA, only a failure to start deletions (a taint that could not be written) pauses
+scale-down for scale-down-delay-after-failure; a drain that fails later does not, so one stuck
+node does not hold back every other one. scale-down-delay-after-delete counts from when
+deletions start (the taints), as CA counts it. Evictions are recorded in the planner's
 recent_evictions.
 """
 
@@ -44,6 +57,7 @@ from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.waves import waves
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
 
@@ -69,6 +83,22 @@ def has_delay_deletion(node: Node) -> bool:
     return any(key.startswith(DELAY_DELETION_PREFIX) for key in node.annotations)
 
 
+def eviction_time(
+    pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget], options: AutoscalerOptions
+) -> float:
+    """How long evicting `pods` (one node's) may take: max-pod-eviction-time per PDB budget wave."""
+    return waves(pods, pdbs) * options.max_pod_eviction_time
+
+
+def resume_deadline(
+    tainted_at: float, pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget], options: AutoscalerOptions
+) -> float:
+    """When the evictions of a drain a previous run started must be over, counted from the time
+    in its ToBeDeleted taint (never from a restart's clock): the taint delay, then
+    max-pod-eviction-time per budget wave the node's remaining pods need."""
+    return tainted_at + options.node_delete_delay_after_taint + eviction_time(pods, pdbs, options)
+
+
 @dataclass(slots=True)
 class NodeDeletion:
     node: str
@@ -80,6 +110,9 @@ class NodeDeletion:
     daemonset: dict[str, Pod] = field(default_factory=dict)  # to evict, best effort
     evicted: dict[str, Pod] = field(default_factory=dict)  # evicted, waiting to disappear
     eviction_started: float = 0.0
+    eviction_deadline: float = 0.0  # eviction_started + max-pod-eviction-time per budget wave
+    waves: int = 1
+    resumed: bool = False  # taken over from a previous run: deadlines count from the taint
     next_attempt: float = 0.0
     wait_until: float = 0.0
     delay_started: float | None = None
@@ -133,6 +166,8 @@ class Actuator:
         self.planner = planner
         self.rules = DrainRules.from_options(options)
         self.deletions: dict[str, NodeDeletion] = {}
+        # node-deletion-batcher-interval: group id -> when its batch goes (from its first node)
+        self.batches: dict[str, float] = {}
 
     # -- state the planner and budgets read -----------------------------------------------------
     def being_deleted(self) -> set[str]:
@@ -194,12 +229,16 @@ class Actuator:
             (result.started_empty if empty else result.started_drain).append(name)
             reason = "ScaleDownEmpty" if empty else "ScaleDown"
             self._event("Node", name, "Normal", reason, "marked the node as toBeDeleted/unschedulable")
+        if chosen and self.planner is not None:
+            # CA's scale-down-delay-after-delete counts from the loop that started deletions.
+            self.planner.note_deletion(now)
         return result
 
     def resume(self, node: str, group: NodeGroup, *, empty: bool, tainted_at: float) -> None:
         """Take over a deletion a previous run started (restart safety): it continues from the
-        re-check, the taint delay counted from when the node was tainted."""
-        self.deletions[node] = NodeDeletion(node, group, empty, tainted_at)
+        re-check, the taint delay and the eviction deadline counted from when the node was
+        tainted (`resume_deadline`), never from the restart."""
+        self.deletions[node] = NodeDeletion(node, group, empty, tainted_at, resumed=True)
 
     def cancel_all(self, now: float, why: str) -> dict[str, str]:
         """Abort every deletion in progress: untaint, ScaleDownFailed, planner told. For a loop
@@ -237,9 +276,37 @@ class Actuator:
                 self._fail(d, failure, now, result)
             elif d.phase is Phase.DELETING:
                 ready.setdefault(d.group.id, []).append(d)
-        for batch in ready.values():
-            self._delete(batch, snapshot, now, result)
+        for group_id, batch in ready.items():
+            # CA's NodeDeletionBatcher: the first node of a group ready to go opens the group's
+            # batch, and every node of the group ready before the interval ends goes with it.
+            due = self.batches.setdefault(group_id, now + self.options.node_deletion_batcher_interval)
+            if now >= due:
+                del self.batches[group_id]
+                self._delete(batch, snapshot, now, result)
+        for group_id in [g for g in self.batches if g not in ready]:
+            del self.batches[group_id]  # its nodes failed or vanished meanwhile
         return result
+
+    def next_wakeup(self) -> float | None:
+        """The earliest time a deletion in progress has something to do (its taint delay ends, an
+        eviction is retried, a deadline passes, its batch goes), or None when none is in
+        progress. The caller drives `tick` at that time rather than at the next loop, as CA's
+        deletion goroutines act on their own timers. Pods that disappear wake nobody: a
+        deletion waiting for them is looked at again at its deadline or at the next loop."""
+        o = self.options
+        times: list[float] = []
+        for d in self.deletions.values():
+            if d.phase is Phase.TAINTED:
+                times.append(d.tainted_at + o.node_delete_delay_after_taint)
+            elif d.phase is Phase.EVICTING:
+                times.append(min(d.next_attempt, d.eviction_deadline) if d.pending else d.next_attempt)
+            elif d.phase is Phase.WAITING:
+                times.append(d.wait_until)
+            elif d.phase is Phase.DELAYED and d.delay_started is not None:
+                times.append(d.delay_started + o.node_deletion_delay_timeout)
+            elif d.phase is Phase.DELETING:
+                times.append(self.batches.get(d.group.id, d.tainted_at))
+        return min(times, default=None)
 
     def _advance(
         self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext, result: TickResult
@@ -258,13 +325,22 @@ class Actuator:
             )
             d.daemonset = {p.uid: p for p in drain.daemonset} if evict_ds else {}
             d.phase = Phase.EVICTING
-            d.eviction_started = d.next_attempt = now
+            # A resumed drain's evictions started (in the previous run) when its taint delay ended.
+            d.eviction_started = (
+                min(now, d.tainted_at + o.node_delete_delay_after_taint) if d.resumed else now
+            )
+            d.next_attempt = now
+            d.waves = waves(list(d.pending.values()), ctx.pdbs.pdbs)
+            d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
         if d.phase is Phase.EVICTING:
-            if now < d.next_attempt:
+            if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):
                 return None
-            if d.pending and now >= d.eviction_started + o.max_pod_eviction_time:
+            if d.pending and now >= d.eviction_deadline:
                 keys = ", ".join(sorted(p.key for p in d.pending.values()))
-                return f"could not evict {keys} within max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
+                budget = f"max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
+                if d.waves > 1:
+                    budget = f"{d.waves} PDB budget waves x {budget}"
+                return f"could not evict {keys} within {budget}"
             self._evict_round(d, snapshot, now, result)
             if d.pending:
                 d.next_attempt = now + EVICTION_RETRY_INTERVAL
@@ -340,15 +416,14 @@ class Actuator:
             result.deleted.append(d.node)
             reason = "ScaleDownEmpty" if d.empty else "ScaleDown"
             self._event("Node", d.node, "Normal", reason, "node removed by cluster autoscaler")
-        if self.planner is not None:
-            self.planner.note_deletion(now)
 
     def _fail(self, d: NodeDeletion, why: str, now: float, result: TickResult) -> None:
+        """A deletion that failed after it started. As in CA, this does not arm
+        scale-down-delay-after-failure (only a failure to start deletions does)."""
         self.deletions.pop(d.node, None)
         self._untaint(d.node)
         result.failed[d.node] = why
         self._event("Node", d.node, "Warning", "ScaleDownFailed", why)
-        self._note_failure(now)
 
     def _untaint(self, node: str) -> None:
         # If this fails too, restart safety catches it: tainted nodes are resumed or untainted.

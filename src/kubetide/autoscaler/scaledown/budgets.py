@@ -5,13 +5,16 @@ all nodes being deleted at once (empty and drained), max-drain-parallelism the d
 Empty nodes go first, since they cost nothing to remove and a long drain should not hold them
 back; drains then get what is left of both budgets.
 
-When removable nodes are left out and both budgets are spent, the result is throttled: the
-parallel-drain design's ScaleDownThrottled, which the Cluster Autoscaler never emits. A user
-watching a slow scale-down then sees that the limit, not the planner, is holding nodes back.
+When removable nodes are left out because a budget is spent, the result is throttled: the
+parallel-drain design's ScaleDownThrottled, which the Cluster Autoscaler never emits. That
+includes max-drain-parallelism alone holding drains back while max-scale-down-parallelism still
+has room (CA's default of 1 concurrent drain does exactly that). A user watching a slow
+scale-down then sees that a limit, not the planner, is holding nodes back, and which one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,12 +25,18 @@ from kubetide.autoscaler.options import AutoscalerOptions
 class BudgetDecision:
     empty: list[str]  # empty nodes to start deleting now
     drain: list[str]  # nodes to start draining now
-    throttled: bool  # removable nodes were left out and no budget is left
+    throttled: bool  # removable nodes were left out because a budget is spent
     left_out: list[str]  # removable nodes not started this time
     parallelism_left: int  # after this decision
     drain_left: int
+    drain_only: bool = False  # max-drain-parallelism alone held nodes back
 
     def message(self) -> str:
+        if self.drain_only:
+            return (
+                f"{len(self.left_out)} removable node(s) wait: max-drain-parallelism is used up by "
+                "drains in progress (max-scale-down-parallelism has room)"
+            )
         return (
             f"{len(self.left_out)} removable node(s) wait: max-scale-down-parallelism and "
             f"max-drain-parallelism are used up by deletions in progress"
@@ -51,5 +60,21 @@ def crop(
     parallelism -= len(drain_now)
     left_out = [*empty[len(empty_now) :], *drain[len(drain_now) :]]
     drain_left = max(0, min(parallelism, options.max_drain_parallelism - drain_in_progress - len(drain_now)))
-    throttled = bool(left_out) and parallelism == 0 and drain_left == 0
-    return BudgetDecision(empty_now, drain_now, throttled, left_out, parallelism, drain_left)
+    everything_spent = bool(left_out) and parallelism == 0
+    # Drains left out while the overall budget still had room: max-drain-parallelism alone.
+    drain_only = len(drain_now) < len(drain) and parallelism > 0
+    throttled = everything_spent or drain_only
+    return BudgetDecision(empty_now, drain_now, throttled, left_out, parallelism, drain_left, drain_only)
+
+
+def candidates_pool_size(node_count: int, options: AutoscalerOptions) -> int:
+    """CA's pool of additional non-empty scale-down candidates: when some candidates of the
+    previous iteration are no longer valid, at most max(ceil(nodes x
+    scale-down-candidates-pool-ratio), scale-down-candidates-pool-min-count) other non-empty
+    nodes are simulated in their place (a ratio of 1 turns the limit off); never more than the
+    nodes there are."""
+    size = max(
+        math.ceil(node_count * options.scale_down_candidates_pool_ratio),
+        options.scale_down_candidates_pool_min_count,
+    )
+    return min(node_count, size)

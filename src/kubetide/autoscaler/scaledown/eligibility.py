@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import CloudProvider, NodeGroup
+from kubetide.autoscaler.ports import CloudProvider, InstanceState, NodeGroup
 from kubetide.autoscaler.scaledown.drainability import is_long_terminating
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
@@ -202,9 +202,13 @@ def node_cores_and_memory(node: Node) -> tuple[int, int]:
 class RemovalLimits:
     """Node group minimum sizes and cluster minimum cores/memory, consumed candidate by candidate.
 
-    A group may lose `target_size - deletions in progress - min_size` more nodes; the cluster may
-    lose cores and memory down to cores-total / memory-total min. Nodes already being deleted are
-    not counted in the totals (CA does the same).
+    A group may lose `target_size - deletions in progress - min_size` more nodes, as in CA, where
+    each deletion counts once: `NodeGroup.target_size()` already drops when a deletion is handed
+    to the cloud (the port's contract), so the deletions in progress subtracted here are those the
+    cloud has not been asked for yet: nodes being deleted whose instance the group does not report
+    DELETING (tainted, draining, waiting for their batch). The cluster may lose cores and memory
+    down to cores-total / memory-total min. Nodes already being deleted are not counted in the
+    totals (CA does the same).
     """
 
     def __init__(
@@ -215,9 +219,21 @@ class RemovalLimits:
         being_deleted: Collection[str],
         deletions_by_group: dict[str, int],
     ):
+        nodes = list(nodes)
         self.group_left: dict[str, int] = {}
+        provider_ids: set[str] | None = None
         for group in groups:
             in_progress = deletions_by_group.get(group.id, 0)
+            if in_progress:
+                if provider_ids is None:
+                    provider_ids = {n.provider_id for n in nodes if n.name in being_deleted and n.provider_id}
+                # Already out of the target: counting them again is the double count of issue 24.
+                requested = sum(
+                    1
+                    for instance in group.instances()
+                    if instance.state is InstanceState.DELETING and instance.id in provider_ids
+                )
+                in_progress = max(0, in_progress - requested)
             self.group_left[group.id] = group.target_size() - in_progress - group.min_size
         cores = memory = 0
         for node in nodes:

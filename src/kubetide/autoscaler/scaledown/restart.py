@@ -8,8 +8,11 @@ may sit on nodes that are needed again. On the first loop of a fresh process, `r
 - runs one planner update in which those nodes are simulated first, timers taken as run out
   (they had been chosen already);
 - resumes the deletion of every such node that made it into the candidate set: still removable
-  together with everything else, it continues from the re-check, its taint delay counted from
-  the taint's own timestamp;
+  together with everything else, it continues from the re-check, its taint delay and its
+  eviction deadline (max-pod-eviction-time per PDB budget wave its pods need) counted from the
+  taint's own timestamp (CA writes Unix seconds there), never from the restart;
+- abandons a drain already past that deadline: the node is untainted, as CA does with every
+  ToBeDeleted node at start;
 - removes the taint from every other one, with the planner's reason for keeping it, except from
   nodes whose instance the cloud is already deleting: the previous run finished with them (it
   asked the cloud), and untainting them would let the scheduler put pods on a machine that is
@@ -30,7 +33,9 @@ from kubetide.autoscaler.ports import (
     CloudProvider,
     InstanceState,
 )
-from kubetide.autoscaler.scaledown.actuator import Actuator
+from kubetide.autoscaler.scaledown.actuator import Actuator, resume_deadline
+from kubetide.autoscaler.scaledown.drainability import DrainContext, drain_node, index_workloads
+from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.model import Node, PodDisruptionBudget, Workload
@@ -87,16 +92,26 @@ def recover(
     )
     report = RecoveryReport(plan, cloud_deleting=gone)
     candidates = set(plan.candidate_set)
+    index = index_workloads(workloads) if workloads is not None else None
+    ctx = DrainContext(actuator.rules, PdbTracker(pdbs, ()), now, index, check_budgets=False)
     for node in orphans:
         group = cloud.node_group_for(node)
+        since = tainted_at(node, now)
+        why = ""
         if node.name in candidates and group is not None:
-            actuator.resume(
-                node.name, group, empty=plan.nodes[node.name].empty, tainted_at=tainted_at(node, now)
+            movable = drain_node(list(snapshot.pods_on(node.name).values()), ctx).movable
+            deadline = resume_deadline(since, movable, pdbs, actuator.options)
+            if now < deadline:
+                actuator.resume(node.name, group, empty=plan.nodes[node.name].empty, tainted_at=since)
+                report.resumed.append(node.name)
+                continue
+            why = (
+                f"drain past its deadline at restart: tainted at {since:.0f}, evictions due to end by "
+                f"{deadline:.0f} (node-delete-delay-after-taint + max-pod-eviction-time per PDB budget wave)"
             )
-            report.resumed.append(node.name)
-            continue
         status = plan.nodes.get(node.name)
-        why = status.explain() if status is not None else "not removable"
+        if not why:
+            why = status.explain() if status is not None else "not removable"
         try:
             actuator.actions.remove_taint(node.name, TO_BE_DELETED_TAINT)
             report.released[node.name] = why

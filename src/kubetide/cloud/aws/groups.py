@@ -184,15 +184,32 @@ class AsgCache:
     def invalidate(self) -> None:
         self._next_refresh = 0.0
 
-    def note_desired(self, name: str, desired: int, increased_at: datetime | None = None) -> None:
-        """Our write succeeded: answer with it until the next refresh reads it back."""
+    def note_desired(
+        self,
+        name: str,
+        desired: int,
+        increased_at: datetime | None = None,
+        terminating: Sequence[str] = (),
+    ) -> None:
+        """Our write succeeded: answer with it until the next refresh reads it back. The
+        instances we terminated are Terminating from now on too, so a desired capacity that
+        already left them out is never seen beside them still InService (the min-size check
+        would count their deletions twice) should the next refresh fail."""
         if increased_at is not None:
             self._increased_at[name] = increased_at
         if self._groups is not None and name in self._groups:
             old = self._groups[name]
             # A new increase is a new attempt: an earlier launch failure no longer applies to it.
             failure = None if increased_at is not None else old.launch_failure
-            self._groups[name] = dataclasses.replace(old, desired=desired, launch_failure=failure)
+            instances = tuple(
+                dataclasses.replace(i, lifecycle_state="Terminating")
+                if i.instance_id in terminating and not i.going_away
+                else i
+                for i in old.instances
+            )
+            self._groups[name] = dataclasses.replace(
+                old, desired=desired, launch_failure=failure, instances=instances
+            )
         self.invalidate()
 
     def _refresh(self) -> None:

@@ -154,7 +154,7 @@ class AwsNodeGroup:
         if placeholders:
             desired -= placeholders
             self._set_desired(desired)
-        self.provider.cache.note_desired(self.name, desired)
+        self.provider.cache.note_desired(self.name, desired, terminating=terminate)
 
     def _set_desired(self, desired: int) -> dict[str, Any]:
         try:
