@@ -11,10 +11,10 @@ from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
 from kubetide.autoscaler.scaledown.actuator import Actuator, Phase
 from kubetide.autoscaler.scaledown.budgets import candidates_pool_size
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import REMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.restart import recover
-from kubetide.autoscaler.scaledown.waves import waves
 from kubetide.clock import WorkTimer
 from kubetide.errors import ManifestError
 from kubetide.model import Taint
@@ -62,7 +62,7 @@ def web_pdb(*, expected=None, desired=None, allowed=None, name="web", app="web")
     ],
 )
 def test_waves_count_the_budget_rounds_a_nodes_pods_need(pods, pdbs, expected):
-    assert waves(pods, pdbs) == expected
+    assert PdbTracker(pdbs, ()).waves(pods) == expected
 
 
 # -- a world driven by hand ---------------------------------------------------------------------------

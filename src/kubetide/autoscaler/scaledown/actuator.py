@@ -11,7 +11,7 @@ well-defined phase:
             rules (a pod that now blocks aborts the deletion);
   EVICTING  evict the pods, retrying every 10 s (a PDB's 429 is a retry; a 404 means the pod is
             gone already) until the eviction deadline: max-pod-eviction-time per PDB budget wave
-            the node's pods need (waves.py), so a node drained pod by pod as its budgets allow
+            the node's pods need (PdbTracker.waves), so a node drained pod by pod as its budgets allow
             (CA's "risky" node) is not abandoned while it progresses, and a stuck one still is;
             DaemonSet pods are evicted too when the daemonset-eviction-for-empty-nodes /
             -occupied-nodes flag says so, best effort;
@@ -57,7 +57,6 @@ from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.waves import waves
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
 
@@ -87,7 +86,7 @@ def eviction_time(
     pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget], options: AutoscalerOptions
 ) -> float:
     """How long evicting `pods` (one node's) may take: max-pod-eviction-time per PDB budget wave."""
-    return waves(pods, pdbs) * options.max_pod_eviction_time
+    return PdbTracker(pdbs, ()).waves(pods) * options.max_pod_eviction_time
 
 
 def resume_deadline(
@@ -330,7 +329,7 @@ class Actuator:
                 min(now, d.tainted_at + o.node_delete_delay_after_taint) if d.resumed else now
             )
             d.next_attempt = now
-            d.waves = waves(list(d.pending.values()), ctx.pdbs.pdbs)
+            d.waves = ctx.pdbs.waves(d.pending.values())
             d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
         if d.phase is Phase.EVICTING:
             if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):

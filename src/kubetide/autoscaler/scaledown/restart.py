@@ -93,7 +93,7 @@ def recover(
     report = RecoveryReport(plan, cloud_deleting=gone)
     candidates = set(plan.candidate_set)
     index = index_workloads(workloads) if workloads is not None else None
-    ctx = DrainContext(actuator.rules, PdbTracker(pdbs, ()), now, index, check_budgets=False)
+    ctx = DrainContext(actuator.rules, PdbTracker(pdbs, ()), now, index)
     for node in orphans:
         group = cloud.node_group_for(node)
         since = tainted_at(node, now)
