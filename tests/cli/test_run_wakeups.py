@@ -60,3 +60,19 @@ def test_a_failing_drive_is_not_retried_in_a_busy_loop():
     autoscaler = Failing(r.clock, [now])
     r._sleep_until_next(time.monotonic(), autoscaler, None)
     assert autoscaler.driven == [now]
+
+
+def test_deletion_progress_names_refused_evictions_and_failures():
+    from kubetide.autoscaler.loop import LoopResult
+    from kubetide.cli.run import _deletion_progress
+
+    result = LoopResult(0.0)
+    assert _deletion_progress(result) == []
+    result.evicted = ["prod/a"]
+    result.refused_evictions = ["prod/b", "prod/c"]
+    result.failed_deletions = {"n2": "could not evict prod/d"}
+    assert _deletion_progress(result) == [
+        "1 pods evicted",
+        "2 evictions refused by PodDisruptionBudgets (429), retried in 10s",
+        "failed n2",
+    ]

@@ -18,7 +18,7 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ from kubetide.autoscaler.scaledown import (
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
+from kubetide.autoscaler.status import DrainStatus, WaitingNode
 from kubetide.clock import Clock, Timer
 from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
@@ -71,6 +72,7 @@ class LoopResult:
     started: StartResult | None = None
     deleted: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
+    refused_evictions: list[str] = field(default_factory=list)  # refused by a PDB (429), retried
     failed_deletions: dict[str, str] = field(default_factory=dict)
 
 
@@ -190,6 +192,7 @@ class Autoscaler:
         snapshot = self.view.snapshot()
         tick = self.actuator.tick(snapshot, now, pdbs=self.view.pdbs(), workloads=self.view.workloads())
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        result.refused_evictions = tick.refused
         return result
 
     # -- steps ---------------------------------------------------------------------------------
@@ -312,6 +315,7 @@ class Autoscaler:
             self._recovered = True
         tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        result.refused_evictions = tick.refused
         being_deleted = self.actuator.being_deleted() | self.registry.being_deleted_nodes()
         plan = self.planner.update(
             snapshot,
@@ -351,7 +355,7 @@ class Autoscaler:
                 and "backoff" in " ".join(plan.skipped_groups.values()),
             )
         if result is not None and result.scale_down is not None:
-            scale_down = ScaleDownSummary(self._candidates_by_group(result.scale_down.candidate_set))
+            scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)
         self.actions.write_status(
             self.status.build(self.registry, now, scale_up=scale_up, scale_down=scale_down, message=message)
         )
@@ -384,3 +388,17 @@ class Autoscaler:
     def _emit(self, events: Iterable[RegistryEvent]) -> None:
         for e in events:
             self.actions.emit_event(e.kind, e.key, e.event_type, e.reason, e.message)
+
+
+def _scale_down_summary(
+    plan: ScaleDownPlan, by_group: Callable[[Iterable[str]], dict[str, list[str]]]
+) -> ScaleDownSummary:
+    """What the status says of scale-down: candidates per group, the drains they need (estimated
+    time, budget waves, why risky) and the nodes waiting for budget."""
+    drains = tuple(
+        DrainStatus(name, round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
+        for name in plan.candidate_set
+        if (estimate := plan.nodes[name].estimate) is not None
+    )
+    waiting = tuple(WaitingNode(name, plan.nodes[name].detail) for name in plan.waiting_for_budget)
+    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting)

@@ -11,7 +11,10 @@ format ("2006-01-02 15:04:05.999999999 -0700 MST"), always UTC. Times are kept a
 written, so a document parsed back compares equal to the one built.
 
 Differences from CA, on purpose: counts and candidates are written even when zero (CA omits some
-zero values); ``backoffInfo`` is written only when the group is in Backoff. ``resourceUnready`` is
+zero values); ``backoffInfo`` is written only when the group is in Backoff. The cluster-wide
+``scaleDown`` also lists, kubetide's own and only when there are any, the ``drains`` the planner
+would start (estimated time, PodDisruptionBudget waves, why a node is risky) and the nodes
+``waitingForBudget``. ``resourceUnready`` is
 always 0: kubetide does not model nodes unready for lack of a device plugin resource.
 """
 
@@ -118,10 +121,39 @@ class ScaleDownCondition:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainStatus:
+    """kubetide's own: a scale-down candidate with pods to evict, and how long it should take."""
+
+    node: str = ""
+    estimated_drain_seconds: int = 0
+    waves: int = 1
+    risky: str = ""  # why its PodDisruptionBudgets let it go only pod by pod; empty when they do not
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingNode:
+    """kubetide's own: an unneeded node held back only by budget other drains use for now."""
+
+    node: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterScaleDownCondition:
+    status: str = ""
+    candidates: int = 0
+    last_probe_time: str = ""
+    last_transition_time: str = ""
+    # kubetide's own, written only when there is something to say (None otherwise).
+    drains: tuple[DrainStatus, ...] | None = None
+    waiting_for_budget: tuple[WaitingNode, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterWideStatus:
     health: ClusterHealthCondition = ClusterHealthCondition()
     scale_up: ClusterScaleUpCondition = ClusterScaleUpCondition()
-    scale_down: ScaleDownCondition = ScaleDownCondition()
+    scale_down: ClusterScaleDownCondition = ClusterScaleDownCondition()
 
 
 @dataclass(frozen=True, slots=True)

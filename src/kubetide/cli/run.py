@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
 from kubetide.cli.output import warn
 from kubetide.errors import ManifestError, UserError
 
@@ -407,12 +408,11 @@ class Runner:
             parts.append(f"halted: {result.halted}")
         if result.scaled_up:
             parts.append("scale-up " + ", ".join(f"{g} +{n}" for g, n in sorted(result.scaled_up.items())))
-        if result.started is not None and (started := getattr(result.started, "started", None)):
+        if result.started is not None and (
+            started := [*result.started.started_empty, *result.started.started_drain]
+        ):
             parts.append(f"scale-down started on {', '.join(sorted(started))}")
-        if result.deleted:
-            parts.append(f"deleted {', '.join(result.deleted)}")
-        if result.evicted:
-            parts.append(f"{len(result.evicted)} pods evicted")
+        parts += _deletion_progress(result)
         level = logging.INFO if parts else logging.DEBUG
         log.log(level, "loop %.3fs: %s", duration, "; ".join(parts) or "nothing to do")
         if log.isEnabledFor(logging.DEBUG) and result.scale_down is not None:
@@ -464,11 +464,23 @@ class Runner:
             return
         if actions is not None:
             actions.events.flush()
-        if result.deleted or result.failed_deletions:
-            log.info(
-                "deletions: %s",
-                "; ".join(
-                    [f"deleted {', '.join(result.deleted)}"] * bool(result.deleted)
-                    + [f"failed {', '.join(sorted(result.failed_deletions))}"] * bool(result.failed_deletions)
-                ),
-            )
+        progress = _deletion_progress(result)
+        if progress:
+            log.info("deletions: %s", "; ".join(progress))
+
+
+def _deletion_progress(result) -> list[str]:
+    """What the deletions in progress did, in words: by a loop or between loops."""
+    parts = []
+    if result.deleted:
+        parts.append(f"deleted {', '.join(result.deleted)}")
+    if result.evicted:
+        parts.append(f"{len(result.evicted)} pods evicted")
+    if result.refused_evictions:
+        parts.append(
+            f"{len(result.refused_evictions)} evictions refused by PodDisruptionBudgets (429),"
+            f" retried in {EVICTION_RETRY_INTERVAL:g}s"
+        )
+    if result.failed_deletions:
+        parts.append(f"failed {', '.join(sorted(result.failed_deletions))}")
+    return parts

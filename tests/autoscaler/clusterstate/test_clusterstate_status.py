@@ -11,7 +11,7 @@ from kubetide.autoscaler.clusterstate import (
     status_yaml,
 )
 from kubetide.autoscaler.ports import InstanceState
-from kubetide.autoscaler.status import parse_status_timestamp, status_time
+from kubetide.autoscaler.status import DrainStatus, WaitingNode, parse_status_timestamp, status_time
 from kubetide.durations import rfc3339
 
 # Cluster Autoscaler's clusterstate/api types, key by key (json/yaml tags of types.go).
@@ -106,6 +106,32 @@ def test_round_trips_through_yaml():
     text = status_yaml(status)
     assert parse_status_yaml(text) == status
     assert status_yaml(parse_status_yaml(text)) == text
+
+
+def test_drains_and_nodes_waiting_for_budget_are_said_when_there_are_any():
+    registry, _, _ = stocked_out_cluster()
+    risky = "PodDisruptionBudget prod/api has 1 disruption left for its 2 pods here"
+    summary = ScaleDownSummary(
+        {"b": ["b-0", "b-1"]},
+        drains=(DrainStatus("b-0", 55, 2, risky), DrainStatus("b-1", 35, 1, "")),
+        waiting_for_budget=(WaitingNode("b-2", "waiting for budget: PodDisruptionBudget prod/api"),),
+    )
+    status = StatusBuilder().build(registry, T0 + 10.25, scale_down=summary)
+    text = status_yaml(status)
+    assert parse_status_yaml(text) == status
+    down = yaml.safe_load(text)["clusterWide"]["scaleDown"]
+    assert down["drains"] == [
+        {"node": "b-0", "estimatedDrainSeconds": 55, "waves": 2, "risky": risky},
+        {"node": "b-1", "estimatedDrainSeconds": 35, "waves": 1, "risky": ""},
+    ]
+    assert down["waitingForBudget"] == [
+        {"node": "b-2", "reason": "waiting for budget: PodDisruptionBudget prod/api"}
+    ]
+    # Nothing to say: the document keeps exactly CA's keys.
+    quiet = yaml.safe_load(
+        StatusBuilder().status_yaml(registry, T0, scale_down=ScaleDownSummary({"b": ["b-0"]}))
+    )
+    assert "drains" not in quiet["clusterWide"]["scaleDown"]
 
 
 def test_contents_for_a_backed_off_group():

@@ -24,8 +24,10 @@ from kubetide.autoscaler.status import (
     BackoffInfo,
     ClusterAutoscalerStatus,
     ClusterHealthCondition,
+    ClusterScaleDownCondition,
     ClusterScaleUpCondition,
     ClusterWideStatus,
+    DrainStatus,
     NodeCount,
     NodeGroupHealthCondition,
     NodeGroupScaleUpCondition,
@@ -33,6 +35,7 @@ from kubetide.autoscaler.status import (
     RegisteredNodeCount,
     RegisteredUnreadyNodeCount,
     ScaleDownCondition,
+    WaitingNode,
     status_time,
     status_yaml,
     to_dict,
@@ -62,9 +65,12 @@ class ScaleUpSummary:
 
 @dataclass(frozen=True, slots=True)
 class ScaleDownSummary:
-    """The scale-down candidates (unneeded nodes) per node group, as the planner left them."""
+    """The scale-down candidates (unneeded nodes) per node group, as the planner left them, with
+    the drains they would need and the nodes waiting for PodDisruptionBudget budget."""
 
     candidates: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    drains: tuple[DrainStatus, ...] = ()
+    waiting_for_budget: tuple[WaitingNode, ...] = ()
 
 
 class StatusBuilder:
@@ -150,13 +156,24 @@ class StatusBuilder:
                 scale_up=ClusterScaleUpCondition(
                     cluster_up, rfc3339(now), self._transition("", "scaleUp", cluster_up, now)
                 ),
-                scale_down=self._scale_down_condition("", total_candidates, down_probe),
+                scale_down=self._cluster_scale_down(total_candidates, down_probe),
             ),
             node_groups=tuple(groups),
         )
 
     def status_yaml(self, registry: ClusterStateRegistry, now: float, **summaries: typing.Any) -> str:
         return status_yaml(self.build(registry, now, **summaries))
+
+    def _cluster_scale_down(self, candidates: int, probe: float) -> ClusterScaleDownCondition:
+        condition = self._scale_down_condition("", candidates, probe)
+        return ClusterScaleDownCondition(
+            condition.status,
+            condition.candidates,
+            condition.last_probe_time,
+            condition.last_transition_time,
+            drains=self._scale_down.drains or None,
+            waiting_for_budget=self._scale_down.waiting_for_budget or None,
+        )
 
     def _scale_down_condition(self, scope: str, candidates: int, probe: float) -> ScaleDownCondition:
         status = CANDIDATES_PRESENT if candidates else NO_CANDIDATES

@@ -55,13 +55,13 @@ from kubetide.autoscaler.ports import (
 )
 from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
+from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
 
 DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
-EVICTION_RETRY_INTERVAL = 10.0  # CA retries a refused eviction every 10 s
 POD_EVICTION_HEADROOM = 30.0  # extra wait after the longest grace period
 STATUS_OBJECT = ("ConfigMap", "kube-system/cluster-autoscaler-status")
 
@@ -135,6 +135,7 @@ class TickResult:
     deleted: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     evicted: list[str] = field(default_factory=list)  # pod keys
+    refused: list[str] = field(default_factory=list)  # pod keys whose eviction a PDB refused (429)
 
 
 class DeletionListener(Protocol):
@@ -395,6 +396,8 @@ class Actuator:
                     self._event("Pod", pod.key, "Normal", "ScaleDown", "deleting pod for node scale down")
                 elif outcome is EvictionOutcome.NOT_FOUND:
                     del pods[uid]
+                elif outcome is EvictionOutcome.BLOCKED_BY_PDB:
+                    result.refused.append(pod.key)
                 # BLOCKED_BY_PDB and FAILED stay pending: retried in 10 s.
 
     def _grace(self, pod: Pod) -> int:

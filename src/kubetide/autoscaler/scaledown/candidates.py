@@ -67,7 +67,8 @@ class Search:
     """What the candidate search found."""
 
     candidates: list[str] = field(default_factory=list)  # the candidate_set, in order
-    risky: set[str] = field(default_factory=set)  # candidates a budget lets go only pod by pod
+    # Candidates a budget lets go only pod by pod, and why.
+    risky: dict[str, str] = field(default_factory=dict)
     # Unneeded nodes held back only by budget that other drains or candidates use for now.
     waiting: list[str] = field(default_factory=list)
 
@@ -318,8 +319,7 @@ def search_candidates(
         if drain.movable:
             status.estimate = estimate_drain(drain.movable, waves, u.options)
         if charge.risky:
-            found.risky.add(name)
-            status.detail = _risky(charge.shortfalls, waves)
+            status.detail = found.risky[name] = _risky(charge.shortfalls, waves)
     return found
 
 

@@ -62,8 +62,8 @@ class ScaleDownPlan:
     now: float
     nodes: dict[str, NodeStatus] = field(default_factory=dict)
     candidate_set: list[str] = field(default_factory=list)
-    # Candidates a budget lets go only pod by pod (CA's IsRisky): removed after the others.
-    risky: set[str] = field(default_factory=set)
+    # Candidates a budget lets go only pod by pod (CA's IsRisky), and why: removed after the others.
+    risky: dict[str, str] = field(default_factory=dict)
     # Unneeded nodes held back only by budget other drains or candidates use for now; they keep
     # their unneeded time (see planner.py).
     waiting_for_budget: list[str] = field(default_factory=list)
