@@ -214,8 +214,9 @@ def run(
                     first_unneeded.append(now)
                 return result
 
-            def summary(self):
-                return inner.summary()
+            def __getattr__(self, attribute):
+                # summary(), and the deletions driven between loops (next_wakeup, drive_deletions)
+                return getattr(inner, attribute)
 
         return Watched()
 

@@ -181,6 +181,10 @@ class AutoscalerOptions:
     # agents' watermarks, counting each workload's usage peak over the window
     scale_down_respect_qos_watermarks: bool = True
     scale_down_usage_window: float = 3600.0
+    # kubetide's own: an unneeded node held back only by PodDisruptionBudget budget that other
+    # drains use for now keeps its unneeded time; false treats it as CA does (non-candidate for
+    # unremovable-node-recheck-timeout, timer restarted)
+    scale_down_budget_wait_keeps_unneeded_time: bool = True
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)

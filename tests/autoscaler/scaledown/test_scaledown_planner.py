@@ -178,6 +178,17 @@ def test_a_node_waiting_for_budget_keeps_its_unneeded_time_and_goes_when_the_bud
     assert after.drain_to_delete == ["b"]
 
 
+def test_without_keeping_timers_a_node_waiting_for_budget_is_treated_as_ca_treats_it():
+    options = dataclasses.replace(OPTS, scale_down_budget_wait_keeps_unneeded_time=False)
+    planner = Planner(options, timer=WorkTimer(1e-3))
+    nodes = [node("a"), node("b"), node("d", cpu=4000, annotations=BUSY)]
+    pods = [pod("pa", "a", 100), pod("pb", "b", 100)]
+    first = plan_for(nodes, pods, planner, now=0.0, pdbs=[pdb("web", "rs", **ONE_LEFT)])
+    assert first.candidate_set == ["a"] and first.waiting_for_budget == []
+    assert planner.unneeded_since == {"a": 0.0} and "b" in planner.unremovable
+    assert "as in CA" in first.nodes["b"].detail
+
+
 def test_a_waiting_node_whose_pods_do_not_fit_is_no_place_to_move():
     nodes = [node("a"), node("b"), node("d", cpu=1150, annotations=BUSY)]
     pods = [pod("pa", "a", 100), pod("pb", "b", 200), pod("pd", "d", 1000)]
