@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
@@ -13,9 +14,14 @@ from kubetide.model.selectors import LabelSelector, parse_label_selector
 
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
-    """spec.template, parsed once into a prototype Pod that controllers stamp copies of."""
+    """spec.template, parsed once into a prototype Pod that controllers stamp copies of.
+
+    `spec_text` is the template's pod spec as given, as canonical JSON: what the prototype leaves
+    out (container images, probes, env, ...) still decides whether two templates are the same,
+    which is what a Deployment rollout turns on. "" for templates built in code."""
 
     prototype: Pod
+    spec_text: str = ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -50,6 +56,12 @@ class Workload:
     completions: int | None = None
     # StatefulSet
     pod_management_policy: str = "OrderedReady"
+    # Deployment: spec.strategy (maxSurge / maxUnavailable as given: an int or "25%") and
+    # spec.minReadySeconds
+    strategy: str = "RollingUpdate"
+    max_surge: int | str = "25%"
+    max_unavailable: int | str = "25%"
+    min_ready_seconds: int = 0
     # status, as the API server last reported it
     status_replicas: int | None = None
     status_ready_replicas: int | None = None
@@ -82,7 +94,36 @@ def parse_template(reader: Reader, namespace: str) -> PodTemplate:
         labels=tmeta.str_map("labels"),
         annotations=tmeta.str_map("annotations"),
     )
-    return PodTemplate(parse_pod_spec(template, meta))
+    spec_text = json.dumps(template.raw("spec"), sort_keys=True, separators=(",", ":"), default=str)
+    return PodTemplate(parse_pod_spec(template, meta), spec_text)
+
+
+DEPLOYMENT_STRATEGIES = ("RollingUpdate", "Recreate")
+
+
+def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:
+    """A Deployment's spec.strategy, checked as the API server validates it: (type, maxSurge,
+    maxUnavailable), the defaults 25% / 25%."""
+    strategy = spec.child("strategy")
+    kind = strategy.str("type", default="RollingUpdate")
+    if kind not in DEPLOYMENT_STRATEGIES:
+        raise strategy.error(f'unknown strategy "{kind}" (expected RollingUpdate or Recreate)', "type")
+    if kind == "Recreate" and strategy.has("rollingUpdate"):
+        raise strategy.error("may not be given when the strategy type is Recreate", "rollingUpdate")
+    rolling = strategy.child("rollingUpdate")
+    surge = rolling.int_or_percent("maxSurge")
+    unavailable = rolling.int_or_percent("maxUnavailable")
+    surge = "25%" if surge is None else surge
+    unavailable = "25%" if unavailable is None else unavailable
+    if isinstance(unavailable, str) and int(unavailable[:-1]) > 100:
+        raise rolling.error(f"must not be greater than 100%, got {unavailable}", "maxUnavailable")
+    if _amount(surge) == 0 and _amount(unavailable) == 0:
+        raise rolling.error("may not be 0 when maxSurge is 0", "maxUnavailable")
+    return kind, surge, unavailable
+
+
+def _amount(value: int | str) -> int:
+    return int(value[:-1]) if isinstance(value, str) else value
 
 
 def parse_workload(reader: Reader, kind: str) -> Workload:
@@ -103,6 +144,15 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         if replicas < 0:
             raise spec.error(f"must be non-negative, got {replicas}", "replicas")
     status = reader.child("status")
+    strategy: str = "RollingUpdate"
+    surge: int | str = "25%"
+    unavailable: int | str = "25%"
+    min_ready = 0
+    if kind == "Deployment":
+        strategy, surge, unavailable = parse_strategy(spec)
+        min_ready = spec.int("minReadySeconds", default=0)
+        if min_ready < 0:
+            raise spec.error(f"must be non-negative, got {min_ready}", "minReadySeconds")
     parallelism = completions = None
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)
@@ -121,4 +171,8 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         pod_management_policy=spec.str("podManagementPolicy", default="OrderedReady"),
         status_replicas=status.int("replicas"),
         status_ready_replicas=status.int("readyReplicas"),
+        strategy=strategy,
+        max_surge=surge,
+        max_unavailable=unavailable,
+        min_ready_seconds=min_ready,
     )

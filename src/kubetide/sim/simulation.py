@@ -38,6 +38,7 @@ from kubetide.sim.adapters import (
 from kubetide.sim.adoption import adopt_pod
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
+from kubetide.sim.deployment import Deployments
 from kubetide.sim.disruption import Budgets
 from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
@@ -137,6 +138,7 @@ class Simulation:
         self.budgets = budgets = Budgets(world)
         self.eviction = eviction = EvictionApi(world, budgets, kubelets)
         self.replicasets = ReplicaSets(engine, world, cluster, kubelets, scenario.logarithmic_ranking)
+        self.deployments = Deployments(engine, world, cluster, kubelets, self.replicasets, log)
         self.statefulsets = StatefulSets(engine, world, cluster, kubelets)
         self.daemonsets = DaemonSets(engine, world, cluster, kubelets)
         self.jobs = Jobs(engine, world, cluster, kubelets)
@@ -191,8 +193,9 @@ class Simulation:
 
     def _settle(self) -> None:
         """Run controllers, scheduler and kubelets to a fixed point without letting time pass."""
-        controllers = (self.replicasets, self.statefulsets, self.daemonsets, self.jobs)
+        controllers = (self.deployments, self.replicasets, self.statefulsets, self.daemonsets, self.jobs)
         self.kubelets.instant = True
+        log, self.deployments.log = self.deployments.log, None  # the t=0 state is no news
         try:
             for _ in range(100_000):
                 progressed = False
@@ -209,6 +212,7 @@ class Simulation:
                     break
         finally:
             self.kubelets.instant = False
+            self.deployments.log = log
 
     def _group_nodes(self, group: str) -> list[str]:
         return [i.node_name for i in self.cloud.groups[group].sim_instances() if i.registered]
@@ -258,7 +262,9 @@ class Simulation:
         self.world.add_pod(fresh)
 
     def _controller(self, kind: str):
-        if kind in ("Deployment", "ReplicaSet"):
+        if kind == "Deployment":
+            return self.deployments
+        if kind == "ReplicaSet":
             return self.replicasets
         return {"StatefulSet": self.statefulsets, "DaemonSet": self.daemonsets, "Job": self.jobs}[kind]
 
