@@ -99,6 +99,8 @@ def parse_template(reader: Reader, namespace: str) -> PodTemplate:
 
 
 DEPLOYMENT_STRATEGIES = ("RollingUpdate", "Recreate")
+# What `kubectl rollout restart` sets in a Deployment's spec.template.metadata.annotations.
+RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 
 
 def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:

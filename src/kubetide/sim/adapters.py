@@ -16,6 +16,7 @@ from kubetide.autoscaler.ports import ActionError, EvictionOutcome, UsageCeiling
 from kubetide.model import ConfigMap, Node, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.qos import QosConfig
 from kubetide.qos.ceilings import node_ceilings
+from kubetide.sim.deployment import Deployments
 from kubetide.sim.disruption import Budgets
 from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
@@ -127,8 +128,17 @@ class SimClusterView:
 
 
 class SimClusterActions:
-    def __init__(self, world: World, eviction: EvictionApi, metrics: Metrics, log: EventLog, engine):
+    def __init__(
+        self,
+        world: World,
+        eviction: EvictionApi,
+        metrics: Metrics,
+        log: EventLog,
+        engine,
+        deployments: Deployments | None = None,
+    ):
         self.world = world
+        self.deployments = deployments
         self.eviction = eviction
         self.metrics = metrics
         self.log = log
@@ -189,6 +199,20 @@ class SimClusterActions:
 
     def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")
+
+    def restart_deployment(self, namespace: str, name: str, at: float) -> None:
+        key = f"Deployment/{namespace}/{name}"
+        if self.deployments is None or key not in self.world.workloads:
+            raise ActionError(f'deployments.apps "{name}" not found')
+        self.deployments.restart(key, at)
+        self.log.record(
+            "Deployment",
+            f"{namespace}/{name}",
+            "Normal",
+            "Restarted",
+            "rollout restart",
+            "cluster-autoscaler",
+        )
 
 
 class SimUsageSource:

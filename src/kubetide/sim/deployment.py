@@ -39,6 +39,7 @@ import json
 from kubetide.durations import rfc3339
 from kubetide.model import ObjectMeta, OwnerReference, Pod, PodTemplate, Workload
 from kubetide.model.selectors import LabelSelector
+from kubetide.model.workloads import RESTARTED_AT_ANNOTATION
 from kubetide.sim.controller import Controller
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
@@ -55,7 +56,6 @@ from kubetide.sim.rollout import (
 from kubetide.sim.scenario import ClusterSpec
 from kubetide.sim.world import World
 
-RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what upstream's SafeEncodeString maps hash digits to
 
 

@@ -49,7 +49,7 @@ from kubetide.sim.kubelet import Kubelets
 from kubetide.sim.metrics import Metrics
 from kubetide.sim.nodelifecycle import NodeLifecycle
 from kubetide.sim.replicaset import ReplicaSets
-from kubetide.sim.scenario import Event, ObjectRef, ScaleSpec, Scenario
+from kubetide.sim.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
 from kubetide.sim.scheduler import Scheduler
 from kubetide.sim.statefulset import StatefulSets
 from kubetide.sim.world import World
@@ -149,7 +149,7 @@ class Simulation:
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
         self.status = WorkloadStatus(world)
         self.view = SimClusterView(world, budgets, self.status)
-        self.actions = SimClusterActions(world, eviction, metrics, log, engine)
+        self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
         eviction.on_evicted.append(self._evicted)
         # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
         self.qos = None
@@ -279,6 +279,8 @@ class Simulation:
             self.apply(event.payload)
         elif event.kind == "delete":
             self._delete(event.payload, event)
+        elif event.kind in ("restart", "setImage"):
+            self._rollout(event.payload, event, label)
         else:
             self.faults.inject(event.payload)
 
@@ -315,8 +317,28 @@ class Simulation:
         else:
             self._controller(ref.kind).delete(key)
 
+    def _rollout(self, spec: RestartSpec | SetImageSpec, event: Event, label: str) -> None:
+        """A restart or setImage event: the Deployment's template changes and it rolls out."""
+        key = f"{spec.kind}/{spec.namespace}/{spec.name}"
+        if key not in self.world.workloads:
+            self._missing(event, key)
+            return
+        if isinstance(spec, SetImageSpec):
+            try:
+                self.deployments.set_images(key, spec.images)
+            except ValueError as exc:  # a later apply took the container away
+                self._ignored(event, key, f"Deployment {spec.namespace}/{spec.name}: {exc}")
+                return
+            self.log.record("Scenario", key, "Normal", "ImageSet", label, "scenario")
+        else:
+            self.deployments.restart(key, self.engine.now())
+            self.log.record("Scenario", key, "Normal", "Restarted", label, "scenario")
+
     def _missing(self, event: Event, key: str) -> None:
-        message = f"{self.scenario.source}: {event.field}: no {key.replace('/', ' ', 1)} at {event.at:g}s; event ignored"
+        self._ignored(event, key, f"no {key.replace('/', ' ', 1)}")
+
+    def _ignored(self, event: Event, key: str, why: str) -> None:
+        message = f"{self.scenario.source}: {event.field}: {why} at {event.at:g}s; event ignored"
         self.warnings.append(message)
         self.log.record("Scenario", key, "Warning", "ScenarioEventIgnored", message, "scenario")
 
@@ -504,6 +526,11 @@ def _describe(event: Event) -> str:
         return f"apply {count} object{'s' if count != 1 else ''}"
     if event.kind == "delete":
         return f"delete {payload.kind} {payload.name}"
+    if event.kind == "restart":
+        return f"restart {payload.kind} {payload.name}"
+    if event.kind == "setImage":
+        images = ", ".join(f"{name}={image}" for name, image in payload.images.items())
+        return f"set image {payload.kind} {payload.name} {images}"
     label = payload.type
     if payload.nodeGroup:
         label += f" {payload.nodeGroup}"
