@@ -558,3 +558,19 @@ spec:
     assert err == [
         f'kubetide: error: {path}: spec.events[0].setImage.images: Deployment default/web has no container "application" (it has app)'
     ]
+
+
+def test_a_budget_expects_the_deployments_replicas_during_a_rollout():
+    from sim_helpers import pdb
+
+    scenario = make_scenario(
+        groups=[group(size=6)],
+        objects=[web(8, 4, 0, 30), pdb("web", "web", max_unavailable="25%")],
+        events=[set_image("1m", "web:2")],
+    )
+    sim = simulate(scenario, NoAutoscaler)
+    advance(sim, 65)
+    assert len(sim.deployments.owned(sim.world.workloads[KEY])) == 2
+    status = sim.budgets.status(sim.budgets.states["default/web"])
+    # 12 pods in two ReplicaSets (8 old + 4 surge), but the budget is about the 8 replicas.
+    assert status.expected_pods == 8 and status.desired_healthy == 6

@@ -79,6 +79,9 @@ class Deployments(Controller):
         self.rollouts = 0  # ReplicaSets a template change created or took back
         self._moving: set[str] = set()  # Deployments whose last sync left them rolling out
         self._wake: dict[str, Timer] = {}  # Deployment key -> its sync when a pod turns available
+        # While a batch of syncs runs: (namespace, Deployment name) -> keys of the ReplicaSets
+        # naming it as controller, so a sync does not scan every workload.
+        self._index: dict[tuple[str, str], list[str]] | None = None
 
     # -- the API server's side -----------------------------------------------------------------
     def apply(self, workload: Workload) -> None:
@@ -150,8 +153,13 @@ class Deployments(Controller):
     def owned(self, deployment: Workload) -> list[Workload]:
         """The ReplicaSets whose controller is this Deployment (by UID, or by name where a
         hand-written ReplicaSet's owner reference has no UID), oldest first."""
+        if self._index is not None:
+            keys = self._index.get((deployment.namespace, deployment.name), ())
+            candidates = [rs for key in keys if (rs := self.world.workloads.get(key)) is not None]
+        else:
+            candidates = list(self.world.workloads.values())
         owned = []
-        for rs in self.world.workloads.values():
+        for rs in candidates:
             ref = rs.meta.controller
             if (
                 rs.kind == "ReplicaSet"
@@ -209,6 +217,18 @@ class Deployments(Controller):
         return status is not None and status.rolling_out
 
     # -- reconcile -----------------------------------------------------------------------------
+    def _sync_dirty(self) -> None:
+        index: dict[tuple[str, str], list[str]] = {}
+        for rs in self.world.workloads.values():
+            ref = rs.meta.controller
+            if rs.kind == "ReplicaSet" and ref is not None and ref.kind == "Deployment":
+                index.setdefault((rs.namespace, ref.name), []).append(rs.key)
+        self._index = index
+        try:
+            super()._sync_dirty()
+        finally:
+            self._index = None
+
     def sync(self, deployment: Workload) -> None:
         key = deployment.key
         self.observed[key] = self.generation.setdefault(key, 1)
@@ -320,6 +340,8 @@ class Deployments(Controller):
         )
         rs = Workload("ReplicaSet", meta, selector, template, replicas=0)
         self.world.workloads[rs.key] = rs
+        if self._index is not None:
+            self._index.setdefault((d.namespace, d.name), []).append(rs.key)
         if number > 1:
             self.rollouts += 1
         if replicas:
