@@ -574,3 +574,42 @@ def test_a_budget_expects_the_deployments_replicas_during_a_rollout():
     status = sim.budgets.status(sim.budgets.states["default/web"])
     # 12 pods in two ReplicaSets (8 old + 4 surge), but the budget is about the 8 replicas.
     assert status.expected_pods == 8 and status.desired_healthy == 6
+
+
+def replicaset_of(manifest, name, replicas, revision_):
+    """A ReplicaSet of Deployment `manifest` with its template, as a dump has it."""
+    rs = json.loads(json.dumps(manifest))
+    rs["kind"] = "ReplicaSet"
+    rs["metadata"]["name"] = name
+    rs["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": str(revision_)}
+    rs["metadata"]["ownerReferences"] = [{"kind": "Deployment", "name": "web", "controller": True}]
+    rs["spec"]["replicas"] = replicas
+    rs["spec"].pop("strategy", None)
+    rs["spec"].pop("minReadySeconds", None)
+    hash_ = name.rsplit("-", 1)[1]
+    rs["spec"]["selector"]["matchLabels"]["pod-template-hash"] = hash_
+    rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"] = hash_
+    return rs
+
+
+def test_a_dump_taken_mid_rollout_goes_on_rolling_out():
+    old = replicaset_of(web(6, image="web:1"), "web-aaaaa", 4, 1)
+    current = replicaset_of(web(6, image="web:2"), "web-bbbbb", 3, 2)
+    scenario = make_scenario(groups=[group(size=6)], objects=[old, current, web(6, 1, 1, image="web:2")])
+    sim = simulate(scenario, NoAutoscaler)  # set-up settles what it can at t=0
+    d = sim.world.workloads[KEY]
+    new = sim.deployments.current(d)
+    assert new.name == "web-bbbbb"  # adopted, not created anew
+    run_until_settled(sim)
+    assert_all_on_the_new_template(sim)
+    assert [rs.name for rs in sim.deployments.owned(d)] == ["web-aaaaa", "web-bbbbb"]
+    assert sim.deployments.rollouts == 0
+
+
+def test_a_dump_whose_replicasets_all_have_another_template_rolls_out_a_new_one():
+    old = replicaset_of(web(3, image="web:1"), "web-aaaaa", 3, 4)
+    sim = simulate(make_scenario(groups=[group(size=6)], objects=[old, web(3, image="web:2")]), NoAutoscaler)
+    run_until_settled(sim)
+    assert_all_on_the_new_template(sim)
+    new = sim.deployments.current(sim.world.workloads[KEY])
+    assert new.name != "web-aaaaa" and revision(new) == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -16,11 +17,14 @@ from kubetide.model.selectors import LabelSelector, parse_label_selector
 class PodTemplate:
     """spec.template, parsed once into a prototype Pod that controllers stamp copies of.
 
-    `spec_text` is the template's pod spec as given, as canonical JSON: what the prototype leaves
-    out (container images, probes, env, ...) still decides whether two templates are the same,
-    which is what a Deployment rollout turns on. "" for templates built in code."""
+    What the prototype leaves out (container images, probes, env, ...) still decides whether two
+    templates are the same, which is what a Deployment rollout turns on: `spec_hash` is a digest
+    of the template's pod spec as given (canonical JSON), and a Deployment's template also keeps
+    that JSON as `spec_text`, so a change of image can be made to it. "" for templates built in
+    code."""
 
     prototype: Pod
+    spec_hash: str = ""
     spec_text: str = ""
 
     @property
@@ -85,7 +89,16 @@ class Workload:
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 
 
-def parse_template(reader: Reader, namespace: str) -> PodTemplate:
+def spec_digest(spec_text: str) -> str:
+    """PodTemplate.spec_hash of a pod spec's canonical JSON."""
+    return hashlib.sha1(spec_text.encode()).hexdigest()
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def parse_template(reader: Reader, namespace: str, keep_text: bool = False) -> PodTemplate:
     template = reader.child("template")
     tmeta = template.child("metadata")
     meta = ObjectMeta(
@@ -94,8 +107,8 @@ def parse_template(reader: Reader, namespace: str) -> PodTemplate:
         labels=tmeta.str_map("labels"),
         annotations=tmeta.str_map("annotations"),
     )
-    spec_text = json.dumps(template.raw("spec"), sort_keys=True, separators=(",", ":"), default=str)
-    return PodTemplate(parse_pod_spec(template, meta), spec_text)
+    text = canonical_json(template.raw("spec"))
+    return PodTemplate(parse_pod_spec(template, meta), spec_digest(text), text if keep_text else "")
 
 
 DEPLOYMENT_STRATEGIES = ("RollingUpdate", "Recreate")
@@ -131,7 +144,7 @@ def _amount(value: int | str) -> int:
 def parse_workload(reader: Reader, kind: str) -> Workload:
     meta = parse_meta(reader, kind, namespaced=True)
     spec = reader.child("spec")
-    template = parse_template(spec, meta.namespace)
+    template = parse_template(spec, meta.namespace, keep_text=kind == "Deployment")
     if spec.has("selector"):
         selector = parse_label_selector(spec.child("selector"))
     elif kind == "Job":

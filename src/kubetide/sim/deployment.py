@@ -39,7 +39,7 @@ import json
 from kubetide.durations import rfc3339
 from kubetide.model import ObjectMeta, OwnerReference, Pod, PodTemplate, Workload
 from kubetide.model.selectors import LabelSelector
-from kubetide.model.workloads import RESTARTED_AT_ANNOTATION
+from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, canonical_json, spec_digest
 from kubetide.sim.controller import Controller
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
@@ -111,7 +111,7 @@ class Deployments(Controller):
         prototype = workload.template.prototype
         annotations = {**prototype.annotations, RESTARTED_AT_ANNOTATION: rfc3339(at)}
         meta = dataclasses.replace(prototype.meta, annotations=annotations)
-        template = PodTemplate(dataclasses.replace(prototype, meta=meta), workload.template.spec_text)
+        template = dataclasses.replace(workload.template, prototype=dataclasses.replace(prototype, meta=meta))
         self._update(dataclasses.replace(workload, template=template))
 
     def set_images(self, key: str, images: dict[str, str]) -> None:
@@ -121,13 +121,15 @@ class Deployments(Controller):
         unknown = sorted(set(images) - set(container_names(workload.template)))
         if unknown:
             raise ValueError(f'no container "{unknown[0]}" in the pod template')
-        spec = json.loads(workload.template.spec_text or "{}")
+        if not workload.template.spec_text:
+            raise ValueError("the pod template was not read from a manifest")
+        spec = json.loads(workload.template.spec_text)
         for field in ("initContainers", "containers"):
             for container in spec.get(field) or ():
                 if container.get("name") in images:
                     container["image"] = images[container["name"]]
-        text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-        template = PodTemplate(workload.template.prototype, text)
+        text = canonical_json(spec)
+        template = dataclasses.replace(workload.template, spec_hash=spec_digest(text), spec_text=text)
         self._update(dataclasses.replace(workload, template=template))
 
     def _update(self, workload: Workload) -> None:
@@ -142,6 +144,8 @@ class Deployments(Controller):
         if workload is None:
             return
         self._moving.discard(key)
+        self.generation.pop(key, None)
+        self.observed.pop(key, None)
         timer = self._wake.pop(key, None)
         if timer is not None:
             timer.cancel()
@@ -238,7 +242,8 @@ class Deployments(Controller):
         next_revision = max((revision(rs) for rs in old), default=0) + 1
         if new is not None and revision(new) < next_revision:
             new = self._set_revision(new, next_revision)  # taken back: a rollback
-            self.rollouts += 1
+            if any(self._size(rs) for rs in old):
+                self.rollouts += 1
         if deployment.strategy == "Recreate":
             self._recreate(deployment, new, old, next_revision)
         else:
@@ -321,9 +326,11 @@ class Deployments(Controller):
         digest = _hash(template_identity(d.template))
         labels = {**d.template.labels, TEMPLATE_HASH_LABEL: digest}
         prototype = d.template.prototype
+        # The ReplicaSet's template: the Deployment's, labelled with the hash (its JSON stays with
+        # the Deployment, which alone rewrites it).
         template = PodTemplate(
             dataclasses.replace(prototype, meta=dataclasses.replace(prototype.meta, labels=labels)),
-            d.template.spec_text,
+            d.template.spec_hash,
         )
         selector = LabelSelector(
             tuple(sorted({**dict(d.selector.match_labels), TEMPLATE_HASH_LABEL: digest}.items())),
@@ -402,7 +409,7 @@ def template_identity(template: PodTemplate) -> str:
     prototype = template.prototype
     labels = sorted((k, v) for k, v in prototype.labels.items() if k != TEMPLATE_HASH_LABEL)
     annotations = sorted(prototype.annotations.items())
-    body = template.spec_text
+    body = template.spec_hash
     if not body:  # a template built in code: the prototype's spec is all there is
         body = repr(dataclasses.replace(prototype, meta=ObjectMeta(name="")))
     text = json.dumps([labels, annotations, body], separators=(",", ":"))
