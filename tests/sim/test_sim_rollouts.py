@@ -14,7 +14,7 @@ from kubetide.autoscaler.ports import ActionError
 from kubetide.durations import rfc3339
 from kubetide.errors import ManifestError
 from kubetide.model import load_documents
-from kubetide.model.workloads import RESTARTED_AT_ANNOTATION
+from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, rolling_out
 from kubetide.sim import NoAutoscaler, Simulation
 from kubetide.sim.deployment import revision
 from kubetide.sim.rollout import (
@@ -613,3 +613,64 @@ def test_a_dump_whose_replicasets_all_have_another_template_rolls_out_a_new_one(
     assert_all_on_the_new_template(sim)
     new = sim.deployments.current(sim.world.workloads[KEY])
     assert new.name != "web-aaaaa" and revision(new) == 5
+
+
+# -- what the autoscaler sees ------------------------------------------------------------------------
+def web_in_view(sim):
+    return next(w for w in sim.view.workloads() if w.key == KEY)
+
+
+def test_the_view_reports_a_rollout_in_the_deployment_status():
+    sim = rollout_sim(web(6, 2, 0, 10), [set_image("5m", "web:2")])
+    advance(sim, 299)
+    settled = web_in_view(sim)
+    assert rolling_out(settled) is False
+    assert (settled.generation, settled.status_observed_generation) == (1, 1)
+    assert (settled.status_updated_replicas, settled.status_available_replicas) == (6, 6)
+    advance(sim, 1)  # the event (at 300 s), not yet the controller
+    changed = web_in_view(sim)
+    assert (changed.generation, changed.status_observed_generation) == (2, 1)
+    assert rolling_out(changed) is True
+    advance(sim, 5)  # two surge pods, none of them Ready for 10 s yet
+    moving = web_in_view(sim)
+    assert moving.status_observed_generation == 2 and rolling_out(moving) is True
+    assert moving.status_replicas == 8 and moving.status_updated_replicas == 2
+    assert moving.status_available_replicas == 6
+    run_until_settled(sim)
+    done = web_in_view(sim)
+    assert rolling_out(done) is False
+    assert (done.status_replicas, done.status_updated_replicas, done.status_available_replicas) == (6, 6, 6)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "status", "expected"),
+    [
+        (
+            {"generation": 4},
+            {"observedGeneration": 4, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3},
+            False,
+        ),
+        (
+            {"generation": 5},
+            {"observedGeneration": 4, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3},
+            True,
+        ),
+        (
+            {"generation": 4},
+            {"observedGeneration": 4, "replicas": 4, "updatedReplicas": 1, "availableReplicas": 3},
+            True,
+        ),
+        (
+            {"generation": 4},
+            {"observedGeneration": 4, "replicas": 3, "availableReplicas": 3},
+            True,
+        ),  # 0 updated: left out
+        ({"generation": 4}, {}, None),  # no status: unknown
+    ],
+)
+def test_rolling_out_reads_a_real_deployments_status(metadata, status, expected):
+    manifest = deployment("web", 3)
+    manifest["metadata"].update(metadata)
+    manifest["status"] = status
+    workload = load_documents([manifest], "web.yaml").workloads[0]
+    assert rolling_out(workload) is expected

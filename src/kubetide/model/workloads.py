@@ -69,6 +69,12 @@ class Workload:
     # status, as the API server last reported it
     status_replicas: int | None = None
     status_ready_replicas: int | None = None
+    # Deployment rollouts: metadata.generation and what the controller last reported of it
+    # (None: not reported; the API server leaves zero counts out)
+    generation: int | None = None
+    status_observed_generation: int | None = None
+    status_updated_replicas: int | None = None
+    status_available_replicas: int | None = None
 
     @property
     def name(self) -> str:
@@ -186,8 +192,45 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         pod_management_policy=spec.str("podManagementPolicy", default="OrderedReady"),
         status_replicas=status.int("replicas"),
         status_ready_replicas=status.int("readyReplicas"),
+        generation=reader.child("metadata").int("generation"),
+        status_observed_generation=status.int("observedGeneration"),
+        status_updated_replicas=status.int("updatedReplicas"),
+        status_available_replicas=status.int("availableReplicas"),
         strategy=strategy,
         max_surge=surge,
         max_unavailable=unavailable,
         min_ready_seconds=min_ready,
     )
+
+
+def rollout_verdict(
+    generation: int, observed_generation: int, spec_replicas: int, replicas: int, updated: int, available: int
+) -> tuple[bool, str]:
+    """(done, message) of a Deployment's rollout, as `kubectl rollout status` decides it from the
+    Deployment's generation, spec.replicas and status (replicas, updatedReplicas,
+    availableReplicas)."""
+    if observed_generation < generation:
+        return False, "Waiting for deployment spec update to be observed..."
+    if updated < spec_replicas:
+        return False, f"{updated} out of {spec_replicas} new replicas have been updated..."
+    if replicas > updated:
+        return False, f"{replicas - updated} old replicas are pending termination..."
+    if available < updated:
+        return False, f"{available} of {updated} updated replicas are available..."
+    return True, "successfully rolled out"
+
+
+def rolling_out(workload: Workload) -> bool | None:
+    """Whether a Deployment is rolling out a change (True) or has settled (False), from the status
+    its controller reported; None when that is not known (not a Deployment, no status)."""
+    if workload.kind != "Deployment" or workload.status_observed_generation is None:
+        return None
+    done, _ = rollout_verdict(
+        workload.generation if workload.generation is not None else workload.status_observed_generation,
+        workload.status_observed_generation,
+        workload.replicas or 0,
+        workload.status_replicas or 0,
+        workload.status_updated_replicas or 0,
+        workload.status_available_replicas or 0,
+    )
+    return not done

@@ -35,12 +35,15 @@ def _active(pod: Pod) -> bool:
 
 
 class WorkloadStatus(WorldObserver):
-    """status.replicas / readyReplicas per controller, counted as pods come and go."""
+    """status.replicas / readyReplicas per controller, counted as pods come and go; for
+    Deployments also generation, observedGeneration, updatedReplicas and availableReplicas, as
+    their controller reports them (sim/deployment.py)."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, deployments: Deployments | None = None):
         self.world = world
+        self.deployments = deployments
         self.ready: dict[str, int] = {}  # controller UID -> active Ready pods (active: World.active)
-        self._cache: dict[str, tuple[Workload, int, int, Workload]] = {}
+        self._cache: dict[str, tuple[Workload, tuple[int, ...], Workload]] = {}
         world.subscribe(self)
 
     def _adjust(self, pod: Pod, sign: int) -> None:
@@ -73,21 +76,34 @@ class WorkloadStatus(WorldObserver):
             if other.kind == "ReplicaSet" and ref is not None:
                 owned.setdefault(ref.uid, []).append(other.meta.uid)
         for key, workload in self.world.workloads.items():
+            rollout: tuple[int, ...] = ()
             if workload.kind == "Deployment":
-                # A Deployment's pods belong to its ReplicaSet; its status sums theirs.
+                # A Deployment's pods belong to its ReplicaSets; its status sums theirs.
                 replicas = ready = 0
-                for uid in owned.get(workload.meta.uid, ()):
+                uids = owned.get(workload.meta.uid, [])
+                for uid in uids:
                     count = self._counts(uid)
                     replicas += count[0]
                     ready += count[1]
+                if self.deployments is not None:
+                    rollout = self.deployments.reported(workload, uids, ready)
             else:
                 replicas, ready = self._counts(workload.meta.uid)
+            counts = (replicas, ready, *rollout)
             cached = self._cache.get(key)
-            if cached is not None and cached[0] is workload and cached[1] == replicas and cached[2] == ready:
-                result.append(cached[3])
+            if cached is not None and cached[0] is workload and cached[1] == counts:
+                result.append(cached[2])
                 continue
             current = dataclasses.replace(workload, status_replicas=replicas, status_ready_replicas=ready)
-            self._cache[key] = (workload, replicas, ready, current)
+            if rollout:
+                current = dataclasses.replace(
+                    current,
+                    generation=rollout[0],
+                    status_observed_generation=rollout[1],
+                    status_updated_replicas=rollout[2],
+                    status_available_replicas=rollout[3],
+                )
+            self._cache[key] = (workload, counts, current)
             result.append(current)
         return result
 

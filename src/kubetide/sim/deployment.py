@@ -79,6 +79,7 @@ class Deployments(Controller):
         self.rollouts = 0  # ReplicaSets a template change created or took back
         self._moving: set[str] = set()  # Deployments whose last sync left them rolling out
         self._wake: dict[str, Timer] = {}  # Deployment key -> its sync when a pod turns available
+        self._updated: dict[str, str] = {}  # Deployment key -> UID of its current ReplicaSet
         # While a batch of syncs runs: (namespace, Deployment name) -> keys of the ReplicaSets
         # naming it as controller, so a sync does not scan every workload.
         self._index: dict[tuple[str, str], list[str]] | None = None
@@ -146,6 +147,7 @@ class Deployments(Controller):
         self._moving.discard(key)
         self.generation.pop(key, None)
         self.observed.pop(key, None)
+        self._updated.pop(key, None)
         timer = self._wake.pop(key, None)
         if timer is not None:
             timer.cancel()
@@ -214,6 +216,25 @@ class Deployments(Controller):
             available=available,
         )
 
+    def reported(self, deployment: Workload, replicasets: list[str], ready: int) -> tuple[int, int, int, int]:
+        """(generation, observedGeneration, updatedReplicas, availableReplicas) as the controller
+        reports them in the Deployment's status, for `ClusterView.workloads()`: the ReplicaSet
+        that counts as updated is the one its last sync settled on; `replicasets` are the UIDs of
+        those it owns, `ready` their Ready active pods (the available ones without
+        minReadySeconds)."""
+        key = deployment.key
+        current = self._updated.get(key)
+        updated = self.world.active.get(current, 0) if current in replicasets else 0
+        available = ready
+        if deployment.min_ready_seconds > 0:
+            now = self.engine.now()
+            available = sum(
+                _available(pod, deployment.min_ready_seconds, now)
+                for uid in replicasets
+                for pod in self.world.pods_of(uid)
+            )
+        return self.generation.get(key, 1), self.observed.get(key, 0), updated, available
+
     def rolling_out(self, namespace: str, name: str) -> bool:
         """True while a change of the Deployment is being rolled out; False once it has settled
         (and for a Deployment that does not exist)."""
@@ -245,12 +266,18 @@ class Deployments(Controller):
             if any(self._size(rs) for rs in old):
                 self.rollouts += 1
         if deployment.strategy == "Recreate":
-            self._recreate(deployment, new, old, next_revision)
+            new = self._recreate(deployment, new, old, next_revision)
         else:
-            self._rolling(deployment, new, old, next_revision)
+            new = self._rolling(deployment, new, old, next_revision)
+        if new is None:
+            self._updated.pop(key, None)
+        else:
+            self._updated[key] = new.meta.uid
         self._after(deployment)
 
-    def _rolling(self, d: Workload, new: Workload | None, old: list[Workload], next_revision: int) -> None:
+    def _rolling(
+        self, d: Workload, new: Workload | None, old: list[Workload], next_revision: int
+    ) -> Workload:
         replicas = d.replicas or 0
         surge, _ = resolve_fenceposts(d.max_surge, d.max_unavailable, replicas)
         unavailable = max_unavailable(d.strategy, d.max_surge, d.max_unavailable, replicas)
@@ -258,14 +285,12 @@ class Deployments(Controller):
             pods = sum(self._size(rs) for rs in old)
             new = self._create(d, new_replicaset_replicas(replicas, surge, pods, 0), next_revision)
         elif (new.replicas or 0) > replicas:
-            self._scale(d, new, replicas)
-            return
+            return self._scale(d, new, replicas)
         elif (new.replicas or 0) < replicas:
             pods = self._size(new) + sum(self._size(rs) for rs in old)
             target = new_replicaset_replicas(replicas, surge, pods, new.replicas or 0)
             if target != new.replicas:
-                self._scale(d, new, target)
-                return
+                return self._scale(d, new, target)
         now = self.engine.now()
         new_available = self._available(new, d, now)
         old_available = [self._available(rs, d, now) for rs in old]
@@ -280,19 +305,23 @@ class Deployments(Controller):
         for rs, size in zip(old, sizes, strict=True):
             if size != rs.replicas:
                 self._scale(d, rs, size)
+        return new
 
-    def _recreate(self, d: Workload, new: Workload | None, old: list[Workload], next_revision: int) -> None:
+    def _recreate(
+        self, d: Workload, new: Workload | None, old: list[Workload], next_revision: int
+    ) -> Workload | None:
         scaled = False
         for rs in old:
             if rs.replicas:
                 self._scale(d, rs, 0)
                 scaled = True
         if scaled or any(self.world.pods_of(rs.meta.uid) for rs in old):
-            return  # the new pods start once every old one is gone
+            return new  # the new pods start once every old one is gone
         if new is None:
-            self._create(d, d.replicas or 0, next_revision)
-        elif new.replicas != d.replicas:
-            self._scale(d, new, d.replicas or 0)
+            return self._create(d, d.replicas or 0, next_revision)
+        if new.replicas != d.replicas:
+            return self._scale(d, new, d.replicas or 0)
+        return new
 
     def _after(self, deployment: Workload) -> None:
         """Watch pods while rolling out; sync again when a Ready pod's minReadySeconds are up."""

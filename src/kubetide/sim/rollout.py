@@ -11,14 +11,17 @@ util/deployment_util.go), without the objects around it:
   pods in all, never past replicas.
 - `old_replicaset_scale_down`: how far the old ReplicaSets may shrink now: unhealthy pods first
   (oldest ReplicaSet first), then available ones down to replicas - maxUnavailable available pods.
-- `RolloutStatus` / `rollout_status`: the Deployment status fields a caller reads to tell "rolling
-  out" from "settled", with `kubectl rollout status`'s verdict.
+- `RolloutStatus`: the Deployment status fields a caller reads to tell "rolling out" from
+  "settled", with `kubectl rollout status`'s verdict (model/workloads.py's `rollout_verdict`,
+  which decision code applies to `ClusterView.workloads()` as `rolling_out(workload)`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from kubetide.model.workloads import rollout_verdict
 
 
 def scaled_value(value: int | str, total: int, round_up: bool) -> int:
@@ -158,12 +161,11 @@ class RolloutStatus:
 
 def rollout_message(status: RolloutStatus) -> tuple[bool, str]:
     """(done, message) as `kubectl rollout status` decides it (DeploymentStatusViewer)."""
-    if status.observed_generation < status.generation:
-        return False, "Waiting for deployment spec update to be observed..."
-    if status.updated < status.spec_replicas:
-        return False, f"{status.updated} out of {status.spec_replicas} new replicas have been updated..."
-    if status.replicas > status.updated:
-        return False, f"{status.replicas - status.updated} old replicas are pending termination..."
-    if status.available < status.updated:
-        return False, f"{status.available} of {status.updated} updated replicas are available..."
-    return True, "successfully rolled out"
+    return rollout_verdict(
+        status.generation,
+        status.observed_generation,
+        status.spec_replicas,
+        status.replicas,
+        status.updated,
+        status.available,
+    )

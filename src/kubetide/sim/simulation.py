@@ -147,7 +147,7 @@ class Simulation:
             engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
         )
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
-        self.status = WorkloadStatus(world)
+        self.status = WorkloadStatus(world, self.deployments)
         self.view = SimClusterView(world, budgets, self.status)
         self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
         eviction.on_evicted.append(self._evicted)
