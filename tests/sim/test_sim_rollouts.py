@@ -674,3 +674,23 @@ def test_rolling_out_reads_a_real_deployments_status(metadata, status, expected)
     manifest["status"] = status
     workload = load_documents([manifest], "web.yaml").workloads[0]
     assert rolling_out(workload) is expected
+
+
+@pytest.mark.parametrize(
+    ("ready", "transition", "terminating", "min_ready", "expected"),
+    [
+        (True, 100.0, False, 0, True),
+        (True, 100.0, False, 10, True),  # Ready for exactly minReadySeconds
+        (True, 101.0, False, 10, False),
+        (True, None, False, 10, True),  # a hand-written pod: Ready since before the start
+        (False, 50.0, False, 0, False),
+        (True, 50.0, True, 0, False),
+    ],
+)
+def test_what_counts_as_available(ready, transition, terminating, min_ready, expected):
+    from kubetide.model import ObjectMeta, Pod
+    from kubetide.sim.deployment import _available
+
+    meta = ObjectMeta("p", "default", "u", deletion_timestamp=200.0 if terminating else None)
+    pod = Pod(meta, {}, {}, phase="Running", ready=ready, ready_transition=transition)
+    assert _available(pod, min_ready, now=110.0) is expected

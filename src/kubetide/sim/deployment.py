@@ -460,11 +460,13 @@ def _hash(identity: str) -> str:
 
 
 def _available(pod: Pod, min_ready_seconds: int, now: float) -> bool:
+    """Ready for min_ready_seconds, not terminating. A Ready pod with no transition time (a
+    hand-written manifest's) has been Ready since before the simulation."""
     if not pod.ready or pod.is_terminating or pod.is_terminal:
         return False
-    if min_ready_seconds <= 0:
+    if min_ready_seconds <= 0 or pod.ready_transition is None:
         return True
-    return (pod.ready_transition if pod.ready_transition is not None else now) + min_ready_seconds <= now
+    return pod.ready_transition + min_ready_seconds <= now
 
 
 def _spec(workload: Workload) -> tuple:
