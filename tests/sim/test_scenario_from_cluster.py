@@ -217,7 +217,7 @@ def test_objects_from_a_dump_file_are_adopted_not_doubled(tmp_path, dump, dump_m
     # The finished Job's Succeeded pod counts as its completion: it is not run again.
     sim.engine.run_until(sim.engine.start + 60)
     assert sim.jobs.created == 0 and sim.replicasets.created == 0
-    sim.replicasets.scale("Deployment/shop/web", 4)
+    sim.deployments.scale("Deployment/shop/web", 4)
     sim.engine.run_until(sim.engine.start + 120)
     assert len([p for p in sim.world.pods() if p.labels.get("app") == "web" and not p.is_terminating]) == 4
 
@@ -274,7 +274,7 @@ def test_pod_ages_drive_the_downscale_ranking_as_in_the_dump(exported):
     sim = Simulation(scenario, autoscaler_factory=NoAutoscaler)
     sim.setup()
     ages = {p.name: p.meta.creation_timestamp for p in sim.world.pods() if p.labels.get("app") == "worker"}
-    sim.replicasets.scale("Deployment/shop/worker", 2)
+    sim.deployments.scale("Deployment/shop/worker", 2)
     sim.engine.run_until(sim.engine.start + 5)
     gone = [p.name for p in sim.world.pods() if p.labels.get("app") == "worker" and p.is_terminating]
     assert len(gone) == 1

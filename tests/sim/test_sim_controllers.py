@@ -38,10 +38,10 @@ def test_scale_down_deletes_unscheduled_pods_first():
     sim = simulate(
         make_scenario(groups=[group(size=1, cpu="4")], objects=[deployment("web", 3, cpu="1")]), NoAutoscaler
     )
-    sim.replicasets.scale("Deployment/default/web", 6)
+    sim.deployments.scale("Deployment/default/web", 6)
     advance(sim, 15)
     assert sum(1 for p in pods_of(sim, "web") if not p.node_name) == 2
-    sim.replicasets.scale("Deployment/default/web", 4)
+    sim.deployments.scale("Deployment/default/web", 4)
     advance(sim, 2)
     remaining = pods_of(sim, "web")
     assert len(remaining) == 4 and all(p.node_name for p in remaining)

@@ -15,7 +15,7 @@ def test_new_pods_start_after_the_startup_delay():
     sim = simulate(
         make_scenario(objects=[deployment("web", 1)], cluster={"podStartupDelay": "5s"}), NoAutoscaler
     )
-    sim.replicasets.scale("Deployment/default/web", 2)
+    sim.deployments.scale("Deployment/default/web", 2)
     advance(sim, 1.5)  # controller delay (1s), then the scheduler
     (new,) = [p for p in pods_of(sim, "web") if p.phase == "Pending"]
     assert new.node_name and not new.ready

@@ -91,8 +91,16 @@ def test_newest_first_empties_the_new_zone_with_the_autoscaler_running(seed):
 # -- related pods ------------------------------------------------------------------------------
 def two_replicasets_of_one_deployment(crowded_zone: str):
     """Deployment web (2 pods, one per zone) and a second ReplicaSet of the same Deployment (the
-    previous rollout's, 2 pods pinned to `crowded_zone`)."""
-    web = deployment("web", 2, cpu="1")
+    previous rollout's, 2 pods pinned to `crowded_zone`). The rollout stays under way for the whole
+    run: maxSurge 100% lets both new pods start at once, and with maxUnavailable 0 the old pods
+    stay until the new ones are available, which minReadySeconds puts after the end."""
+    web = deployment(
+        "web",
+        2,
+        cpu="1",
+        strategy={"rollingUpdate": {"maxSurge": "100%", "maxUnavailable": 0}},
+        minReadySeconds=3600,
+    )
     web["metadata"]["uid"] = "web-deployment-uid"
     web["spec"]["template"]["spec"]["topologySpreadConstraints"] = [
         {

@@ -112,6 +112,13 @@ class ClusterActions(Protocol):
         """A Kubernetes Event on the object `kind` `key` (e.g. Node "n1", Pod "ns/p")."""
         ...
 
+    def restart_deployment(self, namespace: str, name: str, at: float) -> None:
+        """`kubectl rollout restart`: set the Deployment's pod template annotation
+        kubectl.kubernetes.io/restartedAt to `at` (Unix seconds, written as RFC 3339), which
+        rolls it out anew under its own strategy. Raises ActionError (no such Deployment, API
+        error)."""
+        ...
+
 
 class InstanceState(enum.Enum):
     CREATING = "creating"

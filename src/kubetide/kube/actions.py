@@ -9,6 +9,9 @@
 - The status ConfigMap is written only when the document changed, ignoring the probe times
   that change every loop, and refreshed at least every `status_refresh_seconds` so its
   timestamps still say the autoscaler is alive.
+- `restart_deployment` is `kubectl rollout restart`: a strategic-merge PATCH of the Deployment's
+  spec.template.metadata.annotations["kubectl.kubernetes.io/restartedAt"] (RFC 3339), after
+  which the Deployment controller rolls it out under its own strategy.
 - Every write first asks `may_write()`: with leader election, a replica whose lease may have
   been lost writes nothing (taints and evictions raise ActionError, status and events are
   skipped), so two replicas never act at once.
@@ -23,9 +26,11 @@ from typing import Any
 from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, status_yaml, to_dict
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome
 from kubetide.clock import Clock
+from kubetide.durations import rfc3339
 from kubetide.kube.client import ApiError, KubeClient
 from kubetide.kube.events import BackgroundEvents, EventRecorder
 from kubetide.model import Pod, Taint
+from kubetide.model.workloads import RESTARTED_AT_ANNOTATION
 
 log = logging.getLogger("kubetide.kube")
 
@@ -154,6 +159,22 @@ class KubeClusterActions:
         except ApiError as exc:
             if exc.status != 404:
                 raise ActionError(f"delete node {node_name}: {exc}") from None
+
+    def restart_deployment(self, namespace: str, name: str, at: float) -> None:
+        self._check_leader(f"restart deployment {namespace}/{name}")
+        annotations = {RESTARTED_AT_ANNOTATION: rfc3339(at)}
+        body = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
+        try:
+            self.client.request(
+                "PATCH",
+                f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+                body=body,
+                content_type="application/strategic-merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                raise ActionError(f'deployments.apps "{name}" not found') from None
+            raise ActionError(f"restart deployment {namespace}/{name}: {exc}") from None
 
     # -- status and events -----------------------------------------------------------------------
     def write_status(self, status: ClusterAutoscalerStatus) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass
 
 from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
@@ -13,9 +15,17 @@ from kubetide.model.selectors import LabelSelector, parse_label_selector
 
 @dataclass(frozen=True, slots=True)
 class PodTemplate:
-    """spec.template, parsed once into a prototype Pod that controllers stamp copies of."""
+    """spec.template, parsed once into a prototype Pod that controllers stamp copies of.
+
+    What the prototype leaves out (container images, probes, env, ...) still decides whether two
+    templates are the same, which is what a Deployment rollout turns on: `spec_hash` is a digest
+    of the template's pod spec as given (canonical JSON), and a Deployment's template also keeps
+    that JSON as `spec_text`, so a change of image can be made to it. "" for templates built in
+    code."""
 
     prototype: Pod
+    spec_hash: str = ""
+    spec_text: str = ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -50,9 +60,21 @@ class Workload:
     completions: int | None = None
     # StatefulSet
     pod_management_policy: str = "OrderedReady"
+    # Deployment: spec.strategy (maxSurge / maxUnavailable as given: an int or "25%") and
+    # spec.minReadySeconds
+    strategy: str = "RollingUpdate"
+    max_surge: int | str = "25%"
+    max_unavailable: int | str = "25%"
+    min_ready_seconds: int = 0
     # status, as the API server last reported it
     status_replicas: int | None = None
     status_ready_replicas: int | None = None
+    # Deployment rollouts: metadata.generation and what the controller last reported of it
+    # (None: not reported; the API server leaves zero counts out)
+    generation: int | None = None
+    status_observed_generation: int | None = None
+    status_updated_replicas: int | None = None
+    status_available_replicas: int | None = None
 
     @property
     def name(self) -> str:
@@ -73,7 +95,16 @@ class Workload:
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 
 
-def parse_template(reader: Reader, namespace: str) -> PodTemplate:
+def spec_digest(spec_text: str) -> str:
+    """PodTemplate.spec_hash of a pod spec's canonical JSON."""
+    return hashlib.sha1(spec_text.encode()).hexdigest()
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def parse_template(reader: Reader, namespace: str, keep_text: bool = False) -> PodTemplate:
     template = reader.child("template")
     tmeta = template.child("metadata")
     meta = ObjectMeta(
@@ -82,13 +113,44 @@ def parse_template(reader: Reader, namespace: str) -> PodTemplate:
         labels=tmeta.str_map("labels"),
         annotations=tmeta.str_map("annotations"),
     )
-    return PodTemplate(parse_pod_spec(template, meta))
+    text = canonical_json(template.raw("spec"))
+    return PodTemplate(parse_pod_spec(template, meta), spec_digest(text), text if keep_text else "")
+
+
+DEPLOYMENT_STRATEGIES = ("RollingUpdate", "Recreate")
+# What `kubectl rollout restart` sets in a Deployment's spec.template.metadata.annotations.
+RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
+
+
+def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:
+    """A Deployment's spec.strategy, checked as the API server validates it: (type, maxSurge,
+    maxUnavailable), the defaults 25% / 25%."""
+    strategy = spec.child("strategy")
+    kind = strategy.str("type", default="RollingUpdate")
+    if kind not in DEPLOYMENT_STRATEGIES:
+        raise strategy.error(f'unknown strategy "{kind}" (expected RollingUpdate or Recreate)', "type")
+    if kind == "Recreate" and strategy.has("rollingUpdate"):
+        raise strategy.error("may not be given when the strategy type is Recreate", "rollingUpdate")
+    rolling = strategy.child("rollingUpdate")
+    surge = rolling.int_or_percent("maxSurge")
+    unavailable = rolling.int_or_percent("maxUnavailable")
+    surge = "25%" if surge is None else surge
+    unavailable = "25%" if unavailable is None else unavailable
+    if isinstance(unavailable, str) and int(unavailable[:-1]) > 100:
+        raise rolling.error(f"must not be greater than 100%, got {unavailable}", "maxUnavailable")
+    if _amount(surge) == 0 and _amount(unavailable) == 0:
+        raise rolling.error("may not be 0 when maxSurge is 0", "maxUnavailable")
+    return kind, surge, unavailable
+
+
+def _amount(value: int | str) -> int:
+    return int(value[:-1]) if isinstance(value, str) else value
 
 
 def parse_workload(reader: Reader, kind: str) -> Workload:
     meta = parse_meta(reader, kind, namespaced=True)
     spec = reader.child("spec")
-    template = parse_template(spec, meta.namespace)
+    template = parse_template(spec, meta.namespace, keep_text=kind == "Deployment")
     if spec.has("selector"):
         selector = parse_label_selector(spec.child("selector"))
     elif kind == "Job":
@@ -103,6 +165,15 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         if replicas < 0:
             raise spec.error(f"must be non-negative, got {replicas}", "replicas")
     status = reader.child("status")
+    strategy: str = "RollingUpdate"
+    surge: int | str = "25%"
+    unavailable: int | str = "25%"
+    min_ready = 0
+    if kind == "Deployment":
+        strategy, surge, unavailable = parse_strategy(spec)
+        min_ready = spec.int("minReadySeconds", default=0)
+        if min_ready < 0:
+            raise spec.error(f"must be non-negative, got {min_ready}", "minReadySeconds")
     parallelism = completions = None
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)
@@ -121,4 +192,45 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         pod_management_policy=spec.str("podManagementPolicy", default="OrderedReady"),
         status_replicas=status.int("replicas"),
         status_ready_replicas=status.int("readyReplicas"),
+        generation=reader.child("metadata").int("generation"),
+        status_observed_generation=status.int("observedGeneration"),
+        status_updated_replicas=status.int("updatedReplicas"),
+        status_available_replicas=status.int("availableReplicas"),
+        strategy=strategy,
+        max_surge=surge,
+        max_unavailable=unavailable,
+        min_ready_seconds=min_ready,
     )
+
+
+def rollout_verdict(
+    generation: int, observed_generation: int, spec_replicas: int, replicas: int, updated: int, available: int
+) -> tuple[bool, str]:
+    """(done, message) of a Deployment's rollout, as `kubectl rollout status` decides it from the
+    Deployment's generation, spec.replicas and status (replicas, updatedReplicas,
+    availableReplicas)."""
+    if observed_generation < generation:
+        return False, "Waiting for deployment spec update to be observed..."
+    if updated < spec_replicas:
+        return False, f"{updated} out of {spec_replicas} new replicas have been updated..."
+    if replicas > updated:
+        return False, f"{replicas - updated} old replicas are pending termination..."
+    if available < updated:
+        return False, f"{available} of {updated} updated replicas are available..."
+    return True, "successfully rolled out"
+
+
+def rolling_out(workload: Workload) -> bool | None:
+    """Whether a Deployment is rolling out a change (True) or has settled (False), from the status
+    its controller reported; None when that is not known (not a Deployment, no status)."""
+    if workload.kind != "Deployment" or workload.status_observed_generation is None:
+        return None
+    done, _ = rollout_verdict(
+        workload.generation if workload.generation is not None else workload.status_observed_generation,
+        workload.status_observed_generation,
+        workload.replicas or 0,
+        workload.status_replicas or 0,
+        workload.status_updated_replicas or 0,
+        workload.status_available_replicas or 0,
+    )
+    return not done

@@ -16,6 +16,7 @@ from kubetide.autoscaler.ports import ActionError, EvictionOutcome, UsageCeiling
 from kubetide.model import ConfigMap, Node, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.qos import QosConfig
 from kubetide.qos.ceilings import node_ceilings
+from kubetide.sim.deployment import Deployments
 from kubetide.sim.disruption import Budgets
 from kubetide.sim.engine import Engine
 from kubetide.sim.events import EventLog
@@ -34,12 +35,15 @@ def _active(pod: Pod) -> bool:
 
 
 class WorkloadStatus(WorldObserver):
-    """status.replicas / readyReplicas per controller, counted as pods come and go."""
+    """status.replicas / readyReplicas per controller, counted as pods come and go; for
+    Deployments also generation, observedGeneration, updatedReplicas and availableReplicas, as
+    their controller reports them (sim/deployment.py)."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, deployments: Deployments | None = None):
         self.world = world
+        self.deployments = deployments
         self.ready: dict[str, int] = {}  # controller UID -> active Ready pods (active: World.active)
-        self._cache: dict[str, tuple[Workload, int, int, Workload]] = {}
+        self._cache: dict[str, tuple[Workload, tuple[int, ...], Workload]] = {}
         world.subscribe(self)
 
     def _adjust(self, pod: Pod, sign: int) -> None:
@@ -72,21 +76,34 @@ class WorkloadStatus(WorldObserver):
             if other.kind == "ReplicaSet" and ref is not None:
                 owned.setdefault(ref.uid, []).append(other.meta.uid)
         for key, workload in self.world.workloads.items():
+            rollout: tuple[int, ...] = ()
             if workload.kind == "Deployment":
-                # A Deployment's pods belong to its ReplicaSet; its status sums theirs.
+                # A Deployment's pods belong to its ReplicaSets; its status sums theirs.
                 replicas = ready = 0
-                for uid in owned.get(workload.meta.uid, ()):
+                uids = owned.get(workload.meta.uid, [])
+                for uid in uids:
                     count = self._counts(uid)
                     replicas += count[0]
                     ready += count[1]
+                if self.deployments is not None:
+                    rollout = self.deployments.reported(workload, uids, ready)
             else:
                 replicas, ready = self._counts(workload.meta.uid)
+            counts = (replicas, ready, *rollout)
             cached = self._cache.get(key)
-            if cached is not None and cached[0] is workload and cached[1] == replicas and cached[2] == ready:
-                result.append(cached[3])
+            if cached is not None and cached[0] is workload and cached[1] == counts:
+                result.append(cached[2])
                 continue
             current = dataclasses.replace(workload, status_replicas=replicas, status_ready_replicas=ready)
-            self._cache[key] = (workload, replicas, ready, current)
+            if rollout:
+                current = dataclasses.replace(
+                    current,
+                    generation=rollout[0],
+                    status_observed_generation=rollout[1],
+                    status_updated_replicas=rollout[2],
+                    status_available_replicas=rollout[3],
+                )
+            self._cache[key] = (workload, counts, current)
             result.append(current)
         return result
 
@@ -127,8 +144,17 @@ class SimClusterView:
 
 
 class SimClusterActions:
-    def __init__(self, world: World, eviction: EvictionApi, metrics: Metrics, log: EventLog, engine):
+    def __init__(
+        self,
+        world: World,
+        eviction: EvictionApi,
+        metrics: Metrics,
+        log: EventLog,
+        engine,
+        deployments: Deployments | None = None,
+    ):
         self.world = world
+        self.deployments = deployments
         self.eviction = eviction
         self.metrics = metrics
         self.log = log
@@ -189,6 +215,20 @@ class SimClusterActions:
 
     def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")
+
+    def restart_deployment(self, namespace: str, name: str, at: float) -> None:
+        key = f"Deployment/{namespace}/{name}"
+        if self.deployments is None or key not in self.world.workloads:
+            raise ActionError(f'deployments.apps "{name}" not found')
+        self.deployments.restart(key, at)
+        self.log.record(
+            "Deployment",
+            f"{namespace}/{name}",
+            "Normal",
+            "Restarted",
+            "rollout restart",
+            "cluster-autoscaler",
+        )
 
 
 class SimUsageSource:

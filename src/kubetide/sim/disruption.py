@@ -7,7 +7,8 @@ compute, however many pods the budget covers.
 
 expectedPods follows the disruption controller: an integer minAvailable needs only the pod count;
 a percentage or maxUnavailable needs the scale of every controller of the selected pods
-(Deployment/ReplicaSet/StatefulSet replicas); pods with another kind of controller, or none, make
+(Deployment/ReplicaSet/StatefulSet replicas; a Deployment's ReplicaSets count as the Deployment,
+once); pods with another kind of controller, or none, make
 the budget unusable (disruptionsAllowed 0), as the real controller cannot find their scale.
 """
 
@@ -91,16 +92,17 @@ class Budgets(WorldObserver):
             desired = pdb.min_available
             usable = True
         else:
-            expected = 0
             usable = state.bare == 0
+            scales: dict[str, int] = {}  # top controller -> its scale, each counted once
             for (kind, key, _uid), count in state.controllers.items():
                 if count <= 0:
                     continue
-                scale = self._scale(kind, key)
-                if scale is None:
+                found = self._scale(kind, key)
+                if found is None:
                     usable = False
                 else:
-                    expected += scale
+                    scales[found[0]] = found[1]
+            expected = sum(scales.values())
             desired = (
                 pdb.desired_healthy_for(expected)
                 if (pdb.min_available is not None or pdb.max_unavailable is not None)
@@ -109,11 +111,22 @@ class Budgets(WorldObserver):
         allowed = max(0, state.healthy - desired) if usable and expected > 0 else 0
         return BudgetStatus(state.healthy, desired, expected, allowed)
 
-    def _scale(self, kind: str, key: str) -> int | None:
+    def _scale(self, kind: str, key: str) -> tuple[str, int] | None:
+        """(the controller whose scale counts, its replicas) for pods of `kind` `key`. A
+        ReplicaSet a Deployment controls counts as that Deployment, as the disruption
+        controller's finders do: mid-rollout its ReplicaSets together hold more than its
+        replicas, and the budget expects the replicas."""
         if kind not in _SCALABLE:
             return None
         workload = self.world.workloads.get(f"{kind}/{key}")
-        return None if workload is None else (workload.replicas or 0)
+        if workload is None:
+            return None
+        owner = workload.meta.controller
+        if kind == "ReplicaSet" and owner is not None and owner.kind == "Deployment":
+            workload = self.world.workloads.get(f"Deployment/{workload.namespace}/{owner.name}")
+            if workload is None:
+                return None
+        return workload.key, workload.replicas or 0
 
     def with_status(self, state: BudgetState) -> PodDisruptionBudget:
         status = self.status(state)

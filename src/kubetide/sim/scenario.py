@@ -99,19 +99,53 @@ class FaultSpec(_Model):
         return self
 
 
+class RestartSpec(_Model):
+    """`kubectl rollout restart`: the template's restartedAt annotation set to the event's time."""
+
+    kind: Literal["Deployment"] = "Deployment"
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+
+
+class SetImageSpec(_Model):
+    """`kubectl set image`: new images for containers of a Deployment's pod template."""
+
+    kind: Literal["Deployment"] = "Deployment"
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+    images: dict[str, str] = Field(min_length=1)  # container name -> image
+
+    @field_validator("images")
+    @classmethod
+    def _images(cls, images: dict[str, str]) -> dict[str, str]:
+        for container, image in images.items():
+            if not container:
+                raise ValueError("a container name must not be empty")
+            if not image.strip():
+                raise ValueError(f'the image of container "{container}" must not be empty')
+        return images
+
+
+EVENT_ACTIONS = ("scale", "apply", "delete", "fault", "restart", "setImage")
+
+
 class EventSpec(_Model):
     at: Duration
     scale: ScaleSpec | None = None
     apply: list[dict[str, Any]] | None = None
     delete: ObjectRef | None = None
     fault: FaultSpec | None = None
+    restart: RestartSpec | None = None
+    setImage: SetImageSpec | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> EventSpec:
-        actions = [name for name in ("scale", "apply", "delete", "fault") if getattr(self, name) is not None]
+        actions = [name for name in EVENT_ACTIONS if getattr(self, name) is not None]
         if len(actions) != 1:
             found = ", ".join(actions) or "none"
-            raise ValueError(f"an event needs exactly one of scale, apply, delete or fault (found {found})")
+            raise ValueError(
+                f"an event needs exactly one of scale, apply, delete, fault, restart or setImage (found {found})"
+            )
         return self
 
 
@@ -255,8 +289,8 @@ class Event:
     """Something the scenario makes happen at `at` seconds after the start."""
 
     at: float
-    kind: str  # scale | apply | delete | fault
-    payload: Any  # ScaleSpec | Manifests | ObjectRef | FaultSpec
+    kind: str  # scale | apply | delete | fault | restart | setImage
+    payload: Any  # ScaleSpec | Manifests | ObjectRef | FaultSpec | RestartSpec | SetImageSpec
     field: str  # where it came from, for messages (spec.events[3])
 
 
@@ -379,6 +413,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
             events.append(Event(event.at, "apply", manifests, where))
         elif event.delete is not None:
             events.append(Event(event.at, "delete", event.delete, where))
+        elif event.restart is not None or event.setImage is not None:
+            kind = "restart" if event.restart is not None else "setImage"
+            target = event.restart if event.restart is not None else event.setImage
+            events.append(Event(event.at, kind, target, where))
         else:
             fault = event.fault
             assert fault is not None
@@ -387,6 +425,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
                     source, f"{where}.fault.nodeGroup", _unknown("node group", fault.nodeGroup, names)
                 )
             events.append(Event(event.at, "fault", fault, where))
+    for loaded in events:  # once every apply is known: one may come later in the file
+        if loaded.kind in ("restart", "setImage"):
+            where = f"{loaded.field}.{loaded.kind}"
+            _check_rollout_target(loaded.payload, objects, events, source, where, loaded.at)
     for index, trace in enumerate(spec.traces):
         events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
@@ -450,6 +492,34 @@ def _ungrouped_nodes(objects: Manifests, groups: set[str], source: str) -> list[
         f"{source}: spec.objects: nodes labelled {labels} are in no node group of the scenario: "
         "kept, never autoscaled (name a group after the label's value to make them its instances)"
     ]
+
+
+def _check_rollout_target(
+    target: Any, objects: Manifests, earlier: list[Event], source: str, where: str, at: float
+) -> None:
+    """A restart or setImage event names a Deployment of the scenario (in spec.objects or applied
+    by an earlier event), and setImage only containers its template has."""
+    versions = [w for w in objects.workloads if w.kind == "Deployment"]
+    for event in earlier:
+        if event.kind == "apply" and event.at <= at:
+            versions.extend(w for w in event.payload.workloads if w.kind == "Deployment")
+    key = f"{target.namespace}/{target.name}"
+    found = [w for w in versions if w.meta.key == key]
+    if not found:
+        known = {w.meta.key for w in versions}
+        raise ScenarioError(source, f"{where}.name", _unknown("Deployment", key, known))
+    if isinstance(target, SetImageSpec):
+        names: set[str] = set()
+        for workload in found:
+            prototype = workload.template.prototype
+            names.update(c.name for c in (*prototype.init_containers, *prototype.containers))
+        for container in target.images:
+            if container not in names:
+                raise ScenarioError(
+                    source,
+                    f"{where}.images",
+                    f'Deployment {key} has no container "{container}" (it has {", ".join(sorted(names))})',
+                )
 
 
 def _check(check: Callable[..., None], value: Any, source: str, field: str, *limits: Any) -> None:

@@ -38,6 +38,7 @@ from kubetide.sim.adapters import (
 from kubetide.sim.adoption import adopt_pod
 from kubetide.sim.cloud import SimCloud
 from kubetide.sim.daemonset import DaemonSets
+from kubetide.sim.deployment import Deployments
 from kubetide.sim.disruption import Budgets
 from kubetide.sim.engine import Engine, Timer
 from kubetide.sim.events import EventLog
@@ -48,7 +49,7 @@ from kubetide.sim.kubelet import Kubelets
 from kubetide.sim.metrics import Metrics
 from kubetide.sim.nodelifecycle import NodeLifecycle
 from kubetide.sim.replicaset import ReplicaSets
-from kubetide.sim.scenario import Event, ObjectRef, ScaleSpec, Scenario
+from kubetide.sim.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
 from kubetide.sim.scheduler import Scheduler
 from kubetide.sim.statefulset import StatefulSets
 from kubetide.sim.world import World
@@ -137,6 +138,7 @@ class Simulation:
         self.budgets = budgets = Budgets(world)
         self.eviction = eviction = EvictionApi(world, budgets, kubelets)
         self.replicasets = ReplicaSets(engine, world, cluster, kubelets, scenario.logarithmic_ranking)
+        self.deployments = Deployments(engine, world, cluster, kubelets, self.replicasets, log)
         self.statefulsets = StatefulSets(engine, world, cluster, kubelets)
         self.daemonsets = DaemonSets(engine, world, cluster, kubelets)
         self.jobs = Jobs(engine, world, cluster, kubelets)
@@ -145,9 +147,9 @@ class Simulation:
             engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
         )
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
-        self.status = WorkloadStatus(world)
+        self.status = WorkloadStatus(world, self.deployments)
         self.view = SimClusterView(world, budgets, self.status)
-        self.actions = SimClusterActions(world, eviction, metrics, log, engine)
+        self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
         eviction.on_evicted.append(self._evicted)
         # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
         self.qos = None
@@ -193,8 +195,9 @@ class Simulation:
 
     def _settle(self) -> None:
         """Run controllers, scheduler and kubelets to a fixed point without letting time pass."""
-        controllers = (self.replicasets, self.statefulsets, self.daemonsets, self.jobs)
+        controllers = (self.deployments, self.replicasets, self.statefulsets, self.daemonsets, self.jobs)
         self.kubelets.instant = True
+        log, self.deployments.log = self.deployments.log, None  # the t=0 state is no news
         try:
             for _ in range(100_000):
                 progressed = False
@@ -211,6 +214,7 @@ class Simulation:
                     break
         finally:
             self.kubelets.instant = False
+            self.deployments.log = log
 
     def _group_nodes(self, group: str) -> list[str]:
         return [i.node_name for i in self.cloud.groups[group].sim_instances() if i.registered]
@@ -260,7 +264,9 @@ class Simulation:
         self.world.add_pod(fresh)
 
     def _controller(self, kind: str):
-        if kind in ("Deployment", "ReplicaSet"):
+        if kind == "Deployment":
+            return self.deployments
+        if kind == "ReplicaSet":
             return self.replicasets
         return {"StatefulSet": self.statefulsets, "DaemonSet": self.daemonsets, "Job": self.jobs}[kind]
 
@@ -275,6 +281,8 @@ class Simulation:
             self.apply(event.payload)
         elif event.kind == "delete":
             self._delete(event.payload, event)
+        elif event.kind in ("restart", "setImage"):
+            self._rollout(event.payload, event, label)
         else:
             self.faults.inject(event.payload)
 
@@ -311,8 +319,28 @@ class Simulation:
         else:
             self._controller(ref.kind).delete(key)
 
+    def _rollout(self, spec: RestartSpec | SetImageSpec, event: Event, label: str) -> None:
+        """A restart or setImage event: the Deployment's template changes and it rolls out."""
+        key = f"{spec.kind}/{spec.namespace}/{spec.name}"
+        if key not in self.world.workloads:
+            self._missing(event, key)
+            return
+        if isinstance(spec, SetImageSpec):
+            try:
+                self.deployments.set_images(key, spec.images)
+            except ValueError as exc:  # a later apply took the container away
+                self._ignored(event, key, f"Deployment {spec.namespace}/{spec.name}: {exc}")
+                return
+            self.log.record("Scenario", key, "Normal", "ImageSet", label, "scenario")
+        else:
+            self.deployments.restart(key, self.engine.now())
+            self.log.record("Scenario", key, "Normal", "Restarted", label, "scenario")
+
     def _missing(self, event: Event, key: str) -> None:
-        message = f"{self.scenario.source}: {event.field}: no {key.replace('/', ' ', 1)} at {event.at:g}s; event ignored"
+        self._ignored(event, key, f"no {key.replace('/', ' ', 1)}")
+
+    def _ignored(self, event: Event, key: str, why: str) -> None:
+        message = f"{self.scenario.source}: {event.field}: {why} at {event.at:g}s; event ignored"
         self.warnings.append(message)
         self.log.record("Scenario", key, "Warning", "ScenarioEventIgnored", message, "scenario")
 
@@ -530,6 +558,11 @@ def _describe(event: Event) -> str:
         return f"apply {count} object{'s' if count != 1 else ''}"
     if event.kind == "delete":
         return f"delete {payload.kind} {payload.name}"
+    if event.kind == "restart":
+        return f"restart {payload.kind} {payload.name}"
+    if event.kind == "setImage":
+        images = ", ".join(f"{name}={image}" for name, image in payload.images.items())
+        return f"set image {payload.kind} {payload.name} {images}"
     label = payload.type
     if payload.nodeGroup:
         label += f" {payload.nodeGroup}"
