@@ -14,6 +14,7 @@ from kubetide.autoscaler.ports import ActionError
 from kubetide.durations import rfc3339
 from kubetide.errors import ManifestError
 from kubetide.model import load_documents
+from kubetide.model.scaled import resolve_fenceposts, scaled_value
 from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, rolling_out
 from kubetide.sim import NoAutoscaler, Simulation
 from kubetide.sim.deployment import revision
@@ -23,9 +24,7 @@ from kubetide.sim.rollout import (
     max_unavailable,
     new_replicaset_replicas,
     old_replicaset_scale_down,
-    resolve_fenceposts,
     rollout_message,
-    scaled_value,
 )
 from kubetide.sim.scenario import ScenarioError
 from kubetide.sim.world import WorldObserver

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
+from kubetide.model.scaled import scaled_value
 from kubetide.model.selectors import LabelSelector, optional_label_selector
 
 if TYPE_CHECKING:
@@ -45,16 +45,10 @@ class PodDisruptionBudget:
         controller does (GetScaledValueFromIntOrPercent with roundUp=true).
         """
         if self.max_unavailable is not None:
-            return max(0, expected_pods - _scaled(self.max_unavailable, expected_pods))
+            return max(0, expected_pods - scaled_value(self.max_unavailable, expected_pods, round_up=True))
         if self.min_available is not None:
-            return _scaled(self.min_available, expected_pods)
+            return scaled_value(self.min_available, expected_pods, round_up=True)
         return 0
-
-
-def _scaled(value: int | str, total: int) -> int:
-    if isinstance(value, int):
-        return value
-    return math.ceil(int(value[:-1]) * total / 100)
 
 
 def parse_pdb(reader: Reader) -> PodDisruptionBudget:

@@ -3,10 +3,11 @@
 What kube-controller-manager's deployment controller computes (pkg/controller/deployment,
 util/deployment_util.go), without the objects around it:
 
-- `resolve_fenceposts`: maxSurge and maxUnavailable of a RollingUpdate from ints or percentages of
-  the Deployment's replicas, maxSurge rounded up and maxUnavailable down. When both come to 0 (a
-  small Deployment with percentages), maxUnavailable becomes 1, as upstream does, so the rollout
-  can move at all. Both given as 0 is refused when the manifest is read (model/workloads.py).
+- `resolve_fenceposts` (model/scaled.py, shared with surge-before-evict): maxSurge and
+  maxUnavailable of a RollingUpdate from ints or percentages of the Deployment's replicas, maxSurge
+  rounded up and maxUnavailable down. When both come to 0 (a small Deployment with percentages),
+  maxUnavailable becomes 1, as upstream does, so the rollout can move at all. Both given as 0 is
+  refused when the manifest is read (model/workloads.py).
 - `new_replicaset_replicas`: how far the new ReplicaSet may grow now: up to replicas + maxSurge
   pods in all, never past replicas.
 - `old_replicaset_scale_down`: how far the old ReplicaSets may shrink now: unhealthy pods first
@@ -21,27 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kubetide.model.scaled import resolve_fenceposts
 from kubetide.model.workloads import rollout_verdict
-
-
-def scaled_value(value: int | str, total: int, round_up: bool) -> int:
-    """An IntOrString (3 or "30%") as a number of pods out of `total` (upstream's
-    GetScaledValueFromIntOrPercent)."""
-    if isinstance(value, int):
-        return value
-    percent = int(value.rstrip("%"))
-    if round_up:
-        return -(-percent * total // 100)
-    return percent * total // 100
-
-
-def resolve_fenceposts(max_surge: int | str, max_unavailable: int | str, replicas: int) -> tuple[int, int]:
-    """(maxSurge, maxUnavailable) in pods for a Deployment of `replicas` (ResolveFenceposts)."""
-    surge = scaled_value(max_surge, replicas, round_up=True)
-    unavailable = scaled_value(max_unavailable, replicas, round_up=False)
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, unavailable
 
 
 def max_unavailable(strategy: str, max_surge: int | str, max_unavailable_: int | str, replicas: int) -> int:
