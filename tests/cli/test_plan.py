@@ -77,6 +77,7 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
         "candidate_set",
         "risky",
         "waiting_for_budget",
+        "surge_before_evict",
         "to_delete",
         "destinations",
     ]

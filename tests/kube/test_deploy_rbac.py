@@ -21,7 +21,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetide.kube.permissions import CLUSTERAPI, KWOK_NODES, LEADER_ELECTION, PERMISSIONS, Permission
+from kubetide.kube.permissions import (
+    CLUSTERAPI,
+    KWOK_NODES,
+    LEADER_ELECTION,
+    PERMISSIONS,
+    SURGE_BEFORE_EVICT,
+    Permission,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -32,13 +39,14 @@ REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_CONTROL_PLANE"  # CI sets it: kubectl must 
 
 # What each rendering must grant: `kubetide run` checks PERMISSIONS always, LEADER_ELECTION with
 # --leader-elect (the Deployment's two replicas elect a leader), KWOK_NODES with the kwok
-# provider, CLUSTERAPI with the clusterapi provider.
+# provider, CLUSTERAPI with the clusterapi provider, SURGE_BEFORE_EVICT with --surge-before-evict
+# (granted by every install, so that a Deployment's opt-in annotation works with the flag off).
 EXPECTED = {
-    ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),  # deploy/ itself is the kwok install
-    "base": (*PERMISSIONS, LEADER_ELECTION),
-    "overlays/kwok": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),
-    "overlays/aws": (*PERMISSIONS, LEADER_ELECTION),
-    "overlays/clusterapi": (*PERMISSIONS, LEADER_ELECTION, *CLUSTERAPI),
+    ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, SURGE_BEFORE_EVICT),  # deploy/ is the kwok install
+    "base": (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT),
+    "overlays/kwok": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, SURGE_BEFORE_EVICT),
+    "overlays/aws": (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT),
+    "overlays/clusterapi": (*PERMISSIONS, LEADER_ELECTION, *CLUSTERAPI, SURGE_BEFORE_EVICT),
 }
 PROVIDER = {".": "kwok", "overlays/kwok": "kwok", "overlays/aws": "aws", "overlays/clusterapi": "clusterapi"}
 
@@ -246,7 +254,7 @@ def permission_table() -> str:
     ]
     extra = {LEADER_ELECTION: "leader election between the replicas"}
     only = {KWOK_NODES: "kwok", **dict.fromkeys(CLUSTERAPI, "clusterapi")}
-    for permission in (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, *CLUSTERAPI):
+    for permission in (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT, KWOK_NODES, *CLUSTERAPI):
         # Spelled as kubetide's "missing permission" error spells it (resource.group).
         resource = f"{permission.resource}.{permission.group}" if permission.group else permission.resource
         if permission in only:

@@ -185,6 +185,9 @@ class AutoscalerOptions:
     # drains use for now keeps its unneeded time; false treats it as CA does (non-candidate for
     # unremovable-node-recheck-timeout, timer restarted)
     scale_down_budget_wait_keeps_unneeded_time: bool = True
+    # kubetide's own: a pod a budget pins for good leaves by its Deployment's rollout (replacement
+    # first) when the Deployment allows a surge (autoscaler/scaledown/surge.py)
+    surge_before_evict: bool = False
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)

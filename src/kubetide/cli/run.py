@@ -195,6 +195,7 @@ def run(args) -> int:
         KWOK_NODES,
         LEADER_ELECTION,
         PERMISSIONS,
+        SURGE_BEFORE_EVICT,
         check_permissions,
     )
     from kubetide.kube.server import parse_address
@@ -232,7 +233,12 @@ def run(args) -> int:
         version = client.request("GET", "/version", timeout=10.0)
     except ApiError as exc:
         raise UserError(f"{client.source}: {exc.message if exc.status == 0 else exc}") from None
-    needed = (*PERMISSIONS, *provider_permissions, *((LEADER_ELECTION,) if args.leader_elect else ()))
+    needed = (
+        *PERMISSIONS,
+        *provider_permissions,
+        *((LEADER_ELECTION,) if args.leader_elect else ()),
+        *((SURGE_BEFORE_EVICT,) if options.surge_before_evict else ()),
+    )
     if args.usage_metrics_interval:
         from kubetide.kube.usage import USAGE_PERMISSIONS
 

@@ -56,6 +56,12 @@ LEADER_ELECTION = Permission(
     ("get", "create", "update"), "leases", "coordination.k8s.io", namespaced_in_own_namespace=True
 )
 KWOK_NODES = Permission(("create",), "nodes", why="the kwok provider creates Node objects")
+SURGE_BEFORE_EVICT = Permission(
+    ("patch",),
+    "deployments",
+    "apps",
+    why="surge before evict: restart a Deployment (kubectl rollout restart) so a pod its budget pins moves replacement first",
+)
 CLUSTERAPI: tuple[Permission, ...] = (
     *(
         Permission(

@@ -222,6 +222,7 @@ class FakeActions:
         self.taints: dict[str, dict[str, Taint]] = {}
         self.outcomes: dict[str, list[EvictionOutcome]] = {}
         self.fail_taint_on: set[str] = set()
+        self.fail_restart: bool = False
         self.events: list[tuple] = []
         self.evicted: list[str] = []
 
@@ -245,6 +246,11 @@ class FakeActions:
 
     def delete_node_object(self, node_name: str) -> None:
         self.calls.append(("delete_node_object", node_name))
+
+    def restart_deployment(self, namespace: str, name: str, at: float) -> None:
+        self.calls.append(("restart_deployment", f"{namespace}/{name}", at))
+        if self.fail_restart:
+            raise ActionError(f"deployments.apps {name} is forbidden")
 
     def write_status(self, status) -> None:
         self.calls.append(("write_status",))

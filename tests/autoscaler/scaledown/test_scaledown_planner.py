@@ -474,6 +474,7 @@ def test_plan_json_has_the_documented_shape():
         "candidate_set": ["a"],
         "risky": [],
         "waiting_for_budget": [],
+        "surge_before_evict": {},
         "to_delete": {"empty": [], "drain": ["a"]},
         "destinations": {"default/pa": "b"},
     }

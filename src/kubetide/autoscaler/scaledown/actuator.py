@@ -58,7 +58,9 @@ from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules,
 from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.surge import Surge
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
+from kubetide.model.workloads import rolling_out
 from kubetide.snapshot import ClusterSnapshot
 
 DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
@@ -112,6 +114,9 @@ class NodeDeletion:
     eviction_deadline: float = 0.0  # eviction_started + max-pod-eviction-time per budget wave
     waves: int = 1
     resumed: bool = False  # taken over from a previous run: deadlines count from the taint
+    surge: Surge | None = None  # Deployments to restart first: their pinned pods are not evicted
+    surged: dict[str, Pod] = field(default_factory=dict)  # leaving by their rollout, watched
+    restarted: set[tuple[str, str]] = field(default_factory=set)  # Deployments this deletion restarted
     next_attempt: float = 0.0
     wait_until: float = 0.0
     delay_started: float | None = None
@@ -225,7 +230,7 @@ class Actuator:
                 return result
             tainted.append(name)
         for name, empty in chosen:
-            self.deletions[name] = NodeDeletion(name, groups[name], empty, now)
+            self.deletions[name] = NodeDeletion(name, groups[name], empty, now, surge=plan.surges.get(name))
             (result.started_empty if empty else result.started_drain).append(name)
             reason = "ScaleDownEmpty" if empty else "ScaleDown"
             self._event("Node", name, "Normal", reason, "marked the node as toBeDeleted/unschedulable")
@@ -320,6 +325,8 @@ class Actuator:
                 return f"pod {drain.blocking.pod.key} blocks the drain ({drain.blocking.reason})"
             # An "empty" node that gained pods meanwhile is drained rather than deleted under them.
             d.pending = {p.uid: p for p in drain.movable}
+            if d.surge is not None:
+                d.surged = {uid: d.pending.pop(uid) for uid in d.surge.pods if uid in d.pending}
             evict_ds = (
                 o.daemonset_eviction_for_empty_nodes if d.empty else o.daemonset_eviction_for_occupied_nodes
             )
@@ -330,19 +337,23 @@ class Actuator:
                 min(now, d.tainted_at + o.node_delete_delay_after_taint) if d.resumed else now
             )
             d.next_attempt = now
-            d.waves = ctx.pdbs.waves(d.pending.values())
+            # A surge is one more wave: the replacements become available, then the pods go.
+            d.waves = ctx.pdbs.waves(d.pending.values()) + (1 if d.surged else 0)
             d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
         if d.phase is Phase.EVICTING:
             if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):
                 return None
-            if d.pending and now >= d.eviction_deadline:
-                keys = ", ".join(sorted(p.key for p in d.pending.values()))
+            if (d.pending or d.surged) and now >= d.eviction_deadline:
+                keys = ", ".join(sorted(p.key for p in [*d.pending.values(), *d.surged.values()]))
                 budget = f"max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
                 if d.waves > 1:
                     budget = f"{d.waves} PDB budget waves x {budget}"
                 return f"could not evict {keys} within {budget}"
+            failure = self._surge_round(d, snapshot, now, ctx)
+            if failure is not None:
+                return failure
             self._evict_round(d, snapshot, now, result)
-            if d.pending:
+            if d.pending or d.surged:
                 d.next_attempt = now + EVICTION_RETRY_INTERVAL
                 return None
             d.daemonset.clear()  # best effort only: what was refused goes with the node
@@ -399,6 +410,41 @@ class Actuator:
                 elif outcome is EvictionOutcome.BLOCKED_BY_PDB:
                     result.refused.append(pod.key)
                 # BLOCKED_BY_PDB and FAILED stay pending: retried in 10 s.
+
+    def _surge_round(
+        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext
+    ) -> str | None:
+        """Surge before evict: restart each Deployment once, replacement first, and watch its
+        pinned pods leave. A Deployment already rolling out (by anyone, or for another node) is
+        waited for, not restarted again."""
+        for uid in [uid for uid in d.surged if snapshot.node_of(uid) != d.node]:
+            del d.surged[uid]
+        if d.surge is None or not d.surged:
+            return None
+        in_flight = {key for other in self.deletions.values() for key in other.restarted}
+        for namespace, name in d.surge.deployments:
+            key = (namespace, name)
+            if key in in_flight:
+                continue
+            deployment = ctx.workloads.get(("Deployment", namespace, name)) if ctx.workloads else None
+            if deployment is not None and rolling_out(deployment):
+                continue  # someone's rollout is under way: it replaces the pods as well
+            try:
+                self.actions.restart_deployment(namespace, name, now)
+            except ActionError as exc:
+                return f"could not restart Deployment {namespace}/{name} to surge its pods: {exc}"
+            d.restarted.add(key)
+            in_flight.add(key)
+            pods = ", ".join(sorted(p.key for p in d.surged.values() if p.namespace == namespace))
+            self._event(
+                "Deployment",
+                f"{namespace}/{name}",
+                "Normal",
+                "SurgeBeforeEvict",
+                f"restarted (rollout restart) so that {pods} leave node {d.node} for scale-down with"
+                " their replacements available first: their PodDisruptionBudget allows no eviction",
+            )
+        return None
 
     def _grace(self, pod: Pod) -> int:
         return min(pod.termination_grace_period, self.options.max_graceful_termination_sec)

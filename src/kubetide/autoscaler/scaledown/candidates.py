@@ -31,6 +31,7 @@ from kubetide.autoscaler.scaledown.pdb import PdbRefusal, PdbTracker, Shortfall
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.room import FreeRoom
+from kubetide.autoscaler.scaledown.surge import NoSurge, Surge, plan_surge
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
 from kubetide.autoscaler.scaledown.usage import Refusal
 from kubetide.clock import Timer
@@ -71,6 +72,8 @@ class Search:
     risky: dict[str, str] = field(default_factory=dict)
     # Unneeded nodes held back only by budget that other drains or candidates use for now.
     waiting: list[str] = field(default_factory=list)
+    # Candidates whose budget-pinned pods leave by their Deployment's rollout, not by eviction.
+    surges: dict[str, Surge] = field(default_factory=dict)
 
 
 class Eligible(NamedTuple):
@@ -260,11 +263,23 @@ def search_candidates(
         to_move.sort(key=lambda r: pod_order(r.pod))
         # CA's CanRemovePods: the node's own pods against their budgets, all at once. Received
         # pods were charged when they left their own node: moving them on is not an eviction.
-        charge = tracker.charge_node(sorted(drain.movable, key=pod_order))
+        own_pods = sorted(drain.movable, key=pod_order)
+        charge = tracker.charge_node(own_pods)
         refusal = charge.refusal
         failed: Unremovable | None = None
+        surge: Surge | None = None
         if refusal is not None and not refusal.waiting:
-            failed = _refused_for_good(now, refusal, drain.movable, tracker)
+            # Pinned for good: a Deployment's rollout may still move those pods (surge.py), and
+            # then the node's other pods are charged as usual.
+            answer = plan_surge(own_pods, tracker, u.ctx.workloads, u.options.surge_before_evict)
+            if isinstance(answer, Surge):
+                surge = answer
+                charge = tracker.charge_node([p for p in own_pods if p.uid not in answer.pods])
+                refusal = charge.refusal
+                if refusal is not None and not refusal.waiting:
+                    failed = _refused_for_good(now, refusal, drain.movable, tracker)
+            else:
+                failed = _refused_for_good(now, refusal, drain.movable, tracker, answer)
         moved: list[tuple[Received, str]] = []
         for r in to_move if failed is None else ():
             pod, own = r.pod, r.source == name
@@ -315,11 +330,15 @@ def search_candidates(
         status = plan.nodes[name]
         status.status = REMOVABLE
         status.empty = drain.empty
-        waves = tracker.waves(drain.movable)
+        evicted = [p for p in drain.movable if surge is None or p.uid not in surge.pods]
+        waves = tracker.waves(evicted)
         if drain.movable:
             status.estimate = estimate_drain(drain.movable, waves, u.options)
         if charge.risky:
             status.detail = found.risky[name] = _risky(charge.shortfalls, waves)
+        if surge is not None:
+            found.surges[name] = surge
+            status.detail = "; ".join(part for part in (surge.words(), status.detail) if part)
     return found
 
 
@@ -375,15 +394,20 @@ def _record_move(u: Update, r: Received, dest: str) -> None:
 
 
 def _refused_for_good(
-    now: float, refusal: PdbRefusal, movable: Sequence[Pod], tracker: PdbTracker
+    now: float,
+    refusal: PdbRefusal,
+    movable: Sequence[Pod],
+    tracker: PdbTracker,
+    no_surge: NoSurge | None = None,
 ) -> Unremovable:
     pdb = refusal.pdb
+    surge = f"; {no_surge.why}" if no_surge is not None else ""
     return Unremovable(
         now,
         NodeReason.BLOCKED_BY_POD,
         BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),
         f"PodDisruptionBudget {pdb.key} allows no disruption even with all its pods healthy"
-        f" ({_budget_words(pdb)}): {_covered(_pods_of(pdb, movable, tracker))} cannot be evicted",
+        f" ({_budget_words(pdb)}): {_covered(_pods_of(pdb, movable, tracker))} cannot be evicted" + surge,
     )
 
 

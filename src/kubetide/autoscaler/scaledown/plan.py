@@ -15,6 +15,7 @@ from kubetide.autoscaler.scaledown.budgets import BudgetDecision
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
 from kubetide.autoscaler.scaledown.estimate import DrainEstimate
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.surge import Surge
 
 REMOVABLE = "removable"
 UNREMOVABLE = "unremovable"
@@ -67,6 +68,8 @@ class ScaleDownPlan:
     # Unneeded nodes held back only by budget other drains or candidates use for now; they keep
     # their unneeded time (see planner.py).
     waiting_for_budget: list[str] = field(default_factory=list)
+    # Candidates whose budget-pinned pods leave by their Deployment's rollout (surge.py).
+    surges: dict[str, Surge] = field(default_factory=dict)
     # Removable now (timers run out, no cooldown); budgets crop these in the actuator.
     empty_to_delete: list[str] = field(default_factory=list)
     drain_to_delete: list[str] = field(default_factory=list)
@@ -98,6 +101,10 @@ class ScaleDownPlan:
             "candidate_set": list(self.candidate_set),
             "risky": sorted(self.risky),
             "waiting_for_budget": list(self.waiting_for_budget),
+            "surge_before_evict": {
+                node: [f"{ns}/{name}" for ns, name in surge.deployments]
+                for node, surge in self.surges.items()
+            },
             "to_delete": {"empty": list(empty), "drain": list(drain)},
             "destinations": dict(self.destinations),
         }

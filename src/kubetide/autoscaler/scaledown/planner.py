@@ -249,6 +249,7 @@ class Planner:
         self.hints = u.new_hints
         plan.candidate_set = found.candidates
         plan.waiting_for_budget = waiting
+        plan.surges = found.surges
         plan.risky = found.risky
         paused = cooldown(self.options, now, self.last_scale_up, self.last_deletion, self.last_failure)
         decide_removals(u, self.unneeded_since, paused, self.timers_expired)
