@@ -435,14 +435,15 @@ class Actuator:
                 return f"could not restart Deployment {namespace}/{name} to surge its pods: {exc}"
             d.restarted.add(key)
             in_flight.add(key)
-            pods = ", ".join(sorted(p.key for p in d.surged.values() if p.namespace == namespace))
+            keys = sorted(p.key for p in d.surged.values() if p.namespace == namespace)
+            pods = ", ".join(keys) + (" leaves" if len(keys) == 1 else " leave")
             self._event(
                 "Deployment",
                 f"{namespace}/{name}",
                 "Normal",
                 "SurgeBeforeEvict",
-                f"restarted (rollout restart) so that {pods} leave node {d.node} for scale-down with"
-                " their replacements available first: their PodDisruptionBudget allows no eviction",
+                f"restarted (rollout restart) so that {pods} node {d.node} for scale-down, replacement"
+                " available first: its PodDisruptionBudget allows no eviction",
             )
         return None
 
