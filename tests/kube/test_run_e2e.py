@@ -197,3 +197,66 @@ def test_api_server_restart_mid_run_watches_recover_without_duplicate_actions(ku
     assert len(group_nodes(kube, "small")) == 2, kubetide.log()
     assert kubetide.running()
     assert kubetide.terminate() == 0
+
+
+def test_surge_before_evict_moves_a_single_replica_behind_min_available_one(kube, tmp_path):
+    """A node whose only pod is a single replica behind minAvailable 1 is drained by restarting
+    its Deployment (replacement first): its available pods never drop below 1, watched."""
+    groups = write_groups(tmp_path)
+    small = {"size": "small"}
+    # web fills node A (4 x 500m of 2 cpu); solo then needs node B of its own.
+    create_deployment(kube, "web", 4, "500m", node_selector=small)
+    kubetide = Kubetide(
+        kube,
+        tmp_path,
+        *base_args(kube, groups, "surge"),
+        "--leader-elect=false",
+        "--surge-before-evict=true",
+        "--scale-down-utilization-threshold=0.6",
+    ).start()
+    wait_running(kube, "web", 4, timeout=90)
+    policy = kubernetes.client.PolicyV1Api(kube.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "solo"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "solo"}}},
+        },
+    )
+    create_deployment(kube, "solo", 1, "200m", node_selector=small)
+    (first,) = wait_running(kube, "solo", 1, timeout=90)
+    assert len(group_nodes(kube, "small")) == 2, kubetide.log()
+
+    # Watch solo's pods from now on: the Ready, not terminating ones, at every change.
+    available: dict[str, bool] = {p.metadata.name: True for p in running(kube, "solo")}
+    least = [len(available)]
+    watch = kubernetes.watch.Watch()
+    stream = watch.stream(
+        kube.core.list_namespaced_pod, kube.namespace, label_selector="app=solo", timeout_seconds=150
+    )
+    # Load drops: A keeps 2 web pods (50%), B holds solo (10%); solo can only go by a surge.
+    scale(kube, "web", 2)
+    deadline = time.monotonic() + 150
+    for event in stream:
+        pod = event["object"]
+        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        available[pod.metadata.name] = (
+            event["type"] != "DELETED" and ready and pod.metadata.deletion_timestamp is None
+        )
+        least.append(sum(available.values()))
+        if len(group_nodes(kube, "small")) == 1 and first.metadata.name not in {
+            p.metadata.name for p in running(kube, "solo")
+        }:
+            break
+        if time.monotonic() > deadline:
+            break
+    watch.stop()
+    wait_until(lambda: len(group_nodes(kube, "small")) == 1, timeout=60, what="node B removed")
+    (moved,) = wait_running(kube, "solo", 1)
+    assert moved.metadata.name != first.metadata.name
+    assert moved.spec.node_name != first.spec.node_name
+    assert min(least) >= 1, least  # minAvailable 1 held throughout
+    events = kube.core.list_namespaced_event(kube.namespace, field_selector="reason=SurgeBeforeEvict").items
+    assert [e.involved_object.name for e in events] == ["solo"], kubetide.log()
+    assert not tainted_for_deletion(kube)
+    assert kubetide.terminate() == 0

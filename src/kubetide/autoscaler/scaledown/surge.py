@@ -97,7 +97,12 @@ def deployment_of(pod: Pod, workloads: WorkloadIndex | None) -> Workload | None:
 def _why_not(pod: Pod, deployment: Workload | None) -> str | None:
     if deployment is None:
         ref = pod.meta.controller
-        owner = f"its controller is a {ref.kind}" if ref is not None else "it has no controller"
+        if ref is None:
+            owner = "it has no controller"
+        elif ref.kind == "ReplicaSet":
+            owner = f"its ReplicaSet {ref.name} belongs to no Deployment"
+        else:
+            owner = f"its controller is a {ref.kind}"
         return f"pod {pod.key} is never surged: {owner}, and only Deployments start a replacement first"
     key = f"Deployment {deployment.namespace}/{deployment.name}"
     if deployment.meta.annotations.get(SURGE_ANNOTATION) == "false":
