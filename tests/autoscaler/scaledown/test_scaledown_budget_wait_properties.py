@@ -52,13 +52,14 @@ def budget(app: str, full: int, allowed: int):
 
 
 @st.composite
-def statuses(draw, apps):
-    """One loop's PDB statuses: full budget 0 (refuses for good), 1 or 2; used up or not."""
-    out = []
-    for app in apps:
-        full = draw(st.sampled_from([0, 1, 1, 2]))
-        out.append(budget(app, full, draw(st.integers(0, full))))
-    return out
+def statuses(draw, fulls, draining):
+    """One loop's PDB statuses: each budget's full allowance (0 refuses for good) less what the
+    drains under way use (`draining`: their healthy pods per app) and what pods not Ready yet use
+    (replacements of finished drains, drawn)."""
+    return [
+        budget(app, full, max(0, full - draining.get(app, 0) - draw(st.integers(0, 1))))
+        for app, full in fulls.items()
+    ]
 
 
 STEP = st.tuples(
@@ -81,6 +82,7 @@ def run_loops(cluster, data, planner_options, check):
     waiting nodes."""
     nodes, pods, _, min_size, _ = cluster
     apps = sorted({p.labels["app"] for p in pods} | {APPS[0]})
+    fulls = {app: data.draw(st.sampled_from([0, 1, 1, 2]), label=f"budget of {app}") for app in apps}
     cloud = FakeCloud()
     group = cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
     planner = Planner(planner_options, timer=WorkTimer(1e-3))
@@ -89,7 +91,11 @@ def run_loops(cluster, data, planner_options, check):
     now = 0.0
     kept: set[str] = set()
     for loop, (gap, action, pick) in enumerate(data.draw(st.lists(STEP, min_size=3, max_size=6))):
-        pdbs = data.draw(statuses(apps), label=f"pdbs at loop {loop}")
+        draining: dict[str, int] = {}
+        for p in pods:
+            if p.node_name in deleting and p.ready:
+                draining[p.labels["app"]] = draining.get(p.labels["app"], 0) + 1
+        pdbs = data.draw(statuses(fulls, draining), label=f"pdbs at loop {loop}")
         snapshot = ClusterSnapshot(list(nodes.values()), [p for p in pods if p.node_name in nodes])
         before = dict(planner.unneeded_since)
         plan = planner.update(
