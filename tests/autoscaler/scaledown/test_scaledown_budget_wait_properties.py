@@ -12,8 +12,8 @@ to drain, finishing or being abandoned:
 - a waiting node is never in the same loop's candidate set;
 - with scale-down-budget-wait-keeps-unneeded-time false (CA's way) nothing is ever waiting.
 
-Found meanwhile (xfail at the end): after a restart, a risky drain caught between two budget waves
-is waiting for budget, so recover() untaints it instead of resuming it.
+Found meanwhile, and fixed (restart.py): after a restart, a risky drain caught between two budget
+waves was waiting for budget, so recover() untainted it instead of resuming it.
 """
 
 from __future__ import annotations
@@ -205,12 +205,6 @@ def test_a_node_waits_through_a_drain_and_goes_when_the_budget_is_back():
     assert plan.removable_now() == ["n1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a restart, a risky drain between two budget waves (its budget used up for now by"
-    " its own first wave's replacement, not Ready yet) is waiting for budget, so not a candidate,"
-    " and recover() untaints it instead of resuming it, though its deadline has not passed",
-)
 def test_a_restart_between_two_budget_waves_resumes_the_drain():
     """n0 was tainted at t=100 by the previous process to drain its two pods of a maxUnavailable 1
     budget (two waves); the first is gone, its replacement r not Ready yet, so the budget allows
@@ -248,5 +242,5 @@ def test_a_restart_between_two_budget_waves_resumes_the_drain():
         ],
         workloads=[workload("ReplicaSet", "web", 3)],
     )
-    assert report.plan.waiting_for_budget == ["n0"]  # holds today
+    assert report.plan.waiting_for_budget == ["n0"]
     assert report.resumed == ["n0"], report.released

@@ -92,13 +92,16 @@ def recover(
     )
     report = RecoveryReport(plan, cloud_deleting=gone)
     candidates = set(plan.candidate_set)
+    # A drain between two budget waves finds its budget used up by its own evictions (their
+    # replacements not Ready yet): it waits for budget, its pods fit elsewhere, and it resumes.
+    resumable = candidates | set(plan.waiting_for_budget)
     index = index_workloads(workloads) if workloads is not None else None
     ctx = DrainContext(actuator.rules, PdbTracker(pdbs, ()), now, index)
     for node in orphans:
         group = cloud.node_group_for(node)
         since = tainted_at(node, now)
         why = ""
-        if node.name in candidates and group is not None:
+        if node.name in resumable and group is not None:
             movable = drain_node(list(snapshot.pods_on(node.name).values()), ctx).movable
             deadline = resume_deadline(since, movable, pdbs, actuator.options)
             if now < deadline:
