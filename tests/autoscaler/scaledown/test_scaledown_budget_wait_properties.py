@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pdb, pod, workload
