@@ -198,3 +198,33 @@ def test_a_refused_restart_abandons_the_drain_and_says_why():
     result = actuator.tick(snapshot, 5.0, workloads=workloads)
     assert "could not restart Deployment default/api to surge its pods" in result.failed["a"]
     assert "a" not in actuator.deletions
+
+
+def test_a_restarted_process_resumes_a_surge_from_its_recovery_plan():
+    from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+    from kubetide.autoscaler.scaledown.restart import recover
+    from kubetide.model import Taint
+
+    options, snapshot, workloads = world(deployment())
+    tainted = dataclasses.replace(
+        snapshot.node("a"), taints=(Taint(TO_BE_DELETED_TAINT, "100", "NoSchedule"),)
+    )
+    snapshot = snapshot_of([tainted, snapshot.node("d")], list(snapshot.pods()))
+    cloud = FakeCloud()
+    cloud.add(FakeGroup("g"), "a", "d")
+    actions = FakeActions()
+    planner = Planner(options, timer=WorkTimer(1e-3))
+    actuator = Actuator(options, actions, cloud, planner)
+    report = recover(
+        planner,
+        actuator,
+        snapshot,
+        cloud=cloud,
+        now=110.0,
+        pdbs=[pdb("api", "api", **PINNED)],
+        workloads=workloads,
+    )
+    assert report.resumed == ["a"]
+    actuator.tick(snapshot, 110.0, workloads=workloads)
+    assert ("restart_deployment", "default/api", 110.0) in actions.calls
+    assert "default/api-0" not in actions.evicted

@@ -239,11 +239,13 @@ class Actuator:
             self.planner.note_deletion(now)
         return result
 
-    def resume(self, node: str, group: NodeGroup, *, empty: bool, tainted_at: float) -> None:
+    def resume(
+        self, node: str, group: NodeGroup, *, empty: bool, tainted_at: float, surge: Surge | None = None
+    ) -> None:
         """Take over a deletion a previous run started (restart safety): it continues from the
         re-check, the taint delay and the eviction deadline counted from when the node was
         tainted (`resume_deadline`), never from the restart."""
-        self.deletions[node] = NodeDeletion(node, group, empty, tainted_at, resumed=True)
+        self.deletions[node] = NodeDeletion(node, group, empty, tainted_at, resumed=True, surge=surge)
 
     def cancel_all(self, now: float, why: str) -> dict[str, str]:
         """Abort every deletion in progress: untaint, ScaleDownFailed, planner told. For a loop

@@ -105,7 +105,13 @@ def recover(
             movable = drain_node(list(snapshot.pods_on(node.name).values()), ctx).movable
             deadline = resume_deadline(since, movable, pdbs, actuator.options)
             if now < deadline:
-                actuator.resume(node.name, group, empty=plan.nodes[node.name].empty, tainted_at=since)
+                actuator.resume(
+                    node.name,
+                    group,
+                    empty=plan.nodes[node.name].empty,
+                    tainted_at=since,
+                    surge=plan.surges.get(node.name),
+                )
                 report.resumed.append(node.name)
                 continue
             why = (
