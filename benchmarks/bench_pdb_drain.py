@@ -30,7 +30,6 @@ import yaml
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import work_timer
 from kubetide.sim.world import WorldObserver
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -68,11 +67,10 @@ class _Watch(WorldObserver):
     def __init__(self, sim: Simulation):
         self.sim = sim
         self.drains: dict[str, Drain] = {}
-        self.autoscaler: Autoscaler | None = None
 
     def after_autoscaler(self) -> None:
-        inner = self.autoscaler
-        if inner is None or inner.planner.last_plan is None:
+        inner = self.sim.autoscaler
+        if not isinstance(inner, Autoscaler) or inner.planner.last_plan is None:
             return
         plan = inner.planner.last_plan
         for name, deletion in inner.actuator.deletions.items():
@@ -96,34 +94,10 @@ class _Watch(WorldObserver):
 
 def simulate(name: str, data: dict) -> Run:
     scenario = parse_scenario(data, f"{name}.yaml", EXAMPLES)
-    holder: dict[str, _Watch] = {}
-
-    def factory(options, clock, view, actions, cloud):
-        inner = Autoscaler(options, clock, view, actions, cloud, seed=scenario.seed, timer=work_timer())
-        watch = holder["watch"]
-        watch.autoscaler = inner
-
-        class Watched:
-            """The autoscaler, telling the watch what each loop and each drive started."""
-
-            def run_once(self):
-                result = inner.run_once()
-                watch.after_autoscaler()
-                return result
-
-            def drive_deletions(self):
-                result = inner.drive_deletions()
-                watch.after_autoscaler()
-                return result
-
-            def __getattr__(self, attribute):
-                return getattr(inner, attribute)
-
-        return Watched()
-
-    sim = Simulation(scenario, autoscaler_factory=factory, autoscaler_name="kubetide")
-    holder["watch"] = watch = _Watch(sim)
+    sim = Simulation(scenario, autoscaler_name="kubetide")
+    watch = _Watch(sim)
     sim.world.subscribe(watch)
+    sim.after_autoscaler.append(watch.after_autoscaler)
     started = time.process_time()
     sim.setup()
     sim.engine.run_until(sim.engine.start + scenario.duration)

@@ -3,7 +3,7 @@
 Seeded random scenarios: one node group, two or three Deployments under PodDisruptionBudgets
 (maxUnavailable 1, 25%, minAvailable 60%), a load drop so nodes become removable, pods that start
 in seconds or in up to two minutes (so that some budget waves outlast max-pod-eviction-time), all
-simulated for one hour or 90 minutes. The autoscaler is wrapped (as benchmarks/bench_pdb_drain.py does) and a WorldObserver
+simulated for one hour or 90 minutes. The simulation's after_autoscaler hook (as benchmarks/bench_pdb_drain.py uses it) and a WorldObserver
 records every ToBeDeleted taint the actuator writes: when, the budget waves the actuator gave the
 drain (`actuator.deletions[node].waves`, CA's risky nodes get one max-pod-eviction-time a wave),
 and how it ended: the node removed, or the drain abandoned and the taint removed.
@@ -33,7 +33,6 @@ from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.sim import Simulation
 from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import work_timer
 from kubetide.sim.world import WorldObserver
 
 SEEDS = range(30)
@@ -168,7 +167,6 @@ class _Watch(WorldObserver):
 
     def __init__(self, sim: Simulation):
         self.sim = sim
-        self.autoscaler: Autoscaler | None = None
         self.drains: list[Drain] = []
         self.open: dict[str, Drain] = {}
 
@@ -176,8 +174,9 @@ class _Watch(WorldObserver):
         return self.sim.engine.now() - self.sim.engine.start
 
     def after_autoscaler(self) -> None:
-        assert self.autoscaler is not None
-        for name, deletion in self.autoscaler.actuator.deletions.items():
+        autoscaler = self.sim.autoscaler
+        assert isinstance(autoscaler, Autoscaler)
+        for name, deletion in autoscaler.actuator.deletions.items():
             drain = self.open.get(name)
             assert drain is not None, f"{name} is being deleted without a ToBeDeleted taint seen"
             drain.waves = max(drain.waves, deletion.waves)
@@ -218,31 +217,9 @@ class Run:
 def simulate(seed: int) -> Run:
     data, max_grace = scenario(seed)
     parsed = parse_scenario(data, f"drains-{seed}.yaml", Path("."))
-    holder: dict[str, _Watch] = {}
-
-    def factory(options, clock, view, actions, cloud):
-        inner = Autoscaler(options, clock, view, actions, cloud, seed=parsed.seed, timer=work_timer())
-        watch = holder["watch"]
-        watch.autoscaler = inner
-
-        class Watched:
-            def run_once(self):
-                result = inner.run_once()
-                watch.after_autoscaler()
-                return result
-
-            def drive_deletions(self):
-                result = inner.drive_deletions()
-                watch.after_autoscaler()
-                return result
-
-            def __getattr__(self, attribute):
-                return getattr(inner, attribute)
-
-        return Watched()
-
-    sim = Simulation(parsed, autoscaler_factory=factory, autoscaler_name="kubetide")
-    holder["watch"] = watch = _Watch(sim)
+    sim = Simulation(parsed, autoscaler_name="kubetide")
+    watch = _Watch(sim)
+    sim.after_autoscaler.append(watch.after_autoscaler)
     sim.world.subscribe(watch)
     sim.cloud.hooks.deleting_nodes.append(watch.deleting)
     sim.setup()

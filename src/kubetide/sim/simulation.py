@@ -168,6 +168,9 @@ class Simulation:
         self.autoscaler_seconds = 0.0  # wall time inside run_once (not in summary.json: not deterministic)
         self._next_loop = 0.0  # when the next autoscaler loop runs
         self._drive_timer: Timer | None = None  # a wake-up for the deletions in progress
+        # Called after every autoscaler loop and every drive of its deletions (benchmarks and
+        # tests read the autoscaler's state there: its plan, its deletions in progress).
+        self.after_autoscaler: list[Callable[[], None]] = []
         self.warnings: list[str] = list(scenario.warnings)
         self._markers: list[dict[str, Any]] = []
         self._ready = False
@@ -351,6 +354,8 @@ class Simulation:
             started = time.perf_counter()
             self.autoscaler.run_once()
             self.autoscaler_seconds += time.perf_counter() - started
+            for hook in self.after_autoscaler:
+                hook()
             depth = self.world.snapshot.depth
             if depth:
                 raise RuntimeError(
@@ -388,6 +393,8 @@ class Simulation:
         started = time.perf_counter()
         drive()
         self.autoscaler_seconds += time.perf_counter() - started
+        for hook in self.after_autoscaler:
+            hook()
         if self.world.snapshot.depth:
             raise RuntimeError("the autoscaler left a snapshot fork open after drive_deletions()")
         self._schedule_drive()
