@@ -139,11 +139,7 @@ class WaitingNode:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterScaleDownCondition:
-    status: str = ""
-    candidates: int = 0
-    last_probe_time: str = ""
-    last_transition_time: str = ""
+class ClusterScaleDownCondition(ScaleDownCondition):
     # kubetide's own, written only when there is something to say (None otherwise).
     drains: tuple[DrainStatus, ...] | None = None
     waiting_for_budget: tuple[WaitingNode, ...] | None = None
