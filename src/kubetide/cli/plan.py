@@ -596,6 +596,7 @@ def summary_lines(result: PlanResult) -> list[str]:
         f"{len(sd.waiting_for_budget)} waiting for PDB budget (unneeded timers kept)"
         if sd.waiting_for_budget
         else "",
+        f"{len(sd.surges)} moved by surge before evict (Deployments restarted first)" if sd.surges else "",
     ]
     if any(paced):
         lines.append("PodDisruptionBudget-paced: " + ", ".join(part for part in paced if part))

@@ -333,7 +333,8 @@ def search_candidates(
         evicted = [p for p in drain.movable if surge is None or p.uid not in surge.pods]
         waves = tracker.waves(evicted)
         if drain.movable:
-            status.estimate = estimate_drain(drain.movable, waves, u.options)
+            # A surge is a wave of its own: the replacements become available before the pods go.
+            status.estimate = estimate_drain(drain.movable, waves + (surge is not None), u.options)
         if charge.risky:
             status.detail = found.risky[name] = _risky(charge.shortfalls, waves)
         if surge is not None:
