@@ -264,3 +264,22 @@ class FakeActions:
 
 def with_taints(n: Node, *taints: Taint) -> Node:
     return dataclasses.replace(n, taints=(*n.taints, *taints))
+
+
+class DeletionWorld:
+    """A real-cluster stand-in for the actuator's tests: a snapshot edited by hand, fake actions
+    and cloud (one group of every node), and the planner and actuator wired as the loop wires them."""
+
+    def __init__(self, nodes, pods, options, pdbs=()):
+        from kubetide.autoscaler.scaledown.actuator import Actuator
+        from kubetide.autoscaler.scaledown.planner import Planner
+        from kubetide.clock import WorkTimer
+
+        self.options = options
+        self.snapshot = snapshot_of(nodes, pods)
+        self.cloud = FakeCloud()
+        self.group = self.cloud.add(FakeGroup("g"), *[n.name for n in nodes])
+        self.actions = FakeActions()
+        self.planner = Planner(self.options, timer=WorkTimer(1e-3), timers_expired=True)
+        self.actuator = Actuator(self.options, self.actions, self.cloud, self.planner)
+        self.pdbs = list(pdbs)

@@ -4,14 +4,13 @@ import dataclasses
 import math
 
 import pytest
-from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pod, snapshot_of, workload
+from scaledown_fakes import DeletionWorld, FakeActions, node, pod, workload
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, EvictionOutcome
-from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX, Actuator, Phase
+from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX, Phase
 from kubetide.autoscaler.scaledown.budgets import crop
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.restart import recover
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo, update_soft_taints
 from kubetide.clock import WorkTimer
@@ -67,18 +66,11 @@ def test_scale_down_throttled_whenever_a_budget_holds_nodes_back(
 
 
 # -- a small world ---------------------------------------------------------------------------------
-class World:
-    """A real-cluster stand-in: a snapshot we edit by hand, fake actions and cloud, planner and
-    actuator wired as the loop will wire them."""
+class World(DeletionWorld):
+    """DeletionWorld, planned by the real planner."""
 
     def __init__(self, nodes, pods, options=None, groups=None):
-        self.options = options or opts(node_delete_delay_after_taint=5)
-        self.snapshot = snapshot_of(nodes, pods)
-        self.cloud = FakeCloud()
-        self.group = self.cloud.add(FakeGroup("g"), *[n.name for n in nodes])
-        self.actions = FakeActions()
-        self.planner = Planner(self.options, timer=WorkTimer(1e-3), timers_expired=True)
-        self.actuator = Actuator(self.options, self.actions, self.cloud, self.planner)
+        super().__init__(nodes, pods, options or opts(node_delete_delay_after_taint=5))
 
     def plan(self, now=0.0):
         return self.planner.update(

@@ -4,18 +4,22 @@ import dataclasses
 import math
 
 import pytest
-from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pdb, pod, snapshot_of, workload
+from scaledown_fakes import (
+    DeletionWorld,
+    node,
+    pdb,
+    pod,
+    workload,
+)
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
-from kubetide.autoscaler.scaledown.actuator import Actuator, Phase
+from kubetide.autoscaler.scaledown.actuator import Phase
 from kubetide.autoscaler.scaledown.budgets import candidates_pool_size
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import REMOVABLE, NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.restart import recover
-from kubetide.clock import WorkTimer
 from kubetide.errors import ManifestError
 from kubetide.model import Taint
 
@@ -66,16 +70,9 @@ def test_waves_count_the_budget_rounds_a_nodes_pods_need(pods, pdbs, expected):
 
 
 # -- a world driven by hand ---------------------------------------------------------------------------
-class World:
+class World(DeletionWorld):
     def __init__(self, nodes, pods, options=None, pdbs=()):
-        self.options = options or opts()
-        self.snapshot = snapshot_of(nodes, pods)
-        self.cloud = FakeCloud()
-        self.group = self.cloud.add(FakeGroup("g"), *[n.name for n in nodes])
-        self.actions = FakeActions()
-        self.planner = Planner(self.options, timer=WorkTimer(1e-3), timers_expired=True)
-        self.actuator = Actuator(self.options, self.actions, self.cloud, self.planner)
-        self.pdbs = list(pdbs)
+        super().__init__(nodes, pods, options or opts(), pdbs)
 
     def start(self, now=0.0, *, drain=(), empty=()):
         """Start deletions as a plan asking for them would (the planner side is not under test)."""
