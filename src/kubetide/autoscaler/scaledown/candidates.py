@@ -304,16 +304,17 @@ def search_candidates(
                 u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
             else:
                 # Unneeded, but the budget is used up for now by other drains or pods not Ready
-                # yet: the node keeps its unneeded time and goes as soon as the budget is back.
+                # yet: the node keeps its unneeded time and goes as soon as the budget is back
+                # (kubetide's own; as CA, it is a non-candidate until the recheck time).
                 assert refusal is not None
-                found.waiting.append(name)
-                u.mark(
-                    node,
-                    drain.empty,
-                    NodeReason.BLOCKED_BY_POD,
-                    BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),
-                    _waiting(refusal, tracker),
-                )
+                blocking = BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB)
+                keeps_timer = u.options.scale_down_budget_wait_keeps_unneeded_time
+                detail = _waiting(refusal, keeps_timer)
+                if keeps_timer:
+                    found.waiting.append(name)
+                else:
+                    new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, blocking, detail)
+                u.mark(node, drain.empty, NodeReason.BLOCKED_BY_POD, blocking, detail)
             continue
         snapshot.commit()
         tracker.commit()
@@ -412,13 +413,20 @@ def _refused_for_good(
     )
 
 
-def _waiting(refusal: PdbRefusal, tracker: PdbTracker) -> str:
-    pdb = refusal.pdb
-    left = tracker.by_key()[pdb.key]
-    return (
-        f"waiting for budget: PodDisruptionBudget {pdb.key} has {_disruptions(max(left, 0))} left"
-        " after the drains under way and the candidates before this node; its pods fit elsewhere,"
-        " so it keeps its unneeded time and is drained as soon as the budget is back"
+def _waiting(refusal: PdbRefusal, keeps_timer: bool) -> str:
+    head = (
+        f"waiting for budget: PodDisruptionBudget {refusal.pdb.key} has"
+        f" {_disruptions(max(refusal.left, 0))} left after the drains under way and the candidates"
+        " before this node"
+    )
+    if keeps_timer:
+        return (
+            head
+            + "; its pods fit elsewhere, so it keeps its unneeded time and is drained as soon as the budget is back"
+        )
+    return head + (
+        " (scale-down-budget-wait-keeps-unneeded-time=false: a non-candidate until"
+        " unremovable-node-recheck-timeout, its unneeded time restarted, as in CA)"
     )
 
 

@@ -48,6 +48,7 @@ class PdbRefusal:
     # The budget allows a disruption once its pods are all healthy again: it is used up only for
     # now (by other drains, or pods not Ready yet), and the node waits for it.
     waiting: bool
+    left: int  # disruptions it had left (below zero once earlier nodes were charged past it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ class PdbTracker:
             healthy = is_healthy(pod)
             for i in self.matching(pod):
                 if not self._allows(i, healthy):
-                    return NodeCharge(PdbRefusal(self.pdbs[i], pod, self.full[i] >= 1))
+                    return NodeCharge(PdbRefusal(self.pdbs[i], pod, self.full[i] >= 1, self.remaining[i]))
                 if healthy:
                     counts[i] = counts.get(i, 0) + 1
         shortfalls = tuple(

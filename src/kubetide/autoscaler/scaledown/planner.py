@@ -226,29 +226,16 @@ class Planner:
             for name, old in self.unremovable.items()
             if name in u.snapshot and now < old.at + recheck and name not in found.candidates
         }
-        waiting = found.waiting
-        if not self.options.scale_down_budget_wait_keeps_unneeded_time:
-            # As CA: the node is a non-candidate until the recheck time, its timer restarted.
-            for name in waiting:
-                status = u.plan.nodes[name]
-                status.detail = status.detail.split(";")[0] + (
-                    " (scale-down-budget-wait-keeps-unneeded-time=false: a non-candidate until"
-                    " unremovable-node-recheck-timeout, its unneeded time restarted, as in CA)"
-                )
-                new_unremovable[name] = Unremovable(
-                    now, NodeReason.BLOCKED_BY_POD, status.blocking_pod, status.detail
-                )
-            waiting = []
         kept.update(new_unremovable)
         self.unremovable = kept
         # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
         # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
         self.unneeded_since = {
-            name: self.unneeded_since.get(name, now) for name in [*found.candidates, *waiting]
+            name: self.unneeded_since.get(name, now) for name in [*found.candidates, *found.waiting]
         }
         self.hints = u.new_hints
         plan.candidate_set = found.candidates
-        plan.waiting_for_budget = waiting
+        plan.waiting_for_budget = found.waiting
         plan.surges = found.surges
         plan.risky = found.risky
         paused = cooldown(self.options, now, self.last_scale_up, self.last_deletion, self.last_failure)

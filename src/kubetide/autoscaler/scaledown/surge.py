@@ -46,11 +46,10 @@ class Surge:
 
 @dataclass(frozen=True, slots=True)
 class NoSurge:
-    """Why the node's pinned pods cannot be surged; `flag_only` when --surge-before-evict (or the
-    Deployment's annotation) is all that is missing."""
+    """Why the node's pinned pods cannot be surged (or that only --surge-before-evict, or the
+    Deployment's annotation, is missing)."""
 
     why: str
-    flag_only: bool = False
 
 
 def plan_surge(
@@ -76,8 +75,7 @@ def plan_surge(
     if not opted_in:
         return NoSurge(
             "with --surge-before-evict (or the Deployment annotated"
-            f' {SURGE_ANNOTATION}: "true") it would go: its Deployment allows a surge',
-            flag_only=True,
+            f' {SURGE_ANNOTATION}: "true") it would go: its Deployment allows a surge'
         )
     return Surge(tuple(deployments), frozenset(p.uid for p in pinned))
 
