@@ -69,7 +69,7 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
         NOW,
     )
     up, down = result["scale_up"], result["scale_down"]
-    assert list(up) == ["pending", "options", "chosen", "not_helped", "why"]
+    assert list(up) == ["pending", "options", "chosen", "not_helped", "increases", "why"]
     assert all(list(o) == ["node_group", "node_count", "pods"] for o in up["options"])
     assert list(up["chosen"]) == ["node_group", "node_count"]
     assert list(down) == [
@@ -80,6 +80,7 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
         "surge_before_evict",
         "to_delete",
         "destinations",
+        "held",
     ]
     assert list(down["to_delete"]) == ["empty", "drain"]
     for entry in down["nodes"].values():

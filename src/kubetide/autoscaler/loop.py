@@ -1,8 +1,10 @@
-"""RunOnce: one autoscaler loop, in the order the cluster-state-registry design gives.
+"""RunOnce: one autoscaler loop. The decision is decision.py's (the step order the
+cluster-state-registry design gives, shared with `kubetide plan`); this module carries it out:
 
-    registry.update -> unhealthy? halt -> remove unregistered instances -> fix group sizes
-    -> scale-up (filter schedulable, estimate, expand, increase) -> scale-down (drive deletions in
-    progress, plan, start new ones, soft taints) -> status
+    observe (registry) -> halt (unhealthy: cancel deletions) | remove unregistered instances ->
+    fix group sizes (halt) | drive deletions in progress (first loop: recover a previous run's)
+    -> decide (scale-up, scale-down) -> increases -> start the deletions the budgets allow ->
+    soft taints -> status
 
 Between loops, `drive_deletions()` advances only the deletions in progress, at the time
 `next_wakeup()` names: the Cluster Autoscaler runs each deletion in a goroutine on its own timers
@@ -23,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetide.autoscaler.clusterstate import (
-    ClusterStateRegistry,
     RegistryEvent,
     ScaleDownSummary,
     ScaleUpSummary,
     StatusBuilder,
 )
+from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide, observe
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -40,16 +42,14 @@ from kubetide.autoscaler.ports import (
 )
 from kubetide.autoscaler.scaledown import (
     Actuator,
-    Planner,
     ScaleDownPlan,
     StartResult,
     recover,
     release_orphans,
     update_soft_taints,
 )
-from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
-from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan, min_size_increases
+from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
 from kubetide.clock import Clock, Timer
 from kubetide.model import PodDisruptionBudget, Workload
@@ -62,31 +62,25 @@ PRIORITY_EXPANDER_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expan
 
 @dataclass(slots=True)
 class LoopResult:
-    """What one loop did, for the simulator's metrics and for tests."""
+    """What one loop did: its decision, and what carrying it out gave."""
 
     now: float
+    decision: LoopDecision | None = None
     halted: str | None = None  # why the loop stopped early, if it did
-    scale_up: ScaleUpPlan | None = None
     scaled_up: dict[str, int] = field(default_factory=dict)  # group -> nodes added
-    scale_down: ScaleDownPlan | None = None
     started: StartResult | None = None
     deleted: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     refused_evictions: list[str] = field(default_factory=list)  # refused by a PDB (429), retried
     failed_deletions: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def scale_up(self) -> ScaleUpPlan | None:
+        return self.decision.scale_up if self.decision is not None else None
 
-def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> None:
-    """UC6: an unready node of a group at its target size leaves only once the node controller
-    has removed its pods (the registry design). Its drain would evict pods its dead kubelet
-    cannot stop, so a node still holding pods that need a home is held, not drained; once they
-    are gone it is empty and may go."""
-    held = [name for name in plan.drain_to_delete if name in unready_at_target]
-    for name in held:
-        plan.drain_to_delete.remove(name)
-        status = plan.nodes[name]
-        status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
-        status.detail = "unready: waiting for the node controller to remove its pods (UC6)"
+    @property
+    def scale_down(self) -> ScaleDownPlan | None:
+        return self.decision.scale_down if self.decision is not None else None
 
 
 class Autoscaler:
@@ -103,6 +97,7 @@ class Autoscaler:
         seed: int | random.Random = 0,
         timer: Timer,
         usage: UsageSource | None = None,
+        timers_expired: bool = False,
     ):
         self.options = options
         self.usage = usage  # real usage for scale-down's QoS watermark guard, when there is a source
@@ -110,9 +105,9 @@ class Autoscaler:
         self.view = view
         self.actions = actions
         self.cloud = cloud
-        self.registry = ClusterStateRegistry(options)
-        self.scale_up = ScaleUp(options, seed=seed, timer=timer)
-        self.planner = Planner(options, timer=timer)
+        self.state = LoopState(options, timer=timer, seed=seed, timers_expired=timers_expired)
+        self.registry = self.state.registry
+        self.planner = self.state.planner
         self.actuator = Actuator(options, actions, cloud, self.planner)
         self.status = StatusBuilder()
         self.timer = timer
@@ -134,45 +129,48 @@ class Autoscaler:
 
     # -- the loop ------------------------------------------------------------------------------
     def run_once(self) -> LoopResult:
+        """Observe, drive the deletions in progress, decide (decision.py), carry it out."""
         now = self.clock.now()
         result = LoopResult(now)
         snapshot = self.view.snapshot()
-        registry = self.registry
-        registry.update(list(snapshot.nodes()), self.cloud, now)
-        self._emit(registry.take_events())
-
-        if not registry.is_cluster_healthy():
-            # UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers,
-            # and deletions in progress are cancelled: their nodes are capacity again rather than
-            # cordoned for the whole halt (nothing drives them while the loop is halted), and so
-            # are nodes a previous run left tainted (recover() waits for a loop that scales down).
-            self.planner.clear()
-            counts = registry.node_counts()
-            message = (
-                f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready"
-            )
-            why = f"scale-down cancelled: {message}"
-            result.failed_deletions = self.actuator.cancel_all(now, why)
-            release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why)
-            self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", message)
-            result.halted = message
-            self._write_status(now, message=message)
+        observed = observe(self.state, snapshot, self.cloud, now)
+        result.decision = observed
+        self._emit(observed.events)
+        if observed.halted is Halt.CLUSTER_UNHEALTHY:
+            self._halt_unhealthy(snapshot, observed, now, result)
             return result
-
-        self._remove_unregistered(now)
-        if self._fix_node_group_sizes(now):
-            # The seed's algorithm: after fixing sizes, skip the rest of the iteration so the
-            # next one starts from the corrected targets.
-            result.halted = "fixed node group sizes"
+        self._remove_unregistered(observed, now)
+        if observed.halted is Halt.NODE_GROUP_SIZES_FIXED:
+            self._fix_node_group_sizes(observed, now)
+            result.halted = observed.halt_message
             self._write_status(now)
             return result
-
-        checker = self._checker_for(snapshot)
         pdbs = self.view.pdbs()
         workloads = self.view.workloads()
-        self._run_scale_up(snapshot, checker, workloads, now, result)
         if self.options.scale_down_enabled:
-            self._run_scale_down(snapshot, checker, pdbs, workloads, now, result)
+            self._drive_deletions_in_progress(snapshot, pdbs, workloads, now, result)
+        usage = self.usage.sample() if self.usage is not None and self.options.scale_down_enabled else None
+        decision = decide(
+            self.state,
+            LoopInputs(
+                now,
+                snapshot,
+                pending=self.view.pending_pods(),
+                pdbs=pdbs,
+                workloads=workloads,
+                planner_workloads=workloads,
+                priorities=self.view.configmap(*PRIORITY_EXPANDER_CONFIGMAP),
+                usage=usage,
+                being_deleted=self.actuator.being_deleted(),
+                deletions_in_progress=self.actuator.in_progress(),
+            ),
+            cloud=self.cloud,
+            checker=self._checker_for(snapshot),
+            observed=observed,
+        )
+        self._scale_up(decision, now, result)
+        if decision.scale_down is not None:
+            self._scale_down(snapshot, decision, now, result)
         self._write_status(now, result=result)
         return result
 
@@ -195,10 +193,51 @@ class Autoscaler:
         result.refused_evictions = tick.refused
         return result
 
-    # -- steps ---------------------------------------------------------------------------------
-    def _remove_unregistered(self, now: float) -> None:
+    # -- carrying the decision out -------------------------------------------------------------
+    def _drive_deletions_in_progress(
+        self,
+        snapshot: ClusterSnapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        workloads: Sequence[Workload],
+        now: float,
+        result: LoopResult,
+    ) -> None:
+        """Before deciding: on the first loop, resume or release what a previous run left tainted
+        (restart safety); then advance the deletions in progress, as `drive_deletions` does
+        between loops, so the decision sees the cluster they leave."""
+        if not self._recovered:
+            recover(
+                self.planner,
+                self.actuator,
+                snapshot,
+                cloud=self.cloud,
+                now=now,
+                pdbs=pdbs,
+                workloads=workloads,
+            )
+            self._recovered = True
+        tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
+        result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        result.refused_evictions = tick.refused
+
+    def _halt_unhealthy(
+        self, snapshot: ClusterSnapshot, decision: LoopDecision, now: float, result: LoopResult
+    ) -> None:
+        """UC8: a broken cluster is not made worse. Unneeded timers restart once it recovers, and
+        deletions in progress are cancelled: their nodes are capacity again rather than cordoned
+        for the whole halt (nothing drives them while the loop is halted), and so are nodes a
+        previous run left tainted."""
+        self.planner.clear()
+        why = f"scale-down cancelled: {decision.halt_message}"
+        result.failed_deletions.update(self.actuator.cancel_all(now, why))
+        release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why)
+        self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", decision.halt_message)
+        result.halted = decision.halt_message
+        self._write_status(now, message=decision.halt_message)
+
+    def _remove_unregistered(self, decision: LoopDecision, now: float) -> None:
         """UC5: instances that never registered as nodes are deleted, group by group."""
-        for group_id, instances in self.registry.unregistered_nodes_to_delete(now).items():
+        for group_id, instances in decision.unregistered.items():
             group = self._group(group_id)
             if group is None:
                 continue
@@ -219,10 +258,9 @@ class Autoscaler:
                 )
             self.registry.record_unregistered_removed(group_id, ids, now)
 
-    def _fix_node_group_sizes(self, now: float) -> bool:
+    def _fix_node_group_sizes(self, decision: LoopDecision, now: float) -> None:
         """UC4: a group that has been missing requested nodes for too long shrinks to what exists."""
-        fixed = False
-        for fix in self.registry.size_fixes(now):
+        for fix in decision.size_fixes:
             group = self._group(fix.group_id)
             if group is None:
                 continue
@@ -232,46 +270,12 @@ class Autoscaler:
                 self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "FixNodeGroupSizeFailed", str(exc))
                 continue
             self.registry.record_target_size_fixed(fix.group_id, fix.decrease, now)
-            fixed = True
-        return fixed
 
-    def _run_scale_up(
-        self,
-        snapshot: ClusterSnapshot,
-        checker: PredicateChecker,
-        workloads: Sequence[Workload],
-        now: float,
-        result: LoopResult,
-    ) -> None:
-        registry = self.registry
-        groups = self.cloud.node_groups()
-        plan = self.scale_up.plan(
-            snapshot=snapshot,
-            pending=self.view.pending_pods(),
-            node_groups=groups,
-            now=now,
-            workloads=workloads,
-            upcoming=registry.upcoming_nodes(),
-            backed_off=lambda gid: registry.is_backed_off(gid, now),
-            healthy=registry.is_node_group_healthy,
-            priorities=self.view.configmap(*PRIORITY_EXPANDER_CONFIGMAP),
-            checker=checker,
-        )
-        result.scale_up = plan
-        increases = list(plan.increases)
-        if self.options.enforce_node_group_min_size:
-            planned = {i.group_id for i in increases}
-            increases += [
-                i
-                for i in min_size_increases(
-                    groups,
-                    backed_off=lambda gid: registry.is_backed_off(gid, now),
-                    healthy=registry.is_node_group_healthy,
-                )
-                if i.group_id not in planned
-            ]
+    def _scale_up(self, decision: LoopDecision, now: float, result: LoopResult) -> None:
+        registry, plan = self.registry, decision.scale_up
+        assert plan is not None  # a loop that did not halt decided scale-up
         succeeded: set[str] = set()
-        for increase in increases:
+        for increase in decision.increases:
             group = self._group(increase.group_id)
             if group is None:
                 continue
@@ -291,46 +295,12 @@ class Autoscaler:
         if succeeded:
             self.planner.note_scale_up(now)
 
-    def _run_scale_down(
-        self,
-        snapshot: ClusterSnapshot,
-        checker: PredicateChecker,
-        pdbs: Sequence[PodDisruptionBudget],
-        workloads: Sequence[Workload],
-        now: float,
-        result: LoopResult,
+    def _scale_down(
+        self, snapshot: ClusterSnapshot, decision: LoopDecision, now: float, result: LoopResult
     ) -> None:
-        if not self._recovered:
-            # Restart safety: nodes a previous run left tainted are resumed or released, and
-            # stale soft taints removed, before anything new is decided.
-            recover(
-                self.planner,
-                self.actuator,
-                snapshot,
-                cloud=self.cloud,
-                now=now,
-                pdbs=pdbs,
-                workloads=workloads,
-            )
-            self._recovered = True
-        tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
-        result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
-        result.refused_evictions = tick.refused
-        being_deleted = self.actuator.being_deleted() | self.registry.being_deleted_nodes()
-        plan = self.planner.update(
-            snapshot,
-            cloud=self.cloud,
-            now=now,
-            pdbs=pdbs,
-            workloads=workloads,
-            being_deleted=being_deleted,
-            checker=checker,
-            pending=self.view.pending_pods(),
-            usage=self.usage.sample() if self.usage is not None else None,
-        )
-        hold_unready_drains(plan, self.registry.unready_nodes_at_target())
-        result.scale_down = plan
-        result.started = self.actuator.start(plan, snapshot, now)
+        plan = decision.scale_down
+        assert plan is not None
+        result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget)
         update_soft_taints(
             self.actions,
             list(snapshot.nodes()),

@@ -50,15 +50,15 @@ from collections.abc import Iterable, Sequence
 
 from rich.markup import escape
 
-from kubetide.autoscaler.clusterstate import ClusterStateRegistry
+from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide
 from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import UsageSample
-from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
+from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaleup.orchestrator import ScaleUp, ScaleUpPlan
+from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
 from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
@@ -290,13 +290,39 @@ def planner_workloads_of(manifests: Manifests, snapshot: ClusterSnapshot):
 
 @dataclasses.dataclass
 class PlanResult:
-    scale_up: ScaleUpPlan
-    scale_down: ScaleDownPlan
+    """The loop's decision (autoscaler/decision.py) as plan shows it."""
+
+    decision: LoopDecision
     budget: BudgetDecision
-    unhealthy: str | None = None
-    bound_for_scale_down: dict[str, str] = dataclasses.field(default_factory=dict)
-    cooldown_expired: bool = False  # this loop's scale-up would pause scale-down; taken as run out
     options: AutoscalerOptions = dataclasses.field(default_factory=AutoscalerOptions)
+
+    @property
+    def scale_up(self) -> ScaleUpPlan:
+        # plan decides past an unhealthy halt; a size-fix halt (not from a dump) decides none
+        return self.decision.scale_up if self.decision.scale_up is not None else ScaleUpPlan()
+
+    @property
+    def scale_down(self) -> ScaleDownPlan:
+        if self.decision.scale_down is None:  # scale-down-enabled=false
+            return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
+        return self.decision.scale_down
+
+    @property
+    def unhealthy(self) -> str | None:
+        if self.decision.halted is not Halt.CLUSTER_UNHEALTHY:
+            return None
+        return (
+            f"{self.decision.halt_message}; the autoscaler would stop this loop here"
+            " (the plan shows what it would do otherwise)"
+        )
+
+    @property
+    def bound_for_scale_down(self) -> dict[str, str]:
+        return self.decision.bound
+
+    @property
+    def cooldown_expired(self) -> bool:
+        return self.decision.cooldown_expired
 
 
 def plan_loop(
@@ -311,72 +337,28 @@ def plan_loop(
     planner_workloads=None,
     usage: UsageSample | None = None,
 ) -> PlanResult:
-    """Scale-up then scale-down on `snapshot` (left with the placed pending pods bound)."""
+    """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
+    pending pods that fit existing nodes bound there, as the scheduler would place them."""
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
-    registry = ClusterStateRegistry(options)
-    nodes = list(snapshot.nodes())
-    registry.update(nodes, cloud, now)
-    unhealthy = None
-    if not registry.is_cluster_healthy():
-        counts = registry.node_counts()
-        unhealthy = (
-            f"cluster unhealthy: {counts.unready} of {counts.registered} registered nodes are unready; "
-            "the autoscaler would stop this loop here (the plan shows what it would do otherwise)"
-        )
-    priorities = _configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP)
+    state = LoopState(options, timer=time.perf_counter, timers_expired=expire_timers)
+    inputs = LoopInputs(
+        now,
+        snapshot,
+        pending=pending,
+        pdbs=manifests.pdbs,
+        workloads=manifests.workloads,
+        planner_workloads=planner_workloads,
+        namespaces=namespaces,
+        priorities=_configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP),
+        usage=usage,
+    )
     with PredicateChecker(snapshot, namespaces) as checker:
-        scale_up = ScaleUp(options, timer=time.perf_counter).plan(
-            snapshot=snapshot,
-            pending=pending,
-            node_groups=cloud.node_groups(),
-            now=now,
-            workloads=manifests.workloads,
-            upcoming=registry.upcoming_nodes(),
-            healthy=registry.is_node_group_healthy,
-            priorities=priorities,
-            checker=checker,
-            namespaces=namespaces,
-        )
-        by_key = {p.key: p for p in pending}
-        bound: dict[str, str] = {}
-        for key, node in scale_up.schedulable.items():
-            pod = by_key.get(key)
-            if pod is not None and node in snapshot:
-                snapshot.add_pod(dataclasses.replace(pod, node_name=node), node)
-                bound[key] = node
-        planner = Planner(options, timers_expired=expire_timers, timer=time.perf_counter)
-        if scale_up.increases and not expire_timers:
-            planner.note_scale_up(now)
-        scale_down = planner.update(
-            snapshot,
-            cloud=cloud,
-            now=now,
-            pdbs=manifests.pdbs,
-            workloads=planner_workloads,
-            being_deleted=registry.being_deleted_nodes(),
-            checker=checker,
-            namespaces=namespaces,
-            pending=pending,
-            usage=usage,
-        )
-    deleting = [s for s in scale_down.nodes.values() if s.status == BEING_DELETED]
-    empty_in_progress = sum(1 for s in deleting if s.empty)
-    budget = crop(
-        scale_down.empty_to_delete,
-        scale_down.drain_to_delete,
-        options,
-        empty_in_progress=empty_in_progress,
-        drain_in_progress=len(deleting) - empty_in_progress,
-    )
-    return PlanResult(
-        scale_up,
-        scale_down,
-        budget,
-        unhealthy,
-        bound,
-        cooldown_expired=bool(scale_up.increases) and expire_timers,
-        options=options,
-    )
+        decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
+    by_key = {p.key: p for p in pending}
+    for key, node in decision.bound.items():
+        snapshot.add_pod(dataclasses.replace(by_key[key], node_name=node), node)
+    budget = decision.budget or crop([], [], options)
+    return PlanResult(decision, budget, options=options)
 
 
 def _configmap(configmaps: Iterable[ConfigMap], namespace: str, name: str) -> ConfigMap | None:
@@ -406,9 +388,17 @@ def plan_json(
             why=node_detail(status, group, result.options),
         )
     scale_up = result.scale_up.to_json()
-    scale_up["why"] = [
-        line.strip() for line in scale_up_lines(result.scale_up, result.options.expander, untried)
+    scale_up["increases"] = [
+        {
+            "node_group": i.group_id,
+            "delta": i.delta,
+            "new_size": i.new_size,
+            "reason": "min_size" if i.group_id in result.decision.min_size_groups else "pending_pods",
+        }
+        for i in result.decision.increases
     ]
+    scale_up["why"] = [line.strip() for line in scale_up_lines(result, untried)]
+    scale_down["held"] = list(result.decision.held)
     return document(
         "PlanResult",
         {
@@ -463,11 +453,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def scale_up_lines(plan: ScaleUpPlan, expander: Sequence[str], untried: Sequence[str] = ()) -> list[str]:
+def scale_up_lines(result: PlanResult, untried: Sequence[str] = ()) -> list[str]:
     """The scale-up half in a few lines: what grows, for whom, and why the others get nothing."""
-    lines = []
+    plan, expander = result.scale_up, result.options.expander
+    min_size = [i for i in result.decision.increases if i.group_id in result.decision.min_size_groups]
+    lines = [
+        f"growing {i.group_id} by {_plural(i.delta, 'node')} to its min size {i.new_size}"
+        " (enforce-node-group-min-size)"
+        for i in min_size
+    ]
     if not plan.pending and not plan.schedulable and not plan.not_helped:
-        return ["no unschedulable pods: nothing to scale up"]
+        return [*lines, "no unschedulable pods: nothing to scale up"]
     if plan.schedulable:
         fit = [f"{key} on {node}" for key, node in plan.schedulable.items()]
         lines.append(f"{_plural(len(fit), 'pending pod')} fit existing or upcoming nodes: {_names(fit)}")
@@ -601,7 +597,7 @@ def summary_lines(result: PlanResult) -> list[str]:
     if any(paced):
         lines.append("PodDisruptionBudget-paced: " + ", ".join(part for part in paced if part))
     up = result.scale_up
-    grows = ", ".join(f"{i.group_id} +{i.delta}" for i in up.increases) or "no node group grows"
+    grows = ", ".join(f"{i.group_id} +{i.delta}" for i in result.decision.increases) or "no node group grows"
     lines.append(
         f"scale-up: {grows}; {_plural(len(up.pending), 'pending pod')} need a new node, "
         f"{len(up.schedulable)} fit existing nodes, {len(up.not_helped)} not helped"
@@ -651,7 +647,7 @@ def _print_human(
 
     say()
     bold("Scale-up")
-    for line in scale_up_lines(result.scale_up, result.options.expander, untried):
+    for line in scale_up_lines(result, untried):
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
 
     sd = result.scale_down
@@ -692,6 +688,11 @@ def _print_human(
         say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
+    if result.decision.held:
+        say(
+            f"held (unready, their group at its target size): {_names(result.decision.held)}: they go"
+            " once the node controller has removed their pods (UC6)"
+        )
     if result.budget.left_out:
         say(
             f"waiting for the parallelism budgets: {_names(result.budget.left_out)}"

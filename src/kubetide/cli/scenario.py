@@ -274,7 +274,7 @@ def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tupl
         notes.append(f"template copied from node {template_source(group.nodes).name}")
     spec = {
         "name": name,
-        "minSize": min(group.min_size, initial),
+        "minSize": group.min_size,
         "maxSize": max_size,
         "initialSize": initial,
         "price": group.price_per_hour(),

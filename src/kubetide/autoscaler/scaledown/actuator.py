@@ -194,11 +194,20 @@ class Actuator:
         )
 
     # -- StartDeletion ---------------------------------------------------------------------------
-    def start(self, plan: ScaleDownPlan, snapshot: ClusterSnapshot, now: float) -> StartResult:
+    def start(
+        self,
+        plan: ScaleDownPlan,
+        snapshot: ClusterSnapshot,
+        now: float,
+        *,
+        budget: BudgetDecision | None = None,
+    ) -> StartResult:
+        """Taint and track the removable nodes `budget` lets start (the loop's decision; by
+        default the parallelism budgets over the deletions in progress)."""
         result = StartResult()
         if not plan.empty_to_delete and not plan.drain_to_delete:
             return result
-        decision = self.budget(plan)
+        decision = budget if budget is not None else self.budget(plan)
         result.budget = decision
         if decision.throttled:
             result.throttled = True

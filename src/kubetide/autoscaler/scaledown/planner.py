@@ -146,6 +146,7 @@ class Planner:
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         pending: Sequence[Pod] = (),
         usage: UsageSample | None = None,
+        scaling_up: bool = False,
     ) -> ScaleDownPlan:
         """One loop's planning. `workloads=None` means the controllers are unknown (rule 3 of
         drainability stays silent and recent evictions are injected without the owner check).
@@ -156,7 +157,10 @@ class Planner:
         `checker` may be shared with the caller (it must observe `snapshot`); otherwise one is
         made for this update and closed at the end. `pending`: unbound pods; those nominated to a
         node of the snapshot count on it. `usage`: this loop's usage sample, if there is a usage
-        source; destinations then stay under their QoS watermarks (see usage.py).
+        source; destinations then stay under their QoS watermarks (see usage.py). `scaling_up`:
+        this loop scales up, so scale-down-delay-after-add pauses it from now (unless timers are
+        taken as expired); later loops count from `note_scale_up`, which the driver calls for
+        the scale-ups that happened.
         """
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
@@ -192,7 +196,7 @@ class Planner:
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
             mover = PodMover(snapshot, checker, self._homeless, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
-            self._update(u, deadline)
+            self._update(u, deadline, scaling_up)
             plan.pdb_remaining = tracker.by_key()
         finally:
             if own_checker and checker is not None:
@@ -202,7 +206,7 @@ class Planner:
         self.last_plan = plan
         return plan
 
-    def _update(self, u: Update, deadline: float) -> None:
+    def _update(self, u: Update, deadline: float, scaling_up: bool) -> None:
         """The design's steps on the forked snapshot, and the state they leave for next loop."""
         plan, now = u.plan, u.now
         failure = revalidate_deleted(u)
@@ -238,7 +242,10 @@ class Planner:
         plan.waiting_for_budget = found.waiting
         plan.surges = found.surges
         plan.risky = found.risky
-        paused = cooldown(self.options, now, self.last_scale_up, self.last_deletion, self.last_failure)
+        last_scale_up = self.last_scale_up
+        if scaling_up and not self.timers_expired:
+            last_scale_up = max(last_scale_up, now)
+        paused = cooldown(self.options, now, last_scale_up, self.last_deletion, self.last_failure)
         decide_removals(u, self.unneeded_since, paused, self.timers_expired)
 
     def _scan(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[Pod]]:

@@ -80,6 +80,10 @@ def recover(
     deleting = _cloud_deleting(cloud)
     gone = [n.name for n in tainted if n.provider_id and n.provider_id in deleting]
     orphans = [n for n in tainted if n.name not in gone]
+    if not orphans and not any(n.has_taint(DELETION_CANDIDATE_TAINT) for n in snapshot.nodes()):
+        # Nothing left behind: no planner pass (it would record this loop's unremovable nodes
+        # before the loop's own pass, on a cluster the loop's scale-up may still change).
+        return RecoveryReport(ScaleDownPlan(now=now), cloud_deleting=gone)
     plan = planner.update(
         snapshot,
         cloud=cloud,
