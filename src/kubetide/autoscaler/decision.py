@@ -36,6 +36,7 @@ from kubetide.autoscaler.ports import CloudProvider, UsageSample
 from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.validate import NodeBasis, basis_of
 from kubetide.autoscaler.scaleup.orchestrator import (
     Increase,
     PrioritiesSource,
@@ -98,6 +99,7 @@ class LoopDecision:
     scale_down: ScaleDownPlan | None = None
     held: list[str] = field(default_factory=list)  # UC6: unready nodes kept until their pods go
     budget: BudgetDecision | None = None  # which removable nodes start now
+    basis: dict[str, NodeBasis] = field(default_factory=dict)  # what was seen of each of them
     cooldown_expired: bool = False  # plan only: this loop's scale-up pause taken as run out
 
     @property
@@ -264,6 +266,7 @@ def _decide_scale_down(
             empty_in_progress=empty_in_progress,
             drain_in_progress=drain_in_progress,
         )
+        decision.basis = {name: basis_of(snapshot, name, inputs.pdbs) for name in decision.to_delete}
 
 
 def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> list[str]:

@@ -49,6 +49,7 @@ from kubetide.autoscaler.scaledown import (
     update_soft_taints,
 )
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
+from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
 from kubetide.clock import Clock, Timer
@@ -300,7 +301,16 @@ class Autoscaler:
     ) -> None:
         plan = decision.scale_down
         assert plan is not None
-        result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget)
+        stale: dict[str, Stale] = {}
+        if decision.basis:
+            # Validation before acting: the cluster as it is now, not as it was when deciding.
+            self.view.refresh()
+            pending, pdbs = self.view.pending_pods(), self.view.pdbs()
+            for name, basis in decision.basis.items():
+                reason = stale_reason(basis, snapshot, pending, pdbs)
+                if reason is not None:
+                    stale[name] = reason
+        result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget, stale=stale)
         update_soft_taints(
             self.actions,
             list(snapshot.nodes()),

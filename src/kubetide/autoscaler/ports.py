@@ -41,6 +41,12 @@ class ClusterView(Protocol):
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
 
+    def refresh(self) -> None:
+        """Take in the changes that arrived since the snapshot was served (a real view applies
+        its informers' queue; the simulator's world does not move during a loop). The loop
+        calls it after deciding, to validate the decision against the cluster as it is then."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class UsageCeiling:

@@ -418,6 +418,9 @@ class Runner:
             started := [*result.started.started_empty, *result.started.started_drain]
         ):
             parts.append(f"scale-down started on {', '.join(sorted(started))}")
+        if result.started is not None and result.started.stale:
+            stale = ", ".join(f"{name} ({reason})" for name, reason in sorted(result.started.stale.items()))
+            parts.append(f"scale-down not started on {stale}: the cluster changed since the decision")
         parts += _deletion_progress(result)
         level = logging.INFO if parts else logging.DEBUG
         log.log(level, "loop %.3fs: %s", duration, "; ".join(parts) or "nothing to do")

@@ -147,6 +147,14 @@ class AutoscalerMetrics:
         self.evicted_pods_total = Counter(
             "evicted_pods", "Number of pods evicted by CA", ["eviction_result"], namespace=ns, registry=r
         )
+        # kubetide's own: decided deletions dropped by the validation before acting.
+        self.stale_scale_down_decisions_total = Counter(
+            "scale_down_stale_decisions",
+            "Decided node deletions not started because the cluster changed since the decision.",
+            ["reason"],
+            namespace="kubetide",
+            registry=r,
+        )
         self.unneeded_nodes_count = Gauge(
             "unneeded_nodes_count",
             "Number of nodes currently considered unneeded by CA.",
@@ -292,6 +300,9 @@ class AutoscalerMetrics:
             self._deletion_reasons.pop(name, None)
         if result.evicted:
             self.evicted_pods_total.labels("succeeded").inc(len(result.evicted))
+        if result.started is not None:
+            for reason in result.started.stale.values():
+                self.stale_scale_down_decisions_total.labels(str(reason)).inc()
 
         registry = autoscaler.registry
         for name, deletion in autoscaler.actuator.deletions.items():

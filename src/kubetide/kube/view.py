@@ -200,6 +200,9 @@ class KubeClusterView:
     def pending_pods(self) -> Sequence[Pod]:
         return list(self._pending.values())
 
+    def refresh(self) -> None:
+        self.sync()
+
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
         return list(self._pdbs.values())
 

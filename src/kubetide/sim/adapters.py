@@ -128,6 +128,9 @@ class SimClusterView:
     def pending_pods(self) -> Sequence[Pod]:
         return list(self.world.pending.values())
 
+    def refresh(self) -> None:
+        """Nothing to take in: the simulated world does not move while the autoscaler runs."""
+
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
         return [self.budgets.with_status(state) for state in self.budgets.states.values()]
 

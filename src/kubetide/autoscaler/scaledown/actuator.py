@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -59,6 +59,7 @@ from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.surge import Surge
+from kubetide.autoscaler.scaledown.validate import Stale
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.model.workloads import rolling_out
 from kubetide.snapshot import ClusterSnapshot
@@ -133,6 +134,7 @@ class StartResult:
     started_drain: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # node -> why (taint failures)
     throttled: bool = False
+    stale: dict[str, Stale] = field(default_factory=dict)  # decided, not started: the cluster moved
 
 
 @dataclass(slots=True)
@@ -201,10 +203,12 @@ class Actuator:
         now: float,
         *,
         budget: BudgetDecision | None = None,
+        stale: Mapping[str, Stale] | None = None,
     ) -> StartResult:
         """Taint and track the removable nodes `budget` lets start (the loop's decision; by
-        default the parallelism budgets over the deletions in progress)."""
-        result = StartResult()
+        default the parallelism budgets over the deletions in progress), except those the
+        validation found `stale` (validate.py), which are left for the next loop."""
+        result = StartResult(stale=dict(stale or {}))
         if not plan.empty_to_delete and not plan.drain_to_delete:
             return result
         decision = budget if budget is not None else self.budget(plan)
@@ -213,8 +217,11 @@ class Actuator:
             result.throttled = True
             self._event(*STATUS_OBJECT, "Normal", "ScaleDownThrottled", decision.message())
         chosen = [
-            (name, True) for name in decision.empty if name in snapshot and name not in self.deletions
-        ] + [(name, False) for name in decision.drain if name in snapshot and name not in self.deletions]
+            (name, empty)
+            for names, empty in ((decision.empty, True), (decision.drain, False))
+            for name in names
+            if name in snapshot and name not in self.deletions and name not in result.stale
+        ]
         groups: dict[str, NodeGroup] = {}
         for name, _ in chosen:
             group = self.cloud.node_group_for(snapshot.node(name))
