@@ -12,8 +12,8 @@ from jsonschema import Draft202012Validator, FormatChecker
 from kubetide import API_VERSION
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.cli import main as cli_main
-from kubetide.cli.json_output import quantity, rfc3339
-from kubetide.model.quantity import CPU, MEMORY, parse_resource
+from kubetide.cli.json_output import rfc3339
+from kubetide.model.quantity import CPU, MEMORY, format_quantity, parse_resource
 from kubetide.model.reader import parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,10 +201,14 @@ def test_downscale_json_carries_each_pods_rank_keys(capsys):
         (MEMORY, 1000, "1000"),
         (MEMORY, 0, "0"),
         ("nvidia.com/gpu", 2, "2"),
+        ("pods", 1024, "1024"),  # a count, never "1Ki"
+        ("ephemeral-storage", 20 * 2**30, "20Gi"),
+        ("hugepages-2Mi", 4 * 2**20, "4Mi"),
     ],
 )
 def test_quantities_carry_their_unit_and_parse_back_exactly(resource, units, text):
-    assert quantity(resource, units) == text
+    """One exact formatter (model.quantity.format_quantity) for --json, from-cluster and kwok."""
+    assert format_quantity(resource, units) == text
     assert parse_resource(resource, text) == units
 
 

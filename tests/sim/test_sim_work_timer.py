@@ -12,7 +12,7 @@ from sim_helpers import deployment, group, make_scenario
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT
 from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON
-from kubetide.autoscaler.scaleup.orchestrator import BINPACKING_SKIPPED_REASON
+from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.sim import Simulation
 from kubetide.sim.simulation import WORK_STEP, work_timer
 
@@ -77,11 +77,11 @@ def run(budgets=None) -> tuple[dict, Work]:
                 if result.scale_up is not None:
                     up = result.scale_up
                     reasons = [
-                        *up.skipped_groups.values(),
+                        *(skip.reason for skip in up.skipped_groups.values()),
                         *(r for e in up.estimates.values() for r in e.refused.values()),
                     ]
                     work.binpacking_cut += any(
-                        r in (TIME_LIMIT_REASON, BINPACKING_SKIPPED_REASON) for r in reasons
+                        r in (TIME_LIMIT_REASON, SkipReason.BINPACKING_TIME) for r in reasons
                     )
                 return result
 

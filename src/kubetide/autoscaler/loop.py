@@ -51,6 +51,7 @@ from kubetide.autoscaler.scaledown import (
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
+from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
 from kubetide.clock import Clock, Timer
 from kubetide.model import PodDisruptionBudget, Workload
@@ -332,7 +333,7 @@ class Autoscaler:
                 pods_needing_nodes=max(0, needing),
                 backed_off=bool(needing)
                 and not plan.increases
-                and "backoff" in " ".join(plan.skipped_groups.values()),
+                and any(skip.reason is SkipReason.BACKED_OFF for skip in plan.skipped_groups.values()),
             )
         if result is not None and result.scale_down is not None:
             scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)

@@ -493,8 +493,8 @@ def scale_up_lines(result: PlanResult, untried: Sequence[str] = ()) -> list[str]
                     f"  other option: {option.group_id} +{_plural(option.node_count, 'node')} "
                     f"for {_plural(len(option.pods), 'pod')}"
                 )
-    for group_id, reason in plan.skipped_groups.items():
-        lines.append(f"  node group {group_id} skipped: {reason}")
+    for group_id, skip in plan.skipped_groups.items():
+        lines.append(f"  node group {group_id} skipped: {skip}")
     by_reason: dict[str, list[str]] = {}
     for key, reason in plan.not_helped.items():
         by_reason.setdefault(reason, []).append(key)

@@ -17,13 +17,13 @@ from fractions import Fraction
 from typing import Any
 
 from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
-from kubetide.cli.json_output import document, quantity
+from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
-from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_units, parse_resource
+from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_quantity, format_units, parse_resource
 from kubetide.qos import (
     AgentOptions,
     MetricRegistry,
@@ -221,7 +221,7 @@ def to_json(result: RoundResult, registry: MetricRegistry) -> dict:
     """The QOSResult document; gaps and releases are quantities of their metric's resource."""
 
     def amount(metric: str, units: int | None) -> str | None:
-        return None if units is None else quantity(registry[metric].resource, units)
+        return None if units is None else format_quantity(registry[metric].resource, units)
 
     gaps = {
         kind: {metric: amount(metric, gap_units(gap)) for metric, gap in result.gaps[kind].items()}

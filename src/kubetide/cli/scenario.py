@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from kubetide.cli.output import warn
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
+from kubetide.model.quantity import format_quantity
 
 if TYPE_CHECKING:
     from kubetide.cloud.static import StaticCloud, StaticNodeGroup
@@ -305,18 +306,7 @@ def _template_manifest(node: Node) -> dict[str, Any]:
 
 def _quantities(units: dict[str, int]) -> dict[str, str]:
     """Exact quantities from the model's integer units (millicores for cpu, base units otherwise)."""
-    return {r: _quantity(r, v) for r, v in sorted(units.items())}
-
-
-def _quantity(resource: str, units: int) -> str:
-    from kubetide.model.quantity import CPU
-
-    if resource == CPU:
-        return f"{units}m" if units % 1000 else str(units // 1000)
-    for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if units >= size and units % size == 0 and resource != "pods":
-            return f"{units // size}{suffix}"
-    return str(units)
+    return {r: format_quantity(r, v) for r, v in sorted(units.items())}
 
 
 def _group_names(ids: Sequence[str]) -> dict[str, str]:

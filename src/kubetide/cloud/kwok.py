@@ -29,16 +29,11 @@ from kubetide.cloud.static import GroupDefinition, group_key, load_groups_file
 from kubetide.kube.client import ApiError, KubeClient
 from kubetide.model import Node
 from kubetide.model.node import HOSTNAME_LABEL
-from kubetide.model.quantity import CPU
+from kubetide.model.quantity import format_quantity
 from kubetide.snapshot import ClusterSnapshot
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 PROVIDER_ID_PREFIX = "kwok://"
-
-
-def _quantity(resource: str, units: int) -> str:
-    # Exact: millicores for cpu, base units for everything else.
-    return f"{units}m" if resource == CPU else str(units)
 
 
 def node_manifest(template: Node, name: str) -> dict[str, Any]:
@@ -57,8 +52,10 @@ def node_manifest(template: Node, name: str) -> dict[str, Any]:
         },
         "spec": {"providerID": PROVIDER_ID_PREFIX + name, **({"taints": taints} if taints else {})},
         "status": {
-            "allocatable": {r: _quantity(r, v) for r, v in template.allocatable.items()},
-            "capacity": {r: _quantity(r, v) for r, v in (template.capacity or template.allocatable).items()},
+            "allocatable": {r: format_quantity(r, v) for r, v in template.allocatable.items()},
+            "capacity": {
+                r: format_quantity(r, v) for r, v in (template.capacity or template.allocatable).items()
+            },
         },
     }
 

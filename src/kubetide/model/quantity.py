@@ -106,12 +106,36 @@ def parse_resource(resource: str, value: object) -> int:
     return to_units(resource, parse_quantity(value))
 
 
+_BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def _in_bytes(resource: str) -> bool:
+    return (
+        resource in (MEMORY, EPHEMERAL_STORAGE)
+        or resource.endswith("memory")
+        or resource.startswith("hugepages-")
+    )
+
+
+def format_quantity(resource: str, units: int) -> str:
+    """An amount in the model's integer units (millicores for cpu, bytes for memory, storage and
+    hugepages, counts otherwise) as a Kubernetes quantity that parses back to exactly that amount:
+    "500m", "2", "1536Mi", "110". For manifests and JSON; `format_units` is for people."""
+    if resource == CPU:
+        return f"{units}m" if units % 1000 else str(units // 1000)
+    if _in_bytes(resource):
+        for suffix, size in _BINARY_SUFFIXES:
+            if units and units % size == 0:
+                return f"{units // size}{suffix}"
+    return str(units)
+
+
 def format_units(resource: str, units: int) -> str:
     """Human form of an integer amount, for tables and messages."""
     if resource == CPU:
         return f"{units}m" if units % 1000 else str(units // 1000)
-    if resource in (MEMORY, EPHEMERAL_STORAGE) or resource.endswith("memory"):
-        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+    if _in_bytes(resource):
+        for suffix, size in _BINARY_SUFFIXES:
             if units >= size and units % size == 0:
                 return f"{units // size}{suffix}"
             if units >= size * 10:

@@ -4,6 +4,7 @@ from _scaleup_helpers import GIB, FakeGroup, daemonset, node, pod, replicas, tai
 
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp
+from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.clock import WorkTimer
 from kubetide.model import ConfigMap, ObjectMeta
 from kubetide.model.node import ZONE_LABEL
@@ -86,7 +87,7 @@ def test_backed_off_and_unhealthy_groups_are_skipped():
     a, b = group("a"), group("b")
     result = plan([a, b], [pod("p", cpu=100)], backed_off={"a"})
     assert increases(result) == [("b", 1)]
-    assert result.skipped_groups == {"a": "in backoff after failed scale-up"}
+    assert {g: s.reason for g, s in result.skipped_groups.items()} == {"a": SkipReason.BACKED_OFF}
     result = plan(
         [a, b], [pod("p", cpu=100)], backed_off=lambda gid: gid == "a", healthy=lambda gid: gid != "b"
     )
@@ -143,7 +144,7 @@ def test_max_nodes_total():
         snapshot=snapshot,
         options=AutoscalerOptions(max_nodes_total=4),
     )
-    assert result.skipped_groups == {"g": "max total nodes in cluster reached"}
+    assert {g: s.reason for g, s in result.skipped_groups.items()} == {"g": SkipReason.MAX_TOTAL_NODES}
 
 
 def test_cores_total():

@@ -19,7 +19,7 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -27,28 +27,20 @@ from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
 from kubetide.autoscaler.scaledown.estimate import estimate_drain
-from kubetide.autoscaler.scaledown.pdb import PdbRefusal, PdbTracker, Shortfall
+from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.room import FreeRoom
+from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
 from kubetide.autoscaler.scaledown.surge import NoSurge, Surge, plan_surge
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
 from kubetide.autoscaler.scaledown.usage import Refusal
+from kubetide.autoscaler.scaledown.whatif import what_if
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.snapshot import Memo
-
-
-@dataclass(frozen=True, slots=True)
-class Unremovable:
-    """A failed drain simulation, remembered until unremovable-node-recheck-timeout passes."""
-
-    at: float
-    reason: NodeReason
-    blocking_pod: BlockingPod | None = None
-    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +78,10 @@ class Eligible(NamedTuple):
 
 
 # -- 3. eligibility -----------------------------------------------------------------------------
-def eligible_nodes(
-    u: Update, unremovable: Mapping[str, Unremovable], checked: Memo[str, Checked]
-) -> list[Eligible]:
+def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, Checked]) -> list[Eligible]:
     """Status for every node; returns the eligible ones with their drains."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
-    recheck = options.unremovable_node_recheck_timeout
     cutoff = options.expendable_pods_priority_cutoff
     eligible: list[Eligible] = []
     cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
@@ -103,8 +92,8 @@ def eligible_nodes(
     statuses = u.plan.nodes
     for node, stamp in snapshot.stamps():
         name = node.meta.name
-        old = unremovable.get(name)
-        recent = old is not None and now < old.at + recheck and name not in resume
+        old = unremovable.recent(name, now) if name not in resume else None
+        recent = old is not None
         being_deleted = name in deleted
         entry = group = None
         if not recent and not being_deleted:
@@ -155,7 +144,7 @@ def eligible_nodes(
                 old.blocking_pod,
                 f"simulation at {rfc3339(old.at)} failed with {old.reason}"
                 + (f" ({old.detail})" if old.detail else "")
-                + f"; simulated again after {rfc3339(old.at + recheck)}",
+                + f"; simulated again after {rfc3339(unremovable.recheck_at(name))}",
             )
         elif e.reason is not None:
             statuses[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
@@ -174,7 +163,7 @@ def eligible_nodes(
 
 
 # -- 4. the candidate search --------------------------------------------------------------------
-def _order(u: Update, eligible: list[Eligible], unneeded_since: Mapping[str, float]) -> list[Eligible]:
+def _order(u: Update, eligible: list[Eligible], unneeded_since: UnneededNodes) -> list[Eligible]:
     slot_of = u.snapshot.slot_of
 
     def key(item: Eligible) -> tuple[int, float, int]:
@@ -192,31 +181,84 @@ def _order(u: Update, eligible: list[Eligible], unneeded_since: Mapping[str, flo
     return sorted(eligible, key=key)
 
 
+@dataclass(slots=True)
+class Removal:
+    """What simulating one node's removal found (CA's SimulateNodeRemoval)."""
+
+    charge: NodeCharge  # the node's own pods against their budgets
+    moved: list[tuple[Received, str]] = field(default_factory=list)  # pod -> its destination
+    surge: Surge | None = None  # budget-pinned pods that leave by their Deployment's rollout
+    failed: Unremovable | None = None  # the node cannot go
+    waiting: PdbRefusal | None = None  # it could, but a budget is used up for now
+
+    @property
+    def removable(self) -> bool:
+        return self.failed is None and self.waiting is None
+
+
+def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
+    """Remove node `name` in the simulated cluster: charge its own pods to their budgets all at once
+    (CA's CanRemovePods; budget-pinned pods may leave by a surge instead, surge.py), then move every
+    pod to move, its own and those earlier removals put here, each to its hint or else the first
+    node that takes it. Works on the caller's what-if: the moves and charges stay for the caller to
+    keep or revert. `u.skip` must already hold `name`."""
+    tracker, now = u.ctx.pdbs, u.now
+    own_pods = sorted(drain.movable, key=pod_order)
+    removal = Removal(charge=tracker.charge_node(own_pods))
+    refusal = removal.charge.refusal
+    if refusal is not None and not refusal.waiting:
+        # Pinned for good: a Deployment's rollout may still move those pods (surge.py), and then
+        # the node's other pods are charged as usual.
+        answer = plan_surge(own_pods, tracker, u.ctx.workloads, u.options.surge_before_evict)
+        if not isinstance(answer, Surge):
+            removal.failed = _refused_for_good(now, refusal, drain.movable, tracker, answer)
+            return removal
+        removal.surge = answer
+        removal.charge = tracker.charge_node([p for p in own_pods if p.uid not in answer.pods])
+        refusal = removal.charge.refusal
+        if refusal is not None and not refusal.waiting:
+            removal.failed = _refused_for_good(now, refusal, drain.movable, tracker)
+            return removal
+    hints, old_hints, mover = u.old_hints.get(name, {}), u.old_hints, u.mover
+    for r in sorted(to_move, key=lambda r: pod_order(r.pod)):
+        pod, own = r.pod, r.source == name
+        if own:
+            hint = hints.get(pod.uid)
+        else:
+            hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
+        dest = mover.move(pod.uid, hint, u.skip, guarded=True)
+        if dest is None:
+            came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
+            removal.failed = _no_place(now, pod, came_from, mover.refused)
+            return removal
+        removal.moved.append((r, dest))
+    removal.waiting = refusal  # a budget used up for now: the pods fit, the node waits
+    return removal
+
+
 def search_candidates(
     u: Update,
     eligible: list[Eligible],
-    unneeded_since: Mapping[str, float],
+    unneeded_since: UnneededNodes,
     timer: Timer,
     deadline: float,
     new_unremovable: dict[str, Unremovable],
 ) -> Search:
-    """The candidate_set in the order it was built, and the nodes waiting for budget; failures go
-    to `new_unremovable`."""
+    """The greedy candidate search: eligible nodes in order, each removal simulated on a what-if
+    kept when it succeeds, so that the candidate_set is removable together. Returns it in the
+    order it was built, and the nodes waiting for budget; failures go to `new_unremovable`."""
     found = Search()
     if not eligible:
         return found  # the limits below cost a pass over every node, for nobody
     snapshot, ctx, plan, cloud = u.snapshot, u.ctx, u.plan, u.cloud
     tracker, mover, skip, now = ctx.pdbs, u.mover, u.skip, u.now
-    guard = mover.guard
     in_progress: dict[str, int] = {}
     for name in u.deleted:
         group = cloud.node_group_for(snapshot.node(name))
         if group is not None:
             in_progress[group.id] = in_progress.get(group.id, 0) + 1
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
-    old_hints = u.old_hints
     room = FreeRoom(snapshot, skip)
-    candidates = found.candidates
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
         if plan.timed_out or timer() > deadline:
@@ -239,8 +281,7 @@ def search_candidates(
         # The node's own pods and those the simulation put here (a destination is a candidate
         # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
         # their PDBs when they left their own node: moving them on is not another eviction.
-        received = u.received.get(name, [])
-        to_move = [Received(pod, name) for pod in drain.movable] + received
+        to_move = [Received(pod, name) for pod in drain.movable] + u.received.get(name, [])
         need = room.need(to_move)
         short = room.short(name, need)
         if short is not None:
@@ -254,104 +295,79 @@ def search_candidates(
             continue
         free_before = room.free(name)
         plan.simulated += 1
-        snapshot.fork()
-        tracker.fork()
-        if guard is not None:
-            guard.fork()
         skip.add(name)
-        hints = old_hints.get(name, {})
-        to_move.sort(key=lambda r: pod_order(r.pod))
-        # CA's CanRemovePods: the node's own pods against their budgets, all at once. Received
-        # pods were charged when they left their own node: moving them on is not an eviction.
-        own_pods = sorted(drain.movable, key=pod_order)
-        charge = tracker.charge_node(own_pods)
-        refusal = charge.refusal
-        failed: Unremovable | None = None
-        surge: Surge | None = None
-        if refusal is not None and not refusal.waiting:
-            # Pinned for good: a Deployment's rollout may still move those pods (surge.py), and
-            # then the node's other pods are charged as usual.
-            answer = plan_surge(own_pods, tracker, u.ctx.workloads, u.options.surge_before_evict)
-            if isinstance(answer, Surge):
-                surge = answer
-                charge = tracker.charge_node([p for p in own_pods if p.uid not in answer.pods])
-                refusal = charge.refusal
-                if refusal is not None and not refusal.waiting:
-                    failed = _refused_for_good(now, refusal, drain.movable, tracker)
-            else:
-                failed = _refused_for_good(now, refusal, drain.movable, tracker, answer)
-        moved: list[tuple[Received, str]] = []
-        for r in to_move if failed is None else ():
-            pod, own = r.pod, r.source == name
-            if own:
-                hint = hints.get(pod.uid)
-            else:
-                hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-            dest = mover.move(pod.uid, hint, skip, guarded=True)
-            if dest is None:
-                came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
-                failed = _no_place(now, pod, came_from, mover.refused)
-                break
-            moved.append((r, dest))
-        if failed is not None or refusal is not None:
-            snapshot.revert()
-            tracker.revert()
-            if guard is not None:
-                guard.revert()
+        with what_if(snapshot, tracker, mover.guard) as trial:
+            removal = simulate_removal(u, name, drain, to_move)
+            if removal.removable:
+                trial.keep()
+        if not removal.removable:
             skip.discard(name)
-            if failed is not None:
-                new_unremovable[name] = failed
-                u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
-            else:
-                # Unneeded, but the budget is used up for now by other drains or pods not Ready
-                # yet: the node keeps its unneeded time and goes as soon as the budget is back
-                # (kubetide's own; as CA, it is a non-candidate until the recheck time).
-                assert refusal is not None
-                blocking = BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB)
-                keeps_timer = u.options.scale_down_budget_wait_keeps_unneeded_time
-                detail = _waiting(refusal, keeps_timer)
-                if keeps_timer:
-                    found.waiting.append(name)
-                else:
-                    new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, blocking, detail)
-                u.mark(node, drain.empty, NodeReason.BLOCKED_BY_POD, blocking, detail)
+            _not_a_candidate(u, node, drain, removal, found, new_unremovable)
             continue
-        snapshot.commit()
-        tracker.commit()
-        if guard is not None:
-            guard.commit()
         limits.take(node, group)
         room.take(free_before, need)
-        candidates.append(name)
-        plan.drains[name] = drain
-        u.received.pop(name, None)
-        u.new_hints[name] = {}
-        for r, dest in moved:
-            _record_move(u, r, dest)
-        status = plan.nodes[name]
-        status.status = REMOVABLE
-        status.empty = drain.empty
-        evicted = [p for p in drain.movable if surge is None or p.uid not in surge.pods]
-        waves = tracker.waves(evicted)
-        if drain.movable:
-            # A surge is a wave of its own: the replacements become available before the pods go.
-            status.estimate = estimate_drain(drain.movable, waves + (surge is not None), u.options)
-        if charge.risky:
-            status.detail = found.risky[name] = _risky(charge.shortfalls, waves)
-        if surge is not None:
-            found.surges[name] = surge
-            status.detail = "; ".join(part for part in (surge.words(), status.detail) if part)
+        _take_candidate(u, node, drain, removal, found)
     return found
+
+
+def _not_a_candidate(
+    u: Update,
+    node: Node,
+    drain: NodeDrain,
+    removal: Removal,
+    found: Search,
+    new_unremovable: dict[str, Unremovable],
+) -> None:
+    name = node.name
+    if removal.failed is not None:
+        failed = removal.failed
+        new_unremovable[name] = failed
+        u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
+        return
+    # Unneeded, but the budget is used up for now by other drains or pods not Ready yet: the
+    # node keeps its unneeded time and goes as soon as the budget is back (kubetide's own; as
+    # CA, it is a non-candidate until the recheck time).
+    refusal = removal.waiting
+    assert refusal is not None
+    blocking = BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB)
+    keeps_timer = u.options.scale_down_budget_wait_keeps_unneeded_time
+    detail = _waiting(refusal, keeps_timer)
+    if keeps_timer:
+        found.waiting.append(name)
+    else:
+        new_unremovable[name] = Unremovable(u.now, NodeReason.BLOCKED_BY_POD, blocking, detail)
+    u.mark(node, drain.empty, NodeReason.BLOCKED_BY_POD, blocking, detail)
+
+
+def _take_candidate(u: Update, node: Node, drain: NodeDrain, removal: Removal, found: Search) -> None:
+    """The node joins the candidate_set: its pods' destinations become next loop's hints."""
+    name, plan, surge = node.name, u.plan, removal.surge
+    found.candidates.append(name)
+    plan.drains[name] = drain
+    u.received.pop(name, None)
+    u.new_hints[name] = {}
+    for r, dest in removal.moved:
+        _record_move(u, r, dest)
+    status = plan.nodes[name]
+    status.status = REMOVABLE
+    status.empty = drain.empty
+    evicted = [p for p in drain.movable if surge is None or p.uid not in surge.pods]
+    waves = u.ctx.pdbs.waves(evicted)
+    if drain.movable:
+        # A surge is a wave of its own: the replacements become available before the pods go.
+        status.estimate = estimate_drain(drain.movable, waves + (surge is not None), u.options)
+    if removal.charge.risky:
+        status.detail = found.risky[name] = _risky(removal.charge.shortfalls, waves)
+    if surge is not None:
+        found.surges[name] = surge
+        status.detail = "; ".join(part for part in (surge.words(), status.detail) if part)
 
 
 def _pdb_block(now: float, movable: Sequence[Pod], tracker: PdbTracker) -> Unremovable | None:
     """The refusal for good a drain of these pods would meet from their budgets, if any (the
     budgets are left as found)."""
-    tracker.fork()
-    try:
+    with what_if(tracker):
         refusal = tracker.charge_node(sorted(movable, key=pod_order)).refusal
-    finally:
-        tracker.revert()
     if refusal is None or refusal.waiting:
         return None
     return _refused_for_good(now, refusal, movable, tracker)

@@ -38,13 +38,7 @@ from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider, UsageSample
-from kubetide.autoscaler.scaledown.candidates import (
-    Checked,
-    Search,
-    Unremovable,
-    eligible_nodes,
-    search_candidates,
-)
+from kubetide.autoscaler.scaledown.candidates import Checked, Search, eligible_nodes, search_candidates
 from kubetide.autoscaler.scaledown.drainability import (
     DrainContext,
     DrainRules,
@@ -57,6 +51,7 @@ from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.revalidate import revalidate_deleted
+from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
 from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
 from kubetide.autoscaler.scaledown.update import Update
 from kubetide.autoscaler.scaledown.usage import UsageGuard, UsageHistory
@@ -95,8 +90,8 @@ class Planner:
         self.timers_expired = timers_expired
         self.timer = timer
         self.rules = DrainRules.from_options(options)
-        self.unneeded_since: dict[str, float] = {}
-        self.unremovable: dict[str, Unremovable] = {}
+        self.unneeded_since = UnneededNodes()
+        self.unremovable = UnremovableNodes(options.unremovable_node_recheck_timeout)
         self.hints: dict[str, dict[str, str]] = {}
         self.recent_evictions = RecentEvictions(options.recent_evictions_ttl)
         self.usage_history = UsageHistory(options.scale_down_usage_window)
@@ -164,6 +159,7 @@ class Planner:
         """
         o = self.options
         deadline = self.timer() + o.scale_down_simulation_timeout
+        self.unremovable.recheck_timeout = o.unremovable_node_recheck_timeout
         if self._cached_options is not o:
             self._cached_options = o
             self._scanned.clear()
@@ -223,20 +219,12 @@ class Planner:
             for node, _, _, drain in eligible:
                 u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=failure)
 
-        # Remembered failures stay until their recheck time; fresh ones replace them.
-        recheck = self.options.unremovable_node_recheck_timeout
-        kept = {
-            name: old
-            for name, old in self.unremovable.items()
-            if name in u.snapshot and now < old.at + recheck and name not in found.candidates
-        }
-        kept.update(new_unremovable)
-        self.unremovable = kept
+        self.unremovable.renew(
+            new_unremovable, now=now, exists=u.snapshot.__contains__, candidates=found.candidates
+        )
         # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
         # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
-        self.unneeded_since = {
-            name: self.unneeded_since.get(name, now) for name in [*found.candidates, *found.waiting]
-        }
+        self.unneeded_since.renew([*found.candidates, *found.waiting], now)
         self.hints = u.new_hints
         plan.candidate_set = found.candidates
         plan.waiting_for_budget = found.waiting

@@ -7,10 +7,9 @@ scale-down-delay-after-add / -delete / -failure of the last such event.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.state import UnneededNodes
 from kubetide.autoscaler.scaledown.update import Update
 from kubetide.durations import format_duration, rfc3339
 
@@ -33,7 +32,7 @@ def cooldown(
 
 
 def decide_removals(
-    u: Update, unneeded_since: Mapping[str, float], paused: str | None, timers_expired: bool
+    u: Update, unneeded_since: UnneededNodes, paused: str | None, timers_expired: bool
 ) -> None:
     """Fill the plan's empty_to_delete / drain_to_delete, and say why other candidates wait."""
     plan, now, o = u.plan, u.now, u.options
@@ -42,16 +41,14 @@ def decide_removals(
         status = plan.nodes[name]
         node = u.snapshot.node(name)
         since = unneeded_since[name]
-        wait, reason = (
-            (o.scale_down_unneeded_time, NodeReason.NOT_UNNEEDED_LONG_ENOUGH)
-            if node.ready
-            else (o.scale_down_unready_time, NodeReason.NOT_UNREADY_LONG_ENOUGH)
-        )
-        expired = timers_expired or name in u.resume or now - since >= wait
+        removable_at = unneeded_since.removable_at(name, ready=node.ready, options=o)
+        expired = timers_expired or name in u.resume or now >= removable_at
         if not expired:
-            status.reason = reason
+            status.reason = (
+                NodeReason.NOT_UNNEEDED_LONG_ENOUGH if node.ready else NodeReason.NOT_UNREADY_LONG_ENOUGH
+            )
             status.detail = _also(
-                f"unneeded since {rfc3339(since)}; removable at {rfc3339(since + wait)}", status.detail
+                f"unneeded since {rfc3339(since)}; removable at {rfc3339(removable_at)}", status.detail
             )
             continue
         if paused is not None:

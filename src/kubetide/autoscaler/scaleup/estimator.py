@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubetide.autoscaler.scaleup.equivalence import PodGroup
+from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.autoscaler.scaleup.template import GroupTemplate
 from kubetide.clock import Timer
 from kubetide.model import Node, ObjectMeta, Pod
@@ -86,7 +87,7 @@ class NodeLimit:
     """At most `max_nodes` new nodes; pods cut off by it are refused with `reason`."""
 
     max_nodes: int
-    reason: str
+    reason: SkipReason
 
 
 @dataclass(slots=True)

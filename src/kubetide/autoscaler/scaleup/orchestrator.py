@@ -49,6 +49,7 @@ from kubetide.autoscaler.scaleup.expanders import (
 )
 from kubetide.autoscaler.scaleup.filter_schedulable import filter_schedulable, nodes_being_deleted
 from kubetide.autoscaler.scaleup.pending import select_pending
+from kubetide.autoscaler.scaleup.skips import GroupSkip, SkipReason
 from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of
 from kubetide.clock import Timer
 from kubetide.model import ConfigMap, Node, Pod, Workload
@@ -61,16 +62,6 @@ PrioritiesSource = ConfigMap | str | Mapping[object, object]
 
 GIB = 2**30
 STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
-
-# Reasons a whole group is passed over (the Cluster Autoscaler's wording where it has one).
-BACKOFF_REASON = "in backoff after failed scale-up"
-NOT_READY_REASON = "not ready for scale-up"
-MAX_SIZE_REASON = "max node group size reached"
-MAX_TOTAL_REASON = "max total nodes in cluster reached"
-MAX_CPU_REASON = "max cluster cpu limit reached"
-MAX_MEMORY_REASON = "max cluster memory limit reached"
-MAX_PER_SCALEUP_REASON = "max nodes per scale-up reached"
-BINPACKING_SKIPPED_REASON = "max binpacking time reached before this group was estimated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +98,7 @@ class ScaleUpPlan:
     helped: list[str] = field(default_factory=list)
     not_helped: dict[str, str] = field(default_factory=dict)
     schedulable: dict[str, str] = field(default_factory=dict)  # pod key -> existing/upcoming node
-    skipped_groups: dict[str, str] = field(default_factory=dict)  # group id -> reason
+    skipped_groups: dict[str, GroupSkip] = field(default_factory=dict)  # group id -> why
     estimates: dict[str, Estimate] = field(default_factory=dict)
     events: list[ScaleUpEvent] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)  # expander steps and warnings
@@ -139,8 +130,8 @@ class ScaleUpPlan:
             lines.append(
                 f"  option {option.group_id}: +{option.node_count} node(s) for {len(option.pods)} pod(s)"
             )
-        for group_id, reason in self.skipped_groups.items():
-            lines.append(f"  skipped {group_id}: {reason}")
+        for group_id, skip in self.skipped_groups.items():
+            lines.append(f"  skipped {group_id}: {skip}")
         for increase in self.increases:
             lines.append(
                 f"  increase {increase.group_id} {increase.current}->{increase.new_size} (max {increase.max_size})"
@@ -310,7 +301,7 @@ class ScaleUp:
             try:
                 raw = group.template_node()
             except Exception as exc:  # a provider without templates for a group: skip the group
-                plan.skipped_groups[group.id] = f"no template node: {exc}"
+                plan.skipped_groups[group.id] = GroupSkip(SkipReason.NO_TEMPLATE, str(exc))
                 continue
             templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker)
 
@@ -367,17 +358,17 @@ class ScaleUp:
             target = group.target_size()
             sizes[gid] = (target, group.max_size)
             limit = self._limit(group, template, target, node_total, cpu_total, mem_total)
-            reason = None
+            reason: SkipReason | None = None
             if is_backed_off(gid):
-                reason = BACKOFF_REASON
+                reason = SkipReason.BACKED_OFF
             elif not is_healthy(gid):
-                reason = NOT_READY_REASON
+                reason = SkipReason.NOT_READY
             elif limit.max_nodes <= 0:
                 reason = limit.reason
             elif self.timer() > deadline:
-                reason = BINPACKING_SKIPPED_REASON
+                reason = SkipReason.BINPACKING_TIME
             if reason is not None:
-                plan.skipped_groups[gid] = reason
+                plan.skipped_groups[gid] = GroupSkip(reason)
                 common.append(reason)
                 continue
             estimate = estimator.estimate(template, groups, limit, deadline)
@@ -418,19 +409,19 @@ class ScaleUp:
     ) -> NodeLimit:
         """The tightest of the limits on this group's new nodes, and its reason."""
         options = self.options
-        limits = [NodeLimit(group.max_size - target, MAX_SIZE_REASON)]
+        limits = [NodeLimit(group.max_size - target, SkipReason.MAX_SIZE)]
         if options.max_nodes_per_scaleup > 0:
-            limits.append(NodeLimit(options.max_nodes_per_scaleup, MAX_PER_SCALEUP_REASON))
+            limits.append(NodeLimit(options.max_nodes_per_scaleup, SkipReason.MAX_PER_SCALEUP))
         if options.max_nodes_total > 0:
-            limits.append(NodeLimit(options.max_nodes_total - node_total, MAX_TOTAL_REASON))
+            limits.append(NodeLimit(options.max_nodes_total - node_total, SkipReason.MAX_TOTAL_NODES))
         node_cpu = _capacity(template.node, CPU)
         if options.cores_total.max > 0 and node_cpu > 0:
             left = options.cores_total.max * 1000 - cpu_total
-            limits.append(NodeLimit(left // node_cpu, MAX_CPU_REASON))
+            limits.append(NodeLimit(left // node_cpu, SkipReason.MAX_CPU))
         node_mem = _capacity(template.node, MEMORY)
         if options.memory_total.max > 0 and node_mem > 0:
             left = options.memory_total.max * GIB - mem_total
-            limits.append(NodeLimit(left // node_mem, MAX_MEMORY_REASON))
+            limits.append(NodeLimit(left // node_mem, SkipReason.MAX_MEMORY))
         tightest = min(limits, key=lambda lim: lim.max_nodes)
         return NodeLimit(max(0, tightest.max_nodes), tightest.reason)
 

@@ -1,0 +1,31 @@
+"""Why scale-up passes a whole node group over: a typed reason (the Cluster Autoscaler's wording
+where it has one), and the skip the plan records per group."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class SkipReason(enum.StrEnum):
+    """Why a whole group is passed over (the Cluster Autoscaler's wording where it has one). A
+    str, so that pods refused for the same reason carry the same words."""
+
+    BACKED_OFF = "in backoff after failed scale-up"
+    NOT_READY = "not ready for scale-up"
+    MAX_SIZE = "max node group size reached"
+    MAX_TOTAL_NODES = "max total nodes in cluster reached"
+    MAX_CPU = "max cluster cpu limit reached"
+    MAX_MEMORY = "max cluster memory limit reached"
+    MAX_PER_SCALEUP = "max nodes per scale-up reached"
+    BINPACKING_TIME = "max binpacking time reached before this group was estimated"
+    NO_TEMPLATE = "no template node"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSkip:
+    reason: SkipReason
+    detail: str = ""  # e.g. why the provider had no template
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else str(self.reason)
