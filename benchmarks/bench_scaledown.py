@@ -25,6 +25,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
 from kubetide.autoscaler.scaledown.planner import Planner
@@ -121,11 +122,11 @@ def main() -> None:
     for _ in range(3):
         planner = Planner(options, timers_expired=True, timer=time.perf_counter)
         start, start_cpu = time.perf_counter(), time.process_time()
-        plan = planner.update(snapshot, cloud=cloud, now=0.0, workloads=workloads)
+        plan = planner.update(LoopInputs(0.0, snapshot, workloads=workloads), cloud=cloud)
         first = time.perf_counter() - start
         cpu.append(time.process_time() - start_cpu)
         start = time.perf_counter()
-        again = planner.update(snapshot, cloud=cloud, now=10.0, workloads=workloads)
+        again = planner.update(LoopInputs(10.0, snapshot, workloads=workloads), cloud=cloud)
         second = time.perf_counter() - start
         runs.append((first, second, len(plan.candidate_set), len(again.candidate_set), plan.simulated))
     best = min(runs)
@@ -150,7 +151,7 @@ def main() -> None:
     for _ in range(3):
         planner = Planner(options, timers_expired=True, timer=time.perf_counter)
         start, start_cpu = time.perf_counter(), time.process_time()
-        plan = planner.update(snapshot, cloud=cloud, now=0.0, workloads=workloads, usage=usage)
+        plan = planner.update(LoopInputs(0.0, snapshot, workloads=workloads, usage=usage), cloud=cloud)
         guarded.append(
             (time.perf_counter() - start, time.process_time() - start_cpu, len(plan.candidate_set))
         )
@@ -174,7 +175,7 @@ def main() -> None:
     for _ in range(3):
         planner = Planner(options, timers_expired=True, timer=time.perf_counter)
         start, start_cpu = time.perf_counter(), time.process_time()
-        plan = planner.update(snapshot, cloud=cloud, now=0.0, workloads=workloads, pdbs=pdbs)
+        plan = planner.update(LoopInputs(0.0, snapshot, workloads=workloads, pdbs=pdbs), cloud=cloud)
         budgeted.append((time.perf_counter() - start, time.process_time() - start_cpu, plan))
     plan = budgeted[0][2]
     print(

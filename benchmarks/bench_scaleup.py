@@ -19,6 +19,7 @@ import dataclasses
 import statistics
 import time
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaleup.equivalence import group_pods
 from kubetide.autoscaler.scaleup.estimator import BinpackingEstimator, NodeLimit
@@ -258,7 +259,7 @@ def bench_plan(constrained: str = "", runs: int = 3) -> dict:
 
     def run():
         return scale_up.plan(
-            snapshot=snapshot, pending=pending, node_groups=groups, now=3600.0, workloads=daemonsets
+            LoopInputs(3600.0, snapshot, pending=pending, workloads=daemonsets), node_groups=groups
         )
 
     seconds, cpu, plan = _timed_both(run, runs)

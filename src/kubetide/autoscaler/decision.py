@@ -26,26 +26,24 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry, RegistryEvent
 from kubetide.autoscaler.clusterstate.records import SizeFix, UnregisteredInstance
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import CloudProvider, UsageSample
+from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.validate import NodeBasis, basis_of
 from kubetide.autoscaler.scaleup.orchestrator import (
     Increase,
-    PrioritiesSource,
     ScaleUp,
     ScaleUpPlan,
     min_size_increases,
 )
 from kubetide.clock import Timer
-from kubetide.model import Pod, PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -55,31 +53,6 @@ class Halt(enum.Enum):
 
     CLUSTER_UNHEALTHY = "ClusterUnhealthy"  # UC8: too many unready nodes
     NODE_GROUP_SIZES_FIXED = "NodeGroupSizesFixed"  # UC4: the next loop starts from fixed targets
-
-
-@dataclass(frozen=True, slots=True)
-class LoopInputs:
-    """What one loop reads: the cluster as the view serves it, and what the driver knows.
-
-    `planner_workloads` is None when the controllers are unknown (a dump without the ReplicaSets
-    its pods name): scale-down's controller checks stay silent. `being_deleted`: nodes whose
-    deletion is under way (the actuator's, tracked by this process); `deletions_in_progress`:
-    (empty, drained) among them, for the parallelism budgets; None (plan's, with no actuator)
-    counts the nodes the plan finds being deleted (tainted ToBeDeleted by a previous run, which
-    a restarted loop would resume).
-    """
-
-    now: float
-    snapshot: ClusterSnapshot
-    pending: Sequence[Pod] = ()
-    pdbs: Sequence[PodDisruptionBudget] = ()
-    workloads: Sequence[Workload] = ()
-    planner_workloads: Sequence[Workload] | None = None
-    namespaces: Mapping[str, Mapping[str, str]] | None = None
-    priorities: PrioritiesSource | None = None
-    usage: UsageSample | None = None
-    being_deleted: Collection[str] = ()
-    deletions_in_progress: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -190,17 +163,12 @@ def _decide_scale_up(
         return registry.is_backed_off(group_id, now)
 
     plan = state.scale_up.plan(
-        snapshot=inputs.snapshot,
-        pending=inputs.pending,
+        inputs,
         node_groups=groups,
-        now=now,
-        workloads=inputs.workloads,
         upcoming=registry.upcoming_nodes(),
         backed_off=backed_off,
         healthy=registry.is_node_group_healthy,
-        priorities=inputs.priorities,
         checker=checker,
-        namespaces=inputs.namespaces,
     )
     decision.scale_up = plan
     decision.increases = list(plan.increases)
@@ -235,18 +203,9 @@ def _decide_scale_down(
                 decision.bound[key] = node
         scaling_up = bool(decision.increases)
         decision.cooldown_expired = scaling_up and planner.timers_expired
+        being_deleted = {*inputs.being_deleted, *registry.being_deleted_nodes()}
         plan = planner.update(
-            snapshot,
-            cloud=cloud,
-            now=inputs.now,
-            pdbs=inputs.pdbs,
-            workloads=inputs.planner_workloads,
-            being_deleted={*inputs.being_deleted, *registry.being_deleted_nodes()},
-            checker=checker,
-            namespaces=inputs.namespaces,
-            pending=inputs.pending,
-            usage=inputs.usage,
-            scaling_up=scaling_up,
+            replace(inputs, being_deleted=being_deleted), cloud=cloud, checker=checker, scaling_up=scaling_up
         )
     finally:
         snapshot.revert()

@@ -160,7 +160,6 @@ class Autoscaler:
                 pending=self.view.pending_pods(),
                 pdbs=pdbs,
                 workloads=workloads,
-                planner_workloads=workloads,
                 priorities=self.view.configmap(*PRIORITY_EXPANDER_CONFIGMAP),
                 usage=usage,
                 being_deleted=self.actuator.being_deleted(),

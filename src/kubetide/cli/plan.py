@@ -155,7 +155,7 @@ def run(args) -> int:
     warn(messages)
     usage = _usage_sample(snapshot, usage_objects) if usage_objects is not None else None
     pending, untried = mark_untried(pending)
-    planner_workloads, missing = planner_workloads_of(manifests, snapshot)
+    missing = missing_controller_kinds(manifests, snapshot)
     if missing:
         warn(
             [
@@ -172,7 +172,7 @@ def run(args) -> int:
         manifests,
         now,
         expire_timers=not args.no_expire_timers,
-        planner_workloads=planner_workloads,
+        controllers_known=not missing,
         usage=usage,
     )
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
@@ -268,12 +268,12 @@ def mark_untried(pending: Iterable[Pod]) -> tuple[list[Pod], list[str]]:
     return result, untried
 
 
-def planner_workloads_of(manifests: Manifests, snapshot: ClusterSnapshot):
-    """The workloads for scale-down, or None when bound pods name controller kinds the dump lacks.
+def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) -> list[str]:
+    """Controller kinds bound pods name that the dump lacks: then the controllers are unknown.
 
     Drainability rule 3 takes a controller missing from the list as gone (ControllerNotFound); a
-    dump without any ReplicaSet would block every node that way. None means "controllers
-    unknown", under which rule 3 stays silent, as the Cluster Autoscaler without listers.
+    dump without any ReplicaSet would block every node that way. With controllers unknown, rule 3
+    stays silent, as the Cluster Autoscaler without listers.
     """
     present = {w.kind for w in manifests.workloads}
     referenced = {
@@ -281,8 +281,7 @@ def planner_workloads_of(manifests: Manifests, snapshot: ClusterSnapshot):
         for pod in snapshot.pods()
         if (ref := pod.controller) is not None and ref.kind in REPLICATED_KINDS
     }
-    missing = sorted(referenced - present)
-    return (None if missing else manifests.workloads), missing
+    return sorted(referenced - present)
 
 
 # -- the loop -------------------------------------------------------------------------------------
@@ -334,7 +333,7 @@ def plan_loop(
     now: float,
     *,
     expire_timers: bool = True,
-    planner_workloads=None,
+    controllers_known: bool = True,
     usage: UsageSample | None = None,
 ) -> PlanResult:
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
@@ -347,7 +346,7 @@ def plan_loop(
         pending=pending,
         pdbs=manifests.pdbs,
         workloads=manifests.workloads,
-        planner_workloads=planner_workloads,
+        controllers_known=controllers_known,
         namespaces=namespaces,
         priorities=_configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP),
         usage=usage,

@@ -340,7 +340,7 @@ class Runner:
         log.info("stopped")
         return 0
 
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum, _frame) -> None:
         log.info("%s received: finishing the current loop", signal.Signals(signum).name)
         self.stop.set()
         self.view.new_unschedulable.set()  # wake a sleeping loop

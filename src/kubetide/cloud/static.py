@@ -347,7 +347,3 @@ class StaticCloud:
                     f"{definitions[0].source} does not define{hint}: not autoscaled"
                 )
         return cls(groups, warnings)
-
-
-def not_autoscaled(cloud: StaticCloud, nodes: Iterable[Node]) -> list[str]:
-    return [n.name for n in nodes if cloud.node_group_for(n) is None]

@@ -167,9 +167,6 @@ class Manifests:
         self.origins = staged.origins
         self.bound_requests = staged.bound_requests
 
-    def workloads_of(self, kind: str) -> list[Workload]:
-        return [w for w in self.workloads if w.kind == kind]
-
 
 def load_files(paths: Iterable[str | Path]) -> Manifests:
     """Every object in the files; an object given twice (in one file or two) is an error."""

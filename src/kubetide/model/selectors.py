@@ -55,14 +55,6 @@ class LabelSelector:
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
 
-    def with_labels(self, extra: Mapping[str, str]) -> LabelSelector:
-        """This selector AND `key=value` for each extra label (used by matchLabelKeys)."""
-        if not extra:
-            return self
-        merged = dict(self.match_labels)
-        merged.update(extra)
-        return LabelSelector(tuple(sorted(merged.items())), self.match_expressions)
-
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.match_labels]
         for req in self.match_expressions:

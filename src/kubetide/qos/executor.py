@@ -433,9 +433,3 @@ def effect_grace(mark: Watermark, p: PodState) -> int:
 def gap_units(gap: Fraction | None) -> int | None:
     """A gap as the whole number of units (millicores, bytes) reports show, rounded up."""
     return None if gap is None else math.ceil(gap)
-
-
-def released_total(decisions: Sequence[Decision], kind: str, metric: str) -> int:
-    return sum(
-        d.released or 0 for d in decisions if d.kind == kind and d.metric == metric and d.outcome == DONE
-    )

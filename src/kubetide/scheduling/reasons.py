@@ -21,17 +21,6 @@ NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
 
-# The order kube-scheduler's default profile runs its filters in; a node reports the first failure.
-FILTER_ORDER = (
-    NODE_UNSCHEDULABLE,
-    NODE_NAME,
-    TAINT_TOLERATION,
-    NODE_AFFINITY,
-    NODE_PORTS,
-    NODE_RESOURCES_FIT,
-    POD_TOPOLOGY_SPREAD,
-    INTER_POD_AFFINITY,
-)
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"

@@ -6,6 +6,7 @@ import math
 import pytest
 from scaledown_fakes import DeletionWorld, FakeActions, node, pod, workload
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, EvictionOutcome
 from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX, Phase
@@ -74,11 +75,8 @@ class World(DeletionWorld):
 
     def plan(self, now=0.0):
         return self.planner.update(
-            self.snapshot,
+            LoopInputs(now, self.snapshot, workloads=RS, being_deleted=self.actuator.being_deleted()),
             cloud=self.cloud,
-            now=now,
-            workloads=RS,
-            being_deleted=self.actuator.being_deleted(),
         )
 
     def start(self, now=0.0):

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pdb, pod, workload
 from test_scaledown_properties import APPS, OPTIONS, WORKLOADS, clusters
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.autoscaler.scaledown.actuator import Actuator
 from kubetide.autoscaler.scaledown.planner import Planner
@@ -101,7 +102,7 @@ def run_loops(cluster, data, planner_options, check):
         snapshot = ClusterSnapshot(list(nodes.values()), [p for p in pods if p.node_name in nodes])
         before = dict(planner.unneeded_since)
         plan = planner.update(
-            snapshot, cloud=cloud, now=now, pdbs=pdbs, workloads=WORKLOADS, being_deleted=deleting
+            LoopInputs(now, snapshot, pdbs=pdbs, workloads=WORKLOADS, being_deleted=deleting), cloud=cloud
         )
         check(planner, plan, before, kept)
         kept = set(plan.candidate_set) | set(plan.waiting_for_budget)
@@ -169,23 +170,27 @@ def test_a_node_waits_through_a_drain_and_goes_when_the_budget_is_back():
     planner = Planner(KEEPS, timer=WorkTimer(1e-3))
 
     plan = planner.update(
-        ClusterSnapshot(nodes, pods), cloud=cloud, now=0.0, pdbs=[budget("web", 1, 1)], workloads=WORKLOADS
+        LoopInputs(0.0, ClusterSnapshot(nodes, pods), pdbs=[budget("web", 1, 1)], workloads=WORKLOADS),
+        cloud=cloud,
     )
     assert plan.candidate_set == ["n0"] and plan.waiting_for_budget == ["n1", "n2"]
     assert planner.unneeded_since == {"n0": 0.0, "n1": 0.0, "n2": 0.0}
 
     plan = planner.update(
-        ClusterSnapshot(nodes, pods), cloud=cloud, now=70.0, pdbs=[budget("web", 1, 1)], workloads=WORKLOADS
+        LoopInputs(70.0, ClusterSnapshot(nodes, pods), pdbs=[budget("web", 1, 1)], workloads=WORKLOADS),
+        cloud=cloud,
     )
     assert plan.removable_now() == ["n0"]
     draining = [_taint(nodes[0], True), *nodes[1:]]
     plan = planner.update(
-        ClusterSnapshot(draining, pods),
+        LoopInputs(
+            80.0,
+            ClusterSnapshot(draining, pods),
+            pdbs=[budget("web", 1, 0)],
+            workloads=WORKLOADS,
+            being_deleted={"n0"},
+        ),
         cloud=cloud,
-        now=80.0,
-        pdbs=[budget("web", 1, 0)],
-        workloads=WORKLOADS,
-        being_deleted={"n0"},
     )
     assert plan.candidate_set == [] and plan.waiting_for_budget == ["n1", "n2"]
     assert planner.unneeded_since == {"n1": 0.0, "n2": 0.0}
@@ -193,11 +198,10 @@ def test_a_node_waits_through_a_drain_and_goes_when_the_budget_is_back():
 
     group.members.remove("n0")
     plan = planner.update(
-        ClusterSnapshot(nodes[1:], pods[1:]),
+        LoopInputs(
+            90.0, ClusterSnapshot(nodes[1:], pods[1:]), pdbs=[budget("web", 1, 1)], workloads=WORKLOADS
+        ),
         cloud=cloud,
-        now=90.0,
-        pdbs=[budget("web", 1, 1)],
-        workloads=WORKLOADS,
     )
     assert plan.candidate_set == ["n1"]
     assert planner.unneeded_since["n1"] == 0.0

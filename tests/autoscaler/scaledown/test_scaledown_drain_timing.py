@@ -15,7 +15,6 @@ from scaledown_fakes import (
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
 from kubetide.autoscaler.scaledown.actuator import Phase
-from kubetide.autoscaler.scaledown.budgets import candidates_pool_size
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import REMOVABLE, NodeStatus, ScaleDownPlan
@@ -154,9 +153,9 @@ class KeepsA:
     """A planner whose candidate set is node a (a risky node, which the planner side lets through
     now; what it decides is not under test here)."""
 
-    def update(self, snapshot, **kw):
+    def update(self, inputs, **kw):
         status = NodeStatus("a", REMOVABLE, False, 0.3)
-        return ScaleDownPlan(kw["now"], nodes={"a": status}, candidate_set=["a"])
+        return ScaleDownPlan(inputs.now, nodes={"a": status}, candidate_set=["a"])
 
 
 @pytest.mark.parametrize(
@@ -322,15 +321,6 @@ def test_bad_timing_and_pool_flag_values_are_one_line_errors(flag, value, messag
         parse_options({flag: value}, "s.yaml")
     assert error.value.field == f"spec.autoscaler.{flag}"
     assert message in error.value.message and "\n" not in str(error.value)
-
-
-@pytest.mark.parametrize(
-    ("nodes", "ratio", "min_count", "size"),
-    [(1000, 0.1, 50, 100), (100, 0.1, 50, 50), (30, 0.1, 50, 30), (7, 1.0, 0, 7), (11, 0.1, 0, 2)],
-)
-def test_candidates_pool_size_is_cas(nodes, ratio, min_count, size):
-    o = opts(scale_down_candidates_pool_ratio=ratio, scale_down_candidates_pool_min_count=min_count)
-    assert candidates_pool_size(nodes, o) == size
 
 
 def test_scale_down_throttled_event_when_max_drain_parallelism_alone_holds_drains_back():

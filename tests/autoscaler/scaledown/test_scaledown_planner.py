@@ -7,6 +7,7 @@ import json
 import pytest
 from scaledown_fakes import FakeCloud, FakeGroup, cloud_for, node, pdb, pod, snapshot_of, state, workload
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
@@ -27,7 +28,7 @@ def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, **kw):
     cloud = cloud or cloud_for(*[n.name for n in nodes])
     kw.setdefault("workloads", RS)
     before = state(s)
-    plan = planner.update(s, cloud=cloud, now=now, **kw)
+    plan = planner.update(LoopInputs(now, s, **kw), cloud=cloud)
     assert state(s) == before, "the snapshot must be left as found"
     return plan
 
@@ -518,7 +519,7 @@ def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
     cloud.add(FakeGroup("g"), "a", "d")
     before = state(s)
     with pytest.raises(RuntimeError):
-        Planner(OPTS, timer=WorkTimer(1e-3)).update(s, cloud=cloud, now=0)
+        Planner(OPTS, timer=WorkTimer(1e-3)).update(LoopInputs(0, s), cloud=cloud)
     assert state(s) == before and s.depth == 0
 
     class Exploding:  # fails inside a node's own fork, with a pod already taken off its node
@@ -530,7 +531,9 @@ def test_an_error_mid_simulation_still_leaves_the_snapshot_as_found():
     s = snapshot_of(nodes, [pod("pa", "a", 100)])
     before = state(s)
     with pytest.raises(RuntimeError):
-        Planner(OPTS, timer=WorkTimer(1e-3)).update(s, cloud=cloud_for("a", "d"), now=0, checker=Exploding())
+        Planner(OPTS, timer=WorkTimer(1e-3)).update(
+            LoopInputs(0, s), cloud=cloud_for("a", "d"), checker=Exploding()
+        )
     assert state(s) == before and s.depth == 0
 
 
@@ -542,7 +545,7 @@ def update_on(planner, s, cloud, now=0.0, **kw):
     would mean new node groups, which the caches rightly do not trust), left as found."""
     kw.setdefault("workloads", RS)
     before = state(s)
-    plan = planner.update(s, cloud=cloud, now=now, **kw)
+    plan = planner.update(LoopInputs(now, s, **kw), cloud=cloud)
     assert state(s) == before, "the snapshot must be left as found"
     return plan
 

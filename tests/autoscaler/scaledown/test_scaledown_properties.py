@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import FakeCloud, FakeGroup, node, pdb, pod, state, workload
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, UsageCeiling, UsageSample
 from kubetide.autoscaler.scaledown.drainability import (
@@ -192,7 +193,7 @@ def test_planner_invariants(cluster):
     snapshot = ClusterSnapshot(nodes, pods)
     before = state(snapshot)
 
-    plan = planner.update(snapshot, cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS)
+    plan = planner.update(LoopInputs(0.0, snapshot, pdbs=pdbs, workloads=WORKLOADS), cloud=cloud)
     assert state(snapshot) == before
     if plan.validation_failure is not None:  # an evicted pod found no home: nothing may go
         assert plan.candidate_set == [] and plan.removable_now() == []
@@ -210,7 +211,7 @@ def test_planner_invariants(cluster):
     snapshot = ClusterSnapshot(tainted, pods)
     before = state(snapshot)
     again = planner.update(
-        snapshot, cloud=cloud, now=10.0, pdbs=pdbs, workloads=WORKLOADS, being_deleted=deleted
+        LoopInputs(10.0, snapshot, pdbs=pdbs, workloads=WORKLOADS, being_deleted=deleted), cloud=cloud
     )
     assert state(snapshot) == before
     if again.validation_failure is None:
@@ -222,10 +223,10 @@ def test_planner_invariants(cluster):
 class _Uncached(Planner):
     """The same planner with its per-node caches emptied before every update."""
 
-    def update(self, snapshot, **kw):
+    def update(self, inputs, **kw):
         self._scanned.clear()
         self._checked.clear()
-        return super().update(snapshot, **kw)
+        return super().update(inputs, **kw)
 
 
 def _view(plan):
@@ -385,7 +386,9 @@ def test_candidate_set_is_never_smaller_than_the_cluster_autoscalers(cluster):
     cloud = FakeCloud()
     cloud.add(FakeGroup("g", min_size=min_size), *[n.name for n in nodes])
     planner = Planner(OPTIONS, timer=WorkTimer(1e-3), timers_expired=True)
-    plan = planner.update(ClusterSnapshot(nodes, pods), cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS)
+    plan = planner.update(
+        LoopInputs(0.0, ClusterSnapshot(nodes, pods), pdbs=pdbs, workloads=WORKLOADS), cloud=cloud
+    )
     check_plan(plan, nodes, pods, pdbs, set(), cloud)
     reference = ca_reference_candidates(nodes, pods, pdbs, cloud)
     assert len(plan.candidate_set) >= len(reference), (plan.candidate_set, reference)
@@ -439,7 +442,9 @@ def test_planner_invariants_with_a_usage_source(data):
     planner = Planner(OPTIONS, timer=WorkTimer(1e-3), timers_expired=True)
     snapshot = ClusterSnapshot(nodes, pods)
     before = state(snapshot)
-    plan = planner.update(snapshot, cloud=cloud, now=0.0, pdbs=pdbs, workloads=WORKLOADS, usage=sample)
+    plan = planner.update(
+        LoopInputs(0.0, snapshot, pdbs=pdbs, workloads=WORKLOADS, usage=sample), cloud=cloud
+    )
     assert state(snapshot) == before
     check_plan(plan, nodes, pods, pdbs, set(), cloud)
     kept = [p for p in pods if p.priority >= OPTIONS.expendable_pods_priority_cutoff]

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pdb, pod, snapshot_of
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.actuator import Actuator, Phase
 from kubetide.autoscaler.scaledown.planner import Planner
@@ -76,7 +77,7 @@ def plan_for(options, snapshot, workloads, planner=None):
     cloud.add(FakeGroup("g"), "a", "d")
     planner = planner or Planner(options, timer=WorkTimer(1e-3), timers_expired=True)
     return planner.update(
-        snapshot, cloud=cloud, now=0.0, pdbs=[pdb("api", "api", **PINNED)], workloads=workloads
+        LoopInputs(0.0, snapshot, pdbs=[pdb("api", "api", **PINNED)], workloads=workloads), cloud=cloud
     ), cloud
 
 

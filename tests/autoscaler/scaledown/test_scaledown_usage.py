@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from scaledown_fakes import cloud_for, node, pod, snapshot_of, state, workload
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
 from kubetide.autoscaler.scaledown import placement
@@ -44,7 +45,9 @@ def plan(planner, usage, now=0.0, nodes_pods=None):
     nodes, pods = nodes_pods or cluster()
     s = snapshot_of(nodes, pods)
     before = state(s)
-    result = planner.update(s, cloud=cloud_for("a", "busy"), now=now, workloads=WORKLOADS, usage=usage)
+    result = planner.update(
+        LoopInputs(now, s, workloads=WORKLOADS, usage=usage), cloud=cloud_for("a", "busy")
+    )
     assert state(s) == before
     return result
 
@@ -146,7 +149,7 @@ def test_a_failed_candidate_gives_its_usage_room_back():
     )
     s = snapshot_of(nodes, pods)
     result = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True).update(
-        s, cloud=cloud_for("a", "b", "d"), now=0.0, workloads=WORKLOADS, usage=usage
+        LoopInputs(0.0, s, workloads=WORKLOADS, usage=usage), cloud=cloud_for("a", "b", "d")
     )
     assert "a" not in result.candidate_set
     assert "b" in result.candidate_set
@@ -160,7 +163,9 @@ def test_a_node_whose_pods_exceed_all_free_room_is_not_simulated():
     pods = [pod("pa", "a", 600), pod("pb", "b", 600), pod("pf", "full", 900)]
     s = snapshot_of(nodes, pods)
     options = OPTS.with_values(scale_down_utilization_threshold=0.7)
-    result = planner(options).update(s, cloud=cloud_for("a", "b", "full"), now=0.0, workloads=WORKLOADS)
+    result = planner(options).update(
+        LoopInputs(0.0, s, workloads=WORKLOADS), cloud=cloud_for("a", "b", "full")
+    )
     assert result.candidate_set == []
     assert result.simulated == 0  # 600m each, 400m + 100m free elsewhere
     assert "600m cpu" in result.nodes["a"].detail and "default/pa" in result.nodes["a"].detail
@@ -181,6 +186,8 @@ def test_destinations_fill_from_the_far_end_so_no_pod_moves_twice(monkeypatch, c
 
     monkeypatch.setattr(placement.PodMover, "move", counted)
     s = snapshot_of(nodes, pods)
-    result = planner().update(s, cloud=cloud_for(*[n.name for n in nodes]), now=0.0, workloads=WORKLOADS)
+    result = planner().update(
+        LoopInputs(0.0, s, workloads=WORKLOADS), cloud=cloud_for(*[n.name for n in nodes])
+    )
     assert len(result.candidate_set) == count * 6 // 10
     assert len(moves) == len(set(moves)) == 4 * len(result.candidate_set)

@@ -2,6 +2,7 @@ import json
 
 from _scaleup_helpers import GIB, FakeGroup, daemonset, node, pod, replicas, taint
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUp
 from kubetide.autoscaler.scaleup.skips import SkipReason
@@ -23,11 +24,12 @@ def group(gid, cpu=4000, mem=16 * GIB, zone="a", labels=None, **kwargs):
     return FakeGroup(gid, template, **kwargs)
 
 
-def plan(groups, pending, snapshot=None, options=None, **kwargs):
+def plan(groups, pending, snapshot=None, options=None, workloads=(), priorities=None, **kwargs):
     snapshot = snapshot or ClusterSnapshot([node("n1", cpu=10)])
     before = ([n.name for n in snapshot.nodes()], snapshot.pod_count())
+    inputs = LoopInputs(1000.0, snapshot, pending=pending, workloads=workloads, priorities=priorities)
     result = ScaleUp(options or AutoscalerOptions(), timer=WorkTimer(1e-3), seed=1).plan(
-        snapshot=snapshot, pending=pending, node_groups=groups, now=1000.0, **kwargs
+        inputs, node_groups=groups, **kwargs
     )
     assert ([n.name for n in snapshot.nodes()], snapshot.pod_count()) == before
     return result

@@ -52,11 +52,6 @@ class NodeReadiness:
     deletion_since: float | None  # for BEING_DELETED: when the taint was added (or first seen)
     reason: str  # one line, for `plan` and logs
 
-    @property
-    def is_capacity(self) -> bool:
-        """Whether pods can count on this node now (ready and not going away)."""
-        return self.readiness is Readiness.READY
-
 
 def classify(
     *,

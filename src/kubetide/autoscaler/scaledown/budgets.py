@@ -14,7 +14,6 @@ scale-down then sees that a limit, not the planner, is holding nodes back, and w
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,16 +64,3 @@ def crop(
     drain_only = len(drain_now) < len(drain) and parallelism > 0
     throttled = everything_spent or drain_only
     return BudgetDecision(empty_now, drain_now, throttled, left_out, parallelism, drain_left, drain_only)
-
-
-def candidates_pool_size(node_count: int, options: AutoscalerOptions) -> int:
-    """CA's pool of additional non-empty scale-down candidates: when some candidates of the
-    previous iteration are no longer valid, at most max(ceil(nodes x
-    scale-down-candidates-pool-ratio), scale-down-candidates-pool-min-count) other non-empty
-    nodes are simulated in their place (a ratio of 1 turns the limit off); never more than the
-    nodes there are."""
-    size = max(
-        math.ceil(node_count * options.scale_down_candidates_pool_ratio),
-        options.scale_down_candidates_pool_min_count,
-    )
-    return min(node_count, size)

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider, UsageSample
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider
 from kubetide.autoscaler.scaledown.candidates import Checked, Search, eligible_nodes, search_candidates
 from kubetide.autoscaler.scaledown.drainability import (
     DrainContext,
@@ -56,7 +57,7 @@ from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
 from kubetide.autoscaler.scaledown.update import Update
 from kubetide.autoscaler.scaledown.usage import UsageGuard, UsageHistory
 from kubetide.clock import Timer
-from kubetide.model import Pod, PodDisruptionBudget, Workload
+from kubetide.model import Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo
 
@@ -129,35 +130,32 @@ class Planner:
     # -- the update ------------------------------------------------------------------------------
     def update(
         self,
-        snapshot: ClusterSnapshot,
+        inputs: LoopInputs,
         *,
         cloud: CloudProvider,
-        now: float,
-        pdbs: Sequence[PodDisruptionBudget] = (),
-        workloads: Sequence[Workload] | None = None,
-        being_deleted: Collection[str] = (),
         resume: Collection[str] = (),
         checker: PredicateChecker | None = None,
-        namespaces: Mapping[str, Mapping[str, str]] | None = None,
-        pending: Sequence[Pod] = (),
-        usage: UsageSample | None = None,
         scaling_up: bool = False,
     ) -> ScaleDownPlan:
-        """One loop's planning. `workloads=None` means the controllers are unknown (rule 3 of
-        drainability stays silent and recent evictions are injected without the owner check).
+        """One loop's planning on `inputs` (its snapshot, now, PDBs, workloads, nodes being
+        deleted, pending pods, namespaces and usage sample). Unknown controllers
+        (`inputs.controllers` None) keep rule 3 of drainability silent, and recent evictions are
+        injected without the owner check.
 
         `resume` names nodes tainted ToBeDeletedByClusterAutoscaler before a restart whose fate is
         to be decided: they are simulated first with their timers taken as run out; other
         tainted nodes not in `being_deleted` are treated as being deleted by someone.
-        `checker` may be shared with the caller (it must observe `snapshot`); otherwise one is
-        made for this update and closed at the end. `pending`: unbound pods; those nominated to a
-        node of the snapshot count on it. `usage`: this loop's usage sample, if there is a usage
-        source; destinations then stay under their QoS watermarks (see usage.py). `scaling_up`:
+        `checker` may be shared with the caller (it must observe the snapshot); otherwise one is
+        made for this update and closed at the end. Pending pods nominated to a node of the
+        snapshot count on it. With a usage sample, destinations stay under their QoS watermarks
+        (see usage.py). `scaling_up`:
         this loop scales up, so scale-down-delay-after-add pauses it from now (unless timers are
         taken as expired); later loops count from `note_scale_up`, which the driver calls for
         the scale-ups that happened.
         """
         o = self.options
+        snapshot, now, pdbs, usage = inputs.snapshot, inputs.now, inputs.pdbs, inputs.usage
+        workloads, namespaces = inputs.controllers, inputs.namespaces
         deadline = self.timer() + o.scale_down_simulation_timeout
         self.unremovable.recheck_timeout = o.unremovable_node_recheck_timeout
         if self._cached_options is not o:
@@ -165,7 +163,7 @@ class Planner:
             self._scanned.clear()
             self._checked.clear()
         resume_set = {n for n in resume if n in snapshot}
-        deleted = {n for n in being_deleted if n in snapshot} - resume_set
+        deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
         tainted, expendable = self._scan(snapshot)
         deleted.update(name for name in tainted if name not in resume_set)
         self.recent_evictions.expire(now)
@@ -183,7 +181,7 @@ class Planner:
         try:
             for pod in expendable:
                 snapshot.remove_pod(pod.uid)
-            _add_nominated(snapshot, pending, o.expendable_pods_priority_cutoff)
+            _add_nominated(snapshot, inputs.pending, o.expendable_pods_priority_cutoff)
             if checker is None:
                 checker = PredicateChecker(snapshot, namespaces)
             tracker = PdbTracker(pdbs, snapshot.pods(), index)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.ports import (
     DELETION_CANDIDATE_TAINT,
     TO_BE_DELETED_TAINT,
@@ -84,16 +85,15 @@ def recover(
         # Nothing left behind: no planner pass (it would record this loop's unremovable nodes
         # before the loop's own pass, on a cluster the loop's scale-up may still change).
         return RecoveryReport(ScaleDownPlan(now=now), cloud_deleting=gone)
-    plan = planner.update(
+    inputs = LoopInputs(
+        now,
         snapshot,
-        cloud=cloud,
-        now=now,
         pdbs=pdbs,
         workloads=workloads,
-        being_deleted=tracked | set(gone),
-        resume={n.name for n in orphans},
         namespaces=namespaces,
+        being_deleted=tracked | set(gone),
     )
+    plan = planner.update(inputs, cloud=cloud, resume={n.name for n in orphans})
     report = RecoveryReport(plan, cloud_deleting=gone)
     candidates = set(plan.candidate_set)
     # A drain between two budget waves finds its budget used up by its own evictions (their

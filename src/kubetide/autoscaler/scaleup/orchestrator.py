@@ -34,6 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetide.autoscaler.inputs import LoopInputs, PrioritiesSource
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaleup.balance import BalanceTarget, similar, split
@@ -58,7 +59,6 @@ from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 # The priority expander's configuration: its ConfigMap, the `priorities` text, or that parsed.
-PrioritiesSource = ConfigMap | str | Mapping[object, object]
 
 GIB = 2**30
 STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
@@ -217,29 +217,25 @@ class ScaleUp:
 
     def plan(
         self,
+        inputs: LoopInputs,
         *,
-        snapshot: ClusterSnapshot,
-        pending: Sequence[Pod],
         node_groups: Sequence[NodeGroup],
-        now: float,
-        workloads: Sequence[Workload] = (),
         upcoming: Mapping[str, int] | None = None,
         backed_off: Callable[[str], bool] | Collection[str] | None = None,
         healthy: Callable[[str], bool] | Collection[str] | None = None,
-        priorities: PrioritiesSource | None = None,
         checker: PredicateChecker | None = None,
-        namespaces: Mapping[str, Mapping[str, str]] | None = None,
     ) -> ScaleUpPlan:
-        """One scale-up decision. See the module docstring for what the caller does with it.
+        """One scale-up decision on `inputs` (its snapshot, pending pods, workloads for the
+        DaemonSets, the priority expander's configuration, namespaces). See the module docstring
+        for what the caller does with it.
 
-        `pending`: pods not bound to any node (ClusterView.pending_pods()). `upcoming`: nodes per
-        group requested but not yet ready. `backed_off` / `healthy`: per group id, as a predicate
-        or a collection of ids. `priorities`: the priority expander's ConfigMap, or its
-        `priorities` text, or an already parsed mapping. `checker`: a PredicateChecker already
-        attached to `snapshot` (one is made and closed otherwise).
+        `upcoming`: nodes per group requested but not yet ready. `backed_off` / `healthy`: per
+        group id, as a predicate or a collection of ids. `checker`: a PredicateChecker already
+        attached to the snapshot (one is made and closed otherwise).
         """
+        snapshot = inputs.snapshot
         plan = ScaleUpPlan()
-        selection = select_pending(pending, self.options, now)
+        selection = select_pending(inputs.pending, self.options, inputs.now)
         for key, reason in {**selection.too_young, **selection.expendable}.items():
             plan.not_helped[key] = reason
         plan.trace.extend(f"{key}: {warning}" for key, warning in selection.warnings.items())
@@ -247,7 +243,7 @@ class ScaleUp:
             return plan
         own_checker = checker is None
         if checker is None:
-            checker = PredicateChecker(snapshot, namespaces)
+            checker = PredicateChecker(snapshot, inputs.namespaces)
         snapshot.fork()
         try:
             self._plan(
@@ -256,11 +252,11 @@ class ScaleUp:
                 checker,
                 selection.pods,
                 node_groups,
-                workloads,
+                inputs.workloads or (),
                 upcoming or {},
                 backed_off,
                 healthy,
-                priorities,
+                inputs.priorities,
             )
         finally:
             snapshot.revert()
