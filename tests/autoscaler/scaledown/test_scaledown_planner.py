@@ -22,13 +22,13 @@ BUSY = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}  # a destination that is never a
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
-def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, **kw):
+def plan_for(nodes, pods, planner=None, now=0.0, cloud=None, resume=(), **kw):
     s = snapshot_of(nodes, pods)
     planner = planner or Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud or cloud_for(*[n.name for n in nodes])
     kw.setdefault("workloads", RS)
     before = state(s)
-    plan = planner.update(LoopInputs(now, s, **kw), cloud=cloud)
+    plan = planner.update(LoopInputs(now, s, **kw), cloud=cloud, resume=resume)
     assert state(s) == before, "the snapshot must be left as found"
     return plan
 

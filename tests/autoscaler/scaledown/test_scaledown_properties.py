@@ -282,8 +282,8 @@ def test_cached_planner_decides_as_an_uncached_one(cluster, steps):
     now = 0.0
 
     def both():
-        kw = dict(cloud=cloud, now=now, pdbs=pdbs, workloads=WORKLOADS)
-        assert _view(cached.update(snapshot, **kw)) == _view(uncached.update(snapshot, **kw))
+        inputs = LoopInputs(now, snapshot, pdbs=pdbs, workloads=WORKLOADS)
+        assert _view(cached.update(inputs, cloud=cloud)) == _view(uncached.update(inputs, cloud=cloud))
 
     both()
     for i, (op, pick, cpu) in enumerate(steps):
