@@ -31,8 +31,8 @@ from rich.table import Table
 from benchmarks.clusters import node_agent_daemonset
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.sim import Simulation
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import work_timer
+from kubetide.sim.runtime.simulation import work_timer
+from kubetide.sim.spec.scenario import parse_scenario
 
 NODES = 1000
 PARALLELISM = (1, 10, 50)

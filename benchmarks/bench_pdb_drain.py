@@ -29,8 +29,8 @@ import yaml
 
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.sim import Simulation
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.world import WorldObserver
+from kubetide.sim.runtime.world import WorldObserver
+from kubetide.sim.spec.scenario import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DROP_AT = 20 * 60.0  # the pdb-paced-drain example's load drop

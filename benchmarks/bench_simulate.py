@@ -41,7 +41,7 @@ from rich.table import Table
 
 from benchmarks.clusters import node_agent_daemonset
 from kubetide.sim import Simulation
-from kubetide.sim.scenario import parse_scenario
+from kubetide.sim.spec.scenario import parse_scenario
 
 TARGET_SECONDS_PER_DAY = 90.0
 WHOLE_PROCESS_SPEED = 1000.0  # simulated seconds per wall second, whole `kubetide simulate`

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubetide.cli.sweep import run_sweep
-from kubetide.sim.scenario import parse_scenario
+from kubetide.sim.spec.scenario import parse_scenario
 from kubetide.sweep.engines import DaskEngine, LocalEngine
 from kubetide.sweep.grid import build_settings, scenario_setting
 from kubetide.sweep.results import RunStore

@@ -523,7 +523,7 @@ def _worker() -> None:
     from kubetide.cli import main as cli
 
     cli.build_parser()  # imports every subcommand
-    for module in ("kubetide.sim.simulation", "kubetide.sim.output", "kubetide.sim.scenario"):
+    for module in ("kubetide.sim.runtime.simulation", "kubetide.sim.report.output", "kubetide.sim.spec.scenario"):
         __import__(module)  # what `simulate` imports when it runs
     for line in sys.stdin:
         job = json.loads(line)

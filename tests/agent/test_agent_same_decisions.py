@@ -15,9 +15,9 @@ from kubetide.model import load_documents
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.qos import AgentOptions, QosAgent, QosConfig
 from kubetide.qos.config import EVICT, THROTTLE_DOWN
-from kubetide.sim.qos import NodeAgents
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import NoAutoscaler, Simulation
+from kubetide.sim.runtime.qos import NodeAgents
+from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
+from kubetide.sim.spec.scenario import parse_scenario
 
 API = "ensurance.crane.io/v1alpha1"
 CRANE_OBJECTS = [

@@ -18,8 +18,9 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # One violation per contract, each in a module of its own.
 PLANTED = {
-    "model/_planted_upward.py": "import kubetide.sim.engine\n",  # model may not import sim
+    "model/_planted_upward.py": "import kubetide.sim.runtime.engine\n",  # model may not import sim
     "sim/_planted_real_cluster.py": "import kubetide.kube\n",  # sim and kube are independent
+    "sim/spec/_planted_runtime.py": "import kubetide.sim.runtime.world\n",  # the spec is below the runtime
     "autoscaler/_planted_http.py": "import urllib.request\n",  # decisions do no I/O
     "scheduling/_planted_cycle_a.py": "from kubetide.scheduling import _planted_cycle_b\n",
     "scheduling/_planted_cycle_b.py": "from kubetide.scheduling import _planted_cycle_a\n",
@@ -71,11 +72,18 @@ def test_each_planted_violation_breaks_its_contract(tmp_path):
     assert result.returncode != 0, out
     broken = out[out.index("Broken contracts") :]
     for contract in (
-        "Layers: cli -> adapters",
+        "Layers: cli -> sweep",
+        "The simulator in three parts",
         "The simulated cluster and the real one never depend on each other",
         "Decision code imports no HTTP client",
         "No import cycles between sibling modules",
     ):
         assert contract in broken, f"{contract!r} not reported broken:\n{out}"
-    for module in ("_planted_upward", "_planted_real_cluster", "_planted_http", "_planted_cycle_"):
+    for module in (
+        "_planted_upward",
+        "_planted_real_cluster",
+        "_planted_runtime",
+        "_planted_http",
+        "_planted_cycle_",
+    ):
         assert module in broken, f"{module} not named:\n{out}"

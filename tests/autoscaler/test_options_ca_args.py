@@ -109,7 +109,7 @@ def test_no_infrastructure_flag_is_a_decision_flag():
 
 
 def test_a_scenario_takes_the_args_list_and_warns_in_one_line(tmp_path):
-    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.spec.scenario import load_scenario
 
     path = tmp_path / "s.yaml"
     path.write_text(
@@ -141,7 +141,7 @@ spec:
 
 def test_a_scenario_autoscaler_that_is_neither_map_nor_list_is_one_clear_error(tmp_path):
     from kubetide.errors import UserError
-    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.spec.scenario import load_scenario
 
     path = tmp_path / "s.yaml"
     path.write_text(

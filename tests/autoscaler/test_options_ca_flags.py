@@ -93,7 +93,7 @@ def test_plan_refuses_the_grpc_expander_in_one_line(capsys):
 
 
 def test_a_scenario_carries_the_deprecation_warning(tmp_path):
-    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.spec.scenario import load_scenario
 
     text = (EXAMPLES / "unready" / "uc6-node-dies.yaml").read_text()
     path = tmp_path / "s.yaml"

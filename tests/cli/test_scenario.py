@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import kubetide.cli.main as cli_main
-from kubetide.sim.scenario import load_scenario
+from kubetide.sim.spec.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLUSTER = EXAMPLES / "plan-cluster.yaml"

@@ -5,7 +5,7 @@ accepts before)."""
 import pytest
 
 from kubetide.cli import main as cli_main
-from kubetide.sim.scenario import MAX_GROUP_SIZE, MAX_REPLICAS
+from kubetide.sim.spec.scenario import MAX_GROUP_SIZE, MAX_REPLICAS
 
 SCENARIO = """\
 apiVersion: kubetide.io/v1alpha1

@@ -10,7 +10,7 @@ import pytest
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli import main as cli_main
 from kubetide.errors import UserError
-from kubetide.sim.scenario import CompareEntry
+from kubetide.sim.spec.scenario import CompareEntry
 from kubetide.sweep.compare import parse_compare, parse_set
 
 SCENARIO = """\
@@ -300,7 +300,7 @@ def test_compared_runs_in_parallel_are_the_runs_in_this_process(simulate, tmp_pa
 def test_runs_go_to_the_engine_one_task_per_setting(tmp_path):
     import yaml
 
-    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sim.spec.scenario import parse_scenario
     from kubetide.sweep.compare import run_variants
     from kubetide.sweep.engines import LocalEngine
 
@@ -389,7 +389,7 @@ def test_a_sweep_refuses_a_grid_beside_spec_compare_in_one_line(sweep, tmp_path)
 
 
 def test_a_sweep_refuses_the_qos_modes_of_a_comparison(sweep, tmp_path):
-    from kubetide.sim.scenario import load_scenario
+    from kubetide.sim.spec.scenario import load_scenario
     from kubetide.sweep.compare import sweep_settings
 
     example = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "qos-watermark.yaml")
@@ -441,7 +441,7 @@ def test_each_runs_progress_reaches_this_process(tmp_path, workers):
     """The progress bars' feed: every setting's simulated time, from the worker it runs in."""
     import yaml
 
-    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sim.spec.scenario import parse_scenario
     from kubetide.sweep.compare import run_variants
     from kubetide.sweep.engines import LocalEngine
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 from kubetide_process import create_deployment, wait_running, write_groups
 
-from kubetide.sim.scenario import load_scenario
-from kubetide.sim.simulation import NoAutoscaler, Simulation
+from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
+from kubetide.sim.spec.scenario import load_scenario
 
 pytestmark = pytest.mark.controlplane
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import Simulation
+from kubetide.sim.runtime.simulation import Simulation
+from kubetide.sim.spec.scenario import parse_scenario
 
 
 def group(name="general", size=2, min_size=0, max_size=20, cpu="4", memory="16Gi", pods="110", **extra):

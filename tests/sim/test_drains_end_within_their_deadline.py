@@ -32,8 +32,8 @@ import pytest
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.sim import Simulation
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.world import WorldObserver
+from kubetide.sim.runtime.world import WorldObserver
+from kubetide.sim.spec.scenario import parse_scenario
 
 SEEDS = range(30)
 # A scenario of the same family in which the simulator counts a pod lost (see the xfail below).

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks import bench_drain
 
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.report import render
+from kubetide.sim.report.html import render
 
 NODES = 40
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}

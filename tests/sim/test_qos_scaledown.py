@@ -12,7 +12,7 @@ import pytest
 
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.qosguard import guard_summary
+from kubetide.sim.runtime.qosguard import guard_summary
 from kubetide.sweep.compare import comparison, run_variants, scenario_variants
 from kubetide.sweep.engines import LocalEngine
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.report import (
+from kubetide.sim.report.html import (
     aggregate_events,
     build_comparison_figure,
     build_figure,
@@ -208,7 +208,7 @@ def test_a_report_with_qos_does_not_import_plotly_graph_objects():
     code = (
         "import dataclasses, sys\n"
         "from kubetide.sim import Simulation, load_scenario\n"
-        "from kubetide.sim.report import render\n"
+        "from kubetide.sim.report.html import render\n"
         f"s = load_scenario({str(QOS_EXAMPLE)!r})\n"
         "s = dataclasses.replace(s, qos=dataclasses.replace(s.qos, compare=False))\n"
         "page = render(Simulation(s).run())\n"

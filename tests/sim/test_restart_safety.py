@@ -23,7 +23,7 @@ from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TA
 from kubetide.autoscaler.scaledown.actuator import POD_EVICTION_HEADROOM
 from kubetide.durations import parse_duration
 from kubetide.sim import Simulation
-from kubetide.sim.simulation import work_timer
+from kubetide.sim.runtime.simulation import work_timer
 
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
 DELETION_DELAY = "1m"

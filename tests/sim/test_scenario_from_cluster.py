@@ -20,8 +20,8 @@ from realistic_dump import GROUP_LABEL, realistic_dump
 from kubetide.cli.scenario import export_scenario
 from kubetide.model import load_documents
 from kubetide.model.timestamps import newest_timestamp
-from kubetide.sim.scenario import load_scenario, parse_scenario
-from kubetide.sim.simulation import NoAutoscaler, Simulation
+from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
+from kubetide.sim.spec.scenario import load_scenario, parse_scenario
 
 WEB_DROP = {"at": "1m", "scale": {"kind": "Deployment", "namespace": "shop", "name": "web", "replicas": 2}}
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_helpers import group, make_scenario
 
-from kubetide.sim.simulation import Simulation
+from kubetide.sim.runtime.simulation import Simulation
 
 
 def empty_group_scenario(autoscaler):

@@ -1,4 +1,5 @@
-from kubetide.sim.engine import EPOCH, Engine
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.spec.scenario import EPOCH
 
 
 def test_events_run_in_time_then_scheduling_order():

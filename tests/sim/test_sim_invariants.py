@@ -5,7 +5,7 @@ from sim_helpers import advance, deployment, group, make_scenario, pdb, pods_of,
 
 from kubetide.autoscaler.ports import EvictionOutcome
 from kubetide.sim import Simulation
-from kubetide.sim.output import summary_json
+from kubetide.sim.report.output import summary_json
 
 
 def one_node_with(app, sim):

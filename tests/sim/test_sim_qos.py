@@ -14,10 +14,11 @@ from sim_helpers import advance, group, make_scenario, pdb, pods_of, simulate
 from kubetide.cli import main as cli_main
 from kubetide.errors import UserError
 from kubetide.sim import NoAutoscaler, Simulation, load_scenario
-from kubetide.sim.qos import COUNT_KEYS, NodeAgents
-from kubetide.sim.report import render, render_comparison
-from kubetide.sim.scenario import ScenarioError
-from kubetide.sim.usage import USAGE_ANNOTATION, Constant, Generator, Trace, unit_draw
+from kubetide.sim.report.html import render, render_comparison
+from kubetide.sim.report.qos import COUNT_KEYS
+from kubetide.sim.runtime.qos import NodeAgents
+from kubetide.sim.spec import ScenarioError
+from kubetide.sim.spec.profiles import USAGE_ANNOTATION, Constant, Generator, Trace, unit_draw
 from kubetide.sweep.compare import comparison, run_variants, scenario_variants
 from kubetide.sweep.engines import LocalEngine
 

@@ -17,8 +17,8 @@ from kubetide.model import load_documents
 from kubetide.model.scaled import resolve_fenceposts, scaled_value
 from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, rolling_out
 from kubetide.sim import NoAutoscaler, Simulation
-from kubetide.sim.deployment import revision
-from kubetide.sim.rollout import (
+from kubetide.sim.runtime.deployment import revision
+from kubetide.sim.runtime.rollout import (
     OldReplicaSet,
     RolloutStatus,
     max_unavailable,
@@ -26,8 +26,8 @@ from kubetide.sim.rollout import (
     old_replicaset_scale_down,
     rollout_message,
 )
-from kubetide.sim.scenario import ScenarioError
-from kubetide.sim.world import WorldObserver
+from kubetide.sim.runtime.world import WorldObserver
+from kubetide.sim.spec import ScenarioError
 
 KEY = "Deployment/default/web"
 
@@ -688,7 +688,7 @@ def test_rolling_out_reads_a_real_deployments_status(metadata, status, expected)
 )
 def test_what_counts_as_available(ready, transition, terminating, min_ready, expected):
     from kubetide.model import ObjectMeta, Pod
-    from kubetide.sim.deployment import _available
+    from kubetide.sim.runtime.deployment import _available
 
     meta = ObjectMeta("p", "default", "u", deletion_timestamp=200.0 if terminating else None)
     pod = Pod(meta, {}, {}, phase="Running", ready=ready, ready_transition=transition)

@@ -4,7 +4,7 @@ import pytest
 from sim_helpers import group, make_scenario
 
 from kubetide.cli import main as cli_main
-from kubetide.sim.scenario import ScenarioError, load_scenario
+from kubetide.sim.spec import ScenarioError, load_scenario
 
 GOOD = textwrap.dedent(
     """\

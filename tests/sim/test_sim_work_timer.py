@@ -14,7 +14,7 @@ from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT
 from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON
 from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.sim import Simulation
-from kubetide.sim.simulation import WORK_STEP, work_timer
+from kubetide.sim.runtime.simulation import WORK_STEP, work_timer
 
 # Budgets worth a handful of units of work, off by half a unit so no rounding decides: three
 # nodes simulated for scale-down per loop, two soft taints (the pass stops once the budget is

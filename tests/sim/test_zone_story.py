@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sim_helpers import deployment, group, make_scenario
 
-import kubetide.sim.replicaset as replicaset_module
+import kubetide.sim.runtime.replicaset as replicaset_module
 from kubetide.model.node import ZONE_LABEL
 from kubetide.sim import NoAutoscaler, Simulation, load_scenario
 

@@ -14,7 +14,7 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli.main import main
 from kubetide.cli.sweep import run_sweep
 from kubetide.errors import UserError
-from kubetide.sim.scenario import load_scenario
+from kubetide.sim.spec.scenario import load_scenario
 from kubetide.sweep.engines import DaskEngine, LocalEngine
 from kubetide.sweep.grid import Setting, build_settings, parse_grid, scenario_setting
 from kubetide.sweep.results import RunStore, better_everywhere, pareto_front
@@ -108,7 +108,7 @@ def test_rerunning_skips_stored_runs(local_sweep, tmp_path):
 
 
 def test_failed_runs_are_reported_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import kubetide.sim.simulation as simulation
+    import kubetide.sim.runtime.simulation as simulation
 
     real = simulation.Simulation
 

@@ -12,7 +12,7 @@ import yaml
 
 from kubetide.cli.main import main
 from kubetide.cli.sweep import run_sweep
-from kubetide.sim.scenario import load_scenario
+from kubetide.sim.spec.scenario import load_scenario
 from kubetide.sweep.engines import DaskEngine
 from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
 from kubetide.sweep.results import RunStore

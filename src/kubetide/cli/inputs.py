@@ -191,7 +191,7 @@ def scenario_base_dir(path: str) -> Path:
 
 
 def _scenario(text: str, source: str, base_dir: Path):
-    from kubetide.sim.scenario import scenario_from_documents
+    from kubetide.sim.spec.scenario import scenario_from_documents
 
     documents = parse_text(text, source)
     kinds = kinds_in(documents)

@@ -169,7 +169,7 @@ def export_scenario(
     from kubetide.model import load_documents
     from kubetide.model.loader import parse_text, resolve_priorities
     from kubetide.model.timestamps import newest_timestamp
-    from kubetide.sim.scenario import parse_scenario
+    from kubetide.sim.spec.scenario import parse_scenario
 
     manifests = load_documents(documents, source)
     resolve_priorities(manifests, source)
@@ -246,7 +246,7 @@ def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float
 def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tuple[dict[str, Any], list[str]]:
     """A scenario nodeGroups entry, and the comment lines that say where its values came from."""
     from kubetide.cloud.static import GROUPS_YAML, template_source
-    from kubetide.sim.scenario import MAX_GROUP_SIZE
+    from kubetide.sim.spec.scenario import MAX_GROUP_SIZE
 
     count = len(group.nodes)
     defined = group.origin == GROUPS_YAML

@@ -88,8 +88,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetide.sim.output import default_out_dir, summary_json, write_outputs
-    from kubetide.sim.simulation import NoAutoscaler, Simulation
+    from kubetide.sim.report.output import default_out_dir, summary_json, write_outputs
+    from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
     from kubetide.sweep.compare import parse_compare, parse_set, scenario_variants
     from kubetide.sweep.grid import with_options
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 def duration_flag(text: str) -> float:
     """--duration's value in seconds; a bad or non-positive one is a one-line UserError."""
-    from kubetide.sim.scenario import check_duration
+    from kubetide.sim.spec.scenario import check_duration
 
     try:
         seconds = parse_duration(text)
@@ -167,7 +167,7 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
     data = comparison(scenario, seed, results)
     (out_dir / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if not args.no_report:
-        from kubetide.sim.report import render_comparison
+        from kubetide.sim.report.html import render_comparison
 
         page = render_comparison(data, [result for _, result in results])
         (out_dir / "report.html").write_text(page, encoding="utf-8")
@@ -246,7 +246,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last."""
     from rich.table import Table
 
-    from kubetide.sim.report import format_flags, format_metric
+    from kubetide.sim.report.html import format_flags, format_metric
     from kubetide.sweep.compare import METRICS
 
     out = console()

@@ -102,7 +102,7 @@ def _qos_rows(qos: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def _fixed_start(summary: Mapping[str, Any]) -> bool:
-    from kubetide.sim.engine import EPOCH
+    from kubetide.sim.spec.scenario import EPOCH
 
     return parse_time(summary["start"]) == EPOCH
 

@@ -4,8 +4,8 @@ One module per simulated component (engine, cloud, scheduler, controllers, kubel
 node lifecycle, faults), wired together by `Simulation`; see docs/architecture.md (sim/).
 """
 
-from kubetide.sim.scenario import Scenario, ScenarioError, load_scenario
-from kubetide.sim.simulation import AutoscalerFactory, NoAutoscaler, Simulation, SimulationResult
+from kubetide.sim.runtime.simulation import AutoscalerFactory, NoAutoscaler, Simulation, SimulationResult
+from kubetide.sim.spec import Scenario, ScenarioError, load_scenario
 
 __all__ = [
     "AutoscalerFactory",

@@ -165,7 +165,7 @@ def run_variants(
     are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
     one), one per variant. `on_progress(name, simulated seconds)` is called in this process as each
     run advances (the runs send it through a queue from wherever they run)."""
-    from kubetide.sim.simulation import SimulationResult
+    from kubetide.sim.runtime.simulation import SimulationResult
 
     updates: Any = None
     relay = None
@@ -195,8 +195,8 @@ def run_variant(shared: tuple[Any, int | None, Path, Any], variant: Variant) -> 
     """One variant's run, as `simulate --set` would run it alone, and its files (an engine task).
     The SimulationResult comes back as its fields but the scenario, which need not pickle
     (spec.qos holds functions); run_variants puts the variant's scenario back."""
-    from kubetide.sim.output import write_outputs
-    from kubetide.sim.simulation import Simulation
+    from kubetide.sim.report.output import write_outputs
+    from kubetide.sim.runtime.simulation import Simulation
 
     scenario, seed, out_dir, updates = shared
     progress = None if updates is None else (lambda elapsed: updates.put((variant.name, elapsed)))
@@ -224,7 +224,7 @@ def metrics(summary: dict[str, Any]) -> dict[str, Any]:
 def comparison(scenario: Any, seed: int, results: Sequence[tuple[Variant, Any]]) -> dict[str, Any]:
     """compare.json: the settings in order, each with its flags, directory and metrics (and the
     QoS agent's counts when the scenario runs it; this was summary.json's qos.comparison)."""
-    from kubetide.sim.qos import mode_counts
+    from kubetide.sim.report.qos import mode_counts
 
     settings = []
     for variant, result in results:

@@ -40,8 +40,8 @@ class Outcome:
 
 def simulate_one(scenario, setting: Setting, seed: int) -> tuple[str | None, str | None]:
     """(summary.json text, None), or (None, the error) when the simulation raises."""
-    from kubetide.sim.output import summary_json
-    from kubetide.sim.simulation import Simulation
+    from kubetide.sim.report.output import summary_json
+    from kubetide.sim.runtime.simulation import Simulation
 
     try:
         result = Simulation(with_options(scenario, setting), seed=seed).run()

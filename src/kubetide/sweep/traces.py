@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetide.errors import UserError
-from kubetide.sim.scenario import Scenario, parse_scenario
+from kubetide.sim.spec.scenario import Scenario, parse_scenario
 
 SCENARIOS_OWN = ""  # the trace id of runs on the scenario as written
 

@@ -40,12 +40,12 @@ import numpy as np
 
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, InstanceState
 from kubetide.model import Node, Pod
-from kubetide.sim.cloud import SimCloud, SimInstance
-from kubetide.sim.disruption import Budgets, healthy
-from kubetide.sim.engine import Engine
-from kubetide.sim.events import EventLog
-from kubetide.sim.scenario import NODE_GROUP_LABEL
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.cloud import SimCloud, SimInstance
+from kubetide.sim.runtime.disruption import Budgets, healthy
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.scenario import NODE_GROUP_LABEL
 
 LOST_AFTER = 300.0
 

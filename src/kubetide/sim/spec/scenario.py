@@ -22,17 +22,19 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
-from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, SpecError, first_error, read_spec_documents
+from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, first_error, read_spec_documents
 from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
 from kubetide.cloud.static import group_key
 from kubetide.durations import format_duration
-from kubetide.errors import ManifestError
-from kubetide.model import Manifests, Node, load_documents
-from kubetide.model.loader import parse_text, read_text, resolve_priorities
+from kubetide.model import Manifests, Node
+from kubetide.model.loader import resolve_priorities
 from kubetide.model.timestamps import newest_timestamp
-from kubetide.sim.engine import EPOCH
+from kubetide.sim.spec.errors import ScenarioError
+from kubetide.sim.spec.files import read_manifests, read_relative
+from kubetide.sim.spec.qos import QosSettings, QosSpec, load_qos
+from kubetide.sim.spec.usage import UsageSpec
 
 API_VERSION = "kubetide.io/v1alpha1"
 FAULT_TYPES = (
@@ -45,16 +47,14 @@ FAULT_TYPES = (
     "autoscalerRestart",
 )
 RUN_DURATION_ANNOTATION = "kubetide.io/run-duration"
+# Simulated second 0 of a scenario without dated objects: 2026-01-01T00:00:00Z (never a falsy 0.0).
+EPOCH = 1_767_225_600.0
 
 # What the simulator runs in minutes and a few GB on a laptop. Larger scenarios are refused up
 # front rather than left to run for hours or exhaust memory.
 MAX_DURATION = 30 * 24 * 3600.0  # seconds of simulated time
 MAX_GROUP_SIZE = 5_000  # nodes in one group (Kubernetes' own tested limit for a cluster)
 MAX_REPLICAS = 100_000  # pods of one workload (Kubernetes' tested limit is 150,000 per cluster)
-
-
-class ScenarioError(SpecError):
-    """A scenario file is wrong; the message names the file and the field."""
 
 
 # -- shape -----------------------------------------------------------------------------------
@@ -175,34 +175,6 @@ class WorkloadRanking(_Model):
     logarithmic: bool = True
 
 
-class UsageMatch(_Model):
-    """Which pods a spec.usage entry is for (every field optional; empty = every pod)."""
-
-    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Pod"] | None = None
-    name: str | None = Field(default=None, min_length=1)
-    namespace: str | None = Field(default=None, min_length=1)
-    selector: dict[str, Any] | None = None  # a label selector on the pods
-
-
-class UsageSpec(_Model):
-    """A usage profile for the pods `match` selects (parsed in sim/usage.py)."""
-
-    match: UsageMatch = UsageMatch()
-    cpu: Any = None
-    memory: Any = None
-    trace: str | None = None
-
-
-class QosSpec(_Model):
-    """The node QoS agent on every node (sim/qos.py)."""
-
-    collectInterval: Duration = Field(default=10.0, ge=1.0)
-    precise: bool = True
-    executeExcessPercent: int = Field(default=10, ge=0, le=100)
-    compare: bool = False  # also run with the other `precise` setting; both counts in summary.json
-    objects: list[dict[str, Any]] = Field(min_length=1)  # NodeQOS / AvoidanceAction, inline or {file:}
-
-
 class CompareQosSpec(_Model):
     precise: bool
 
@@ -317,7 +289,7 @@ class Scenario:
     cluster: ClusterSpec
     logarithmic_ranking: bool = True
     warnings: list[str] = field(default_factory=list)
-    qos: Any = None  # sim.qos.QosSettings (spec.qos and the usage profiles); None: no QoS agent
+    qos: QosSettings | None = None  # spec.qos and the usage profiles; None: no QoS agent
     compare: list[CompareEntry] = field(default_factory=list)
     start: float = EPOCH  # the Unix time simulated second 0 stands for
 
@@ -342,9 +314,6 @@ def scenario_from_documents(documents: list[Any], source: str, base_dir: Path) -
 
 
 def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
-    # spec.qos and spec.usage (importing it registers NodeQOS / AvoidanceAction with the loader)
-    from kubetide.sim.qos import load_qos
-
     try:
         doc = ScenarioDocument.model_validate(data)
     except ValidationError as exc:
@@ -383,7 +352,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
             )
         )
 
-    objects = _manifests(spec.objects, source, "spec.objects", base_dir)
+    objects = read_manifests(spec.objects, source, "spec.objects", base_dir)
     _check_workload_sizes(objects)
     # Objects from a cluster dump keep their times, and so their ages: the simulated clock starts
     # at the dump's newest time, so what the simulator prints is on the cluster's own clock.
@@ -404,7 +373,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         if event.scale is not None:
             events.append(Event(event.at, "scale", event.scale, where))
         elif event.apply is not None:
-            manifests = _manifests(event.apply, source, f"{where}.apply", base_dir)
+            manifests = read_manifests(event.apply, source, f"{where}.apply", base_dir)
             _check_workload_sizes(manifests)
             classes.extend(manifests.priority_classes)
             known = Manifests(priority_classes=list(classes))
@@ -434,7 +403,10 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     warnings += _ungrouped_nodes(objects, names, source)
-    qos = load_qos(spec, objects, events, source, base_dir, warnings)
+    applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
+    qos = load_qos(
+        spec.qos, spec.usage, spec.seed, [("spec.objects", objects), *applied], source, base_dir, warnings
+    )
     compare = _compare(spec, options, source)
 
     return Scenario(
@@ -547,29 +519,9 @@ def _template(data: dict, group: str, source: str, where: str) -> Node:
     return _parse_template(data, group, source, where, ScenarioError)
 
 
-def _manifests(entries: list[dict], source: str, where: str, base_dir: Path) -> Manifests:
-    """Inline manifests and `{file: path}` entries (relative to the scenario file)."""
-    result = Manifests()  # one for every entry: an object given twice is an error naming both
-    for index, entry in enumerate(entries):
-        at = f"{where}[{index}]"
-        if set(entry) == {"file"}:
-            name = entry["file"]
-            if not isinstance(name, str) or not name:
-                raise ScenarioError(source, f"{at}.file", "expected a file path")
-            file = base_dir / name
-            text = _read_relative(file, name, source, f"{at}.file")
-            load_documents(parse_text(text, str(file)), str(file), into=result)
-        elif "file" in entry and "kind" not in entry:
-            extra = sorted(k for k in entry if k != "file")
-            raise ScenarioError(source, f"{at}.{extra[0]}", "a {file: path} entry takes no other fields")
-        else:
-            load_documents([entry], f"{source}: {at}", into=result)
-    return result
-
-
 def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float) -> list[Event]:
     file = base_dir / trace.file
-    text = _read_relative(file, trace.file, source, f"{where}.file")
+    text = read_relative(file, trace.file, source, f"{where}.file")
     rows = list(csv.reader(text.splitlines()))
     events = []
     target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
@@ -601,15 +553,6 @@ def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, dur
                 Event(at, "scale", target.model_copy(update={"replicas": replicas}), f"{where} line {number}")
             )
     return events
-
-
-def _read_relative(file: Path, name: str, source: str, field: str) -> str:
-    """The text of a file a scenario names (relative to it); errors name the scenario's field."""
-    try:
-        return read_text(file)
-    except ManifestError as exc:
-        message = f'no such file "{name}"' if exc.message == "no such file" else f"{name}: {exc.message}"
-        raise ScenarioError(source, field, message) from None
 
 
 def _trace_time(text: str) -> float:

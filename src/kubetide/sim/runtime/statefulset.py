@@ -10,11 +10,11 @@ gone (at the end of its grace period).
 from __future__ import annotations
 
 from kubetide.model import Pod, Workload
-from kubetide.sim.controller import Controller
-from kubetide.sim.engine import Engine
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.scenario import ClusterSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.controller import Controller
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import ClusterSpec
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"

@@ -733,7 +733,7 @@ def _watermark_lines(
 ) -> tuple[list[dict], list[dict]]:
     """Shapes and labels: a dashed line across the panel at each utilization watermark (of
     `resource`'s rules only, if given)."""
-    from kubetide.sim.qos import watermarks
+    from kubetide.sim.report.qos import watermarks
 
     shapes, labels = [], []
     for watched, percent, label in watermarks(settings.config):
@@ -839,7 +839,7 @@ def _qos_section(result: Any) -> str:
     qos = result.summary.get("qos")
     if qos is None or result.scenario.qos is None:
         return ""
-    from kubetide.sim.qos import counts_table, mode_heading
+    from kubetide.sim.report.qos import counts_table, mode_heading
 
     precise = qos.get("precise", True)
     note = f"The agent ran in {'precise' if precise else 'all candidates'} mode."
@@ -1086,7 +1086,7 @@ def _qos_comparison(settings: Sequence[Mapping[str, Any]], plot: str) -> str:
     """The QoS agent's counts per setting (compare.json's settings[].qos) and its series, when it ran."""
     if any("qos" not in entry for entry in settings):
         return ""
-    from kubetide.sim.qos import counts_table, mode_heading
+    from kubetide.sim.report.qos import counts_table, mode_heading
 
     def heading(entry: Mapping[str, Any]) -> str:
         if "qos_precise" not in entry:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from kubetide.durations import parse_duration
 from kubetide.model import Node, Pod
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.evolve import evolve
-from kubetide.sim.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.evolve import evolve
+from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
 
 
 class Kubelets(WorldObserver):

@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from kubetide.model import Node, Pod, Taint, Toleration, Workload
-from kubetide.sim.controller import Controller
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.scenario import ClusterSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.controller import Controller
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import ClusterSpec
 
 # Added by the DaemonSet controller to every daemon pod (pkg/controller/daemon/util).
 DAEMON_TOLERATIONS = (

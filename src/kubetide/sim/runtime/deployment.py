@@ -40,12 +40,12 @@ from kubetide.durations import rfc3339
 from kubetide.model import ObjectMeta, OwnerReference, Pod, PodTemplate, Workload
 from kubetide.model.selectors import LabelSelector
 from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, canonical_json, spec_digest
-from kubetide.sim.controller import Controller
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.events import EventLog
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.replicaset import REVISION_ANNOTATION, TEMPLATE_HASH_LABEL, ReplicaSets
-from kubetide.sim.rollout import (
+from kubetide.sim.runtime.controller import Controller
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.replicaset import REVISION_ANNOTATION, TEMPLATE_HASH_LABEL, ReplicaSets
+from kubetide.sim.runtime.rollout import (
     OldReplicaSet,
     RolloutStatus,
     max_unavailable,
@@ -53,8 +53,8 @@ from kubetide.sim.rollout import (
     old_replicaset_scale_down,
     resolve_fenceposts,
 )
-from kubetide.sim.scenario import ClusterSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import ClusterSpec
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what upstream's SafeEncodeString maps hash digits to
 

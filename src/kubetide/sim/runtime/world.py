@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, PriorityClass, Workload
 from kubetide.model.node import HOSTNAME_LABEL
-from kubetide.sim.evolve import evolve
+from kubetide.sim.runtime.evolve import evolve
 from kubetide.snapshot import ClusterSnapshot
 
 

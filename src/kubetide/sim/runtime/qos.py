@@ -33,16 +33,14 @@ per decision), and a QoS panel in report.html. A scenario without `spec.qos` bui
 from __future__ import annotations
 
 import dataclasses
-import html
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kubetide.autoscaler.ports import EvictionOutcome
-from kubetide.model import Manifests, Node, Pod, Taint
+from kubetide.model import Node, Pod, Taint
 from kubetide.model.quantity import format_units
-from kubetide.qos import AgentOptions, NodeState, PodState, QosAgent, QosConfig, RoundResult
+from kubetide.qos import NodeState, PodState, QosAgent, RoundResult
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
 from kubetide.qos.executor import (
     DISABLE_SCHEDULING,
@@ -53,109 +51,16 @@ from kubetide.qos.executor import (
     SchedulingChange,
     gap_units,
 )
-from kubetide.sim.engine import Engine
-from kubetide.sim.events import EventLog
-from kubetide.sim.eviction import EvictionApi
-from kubetide.sim.scenario import Event, ScenarioError, _manifests
-from kubetide.sim.usage import UsageModel, load_usage
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.eviction import EvictionApi
+from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.qos import QosSettings
 
 SOURCE = "qos-agent"
-QOS_KINDS = ("NodeQOS", "AvoidanceAction", "PodQOS")
 REASONS = {EVICT: "AvoidanceEvict", THROTTLE_DOWN: "AvoidanceThrottle", THROTTLE_UP: "AvoidanceRestore"}
 REFUSED_REASON = "AvoidanceEvictRefused"
 PREVIEW_REASON = "AvoidancePreview"
-# What compare.json's settings[].qos shows for each mode, besides the agent's own counts.
-COUNT_KEYS = (
-    "throttles",
-    "restores",
-    "evictions",
-    "over_evictions",
-    "seconds_over_watermark",
-    "evictions_refused",
-    "nodes_over_watermark_at_end",
-    "scheduling_disabled",
-)
-
-
-@dataclass(frozen=True)
-class QosSettings:
-    """spec.qos, checked: the agents' configuration, options and the pods' usage profiles."""
-
-    config: QosConfig
-    usage: UsageModel
-    collect_interval: float = 10.0
-    precise: bool = True
-    execute_excess_percent: int = 10
-    compare: bool = False
-    resources: tuple[str, ...] = ()  # resources some rule watches (timeline peaks)
-
-    def options(self) -> AgentOptions:
-        return AgentOptions(precise=self.precise, execute_excess_percent=self.execute_excess_percent)
-
-
-# -- loading (called by sim/scenario.py) -----------------------------------------------------
-
-
-def load_qos(
-    spec: Any, objects: Manifests, events: list[Event], source: str, base_dir: Path, warnings: list[str]
-) -> QosSettings | None:
-    """spec.qos and spec.usage of a validated scenario shape, or None when there is no spec.qos.
-
-    Usage profiles (spec.usage and pod annotations) are checked either way, so a mistake in one
-    is reported even while the agent is off."""
-    applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
-    for where, manifests in [("spec.objects", objects), *applied]:
-        for kind in QOS_KINDS:
-            for obj in manifests.other.get(kind, ()):
-                raise ScenarioError(source, where, f'{kind} "{obj.name}" belongs in spec.qos.objects')
-    usage = load_usage(spec.usage, [("spec.objects", objects), *applied], source, base_dir, spec.seed)
-    if spec.qos is None:
-        if spec.usage:
-            warnings.append(
-                f"{source}: spec.usage: usage profiles only matter to the node QoS agent (spec.qos)"
-            )
-        return None
-    where = "spec.qos.objects"
-    loaded = _manifests(spec.qos.objects, source, where, base_dir)
-    others = [
-        ("Node", loaded.nodes),
-        ("Pod", loaded.pods),
-        ("PodDisruptionBudget", loaded.pdbs),
-        ("PriorityClass", loaded.priority_classes),
-        ("Namespace", loaded.namespaces),
-        ("ConfigMap", loaded.configmaps),
-        *((w.kind, [w]) for w in loaded.workloads),
-        *((kind, objs) for kind, objs in loaded.other.items() if kind not in QOS_KINDS),
-    ]
-    for kind, objs in others:
-        if objs:
-            raise ScenarioError(
-                source,
-                where,
-                f"only NodeQOS, AvoidanceAction and PodQOS belong here (found a {kind}; put it in spec.objects)",
-            )
-    warnings.extend(loaded.warnings)
-    config = QosConfig.from_manifests(loaded)  # ManifestError names the file, object and field
-    if not config.nodeqos:
-        raise ScenarioError(source, where, "no NodeQOS: the agent would watch nothing")
-    warnings.extend(config.warnings)
-    resources = []
-    for qos in config.nodeqos:
-        for rule in qos.rules:
-            resource = config.registry[rule.metric].resource
-            if resource not in resources:
-                resources.append(resource)
-    q = spec.qos
-    return QosSettings(
-        config=config,
-        usage=usage,
-        collect_interval=q.collectInterval,
-        precise=q.precise,
-        execute_excess_percent=q.executeExcessPercent,
-        compare=q.compare,
-        resources=tuple(resources),
-    )
 
 
 # -- the component ----------------------------------------------------------------------------
@@ -445,84 +350,3 @@ class NodeAgents(WorldObserver):
             "scheduling_disabled": c.scheduling_disabled,
             "precise": self.settings.precise,
         }
-
-
-# -- precise vs all (sweep/compare.py runs both modes) ---------------------------------------
-
-
-def mode_counts(summary: dict) -> dict[str, Any]:
-    """One run's column of the QoS comparison: the agent's counts and what the cluster paid."""
-    counts: dict[str, Any] = {key: summary["qos"][key] for key in COUNT_KEYS}
-    counts["nodes_added"] = summary["scale_up"]["nodes_added"]
-    counts["nodes_removed"] = summary["scale_down"]["nodes_removed"]
-    counts["cost"] = summary["cost"]
-    counts["pending_pod_seconds"] = summary["pods"]["pending_pod_seconds"]
-    guard = summary["qos"].get("scale_down_guard")
-    if guard is not None:  # scale-down on: did its QoS guard keep the agent's evictions down?
-        counts["respect_qos_watermarks"] = guard["respect_qos_watermarks"]
-        counts["evictions_per_spike"] = guard["evictions_per_spike"]
-    return counts
-
-
-# -- report.html ------------------------------------------------------------------------------
-
-_ROWS = (
-    ("evictions", "evictions"),
-    ("over_evictions", "over-evictions (beyond the fewest that closed the gap)"),
-    ("evictions_refused", "evictions refused (PodDisruptionBudgets)"),
-    ("throttles", "throttles"),
-    ("restores", "restores"),
-    ("seconds_over_watermark", "node-seconds over a watermark"),
-    ("nodes_over_watermark_at_end", "nodes over a watermark at the end"),
-    ("scheduling_disabled", "times a node's scheduling was disabled"),
-    ("nodes_added", "nodes added by scale-up"),
-    ("nodes_removed", "nodes removed by scale-down"),
-    ("respect_qos_watermarks", "scale-down keeps destinations under the watermarks"),
-    ("evictions_per_spike", "agent evictions per usage spike"),
-    ("cost", "cost"),
-    ("pending_pod_seconds", "pending pod-seconds"),
-)
-
-
-def _cell(key: str, value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if key == "cost":
-        return f"${value:,.2f}"
-    if key == "evictions_per_spike":
-        return f"{value:,.2f}"
-    if isinstance(value, float):
-        return f"{value:,.0f}"
-    return f"{value:,}"
-
-
-def counts_table(columns: list[tuple[str, dict[str, Any]]]) -> str:
-    """The agent's counts, one column per (heading, counts); rows no column has are left out."""
-    head = "<tr><th></th>" + "".join(f"<th>{html.escape(heading)}</th>" for heading, _ in columns) + "</tr>"
-    rows = [
-        f"<tr><th>{html.escape(label)}</th>"
-        + "".join(f"<td>{html.escape(_cell(key, counts.get(key)))}</td>" for _, counts in columns)
-        + "</tr>"
-        for key, label in _ROWS
-        if any(key in counts for _, counts in columns)
-    ]
-    return f'<table class="summary qos">{head}{"".join(rows)}</table>'
-
-
-def mode_heading(precise: bool) -> str:
-    return "precise" if precise else "all candidates (crane's old mode)"
-
-
-def watermarks(config: QosConfig) -> list[tuple[str, float, str]]:
-    """(resource, percent, label) of every non-Preview utilization rule, for report.html's plots."""
-    marks = []
-    for qos in config.nodeqos:
-        for rule in qos.rules:
-            metric = config.registry[rule.metric]
-            if metric.percent and not rule.preview:
-                marks.append(
-                    (metric.resource, float(rule.watermark), f"{qos.name}/{rule.name} {rule.watermark}%")
-                )
-    return marks

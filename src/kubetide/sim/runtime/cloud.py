@@ -20,11 +20,11 @@ from kubetide.autoscaler.ports import ActionError, Instance, InstanceError, Inst
 from kubetide.cloud.static import group_key
 from kubetide.model import Node, ObjectMeta, Taint
 from kubetide.model.node import HOSTNAME_LABEL
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.events import EventLog
-from kubetide.sim.nodelifecycle import NOT_READY_TAINT, NodeLifecycle
-from kubetide.sim.scenario import NODE_GROUP_LABEL, GroupConfig
-from kubetide.sim.world import World
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.nodelifecycle import NOT_READY_TAINT, NodeLifecycle
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import NODE_GROUP_LABEL, GroupConfig
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 

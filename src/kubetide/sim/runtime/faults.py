@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubetide.sim.engine import Engine
-from kubetide.sim.events import EventLog
-from kubetide.sim.nodelifecycle import NodeLifecycle
-from kubetide.sim.scenario import FaultSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.nodelifecycle import NodeLifecycle
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import FaultSpec
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kubetide.model import Pod, PodDisruptionBudget
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.world import World, WorldObserver
 
 _SCALABLE = ("ReplicaSet", "StatefulSet")
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from kubetide.autoscaler.ports import EvictionOutcome
 from kubetide.model import Pod
-from kubetide.sim.disruption import Budgets, healthy
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.world import World
+from kubetide.sim.runtime.disruption import Budgets, healthy
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World
 
 
 class EvictionApi:

@@ -12,11 +12,11 @@ import contextlib
 
 from kubetide.durations import parse_duration
 from kubetide.model import Pod, Workload
-from kubetide.sim.controller import Controller
-from kubetide.sim.engine import Engine
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.controller import Controller
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import RUN_DURATION_ANNOTATION, ClusterSpec
 
 
 class Jobs(Controller):

@@ -18,7 +18,7 @@ from kubetide.clock import ManualClock
 
 # Simulated time starts here (2026-01-01T00:00:00Z) rather than at 0, so no timestamp is ever a
 # falsy 0.0 and taint values look like real Unix seconds. Reports show time relative to it.
-EPOCH = 1_767_225_600.0
+from kubetide.sim.spec.scenario import EPOCH as EPOCH  # re-exported: the engine's default start
 
 
 class Timer:

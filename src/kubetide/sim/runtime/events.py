@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from kubetide.sim.engine import Engine
+from kubetide.sim.runtime.engine import Engine
 
 
 class EventLog:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 
 from kubetide.model import OwnerReference, Pod
-from kubetide.sim.job import Jobs
-from kubetide.sim.world import World
+from kubetide.sim.runtime.job import Jobs
+from kubetide.sim.runtime.world import World
 
 
 def adopt_pod(world: World, jobs: Jobs, pod: Pod, now: float) -> bool:

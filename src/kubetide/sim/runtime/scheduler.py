@@ -17,13 +17,13 @@ import math
 
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker, queue_order
-from kubetide.sim.disruption import Budgets
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.events import EventLog
-from kubetide.sim.evolve import evolve
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.preemption import Preemption
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.disruption import Budgets
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.evolve import evolve
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.preemption import Preemption
+from kubetide.sim.runtime.world import World, WorldObserver
 
 UNSCHEDULABLE_FLUSH = 300.0
 DEFAULT_SCHEDULER = "default-scheduler"

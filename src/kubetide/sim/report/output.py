@@ -14,7 +14,7 @@ from typing import Any
 from kubetide import API_VERSION
 from kubetide.durations import rfc3339
 from kubetide.model.reader import parse_time
-from kubetide.sim.simulation import SimulationResult
+from kubetide.sim.runtime.simulation import SimulationResult
 
 
 def default_out_dir(scenario_name: str) -> Path:
@@ -60,7 +60,7 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool
         paths["status"] = out / "status.yaml"
         paths["status"].write_text(result.status_yaml, encoding="utf-8")
     if report:
-        from kubetide.sim.report import render
+        from kubetide.sim.report.html import render
 
         paths["report"] = out / "report.html"
         paths["report"].write_text(render(result), encoding="utf-8")

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker
-from kubetide.sim.disruption import Budgets
-from kubetide.sim.events import EventLog
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.disruption import Budgets
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World, WorldObserver
 
 NEVER = "Never"  # PriorityClass preemptionPolicy that forbids preempting
 

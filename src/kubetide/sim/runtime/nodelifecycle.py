@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from kubetide.model import Node, Pod, Taint
-from kubetide.sim.engine import Engine
-from kubetide.sim.events import EventLog
-from kubetide.sim.evolve import evolve
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.evolve import evolve
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World, WorldObserver
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 

@@ -10,11 +10,11 @@ pods, as upstream's getIndirectlyRelatedPods does (the rank criterion counts the
 from __future__ import annotations
 
 from kubetide.model import Pod, Workload
-from kubetide.sim.controller import Controller
-from kubetide.sim.engine import Engine
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.scenario import ClusterSpec
-from kubetide.sim.world import World
+from kubetide.sim.runtime.controller import Controller
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import ClusterSpec
 from kubetide.workloads import DeletionAgeRatio, pods_to_delete
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"

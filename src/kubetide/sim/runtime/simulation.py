@@ -27,7 +27,7 @@ from kubetide.clock import Clock, WorkTimer
 from kubetide.durations import rfc3339
 from kubetide.model import Manifests, Pod
 from kubetide.model.node import ZONE_LABEL
-from kubetide.sim.adapters import (
+from kubetide.sim.runtime.adapters import (
     STATUS_CONFIGMAP,
     STATUS_NAMESPACE,
     SimClusterActions,
@@ -35,24 +35,24 @@ from kubetide.sim.adapters import (
     SimUsageSource,
     WorkloadStatus,
 )
-from kubetide.sim.adoption import adopt_pod
-from kubetide.sim.cloud import SimCloud
-from kubetide.sim.daemonset import DaemonSets
-from kubetide.sim.deployment import Deployments
-from kubetide.sim.disruption import Budgets
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.events import EventLog
-from kubetide.sim.eviction import EvictionApi
-from kubetide.sim.faults import Faults
-from kubetide.sim.job import Jobs
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.metrics import Metrics
-from kubetide.sim.nodelifecycle import NodeLifecycle
-from kubetide.sim.replicaset import ReplicaSets
-from kubetide.sim.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
-from kubetide.sim.scheduler import Scheduler
-from kubetide.sim.statefulset import StatefulSets
-from kubetide.sim.world import World
+from kubetide.sim.runtime.adoption import adopt_pod
+from kubetide.sim.runtime.cloud import SimCloud
+from kubetide.sim.runtime.daemonset import DaemonSets
+from kubetide.sim.runtime.deployment import Deployments
+from kubetide.sim.runtime.disruption import Budgets
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.eviction import EvictionApi
+from kubetide.sim.runtime.faults import Faults
+from kubetide.sim.runtime.job import Jobs
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.metrics import Metrics
+from kubetide.sim.runtime.nodelifecycle import NodeLifecycle
+from kubetide.sim.runtime.replicaset import ReplicaSets
+from kubetide.sim.runtime.scheduler import Scheduler
+from kubetide.sim.runtime.statefulset import StatefulSets
+from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
 
 
 class SupportsRunOnce(Protocol):
@@ -156,7 +156,7 @@ class Simulation:
         self.usage: SimUsageSource | None = None
         self.usage_attached = False  # an autoscaler took the usage source (see _new_autoscaler)
         if scenario.qos is not None:
-            from kubetide.sim.qos import NodeAgents
+            from kubetide.sim.runtime.qos import NodeAgents
 
             end = engine.start + scenario.duration
             self.qos = NodeAgents(engine, world, eviction, log, scenario.qos, end)
@@ -442,7 +442,7 @@ class Simulation:
         self.scheduler.close()
         summary = self.summary(wall_seconds=time.perf_counter() - wall)
         if self.usage_attached and self.scenario.options.scale_down_enabled:
-            from kubetide.sim.qosguard import guard_summary
+            from kubetide.sim.runtime.qosguard import guard_summary
 
             summary["qos"]["scale_down_guard"] = guard_summary(self, summary)
         return SimulationResult(

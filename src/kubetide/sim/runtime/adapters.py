@@ -16,14 +16,14 @@ from kubetide.autoscaler.ports import ActionError, EvictionOutcome, UsageCeiling
 from kubetide.model import ConfigMap, Node, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.qos import QosConfig
 from kubetide.qos.ceilings import node_ceilings
-from kubetide.sim.deployment import Deployments
-from kubetide.sim.disruption import Budgets
-from kubetide.sim.engine import Engine
-from kubetide.sim.events import EventLog
-from kubetide.sim.eviction import EvictionApi
-from kubetide.sim.metrics import Metrics
-from kubetide.sim.usage import UsageModel
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.deployment import Deployments
+from kubetide.sim.runtime.disruption import Budgets
+from kubetide.sim.runtime.engine import Engine
+from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.eviction import EvictionApi
+from kubetide.sim.runtime.metrics import Metrics
+from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.profiles import UsageModel
 from kubetide.snapshot import ClusterSnapshot
 
 STATUS_NAMESPACE = "kube-system"

@@ -10,11 +10,11 @@ import dataclasses
 from typing import Any
 
 from kubetide.model import ObjectMeta, OwnerReference, Pod, Workload
-from kubetide.sim.engine import Engine, Timer
-from kubetide.sim.evolve import evolve
-from kubetide.sim.kubelet import Kubelets
-from kubetide.sim.scenario import ClusterSpec
-from kubetide.sim.world import World, WorldObserver
+from kubetide.sim.runtime.engine import Engine, Timer
+from kubetide.sim.runtime.evolve import evolve
+from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.scenario import ClusterSpec
 
 # Kubernetes' generated-name alphabet (no vowels, no confusable digits).
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
