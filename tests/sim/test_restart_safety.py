@@ -79,8 +79,9 @@ class Recorder:
                 )
                 return result
 
-            def summary(self):
-                return inner.summary()
+            @property
+            def registry(self):
+                return inner.registry
 
         return Recorded()
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubetide.autoscaler.clusterstate import (
     RegistryEvent,
@@ -119,10 +118,6 @@ class Autoscaler:
         # Skips the soft-taint pass while nodes and the candidate set stay as a quiet pass left
         # them (a walk over every node's taints each loop otherwise).
         self._soft_taints = SoftTaintMemo()
-
-    def summary(self) -> dict[str, Any]:
-        """The registry's counters (cluster_health, node_groups) for the simulator's summary."""
-        return self.registry.summary(self.clock.now())
 
     def close(self) -> None:
         if self._checker is not None:

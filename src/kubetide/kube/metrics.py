@@ -270,9 +270,7 @@ class AutoscalerMetrics:
         self.memory_limits_bytes.labels("minimum").set(options.memory_total.min * GIB)
         self.memory_limits_bytes.labels("maximum").set(options.memory_total.max * GIB)
 
-        removed = sum(
-            counters["unregistered_removed"] for counters in registry.summary(now)["node_groups"].values()
-        )
+        removed = registry.unregistered_removed_total
         if removed > self._unregistered_removed:
             self.old_unregistered_nodes_removed_count.inc(removed - self._unregistered_removed)
             self._unregistered_removed = removed

@@ -83,4 +83,4 @@ def test_registry_backs_off_on_increase_size_errors_and_clears_on_success():
     registry.update([*nodes, node("ng-new", created=T0 + 1150)], cloud, T0 + 1160)
     assert registry.scale_up_request("ng") is None
     assert registry.backoff_status("ng", T0 + 1160) == registry.backoff_status("never", T0)
-    assert registry.group_counters("ng", T0 + 5000).backoff_seconds == 300 + 600
+    assert registry.backoff.backed_off_seconds("ng", T0 + 5000) == 300 + 600

@@ -225,32 +225,6 @@ def test_time_cannot_go_backwards():
         registry.update(nodes, FakeCloud(group), T0)
 
 
-def test_summary_has_the_simulator_keys():
-    registry = make_registry()
-    a, a_nodes = group_with_nodes("a", 1)
-    b, b_nodes = group_with_nodes("b", 1)
-    registry.update(a_nodes + b_nodes, FakeCloud(a, b), T0)
-    assert registry.summary(T0 + 10) == {
-        "cluster_health": {"unhealthy_seconds": 0.0, "halted_loops": 0},
-        "node_groups": {
-            "a": {"backoff_seconds": 0.0, "unregistered_removed": 0, "target_size_fixes": 0},
-            "b": {"backoff_seconds": 0.0, "unregistered_removed": 0, "target_size_fixes": 0},
-        },
-    }
-
-
-def test_unhealthy_seconds_include_the_time_since_the_last_update():
-    registry = make_registry()
-    group = FakeGroup("ng", target=5)
-    nodes = []
-    for i in range(5):
-        group.add(f"n{i}")
-        nodes.append(node(f"n{i}", ready=False, transition=T0 + 10))
-    registry.update(nodes, FakeCloud(group), T0 + 5000)
-    assert registry.unhealthy_seconds(T0 + 5025) == 25
-    assert registry.halted_loops == 1
-
-
 # -- Ready nodes seen again as the same Node object reuse their record (see _classify_nodes) -----
 
 

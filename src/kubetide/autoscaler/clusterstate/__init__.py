@@ -12,7 +12,6 @@ autoscaler may act (the cluster-state-registry design, use cases UC1-UC8, questi
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
 from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness
 from kubetide.autoscaler.clusterstate.records import (
-    GroupCounters,
     GroupState,
     HealthRecord,
     NodeCounts,
@@ -30,7 +29,6 @@ __all__ = [
     "ClusterAutoscalerStatus",
     "ClusterStateRegistry",
     "ExponentialBackoff",
-    "GroupCounters",
     "GroupState",
     "HealthRecord",
     "NodeCounts",

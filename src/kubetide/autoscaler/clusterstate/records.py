@@ -111,15 +111,6 @@ class RegistryEvent:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class GroupCounters:
-    """Per-group totals for the simulator's summary."""
-
-    backoff_seconds: float
-    unregistered_removed: int
-    target_size_fixes: int
-
-
 def placeholder_node(instance_id: str) -> Node:
     return Node(
         meta=ObjectMeta(name=instance_id),

@@ -26,13 +26,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
 from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify
 from kubetide.autoscaler.clusterstate.records import (
     STATUS_OBJECT,
-    GroupCounters,
     GroupState,
     HealthRecord,
     NodeCounts,
@@ -112,6 +110,7 @@ class ClusterStateRegistry:
         self._group_of_instance: dict[str, str] = {}
         self._unregistered_since: dict[str, float] = {}
         self._removed_unregistered: set[str] = set()
+        self._unregistered_removed_total = 0
         self._errored_seen: set[str] = set()
         self._requests: dict[str, ScaleUpRequest] = {}
         self._shortfalls: dict[str, _Shortfall] = {}
@@ -120,20 +119,13 @@ class ClusterStateRegistry:
         self._health: HealthRecord | None = None
         self._group_health: dict[str, HealthRecord] = {}
         self._events: list[RegistryEvent] = []
-        self._unhealthy_seconds = 0.0
-        self._halted_loops = 0
-        self._unregistered_removed: dict[str, int] = {}
-        self._target_size_fixes: dict[str, int] = {}
 
     # ----------------------------------------------------------------------------------- update
 
     def update(self, nodes: Sequence[Node], cloud: CloudProvider, now: float) -> None:
         """Take in this loop's view of the cluster and the cloud, and recompute every answer."""
-        if self._last_update is not None:
-            if now < self._last_update:
-                raise ValueError(f"time went backwards ({now} < {self._last_update})")
-            if self._health is not None and not self._health.healthy:
-                self._unhealthy_seconds += now - self._last_update
+        if self._last_update is not None and now < self._last_update:
+            raise ValueError(f"time went backwards ({now} < {self._last_update})")
         groups = list(cloud.node_groups())
         instances: dict[str, list[Instance]] = {}
         instance_by_id: dict[str, Instance] = {}
@@ -397,8 +389,6 @@ class ClusterStateRegistry:
             f"longUnregistered={counts.long_unregistered}"
         )
         self._health = _transition(self._health, healthy, counts.unready, counts.registered, message, now)
-        if not healthy:
-            self._halted_loops += 1
         group_health: dict[str, HealthRecord] = {}
         for group_id, state in self._groups.items():
             c = state.counts
@@ -455,13 +445,12 @@ class ClusterStateRegistry:
         """The loop deleted these unregistered instances (UC5)."""
         ids = [i for i in instance_ids if i not in self._removed_unregistered]
         self._removed_unregistered.update(ids)
-        self._unregistered_removed[group_id] = self._unregistered_removed.get(group_id, 0) + len(ids)
+        self._unregistered_removed_total += len(ids)
 
     def record_target_size_fixed(self, group_id: str, decrease: int, now: float) -> None:
         """The loop lowered the group's target by ``decrease`` (S4, UC4)."""
         self._fixed_since_update.add(group_id)
         self._shortfalls.pop(group_id, None)
-        self._target_size_fixes[group_id] = self._target_size_fixes.get(group_id, 0) + 1
 
     # -------------------------------------------------------------------------------- answers
 
@@ -625,48 +614,11 @@ class ClusterStateRegistry:
             if r.readiness is Readiness.UNREADY and r.group_id in at_target
         }
 
-    # ------------------------------------------------------------------------------- counters
-
     @property
-    def halted_loops(self) -> int:
-        """Updates that found the cluster unhealthy (the loop halts on each)."""
-        return self._halted_loops
-
-    def unhealthy_seconds(self, now: float) -> float:
-        """Time the cluster has been unhealthy, measured between updates, up to ``now``."""
-        total = self._unhealthy_seconds
-        if self._last_update is not None and self._health is not None and not self._health.healthy:
-            total += max(0.0, now - self._last_update)
-        return total
-
-    def group_counters(self, group_id: str, now: float) -> GroupCounters:
-        return GroupCounters(
-            backoff_seconds=self.backoff.backed_off_seconds(group_id, now),
-            unregistered_removed=self._unregistered_removed.get(group_id, 0),
-            target_size_fixes=self._target_size_fixes.get(group_id, 0),
-        )
-
-    def summary(self, now: float) -> dict[str, Any]:
-        """The simulator summary's ``cluster_health`` and ``node_groups`` entries."""
-        group_ids = list(self._groups)
-        for group_id in (*self._unregistered_removed, *self._target_size_fixes):
-            if group_id not in group_ids:
-                group_ids.append(group_id)
-        node_groups = {}
-        for group_id in group_ids:
-            counters = self.group_counters(group_id, now)
-            node_groups[group_id] = {
-                "backoff_seconds": counters.backoff_seconds,
-                "unregistered_removed": counters.unregistered_removed,
-                "target_size_fixes": counters.target_size_fixes,
-            }
-        return {
-            "cluster_health": {
-                "unhealthy_seconds": self.unhealthy_seconds(now),
-                "halted_loops": self._halted_loops,
-            },
-            "node_groups": node_groups,
-        }
+    def unregistered_removed_total(self) -> int:
+        """Instances the loop has deleted as unregistered (UC5) since start, each once: the
+        old_unregistered_nodes_removed_count metric. (The simulator counts its own, per group.)"""
+        return self._unregistered_removed_total
 
 
 def _count(records: Sequence[NodeReadiness], unregistered: int, long_unregistered: int) -> NodeCounts:

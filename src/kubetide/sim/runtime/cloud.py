@@ -61,6 +61,10 @@ class CloudHooks:
         self.deleting_nodes: list[Callable[[str, Sequence[Node]], None]] = []  # before the deletion
         # The instance is gone and its Node is about to be removed, with whatever is still bound.
         self.terminating: list[Callable[[str, Node], None]] = []
+        # Repairs of a group (the summary's node_groups): instances deleted before they ever
+        # registered as nodes (UC5), and the target lowered by DecreaseTargetSize (S4/UC4).
+        self.unregistered_deleted: list[Callable[[str, int], None]] = []
+        self.target_decreased: list[Callable[[str, int], None]] = []
 
 
 class SimNodeGroup:
@@ -133,6 +137,8 @@ class SimNodeGroup:
             f"target size {self._target + count} -> {self._target}",
             "cloud",
         )
+        for hook in self.cloud.hooks.target_decreased:
+            hook(self.id, count)
 
     def delete_nodes(self, nodes: Sequence[Node]) -> None:
         self.cloud.check_api(self.id, "delete nodes")
@@ -149,6 +155,10 @@ class SimNodeGroup:
             )
         for hook in self.cloud.hooks.deleting_nodes:
             hook(self.id, [n for n in nodes if n.name in self.cloud.world.snapshot])
+        unregistered = sum(1 for instance in instances if not instance.registered)
+        if unregistered:
+            for repaired in self.cloud.hooks.unregistered_deleted:
+                repaired(self.id, unregistered)
         for instance in instances:
             self._target -= 1
             if not instance.registered:

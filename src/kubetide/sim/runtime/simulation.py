@@ -36,6 +36,7 @@ from kubetide.sim.runtime.adapters import (
     WorkloadStatus,
 )
 from kubetide.sim.runtime.adoption import adopt_pod
+from kubetide.sim.runtime.autoscalercounters import AutoscalerCounters
 from kubetide.sim.runtime.cloud import SimCloud
 from kubetide.sim.runtime.daemonset import DaemonSets
 from kubetide.sim.runtime.deployment import Deployments
@@ -147,6 +148,7 @@ class Simulation:
             engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
         )
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
+        self.autoscaler_counters = AutoscalerCounters(cloud)
         self.status = WorkloadStatus(world, self.deployments)
         self.view = SimClusterView(world, budgets, self.status)
         self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
@@ -354,6 +356,9 @@ class Simulation:
             started = time.perf_counter()
             self.autoscaler.run_once()
             self.autoscaler_seconds += time.perf_counter() - started
+            registry = getattr(self.autoscaler, "registry", None)
+            if registry is not None:
+                self.autoscaler_counters.observe(registry)
             for hook in self.after_autoscaler:
                 hook()
             depth = self.world.snapshot.depth
@@ -418,6 +423,7 @@ class Simulation:
     def _restart_autoscaler(self) -> None:
         self.metrics.c.autoscaler_restarts += 1
         self.autoscaler = self._new_autoscaler()
+        self.autoscaler_counters.restarted()
 
     # -- running -------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
@@ -474,10 +480,10 @@ class Simulation:
         return dict(sorted(counts.items()))
 
     def _autoscaler_summary(self) -> dict[str, Any]:
-        """cluster_health and node_groups from the autoscaler's registry, when it keeps one.
-        After an autoscalerRestart they count from the restart, like the real process would."""
-        report = getattr(self.autoscaler, "summary", None)
-        return report() if callable(report) else {}
+        """cluster_health and node_groups (sim/runtime/autoscalercounters.py), when the autoscaler
+        keeps a cluster-state registry. After an autoscalerRestart they count from the restart."""
+        registry = getattr(self.autoscaler, "registry", None)
+        return self.autoscaler_counters.summary(registry, self.engine.now())
 
     def summary(self, wall_seconds: float) -> dict[str, Any]:
         c = self.metrics.c
