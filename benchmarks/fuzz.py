@@ -523,7 +523,11 @@ def _worker() -> None:
     from kubetide.cli import main as cli
 
     cli.build_parser()  # imports every subcommand
-    for module in ("kubetide.sim.runtime.simulation", "kubetide.sim.report.output", "kubetide.sim.spec.scenario"):
+    for module in (
+        "kubetide.sim.runtime.simulation",
+        "kubetide.sim.report.output",
+        "kubetide.sim.spec.scenario",
+    ):
         __import__(module)  # what `simulate` imports when it runs
     for line in sys.stdin:
         job = json.loads(line)

@@ -1,26 +1,25 @@
 """report.html (issue 15, item 4): halted and backoff periods shaded, failed scale-ups marked,
-events aggregated as kubectl does, integer ticks on count axes."""
+events aggregated as kubectl does, integer ticks on count axes; every figure plotly's objects in
+the one look of sim/report/plotting.py."""
 
 import dataclasses
-import json
 import re
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
+import plotly.graph_objects as go
 import pytest
 
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.report.html import (
-    aggregate_events,
+from kubetide.sim.report.figures import (
     build_comparison_figure,
     build_figure,
     build_qos_comparison_figure,
     build_qos_figure,
     periods,
-    render,
 )
+from kubetide.sim.report.html import aggregate_events, render, render_comparison
+from kubetide.sim.report.plotting import TEMPLATE
 
 UNREADY = Path(__file__).resolve().parents[2] / "examples" / "unready"
 HALTED = "autoscaler halted: cluster unhealthy"
@@ -105,11 +104,7 @@ def test_events_are_aggregated_as_kubectl_does(events, expected):
 
 
 def _shaded(figure, label):
-    return [
-        (s["x0"], s["x1"])
-        for s in figure["layout"]["shapes"]
-        if s["type"] == "rect" and s.get("name") == label
-    ]
+    return [(s.x0, s.x1) for s in figure.layout.shapes if s.type == "rect" and s.name == label]
 
 
 @pytest.mark.parametrize(
@@ -142,16 +137,16 @@ def test_a_healthy_run_shades_nothing():
 
 def test_failed_scale_ups_are_marked():
     result = run("uc4-stockout")
-    traces = {t["name"]: t for t in build_figure(result)["data"]}
+    traces = {t.name: t for t in build_figure(result).data}
     failed = [e for e in result.events if e["reason"] == "ScaleUpFailed"]
-    assert failed and len(traces["scale-up failed (instances)"]["x"]) == len(failed)
-    assert len(traces["scale-up request failed"]["x"]) == sum(
+    assert failed and len(traces["scale-up failed (instances)"].x) == len(failed)
+    assert len(traces["scale-up request failed"].x) == sum(
         1 for e in result.events if e["reason"] == "FailedToScaleUpGroup"
     )
 
 
 def test_count_axes_tick_at_integers():
-    layout = build_figure(run("uc4-stockout"))["layout"]
+    layout = build_figure(run("uc4-stockout")).layout.to_plotly_json()
     axes = {key: axis for key, axis in layout.items() if re.fullmatch(r"yaxis\d*", key)}
     counting = {
         key: axis for key, axis in axes.items() if axis["title"]["text"] in ("nodes", "pods", "evictions")
@@ -184,66 +179,80 @@ def qos_run(precise: bool = True):
     return Simulation(dataclasses.replace(scenario, qos=qos)).run()
 
 
-def test_the_qos_figure_is_plotly_json_with_the_watermarks():
+def test_the_qos_figure_has_the_watermarks_and_integer_counts():
     result = qos_run()
     figure = build_qos_figure(result)
-    json.dumps(figure)  # plain JSON, no graph objects
-    traces = {t["name"]: t for t in figure["data"]}
-    assert traces["cpu (hottest node)"]["y"] == [row["qos_peak_cpu_pct"] for row in result.timeline]
-    assert traces["nodes over a watermark"]["y"] == [
+    traces = {t.name: t for t in figure.data}
+    assert list(traces["cpu (hottest node)"].y) == [row["qos_peak_cpu_pct"] for row in result.timeline]
+    assert list(traces["nodes over a watermark"].y) == [
         row["qos_nodes_over_watermark"] for row in result.timeline
     ]
-    assert traces["evictions (cumulative)"]["y"][-1] == result.summary["qos"]["evictions"]
-    assert traces["evictions (cumulative)"]["yaxis"] != traces["nodes over a watermark"]["yaxis"]
-    (line,) = figure["layout"]["shapes"]
-    assert (line["y0"], line["y1"], line["yref"]) == (80.0, 80.0, traces["cpu (hottest node)"]["yaxis"])
-    layout = figure["layout"]
+    assert traces["evictions (cumulative)"].y[-1] == result.summary["qos"]["evictions"]
+    assert traces["evictions (cumulative)"].yaxis != traces["nodes over a watermark"].yaxis
+    (line,) = figure.layout.shapes
+    assert (line.y0, line.y1, line.yref) == (80.0, 80.0, traces["cpu (hottest node)"].yaxis)
     counting = [
-        layout[f"yaxis{t['yaxis'][1:]}"] for t in traces.values() if t["name"] != "cpu (hottest node)"
+        figure.layout[f"yaxis{t.yaxis[1:]}"] for t in traces.values() if t.name != "cpu (hottest node)"
     ]
-    assert all(axis["tickformat"] == ",d" for axis in counting)  # nodes and actions: integers
+    assert all(axis.tickformat == ",d" for axis in counting)  # nodes and actions: integers
 
 
-def test_a_report_with_qos_does_not_import_plotly_graph_objects():
-    code = (
-        "import dataclasses, sys\n"
-        "from kubetide.sim import Simulation, load_scenario\n"
-        "from kubetide.sim.report.html import render\n"
-        f"s = load_scenario({str(QOS_EXAMPLE)!r})\n"
-        "s = dataclasses.replace(s, qos=dataclasses.replace(s.qos, compare=False))\n"
-        "page = render(Simulation(s).run())\n"
-        "assert 'Node QoS agent' in page and 'Plotly.newPlot(\"qos\"' in page\n"
-        "print('plotly.graph_objects' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+def test_every_figure_is_plotly_objects_in_the_one_look():
+    halted, healthy = run("uc8-zone-outage"), run("uc1-slow-provisioning")
+    runs = [("precise", qos_run(True)), ("all", qos_run(False))]
+    figures = [
+        build_figure(halted),
+        build_qos_figure(qos_run()),
+        build_comparison_figure([("halts", halted), ("healthy", healthy)]),
+        build_qos_comparison_figure(runs),
+    ]
+    for figure in figures:
+        assert isinstance(figure, go.Figure)
+        assert figure.layout.template == TEMPLATE
+    page = render(qos_run())
+    assert page.count("Plotly.newPlot(") == 2  # the run's figure and the agent's
+    assert 'id="timeline"' in page and 'id="qos"' in page
+    assert page.count("plotly.js v") == 1  # plotly.js inlined once
+
+
+def test_text_from_the_scenario_cannot_close_the_script_element():
+    scenario = load_scenario(UNREADY / "uc1-slow-provisioning.yaml")
+    hostile = dataclasses.replace(scenario, name="</script><b>x</b>", description="<!-- & -->")
+    result = Simulation(hostile).run()
+    comparison = {
+        "seed": result.summary["seed"],
+        "settings": [{"name": "</script>", "flags": {}, "metrics": {"cost": 1.0, "invariants": {}}}],
+    }
+    for page in (render(result), render_comparison(comparison, [result])):
+        assert "</script><b>" not in page and "<!-- & -->" not in page
+        assert page.count("</script>") == page.count("<script")
 
 
 def test_the_compare_report_overlays_the_qos_series():
     runs = [("precise", qos_run(True)), ("all", qos_run(False))]
     figure = build_qos_comparison_figure(runs)
-    titles = [a["text"] for a in figure["layout"]["annotations"] if a.get("yref") == "paper"]
+    titles = [a.text for a in figure.layout.annotations if a.yref == "paper"]
     assert titles == [
         "Hottest node: cpu usage / capacity",
         "Nodes over a watermark",
         "QoS agent evictions (cumulative)",
     ]
     for name, result in runs:
-        traces = [t for t in figure["data"] if t["name"] == name]
-        assert [t["y"] for t in traces] == [
+        traces = [t for t in figure.data if t.name == name]
+        assert [list(t.y) for t in traces] == [
             [row[column] for row in result.timeline]
             for column in ("qos_peak_cpu_pct", "qos_nodes_over_watermark", "qos_evictions_total")
         ]
-    assert [s["y0"] for s in figure["layout"]["shapes"]] == [80.0]
+    assert [s.y0 for s in figure.layout.shapes] == [80.0]
 
 
 def test_the_compare_report_shades_each_settings_periods_in_its_colour():
     halted, healthy = run("uc8-zone-outage"), run("uc1-slow-provisioning")
     figure = build_comparison_figure([("halts", halted), ("healthy", healthy)])
-    shapes = figure["layout"]["shapes"]
-    assert shapes and {s["legendgroup"] for s in shapes} == {"halts"}
-    colour = next(t["line"]["color"] for t in figure["data"] if t["name"] == "halts")
-    assert {s["fillcolor"] for s in shapes} == {colour}
+    shapes = figure.layout.shapes
+    assert shapes and {s.legendgroup for s in shapes} == {"halts"}
+    colour = next(t.line.color for t in figure.data if t.name == "halts")
+    assert {s.fillcolor for s in shapes} == {colour}
     step = halted.scenario.options.scan_interval
     expected = periods(halted.events, "ClusterUnhealthy", "", step)
-    assert expected and [(s["x0"], s["x1"]) for s in shapes] == [(a / 60, b / 60) for a, b in expected]
+    assert expected and [(s.x0, s.x1) for s in shapes] == [(a / 60, b / 60) for a, b in expected]

@@ -13,7 +13,7 @@ import csv
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ METRICS = (
 FINGERPRINT_FILE = "scenario.sha256"
 
 
-def run_metrics(summary: dict[str, Any]) -> dict[str, float]:
+def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """The compared figures of one run. summary.json has no drain makespan: it is derived as the
     time from the first to the last node removal (0 when fewer than two nodes were removed)."""
     down = summary["scale_down"]
