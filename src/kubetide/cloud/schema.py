@@ -2,7 +2,7 @@
 
 A node group is `name`, `minSize`, `maxSize`, `price` and a `template` (a Node manifest without
 apiVersion/kind: labels, taints, status.allocatable), plus the simulated cloud's delays and
-`initialSize`. Scenarios (sim/scenario.py) validate `spec.nodeGroups` with `NodeGroupSpec`; the
+`initialSize`. Scenarios (sim/spec/scenario.py) validate `spec.nodeGroups` with `NodeGroupSpec`; the
 static cloud (cloud/static.py) accepts the same entries, so a scenario's node groups can be pasted
 into a GROUPS.yaml.
 

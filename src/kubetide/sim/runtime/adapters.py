@@ -235,7 +235,7 @@ class SimClusterActions:
 
 
 class SimUsageSource:
-    """The UsageSource port from the usage profiles: what the node QoS agents sample (sim/qos.py
+    """The UsageSource port from the usage profiles: what the node QoS agents sample (runtime/qos.py
     passes its usage model and CFS quotas), now, for every pod bound to a node. A simulated node
     runs nothing but its pods, so no node usage is reported and the pods' sum stands in."""
 

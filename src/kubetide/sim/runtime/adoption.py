@@ -2,7 +2,7 @@
 
 The simulation starts from the cluster as the objects describe it, not from their specs: a pod
 keeps its name, UID, node, phase, readiness and age (the scenario moved its times so that the
-dump's newest one is the start, sim/scenario.py), and belongs to the controller its
+dump's newest one is the start, sim/spec/scenario.py), and belongs to the controller its
 ownerReferences name, which therefore creates no second set. Nodes are adopted by their groups
 (`SimCloud.adopt`), Deployments by their newest ReplicaSet (`ReplicaSets.apply`).
 

@@ -11,7 +11,7 @@
       - {apiVersion: ensurance.crane.io/v1alpha1, kind: NodeQOS, ...}
 
 Every collect interval, on every Ready node some NodeQOS selects, `NodeAgents` builds the node's
-`NodeState` from the world (each pod's usage from its profile, sim/usage.py, capped at its limit
+`NodeState` from the world (each pod's usage from its profile, spec/profiles.py, capped at its limit
 and at the agent's CFS quota; node usage = the sum over its pods) and steps that node's `QosAgent`.
 It is the agent's `QosActuator`: throttle and restore record the quota per pod, which caps the
 pod's cpu usage from the next sample on; evict goes through the simulator's Eviction API, so PDBs

@@ -153,7 +153,7 @@ class Simulation:
         self.view = SimClusterView(world, budgets, self.status)
         self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
         eviction.on_evicted.append(self._evicted)
-        # The node QoS agent (sim/qos.py), only when the scenario has spec.qos.
+        # The node QoS agent (runtime/qos.py), only when the scenario has spec.qos.
         self.qos = None
         self.usage: SimUsageSource | None = None
         self.usage_attached = False  # an autoscaler took the usage source (see _new_autoscaler)

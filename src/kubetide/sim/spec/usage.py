@@ -1,7 +1,7 @@
 """Usage profiles: how much cpu and memory each simulated pod really uses, over time.
 
 Requests are what the scheduler and the autoscaler see; usage is what the node QoS agent sees
-(sim/qos.py). A profile gives each resource one of
+(sim/runtime/qos.py). A profile gives each resource one of
 
     a constant      cpu: 300m                         (a Kubernetes quantity)
     a trace         cpu: {trace: traces/batch.csv}    (the file's `cpu` column)
