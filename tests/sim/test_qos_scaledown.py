@@ -106,7 +106,7 @@ def test_spikes_are_counted_from_the_profiles():
     # every 20m from 10m, for 2h: 10, 30, 50, 70, 90, 110 minutes
     assert scenario.qos.usage.spike_starts(scenario.duration) == [600.0 + 1200.0 * k for k in range(6)]
     summary = {"qos": {"evictions": 3}}
-    assert guard_summary(type("S", (), {"scenario": scenario})(), summary)["evictions_per_spike"] == 0.5
+    assert guard_summary(scenario, summary)["evictions_per_spike"] == 0.5
 
 
 def test_ceilings_are_the_lowest_evict_or_throttle_watermark_per_resource():

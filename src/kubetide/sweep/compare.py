@@ -23,11 +23,15 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubetide import API_VERSION
 from kubetide.errors import UserError
 from kubetide.sweep.grid import Setting, check_flags, with_options
+
+if TYPE_CHECKING:
+    from kubetide.sim.runtime.simulation import SimulationResult
+    from kubetide.sim.spec.scenario import CompareEntry, Scenario
 
 # Also the run's directory under --out: no dots, so never compare.json or report.html.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
@@ -49,7 +53,7 @@ class Variant:
     setting: Setting
     qos_precise: bool | None = None  # spec.qos.precise for this run; None: the scenario's
 
-    def apply(self, scenario: Any) -> Any:
+    def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this variant's flags over its spec.autoscaler (and its qos mode)."""
         scenario = with_options(scenario, self.setting)
         if self.qos_precise is not None and scenario.qos is not None:
@@ -98,7 +102,7 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
     return variants
 
 
-def scenario_variants(scenario: Any) -> list[Variant]:
+def scenario_variants(scenario: Scenario) -> list[Variant]:
     """The scenario's own comparison: spec.compare, else spec.qos.compare's two modes, else none."""
     if scenario.compare:
         return [Variant(entry.name, _entry_setting(entry), entry.qos_precise) for entry in scenario.compare]
@@ -108,7 +112,7 @@ def scenario_variants(scenario: Any) -> list[Variant]:
 
 
 def sweep_settings(
-    scenario: Any, grid: Mapping[str, Sequence[str]], no_compare: bool
+    scenario: Scenario, grid: Mapping[str, Sequence[str]], no_compare: bool
 ) -> list[Setting] | None:
     """What `kubetide sweep` runs for a scenario with spec.compare: each entry's flags as one of
     its settings, every one over every seed (a sweep names settings by their flags, so the entries'
@@ -139,7 +143,7 @@ def sweep_settings(
     return list(dict.fromkeys(_entry_setting(entry) for entry in scenario.compare))
 
 
-def _entry_setting(entry: Any) -> Setting:
+def _entry_setting(entry: CompareEntry) -> Setting:
     """A spec.compare entry's flags as a Setting of text values, as --compare gives them (so that
     compare.json and sweep.json show `"4"` and `"false"` whether the YAML said 4 or "4")."""
     return Setting(tuple((name, _flag_text(value)) for name, value in entry.autoscaler.items()))
@@ -221,7 +225,9 @@ def metrics(summary: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def comparison(scenario: Any, seed: int, results: Sequence[tuple[Variant, Any]]) -> dict[str, Any]:
+def comparison(
+    scenario: Scenario, seed: int, results: Sequence[tuple[Variant, SimulationResult]]
+) -> dict[str, Any]:
     """compare.json: the settings in order, each with its flags, directory and metrics (and the
     QoS agent's counts when the scenario runs it; this was summary.json's qos.comparison)."""
     from kubetide.sim.report.qos import mode_counts

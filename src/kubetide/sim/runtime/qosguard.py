@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetide.sim.spec.scenario import Scenario
 
-def guard_summary(simulation: Any, summary: dict[str, Any]) -> dict[str, Any]:
-    scenario = simulation.scenario
+
+def guard_summary(scenario: Scenario, summary: dict[str, Any]) -> dict[str, Any]:
+    assert scenario.qos is not None, "a QoS guard summary of a scenario without spec.qos"
     spikes = len(scenario.qos.usage.spike_starts(scenario.duration))
     evictions = summary["qos"]["evictions"]
     return {

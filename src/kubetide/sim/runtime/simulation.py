@@ -450,7 +450,7 @@ class Simulation:
         if self.usage_attached and self.scenario.options.scale_down_enabled:
             from kubetide.sim.runtime.qosguard import guard_summary
 
-            summary["qos"]["scale_down_guard"] = guard_summary(self, summary)
+            summary["qos"]["scale_down_guard"] = guard_summary(self.scenario, summary)
         return SimulationResult(
             scenario=self.scenario,
             summary=summary,
