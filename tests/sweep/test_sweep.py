@@ -99,7 +99,24 @@ def test_outputs_hold_one_row_per_run_and_a_report(local_sweep):
     assert len(sweep["settings"]) == 4  # the scenario's own (5m, least-waste) is in the grid
     assert sweep["scenario_setting"] in {row["id"] for row in sweep["settings"]}
     assert set(sweep["pareto_front"]) <= {row["id"] for row in sweep["settings"]}
-    assert "Pareto front" in (local_sweep / "report.html").read_text()
+    page = (local_sweep / "report.html").read_text()
+    assert "Pareto front" in page
+
+
+def test_the_report_is_drawn_by_the_simulators_stack(local_sweep):
+    from kubetide.sim.report.plotting import CSS, TEMPLATE
+    from kubetide.sweep.report import build_sweep_figure
+
+    sweep = json.loads((local_sweep / "sweep.json").read_text())
+    figure = build_sweep_figure(sweep, {})
+    assert figure.layout.template == TEMPLATE
+    # the trade-off plot and one row of effect plots for each of the two --grid flags
+    assert len([a for a in figure.layout.annotations if a.yref == "paper"]) == 1 + 2 * len(sweep["grid"])
+    page = (local_sweep / "report.html").read_text()
+    assert CSS in page and page.count('class="plotly-graph-div"') == 1
+    assert page.count("plotly.js v") == 1  # inlined once
+    for row in sweep["settings"]:
+        assert f"<tr><th>{row['label']}</th>" in page  # a row per setting, its medians beside it
 
 
 def test_rerunning_skips_stored_runs(local_sweep, tmp_path):
