@@ -78,6 +78,16 @@ def pod_object(name, priority, cpu, limit, memory, used_cpu, used_memory):
             "name": name,
             "namespace": "default",
             "labels": {"app": name},
+            # a controller: the agent evicts no bare pod without a PodQOS
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{name}-rs",
+                    "uid": f"{name}-rs",
+                    "controller": True,
+                }
+            ],
             "annotations": {"kubetide.io/usage": f'{{"cpu": "{used_cpu}", "memory": "{used_memory}"}}'},
         },
         "spec": {"priority": priority, "containers": [{"name": "c", "resources": resources}]},

@@ -125,11 +125,13 @@ spec:
 
 
 def pod(name, priority=0, annotations=None, limit=None):
+    """A ReplicaSet's pod (a bare one is evicted only when a PodQOS selects it)."""
     resources = f"{{requests: {{cpu: 100m}}, limits: {{cpu: {limit}}}}}" if limit else "{}"
+    owner = f"[{{kind: ReplicaSet, name: {name}-rs, controller: true}}]"
     return f"""
 ---
 kind: Pod
-metadata: {{name: {name}, namespace: ns, annotations: {annotations or {}}}}
+metadata: {{name: {name}, namespace: ns, annotations: {annotations or {}}, ownerReferences: {owner}}}
 spec: {{nodeName: n1, priority: {priority}, containers: [{{name: c, resources: {resources}}}]}}
 status: {{phase: Running}}
 """

@@ -23,7 +23,7 @@ def pod(
     memory: str | None = None,
     memory_limit: str | None = None,
     start: str | None = "2024-01-01T00:00:00Z",
-    owner: str | None = None,
+    owner: str | None = "ReplicaSet",  # None: a bare pod (never evicted without a PodQOS)
     ext_cpu: int | None = None,
     annotations: dict | None = None,
     deleting: bool = False,

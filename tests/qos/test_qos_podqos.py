@@ -320,12 +320,15 @@ def test_no_pod_outside_the_podqos_scope_is_acted_on_and_precise_never_overshoot
         assert not acted_on.is_daemonset
         if allowed:
             assert acted_on.namespace in allowed
+        else:
+            assert acted_on.controller is not None  # a bare pod needs a PodQOS to be evicted
     assert len({d.pod for d in result.decisions}) == len(result.decisions)
     if precise:
         # the node's usage is known: never the "act on all" fallback, and never an action once the
         # gap is closed; without the last action the gap would still be open
         assert all(d.precise for d in result.decisions)
         assert all(d.gap_before > 0 for d in result.decisions)
+        assert sum(d.released is None for d in result.decisions) <= 1  # one unknown per sample
         gap = result.gaps.get(EVICT, {}).get("cpu_total_usage")
         counted = [d.released or 0 for d in result.decisions]
         if counted:

@@ -691,9 +691,19 @@ def test_nodeqos_selectors_choose_the_nodes():
 # -- reports -------------------------------------------------------------------------------
 
 
+# A bare pod is evicted only when a PodQOS selects it for eviction.
+HOG_MAY_BE_EVICTED = {
+    "apiVersion": QOS_API,
+    "kind": "PodQOS",
+    "metadata": {"name": "hog"},
+    "spec": {"allowedActions": ["act"], "labelSelector": {"matchLabels": {"app": "hog"}}},
+}
+
+
 def test_summary_timeline_events_and_report():
     # 2 x 1300m of steady service plus a 1300m bare pod (nothing recreates it): 97.5% of 4 cores.
-    # The gap to 80% is 700m (770m with the margin): evicting the bare pod closes it for good.
+    # The gap to 80% is 700m (770m with the margin): evicting the bare pod, which a PodQOS
+    # selects for eviction, closes it for good.
     hog = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -703,7 +713,7 @@ def test_summary_timeline_events_and_report():
     scenario = hot_scenario(
         [deploy("steady", 2, cpu="1", priority=1000), hog],
         [{"match": {"kind": "Pod", "name": "hog"}, "cpu": "1300m"}, {"match": {}, "cpu": "1300m"}],
-        [nodeqos(threshold=2), evict_action(grace=5, cool_down=3600)],
+        [nodeqos(threshold=2), evict_action(grace=5, cool_down=3600), HOG_MAY_BE_EVICTED],
         duration="2m",
     )
     result = simulate(scenario, NoAutoscaler).run()

@@ -12,9 +12,14 @@
    the action. Otherwise, metric by metric (highest action priority first), sort the candidates
    with the metric's sorter (the general one when it has none) and act in order until the gap is
    closed, subtracting what each action released. A pod is acted on at most once per round.
-   A pod without usage data (one started seconds ago) does not stop precise execution: the
-   sorters count it as using nothing, so it comes last among its class and priority, and acting
-   on it is counted as releasing nothing.
+   A pod without usage data (one started seconds ago, or usage unreadable) does not stop precise
+   execution: the sorters count it as using nothing, so it comes last among its class and
+   priority. Throttling it counts as releasing nothing. Evicting it is different: an eviction
+   cannot be undone, and one that releases "nothing" never closes the gap, so every such pod
+   would go (with pod usage unreadable, the whole node). At most ONE pod of unknown usage is
+   evicted per round (`UNKNOWN_USAGE_EVICTIONS_PER_ROUND`), after it in the order the others
+   are skipped: the next sample's node usage measures what that eviction released, so the
+   agent advances one pod per sample on evidence instead of emptying the node on none.
    Evict goes first: a pod is acted on once per round, so throttle steps taken first would use up
    the low-priority pods and push the evictions onto more important ones.
 3. What an eviction releases also comes off the ThrottleDown gaps (the node's usage drops), so a
@@ -28,7 +33,9 @@
    nothing about it is remembered here.
 
 Candidates: never a pod at or above system-cluster-critical, a terminating one, a static (mirror)
-pod or a DaemonSet pod. Without PodQOS objects every other pod is a candidate for every action;
+pod or a DaemonSet pod. Never evicted unless a PodQOS selects it and allows the eviction: a pod
+without a controller, or annotated safe-to-evict "false" or karpenter.sh/do-not-disrupt "true"
+(protection.py). Without PodQOS objects every other pod is a candidate for every action;
 with them, a pod is a candidate for a watermark when a PodQOS that selects it allows one of the
 AvoidanceActions behind that watermark (podqos.py). ThrottleUp acts only on the throttled pods,
 the list it is given (crane hands its restore the throttle-down list), most important first: the
@@ -52,9 +59,13 @@ from kubetide.qos.analyzer import Watermark, Watermarks
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
 from kubetide.qos.metrics import Metric, MetricRegistry, sorter_for
 from kubetide.qos.podqos import PodQOS, scope_refusal
+from kubetide.qos.protection import protected_refusal
 from kubetide.qos.state import CRITICAL_PRIORITY, NodeState, PodState
 
 DEFAULT_EXECUTE_EXCESS_PERCENT = 10
+# Evictions of pods whose usage is unknown, per round: what they release cannot be counted, so
+# the gap never shows them enough; one per round lets the next sample measure the effect.
+UNKNOWN_USAGE_EVICTIONS_PER_ROUND = 1
 
 VERB = {EVICT: "evict", THROTTLE_DOWN: "throttle", THROTTLE_UP: "restore"}
 
@@ -209,6 +220,7 @@ class Executor:
         self.port = port
         self.preview = preview
         self.acted: set[str] = set()
+        self.unknown_usage_evictions = 0
         self.result = Execution()
 
     # -- entry point -------------------------------------------------------------------------
@@ -265,7 +277,10 @@ class Executor:
         whatever PodQOS says now: it acts on every throttled pod."""
         if kind == THROTTLE_UP:
             return [p for p in candidates if p.cpu_quota is not None]
-        return [p for p in candidates if not self._skip(p, scope_refusal(self.podqos, p.pod, mark.actions))]
+        pool = [p for p in candidates if not self._skip(p, scope_refusal(self.podqos, p.pod, mark.actions))]
+        if kind == EVICT:
+            pool = [p for p in pool if not self._skip(p, protected_refusal(self.podqos, p.pod, mark.actions))]
+        return pool
 
     def _skip(self, state: PodState, reason: str | None) -> bool:
         if reason:
@@ -365,7 +380,17 @@ class Executor:
                 self._skip(p, f"would release no {metric.name}")
                 continue
             reason = f"{metric.name} gap {metric.format(gap)} (watermark from {mark.rule})"
-            if released is None:
+            if released is None and kind == EVICT:
+                if self.unknown_usage_evictions >= UNKNOWN_USAGE_EVICTIONS_PER_ROUND:
+                    self._skip(
+                        p,
+                        f"its usage is unknown and {UNKNOWN_USAGE_EVICTIONS_PER_ROUND} such pod is "
+                        "evicted per sample at most",
+                    )
+                    continue
+                self.unknown_usage_evictions += 1
+                reason += "; its usage is unknown: the one such eviction this sample"
+            elif released is None:
                 reason += "; its usage is unknown, counted as releasing nothing"
             self._apply(kind, metric, mark, p, effect, reason)
 
