@@ -1,8 +1,10 @@
-"""The node agent's sample without an API server: what it does without a cpu rate, in a dry run,
-when a crane object is broken, and when the NodeQOS goes away while pods are throttled."""
+"""The node agent's sample without an API server: what it does without a cpu rate, on its first
+sample, in a dry run, when a crane object is broken, and when the NodeQOS goes away while pods
+are throttled."""
 
 from __future__ import annotations
 
+import pytest
 from test_agent_usage import UID, FakeNode, make_pod
 
 from kubetide.agent.cgroups import detect_layout
@@ -12,7 +14,7 @@ from kubetide.agent.usage import Usage
 from kubetide.clock import ManualClock
 from kubetide.model import load_documents
 from kubetide.qos.config import THROTTLE_DOWN
-from kubetide.qos.executor import DONE
+from kubetide.qos.executor import DONE, PREVIEW
 
 API = "ensurance.crane.io/v1alpha1"
 THROTTLE = [
@@ -118,9 +120,43 @@ def test_without_a_node_cpu_rate_nothing_is_analyzed_or_done(tmp_path):
     assert "kubetide_qos_agent_samples_without_rate_total 1.0" in loop.metrics.exposition()[0].decode()
 
 
-def test_a_dry_run_decides_and_changes_nothing(tmp_path):
-    loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=True)
+def started(tmp_path, *, dry_run=False):
+    """A loop over the watermark whose first (analyze-only) sample is behind it."""
+    loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=dry_run)
     served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    first = loop.sample()
+    assert first.skipped == "first sample after start: analyze only"
+    return loop, served, recorder, quota_file
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["acting", "dry-run"])
+def test_the_first_sample_after_start_is_analyze_only(tmp_path, dry_run):
+    loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=dry_run)
+    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    first = loop.sample()
+    assert first.result is not None and "analyze only" in first.skipped
+    assert [(d.kind, d.quota, d.outcome) for d in first.result.decisions] == [(THROTTLE_DOWN, 800, PREVIEW)]
+    assert recorder.calls == [] and quota_file.read_text().strip() == "max 100000"
+    assert 'kubetide_qos_agent_actions_total{action="throttle"} 0.0' in loop.metrics.exposition()[0].decode()
+    assert loop.agent.analyzer.last_acted == {}  # no cooldown started by what was not done
+    second = loop.sample()
+    assert second.skipped == "" and second.result is not None
+    assert [d.outcome for d in second.result.decisions] == [DONE]
+    assert quota_file.read_text().strip() == ("max 100000" if dry_run else "80000 100000")
+
+
+def test_a_sample_without_a_rate_does_not_use_up_the_analyze_only_one(tmp_path):
+    loop, served, recorder, _quota_file = make_loop(tmp_path)
+    served.usage = Usage(node={"memory": 1}, pods={UID: {"memory": 1}})
+    assert loop.sample().result is None
+    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    assert "analyze only" in loop.sample().skipped and recorder.calls == []
+    loop.sample()
+    assert recorder.calls == [("throttle", 800)]
+
+
+def test_a_dry_run_decides_and_changes_nothing(tmp_path):
+    loop, _served, recorder, quota_file = started(tmp_path, dry_run=True)
     sample = loop.sample()
     assert sample.result is not None
     assert [(d.kind, d.quota, d.outcome) for d in sample.result.decisions] == [(THROTTLE_DOWN, 800, DONE)]
@@ -128,8 +164,7 @@ def test_a_dry_run_decides_and_changes_nothing(tmp_path):
 
 
 def test_a_broken_crane_object_keeps_the_previous_configuration(tmp_path):
-    loop, served, _recorder, _quota_file = make_loop(tmp_path)
-    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    loop, served, _recorder, _quota_file = started(tmp_path)
     loop.sample()
     broken = [THROTTLE[1]]  # the NodeQOS without its AvoidanceAction: an unknown actionName
     served.replace_crane(crane(broken))
@@ -139,8 +174,7 @@ def test_a_broken_crane_object_keeps_the_previous_configuration(tmp_path):
 
 
 def test_throttled_pods_are_restored_when_no_nodeqos_selects_the_node(tmp_path):
-    loop, served, _recorder, quota_file = make_loop(tmp_path)
-    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    loop, served, _recorder, quota_file = started(tmp_path)
     loop.sample()
     assert quota_file.read_text().strip() == "80000 100000"
     served.replace_crane(crane([THROTTLE[0]]))  # the NodeQOS is deleted

@@ -214,6 +214,7 @@ def test_qos_the_simulator_and_the_node_agent_decide_the_same(monkeypatch):
     served = ServedState(state, {k: list(v) for k, v in manifests.other.items()})
     recorder = Recorder()
     loop = NodeAgentLoop(served, served, NoThrottles(), recorder, None, ManualClock(100.0))
+    assert "analyze only" in loop.sample().skipped and recorder.calls == []  # the first after start
     sample = loop.sample()
     assert sample.result is not None
     assert summary(sample.result.decisions) == expected

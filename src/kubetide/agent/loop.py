@@ -9,6 +9,11 @@ record events and metrics.
 No rate, no action: until the usage source has a cpu rate for the node (the cgroup source's first
 sample), the node's cpu is missing, and the executor would act on every candidate. The sample is
 then only counted, and neither the analyzer's counters nor any pod are touched.
+
+The first sample after start that is analyzed is analyze-only: the rules count it, its decisions
+are logged ("[analyze only]"), nothing is done. What the agent sees right after a (re)start is
+the least trustworthy: caches just listed, a rate over a single interval, and no memory of what
+the previous agent did a moment ago; one interval of looking before acting costs 10 s.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from kubetide.model import Node
 from kubetide.model.quantity import CPU
 from kubetide.qos import AgentOptions, NodeState, PodState, QosActuator, QosAgent, QosConfig, RoundResult
 from kubetide.qos.config import EVICT, THROTTLE_DOWN
-from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED
+from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, PREVIEW, REFUSED
 
 log = logging.getLogger("kubetide.agent")
 
@@ -100,6 +105,7 @@ class NodeAgentLoop:
         self.metrics = AgentMetrics()
         self.agent = QosAgent(QosConfig(), options)
         self._generation = -1
+        self._analyzed_once = False  # the first analyzed sample acts on nothing
 
     # -- configuration -----------------------------------------------------------------------
     def _configure(self) -> None:
@@ -151,9 +157,11 @@ class NodeAgentLoop:
             usage.node,
         )
         before = {key: rule.in_force for key, rule in self.agent.analyzer.rules.items()}
-        result = self.agent.step(state, self.actuator, now)
+        analyze_only = not self._analyzed_once
+        self._analyzed_once = True
+        result = self.agent.step(state, self.actuator, now, analyze_only=analyze_only)
         self._report(node, result, before)
-        return Sample(result)
+        return Sample(result, "first sample after start: analyze only" if analyze_only else "")
 
     def _report(self, node: Node, result: RoundResult, before: dict) -> None:
         crossed = set(result.analysis.over)
@@ -166,11 +174,13 @@ class NodeAgentLoop:
             action = "evict_refused" if decision.outcome == REFUSED else decision.action
             if decision.outcome in (DONE, REFUSED):
                 self.metrics.actions.labels(action).inc()
-            log.info(
-                "%s %s (%s)%s", action, decision.pod, decision.reason, "" if self.actuator else " [dry run]"
-            )
+            if decision.outcome == PREVIEW:
+                mode = " [analyze only]"
+            else:
+                mode = "" if self.actuator else " [dry run]"
+            log.info("%s %s (%s)%s", action, decision.pod, decision.reason, mode)
         change = result.execution.scheduling
-        if change is not None:
+        if change is not None and change.outcome == DONE:
             self.metrics.actions.labels(
                 "disable_scheduling" if change.kind == DISABLE_SCHEDULING else "restore_scheduling"
             ).inc()
@@ -178,6 +188,8 @@ class NodeAgentLoop:
             return
         self._rule_events(node, before)
         for d in result.decisions:
+            if d.outcome == PREVIEW:
+                continue  # analyze only: nothing happened to the pod
             verb = {EVICT: "evicted", THROTTLE_DOWN: "throttled"}.get(d.kind, "restored")
             quota = ""
             if d.kind != EVICT:
@@ -187,7 +199,7 @@ class NodeAgentLoop:
             else:
                 kind = "Warning" if d.kind == EVICT else "Normal"
                 self.events.record("Pod", d.pod, kind, REASONS[d.kind], f"{verb}{quota}: {d.reason}")
-        if change is not None:
+        if change is not None and change.outcome == DONE:
             disable = change.kind == DISABLE_SCHEDULING
             message = f"scheduling disabled: {', '.join(change.rules)}" if disable else "scheduling restored"
             self.events.record("Node", node.name, "Warning" if disable else "Normal", change.kind, message)

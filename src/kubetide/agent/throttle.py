@@ -10,6 +10,11 @@ pods) and an API write per throttle step, and a lost write would leave a pod thr
 nothing saying so. The file is rewritten (atomically) after every change, read at start, and
 emptied when SIGTERM restores every throttled pod. It survives the agent's pod being replaced,
 as long as it sits on the host (deploy/qos-agent mounts /var/lib/kubetide-qos-agent).
+
+The file is trusted no further than --cgroup-root: an entry whose cgroup directory is not an
+absolute path, names `..`, or resolves (symlinks followed) outside the cgroup root is logged and
+dropped at load, so a tampered or stale file cannot make the agent write quota text elsewhere
+on the host when it restores.
 """
 
 from __future__ import annotations
@@ -40,9 +45,18 @@ class Throttled:
 class CgroupThrottler:
     """Sets and restores pods' CFS quotas. `find` locates a pod's cgroup (None: not there)."""
 
-    def __init__(self, find: Callable[[Pod], PodCgroup | None], state_file: Path | None = None):
+    def __init__(
+        self,
+        find: Callable[[Pod], PodCgroup | None],
+        state_file: Path | None = None,
+        *,
+        cgroup_root: Path | None = None,
+    ):
+        """`cgroup_root`: where every restored cgroup directory must lie (None: not checked,
+        for tests that keep no state across a restart)."""
         self.find = find
         self.state_file = state_file
+        self.cgroup_root = cgroup_root
         self.throttled: dict[str, Throttled] = {}  # pod UID -> what the agent did to it
         if state_file is not None:
             self._load(state_file)
@@ -115,11 +129,31 @@ class CgroupThrottler:
             return
         try:
             data = json.loads(path.read_text())
-            self.throttled = {uid: Throttled(**entry) for uid, entry in data.items()}
-        except (OSError, ValueError, TypeError) as exc:
+            loaded = {uid: Throttled(**entry) for uid, entry in data.items()}
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise UserError(
                 f"--state-file={path}: unreadable ({exc}); move it away to start afresh"
             ) from None
+        for uid, entry in loaded.items():
+            problem = self._outside_root(entry.cpu_dir)
+            if problem:
+                log.warning("--state-file=%s: pod %s skipped: %s", path, entry.pod, problem)
+                continue
+            self.throttled[uid] = entry
+
+    def _outside_root(self, cpu_dir: object) -> str | None:
+        """Why a stored cgroup directory may not be written to (None: it lies under the root)."""
+        if self.cgroup_root is None:
+            return None
+        if not isinstance(cpu_dir, str):
+            return f"cpu_dir {cpu_dir!r} is not a path"
+        stored = Path(cpu_dir)
+        if not stored.is_absolute() or ".." in stored.parts:
+            return f"cpu_dir {cpu_dir} is not an absolute path without '..'"
+        root = self.cgroup_root.resolve()
+        if not stored.resolve().is_relative_to(root):
+            return f"cpu_dir {cpu_dir} is outside --cgroup-root={self.cgroup_root}"
+        return None
 
     def _save(self) -> None:
         if self.state_file is None:

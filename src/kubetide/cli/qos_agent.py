@@ -102,7 +102,9 @@ def run(args) -> int:
     # A dry run neither reads nor writes the state file: restoring what an earlier run throttled
     # (when no NodeQOS selects the node, or at exit) would be a change.
     state_file = None if args.dry_run else Path(args.state_file)
-    throttler = CgroupThrottler(lambda pod: layout.pod(pod.uid, pod.qos_class), state_file)
+    throttler = CgroupThrottler(
+        lambda pod: layout.pod(pod.uid, pod.qos_class), state_file, cgroup_root=Path(args.cgroup_root)
+    )
 
     client = connect(args.kubeconfig)
     try:

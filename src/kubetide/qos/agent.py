@@ -91,15 +91,24 @@ class QosAgent:
         self.clock = clock
         self.analyzer = Analyzer(config)
 
-    def step(self, state: NodeState, actuator: QosActuator | None, now: float | None = None) -> RoundResult:
+    def step(
+        self,
+        state: NodeState,
+        actuator: QosActuator | None,
+        now: float | None = None,
+        *,
+        analyze_only: bool = False,
+    ) -> RoundResult:
         """One collect interval: count the sample, act through `actuator` (None: plan only), and
-        report. `now` defaults to the agent's clock."""
+        report. `now` defaults to the agent's clock. `analyze_only`: the rules count the sample,
+        but every decision is only recorded (outcome preview): nothing is done and no cooldown
+        starts (the node agent's first sample after start)."""
         if now is None:
             if self.clock is None:
                 raise ValueError("QosAgent.step needs `now` or an agent clock")
             now = self.clock.now()
         analysis = self.analyzer.analyze(state, now, one_sample=self.options.one_sample)
-        execution = self._executor(state, port=actuator).run(
+        execution = self._executor(state, port=None if analyze_only else actuator, preview=analyze_only).run(
             analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable
         )
         preview = self._executor(state, preview=True).run(
