@@ -18,10 +18,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kubetide.durations import format_duration
 from kubetide.errors import UserError
+from kubetide.kube.bounded_http import TEXT, BoundedHTTPServer, Limits, Reply, Route
 
 DEFAULT_ADDRESS = ":8085"
 DEFAULT_MAX_INACTIVITY = 600.0  # --max-inactivity, CA's default
@@ -104,60 +104,42 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 class StatusServer:
-    """/metrics and /health-check on --address, served from a daemon thread.
+    """/metrics and /health-check on --address, served by a `BoundedHTTPServer` (bounded_http.py:
+    per-connection deadlines, a connection cap that pushes out the oldest unfinished request,
+    no thread per connection, no traceback per aborted client).
 
     `metrics` returns (body, content type) for /metrics; `AutoscalerMetrics.exposition` fits.
     """
 
-    def __init__(self, address: str, metrics: Callable[[], tuple[bytes, str]], health: HealthCheck):
+    def __init__(
+        self,
+        address: str,
+        metrics: Callable[[], tuple[bytes, str]],
+        health: HealthCheck,
+        limits: Limits | None = None,
+    ):
         host, port = parse_address(address)
-        handler = _handler(metrics, health)
-        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
-            self._server = server_class((host, port), handler)
+            listener = socket.create_server((host, port), family=family, backlog=128)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise UserError(f"--address={address}: the port is already in use") from None
             raise UserError(f"--address={address}: cannot listen: {exc.strerror or exc}") from None
-        self._server.daemon_threads = True
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="status-server", daemon=True)
-        self._thread.start()
+        self.port: int = listener.getsockname()[1]
+
+        def scrape() -> Reply:
+            body, content_type = metrics()
+            return 200, body, content_type
+
+        def probe() -> Reply:
+            problem = health.check()
+            if problem is None:
+                return 200, b"OK", TEXT
+            return 500, f"Error: {problem}".encode(), TEXT
+
+        routes = {"/metrics": Route(scrape, heavy=True), "/health-check": Route(probe)}
+        self.http = BoundedHTTPServer(listener, routes, limits)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-
-class _IPv6Server(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-
-
-def _handler(metrics: Callable[[], tuple[bytes, str]], health: HealthCheck) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                body, content_type = metrics()
-                self._reply(200, body, content_type)
-            elif path == "/health-check":
-                problem = health.check()
-                if problem is None:
-                    self._reply(200, b"OK", "text/plain; charset=utf-8")
-                else:
-                    self._reply(500, f"Error: {problem}".encode(), "text/plain; charset=utf-8")
-            else:
-                self._reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
-
-        def _reply(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args) -> None:
-            """Scrapes and probes every few seconds would drown the autoscaler's own output."""
-
-    return Handler
+        self.http.close()
