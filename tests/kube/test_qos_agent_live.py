@@ -68,6 +68,7 @@ def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, 
             "ClusterRole",
             "ClusterRoleBinding",
             "DaemonSet",
+            "NetworkPolicy",
         ]
     )
     # The ClusterRole grants every permission the agent checks at start, and no other.
