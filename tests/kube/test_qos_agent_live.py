@@ -31,7 +31,7 @@ from kubetide.agent.watch import NodeWatch
 from kubetide.clock import ManualClock
 from kubetide.kube.client import connect
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
-from kubetide.qos.executor import DONE, REFUSED, SCHEDULING_TAINT
+from kubetide.qos.executor import DONE, PREVIEW, REFUSED, SCHEDULING_TAINT
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = Path(__file__).parent / "data" / "crane-crds.yaml"
@@ -199,11 +199,55 @@ def create_crane_objects(kube: KubeTestContext, objects: list[dict]) -> None:
         )
 
 
-def bound_pod(kube: KubeTestContext, name: str, node: str, resources: dict | None = None, labels=None):
+def owning_replicaset(kube: KubeTestContext, name: str, labels: dict) -> dict:
+    """A ReplicaSet of one that owns the pod the test creates: the agent evicts no pod without a
+    controller (unless a PodQOS selects it). Its template names a ServiceAccount that does not
+    exist, so it can never create a pod of its own, before or after an eviction."""
+    apps = kubernetes.client.AppsV1Api(kube.api_client)
+    replicaset = apps.create_namespaced_replica_set(
+        kube.namespace,
+        {
+            "metadata": {"name": f"{name}-rs"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": "no-such-account",
+                        "containers": [{"name": "c", "image": "busybox"}],
+                    },
+                },
+            },
+        },
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": replicaset.metadata.name,
+        "uid": replicaset.metadata.uid,
+        "controller": True,
+    }
+
+
+def bound_pod(
+    kube: KubeTestContext,
+    name: str,
+    node: str,
+    resources: dict | None = None,
+    labels=None,
+    *,
+    owned: bool = True,
+    annotations: dict | None = None,
+):
+    labels = labels or {"app": name}
+    metadata: dict = {"name": name, "labels": labels, "annotations": annotations or {}}
+    if owned:
+        metadata["ownerReferences"] = [owning_replicaset(kube, name, labels)]
     return kube.core.create_namespaced_pod(
         kube.namespace,
         {
-            "metadata": {"name": name, "labels": labels or {"app": name}},
+            "metadata": metadata,
             "spec": {
                 "nodeName": node,
                 "terminationGracePeriodSeconds": 0,
@@ -329,12 +373,21 @@ def test_evicts_precisely_through_the_eviction_api_and_disables_scheduling(kube,
         assert first.result is None and "no cpu rate" in first.skipped  # acting would mean acting on all
         assert node_taints(kube, node) == set()
 
-        clock.advance(10)
-        ticker.now += 10
-        host.write_node(1850)
-        for name, pod in pods.items():
-            host.write_pod(pod, usage[name], 10)
-        sample = loop.sample()
+        def next_sample():
+            clock.advance(10)
+            ticker.now += 10
+            host.write_node(1850)
+            for name, pod in pods.items():
+                host.write_pod(pod, usage[name], 10)
+            return loop.sample()
+
+        # The first sample with a rate only looks: the same decisions, none carried out.
+        looked = next_sample()
+        assert looked.result is not None and "analyze only" in looked.skipped
+        # (b's PDB is only met when acting: in preview b alone would close the gap.)
+        assert [(d.pod.split("/")[1], d.outcome) for d in looked.result.decisions] == [("b", PREVIEW)]
+        assert node_taints(kube, node) == set()
+        sample = next_sample()
         assert sample.result is not None
         decisions = [(d.kind, d.pod.split("/")[1], d.outcome) for d in sample.result.decisions]
         # gap (1850 - 1500) * 1.1 = 385m: b (900m) is refused by its PDB, a (600m) closes it; c stays.
@@ -423,6 +476,8 @@ def test_throttles_through_cgroup_v2_systemd_and_restores_step_by_step(kube, cra
         )
         host.write_pod(pod, 0, 10)
         assert loop.sample().result is None
+        assert next_sample(2600, 2500) == [(THROTTLE_DOWN, 1250)]  # the analyze-only sample
+        assert quota_file.read_text().strip() == "200000 100000"
         # 2600m over 2000m: x (2500m) is stepped down 50% to 1250m.
         assert next_sample(2600, 2500) == [(THROTTLE_DOWN, 1250)]
         assert quota_file.read_text().strip() == "125000 100000"
@@ -567,6 +622,129 @@ def test_the_process_throttles_under_its_rbac_and_restores_on_sigterm(kube, cran
         assert quota_file.read_text().strip() == "-1"
         assert any("restored the cpu quota of" in line for line in lines)
         assert state.read_text().strip() == "{}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "acting"])
+def test_with_pod_usage_unreadable_the_process_does_not_empty_the_node(kube, crane_crds, tmp_path, dry_run):
+    """Issue #26's node: 17 pods, one of them bare and annotated safe-to-evict "false", the node
+    over its eviction watermark and no pod's usage readable (no pod cgroup). The agent used to
+    evict all 17. Now: the first sample only looks; then one pod of unknown usage per sample at
+    most, never the bare one; acting, the AvoidanceAction's cooldown holds the next one back."""
+    node = "qos-unreadable-dry" if dry_run else "qos-unreadable"
+    kube.create_fake_node(node, cpu="2", memory="8Gi")
+    kube.wait_node_ready(node)
+    action = f"evict-{node}"
+    create_crane_objects(
+        kube,
+        [
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": action},
+                # Dry-run decisions start the cooldown too: 0 there, so that every sample decides.
+                "spec": {
+                    "coolDownSeconds": 0 if dry_run else 300,
+                    "eviction": {"terminationGracePeriodSeconds": 0},
+                },
+            },
+            {
+                "kind": "NodeQOS",
+                "metadata": {"name": node},
+                "spec": {
+                    "selector": {"matchLabels": {"kubernetes.io/hostname": node}},
+                    "rules": [
+                        {
+                            "name": "cpu",
+                            "actionName": action,
+                            "metricRule": {"name": "cpu_total_usage", "value": 1000},
+                        }
+                    ],
+                },
+            },
+        ],
+    )
+    replicas = [f"r{i:02}" for i in range(16)]
+    for name in replicas:
+        bound_pod(kube, name, node)
+    bound_pod(
+        kube,
+        "bare",
+        node,
+        owned=False,
+        annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+    )
+    for name in [*replicas, "bare"]:
+        running_pod(kube, name)
+    host = FakeHost(tmp_path / "host", version=2, driver="systemd")  # no pod cgroup at all
+    host.write_node(1900)
+    command = [
+        sys.executable, "-m", "kubetide.cli.main", "qos-agent",
+        f"--kubeconfig={agent_kubeconfig(kube)}", f"--node-name={node}",
+        f"--proc-root={host.proc}", f"--cgroup-root={host.cgroup}", "--interval=0.5s",
+        "--address=127.0.0.1:0", f"--state-file={tmp_path / 'state.json'}",
+        *(["--dry-run"] if dry_run else []),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True)
+    reader.start()
+
+    def evictions() -> list[str]:
+        return [line for line in lines if re.search(r"\] evict \S+/", line)]
+
+    def decided_after_looking() -> list[str]:
+        return [line for line in evictions() if "[analyze only]" not in line]
+
+    def samples_taken() -> int:
+        port = next(int(m[1]) for line in lines if (m := re.search(r"metrics on port (\d+)", line)))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        return int(float(re.search(r"^kubetide_qos_agent_samples_total (\S+)$", text, re.M)[1]))
+
+    def busy_until(condition, what: str):
+        def check():
+            host.write_node(1900)  # busy, sample after sample
+            assert process.poll() is None, "".join(lines)
+            return condition()
+
+        try:
+            return wait_until(check, timeout=90, interval=0.25, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{''.join(lines[-40:])}") from None
+
+    try:
+        # Nothing changes between dry-run samples: each decides the same single eviction.
+        busy_until(lambda: len(decided_after_looking()) >= (4 if dry_run else 1), "samples deciding")
+        if not dry_run:
+            after = samples_taken()
+            busy_until(lambda: samples_taken() >= after + 4, "four more samples in the cooldown")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, "".join(lines)
+        reader.join(timeout=10)
+        text = "".join(lines)
+        assert "Traceback" not in text, text
+        decided = evictions()
+        # The first sample with a rate only looked.
+        first_sample = next(
+            i for i, line in enumerate(lines) if "first sample after start: analyze only" in line
+        )
+        looked = [line for line in decided if "[analyze only]" in line]
+        assert len(looked) == 1 and lines.index(looked[0]) < first_sample, text
+        assert all(lines.index(line) > first_sample for line in decided_after_looking()), text
+        assert all("/bare " not in line for line in decided), text
+        assert all("usage is unknown: the one such eviction this sample" in line for line in decided), text
+        # One pod per sample: every sample's one decision names the same pod (nothing changed).
+        assert len({re.search(r"evict (\S+)", line)[1] for line in decided}) == 1, text
+        pods = {p.metadata.name for p in kube.core.list_namespaced_pod(kube.namespace).items}
+        if dry_run:
+            assert pods >= {*replicas, "bare"}
+        else:
+            acted = [line for line in decided if "[analyze only]" not in line]
+            assert len(acted) == 1, text  # the cooldown holds the others
+            assert len({*replicas, "bare"} - pods) <= 1 and "bare" in pods
     finally:
         if process.poll() is None:
             process.kill()
