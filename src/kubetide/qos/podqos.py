@@ -17,7 +17,9 @@ selects it lists the action in allowedActions. Without any PodQOS, every pod the
 at all is a candidate for every action (`scope_refusal`).
 
 The safety floor holds whatever a PodQOS says: pods at or above system-cluster-critical, static
-(mirror) pods and DaemonSet pods are never candidates (the executor checks them first).
+(mirror) pods and DaemonSet pods are never candidates (the executor checks them first). The other
+way round, a pod without a controller or annotated not to be disrupted is an eviction candidate
+ONLY through a PodQOS that selects it and allows the eviction (protection.py).
 
 Crane's Priority NotIn only honours its last value (a loop overwrites the result for each one);
 here a pod matches NotIn when its priority is in none of the values and ranges. Fields the agent
