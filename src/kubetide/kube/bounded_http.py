@@ -139,6 +139,11 @@ class BoundedHTTPServer:
         with contextlib.suppress(OSError):
             self._wake_write.send(b"x")
         self._thread.join()
+        with self._lock:
+            answering = list(self._answering.values())
+        for conn in answering:  # a worker blocked on a slow client fails now, not at its deadline
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
         self._heavy.shutdown(wait=True, cancel_futures=True)
         self._light.shutdown(wait=True, cancel_futures=True)
         with self._lock:
@@ -154,16 +159,23 @@ class BoundedHTTPServer:
     # -- the selector thread -----------------------------------------------------------------
     def _serve(self) -> None:
         while not self._closing.is_set():
-            for key, _ in self._selector.select(timeout=0.1):
-                if key.data is None:
-                    self._accept()
-                elif key.data == "wake":
-                    with contextlib.suppress(OSError):
-                        self._wake_read.recv(64)
-                else:
-                    self._read(key.data)
-            self._enforce_deadlines()
-            self._resume_accepting()
+            try:
+                self._serve_once()
+            except Exception:  # a bug: keep serving the probe rather than die silently
+                log.exception("the HTTP server's selector loop failed; going on")
+                time.sleep(0.1)
+
+    def _serve_once(self) -> None:
+        for key, _ in self._selector.select(timeout=0.1):
+            if key.data is None:
+                self._accept()
+            elif key.data == "wake":
+                with contextlib.suppress(OSError):
+                    self._wake_read.recv(64)
+            else:
+                self._read(key.data)
+        self._enforce_deadlines()
+        self._resume_accepting()
 
     def _accept(self) -> None:
         for _ in range(64):  # a burst, then the others get their turn
@@ -281,8 +293,14 @@ class BoundedHTTPServer:
     def _enforce_deadlines(self) -> None:
         now = self._monotonic()
         limits = self.limits
+        late_readers = []
         with self._lock:
-            late_readers = [c for c in self._reading.values() if now - c.accepted > limits.request_timeout]
+            # Oldest first: the scan stops at the first connection still within its time, so
+            # thousands of open connections cost nothing per wake-up until they are late.
+            for conn in self._reading.values():
+                if now - conn.accepted <= limits.request_timeout:
+                    break
+                late_readers.append(conn)
             late_answers = [c for c in self._answering.values() if now - c.accepted > limits.response_timeout]
         for conn in late_readers:
             self.stats.timed_out += 1
