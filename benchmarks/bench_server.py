@@ -44,8 +44,8 @@ from kubetide.autoscaler.loop import Autoscaler
 from kubetide.kube.metrics import AutoscalerMetrics
 from kubetide.kube.server import HealthCheck, StatusServer
 from kubetide.sim import Simulation
-from kubetide.sim.scenario import parse_scenario
-from kubetide.sim.simulation import work_timer
+from kubetide.sim.runtime.simulation import work_timer
+from kubetide.sim.spec.scenario import parse_scenario
 
 PODS = 5000
 DEPLOYMENTS = 20
