@@ -239,6 +239,7 @@ def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> lis
         status = plan.nodes[name]
         status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
         status.detail = "unready: waiting for the node controller to remove its pods (UC6)"
+        status.estimate = None  # it is not drained
     return held
 
 

@@ -687,10 +687,11 @@ def _print_human(
         say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
-    if result.decision.held:
+    if held := result.decision.held:
+        one = len(held) == 1
         say(
-            f"held (unready, their group at its target size): {_names(result.decision.held)}: they go"
-            " once the node controller has removed their pods (UC6)"
+            f"held: {_names(held)}: unready in a group at its target size, {'it goes' if one else 'they go'}"
+            f" once the node controller has removed {'its' if one else 'their'} pods (UC6)"
         )
     if result.budget.left_out:
         say(
