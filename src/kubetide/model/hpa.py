@@ -1,0 +1,234 @@
+"""HorizontalPodAutoscaler (autoscaling/v2), as `kubectl get hpa -o yaml` prints it.
+
+Only what the simulated HPA controller reads (sim/hpa.py, workloads/hpa.py): the target, the
+bounds, Resource metrics (cpu, memory; Utilization or AverageValue), `behavior` with the API
+server's defaults filled in, and the status the controller last wrote. Other metric types (Pods,
+Object, External, ContainerResource) are kept as names only: the simulator has no source for
+them, and the controller treats a metric it cannot read as upstream does (sim/hpa.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubetide.model.meta import ObjectMeta, parse_meta
+from kubetide.model.quantity import CPU, MEMORY, QuantityError, parse_quantity, parse_resource
+from kubetide.model.reader import Reader
+
+# The API server's defaults (pkg/apis/autoscaling/v2/defaults.go): scale up by 100% or 4 pods per
+# 15 s, whichever is more, at once; scale down by up to 100% per 15 s after the downscale window.
+DEFAULT_CPU_UTILIZATION = 80
+SELECT_POLICIES = ("Max", "Min", "Disabled")
+POLICY_TYPES = ("Pods", "Percent")
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    type: str  # Pods | Percent
+    value: int
+    period_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRules:
+    """One direction of spec.behavior. `stabilization_window` None: the controller's flag
+    (--horizontal-pod-autoscaler-downscale-stabilization) decides, as upstream for scaleDown."""
+
+    stabilization_window: int | None
+    select_policy: str
+    policies: tuple[ScalingPolicy, ...]
+    tolerance: float | None = None  # None: --horizontal-pod-autoscaler-tolerance
+
+
+DEFAULT_SCALE_UP = ScalingRules(
+    0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15))
+)
+DEFAULT_SCALE_DOWN = ScalingRules(None, "Max", (ScalingPolicy("Percent", 100, 15),))
+
+
+@dataclass(frozen=True, slots=True)
+class Behavior:
+    scale_up: ScalingRules
+    scale_down: ScalingRules
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceMetric:
+    """A Resource metric: `utilization` (percent of requests) or `average_value` (cpu in
+    millicores, memory in bytes) per pod."""
+
+    resource: str
+    utilization: int | None = None
+    average_value: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HorizontalPodAutoscaler:
+    meta: ObjectMeta
+    target_kind: str
+    target_name: str
+    min_replicas: int
+    max_replicas: int
+    metrics: tuple[ResourceMetric, ...]
+    unsupported_metrics: tuple[str, ...]  # types the simulator cannot read ("External", ...)
+    behavior: Behavior | None  # None: v1-style normalisation (no behavior given)
+    # status, as the controller last wrote it
+    current_replicas: int | None = None
+    desired_replicas: int | None = None
+    last_scale_time: float | None = None
+    # status.currentMetrics of Resource metrics: resource -> (averageUtilization, averageValue)
+    current_metrics: tuple[tuple[str, int | None, int | None], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"HorizontalPodAutoscaler/{self.meta.key}"
+
+    @property
+    def target_key(self) -> str:
+        """The target workload's key in the simulator's world ("Deployment/ns/name")."""
+        return f"{self.target_kind}/{self.meta.namespace}/{self.target_name}"
+
+
+def parse_hpa(reader: Reader) -> HorizontalPodAutoscaler:
+    meta = parse_meta(reader, "HorizontalPodAutoscaler", namespaced=True)
+    spec = reader.child("spec")
+    ref = spec.child("scaleTargetRef")
+    kind = ref.str("kind", required=True)
+    name = ref.str("name", required=True)
+    min_replicas = spec.int("minReplicas", default=1)
+    max_replicas = spec.int("maxReplicas", required=True)
+    if min_replicas < 0:
+        raise spec.error(f"must be non-negative, got {min_replicas}", "minReplicas")
+    if max_replicas < max(min_replicas, 1):
+        raise spec.error(
+            f"must be at least minReplicas ({min_replicas}) and 1, got {max_replicas}", "maxReplicas"
+        )
+    metrics: list[ResourceMetric] = []
+    unsupported: list[str] = []
+    for entry in spec.items("metrics"):
+        metric_type = entry.str("type", required=True)
+        if metric_type != "Resource":
+            unsupported.append(metric_type)
+            continue
+        metrics.append(_resource_metric(entry.child("resource")))
+    if not metrics and not unsupported:
+        metrics.append(ResourceMetric(CPU, utilization=DEFAULT_CPU_UTILIZATION))
+    behavior = _behavior(spec.child("behavior")) if spec.has("behavior") else None
+    status = reader.child("status")
+    current: list[tuple[str, int | None, int | None]] = []
+    for entry in status.items("currentMetrics"):
+        if entry.str("type", default="") != "Resource":
+            continue
+        resource = entry.child("resource")
+        name_ = resource.str("name", default="")
+        if name_ not in (CPU, MEMORY):
+            continue
+        now = resource.child("current")
+        value = now.raw("averageValue")
+        current.append(
+            (
+                name_,
+                now.int("averageUtilization"),
+                None if value is None else _quantity(now, "averageValue", name_),
+            )
+        )
+    return HorizontalPodAutoscaler(
+        meta=meta,
+        target_kind=kind,
+        target_name=name,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        metrics=tuple(metrics),
+        unsupported_metrics=tuple(unsupported),
+        behavior=behavior,
+        current_replicas=status.int("currentReplicas"),
+        desired_replicas=status.int("desiredReplicas"),
+        last_scale_time=status.timestamp("lastScaleTime"),
+        current_metrics=tuple(current),
+    )
+
+
+def _resource_metric(reader: Reader) -> ResourceMetric:
+    resource = reader.str("name", required=True)
+    if resource not in (CPU, MEMORY):
+        raise reader.error(f'expected cpu or memory, got "{resource}"', "name")
+    target = reader.child("target")
+    target_type = target.str("type", required=True)
+    if target_type == "Utilization":
+        utilization = target.int("averageUtilization", required=True)
+        if utilization <= 0:
+            raise target.error(f"must be positive, got {utilization}", "averageUtilization")
+        return ResourceMetric(resource, utilization=utilization)
+    if target_type == "AverageValue":
+        value = _quantity(target, "averageValue", resource)
+        if value <= 0:
+            raise target.error("must be positive", "averageValue")
+        return ResourceMetric(resource, average_value=value)
+    raise target.error(
+        f'expected Utilization or AverageValue for a Resource metric, got "{target_type}"', "type"
+    )
+
+
+def _quantity(reader: Reader, key: str, resource: str) -> int:
+    value = reader.raw(key)
+    if value is None:
+        raise reader.error("required field is missing", key)
+    try:
+        return parse_resource(resource, value)
+    except QuantityError as exc:
+        raise reader.error(str(exc), key) from None
+
+
+def _behavior(reader: Reader) -> Behavior:
+    return Behavior(
+        _rules(reader, "scaleUp", DEFAULT_SCALE_UP),
+        _rules(reader, "scaleDown", DEFAULT_SCALE_DOWN),
+    )
+
+
+def _rules(parent: Reader, key: str, default: ScalingRules) -> ScalingRules:
+    """One direction, fields left out taken from the default (as the API server fills them)."""
+    if not parent.has(key):
+        return default
+    reader = parent.child(key)
+    window = reader.int("stabilizationWindowSeconds")
+    if window is not None and not 0 <= window <= 3600:
+        raise reader.error(f"must be from 0 to 3600, got {window}", "stabilizationWindowSeconds")
+    select = reader.str("selectPolicy", default="Max")
+    if select not in SELECT_POLICIES:
+        raise reader.error(f'expected one of {", ".join(SELECT_POLICIES)}, got "{select}"', "selectPolicy")
+    policies: list[ScalingPolicy] = []
+    for entry in reader.items("policies"):
+        kind = entry.str("type", required=True)
+        if kind not in POLICY_TYPES:
+            raise entry.error(f'expected Pods or Percent, got "{kind}"', "type")
+        value = entry.int("value", required=True)
+        if value <= 0:
+            raise entry.error(f"must be positive, got {value}", "value")
+        period = entry.int("periodSeconds", required=True)
+        if not 0 < period <= 1800:
+            raise entry.error(f"must be from 1 to 1800, got {period}", "periodSeconds")
+        policies.append(ScalingPolicy(kind, value, period))
+    tolerance_text = reader.raw("tolerance")
+    tolerance = None
+    if tolerance_text is not None:
+        try:
+            tolerance = float(parse_quantity(tolerance_text))
+        except QuantityError as exc:
+            raise reader.error(str(exc), "tolerance") from None
+        if tolerance < 0:
+            raise reader.error("must not be negative", "tolerance")
+    return ScalingRules(
+        default.stabilization_window if window is None else window,
+        select,
+        tuple(policies) if reader.has("policies") else default.policies,
+        tolerance,
+    )
