@@ -1,10 +1,10 @@
 """HorizontalPodAutoscaler (autoscaling/v2), as `kubectl get hpa -o yaml` prints it.
 
-Only what the simulated HPA controller reads (sim/hpa.py, workloads/hpa.py): the target, the
+Only what the simulated HPA controller reads (sim/runtime/hpa.py, workloads/hpa.py): the target, the
 bounds, Resource metrics (cpu, memory; Utilization or AverageValue), `behavior` with the API
 server's defaults filled in, and the status the controller last wrote. Other metric types (Pods,
 Object, External, ContainerResource) are kept as names only: the simulator has no source for
-them, and the controller treats a metric it cannot read as upstream does (sim/hpa.py).
+them, and the controller treats a metric it cannot read as upstream does (sim/runtime/hpa.py).
 """
 
 from __future__ import annotations

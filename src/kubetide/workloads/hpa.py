@@ -26,6 +26,7 @@ direction or one within the tolerance keeps the current count.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kubetide.model.hpa import Behavior, HorizontalPodAutoscaler, ResourceMetric, ScalingRules
@@ -216,6 +217,14 @@ def resource_replicas(
     return MetricResult(replicas, current)
 
 
+def _reason(metric: ResourceMetric, *, above: bool) -> str:
+    """The reason upstream's SuccessfulRescale event gives."""
+    if not above:
+        return "All metrics below target"
+    kind = " utilization (percentage of request)" if metric.utilization is not None else ""
+    return f"{metric.resource} resource{kind} above target"
+
+
 # -- between syncs: recommendations and scale events ------------------------------------------
 
 
@@ -289,11 +298,12 @@ class HpaState:
         self,
         hpa: HorizontalPodAutoscaler,
         current: int,
-        pods: list[PodSample],
+        pods: list[PodSample] | Mapping[str, list[PodSample]],
         now: float,
         settings: Settings,
     ) -> Decision:
-        """One sync: the replica count the HPA sets now (== current: no change)."""
+        """One sync: the replica count the HPA sets now (== current: no change). `pods` are the
+        target's pods, or per resource (a pod's request and metric differ per resource)."""
         minimum = hpa.min_replicas
         if current == 0 and minimum != 0:
             return Decision(0, "ScalingDisabled")
@@ -312,8 +322,17 @@ class HpaState:
         decision.metrics, decision.error = readings, error
         return decision
 
+    def warm_start(self, current: int, now: float) -> None:
+        """A controller that has been running: its downscale window holds the current count."""
+        self.recommendations.append(_Timestamped(current, now))
+
     def _from_metrics(
-        self, hpa: HorizontalPodAutoscaler, current: int, pods: list[PodSample], now: float, settings: Settings
+        self,
+        hpa: HorizontalPodAutoscaler,
+        current: int,
+        pods: list[PodSample] | Mapping[str, list[PodSample]],
+        now: float,
+        settings: Settings,
     ) -> tuple[int, str, dict[str, int], str]:
         """computeReplicasForMetrics: (proposal or -1, reason, readings, first error)."""
         tolerance = tolerances(hpa.behavior, settings.tolerance)
@@ -323,7 +342,8 @@ class HpaState:
         readings: dict[str, int] = {}
         for metric in hpa.metrics:
             try:
-                result = resource_replicas(metric, current, pods, now, settings, tolerance)
+                samples = pods if isinstance(pods, list) else pods.get(metric.resource, [])
+                result = resource_replicas(metric, current, samples, now, settings, tolerance)
             except MetricError as exc:
                 invalid += 1
                 error = error or f"{metric.resource}: {exc}"
@@ -331,9 +351,7 @@ class HpaState:
             readings[metric.resource] = result.current
             if result.replicas > best:
                 best = result.replicas
-                reason = f"{metric.resource} resource" + (
-                    " utilization (percentage of request)" if metric.utilization is not None else ""
-                ) + " above target" if result.replicas > current else "All metrics below target"
+                reason = _reason(metric, above=result.replicas > current)
         total = len(hpa.metrics) + len(hpa.unsupported_metrics)
         if invalid >= total or (invalid and best < current):
             return -1, "", readings, error

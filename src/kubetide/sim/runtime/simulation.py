@@ -45,6 +45,7 @@ from kubetide.sim.runtime.engine import Engine, Timer
 from kubetide.sim.runtime.events import EventLog
 from kubetide.sim.runtime.eviction import EvictionApi
 from kubetide.sim.runtime.faults import Faults
+from kubetide.sim.runtime.hpa import HorizontalPodAutoscalers, hpa_settings
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.kubelet import Kubelets
 from kubetide.sim.runtime.metrics import Metrics
@@ -149,6 +150,9 @@ class Simulation:
         )
         self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
         self.autoscaler_counters = AutoscalerCounters(cloud)
+        self.hpas = HorizontalPodAutoscalers(
+            engine, world, log, scenario.usage, hpa_settings(cluster), self._scale_target
+        )
         self.status = WorkloadStatus(world, self.deployments)
         self.view = SimClusterView(world, budgets, self.status)
         self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
@@ -190,6 +194,7 @@ class Simulation:
         self.apply(self.scenario.objects, adopt=True)
         self._settle()
         self.metrics.start()
+        self.hpas.start()
         start = self.engine.start
         for event in self.scenario.events:
             self.engine.at(start + event.at, self._scenario_event, event)
@@ -242,6 +247,8 @@ class Simulation:
                 )
         for pdb in manifests.pdbs:
             self.budgets.apply(pdb)
+        for hpa in manifests.other.get("HorizontalPodAutoscaler", ()):
+            self.hpas.apply(hpa)
         # ReplicaSets first: a Deployment adopts the ReplicaSets it already owns.
         for workload in sorted(manifests.workloads, key=lambda w: w.kind == "Deployment"):
             self._controller(workload.kind).apply(workload)
@@ -267,6 +274,10 @@ class Simulation:
         if fresh.node_name and fresh.node_name not in self.world.snapshot:
             fresh = dataclasses.replace(fresh, node_name="")
         self.world.add_pod(fresh)
+
+    def _scale_target(self, key: str, replicas: int) -> None:
+        """An HPA's write to its target's scale subresource."""
+        self._controller(key.split("/", 1)[0]).scale(key, replicas)
 
     def _controller(self, kind: str):
         if kind == "Deployment":
@@ -311,6 +322,9 @@ class Simulation:
             if f"{ref.namespace}/{ref.name}" not in self.world.pdbs:
                 self._missing(event, key)
             self.budgets.delete(f"{ref.namespace}/{ref.name}")
+        elif ref.kind == "HorizontalPodAutoscaler":
+            if not self.hpas.delete(key):
+                self._missing(event, key)
         elif ref.kind == "Pod":
             pod = next(
                 (p for p in self.world.pods() if p.namespace == ref.namespace and p.name == ref.name), None
@@ -370,6 +384,8 @@ class Simulation:
         row = self.metrics.sample()
         if self.qos is not None:
             self.qos.timeline_columns(row)
+        if self.hpas.hpas:
+            self.hpas.timeline_columns(row)
         self._next_loop = self.engine.now() + self.scenario.options.scan_interval
         self.engine.at(self._next_loop, self._loop)
         self._schedule_drive(after_loop=True)
@@ -554,6 +570,8 @@ class Simulation:
             summary["pods"]["by_zone_at_end"] = zones
         if self.qos is not None:
             summary["qos"] = self.qos.summary()
+        if self.hpas.history:
+            summary["hpa"] = self.hpas.summary()
         summary["downscale"] = {"deletion_age_ratio": self.replicasets.age_ratio.as_dict()}
         return summary
 

@@ -57,23 +57,26 @@ def load_qos(
     source: str,
     base_dir: Path,
     warnings: list[str],
-) -> QosSettings | None:
-    """spec.qos and spec.usage of a validated scenario shape, or None when there is no spec.qos.
+) -> tuple[QosSettings | None, UsageModel]:
+    """spec.qos (None when there is none) and spec.usage of a validated scenario shape.
     `manifests` are (where, manifests) pairs: spec.objects and each applied event's.
 
     Usage profiles (spec.usage and pod annotations) are checked either way, so a mistake in one
-    is reported even while the agent is off."""
+    is reported even while the agent is off; HorizontalPodAutoscalers read them too
+    (runtime/hpa.py)."""
     for where, loaded_here in manifests:
         for kind in QOS_KINDS:
             for obj in loaded_here.other.get(kind, ()):
                 raise ScenarioError(source, where, f'{kind} "{obj.name}" belongs in spec.qos.objects')
     usage = load_usage(usage_specs, manifests, source, base_dir, seed)
     if qos is None:
-        if usage_specs:
+        hpas = any(loaded_here.other.get("HorizontalPodAutoscaler") for _, loaded_here in manifests)
+        if usage_specs and not hpas:
             warnings.append(
-                f"{source}: spec.usage: usage profiles only matter to the node QoS agent (spec.qos)"
+                f"{source}: spec.usage: usage profiles only matter to the node QoS agent (spec.qos) "
+                "and HorizontalPodAutoscalers"
             )
-        return None
+        return None, usage
     where = "spec.qos.objects"
     loaded = read_manifests(qos.objects, source, where, base_dir)
     others = [
@@ -104,7 +107,7 @@ def load_qos(
             resource = config.registry[rule.metric].resource
             if resource not in resources:
                 resources.append(resource)
-    return QosSettings(
+    settings = QosSettings(
         config=config,
         usage=usage,
         collect_interval=qos.collectInterval,
@@ -113,3 +116,4 @@ def load_qos(
         compare=qos.compare,
         resources=tuple(resources),
     )
+    return settings, usage

@@ -67,7 +67,18 @@ class Metadata(_Model):
 
 
 class ObjectRef(_Model):
-    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Pod", "PodDisruptionBudget"]
+    kind: Literal[
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "Pod",
+        "PodDisruptionBudget",
+        "HorizontalPodAutoscaler",
+        "CronJob",
+        "Namespace",
+    ]
     namespace: str = "default"
     name: str = Field(min_length=1)
 
@@ -158,6 +169,26 @@ class TraceSpec(_Model):
     file: str = Field(min_length=1)
 
 
+class HpaControllerSpec(_Model):
+    """kube-controller-manager's HPA flags, by their names, with its defaults."""
+
+    syncPeriod: Duration = Field(default=15.0, ge=1.0)
+    tolerance: float = Field(default=0.1, ge=0.0)
+    downscaleStabilization: Duration = 300.0
+    cpuInitializationPeriod: Duration = 300.0
+    initialReadinessDelay: Duration = 30.0
+
+
+def check_time_zone(name: str) -> None:
+    """ValueError unless `name` is an IANA time zone the system knows."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f'unknown time zone "{name}" (an IANA name, e.g. Europe/Paris)') from None
+
+
 class ClusterSpec(_Model):
     """How fast the simulated control plane and kubelets react."""
 
@@ -169,6 +200,16 @@ class ClusterSpec(_Model):
     schedulerInterval: Duration = Field(default=1.0, ge=0.1)
     jobRunDuration: Duration = 600.0  # when a Job's pods carry no kubetide.io/run-duration
     notReadyTolerationSeconds: int = Field(default=300, ge=0, le=2**31 - 1)  # DefaultTolerationSeconds
+    # kube-controller-manager's --horizontal-pod-autoscaler-* flags (sim/runtime/hpa.py)
+    horizontalPodAutoscaler: HpaControllerSpec = HpaControllerSpec()
+    # The zone CronJobs without spec.timeZone are scheduled in (kube-controller-manager's own).
+    timeZone: str = "UTC"
+
+    @field_validator("timeZone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        check_time_zone(value)
+        return value
 
 
 class WorkloadRanking(_Model):
@@ -292,6 +333,7 @@ class Scenario:
     qos: QosSettings | None = None  # spec.qos and the usage profiles; None: no QoS agent
     compare: list[CompareEntry] = field(default_factory=list)
     start: float = EPOCH  # the Unix time simulated second 0 stands for
+    usage: Any = None  # sim.usage.UsageModel: the pods' usage profiles (HPAs and the QoS agent)
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -404,7 +446,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     warnings += _ungrouped_nodes(objects, names, source)
     applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
-    qos = load_qos(
+    qos, usage = load_qos(
         spec.qos, spec.usage, spec.seed, [("spec.objects", objects), *applied], source, base_dir, warnings
     )
     compare = _compare(spec, options, source)
@@ -425,6 +467,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         qos=qos,
         compare=compare,
         start=start,
+        usage=usage,
     )
 
 
