@@ -10,7 +10,8 @@ plus one self-managed node in no group. Workloads: Deployments web (12, with the
 revision's ReplicaSet scaled to 0), api (8), worker (3) and kube-system/coredns (2); StatefulSet
 db (3, on memory); DaemonSets node-exporter and kube-proxy on every node; Job report (2 pods
 running on batch_spot) and Job nightly-export (complete, its Succeeded pod still there); a bare
-pod; PDBs for web, api, db and coredns; a PriorityClass; a Service and a CronJob (kinds the
+pod; PDBs for web, api, db and coredns; a PriorityClass; web's HorizontalPodAutoscaler (settled
+within its tolerance) and the CronJob nightly-export (last run an hour ago); a Service (a kind the
 simulator does not model). Every general node is more than half used, so nothing is removable
 until the load drops.
 """
@@ -576,7 +577,54 @@ class Dump:
                 "apiVersion": "batch/v1",
                 "kind": "CronJob",
                 "metadata": self.meta("CronJob", "nightly-export", "batch", ago(days=200), "kubectl"),
-                "spec": {"schedule": "0 21 * * *", "jobTemplate": {"spec": {}}},
+                "spec": {
+                    "schedule": "0 21 * * *",
+                    "concurrencyPolicy": "Forbid",
+                    "successfulJobsHistoryLimit": 3,
+                    "failedJobsHistoryLimit": 1,
+                    "suspend": False,
+                    "jobTemplate": {"metadata": {}, "spec": {"template": self.export_template}},
+                },
+                "status": {
+                    "lastScheduleTime": ago(hours=1),
+                    "lastSuccessfulTime": ago(minutes=5),
+                },
+            }
+        )
+        # web's HPA, settled: 57% of its 500m requests against a 60% target (within tolerance)
+        self.items.append(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": self.meta("HorizontalPodAutoscaler", "web", "shop", ago(days=200), "kubectl"),
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 6 * self.scale,
+                    "maxReplicas": 30 * self.scale,
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 60},
+                            },
+                        }
+                    ],
+                },
+                "status": {
+                    "currentReplicas": 12 * self.scale,
+                    "desiredReplicas": 12 * self.scale,
+                    "lastScaleTime": ago(hours=3),
+                    "currentMetrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "current": {"averageUtilization": 57, "averageValue": "285m"},
+                            },
+                        }
+                    ],
+                },
             }
         )
 
@@ -644,6 +692,9 @@ def realistic_dump(scale: int = 1) -> dict[str, Any]:
     report = dump.template("report", f"{image}/report:1.0.3", "6", "8Gi", **batch)
     dump.job("report", "batch", report, dump.nodes["batch_spot"], completions=2)
     export = dump.template("nightly-export", f"{image}/export:1.0.0", "1", "1Gi", **batch)
+    dump.export_template = dump.template(
+        "nightly-export", f"{image}/export:1.0.0", "1", "1Gi", **{**batch, "restartPolicy": "OnFailure"}
+    )
     dump.job(
         "nightly-export", "batch", export, dump.nodes["batch_spot"][:1], 1, phase="Succeeded", minutes=55
     )

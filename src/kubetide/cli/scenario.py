@@ -1,7 +1,8 @@
 """`kubetide scenario from-cluster DUMP [--node-groups GROUPS.yaml] [--kubeconfig PATH] [--out FILE]`:
 a Scenario that starts from your cluster as it is.
 
-DUMP is what `kubectl get nodes,pods,pdb,priorityclasses,deploy,rs,sts,ds,jobs -A -o yaml` prints
+DUMP is what `kubectl get nodes,pods,pdb,priorityclasses,deploy,rs,sts,ds,jobs,hpa,cronjobs -A -o yaml`
+prints
 (`-` reads it from stdin); `--kubeconfig` reads the live cluster instead, read-only, with the code
 `kubetide plan --kubeconfig` uses. The Scenario has:
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # `kubetide --help` imports every command: the model, the clouds and the simulator are imported
 # when a scenario is exported, not here.
 
-# Kinds the simulator models; everything else in a dump (Services, Events, CronJobs...) is left out.
+# Kinds the simulator models; everything else in a dump (Services, Events...) is left out.
 EXPORTED_KINDS = frozenset(
     {
         "Node",
@@ -59,6 +60,8 @@ EXPORTED_KINDS = frozenset(
         "StatefulSet",
         "DaemonSet",
         "Job",
+        "HorizontalPodAutoscaler",  # with its status: the simulator's pods use what it last read
+        "CronJob",  # with status.lastScheduleTime: the next run is the one after it
     }
 )
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -139,13 +142,13 @@ def run_from_cluster(args) -> int:
 
 def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[list[Any], str]:
     from kubetide.kube.client import connect
-    from kubetide.kube.dump import raw_objects
+    from kubetide.kube.dump import SIMULATED, raw_objects
 
     client = connect(kubeconfig, context)
     try:
         items = [
             {"apiVersion": resource.group_version, "kind": resource.kind, **raw}
-            for resource, raw in raw_objects(client)
+            for resource, raw in raw_objects(client, SIMULATED)
         ]
         return [{"apiVersion": "v1", "kind": "List", "items": items}], client.server
     finally:

@@ -16,6 +16,8 @@ from kubetide.kube.resources import (
     PDBS,
     PODS,
     PRIORITY_CLASSES,
+    CRONJOBS,
+    HPAS,
     WORKLOADS,
     Resource,
     configmaps_in,
@@ -37,6 +39,9 @@ RESOURCES = (
     *WORKLOADS,
     configmaps_in(PRIORITY_EXPANDER_NAMESPACE),
 )
+# What `scenario from-cluster --kubeconfig` reads: the above, and the controllers the simulator
+# runs beside the autoscaler (sim/runtime/hpa.py, sim/runtime/cronjob.py). Not `plan`'s: it needs no more RBAC.
+SIMULATED = (*RESOURCES, HPAS, CRONJOBS)
 
 
 def read_cluster(client: KubeClient) -> Manifests:
@@ -53,11 +58,13 @@ def read_cluster(client: KubeClient) -> Manifests:
     return manifests
 
 
-def raw_objects(client: KubeClient) -> Iterator[tuple[Resource, dict]]:
-    """(resource, object as the API server returned it) for every object of RESOURCES; an
+def raw_objects(
+    client: KubeClient, resources: tuple[Resource, ...] = RESOURCES
+) -> Iterator[tuple[Resource, dict]]:
+    """(resource, object as the API server returned it) for every object of `resources`; an
     unreadable resource is one UserError naming it (`kubetide scenario from-cluster` keeps them
     as they are)."""
-    for resource in RESOURCES:
+    for resource in resources:
         try:
             for page in client.list_pages(resource.list_path):
                 for raw in page.get("items") or ():

@@ -51,6 +51,8 @@ WORKLOADS = (
     Resource("ReplicationController", "v1", "replicationcontrollers", namespaced=True),
 )
 NAMESPACES = Resource("Namespace", "v1", "namespaces", namespaced=False)
+HPAS = Resource("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", namespaced=True)
+CRONJOBS = Resource("CronJob", "batch/v1", "cronjobs", namespaced=True)
 
 
 def configmaps_in(namespace: str) -> Resource:

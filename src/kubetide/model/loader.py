@@ -24,6 +24,7 @@ import yaml
 from kubetide.errors import ManifestError
 from kubetide.model import yaml_chunks
 from kubetide.model.bounds import MAX_NESTING, check_text
+from kubetide.model.cronjob import parse_cronjob
 from kubetide.model.hpa import parse_hpa
 from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node, parse_node
@@ -64,6 +65,7 @@ PARSERS: dict[str, Parser] = {
     "Namespace": parse_namespace,
     "ConfigMap": parse_configmap,
     "HorizontalPodAutoscaler": parse_hpa,
+    "CronJob": parse_cronjob,
     **{kind: functools.partial(parse_workload, kind=kind) for kind in WORKLOAD_KINDS},
 }
 

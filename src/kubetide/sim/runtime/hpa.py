@@ -202,8 +202,9 @@ class HorizontalPodAutoscalers(WorldObserver):
             target = self.world.workloads.get(hpa.target_key)
             name = f"hpa_{hpa.namespace}/{hpa.name}"
             row[f"{name}_replicas"] = target.replicas if target is not None and target.replicas is not None else 0
-            for resource, value in self.history.get(key, {}).get("readings", {}).items():
-                row[f"{name}_{resource}"] = value
+            readings = self.history.get(key, {}).get("readings", {})
+            for metric in hpa.metrics:  # a column per metric from the first row (timeline.csv)
+                row[f"{name}_{metric.resource}"] = readings.get(metric.resource)
 
     def summary(self) -> dict[str, Any]:
         out = {}

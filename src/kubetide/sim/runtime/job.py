@@ -9,6 +9,7 @@ before it finished is replaced (it counts as neither success nor failure here). 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 from kubetide.durations import parse_duration
 from kubetide.model import Pod, Workload
@@ -27,6 +28,7 @@ class Jobs(Controller):
         super().__init__(engine, world, cluster, kubelets)
         self.succeeded: dict[str, int] = {}  # Job UID -> succeeded pods
         self.completed_jobs: dict[str, float] = {}  # Job key -> completion time
+        self.on_finished: list[Callable[[Workload], None]] = []  # the CronJob controller listens
 
     def apply(self, workload: Workload) -> None:
         super().apply(workload)
@@ -67,6 +69,8 @@ class Jobs(Controller):
             wanted = min(job.parallelism or 0, job.completions - succeeded)
         if done:
             self.completed_jobs[job.key] = self.engine.now()
+            for hook in self.on_finished:
+                hook(job)
             return
         for _ in range(wanted - len(active)):
             self.create_pod(job, self.generate_name(job.name))

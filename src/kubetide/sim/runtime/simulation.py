@@ -38,6 +38,7 @@ from kubetide.sim.runtime.adapters import (
 from kubetide.sim.runtime.adoption import adopt_pod
 from kubetide.sim.runtime.autoscalercounters import AutoscalerCounters
 from kubetide.sim.runtime.cloud import SimCloud
+from kubetide.sim.runtime.cronjob import CronJobs
 from kubetide.sim.runtime.daemonset import DaemonSets
 from kubetide.sim.runtime.deployment import Deployments
 from kubetide.sim.runtime.disruption import Budgets
@@ -49,6 +50,7 @@ from kubetide.sim.runtime.hpa import HorizontalPodAutoscalers, hpa_settings
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.kubelet import Kubelets
 from kubetide.sim.runtime.metrics import Metrics
+from kubetide.sim.runtime.namespaces import Namespaces
 from kubetide.sim.runtime.nodelifecycle import NodeLifecycle
 from kubetide.sim.runtime.replicaset import ReplicaSets
 from kubetide.sim.runtime.scheduler import Scheduler
@@ -144,6 +146,7 @@ class Simulation:
         self.statefulsets = StatefulSets(engine, world, cluster, kubelets)
         self.daemonsets = DaemonSets(engine, world, cluster, kubelets)
         self.jobs = Jobs(engine, world, cluster, kubelets)
+        self.cronjobs = CronJobs(engine, world, self.jobs, log, cluster.timeZone)
         namespaces = {ns.name: ns.labels for ns in scenario.objects.namespaces}
         self.scheduler = Scheduler(
             engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
@@ -152,6 +155,9 @@ class Simulation:
         self.autoscaler_counters = AutoscalerCounters(cloud)
         self.hpas = HorizontalPodAutoscalers(
             engine, world, log, scenario.usage, hpa_settings(cluster), self._scale_target
+        )
+        self.namespaces = Namespaces(
+            world, kubelets, budgets, self.hpas, self.cronjobs, self._controller, log
         )
         self.status = WorkloadStatus(world, self.deployments)
         self.view = SimClusterView(world, budgets, self.status)
@@ -195,6 +201,7 @@ class Simulation:
         self._settle()
         self.metrics.start()
         self.hpas.start()
+        self.cronjobs.start()
         start = self.engine.start
         for event in self.scenario.events:
             self.engine.at(start + event.at, self._scenario_event, event)
@@ -249,6 +256,8 @@ class Simulation:
             self.budgets.apply(pdb)
         for hpa in manifests.other.get("HorizontalPodAutoscaler", ()):
             self.hpas.apply(hpa)
+        for cronjob in manifests.other.get("CronJob", ()):
+            self.cronjobs.apply(cronjob)
         # ReplicaSets first: a Deployment adopts the ReplicaSets it already owns.
         for workload in sorted(manifests.workloads, key=lambda w: w.kind == "Deployment"):
             self._controller(workload.kind).apply(workload)
@@ -294,7 +303,10 @@ class Simulation:
             self._scale(event.payload, event)
         elif event.kind == "apply":
             self.log.record("Scenario", event.field, "Normal", "Applied", label, "scenario")
-            self.apply(event.payload)
+            admitted, refused = self.namespaces.admit(event.payload)
+            if refused:
+                self._ignored(event, refused[0], f"namespace is terminating: {', '.join(refused)} refused")
+            self.apply(admitted)
         elif event.kind == "delete":
             self._delete(event.payload, event)
         elif event.kind in ("restart", "setImage"):
@@ -322,8 +334,13 @@ class Simulation:
             if f"{ref.namespace}/{ref.name}" not in self.world.pdbs:
                 self._missing(event, key)
             self.budgets.delete(f"{ref.namespace}/{ref.name}")
+        elif ref.kind == "Namespace":
+            self.namespaces.terminate(ref.name)
         elif ref.kind == "HorizontalPodAutoscaler":
             if not self.hpas.delete(key):
+                self._missing(event, key)
+        elif ref.kind == "CronJob":
+            if not self.cronjobs.delete(key):
                 self._missing(event, key)
         elif ref.kind == "Pod":
             pod = next(
@@ -572,6 +589,8 @@ class Simulation:
             summary["qos"] = self.qos.summary()
         if self.hpas.history:
             summary["hpa"] = self.hpas.summary()
+        if self.cronjobs.cronjobs or self.cronjobs.started:
+            summary["cronjobs"] = self.cronjobs.summary()
         summary["downscale"] = {"deletion_age_ratio": self.replicasets.age_ratio.as_dict()}
         return summary
 

@@ -29,6 +29,7 @@ from kubetide.cloud.schema import parse_template as _parse_template
 from kubetide.cloud.static import group_key
 from kubetide.durations import format_duration
 from kubetide.model import Manifests, Node
+from kubetide.model.cronjob import check_time_zone
 from kubetide.model.loader import resolve_priorities
 from kubetide.model.timestamps import newest_timestamp
 from kubetide.sim.spec.errors import ScenarioError
@@ -177,16 +178,6 @@ class HpaControllerSpec(_Model):
     downscaleStabilization: Duration = 300.0
     cpuInitializationPeriod: Duration = 300.0
     initialReadinessDelay: Duration = 30.0
-
-
-def check_time_zone(name: str) -> None:
-    """ValueError unless `name` is an IANA time zone the system knows."""
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f'unknown time zone "{name}" (an IANA name, e.g. Europe/Paris)') from None
 
 
 class ClusterSpec(_Model):
