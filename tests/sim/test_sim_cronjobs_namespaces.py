@@ -160,3 +160,13 @@ def _deployment_body(name, namespace):
             "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c"}]}},
         },
     }
+
+
+def test_daylight_saving_gap():
+    """Europe/Paris skips 02:00-03:00 on 2026-03-29: a 02:30 schedule runs when the clock jumps
+    (03:00 CEST, 01:00 UTC); the next day at 02:30 CEST (00:30 UTC)."""
+    schedule = parse_schedule("30 2 * * *")
+    noon_before = 1774695600.0  # 2026-03-28T11:00:00Z
+    first = schedule.next_after(noon_before, "Europe/Paris")
+    assert first == 1774746000.0  # 2026-03-29T01:00:00Z
+    assert schedule.next_after(first, "Europe/Paris") == 1774830600.0  # 2026-03-30T00:30:00Z
