@@ -31,14 +31,23 @@ def cronjob(name="report", schedule="*/10 * * * *", namespace="default", run="2m
         },
         **spec,
     }
-    obj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
     if status is not None:
         obj["status"] = status
     return obj
 
 
 def created(sim):
-    return [(e["time"], e["message"].removeprefix("Created job ")) for e in sim.log.entries if e["reason"] == "SuccessfulCreate"]
+    return [
+        (e["time"], e["message"].removeprefix("Created job "))
+        for e in sim.log.entries
+        if e["reason"] == "SuccessfulCreate"
+    ]
 
 
 def run(objects, seconds, events=(), cluster=None):
@@ -53,7 +62,11 @@ def run(objects, seconds, events=(), cluster=None):
 def test_schedule_creates_jobs_named_by_their_minute_that_the_job_controller_runs():
     sim = run([cronjob()], 1800)
     minute = int(START // 60)
-    assert created(sim) == [(600.0, f"report-{minute + 10}"), (1200.0, f"report-{minute + 20}"), (1800.0, f"report-{minute + 30}")]
+    assert created(sim) == [
+        (600.0, f"report-{minute + 10}"),
+        (1200.0, f"report-{minute + 20}"),
+        (1800.0, f"report-{minute + 30}"),
+    ]
     # each ran its 2 minutes and completed (the one started at 1 800 s has not yet)
     assert len(sim.jobs.completed_jobs) == 2
     assert sim.summary(0)["cronjobs"] == {"cronjobs": 1, "jobs_started": 3, "missed_schedules": 0}
@@ -99,7 +112,10 @@ def test_starting_deadline_and_adopted_last_schedule():
     )
     assert [t for t, _ in created(deadline)] == [1800.0]
     # a suspended one does not start
-    assert created(run([cronjob(schedule="0 * * * *", suspend=True, status={"lastScheduleTime": last})], 60)) == []
+    assert (
+        created(run([cronjob(schedule="0 * * * *", suspend=True, status={"lastScheduleTime": last})], 60))
+        == []
+    )
 
 
 def test_history_limit():
@@ -141,7 +157,10 @@ def test_namespace_termination_stops_replacements():
     objects = [deployment("web", 3, namespace="shop"), deployment("api", 2), cronjob(namespace="shop")]
     events = [
         {"at": "5m", "delete": {"kind": "Namespace", "name": "shop"}},
-        {"at": "10m", "apply": [{"apiVersion": "apps/v1", "kind": "Deployment", **_deployment_body("late", "shop")}]},
+        {
+            "at": "10m",
+            "apply": [{"apiVersion": "apps/v1", "kind": "Deployment", **_deployment_body("late", "shop")}],
+        },
     ]
     sim = run(objects, 1800, events)
     assert not [p for p in sim.world.pods() if p.namespace == "shop"]

@@ -19,7 +19,10 @@ def hpa(name="web", minimum=1, maximum=10, target=50, behavior=None, namespace="
         "minReplicas": minimum,
         "maxReplicas": maximum,
         "metrics": [
-            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": target}}}
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": target}},
+            }
         ],
     }
     if behavior is not None:
@@ -82,7 +85,12 @@ def test_behavior_policies_pace_the_scale_down(tmp_path):
     135 s, 2 at 195 s; each pod still uses 10%, so 2 want ceil(0.4) = 1 at 255 s (minReplicas)."""
     trace = tmp_path / "web.csv"
     trace.write_text("time,cpu\n0,100m\n")
-    behavior = {"scaleDown": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}
+    behavior = {
+        "scaleDown": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+        }
+    }
     scenario = make_scenario(
         groups=[group(size=4, cpu="4")],
         objects=[deployment("web", 6, cpu="1", memory="128Mi"), hpa(behavior=behavior)],
@@ -101,7 +109,10 @@ def test_a_dump_without_profiles_holds_at_its_status_reading():
         "currentReplicas": 5,
         "desiredReplicas": 5,
         "currentMetrics": [
-            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 48, "averageValue": "480m"}}}
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "current": {"averageUtilization": 48, "averageValue": "480m"}},
+            }
         ],
     }
     scenario = make_scenario(

@@ -135,10 +135,28 @@ def test_cpu_initialization_period():
     """A pod started 1 min ago that became ready before its last metric window is counted; one
     whose readiness changed after the sample's window started is not (it may be warming up)."""
     young = NOW - 60.0
-    counted = PodSample("a", "Running", ready=True, ready_transition=young, start_time=young,
-                        request=1000, metric=900, metric_time=NOW, metric_window=30.0)
-    warming = PodSample("b", "Running", ready=True, ready_transition=NOW - 10.0, start_time=young,
-                        request=1000, metric=900, metric_time=NOW, metric_window=30.0)
+    counted = PodSample(
+        "a",
+        "Running",
+        ready=True,
+        ready_transition=young,
+        start_time=young,
+        request=1000,
+        metric=900,
+        metric_time=NOW,
+        metric_window=30.0,
+    )
+    warming = PodSample(
+        "b",
+        "Running",
+        ready=True,
+        ready_transition=NOW - 10.0,
+        start_time=young,
+        request=1000,
+        metric=900,
+        metric_time=NOW,
+        metric_window=30.0,
+    )
     result = resource_replicas(cpu(50), 2, [counted, warming], NOW, DEFAULTS, TEN_PERCENT)
     # ready: only "a" at 90% of 50% (1.8); "b" at 0 on the way up: 900/2 000 = 45%: flips: 2
     assert result.replicas == 2
@@ -207,7 +225,9 @@ def test_partial_metrics_never_scale_down():
     assert decision.desired == 2 and decision.reason == "FailedGetResourceMetric"
     up = pods([1000, 1000])
     behavior = Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
-    decision = HpaState().reconcile(hpa(metrics=both, unsupported=("External",), behavior=behavior), 2, up, NOW, DEFAULTS)
+    decision = HpaState().reconcile(
+        hpa(metrics=both, unsupported=("External",), behavior=behavior), 2, up, NOW, DEFAULTS
+    )
     assert decision.desired == 4  # cpu 100% of 50%: ceil(2 x 2) = 4
 
 

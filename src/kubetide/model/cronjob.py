@@ -60,7 +60,9 @@ def parse_schedule(text: str) -> Schedule:
         return Schedule(text, every=seconds)
     if text.startswith("@"):
         if text not in DESCRIPTORS:
-            raise ValueError(f'unknown descriptor "{text}" (expected one of {", ".join(DESCRIPTORS)}, @every)')
+            raise ValueError(
+                f'unknown descriptor "{text}" (expected one of {", ".join(DESCRIPTORS)}, @every)'
+            )
         return Schedule(text)
     if len(text.split()) != 5:
         raise ValueError(f'"{text}": expected 5 fields (minute hour day-of-month month day-of-week)')

@@ -40,9 +40,7 @@ class ScalingRules:
     tolerance: float | None = None  # None: --horizontal-pod-autoscaler-tolerance
 
 
-DEFAULT_SCALE_UP = ScalingRules(
-    0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15))
-)
+DEFAULT_SCALE_UP = ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)))
 DEFAULT_SCALE_DOWN = ScalingRules(None, "Max", (ScalingPolicy("Percent", 100, 15),))
 
 

@@ -125,7 +125,9 @@ def group_pods(
                 if pod.start_time + settings.cpu_initialization_period > now:
                     is_unready = not pod.ready or pod.metric_time < transition + pod.metric_window
                 else:
-                    is_unready = not pod.ready and pod.start_time + settings.initial_readiness_delay > transition
+                    is_unready = (
+                        not pod.ready and pod.start_time + settings.initial_readiness_delay > transition
+                    )
             if is_unready:
                 unready.add(pod.name)
                 continue
@@ -240,15 +242,19 @@ def _change_in_period(events: list[_Timestamped], period: float, now: float) -> 
     return sum(e.value for e in events if e.time > cutoff)
 
 
-def scale_up_limit(current: int, up: list[_Timestamped], down: list[_Timestamped], rules: ScalingRules, now: float) -> int:
+def scale_up_limit(
+    current: int, up: list[_Timestamped], down: list[_Timestamped], rules: ScalingRules, now: float
+) -> int:
     """calculateScaleUpLimitWithScalingRules: the most replicas the policies allow now."""
     if rules.select_policy == "Disabled":
         return current
     pick = min if rules.select_policy == "Min" else max
     result: int | None = None
     for policy in rules.policies:
-        start = current - _change_in_period(up, policy.period_seconds, now) + _change_in_period(
-            down, policy.period_seconds, now
+        start = (
+            current
+            - _change_in_period(up, policy.period_seconds, now)
+            + _change_in_period(down, policy.period_seconds, now)
         )
         if policy.type == "Pods":
             proposed = start + policy.value
@@ -267,8 +273,10 @@ def scale_down_limit(
     pick = max if rules.select_policy == "Min" else min
     result: int | None = None
     for policy in rules.policies:
-        start = current - _change_in_period(up, policy.period_seconds, now) + _change_in_period(
-            down, policy.period_seconds, now
+        start = (
+            current
+            - _change_in_period(up, policy.period_seconds, now)
+            + _change_in_period(down, policy.period_seconds, now)
         )
         if policy.type == "Pods":
             proposed = start - policy.value
@@ -308,9 +316,13 @@ class HpaState:
         if current == 0 and minimum != 0:
             return Decision(0, "ScalingDisabled")
         if current > hpa.max_replicas:
-            return self._record(current, hpa.max_replicas, hpa, "Current number of replicas above Spec.MaxReplicas", now)
+            return self._record(
+                current, hpa.max_replicas, hpa, "Current number of replicas above Spec.MaxReplicas", now
+            )
         if current < minimum:
-            return self._record(current, minimum, hpa, "Current number of replicas below Spec.MinReplicas", now)
+            return self._record(
+                current, minimum, hpa, "Current number of replicas below Spec.MinReplicas", now
+            )
         proposal, reason, readings, error = self._from_metrics(hpa, current, pods, now, settings)
         if proposal < 0:
             return Decision(current, "FailedGetResourceMetric", readings, error)
@@ -418,13 +430,17 @@ class HpaState:
             return min(stabilized, hpa.max_replicas, limit)
         if stabilized < current:
             limit = min(
-                scale_down_limit(current, self.scale_up_events, self.scale_down_events, behavior.scale_down, now),
+                scale_down_limit(
+                    current, self.scale_up_events, self.scale_down_events, behavior.scale_down, now
+                ),
                 current,
             )
             return max(stabilized, hpa.min_replicas, limit)
         return stabilized
 
-    def _record(self, current: int, desired: int, hpa: HorizontalPodAutoscaler, reason: str, now: float) -> Decision:
+    def _record(
+        self, current: int, desired: int, hpa: HorizontalPodAutoscaler, reason: str, now: float
+    ) -> Decision:
         """storeScaleEvent: a change is kept for the rate policies (only with behavior)."""
         if desired != current and hpa.behavior is not None:
             if desired > current:

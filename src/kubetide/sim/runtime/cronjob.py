@@ -101,8 +101,12 @@ class CronJobs:
             scheduled, count = cronjob.schedule.most_recent(earliest, now, zone)
             if count > 100:
                 self.log.record(
-                    KIND, cronjob.meta.key, "Warning", "TooManyMissedTimes",
-                    "too many missed start times: > 100", SOURCE,
+                    KIND,
+                    cronjob.meta.key,
+                    "Warning",
+                    "TooManyMissedTimes",
+                    "too many missed start times: > 100",
+                    SOURCE,
                 )
             if scheduled is not None:
                 self._start(cronjob, scheduled, now)
@@ -113,14 +117,21 @@ class CronJobs:
         if deadline is not None and scheduled + deadline < now:
             self.missed += 1
             self.log.record(
-                KIND, cronjob.meta.key, "Warning", "MissedSchedule",
-                f"Missed scheduled time to start a job: {scheduled:.0f}", SOURCE,
+                KIND,
+                cronjob.meta.key,
+                "Warning",
+                "MissedSchedule",
+                f"Missed scheduled time to start a job: {scheduled:.0f}",
+                SOURCE,
             )
             return
         active = [job for job in self._jobs_of(cronjob) if job.key not in self.jobs.completed_jobs]
         if active and cronjob.concurrency_policy == "Forbid":
             self.log.record(
-                KIND, cronjob.meta.key, "Normal", "JobAlreadyActive",
+                KIND,
+                cronjob.meta.key,
+                "Normal",
+                "JobAlreadyActive",
                 "Not starting job because prior execution is running and concurrency policy is Forbid",
                 SOURCE,
             )
@@ -128,7 +139,9 @@ class CronJobs:
         if active and cronjob.concurrency_policy == "Replace":
             for job in active:
                 self.jobs.delete(job.key)
-                self.log.record(KIND, cronjob.meta.key, "Normal", "SuccessfulDelete", f"Deleted job {job.name}", SOURCE)
+                self.log.record(
+                    KIND, cronjob.meta.key, "Normal", "SuccessfulDelete", f"Deleted job {job.name}", SOURCE
+                )
         name = f"{cronjob.name}-{int(scheduled // 60)}"
         self.last_schedule[cronjob.key] = scheduled
         if f"Job/{cronjob.namespace}/{name}" in self.world.workloads:
@@ -174,7 +187,9 @@ class CronJobs:
         excess = len(finished) - cronjob.successful_jobs_history_limit
         for job in finished[: max(excess, 0)]:
             self.jobs.delete(job.key)
-            self.log.record(KIND, cronjob.meta.key, "Normal", "SuccessfulDelete", f"Deleted job {job.name}", SOURCE)
+            self.log.record(
+                KIND, cronjob.meta.key, "Normal", "SuccessfulDelete", f"Deleted job {job.name}", SOURCE
+            )
 
     def _job_finished(self, job: Workload) -> None:
         ref = job.meta.controller

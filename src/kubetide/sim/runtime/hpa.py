@@ -106,14 +106,20 @@ class HorizontalPodAutoscalers(WorldObserver):
             if hpa.key not in self.missing_target:
                 self.missing_target.add(hpa.key)
                 self.log.record(
-                    KIND, hpa.meta.key, "Warning", "FailedGetScale",
-                    f"{hpa.target_kind} {hpa.namespace}/{hpa.target_name} not found (or not scalable)", SOURCE,
+                    KIND,
+                    hpa.meta.key,
+                    "Warning",
+                    "FailedGetScale",
+                    f"{hpa.target_kind} {hpa.namespace}/{hpa.target_name} not found (or not scalable)",
+                    SOURCE,
                 )
             return
         self.missing_target.discard(hpa.key)
         current = target.replicas
         now = self.engine.now()
-        pods = [p for p in self.world.pods() if p.namespace == hpa.namespace and target.selector.matches(p.labels)]
+        pods = [
+            p for p in self.world.pods() if p.namespace == hpa.namespace and target.selector.matches(p.labels)
+        ]
         samples = self._samples(hpa, pods, now)
         decision = self.states[hpa.key].reconcile(hpa, current, samples, now, self.settings)
         record = self.history.setdefault(hpa.key, self._history(hpa, current))
@@ -121,8 +127,12 @@ class HorizontalPodAutoscalers(WorldObserver):
         if decision.desired != current:
             self.rescales += 1
             self.log.record(
-                KIND, hpa.meta.key, "Normal", "SuccessfulRescale",
-                f"New size: {decision.desired}; reason: {decision.reason}", SOURCE,
+                KIND,
+                hpa.meta.key,
+                "Normal",
+                "SuccessfulRescale",
+                f"New size: {decision.desired}; reason: {decision.reason}",
+                SOURCE,
             )
             self.scale(hpa.target_key, decision.desired)
             record["rescales"] += 1
@@ -130,7 +140,9 @@ class HorizontalPodAutoscalers(WorldObserver):
             record["low"] = min(record["low"], decision.desired)
         record["final"] = decision.desired
 
-    def _samples(self, hpa: HorizontalPodAutoscaler, pods: list[Pod], now: float) -> dict[str, list[PodSample]]:
+    def _samples(
+        self, hpa: HorizontalPodAutoscaler, pods: list[Pod], now: float
+    ) -> dict[str, list[PodSample]]:
         """The pods as each metric's resource sees them (request and usage differ per resource)."""
         t = now - self.engine.start
         out: dict[str, list[PodSample]] = {}
@@ -141,7 +153,11 @@ class HorizontalPodAutoscalers(WorldObserver):
             for pod in pods:
                 request = pod.requests.get(resource, 0)
                 value = None
-                if pod.phase == "Running" and pod.start_time is not None and now - pod.start_time >= METRICS_RESOLUTION:
+                if (
+                    pod.phase == "Running"
+                    and pod.start_time is not None
+                    and now - pod.start_time >= METRICS_RESOLUTION
+                ):
                     value = self._usage(pod, resource, t, request, fallback.get(resource))
                 samples.append(
                     PodSample(
@@ -201,7 +217,9 @@ class HorizontalPodAutoscalers(WorldObserver):
         for key, hpa in self.hpas.items():
             target = self.world.workloads.get(hpa.target_key)
             name = f"hpa_{hpa.namespace}/{hpa.name}"
-            row[f"{name}_replicas"] = target.replicas if target is not None and target.replicas is not None else 0
+            row[f"{name}_replicas"] = (
+                target.replicas if target is not None and target.replicas is not None else 0
+            )
             readings = self.history.get(key, {}).get("readings", {})
             for metric in hpa.metrics:  # a column per metric from the first row (timeline.csv)
                 row[f"{name}_{metric.resource}"] = readings.get(metric.resource)

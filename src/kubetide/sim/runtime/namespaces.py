@@ -59,8 +59,12 @@ class Namespaces:
         for pod in [p for p in self.world.pods() if p.namespace == namespace and not p.is_terminating]:
             self.kubelets.delete(pod)
         self.log.record(
-            "Namespace", namespace, "Normal", "NamespaceTerminating",
-            f"namespace {namespace} is terminating: its objects are deleted", "namespace-controller",
+            "Namespace",
+            namespace,
+            "Normal",
+            "NamespaceTerminating",
+            f"namespace {namespace} is terminating: its objects are deleted",
+            "namespace-controller",
         )
 
     def admit(self, manifests: Manifests) -> tuple[Manifests, list[str]]:
