@@ -141,9 +141,9 @@ def test_bad_schedules_name_the_field(schedule, message):
 
 
 def test_bad_time_zone():
-    with pytest.raises(ManifestError, match="spec.timeZone.*unknown time zone"):
+    with pytest.raises(ManifestError, match=r"spec\.timeZone.*unknown time zone"):
         load_documents([cronjob(timeZone="Mars/Olympus")], "cj.yaml")
-    with pytest.raises(ScenarioError, match="spec.cluster.timeZone"):
+    with pytest.raises(ScenarioError, match=r"spec\.cluster\.timeZone"):
         make_scenario(cluster={"timeZone": "Mars/Olympus"})
 
 

@@ -174,7 +174,10 @@ def test_errors():
 # -- behavior and normalisation -----------------------------------------------------------------
 
 
-def hpa(min_replicas=1, max_replicas=100, behavior=None, metrics=(cpu(50),), unsupported=()):
+CPU_50 = (cpu(50),)
+
+
+def hpa(min_replicas=1, max_replicas=100, behavior=None, metrics=CPU_50, unsupported=()):
     return HorizontalPodAutoscaler(
         meta=ObjectMeta("web", "default"),
         target_kind="Deployment",

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient
 from kubetide.kube.resources import (
+    CRONJOBS,
+    HPAS,
     NAMESPACES,
     NODES,
     PDBS,
     PODS,
     PRIORITY_CLASSES,
-    CRONJOBS,
-    HPAS,
     WORKLOADS,
     Resource,
     configmaps_in,
