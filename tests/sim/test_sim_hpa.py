@@ -151,3 +151,45 @@ def test_autoscaler_follows_the_hpa(tmp_path):
     assert result.summary["nodes"]["final"] > 1
     assert result.summary["pods"]["pending_at_end"] == 0
     assert any("hpa_default/web_replicas" in row for row in result.timeline)
+
+
+def test_a_per_workload_trace_drives_each_workload(tmp_path):
+    """One `time,workload,cpu` file for two Deployments: web doubles at 5m (50% -> 100% of a 50%
+    target: ceil(2 x 2) = 4 at 300 s; at 315 s its 2 new pods have no metric yet and count at 0:
+    2 000m / 4 000m = 50%, no change), api stays at its target throughout."""
+    (tmp_path / "night.csv").write_text(
+        "time,workload,cpu\n0,default/web,500m\n0,default/api,500m\n5m,default/web,1\n"
+    )
+    api_hpa = hpa(name="api")
+    scenario = make_scenario(
+        groups=[group(size=4, cpu="4")],
+        objects=[
+            deployment("web", 2, cpu="1", memory="128Mi"),
+            hpa(),
+            deployment("api", 2, cpu="1", memory="128Mi"),
+            api_hpa,
+        ],
+        usage=[{"trace": str(tmp_path / "night.csv")}],
+        cluster=FAST,
+        duration="6m",
+    )
+    sim = run(scenario, 320)
+    moves = [(e["time"], e["object"]) for e in sim.log.entries if e["reason"] == "SuccessfulRescale"]
+    assert moves == [(300.0, "HorizontalPodAutoscaler/default/web")]
+    assert sim.world.workloads["Deployment/default/web"].replicas == 4
+
+
+def test_a_per_workload_trace_rejects_a_match(tmp_path):
+    import pytest
+
+    from kubetide.sim.spec.errors import ScenarioError
+
+    (tmp_path / "night.csv").write_text("time,workload,cpu\n0,default/web,500m\n")
+    with pytest.raises(ScenarioError, match="names its workloads"):
+        make_scenario(
+            objects=[deployment("web", 2)],
+            usage=[{"match": {"kind": "Deployment", "name": "web"}, "trace": str(tmp_path / "night.csv")}],
+        )
+    (tmp_path / "bad.csv").write_text("time,workload,cpu\n0,web,500m\n")
+    with pytest.raises(ScenarioError, match="expected namespace/name"):
+        make_scenario(objects=[deployment("web", 2)], usage=[{"trace": str(tmp_path / "bad.csv")}])

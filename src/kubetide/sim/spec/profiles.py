@@ -109,8 +109,8 @@ def _matches(rule: UsageRule, pod: Pod, owners: OwnersOf) -> bool:
         return False
     if rule.selector is not None and not rule.selector.matches(pod.labels):
         return False
-    if rule.kind is None:
-        return True
+    if rule.kind is None:  # a workload of a per-workload trace: its name, of any controller kind
+        return rule.name is None or any(name == rule.name for _, name in owners(pod))
     if rule.kind == "Pod":
         return rule.name is None or pod.name == rule.name
     return any(kind == rule.kind and (rule.name is None or name == rule.name) for kind, name in owners(pod))

@@ -10,8 +10,12 @@ Requests are what the scheduler and the autoscaler see; usage is what the node Q
 and `trace: file.csv` alone reads every resource column the file has. Trace files (relative to the
 scenario) have a header naming their columns, `time,cpu,memory`, then one row per change: time in
 seconds since the start of the scenario (or a duration, `10m`), values as quantities; a value holds
-until the next row, and the first row's value also holds before it. A generator is `base`, except
-during spikes: `for` long, every `every`, the first at `start` (default: one `every` in); `jitter`
+until the next row, and the first row's value also holds before it. A file with a `workload`
+column second (`time,workload,cpu,memory`, the workload as `namespace/name`) holds several
+workloads' per-pod usage, each in time order: a spec.usage entry of it alone (`- trace: night.csv`)
+gives each named workload's pods (of any controller kind, a Deployment's through its ReplicaSets)
+its rows; what a Prometheus export of per-pod rates averaged per workload gives (docs/scenarios.md).
+A generator is `base`, except during spikes: `for` long, every `every`, the first at `start` (default: one `every` in); `jitter`
 (a fraction below 1) scales each sample by a factor drawn uniformly from [1 - jitter, 1 + jitter],
 from a hash of the seed, the pod and the time, so a run is reproducible and pods draw independently.
 Profiles run on scenario time: all pods of a workload spike together, and a replacement pod picks
@@ -93,7 +97,7 @@ class _Loader:
     def __init__(self, source: str, base_dir: Path):
         self.source = source
         self.base_dir = base_dir
-        self.files: dict[str, dict[str, Trace]] = {}
+        self.files: dict[str, dict[str, dict[str, Trace]]] = {}  # file -> workload ("": none) -> columns
 
     def error(self, where: str, message: str) -> ScenarioError:
         return ScenarioError(self.source, where, message)
@@ -190,6 +194,18 @@ class _Loader:
         return Generator(base, to, every, length, start, float(jitter))
 
     def trace_file(self, where: str, name: Any) -> dict[str, Trace]:
+        """The columns of a trace file without a workload column."""
+        traces = self.traces(where, name)
+        if "" not in traces:
+            raise self.error(
+                where,
+                f"{name} has a workload column: give it as a spec.usage entry of its own "
+                "(trace: only, no match kind or name), each workload's rows are its pods' usage",
+            )
+        return traces[""]
+
+    def traces(self, where: str, name: Any) -> dict[str, dict[str, Trace]]:
+        """A trace file's columns per workload ("" for a file without a workload column)."""
         if not isinstance(name, str) or not name:
             raise self.error(where, "expected a file path")
         cached = self.files.get(name)
@@ -206,10 +222,14 @@ class _Loader:
         return columns
 
 
-def _parse_trace(text: str, source: str) -> dict[str, Trace]:
+def _parse_trace(text: str, source: str) -> dict[str, dict[str, Trace]]:
+    """Columns per workload: "" for a `time,cpu,memory` file; a `time,workload,cpu,memory` file
+    holds each workload's rows (`namespace/name`), each in time order."""
     header: list[str] | None = None
-    times: list[float] = []
-    values: dict[str, list[int]] = {}
+    resources: list[str] = []
+    by_workload = False
+    times: dict[str, list[float]] = {}
+    values: dict[str, dict[str, list[int]]] = {}
     for number, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not row or not "".join(row).strip() or row[0].strip().startswith("#"):
             continue
@@ -220,16 +240,17 @@ def _parse_trace(text: str, source: str) -> dict[str, Trace]:
                 raise ScenarioError(
                     source, f"line {number}", 'expected a header naming the columns, e.g. "time,cpu,memory"'
                 )
-            for name in header[1:]:
+            by_workload = len(header) > 1 and header[1] == "workload"
+            resources = header[2:] if by_workload else header[1:]
+            for name in resources:
                 if name not in RESOURCES:
                     raise ScenarioError(
                         source, f"line {number}", f'unknown column "{name}" (expected cpu, memory)'
                     )
             if len(set(header)) != len(header):
                 raise ScenarioError(source, f"line {number}", "a column is named twice")
-            if len(header) < 2:
+            if not resources:
                 raise ScenarioError(source, f"line {number}", "no cpu or memory column")
-            values = {name: [] for name in header[1:]}
             continue
         if len(cells) != len(header):
             raise ScenarioError(
@@ -246,20 +267,33 @@ def _parse_trace(text: str, source: str) -> dict[str, Trace]:
                 raise ScenarioError(source, f"line {number}", f"time: {exc}") from None
         if seconds < 0:
             raise ScenarioError(source, f"line {number}", f"time: must not be negative, got {cells[0]!r}")
-        if times and seconds <= times[-1]:
-            raise ScenarioError(source, f"line {number}", f"time: {cells[0]} is not after the previous row's")
-        times.append(seconds)
-        for name, cell in zip(header[1:], cells[1:], strict=True):
+        workload = cells[1] if by_workload else ""
+        if by_workload and (workload.count("/") != 1 or not all(workload.split("/"))):
+            raise ScenarioError(
+                source, f"line {number}", f"workload: expected namespace/name, got {workload!r}"
+            )
+        rows = times.setdefault(workload, [])
+        columns = values.setdefault(workload, {name: [] for name in resources})
+        if rows and seconds <= rows[-1]:
+            previous = "row's" if not by_workload else f"row's for {workload}"
+            raise ScenarioError(
+                source, f"line {number}", f"time: {cells[0]} is not after the previous {previous}"
+            )
+        rows.append(seconds)
+        for name, cell in zip(resources, cells[2 if by_workload else 1 :], strict=True):
             try:
                 amount = parse_resource(name, cell)
             except QuantityError as exc:
                 raise ScenarioError(source, f"line {number}", f"{name}: {exc}") from None
             if amount < 0:
                 raise ScenarioError(source, f"line {number}", f"{name}: must not be negative, got {cell!r}")
-            values[name].append(amount)
+            columns[name].append(amount)
     if header is None or not times:
         raise ScenarioError(source, "", "no rows: expected a header (time,cpu,memory) and at least one row")
-    return {name: Trace(tuple(times), tuple(column)) for name, column in values.items()}
+    return {
+        workload: {name: Trace(tuple(times[workload]), tuple(column)) for name, column in columns.items()}
+        for workload, columns in values.items()
+    }
 
 
 def _annotated(manifests: Manifests) -> Iterable[tuple[str, str]]:
@@ -320,6 +354,23 @@ def load_usage(
             except ManifestError as exc:
                 raise loader.error(exc.field or f"{at}.match.selector", exc.message) from None
         data = {key: getattr(rule, key) for key in PROFILE_KEYS if getattr(rule, key) is not None}
+        traces = loader.traces(f"{at}.trace", rule.trace) if rule.trace is not None else {"": {}}
+        if "" not in traces:  # a trace with a workload column: a rule per workload it names
+            if (
+                match.kind is not None
+                or match.name is not None
+                or rule.cpu is not None
+                or rule.memory is not None
+            ):
+                raise loader.error(
+                    f"{at}.trace",
+                    f"{rule.trace} names its workloads: give it with no match kind or name, cpu or memory",
+                )
+            for workload, columns in traces.items():
+                namespace, name = workload.split("/")
+                if match.namespace is None or match.namespace == namespace:
+                    model.rules.append(UsageRule(None, namespace, name, selector, Profile(dict(columns)), at))
+            continue
         model.rules.append(
             UsageRule(match.kind, match.namespace, match.name, selector, loader.profile(at, data), at)
         )
