@@ -156,6 +156,10 @@ def test_a_dump_with_an_hpa_and_a_cronjob_simulates_as_the_controllers_would(kub
             + "---\n"
             + run_kubectl(kube, "get", "pods,deploy,rs,hpa,cronjobs", "-n", namespace, "-o", "yaml")
         )
+        metrics = tmp_path / "usage.json"  # what metrics-server answers, as `plan --usage` reads it
+        metrics.write_text(
+            run_kubectl(kube, "get", "--raw", f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods")
+        )
 
     scenario_path = tmp_path / "scenario.yaml"
     result = subprocess.run(
@@ -166,6 +170,8 @@ def test_a_dump_with_an_hpa_and_a_cronjob_simulates_as_the_controllers_would(kub
             "scenario",
             "from-cluster",
             str(dump),
+            "--usage",
+            str(metrics),
             "--duration",
             "30m",
             "--out",
@@ -179,8 +185,16 @@ def test_a_dump_with_an_hpa_and_a_cronjob_simulates_as_the_controllers_would(kub
     exported = yaml.safe_load(scenario_path.read_text())
     kinds = {o["kind"] for o in exported["spec"]["objects"]}
     assert {"HorizontalPodAutoscaler", "CronJob"} <= kinds
+    # --usage: the Deployment's pods at their PodMetrics' mean
+    assert exported["spec"]["usage"] == [
+        {
+            "match": {"kind": "Deployment", "namespace": namespace, "name": APP},
+            "cpu": "260m",
+            "memory": "32Mi",
+        }
+    ]
 
-    # No events: the HPA holds at its status reading (52%), the CronJob waits for January.
+    # No events: the HPA holds at the usage read (52%), the CronJob waits for January.
     still = Simulation(load_scenario(scenario_path)).run()
     assert _rescales_of(still) == [] and still.summary["hpa"][f"{namespace}/{APP}"]["final"] == 4
     assert still.summary["cronjobs"] == {"cronjobs": 1, "jobs_started": 0, "missed_schedules": 0}

@@ -1,4 +1,5 @@
-"""`kubetide scenario from-cluster DUMP [--node-groups GROUPS.yaml] [--kubeconfig PATH] [--out FILE]`:
+"""`kubetide scenario from-cluster DUMP [--node-groups GROUPS.yaml] [--kubeconfig PATH] [--usage USAGE.yaml]
+[--out FILE]`:
 a Scenario that starts from your cluster as it is.
 
 DUMP is what `kubectl get nodes,pods,pdb,priorityclasses,deploy,rs,sts,ds,jobs,hpa,cronjobs -A -o yaml`
@@ -17,6 +18,10 @@ prints
   the simulator does not model. The simulator adopts them (sim/adoption.py): a group's nodes are its
   instances, every pod keeps its name, node, phase, readiness and age, and belongs to its
   controller. Simulating it with no events keeps the cluster as it is until the autoscaler acts;
+- HorizontalPodAutoscalers and CronJobs with their status (what each HPA last read, each
+  CronJob's last schedule time), which the simulator runs (sim/hpa.py, sim/cronjob.py);
+- with `--usage USAGE.yaml` (PodMetrics, as `plan --usage` reads them), spec.usage: each
+  workload's pods at their mean usage, a constant profile the HPAs read;
 - no events (a commented example) and no autoscaler flags: paste yours, a map or the Cluster
   Autoscaler's container `args:` list.
 
@@ -92,6 +97,14 @@ def add_parser(subparsers) -> None:
         metavar="GROUPS.yaml",
         help="node groups and their bounds (default: from node labels)",
     )
+    export.add_argument(
+        "--usage",
+        metavar="USAGE.yaml",
+        action="append",
+        default=[],
+        help="PodMetrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/pods): each workload's pods get "
+        "their average usage as a constant profile under spec.usage (what HPAs read); repeatable",
+    )
     export.add_argument("--out", metavar="FILE", help="write the scenario here (default: stdout)")
     export.add_argument("--name", help="the scenario's metadata.name (default: from DUMP's file name)")
     export.add_argument("--duration", default="1h", help="spec.duration (default: 1h)")
@@ -127,7 +140,14 @@ def run_from_cluster(args) -> int:
     name = args.name or _scenario_name(
         Path(args.dump).stem if args.dump and args.dump != "-" else "my-cluster"
     )
-    text, warnings = export_scenario(documents, source, definitions, name=name, duration=duration)
+    pod_metrics = None
+    if args.usage:
+        from kubetide.cli.plan import _read_usage
+
+        pod_metrics = _read_usage(args.usage).other.get("PodMetrics", [])
+    text, warnings = export_scenario(
+        documents, source, definitions, name=name, duration=duration, pod_metrics=pod_metrics
+    )
     warn(warnings)
     if out is None:
         sys.stdout.write(text)
@@ -165,8 +185,10 @@ def export_scenario(
     *,
     name: str = "my-cluster",
     duration: float = 3600.0,
+    pod_metrics: list[Any] | None = None,
 ) -> tuple[str, list[str]]:
-    """(the Scenario's YAML text, warnings) for a dump's decoded documents."""
+    """(the Scenario's YAML text, warnings) for a dump's decoded documents; `pod_metrics`
+    (metrics-server's PodMetrics) add each workload's average usage under spec.usage."""
     from kubetide.cloud.static import StaticCloud
     from kubetide.durations import format_duration
     from kubetide.model import load_documents
@@ -222,6 +244,13 @@ def export_scenario(
         )
     ]
     lines += _indent(_yaml({"objects": objects}))
+    if pod_metrics is not None:
+        usage = _usage_profiles(manifests, pod_metrics)
+        lines += [
+            "  # Each workload's pods at their average usage in the PodMetrics given (--usage), held",
+            "  # constant: HPAs read it. Give a trace instead to move it (docs/scenarios.md).",
+        ]
+        lines += _indent(_yaml({"usage": usage}) if usage else ["usage: []"])
     text = "\n".join(lines) + "\n"
     # What is written, simulate runs: a failure here is kubetide's bug, not the user's.
     exported = f"the scenario exported from {source}"
@@ -373,6 +402,44 @@ def _finished(job: dict[str, Any]) -> bool:
         isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
         for c in conditions
     )
+
+
+def _usage_profiles(manifests: Manifests, pod_metrics: list[Any]) -> list[dict[str, Any]]:
+    """spec.usage entries: per workload (a Deployment over its ReplicaSets' pods), the mean of
+    its pods' PodMetrics usage; pods with no metrics are left out of the mean."""
+    from kubetide.model.quantity import CPU, MEMORY
+
+    usage = {m.key: m.usage for m in pod_metrics}
+    owners = {
+        (w.kind, w.namespace, w.name): w.meta.controller
+        for w in manifests.workloads
+        if w.meta.controller is not None
+    }
+    totals: dict[tuple[str, str, str], list[dict[str, int]]] = {}
+    for pod in manifests.pods:
+        sample = usage.get(pod.key)
+        ref = pod.meta.controller
+        if sample is None or pod.is_terminal:
+            continue
+        if ref is None:
+            workload = ("Pod", pod.namespace, pod.name)
+        else:
+            parent = owners.get((ref.kind, pod.namespace, ref.name))
+            kind, name = (parent.kind, parent.name) if parent is not None else (ref.kind, ref.name)
+            workload = (kind, pod.namespace, name)
+        totals.setdefault(workload, []).append(sample)
+    entries = []
+    for (kind, namespace, name), samples in sorted(
+        totals.items(), key=lambda item: (item[0][1], item[0][0], item[0][2])
+    ):
+        entry: dict[str, Any] = {"match": {"kind": kind, "namespace": namespace, "name": name}}
+        for resource in (CPU, MEMORY):
+            values = [sample[resource] for sample in samples if resource in sample]
+            if values:
+                entry[resource] = _quantity(resource, sum(values) // len(values))
+        if len(entry) > 1:
+            entries.append(entry)
+    return entries
 
 
 def _example_scale(manifests: Manifests) -> str:
