@@ -193,3 +193,28 @@ def test_a_per_workload_trace_rejects_a_match(tmp_path):
     (tmp_path / "bad.csv").write_text("time,workload,cpu\n0,web,500m\n")
     with pytest.raises(ScenarioError, match="expected namespace/name"):
         make_scenario(objects=[deployment("web", 2)], usage=[{"trace": str(tmp_path / "bad.csv")}])
+
+
+def test_the_report_draws_each_hpa_against_its_bounds_and_target(tmp_path):
+    from kubetide.sim.report.figures import build_hpa_figure
+    from kubetide.sim.report.html import render
+    from kubetide.sim.runtime.simulation import Simulation
+
+    trace = tmp_path / "web.csv"
+    trace.write_text("time,cpu\n0,500m\n2m,100m\n")
+    scenario = make_scenario(
+        groups=[group(size=2, cpu="4")],
+        objects=[deployment("web", 4, cpu="1", memory="128Mi"), hpa(minimum=2, maximum=7)],
+        usage=[{"match": {"kind": "Deployment", "name": "web"}, "trace": str(trace)}],
+        cluster=FAST,
+        duration="10m",
+    )
+    result = Simulation(scenario).run()
+    figure = build_hpa_figure([("run", result)])
+    replicas, cpu = figure.data
+    assert replicas.y[0] == 4 and replicas.y[-1] == 2  # 10% of target 50%, after the window
+    assert cpu.y[-1] == 10
+    assert sorted(shape.y0 for shape in figure.layout.shapes) == [2, 7, 50]
+    assert "HorizontalPodAutoscalers" in render(result)
+    plain = Simulation(make_scenario(objects=[deployment("web", 2)], duration="1m")).run()
+    assert build_hpa_figure([("run", plain)]) is None

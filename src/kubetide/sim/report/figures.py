@@ -543,3 +543,58 @@ def _overlaid(
     )
     grid.layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}}
     return grid, drawing, scale
+
+
+# -- HorizontalPodAutoscalers (runtime/hpa.py) ------------------------------------------------------
+
+_BOUND_COLOUR = "#6b7280"
+
+
+def build_hpa_figure(runs: Runs) -> go.Figure | None:
+    """Per HPA, its target's replicas between dashed minReplicas and maxReplicas, and each of
+    its metrics' readings against its dashed target; every run overlaid. None without HPAs."""
+    hpas = runs[0][1].summary.get("hpa") or {}
+    panels: list[Panel] = []
+    columns: list[str] = []
+    lines: list[list[tuple[float, str]]] = []  # per panel: dashed lines (y, label)
+    for key, entry in hpas.items():
+        panels.append(Panel(f"HPA {key}: replicas", 0.2, "replicas", counts=True))
+        columns.append(f"hpa_{key}_replicas")
+        lines.append([(entry["min_replicas"], "minReplicas"), (entry["max_replicas"], "maxReplicas")])
+        for resource, target in (entry.get("targets") or {}).items():
+            unit = "% of request" if target.endswith("%") else "per pod"
+            panels.append(Panel(f"HPA {key}: {resource} ({unit})", 0.2, unit))
+            columns.append(f"hpa_{key}_{resource}")
+            lines.append([(float(target.rstrip("%")), "target")])
+    if not panels:
+        return None
+    grid, drawing, _ = _overlaid(runs, panels, columns, 200 * len(panels) + 120, missing=None)
+    for row, dashed in enumerate(lines, start=1):
+        x_axis, y_axis = grid.axes[(row, False)]
+        for y, label in dashed:
+            drawing.shapes.append(
+                {
+                    "type": "line",
+                    "xref": f"{x_axis} domain",
+                    "yref": y_axis,
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": y,
+                    "y1": y,
+                    "line": {"color": _BOUND_COLOUR, "width": 1, "dash": "dash"},
+                }
+            )
+            drawing.annotations.append(
+                {
+                    "text": label,
+                    "xref": f"{x_axis} domain",
+                    "yref": y_axis,
+                    "x": 0,
+                    "y": y,
+                    "xanchor": "left",
+                    "yanchor": "bottom",
+                    "showarrow": False,
+                    "font": {"size": 10, "color": _BOUND_COLOUR},
+                }
+            )
+    return drawing.draw(grid)

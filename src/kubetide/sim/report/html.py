@@ -18,6 +18,7 @@ from kubetide.durations import format_duration, rfc3339
 from kubetide.sim.report.figures import (
     build_comparison_figure,
     build_figure,
+    build_hpa_figure,
     build_qos_comparison_figure,
     build_qos_figure,
 )
@@ -178,6 +179,18 @@ def _qos_section(result: SimulationResult) -> str:
     )
 
 
+def _hpa_section(runs: Sequence[tuple[str, SimulationResult]]) -> str:
+    """The HPAs' panel (runtime/hpa.py), only for scenarios with HorizontalPodAutoscalers."""
+    figure = build_hpa_figure(runs)
+    if figure is None:
+        return ""
+    note = (
+        "Dashed: minReplicas and maxReplicas on the replica panels, the target on the metric panels. "
+        "Readings are what the simulated HPA controller last computed (every sync period)."
+    )
+    return f'<section><h2>HorizontalPodAutoscalers</h2>{plot_div(figure, "hpa")}<p class="note">{note}</p></section>'
+
+
 def render(result: SimulationResult) -> str:
     summary = result.summary
     scenario = result.scenario
@@ -187,6 +200,7 @@ def render(result: SimulationResult) -> str:
 {warning_block}
 <section>{plot_div(build_figure(result), "timeline")}</section>
 {_qos_section(result)}
+{_hpa_section([("replicas", result)])}
 <div class="cols events-wide">
 <section><h2>Summary</h2><table class="summary">{_table(summary)}</table></section>
 <section><h2>Decisions and scenario events</h2><div class="events"><table>
@@ -254,6 +268,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     main = f"""<section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table></section>
 <section>{plot}</section>
 {_qos_comparison(settings, qos_plot)}
+{_hpa_section(runs)}
 <section><h2>Events by reason</h2><div class="scroll"><table class="compare">{head}{"".join(event_rows)}</table></div></section>"""
     return page(
         title=f"kubetide simulate --compare: {scenario.name}",
