@@ -203,8 +203,48 @@ def scenario_data(hours: float, shape: Shape = LARGE) -> dict:
     }
 
 
-def run(hours: float, profile: bool) -> tuple[dict, str, str]:
-    scenario = parse_scenario(scenario_data(hours), "bench_simulate.py", Path("."))
+def with_hpas(data: dict) -> dict:
+    """The scenario with a HorizontalPodAutoscaler per Deployment (cpu at 60% of requests), its
+    pods using exactly that: the HPAs sync every 15 s over every pod and hold (ratio 1.0), except
+    that each scale event's drop is undone by the HPA's downscale window, as upstream's would."""
+    spec = data["spec"]
+    for obj in list(spec["objects"]):
+        if obj["kind"] != "Deployment":
+            continue
+        name = obj["metadata"]["name"]
+        replicas = obj["spec"]["replicas"]
+        request = obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+        spec["objects"].append(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name, "namespace": "prod"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                    "minReplicas": 1,
+                    "maxReplicas": 2 * replicas,
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 60},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+        millicores = int(request.removesuffix("m"))
+        spec.setdefault("usage", []).append(
+            {"match": {"kind": "Deployment", "name": name}, "cpu": f"{millicores * 60 // 100}m"}
+        )
+    return data
+
+
+def run(hours: float, profile: bool, hpas: bool = False) -> tuple[dict, str, str]:
+    data = scenario_data(hours)
+    scenario = parse_scenario(with_hpas(data) if hpas else data, "bench_simulate.py", Path("."))
     simulation = Simulation(scenario)
     name = simulation.autoscaler_name
     profiler = cProfile.Profile() if profile else None
@@ -264,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=24.0, help="simulated hours (default 24)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile listing (slows the run)")
     parser.add_argument(
+        "--hpas", action="store_true", help="with an HPA per Deployment (the HPA controller's cost)"
+    )
+    parser.add_argument(
         "--whole-process",
         type=int,
         metavar="RUNS",
@@ -273,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.whole_process:
         return print_whole_process(args.whole_process)
-    summary, name, listing = run(args.hours, args.profile)
+    summary, name, listing = run(args.hours, args.profile, args.hpas)
     console = Console(highlight=False)
     wall = summary["wall_seconds"]
     per_day = wall * 24 / args.hours
@@ -282,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     table.add_column("", justify="right")
     table.add_row("autoscaler", name)
     table.add_row("autoscaler loops", f"{summary['autoscaler_loops']:,}")
+    if "hpa" in summary:
+        rescales = sum(entry["rescales"] for entry in summary["hpa"].values())
+        table.add_row("HPAs / rescales", f"{len(summary['hpa'])} / {rescales:,}")
     table.add_row("pods running at end", f"{summary['pods']['running_at_end']:,}")
     table.add_row("pods created", f"{summary['pods']['created']:,}")
     table.add_row("scheduler bindings", f"{summary['scheduler']['bindings']:,}")

@@ -218,3 +218,35 @@ def test_the_report_draws_each_hpa_against_its_bounds_and_target(tmp_path):
     assert "HorizontalPodAutoscalers" in render(result)
     plain = Simulation(make_scenario(objects=[deployment("web", 2)], duration="1m")).run()
     assert build_hpa_figure([("run", plain)]) is None
+
+
+def test_reusing_the_last_syncs_readings_changes_nothing(tmp_path, monkeypatch):
+    """The controller reuses a sync's readings while nothing they depend on changed; with that
+    reuse turned off (every sync reads every pod) the run is the same, event for event."""
+    import kubetide.sim.runtime.hpa as sim_hpa
+    from kubetide.sim.runtime.simulation import Simulation
+
+    trace = tmp_path / "web.csv"
+    trace.write_text("time,cpu\n0,400m\n4m,900m\n9m,200m\n14m,700m\n")
+    behavior = {"scaleDown": {"stabilizationWindowSeconds": 60}}
+    scenario = make_scenario(
+        groups=[group(size=2, cpu="4", max_size=6)],
+        objects=[
+            deployment("web", 3, cpu="1", memory="128Mi"),
+            hpa(maximum=12, behavior=behavior),
+            deployment("api", 2, cpu="500m", memory="128Mi"),
+            hpa(name="api", maximum=6),
+        ],
+        usage=[
+            {"match": {"kind": "Deployment", "name": "web"}, "trace": str(trace)},
+            {"match": {"kind": "Deployment", "name": "api"}, "cpu": {"base": "250m", "jitter": 0.3}},
+        ],
+        events=[{"at": "6m", "scale": {"kind": "Deployment", "name": "web", "replicas": 2}}],
+        duration="20m",
+    )
+    cached = Simulation(scenario).run()
+    monkeypatch.setattr(sim_hpa, "_next_flip", lambda pod, now, settings: now)  # never valid
+    fresh = Simulation(scenario).run()
+    assert len([e for e in cached.events if e["reason"] == "SuccessfulRescale"]) >= 3
+    assert cached.events == fresh.events
+    assert cached.timeline == fresh.timeline

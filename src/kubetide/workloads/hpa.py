@@ -309,9 +309,14 @@ class HpaState:
         pods: list[PodSample] | Mapping[str, list[PodSample]],
         now: float,
         settings: Settings,
+        memo: dict[tuple[str, int], MetricResult | str] | None = None,
     ) -> Decision:
         """One sync: the replica count the HPA sets now (== current: no change). `pods` are the
-        target's pods, or per resource (a pod's request and metric differ per resource)."""
+        target's pods, or per resource (a pod's request and metric differ per resource).
+
+        `memo` (the caller's, per HPA) keeps each metric's result by (resource, current count):
+        pass the same dict only while the pods and their metrics read the same as when it was
+        filled (the simulator's HPA controller checks that), else a new one."""
         minimum = hpa.min_replicas
         if current == 0 and minimum != 0:
             return Decision(0, "ScalingDisabled")
@@ -323,7 +328,7 @@ class HpaState:
             return self._record(
                 current, minimum, hpa, "Current number of replicas below Spec.MinReplicas", now
             )
-        proposal, reason, readings, error = self._from_metrics(hpa, current, pods, now, settings)
+        proposal, reason, readings, error = self._from_metrics(hpa, current, pods, now, settings, memo)
         if proposal < 0:
             return Decision(current, "FailedGetResourceMetric", readings, error)
         if hpa.behavior is None:
@@ -345,6 +350,7 @@ class HpaState:
         pods: list[PodSample] | Mapping[str, list[PodSample]],
         now: float,
         settings: Settings,
+        memo: dict[tuple[str, int], MetricResult | str] | None = None,
     ) -> tuple[int, str, dict[str, int], str]:
         """computeReplicasForMetrics: (proposal or -1, reason, readings, first error)."""
         tolerance = tolerances(hpa.behavior, settings.tolerance)
@@ -353,13 +359,20 @@ class HpaState:
             error = f"no source for {hpa.unsupported_metrics[0]} metrics in the simulator"
         readings: dict[str, int] = {}
         for metric in hpa.metrics:
-            try:
-                samples = pods if isinstance(pods, list) else pods.get(metric.resource, [])
-                result = resource_replicas(metric, current, samples, now, settings, tolerance)
-            except MetricError as exc:
+            found = None if memo is None else memo.get((metric.resource, current))
+            if found is None:
+                try:
+                    samples = pods if isinstance(pods, list) else pods.get(metric.resource, [])
+                    found = resource_replicas(metric, current, samples, now, settings, tolerance)
+                except MetricError as exc:
+                    found = str(exc)
+                if memo is not None:
+                    memo[(metric.resource, current)] = found
+            if isinstance(found, str):
                 invalid += 1
-                error = error or f"{metric.resource}: {exc}"
+                error = error or f"{metric.resource}: {found}"
                 continue
+            result = found
             readings[metric.resource] = result.current
             if result.replicas > best:
                 best = result.replicas

@@ -2,8 +2,10 @@
 
 Every `spec.cluster.horizontalPodAutoscaler.syncPeriod` (15 s, --horizontal-pod-autoscaler-sync-period)
 each HPA is synced as upstream syncs it (the arithmetic is workloads/hpa.py): the target's pods are
-the ones its selector matches in its namespace; each pod's metric is what metrics-server would
-report of its usage profile (sim/spec/usage.py) once the pod has run for one metrics resolution (15 s;
+the ones it controls (a Deployment's through its ReplicaSets; upstream lists the namespace's pods by
+the target's selector, which also finds pods it does not own, a misconfiguration upstream warns of);
+each pod's metric is what metrics-server would report of its usage profile (sim/spec/usage.py)
+once the pod has run for one metrics resolution (15 s;
 before that it has none, a "missing" pod); the new count goes to the target's `scale` as
 `kubectl scale` would, with upstream's SuccessfulRescale event.
 
@@ -16,16 +18,18 @@ downscale window starts full at the current count.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from kubetide.model import Pod
+from kubetide.model import Pod, Workload
 from kubetide.model.hpa import HorizontalPodAutoscaler, ResourceMetric
 from kubetide.sim.runtime.engine import Engine, Timer
 from kubetide.sim.runtime.events import EventLog
-from kubetide.sim.spec.profiles import UsageModel
 from kubetide.sim.runtime.world import World, WorldObserver
+from kubetide.sim.spec.profiles import Constant, Generator, Trace, UsageModel
 from kubetide.workloads.hpa import HpaState, PodSample, Settings
 
 KIND = "HorizontalPodAutoscaler"
@@ -59,6 +63,8 @@ class HorizontalPodAutoscalers(WorldObserver):
         self.missing_target: set[str] = set()
         self._timer: Timer | None = None
         self._subscribed = False
+        self._changes: dict[str, int] = {}  # controller UID -> changes to its pods (the cache's key)
+        self._cache: dict[str, _Inputs] = {}
         self.rescales = 0
 
     # -- the API server's side -----------------------------------------------------------------
@@ -117,11 +123,8 @@ class HorizontalPodAutoscalers(WorldObserver):
         self.missing_target.discard(hpa.key)
         current = target.replicas
         now = self.engine.now()
-        pods = [
-            p for p in self.world.pods() if p.namespace == hpa.namespace and target.selector.matches(p.labels)
-        ]
-        samples = self._samples(hpa, pods, now)
-        decision = self.states[hpa.key].reconcile(hpa, current, samples, now, self.settings)
+        samples, memo = self._inputs(hpa, target, now)
+        decision = self.states[hpa.key].reconcile(hpa, current, samples, now, self.settings, memo)
         record = self.history.setdefault(hpa.key, self._history(hpa, current))
         record["readings"] = decision.metrics
         if decision.desired != current:
@@ -140,10 +143,53 @@ class HorizontalPodAutoscalers(WorldObserver):
             record["low"] = min(record["low"], decision.desired)
         record["final"] = decision.desired
 
+    def _inputs(
+        self, hpa: HorizontalPodAutoscaler, target: Workload, now: float
+    ) -> tuple[dict[str, list[PodSample]], dict]:
+        """The pods as the metrics see them, and the memo of results on them. Reused from the last
+        sync while nothing they depend on changed: no pod of the target added, changed or gone
+        (the watches count changes per controller), each usage series at the same step, and no
+        pod's reading due to change with time yet (a first metric, the end of a cpu
+        initialisation period): then the last results stand, and a sync costs no pod walk."""
+        owners = self._owners_of(target)
+        token = (tuple((uid, self._changes.get(uid, 0)) for uid in owners), hpa)
+        cached = self._cache.get(hpa.key)
+        t = now - self.engine.start
+        if (
+            cached is not None
+            and cached.token == token
+            and now < cached.valid_until
+            and all(_epoch(series, t) == epoch for series, epoch in cached.epochs)
+        ):
+            return cached.samples, cached.memo
+        pods = [p for uid in owners for p in self.world.pods_of(uid)]
+        used: dict[int, Any] = {}
+        samples = self._samples(hpa, pods, now, used)
+        valid_until = min((_next_flip(pod, now, self.settings) for pod in pods), default=float("inf"))
+        entry = _Inputs(
+            token, valid_until, [(series, _epoch(series, t)) for series in used.values()], samples, {}
+        )
+        self._cache[hpa.key] = entry
+        return samples, entry.memo
+
+    def _owners_of(self, target: Workload) -> list[str]:
+        owners = [target.meta.uid]
+        if target.kind == "Deployment":
+            owners += [
+                w.meta.uid
+                for w in self.world.workloads.values()
+                if w.kind == "ReplicaSet"
+                and w.namespace == target.namespace
+                and (ref := w.meta.controller) is not None
+                and ref.uid == target.meta.uid
+            ]
+        return owners
+
     def _samples(
-        self, hpa: HorizontalPodAutoscaler, pods: list[Pod], now: float
+        self, hpa: HorizontalPodAutoscaler, pods: list[Pod], now: float, used: dict[int, Any] | None = None
     ) -> dict[str, list[PodSample]]:
-        """The pods as each metric's resource sees them (request and usage differ per resource)."""
+        """The pods as each metric's resource sees them (request and usage differ per resource);
+        the usage series read go into `used` (by identity)."""
         t = now - self.engine.start
         out: dict[str, list[PodSample]] = {}
         fallback = _status_usage(hpa)
@@ -158,7 +204,7 @@ class HorizontalPodAutoscalers(WorldObserver):
                     and pod.start_time is not None
                     and now - pod.start_time >= METRICS_RESOLUTION
                 ):
-                    value = self._usage(pod, resource, t, request, fallback.get(resource))
+                    value = self._usage(pod, resource, t, request, fallback.get(resource), used)
                 samples.append(
                     PodSample(
                         name=pod.name,
@@ -176,12 +222,22 @@ class HorizontalPodAutoscalers(WorldObserver):
             out[resource] = samples
         return out
 
-    def _usage(self, pod: Pod, resource: str, t: float, request: int, status: ResourceMetric | None) -> int:
+    def _usage(
+        self,
+        pod: Pod,
+        resource: str,
+        t: float,
+        request: int,
+        status: ResourceMetric | None,
+        used: dict[int, Any] | None = None,
+    ) -> int:
         series = key = None
         for name, found, jitter_key in self.usage.resolve(pod):
             if name == resource:
                 series, key = found, jitter_key
         if series is not None:
+            if used is not None:
+                used[id(series)] = series
             value = series.at(t, key or 0)
         elif status is not None and status.utilization is not None:
             value = request * status.utilization // 100
@@ -197,7 +253,22 @@ class HorizontalPodAutoscalers(WorldObserver):
         return {"initial": start, "final": start, "peak": start, "low": start, "rescales": 0, "readings": {}}
 
     # -- watches -------------------------------------------------------------------------------
+    def _changed(self, pod: Pod) -> None:
+        ref = pod.meta.controller
+        if ref is not None:
+            self._changes[ref.uid] = self._changes.get(ref.uid, 0) + 1
+
+    def pod_added(self, pod: Pod) -> None:
+        self._changed(pod)
+
+    def pod_bound(self, pod: Pod) -> None:
+        self._changed(pod)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        self._changed(new)
+
     def pod_removed(self, pod: Pod) -> None:
+        self._changed(pod)
         self.usage.forget(pod.uid)
 
     def _owners(self, pod: Pod) -> Iterable[tuple[str, str]]:
@@ -234,6 +305,42 @@ class HorizontalPodAutoscalers(WorldObserver):
                 entry["targets"] = {m.resource: _target_text(m) for m in hpa.metrics}
             out[key.split("/", 1)[1]] = entry
         return out
+
+
+@dataclass
+class _Inputs:
+    """One HPA's pods as its last sync read them, and what they gave."""
+
+    token: tuple
+    valid_until: float  # the first time a pod's reading changes by itself (a first metric...)
+    epochs: list[tuple[Any, Any]]  # (usage series, its step when read)
+    samples: dict[str, list[PodSample]]
+    memo: dict
+
+
+def _epoch(series: Any, t: float) -> Any:
+    """What a series' value at `t` depends on: equal epochs, equal values (per pod)."""
+    if isinstance(series, Constant):
+        return 0
+    if isinstance(series, Trace):
+        return bisect.bisect_right(series.times, t)
+    if isinstance(series, Generator) and not series.jitter:
+        return series.spiking(t)
+    return t  # jitter: every sample differs
+
+
+def _next_flip(pod: Pod, now: float, settings: Settings) -> float:
+    """The first time after `now` at which `pod` reads differently with nothing else changed: its
+    first metric, the end of its cpu initialisation period, a metric window after it became ready."""
+    start = pod.start_time
+    if pod.phase != "Running" or start is None:
+        return float("inf")
+    times = (
+        start + METRICS_RESOLUTION,
+        start + settings.cpu_initialization_period,
+        (pod.ready_transition or start) + METRICS_RESOLUTION,
+    )
+    return min((t for t in times if t > now), default=float("inf"))
 
 
 def _status_usage(hpa: HorizontalPodAutoscaler) -> dict[str, ResourceMetric]:
