@@ -250,3 +250,26 @@ def test_reusing_the_last_syncs_readings_changes_nothing(tmp_path, monkeypatch):
     assert len([e for e in cached.events if e["reason"] == "SuccessfulRescale"]) >= 3
     assert cached.events == fresh.events
     assert cached.timeline == fresh.timeline
+
+
+def test_an_hpa_applied_later_and_deleted_later(tmp_path):
+    """An HPA created by an `apply` event syncs from the next period on (the cluster had none
+    before); a `delete` event stops it."""
+    trace = tmp_path / "web.csv"
+    trace.write_text("time,cpu\n0,1\n")
+    scenario = make_scenario(
+        groups=[group(size=4, cpu="4")],
+        objects=[deployment("web", 2, cpu="1", memory="128Mi")],
+        usage=[{"match": {"kind": "Deployment", "name": "web"}, "trace": str(trace)}],
+        events=[
+            {"at": "2m", "apply": [hpa(maximum=5)]},
+            {"at": "3m", "delete": {"kind": "HorizontalPodAutoscaler", "name": "web"}},
+        ],
+        cluster=FAST,
+        duration="10m",
+    )
+    sim = run(scenario, 600)
+    # 120 s: applied; 135 s: 100% of 50% -> ceil(2 x 2) = 4; 150 s: the 2 new pods have no
+    # metric (0 on a scale-up): 2 000 / 4 000 = 50%, no change; 165 s: 4 at 100% -> 8, max 5
+    assert rescales(sim) == [(135.0, 4), (165.0, 5)]
+    assert sim.world.workloads["Deployment/default/web"].replicas == 5

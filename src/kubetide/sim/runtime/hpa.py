@@ -63,6 +63,7 @@ class HorizontalPodAutoscalers(WorldObserver):
         self.missing_target: set[str] = set()
         self._timer: Timer | None = None
         self._subscribed = False
+        self._started = False
         self._changes: dict[str, int] = {}  # controller UID -> changes to its pods (the cache's key)
         self._cache: dict[str, _Inputs] = {}
         self.rescales = 0
@@ -74,9 +75,12 @@ class HorizontalPodAutoscalers(WorldObserver):
         if not self._subscribed:  # only scenarios with HPAs pay for the cache's upkeep
             self.world.subscribe(self)
             self._subscribed = True
+        if self._started:  # applied by a scenario event: synced from the next period on
+            self._schedule()
 
     def delete(self, key: str) -> bool:
         self.states.pop(key, None)
+        self._cache.pop(key, None)
         return self.hpas.pop(key, None) is not None
 
     def delete_namespace(self, namespace: str) -> None:
@@ -85,6 +89,7 @@ class HorizontalPodAutoscalers(WorldObserver):
 
     def start(self) -> None:
         """Warm start: each HPA's window holds its current count; the first sync one period on."""
+        self._started = True
         now = self.engine.now()
         for key, hpa in self.hpas.items():
             target = self.world.workloads.get(hpa.target_key)
