@@ -436,7 +436,7 @@ def _usage_profiles(manifests: Manifests, pod_metrics: list[Any]) -> list[dict[s
         for resource in (CPU, MEMORY):
             values = [sample[resource] for sample in samples if resource in sample]
             if values:
-                entry[resource] = _quantity(resource, sum(values) // len(values))
+                entry[resource] = format_quantity(resource, sum(values) // len(values))
         if len(entry) > 1:
             entries.append(entry)
     return entries
