@@ -8,8 +8,8 @@ from sim_helpers import deployment, group, make_scenario, simulate
 from kubetide.errors import ManifestError
 from kubetide.model import load_documents
 from kubetide.model.cronjob import parse_schedule
-from kubetide.sim.spec.errors import ScenarioError
 from kubetide.sim.runtime.simulation import NoAutoscaler
+from kubetide.sim.spec.errors import ScenarioError
 
 # 2026-01-01T00:00:00Z, a Thursday: the simulated clock's default start.
 START = 1_767_225_600.0

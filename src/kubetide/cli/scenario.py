@@ -19,7 +19,7 @@ prints
   instances, every pod keeps its name, node, phase, readiness and age, and belongs to its
   controller. Simulating it with no events keeps the cluster as it is until the autoscaler acts;
 - HorizontalPodAutoscalers and CronJobs with their status (what each HPA last read, each
-  CronJob's last schedule time), which the simulator runs (sim/hpa.py, sim/cronjob.py);
+  CronJob's last schedule time), which the simulator runs (sim/runtime/hpa.py, sim/runtime/cronjob.py);
 - with `--usage USAGE.yaml` (PodMetrics, as `plan --usage` reads them), spec.usage: each
   workload's pods at their mean usage, a constant profile the HPAs read;
 - no events (a commented example) and no autoscaler flags: paste yours, a map or the Cluster
