@@ -18,12 +18,12 @@ import kubernetes
 import pytest
 import yaml
 from controlplane import installed_crds, wait_until
-from kubetide.sim.scenario import load_scenario
-from kubetide.sim.simulation import Simulation
 from kubetide_process import create_deployment, running, wait_running
 from test_kubectl_yaml_live import run_kubectl
 
 from kubetide.kube.resources import parser_for
+from kubetide.sim.runtime.simulation import Simulation
+from kubetide.sim.spec.scenario import load_scenario
 from kubetide.workloads.hpa import HpaState, PodSample, Settings
 
 pytestmark = pytest.mark.controlplane
