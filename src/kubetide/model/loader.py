@@ -414,7 +414,8 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
         if pod.explicit_priority:
             return pod
         if not pod.priority_class_name:
-            return dataclasses.replace(pod, priority=default) if default else pod
+            # priority is not part of the shape: the parsed one still holds
+            return dataclasses.replace(pod, priority=default, parsed_shape=pod.shape) if default else pod
         if pod.priority_class_name not in classes:
             if field is None:
                 unknown_in_templates.add(pod.priority_class_name)
@@ -425,7 +426,7 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
                 field,
                 f'unknown PriorityClass "{pod.priority_class_name}" (add its manifest or set spec.priority)',
             )
-        return dataclasses.replace(pod, priority=classes[pod.priority_class_name])
+        return dataclasses.replace(pod, priority=classes[pod.priority_class_name], parsed_shape=pod.shape)
 
     manifests.pods[:] = [resolve(p, f"Pod {p.key}", "spec.priorityClassName") for p in manifests.pods]
     for index, w in enumerate(manifests.workloads):

@@ -7,7 +7,7 @@ Effective requests are computed once, at parse time, with the Kubernetes rules (
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, TypeVar
 
 from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
@@ -21,6 +21,7 @@ from kubetide.model.selectors import (
     optional_label_selector,
     parse_requirement,
 )
+from kubetide.model.shape import PodShape
 
 T = TypeVar("T")
 
@@ -142,6 +143,16 @@ class Pod:
     # status.nominatedNodeName: where the scheduler means to put a pending pod once the pods it
     # preempts there are gone
     nominated_node_name: str = ""
+    # What the scheduler reads of the spec (model/shape.py), computed once per pod. A parser that
+    # already has it passes `parsed_shape`; otherwise (and in dataclasses.replace, which never
+    # passes it) it is computed from the fields, so it always describes them.
+    parsed_shape: InitVar[PodShape | None] = None
+    shape: PodShape = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self, parsed_shape: PodShape | None) -> None:
+        if parsed_shape is None:
+            parsed_shape = shape_of(self)
+        object.__setattr__(self, "shape", parsed_shape)
 
     # -- identity ---------------------------------------------------------------------------
     @property
@@ -206,6 +217,26 @@ class Pod:
     @property
     def host_ports(self) -> tuple[HostPort, ...]:
         return tuple(p for c in (*self.init_containers, *self.containers) for p in c.host_ports)
+
+
+# Pod fields the shape is computed from: changing one means computing it again.
+SHAPE_FIELDS = frozenset(
+    {
+        "requests",
+        "containers",
+        "init_containers",
+        "node_selector",
+        "affinity",
+        "tolerations",
+        "topology_spread",
+    }
+)
+
+
+def shape_of(pod: Pod) -> PodShape:
+    return PodShape.of(
+        pod.requests, pod.host_ports, pod.node_selector, pod.affinity, pod.tolerations, pod.topology_spread
+    )
 
 
 def qos_class(containers: Iterable[Container], init_containers: Iterable[Container]) -> str:

@@ -18,7 +18,7 @@ Reader parsers themselves, with the same field paths; an error there also means 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubetide.errors import ManifestError
 from kubetide.model.meta import ObjectMeta, OwnerReference, synthetic_uid
@@ -39,6 +39,7 @@ from kubetide.model.pod import (
 )
 from kubetide.model.quantity import MAX_UNITS, PODS, QuantityError, parse_quantity, to_units
 from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader, parse_time
+from kubetide.model.shape import PodShape
 
 # Fields parse_pod_spec reads that only the Reader path handles.
 _SLOW_SPEC_FIELDS = ("initContainers", "overhead", "hostNetwork")
@@ -206,17 +207,10 @@ def _container(data: Any) -> ContainerKey:
     return name, tuple(requests.items()), tuple(limits.items())
 
 
-@functools.lru_cache(maxsize=4096)
 def _containers(
     keys: tuple[ContainerKey, ...],
 ) -> tuple[tuple[Container, ...], dict[str, int], dict[str, int]]:
-    """Containers and pod-level requests and limits, one set of objects per distinct spec.
-
-    Pods stamped from one template then share them, as the scheduling side expects: its caches
-    (the drain simulation's stand-ins, the PredicateChecker's pod classes) tell identical specs
-    apart by object identity, and a dump's pods would otherwise each be a class of their own.
-    Nothing changes a Pod's requests after parsing, so sharing them is safe.
-    """
+    """Containers and pod-level requests and limits of one container list."""
     containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
     requests = effective_requests(containers, (), {}, "requests")
     requests[PODS] = 1
@@ -227,11 +221,35 @@ def _containers(
     return containers, requests, limits
 
 
-@functools.lru_cache(maxsize=1024)
-def _node_selector(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    """One dict per distinct node selector, shared as _containers shares requests (and for the
-    same identity-keyed caches: scale-up's equivalence groups)."""
-    return dict(items)
+TolerationFields = tuple[tuple[str, Any], ...]
+
+
+class _Template(NamedTuple):
+    """The spec objects pods stamped from one template have in common, parsed once."""
+
+    containers: tuple[Container, ...]
+    requests: dict[str, int]
+    limits: dict[str, int]
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
+    shape: PodShape  # for a pod without affinity or spread constraints
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(
+    keys: tuple[ContainerKey, ...],
+    selector: tuple[tuple[str, str], ...],
+    toleration_fields: tuple[TolerationFields, ...],
+) -> _Template:
+    """One set of objects per distinct spec: a dump's pods mostly come from a few templates, and
+    parsing each distinct container list, node selector and toleration (and working out their
+    shape) once is most of what makes this path fast. Nothing changes them after parsing, so the
+    pods share them."""
+    containers, requests, limits = _containers(keys)
+    node_selector = dict(selector)
+    tolerations = tuple(_toleration(fields) for fields in toleration_fields)
+    shape = PodShape.of(requests, (), node_selector, NO_AFFINITY, tolerations, ())
+    return _Template(containers, requests, limits, node_selector, tolerations, shape)
 
 
 def _pod(data: Any, source: str, location: str) -> Pod:
@@ -244,7 +262,14 @@ def _pod(data: Any, source: str, location: str) -> Pod:
     keys = tuple(_container(c) for c in _optional_list(spec.get("containers")))
     if not keys:
         raise _NotCanonical
-    containers, requests, limits = _containers(keys)
+    toleration_fields = []
+    for t in _optional_list(spec.get("tolerations")):
+        t = _dict(t)
+        if any(type(v) not in (str, int) for v in t.values()):
+            raise _NotCanonical
+        toleration_fields.append(tuple(t.items()))
+    selector = tuple(_str_map(spec.get("nodeSelector")).items())
+    template = _template(keys, selector, tuple(toleration_fields))
     grace = _int(spec.get("terminationGracePeriodSeconds"))
     if grace is not None and grace < 0:
         raise _NotCanonical
@@ -283,12 +308,6 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         # parse_pod reads an absent status as an empty one
         fields.update(phase="Pending", start_time=None, nominated_node_name="", restarts=0)
 
-    tolerations = []
-    for t in _optional_list(spec.get("tolerations")):
-        t = _dict(t)
-        if any(type(v) not in (str, int) for v in t.values()):
-            raise _NotCanonical
-        tolerations.append(_toleration(tuple(t.items())))
     # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
     spec_reader = Reader(spec, source, location, "spec")
     affinity = NO_AFFINITY if spec.get("affinity") is None else _parse_affinity(spec_reader)
@@ -298,15 +317,20 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
     if spec.get("volumes") is not None:
         volumes = tuple(_parse_volume(v) for v in spec_reader.items("volumes"))
+    shape = template.shape
+    if affinity is not NO_AFFINITY or spread:
+        shape = PodShape.of(
+            template.requests, (), template.node_selector, affinity, template.tolerations, spread
+        )
     return Pod(
         meta=meta,
-        requests=requests,
-        limits=limits,
-        containers=containers,
+        requests=template.requests,
+        limits=template.limits,
+        containers=template.containers,
         node_name=_str(spec.get("nodeName")),
-        node_selector=_node_selector(tuple(_str_map(spec.get("nodeSelector")).items())),
+        node_selector=template.node_selector,
         affinity=affinity,
-        tolerations=tuple(tolerations),
+        tolerations=template.tolerations,
         topology_spread=spread,
         volumes=volumes,
         priority=priority or 0,
@@ -314,5 +338,6 @@ def _pod(data: Any, source: str, location: str) -> Pod:
         explicit_priority=priority is not None,
         termination_grace_period=DEFAULT_GRACE_PERIOD if grace is None else grace,
         scheduler_name=_str(spec.get("schedulerName"), "default-scheduler"),
+        parsed_shape=shape,
         **fields,
     )

@@ -27,6 +27,7 @@ from kubetide.scheduling.classes import (
     State,
     StaticClass,
     class_key,
+    fit_key,
     static_key,
 )
 from kubetide.scheduling.index import AntiEntry, SchedulingIndex
@@ -160,10 +161,10 @@ class PredicateChecker:
             static = self._statics.get(skey)
             if static is None:
                 static = self._statics[skey] = StaticClass(pod, self._index.capacity)
-            gkey = (skey, key[2], key[3])  # static, requests, host ports
+            gkey = fit_key(pod)
             group = self._groups.get(gkey)
             if group is None:
-                group = self._groups[gkey] = FitGroup(static, key[2], key[3])
+                group = self._groups[gkey] = FitGroup(static, pod.shape.requests, pod.host_ports)
             if len(self._classes) >= _CACHE_LIMIT:
                 self._classes.clear()  # a cache: classes rebuild their state on demand
             cls = self._classes[key] = PodClass(pod, group)

@@ -2,16 +2,18 @@
 
 Three levels:
 
+All three are keyed on the pod's shape (model/shape.py), computed once when the pod was parsed.
+
 - `StaticClass`: what decides node-static feasibility (node name, node selector, node affinity,
-  tolerations). Its per-slot results (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
+  tolerations: the shape's `nodes`). Its per-slot results (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
   plus the static score inputs) are computed once per node and caught up lazily from the index's
   node log when nodes appear or change.
 - `FitGroup`: a static class plus requests and host ports: everything the filters read that does
   not depend on other pods' labels. Its base mask (valid, node-static, ports, resources) is
   shared per snapshot version, and so is "fits nowhere", by every class in it: pods differing
   only in labels (StatefulSet or Job pods) do not each pay for the vectorised fit.
-- `PodClass`: everything any filter or score reads (namespace, labels, requests, host ports,
-  affinity, spread, and the static class). Pods of one ReplicaSet normally share one class, so
+- `PodClass`: everything any filter or score reads (the whole shape, node name, and namespace and
+  labels unless the shape is label-free). Pods of one ReplicaSet normally share one class, so
   registration of matchers, the per-version pre-filter state and the "fits nowhere" memo are
   per class, not per pod.
 """
@@ -26,6 +28,7 @@ import numpy as np
 from kubetide.model.node import Node
 from kubetide.model.pod import HostPort, Pod, TopologySpreadConstraint
 from kubetide.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubetide.model.shape import Resources
 from kubetide.scheduling import reasons as R
 from kubetide.scheduling.index import AntiEntry, PodSet, Topology
 from kubetide.scheduling.terms import (
@@ -45,14 +48,14 @@ def _items(mapping: dict[Any, Any]) -> tuple[Any, ...]:
 
 
 def static_key(pod: Pod) -> tuple[Any, ...]:
-    affinity = pod.affinity
-    return (
-        pod.node_name,
-        _items(pod.node_selector),
-        affinity.node_required,
-        affinity.node_preferred,
-        pod.tolerations,
-    )
+    """Node name and node terms: what a StaticClass's per-node results depend on."""
+    return (pod.node_name, pod.shape.nodes)
+
+
+def fit_key(pod: Pod) -> tuple[Any, ...]:
+    """A static key plus requests and host ports: what a FitGroup's base mask depends on."""
+    shape = pod.shape
+    return (pod.node_name, shape.nodes, shape.requests, shape.host_ports)
 
 
 def label_free(pod: Pod) -> bool:
@@ -62,23 +65,15 @@ def label_free(pod: Pod) -> bool:
     such pods with different labels, so the class leaves labels out: StatefulSet or indexed-Job
     pods with unique labels share one class.
     """
-    affinity = pod.affinity
-    return not (affinity.pod_required or affinity.anti_required or pod.topology_spread)
+    return pod.shape.label_free
 
 
 def class_key(pod: Pod) -> tuple[Any, ...]:
-    free = label_free(pod)
-    return (
-        None if free else pod.namespace,
-        None if free else _items(pod.labels),
-        _items(pod.requests),
-        pod.host_ports,
-        pod.node_name,
-        _items(pod.node_selector),
-        pod.affinity,
-        pod.tolerations,
-        pod.topology_spread,
-    )
+    """The pod's shape and node name, plus its namespace and labels unless it is label-free."""
+    shape = pod.shape
+    if shape.label_free:
+        return (pod.node_name, shape, None, None)
+    return (pod.node_name, shape, pod.namespace, _items(pod.labels))
 
 
 def pinned_names(pod: Pod) -> frozenset[str] | None:
@@ -238,15 +233,15 @@ class FitGroup:
 
     __slots__ = ("cpu", "fit", "fit_pos", "mask", "memory", "need", "none_at", "ports", "pos", "static")
 
-    def __init__(self, static: StaticClass, requests: tuple[Any, ...], ports: tuple[HostPort, ...]):
+    def __init__(self, static: StaticClass, requests: Resources, ports: tuple[HostPort, ...]):
         self.static = static
         self.need = tuple(
             sorted(
-                ((r, a) for r, a in requests if a > 0),
+                ((r, a) for r, a in requests.items if a > 0),
                 key=lambda item: (_RESOURCE_ORDER.get(item[0], 4), item[0]),
             )
         )
-        amounts = dict(requests)
+        amounts = requests.amounts
         self.cpu = amounts.get(CPU, 0)
         self.memory = amounts.get(MEMORY, 0)
         self.ports = ports

@@ -29,6 +29,7 @@ import numpy as np
 
 from kubetide.model.node import Node
 from kubetide.model.pod import Pod
+from kubetide.model.shape import Resources
 from kubetide.snapshot.columns import ResourceColumns
 
 _ADD_POD, _REMOVE_POD, _ADD_NODE, _REMOVE_NODE, _REPLACE_NODE = range(5)
@@ -88,14 +89,13 @@ class ClusterSnapshot:
         # access where a second name lookup in a large dict is a few.
         self._pods_at: list[dict[str, Pod]] = [_FREE_SLOT] * capacity
         self._node_of: dict[str, str] = {}
-        # Sparse resource lists [(column, amount)] cached by the identity of a pod's `requests`
-        # or a node's `allocatable` dict: every version of a pod
-        # (dataclasses.replace) and every pod stamped from one template share that dict, so the
-        # cache stays small and hits almost always. Each entry keeps its dict alive, so an id is
-        # never reused while cached. Pods request 2-4 resources, and scalar updates through a
+        # Sparse resource lists [(column, amount)] of pods' requests, cached by the requests part
+        # of the pod's shape (model/shape.py), a value computed once per pod: every version of a
+        # pod and every pod stamped from one template have equal requests, so the cache stays
+        # small and hits almost always. Pods request 2-4 resources, and scalar updates through a
         # memoryview beat a NumPy row operation several times over.
-        self._sparse: dict[int, tuple[Mapping[str, int], _Sparse]] = {}
-        self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray]] = {}
+        self._sparse: dict[Resources, _Sparse] = {}
+        self._vectors: dict[Resources, np.ndarray] = {}
         # Flat views: one int index per scalar update.
         self._used_view = self._used.reshape(-1).data
         self._alloc_view = self.alloc.reshape(-1).data
@@ -200,31 +200,32 @@ class ClusterSnapshot:
             vec[index[name]] = amount
         return vec
 
-    def _sparse_of(self, amounts: Mapping[str, int]) -> tuple[Mapping[str, int], _Sparse]:
-        """The cache entry of a resource dict (adding columns for new resources)."""
-        entry = self._sparse.get(id(amounts))
-        if entry is not None and entry[0] is amounts:
-            return entry
+    def _sparse_of(self, amounts: Mapping[str, int]) -> _Sparse:
+        """(column, amount) for the non-zero amounts (adding columns for new resources)."""
         self._ensure_columns(amounts)
         index = self.columns.index
-        sparse = [(index[name], amount) for name, amount in amounts.items() if amount]
-        entry = (amounts, sparse)
-        self._sparse[id(amounts)] = entry
-        self._bound_caches()
-        return entry
+        return [(index[name], amount) for name, amount in amounts.items() if amount]
+
+    def _pod_sparse(self, requests: Resources) -> _Sparse:
+        """The cached sparse list of a pod's requests (adding columns for new resources)."""
+        sparse = self._sparse.get(requests)
+        if sparse is None:
+            sparse = self._sparse[requests] = self._sparse_of(requests.amounts)
+            self._bound_caches()
+        return sparse
 
     def pod_vector(self, pod: Pod) -> np.ndarray:
-        requests = pod.requests
-        entry = self._vectors.get(id(requests))
-        if entry is None or entry[0] is not requests or len(entry[1]) != len(self.columns):
-            entry = self._vectors[id(requests)] = (requests, self.vector(requests))
+        requests = pod.shape.requests
+        vector = self._vectors.get(requests)
+        if vector is None or len(vector) != len(self.columns):
+            vector = self._vectors[requests] = self.vector(requests.amounts)
             self._bound_caches()
-        return entry[1]
+        return vector
 
     def _bound_caches(self) -> None:
-        # Parsed pods and nodes each own their dict; drop everything now and then rather than
-        # hold every pod ever seen (a day-long simulation sees hundreds of thousands), but never
-        # below what the pods and nodes present need (clearing then would thrash).
+        # Drop everything now and then rather than hold every request shape ever seen (a day-long
+        # simulation may see many), but never below what the pods and nodes present could need
+        # (clearing then would thrash).
         limit = 2 * (len(self._node_of) + len(self._slot)) + 65536  # at most a few tens of MB
         if len(self._sparse) > limit:
             self._sparse.clear()
@@ -332,13 +333,12 @@ class ClusterSnapshot:
         if slot is None:
             raise SnapshotError(f"no node {node_name!r} in the snapshot for pod {pod.key}")
         # `_place`, inlined: this is the hot path of every what-if.
-        requests = pod.requests
-        entry = self._sparse.get(id(requests))
-        if entry is None or entry[0] is not requests:
-            entry = self._sparse_of(requests)  # may add columns: the row offset comes after
+        sparse = self._sparse.get(pod.shape.requests)
+        if sparse is None:
+            sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the offset comes after
         self._pods_at[slot][uid] = pod
         node_of[uid] = node_name
-        change = (_ADD_POD, uid, slot, slot * self._width, entry[1])
+        change = (_ADD_POD, uid, slot, slot * self._width, sparse)
         pending = self._pending
         pending.append(change)  # an undo compares it by identity (see `revert`)
         if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
@@ -376,7 +376,7 @@ class ClusterSnapshot:
         uid = pod.meta.uid
         self._pods_on[node_name][uid] = pod
         self._node_of[uid] = node_name
-        sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
+        sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the row offset comes after
         self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse))
         self._stamp[slot] = next(_STAMPS)
         if self._observers:
@@ -389,7 +389,7 @@ class ClusterSnapshot:
         node_name = self._node_of.pop(uid)
         slot = self._slot[node_name]
         pod = self._pods_on[node_name].pop(uid)
-        sparse = self._sparse_of(pod.requests)[1]  # may add columns: the row offset comes after
+        sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the row offset comes after
         self._pending_removals.append((slot * self._width, sparse))
         if len(self._pending_removals) > _MAX_PENDING:
             self._apply_pending()
@@ -415,7 +415,7 @@ class ClusterSnapshot:
     def _install_node(self, node: Node, slot: int) -> None:
         # A free slot's rows are all zero: `alloc` is cleared when a node leaves, and `used`
         # returns to zero as its pods leave first.
-        sparse = self._sparse_of(node.allocatable)[1]  # may add columns: the offset comes after
+        sparse = self._sparse_of(node.allocatable)  # may add columns: the offset comes after
         name = node.meta.name
         self._slot[name] = slot
         self._node_at[slot] = node
@@ -440,7 +440,7 @@ class ClusterSnapshot:
         self._stamp[slot] = next(_STAMPS)
         alloc = self._alloc_view
         base = slot * self._width
-        for column, _ in self._sparse_of(node.allocatable)[1]:
+        for column, _ in self._sparse_of(node.allocatable):
             alloc[base + column] = 0
         self._valid_view[slot] = False
         heapq.heappush(self._free, slot)

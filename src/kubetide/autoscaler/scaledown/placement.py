@@ -48,23 +48,12 @@ def homeless(pod: Pod, cache: Memo[str, Pod] | None = None) -> Pod:
     return copy
 
 
-def _shape(pod: Pod) -> tuple[Any, ...]:
-    """A key equal only for pods the scheduler cannot tell apart (apart from node name).
-
-    Pods stamped from one template share their spec objects, so identity stands in for equality
-    there; labels are compared by value. A miss only costs a copy, never a wrong answer.
-    """
-    return (
-        pod.meta.namespace,
-        tuple(pod.meta.labels.items()),
-        id(pod.requests),
-        id(pod.containers),
-        id(pod.init_containers),
-        tuple(pod.node_selector.items()),
-        id(pod.affinity),
-        id(pod.tolerations),
-        id(pod.topology_spread),
-    )
+def _standin_key(pod: Pod) -> tuple[Any, ...]:
+    """Equal only for pods the scheduler cannot tell apart once bound to no node: the same shape
+    (model/shape.py), namespace and labels. Labels are compared in their given order: pods
+    stamped from one template list them alike, and a miss only costs a copy."""
+    meta = pod.meta
+    return (pod.shape, meta.namespace, tuple(meta.labels.items()))
 
 
 class PodMover:
@@ -85,17 +74,17 @@ class PodMover:
         # by requests, but the pod would push it over a QoS watermark.
         self.refused: Refusal | None = None
         self.cache: Memo[str, Pod] = cache if cache is not None else Memo()
-        # shape -> stand-in; the stand-in holds the spec objects whose ids are in the key alive.
+        # (shape, namespace, labels) -> stand-in
         self._standins: dict[tuple[Any, ...], Pod] = {}
         # The design starts the pointer at the last node.
         valid = snapshot.valid.nonzero()[0]
         self.pointer = int(valid[-1]) if len(valid) else 0
 
     def standin(self, pod: Pod) -> Pod:
-        shape = _shape(pod)
-        found = self._standins.get(shape)
+        key = _standin_key(pod)
+        found = self._standins.get(key)
         if found is None:
-            found = self._standins[shape] = homeless(pod, self.cache)
+            found = self._standins[key] = homeless(pod, self.cache)
         return found
 
     def destination(self, pod: Pod, hint: str | None, skip: Container[str]) -> str | None:

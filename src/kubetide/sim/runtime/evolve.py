@@ -2,9 +2,10 @@
 
 The simulator changes pod status tens of thousands of times per simulated hour (bind, start,
 terminate). `dataclasses.replace` re-runs `__init__` through keyword arguments, which for a
-30-field frozen dataclass costs about twice a straight slot copy. Model objects have no
-`__post_init__` or validation in `__init__`, so copying the slots and overriding the changed ones
-yields the same object.
+30-field frozen dataclass costs about twice a straight slot copy. Copying the slots and
+overriding the changed ones yields the same object, since the only work a model `__init__` does
+beyond storing fields is a Pod's shape (model/shape.py): a change to a field the shape is computed
+from goes through `dataclasses.replace`, which computes it again.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import dataclasses
 from typing import Any, TypeVar
 
 from kubetide.model import ObjectMeta, Pod
+from kubetide.model.pod import SHAPE_FIELDS
 
 T = TypeVar("T")
 
@@ -39,7 +41,9 @@ def evolve(obj: T, **changes: Any) -> T:
     unknown = changes.keys() - _FIELDS[type(obj)]
     if unknown:
         raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}")
+    if not SHAPE_FIELDS.isdisjoint(changes):
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     return fast(obj, changes)
 
 
-_FIELDS = {cls: frozenset(f.name for f in dataclasses.fields(cls)) for cls in _EVOLVE}
+_FIELDS = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.init) for cls in _EVOLVE}
