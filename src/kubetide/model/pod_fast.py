@@ -13,6 +13,10 @@ compares the two on randomly broken pods).
 
 Rare-but-structured fields (affinity, topology spread, tolerations, volumes) go through the
 Reader parsers themselves, with the same field paths; an error there also means "None".
+
+Pods of one template share their spec objects and their shape (model/shape.py), worked out once
+per distinct container list, node selector and tolerations (`_template`); the shape of a pod with
+affinity or spread constraints is worked out per pod, as is the parsing of those fields.
 """
 
 from __future__ import annotations
