@@ -96,6 +96,10 @@ class ClusterSnapshot:
         # memoryview beat a NumPy row operation several times over.
         self._sparse: dict[Resources, _Sparse] = {}
         self._vectors: dict[Resources, np.ndarray] = {}
+        # The same for nodes' allocatable, by node name, with the dict the list was made from: a
+        # what-if adds and drops the same node objects over and over (an entry is used only while
+        # the node's allocatable is that very dict, which nothing changes after parsing).
+        self._node_sparse: dict[str, tuple[Mapping[str, int], _Sparse]] = {}
         # Flat views: one int index per scalar update.
         self._used_view = self._used.reshape(-1).data
         self._alloc_view = self.alloc.reshape(-1).data
@@ -214,6 +218,15 @@ class ClusterSnapshot:
             self._bound_caches()
         return sparse
 
+    def _node_sparse_of(self, node: Node) -> _Sparse:
+        """The cached sparse list of a node's allocatable (adding columns for new resources)."""
+        allocatable = node.allocatable
+        entry = self._node_sparse.get(node.meta.name)
+        if entry is None or entry[0] is not allocatable:
+            entry = self._node_sparse[node.meta.name] = (allocatable, self._sparse_of(allocatable))
+            self._bound_caches()
+        return entry[1]
+
     def pod_vector(self, pod: Pod) -> np.ndarray:
         requests = pod.shape.requests
         vector = self._vectors.get(requests)
@@ -231,6 +244,8 @@ class ClusterSnapshot:
             self._sparse.clear()
         if len(self._vectors) > limit:
             self._vectors.clear()
+        if len(self._node_sparse) > limit:
+            self._node_sparse.clear()
 
     # -- observers -------------------------------------------------------------------------
     def add_observer(self, observer: SnapshotObserver) -> None:
@@ -415,7 +430,7 @@ class ClusterSnapshot:
     def _install_node(self, node: Node, slot: int) -> None:
         # A free slot's rows are all zero: `alloc` is cleared when a node leaves, and `used`
         # returns to zero as its pods leave first.
-        sparse = self._sparse_of(node.allocatable)  # may add columns: the offset comes after
+        sparse = self._node_sparse_of(node)  # may add columns: the offset comes after
         name = node.meta.name
         self._slot[name] = slot
         self._node_at[slot] = node
@@ -440,7 +455,7 @@ class ClusterSnapshot:
         self._stamp[slot] = next(_STAMPS)
         alloc = self._alloc_view
         base = slot * self._width
-        for column, _ in self._sparse_of(node.allocatable):
+        for column, _ in self._node_sparse_of(node):
             alloc[base + column] = 0
         self._valid_view[slot] = False
         heapq.heappush(self._free, slot)
