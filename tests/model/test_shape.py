@@ -62,6 +62,7 @@ def requesting(cpu, memory=None):
 
 
 OTHER_META = {"name": "web-b", "namespace": "shop", "uid": "uid-b", "labels": {"app": "web"}}
+OWNED = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "rs", "controller": True}]
 READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
 
 
@@ -109,6 +110,7 @@ ROWS = [
     ("labels (consumers add them where they matter)", ("metadata", "labels", "app"), "api", True),
     ("namespace (consumers add it)", ("metadata", "namespace"), "other", True),
     ("annotations", ("metadata", "annotations"), {"a": "b"}, True),
+    ("owner (drainability reads it per pod)", ("metadata", "ownerReferences"), OWNED, True),
     ("image", (*CONTAINER, "image"), "web:v2", True),
     ("a limit above the request", (*LIMITS, "memory"), "1Gi", True),
     ("a new limit above the request", (*LIMITS, "cpu"), "2", True),

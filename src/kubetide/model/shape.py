@@ -26,7 +26,8 @@ What is not in it, and why:
   not modelled; drainability reads volumes per pod, not per shape);
 - priority and schedulerName: they choose the queue position and the scheduler, not the node;
   scale-up equivalence adds them because a group is placed as one, at one queue position;
-- status and metadata: nothing the scheduler places by.
+- owner references, status and the rest of the metadata: nothing the scheduler places by
+  (drainability reads the owner, per pod).
 
 Parts are values: equal fields mean equal objects (`==`, same hash), the hash is computed once, and
 equal values are interned so that comparing the same shape is an identity check. Interning is only
