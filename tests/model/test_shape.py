@@ -16,7 +16,7 @@ from kubetide.model.pod_fast import fast_pod
 from kubetide.model.reader import Reader
 from kubetide.model.shape import PodShape, Resources
 from kubetide.scheduling.classes import class_key, fit_key, static_key
-from kubetide.sim.evolve import evolve
+from kubetide.sim.runtime.evolve import evolve
 
 BASE = {
     "apiVersion": "v1",
