@@ -26,7 +26,7 @@ import pytest
 
 ORACLE_ARCHIVE = Path(__file__).resolve().parents[3].parent / "shared" / "ca-oracle" / "ca-oracle.xz"
 CLUSTERS = 40
-ORACLE_RUNS = 8
+ORACLE_RUNS = 12  # a disagreement must show in every run; CA agrees in about half of them on some clusters
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 OLD = "2026-11-26T00:00:00Z"
 
