@@ -355,7 +355,9 @@ def plan_loop(
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
     by_key = {p.key: p for p in pending}
     for key, node in decision.bound.items():
-        snapshot.add_pod(dataclasses.replace(by_key[key], node_name=node), node)
+        snapshot.add_pod(
+            dataclasses.replace(by_key[key], node_name=node, parsed_shape=by_key[key].shape), node
+        )
     budget = decision.budget or crop([], [], options)
     return PlanResult(decision, budget, options=options)
 

@@ -267,4 +267,4 @@ def _add_nominated(snapshot: ClusterSnapshot, pending: Sequence[Pod], cutoff: in
     for pod in pending:
         node = pod.nominated_node_name
         if node and node in snapshot and not is_expendable(pod, cutoff) and not snapshot.has_pod(pod.uid):
-            snapshot.add_pod(dataclasses.replace(pod, node_name=node), node)
+            snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
