@@ -65,7 +65,7 @@ def test_bad_flags_name_file_and_flag(flags, message):
 
 def test_every_flag_parses_its_own_default_text():
     """Each flag accepts a value written the way CA's --help shows defaults."""
-    samples = {"bool": "false", "int": "3", "float": "0.5", "ResourceRange": "0:10"}
+    samples = {"bool": "false", "int": "3", "float": "0.5", "ResourceRange": "0:10", "str": "kubetide"}
     for name, field in FLAGS.items():
         if name == "expander":
             value = "random"
@@ -74,3 +74,17 @@ def test_every_flag_parses_its_own_default_text():
         else:
             value = samples[field.type]
         parse_options({name: value}, "s.yaml")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("namespace", "Kube_System"), ("namespace", "a" * 64), ("status-config-map-name", "Bad Name")],
+)
+def test_the_status_configmap_location_is_checked_as_the_api_server_would(flag, value):
+    with pytest.raises(ManifestError, match=f"{flag}: must be a DNS-1123"):
+        parse_options({flag: value}, "s.yaml")
+
+
+def test_the_status_configmap_location_is_an_option():
+    options = parse_options({"namespace": "kubetide", "status-config-map-name": "ct.status"}, "s.yaml")
+    assert (options.namespace, options.status_config_map_name) == ("kubetide", "ct.status")

@@ -10,6 +10,7 @@ from controlplane import KubeTestContext, wait_until
 from kubetide_process import create_deployment, running, wait_running
 
 from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus
+from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome
 from kubetide.clock import ManualClock
 from kubetide.kube.actions import KubeClusterActions
@@ -212,7 +213,7 @@ def test_status_written_only_when_it_changes_and_events_are_aggregated(kube, cli
 
     key = f"{kube.namespace}/some-pod"
     for _ in range(5):
-        actions.emit_event("Pod", key, "Normal", "NotTriggerScaleUp", "pod didn't trigger scale-up")
+        actions.emit_event(Event.not_trigger_scale_up(key, "pod didn't trigger scale-up", clock.now()))
         clock.advance(10)
     assert actions.events.writes == 1  # one Event; the repeats wait for the refresh interval
     clock.advance(300)
@@ -232,7 +233,7 @@ def test_background_events_leave_the_caller_free_and_write_everything(kube):
     actions = KubeClusterActions(slow, ManualClock(1_800_000_000), events=events)
     for index in range(50):
         actions.emit_event(
-            "Pod", f"{kube.namespace}/pod-{index}", "Normal", "TriggeredScaleUp", "pod triggered"
+            Event.triggered_scale_up(f"{kube.namespace}/pod-{index}", "{g 0->1 (max: 5)}", 1e9)
         )
     assert slow.requests < 5  # the caller returned long before the events were written
     assert events.wait_idle(timeout=120)

@@ -28,6 +28,7 @@ from kubetide.agent.permissions import AGENT_PERMISSIONS
 from kubetide.agent.throttle import CgroupThrottler
 from kubetide.agent.usage import CgroupUsageSource
 from kubetide.agent.watch import NodeWatch
+from kubetide.autoscaler.events import Event, EventType
 from kubetide.clock import ManualClock
 from kubetide.kube.client import connect
 from kubetide.qos.config import EVICT, THROTTLE_DOWN, THROTTLE_UP
@@ -500,7 +501,9 @@ def test_repeated_events_are_one_event_with_a_count(kube):
     key = f"{kube.namespace}/blocked"
     try:
         for _ in range(3):  # a PDB refusing the same eviction sample after sample
-            events.record("Pod", key, "Warning", "AvoidanceEvictRefused", "eviction refused")
+            events.record(
+                Event("Pod", key, EventType.WARNING, "AvoidanceEvictRefused", "eviction refused", clock.now())
+            )
             clock.advance(30)
     finally:
         client.close()

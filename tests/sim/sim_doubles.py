@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from kubetide.autoscaler.events import Event, EventType
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
 from kubetide.model import Taint
 
@@ -39,7 +40,16 @@ class ScaleUpDouble:
         if delta > 0:
             try:
                 group.increase_size(delta)
-                self.actions.emit_event("NodeGroup", group.id, "Normal", "ScaledUpGroup", f"+{delta}")
+                self.actions.emit_event(
+                    Event(
+                        "NodeGroup",
+                        group.id,
+                        EventType.NORMAL,
+                        "ScaledUpGroup",
+                        f"+{delta}",
+                        self.clock.now(),
+                    )
+                )
             except Exception as exc:  # ActionError from faults
                 self.errors.append(str(exc))
 
@@ -72,7 +82,11 @@ class DrainDouble(ScaleUpDouble):
             if not left:
                 group = self.cloud.node_group_for(node)
                 group.delete_nodes([node])
-                self.actions.emit_event("Node", name, "Normal", "ScaleDown", "drained and deleted")
+                self.actions.emit_event(
+                    Event(
+                        "Node", name, EventType.NORMAL, "ScaleDown", "drained and deleted", self.clock.now()
+                    )
+                )
                 self.drain_names.remove(name)
 
 

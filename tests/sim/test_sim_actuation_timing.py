@@ -44,9 +44,7 @@ def times(sim, reason, source=None):
 def test_an_empty_node_is_deleted_its_delays_after_its_taint(flags, taint_to_delete):
     sim = Simulation(empty_group_scenario(flags))
     sim.run()
-    marked = [
-        e["time"] for e in sim.log.entries if e["reason"] == "ScaleDownEmpty" and "marked" in e["message"]
-    ]
+    marked = [e["time"] for e in sim.log.entries if e["reason"] == "ScaleDown" and "marked" in e["message"]]
     deleted = times(sim, "DeleteNodes")
     assert marked and deleted
     assert deleted[0] - marked[0] == pytest.approx(taint_to_delete)

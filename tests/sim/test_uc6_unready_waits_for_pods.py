@@ -45,5 +45,6 @@ def test_an_unready_node_at_target_waits_until_its_pods_are_gone():
     assert removals, "the dead node is removed in the end"
     # Not drained by the autoscaler: the node controller removed the pods, then the node went.
     assert removals[0]["time"] >= DIES_AT + TOLERATION
-    assert not [e for e in result.events if e["reason"] == "ScaleDown" and dead in e.get("object", "")]
+    assert not [e for e in result.events if e["message"] == f"Scale-down: node {dead} removed with drain"]
+    assert [e for e in result.events if e["message"] == f"Scale-down: empty node {dead} removed"]
     assert result.summary["invariants"]["pods_lost"] == 0

@@ -27,6 +27,7 @@ from kubetide.agent.actuator import REASONS, REFUSED_REASON, RESTORED_REASON, TR
 from kubetide.agent.throttle import CgroupThrottler
 from kubetide.agent.usage import UsageSource
 from kubetide.agent.watch import NodeWatch
+from kubetide.autoscaler.events import Event, EventType
 from kubetide.clock import Clock
 from kubetide.errors import ManifestError
 from kubetide.kube.events import EventRecorder
@@ -56,8 +57,18 @@ class AgentMetrics:
             registry=r,
         )
         self.actions = Counter("actions", "Actions carried out.", ["action"], namespace=ns, registry=r)
+        # A dry run (no --act) decides the same actions and carries out none: counted here,
+        # never as carried out, so a dashboard of the real agent is not fooled by a preview.
+        self.dry_run_actions = Counter(
+            "dry_run_actions",
+            "Actions a dry run decided and did not carry out.",
+            ["action"],
+            namespace=ns,
+            registry=r,
+        )
         for action in ACTIONS:
             self.actions.labels(action)
+            self.dry_run_actions.labels(action)
         self.last_sample = Gauge(
             "last_sample_timestamp_seconds", "When the last sample was taken.", namespace=ns, registry=r
         )
@@ -170,10 +181,11 @@ class NodeAgentLoop:
                 label = f"{qos.name}/{rule.name}"
                 self.metrics.watermark_crossed.labels(label).set(1 if label in crossed else 0)
         self.metrics.throttled_pods.set(len(self.throttler.throttled))
+        counter = self.metrics.actions if self.actuator is not None else self.metrics.dry_run_actions
         for decision in result.decisions:
             action = "evict_refused" if decision.outcome == REFUSED else decision.action
             if decision.outcome in (DONE, REFUSED):
-                self.metrics.actions.labels(action).inc()
+                counter.labels(action).inc()
             if decision.outcome == PREVIEW:
                 mode = " [analyze only]"
             else:
@@ -181,12 +193,13 @@ class NodeAgentLoop:
             log.info("%s %s (%s)%s", action, decision.pod, decision.reason, mode)
         change = result.execution.scheduling
         if change is not None and change.outcome == DONE:
-            self.metrics.actions.labels(
+            counter.labels(
                 "disable_scheduling" if change.kind == DISABLE_SCHEDULING else "restore_scheduling"
             ).inc()
         if self.events is None or self.actuator is None:
             return
-        self._rule_events(node, before)
+        now = result.now
+        self._rule_events(node, before, now)
         for d in result.decisions:
             if d.outcome == PREVIEW:
                 continue  # analyze only: nothing happened to the pod
@@ -195,16 +208,23 @@ class NodeAgentLoop:
             if d.kind != EVICT:
                 quota = f" to a cpu quota of {d.quota}m" if d.quota is not None else " (quota removed)"
             if d.outcome == REFUSED:
-                self.events.record("Pod", d.pod, "Warning", REFUSED_REASON, f"eviction refused: {d.reason}")
+                self.events.record(
+                    Event(
+                        "Pod", d.pod, EventType.WARNING, REFUSED_REASON, f"eviction refused: {d.reason}", now
+                    )
+                )
             else:
-                kind = "Warning" if d.kind == EVICT else "Normal"
-                self.events.record("Pod", d.pod, kind, REASONS[d.kind], f"{verb}{quota}: {d.reason}")
+                kind = EventType.WARNING if d.kind == EVICT else EventType.NORMAL
+                self.events.record(
+                    Event("Pod", d.pod, kind, REASONS[d.kind], f"{verb}{quota}: {d.reason}", now)
+                )
         if change is not None and change.outcome == DONE:
             disable = change.kind == DISABLE_SCHEDULING
             message = f"scheduling disabled: {', '.join(change.rules)}" if disable else "scheduling restored"
-            self.events.record("Node", node.name, "Warning" if disable else "Normal", change.kind, message)
+            kind = EventType.WARNING if disable else EventType.NORMAL
+            self.events.record(Event("Node", node.name, kind, change.kind, message, now))
 
-    def _rule_events(self, node: Node, before: dict) -> None:
+    def _rule_events(self, node: Node, before: dict, now: float) -> None:
         assert self.events is not None
         actions = {(q.name, r.name): r.action_name for q in self.agent.config.nodeqos for r in q.rules}
         for key, rule in self.agent.analyzer.rules.items():
@@ -213,10 +233,12 @@ class NodeAgentLoop:
             label = f"{key[0]}/{key[1]}"
             if rule.in_force:
                 message = f"{label} triggered action {actions[key]}"
-                self.events.record("Node", node.name, "Warning", TRIGGERED_REASON, message)
+                self.events.record(
+                    Event("Node", node.name, EventType.WARNING, TRIGGERED_REASON, message, now)
+                )
             else:
                 message = f"{label} restored action {actions[key]}"
-                self.events.record("Node", node.name, "Normal", RESTORED_REASON, message)
+                self.events.record(Event("Node", node.name, EventType.NORMAL, RESTORED_REASON, message, now))
 
     def restore_all(self) -> list[str]:
         """Give every throttled pod its original quota back (shutdown)."""

@@ -28,8 +28,9 @@ import enum
 import random
 from dataclasses import dataclass, field, replace
 
-from kubetide.autoscaler.clusterstate import ClusterStateRegistry, RegistryEvent
+from kubetide.autoscaler.clusterstate import ClusterStateRegistry
 from kubetide.autoscaler.clusterstate.records import SizeFix, UnregisteredInstance
+from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
@@ -43,7 +44,7 @@ from kubetide.autoscaler.scaleup.orchestrator import (
     ScaleUpPlan,
     min_size_increases,
 )
-from kubetide.clock import Timer
+from kubetide.clock import Timer, timed
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -62,7 +63,7 @@ class LoopDecision:
     now: float
     halted: Halt | None = None
     halt_message: str = ""
-    events: list[RegistryEvent] = field(default_factory=list)  # the registry's, this loop
+    events: list[Event] = field(default_factory=list)  # the registry's, this loop
     unregistered: dict[str, list[UnregisteredInstance]] = field(default_factory=dict)  # group ->
     size_fixes: list[SizeFix] = field(default_factory=list)
     scale_up: ScaleUpPlan | None = None
@@ -74,6 +75,9 @@ class LoopDecision:
     budget: BudgetDecision | None = None  # which removable nodes start now
     basis: dict[str, NodeBasis] = field(default_factory=dict)  # what was seen of each of them
     cooldown_expired: bool = False  # plan only: this loop's scale-up pause taken as run out
+    # Seconds (by the Timer) of its steps, under CA's function_duration_seconds labels (scaleUp
+    # for its plan, findUnneeded, and scale-up's own): for the metrics, never a decision's input.
+    durations: dict[str, float] = field(default_factory=dict)
 
     @property
     def to_delete(self) -> list[str]:
@@ -97,6 +101,7 @@ class LoopState:
         timers_expired: bool = False,
     ):
         self.options = options
+        self.timer = timer
         self.registry = ClusterStateRegistry(options)
         self.scale_up = ScaleUp(options, seed=seed, timer=timer)
         self.planner = Planner(options, timers_expired=timers_expired, timer=timer)
@@ -143,9 +148,13 @@ def decide(
     decision = observed if observed is not None else observe(state, inputs.snapshot, cloud, inputs.now)
     if decision.halted is Halt.NODE_GROUP_SIZES_FIXED or (decision.halted is not None and not past_halt):
         return decision
-    _decide_scale_up(state, inputs, cloud, checker, decision)
+    with timed(decision.durations, "scaleUp", state.timer):
+        _decide_scale_up(state, inputs, cloud, checker, decision)
+    if decision.scale_up is not None:
+        decision.durations.update(decision.scale_up.durations)
     if state.options.scale_down_enabled:
-        _decide_scale_down(state, inputs, cloud, checker, decision)
+        with timed(decision.durations, "findUnneeded", state.timer):
+            _decide_scale_down(state, inputs, cloud, checker, decision)
     return decision
 
 

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.clusterstate import (
-    RegistryEvent,
     ScaleDownSummary,
     ScaleUpSummary,
     StatusBuilder,
 )
 from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide, observe
+from kubetide.autoscaler.events import Event, StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -52,12 +52,11 @@ from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
-from kubetide.clock import Clock, Timer
+from kubetide.clock import Clock, Timer, timed
 from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
-STATUS_CONFIGMAP = ("ConfigMap", "kube-system/cluster-autoscaler-status")
 PRIORITY_EXPANDER_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")
 
 
@@ -71,9 +70,14 @@ class LoopResult:
     scaled_up: dict[str, int] = field(default_factory=dict)  # group -> nodes added
     started: StartResult | None = None
     deleted: list[str] = field(default_factory=list)
+    deleted_drained: set[str] = field(default_factory=set)  # of `deleted`, those drained (not empty)
     evicted: list[str] = field(default_factory=list)
     refused_evictions: list[str] = field(default_factory=list)  # refused by a PDB (429), retried
     failed_deletions: dict[str, str] = field(default_factory=dict)
+    # Seconds (by the Timer) each step took, under CA's function_duration_seconds labels
+    # (updateClusterState, scaleUp, findUnneeded, scaleDown, ...): measurements for the metrics,
+    # never an input to a decision.
+    durations: dict[str, float] = field(default_factory=dict)
 
     @property
     def scale_up(self) -> ScaleUpPlan | None:
@@ -111,6 +115,7 @@ class Autoscaler:
         self.planner = self.state.planner
         self.actuator = Actuator(options, actions, cloud, self.planner)
         self.status = StatusBuilder()
+        self.status_object = StatusObject.of(options)  # where cluster-wide events go
         self.timer = timer
         self._checker: PredicateChecker | None = None
         self._checked_snapshot: ClusterSnapshot | None = None
@@ -130,7 +135,8 @@ class Autoscaler:
         now = self.clock.now()
         result = LoopResult(now)
         snapshot = self.view.snapshot()
-        observed = observe(self.state, snapshot, self.cloud, now)
+        with timed(result.durations, "updateClusterState", self.timer):
+            observed = observe(self.state, snapshot, self.cloud, now)
         result.decision = observed
         self._emit(observed.events)
         if observed.halted is Halt.CLUSTER_UNHEALTHY:
@@ -164,9 +170,12 @@ class Autoscaler:
             checker=self._checker_for(snapshot),
             observed=observed,
         )
-        self._scale_up(decision, now, result)
+        result.durations.update(decision.durations)  # scaleUp (its plan) and findUnneeded, ...
+        with timed(result.durations, "scaleUp", self.timer):
+            self._scale_up(decision, now, result)
         if decision.scale_down is not None:
-            self._scale_down(snapshot, decision, now, result)
+            with timed(result.durations, "scaleDown", self.timer):
+                self._scale_down(snapshot, decision, now, result)
         self._write_status(now, result=result)
         return result
 
@@ -184,8 +193,10 @@ class Autoscaler:
         if not self.actuator.deletions:
             return result
         snapshot = self.view.snapshot()
-        tick = self.actuator.tick(snapshot, now, pdbs=self.view.pdbs(), workloads=self.view.workloads())
+        with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
+            tick = self.actuator.tick(snapshot, now, pdbs=self.view.pdbs(), workloads=self.view.workloads())
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        result.deleted_drained = tick.deleted_drained
         result.refused_evictions = tick.refused
         return result
 
@@ -212,8 +223,10 @@ class Autoscaler:
                 workloads=workloads,
             )
             self._recovered = True
-        tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
+        with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
+            tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
+        result.deleted_drained = tick.deleted_drained
         result.refused_evictions = tick.refused
 
     def _halt_unhealthy(
@@ -226,8 +239,8 @@ class Autoscaler:
         self.planner.clear()
         why = f"scale-down cancelled: {decision.halt_message}"
         result.failed_deletions.update(self.actuator.cancel_all(now, why))
-        release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why)
-        self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "ClusterUnhealthy", decision.halt_message)
+        release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why, now=now)
+        self.actions.emit_event(Event.cluster_unhealthy(self.status_object, decision.halt_message, now))
         result.halted = decision.halt_message
         self._write_status(now, message=decision.halt_message)
 
@@ -242,15 +255,12 @@ class Autoscaler:
                 group.delete_nodes([u.node for u in instances])
             except ActionError as exc:
                 self.actions.emit_event(
-                    *STATUS_CONFIGMAP, "Warning", "DeleteUnregisteredFailed", f"{group_id}: {exc}"
+                    Event.delete_unregistered_failed(self.status_object, group_id, str(exc), now)
                 )
                 continue
             for instance_id in ids:
                 self.actions.emit_event(
-                    *STATUS_CONFIGMAP,
-                    "Normal",
-                    "DeleteUnregistered",
-                    f"removed unregistered node {instance_id} of {group_id}",
+                    Event.delete_unregistered(self.status_object, instance_id, group_id, now)
                 )
             self.registry.record_unregistered_removed(group_id, ids, now)
 
@@ -263,7 +273,7 @@ class Autoscaler:
             try:
                 group.decrease_target_size(fix.delta)
             except ActionError as exc:
-                self.actions.emit_event(*STATUS_CONFIGMAP, "Warning", "FixNodeGroupSizeFailed", str(exc))
+                self.actions.emit_event(Event.fix_node_group_size_failed(self.status_object, str(exc), now))
                 continue
             self.registry.record_target_size_fixed(fix.group_id, fix.decrease, now)
 
@@ -279,15 +289,15 @@ class Autoscaler:
                 group.increase_size(increase.delta)
             except ActionError as exc:
                 registry.register_failed_scale_up(increase.group_id, "CloudProviderError", now, str(exc))
-                event = plan.failure_event(increase.group_id, str(exc))
-                self.actions.emit_event(event.kind, event.key, event.event_type, event.reason, event.message)
+                self.actions.emit_event(
+                    Event.failed_to_scale_up_group(self.status_object, increase.group_id, str(exc), now)
+                )
                 continue
             registry.register_scale_up(increase.group_id, increase.delta, now)
             succeeded.add(increase.group_id)
             result.scaled_up[increase.group_id] = increase.delta
-        for event in plan.events:
-            if event.group_id is None or event.group_id in succeeded:
-                self.actions.emit_event(event.kind, event.key, event.event_type, event.reason, event.message)
+        for event in plan.events_after(succeeded):
+            self.actions.emit_event(event)
         if succeeded:
             self.planner.note_scale_up(now)
 
@@ -305,16 +315,18 @@ class Autoscaler:
                 reason = stale_reason(basis, snapshot, pending, pdbs)
                 if reason is not None:
                     stale[name] = reason
-        result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget, stale=stale)
-        update_soft_taints(
-            self.actions,
-            list(snapshot.nodes()),
-            plan.candidate_set,
-            now,
-            self.options,
-            timer=self.timer,
-            memo=self._soft_taints,
-        )
+        with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
+            result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget, stale=stale)
+        with timed(result.durations, "scaleDown:softTaintUnneeded", self.timer):
+            update_soft_taints(
+                self.actions,
+                list(snapshot.nodes()),
+                plan.candidate_set,
+                now,
+                self.options,
+                timer=self.timer,
+                memo=self._soft_taints,
+            )
 
     def _write_status(self, now: float, *, result: LoopResult | None = None, message: str = "") -> None:
         scale_up = ScaleUpSummary()
@@ -360,9 +372,9 @@ class Autoscaler:
                 result.setdefault(group.id, []).append(name)
         return result
 
-    def _emit(self, events: Iterable[RegistryEvent]) -> None:
-        for e in events:
-            self.actions.emit_event(e.kind, e.key, e.event_type, e.reason, e.message)
+    def _emit(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.actions.emit_event(event)
 
 
 def _scale_down_summary(

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,6 @@ INFRASTRUCTURE_FLAGS: dict[str, bool] = {
     "kube-api-qps": False,
     "kube-api-burst": False,
     "user-agent": False,
-    "namespace": False,
     "cluster-name": False,
     "feature-gates": False,
     # leader election
@@ -93,7 +93,6 @@ INFRASTRUCTURE_FLAGS: dict[str, bool] = {
     "profiling": True,
     "emit-per-nodegroup-metrics": True,
     "write-status-configmap": True,
-    "status-config-map-name": False,
     "record-duplicated-events": True,
     "max-inactivity": False,
     "max-failing-time": False,
@@ -188,6 +187,10 @@ class AutoscalerOptions:
     # kubetide's own: a pod a budget pins for good leaves by its Deployment's rollout (replacement
     # first) when the Deployment allows a surge (autoscaler/scaledown/surge.py)
     surge_before_evict: bool = False
+    # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
+    # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
+    namespace: str = "kube-system"
+    status_config_map_name: str = "cluster-autoscaler-status"
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)
@@ -228,6 +231,8 @@ def parse_flag(name: str, value: Any) -> Any:
         parsed = _parse_range(value)
     elif name == "expander":
         parsed = _parse_expanders(value)
+    elif kind == "str":
+        parsed = _parse_object_name(value, label=name == "namespace")
     else:  # pragma: no cover - every field type is handled above
         raise ValueError(f"unsupported flag type {kind}")
     if name in _NON_NEGATIVE and parsed < 0 and name != "expendable-pods-priority-cutoff":
@@ -241,6 +246,23 @@ def parse_flag(name: str, value: Any) -> Any:
     if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
         raise ValueError(f"must be between 0 and 100, got {value!r}")
     return parsed
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _parse_object_name(value: Any, *, label: bool) -> str:
+    """A namespace (a DNS-1123 label) or a ConfigMap name (a DNS-1123 subdomain), as the API
+    server validates them: a name it would refuse is refused here, before any loop."""
+    text = str(value)
+    limit = 63 if label else 253
+    parts = [text] if label else text.split(".")
+    if not text or len(text) > limit or not all(_DNS_LABEL.fullmatch(p) for p in parts):
+        kind = "DNS-1123 label" if label else "DNS-1123 subdomain"
+        raise ValueError(
+            f"must be a {kind} (lower-case letters, digits and '-', at most {limit}), got {text!r}"
+        )
+    return text
 
 
 def parse_options(

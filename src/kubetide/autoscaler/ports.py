@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.status import ClusterAutoscalerStatus
 from kubetide.model import ConfigMap, Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.snapshot import ClusterSnapshot
@@ -106,7 +107,8 @@ class ClusterActions(Protocol):
     def delete_node_object(self, node_name: str) -> None: ...
 
     def write_status(self, status: ClusterAutoscalerStatus) -> None:
-        """Store the status document (kube-system/cluster-autoscaler-status, key `status`).
+        """Store the status document (the options' namespace/status-config-map-name, by
+        default kube-system/cluster-autoscaler-status; key `status`).
 
         The object, not its YAML: the loop writes it every scan-interval, and an adapter that
         only keeps the latest (the simulator) need not serialise thousands it will never show.
@@ -114,8 +116,9 @@ class ClusterActions(Protocol):
         """
         ...
 
-    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
-        """A Kubernetes Event on the object `kind` `key` (e.g. Node "n1", Pod "ns/p")."""
+    def emit_event(self, event: Event) -> None:
+        """A Kubernetes Event on the object it names (e.g. Node "n1", Pod "ns/p"), stamped with
+        `event.at`, the decision's time, however late the adapter writes it."""
         ...
 
     def restart_deployment(self, namespace: str, name: str, at: float) -> None:

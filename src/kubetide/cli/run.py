@@ -173,7 +173,15 @@ def parse_autoscaler_flags(extra: Sequence[str]):
 
 
 def run(args) -> int:
-    options = parse_autoscaler_flags(getattr(args, "extra_flags", []))
+    # The status ConfigMap's place is an autoscaler option (events about the cluster go there
+    # too): checked as every other flag, one line and exit 2 for a name the API would refuse.
+    options = parse_autoscaler_flags(
+        [
+            *getattr(args, "extra_flags", []),
+            f"--namespace={args.namespace}",
+            f"--status-config-map-name={args.status_config_map_name}",
+        ]
+    )
     if args.leader_elect and not (
         args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration
     ):

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, status_yaml, to_dict
+from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome
 from kubetide.clock import Clock
 from kubetide.durations import rfc3339
@@ -205,6 +206,6 @@ class KubeClusterActions:
         self._status_written, self._status_written_at = document, now
         self.status_writes += 1
 
-    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+    def emit_event(self, event: Event) -> None:
         if self.may_write():
-            self.events.record(kind, key, event_type, reason, message)
+            self.events.record(event)

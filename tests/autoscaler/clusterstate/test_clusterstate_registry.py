@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry
 from kubetide.autoscaler.clusterstate.readiness import Readiness
-from kubetide.autoscaler.clusterstate.records import STATUS_OBJECT
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import InstanceState
 
@@ -158,8 +157,19 @@ def test_registry_events_target_the_status_configmap():
     registry.register_scale_up("ng", 1, T0)
     registry.update(nodes, FakeCloud(group), T0 + P + 1)
     (event,) = registry.take_events()
-    assert (event.kind, event.key) == STATUS_OBJECT == ("ConfigMap", "kube-system/cluster-autoscaler-status")
-    assert (event.event_type, event.reason) == ("Warning", "ScaleUpTimedOut")
+    assert (event.kind, event.key) == ("ConfigMap", "kube-system/cluster-autoscaler-status")
+    assert (event.type, event.reason, event.at) == ("Warning", "ScaleUpTimedOut", T0 + P + 1)
+    assert event.message == "Nodes added to group ng failed to register within 15m1s"
+
+
+def test_registry_events_follow_the_status_configmap_options():
+    registry = make_registry(namespace="kubetide", status_config_map_name="kubetide-status")
+    group, nodes = group_with_nodes("ng", 1)
+    group.increase_size(1)
+    registry.register_scale_up("ng", 1, T0)
+    registry.update(nodes, FakeCloud(group), T0 + P + 1)
+    (event,) = registry.take_events()
+    assert (event.kind, event.key) == ("ConfigMap", "kubetide/kubetide-status")
     assert event.message == "Nodes added to group ng failed to register within 15m1s"
 
 

@@ -224,6 +224,7 @@ class FakeActions:
         self.fail_taint_on: set[str] = set()
         self.fail_restart: bool = False
         self.events: list[tuple] = []
+        self.event_times: list[float] = []
         self.evicted: list[str] = []
 
     def add_taint(self, node_name: str, taint: Taint) -> None:
@@ -255,8 +256,9 @@ class FakeActions:
     def write_status(self, status) -> None:
         self.calls.append(("write_status",))
 
-    def emit_event(self, kind, key, event_type, reason, message) -> None:
-        self.events.append((kind, key, event_type, reason, message))
+    def emit_event(self, event) -> None:
+        self.events.append((event.kind, event.key, event.type.value, event.reason, event.message))
+        self.event_times.append(event.at)
 
     def reasons(self) -> list[str]:
         return [e[3] for e in self.events]

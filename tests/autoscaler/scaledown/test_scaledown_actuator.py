@@ -157,7 +157,7 @@ def test_waits_for_the_taint_delay_then_evicts_waits_and_deletes():
     w.pod_gone("pa")
     result = w.tick(25)
     assert result.deleted == ["a"] and w.group.deleted == ["a"]
-    assert ("Node", "a", "Normal", "ScaleDown", "node removed by cluster autoscaler") in w.actions.events
+    assert ("Node", "a", "Normal", "ScaleDown", "nodes removed by cluster autoscaler") in w.actions.events
     # scale-down-delay-after-delete counts from the start of the deletion (CA), not its end.
     assert w.planner.last_deletion == 0
 
@@ -266,11 +266,24 @@ def test_daemonset_pods_follow_the_eviction_flags(pods_on_a, flags, evicted):
     assert sorted(c[1] for c in w.evictions()) == sorted(evicted)
 
 
-def test_empty_nodes_emit_scale_down_empty():
+def test_an_empty_node_tells_its_marking_and_its_removal_apart_stamped_when_they_happen():
     w = two_node_world([])
     assert w.start(now=0).started_empty == ["a"]
     assert w.tick(5).deleted == ["a"]
-    assert [e[3] for e in w.actions.events] == ["ScaleDownEmpty", "ScaleDownEmpty"]
+    # CA's events: ScaleDown on the node twice, with distinct messages (so neither overwrites
+    # the other), and ScaleDownEmpty on the status ConfigMap.
+    assert w.actions.events == [
+        ("Node", "a", "Normal", "ScaleDown", "marked the node as toBeDeleted/unschedulable"),
+        ("Node", "a", "Normal", "ScaleDown", "nodes removed by cluster autoscaler"),
+        (
+            "ConfigMap",
+            "kube-system/cluster-autoscaler-status",
+            "Normal",
+            "ScaleDownEmpty",
+            "Scale-down: empty node a removed",
+        ),
+    ]
+    assert w.actions.event_times == [0, 5, 5]
 
 
 def test_a_cloud_refusal_aborts_and_untaints():

@@ -242,11 +242,11 @@ def test_pods_fitting_an_unchosen_option_wait_for_the_next_loop():
     assert "NotTriggerScaleUp" not in [e.reason for e in result.events]
 
 
-def test_failure_event():
+def test_events_wait_for_their_group_increase():
     result = plan([group("g")], [pod("p", cpu=100)])
-    event = result.failure_event("g", "quota exceeded")
-    assert (event.reason, event.event_type) == ("FailedToScaleUpGroup", "Warning")
     assert result.describe()[0] == "scale-up: 1 pending pod(s) need a new node"
+    assert [e.reason for e in result.events_after({"g"})] == ["ScaledUpGroup", "TriggeredScaleUp"]
+    assert result.events_after(set()) == []  # the increase failed: nothing of it is said
 
 
 def test_a_burst_is_absorbed_within_the_lower_bound_plus_one_per_group():

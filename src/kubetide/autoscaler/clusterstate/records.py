@@ -12,11 +12,6 @@ from dataclasses import dataclass
 from kubetide.autoscaler.ports import Instance
 from kubetide.model import Node, ObjectMeta
 
-# Events the registry raises are recorded on the status ConfigMap, as Cluster Autoscaler does.
-STATUS_NAMESPACE = "kube-system"
-STATUS_CONFIGMAP = "cluster-autoscaler-status"
-STATUS_OBJECT = ("ConfigMap", f"{STATUS_NAMESPACE}/{STATUS_CONFIGMAP}")
-
 
 @dataclass(frozen=True, slots=True)
 class NodeCounts:
@@ -98,17 +93,6 @@ class UnregisteredInstance:
     def node(self) -> Node:
         """A stand-in Node for ``NodeGroup.delete_nodes`` (name and providerID = instance id)."""
         return placeholder_node(self.instance_id)
-
-
-@dataclass(frozen=True, slots=True)
-class RegistryEvent:
-    """An Event to emit (arguments of ``ClusterActions.emit_event``)."""
-
-    kind: str
-    key: str
-    event_type: str  # Normal | Warning
-    reason: str
-    message: str
 
 
 def placeholder_node(instance_id: str) -> Node:

@@ -30,15 +30,14 @@ from dataclasses import dataclass
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
 from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify
 from kubetide.autoscaler.clusterstate.records import (
-    STATUS_OBJECT,
     GroupState,
     HealthRecord,
     NodeCounts,
-    RegistryEvent,
     ScaleUpRequest,
     SizeFix,
     UnregisteredInstance,
 )
+from kubetide.autoscaler.events import Event, StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     TO_BE_DELETED_TAINT,
@@ -118,7 +117,7 @@ class ClusterStateRegistry:
         self._counts = NodeCounts()
         self._health: HealthRecord | None = None
         self._group_health: dict[str, HealthRecord] = {}
-        self._events: list[RegistryEvent] = []
+        self._events: list[Event] = []
 
     # ----------------------------------------------------------------------------------- update
 
@@ -329,11 +328,11 @@ class ClusterStateRegistry:
             error = InstanceError(first.error_class, first.code, "; ".join(messages[:3]))
             self._fail(group_id, error, now)
             self._events.append(
-                _event(
-                    "Warning",
-                    "ScaleUpFailed",
+                Event.scale_up_failed(
+                    StatusObject.of(self.options),
                     f"Failed adding {len(new)} nodes to group {group_id} due to "
                     f"{first.error_class}.{first.code}; source errors: {error.message}",
+                    now,
                 )
             )
 
@@ -359,11 +358,7 @@ class ClusterStateRegistry:
                     )
                 self._fail(group_id, cause, now)
                 self._events.append(
-                    _event(
-                        "Warning",
-                        "ScaleUpTimedOut",
-                        f"Nodes added to group {group_id} failed to register within {waited}",
-                    )
+                    Event.scale_up_timed_out(StatusObject.of(self.options), group_id, waited, now)
                 )
 
     def _update_shortfalls(self, now: float) -> None:
@@ -458,7 +453,7 @@ class ClusterStateRegistry:
     def last_update(self) -> float | None:
         return self._last_update
 
-    def take_events(self) -> list[RegistryEvent]:
+    def take_events(self) -> list[Event]:
         """Events raised since the last call (ScaleUpTimedOut, ScaleUpFailed), oldest first."""
         events, self._events = self._events, []
         return events
@@ -656,8 +651,3 @@ def _taint_time(taint: Taint) -> float | None:
 
 def _unique(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
-
-
-def _event(event_type: str, reason: str, message: str) -> RegistryEvent:
-    kind, key = STATUS_OBJECT
-    return RegistryEvent(kind, key, event_type, reason, message)

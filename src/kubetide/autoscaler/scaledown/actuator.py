@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kubetide.autoscaler.events import Event, StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     TO_BE_DELETED_TAINT,
@@ -66,7 +67,6 @@ from kubetide.snapshot import ClusterSnapshot
 
 DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
 POD_EVICTION_HEADROOM = 30.0  # extra wait after the longest grace period
-STATUS_OBJECT = ("ConfigMap", "kube-system/cluster-autoscaler-status")
 
 
 class Phase(enum.Enum):
@@ -140,6 +140,7 @@ class StartResult:
 @dataclass(slots=True)
 class TickResult:
     deleted: list[str] = field(default_factory=list)
+    deleted_drained: set[str] = field(default_factory=set)  # of `deleted`, those drained (not empty)
     failed: dict[str, str] = field(default_factory=dict)
     evicted: list[str] = field(default_factory=list)  # pod keys
     refused: list[str] = field(default_factory=list)  # pod keys whose eviction a PDB refused (429)
@@ -215,7 +216,7 @@ class Actuator:
         result.budget = decision
         if decision.throttled:
             result.throttled = True
-            self._event(*STATUS_OBJECT, "Normal", "ScaleDownThrottled", decision.message())
+            self._emit(Event.scale_down_throttled(StatusObject.of(self.options), decision.message(), now))
         chosen = [
             (name, empty)
             for names, empty in ((decision.empty, True), (decision.drain, False))
@@ -239,8 +240,10 @@ class Actuator:
                 for done in tainted:
                     self._untaint(done)
                 result.failed[name] = f"could not taint: {exc}"
-                self._event(
-                    "Node", name, "Warning", "ScaleDownFailed", f"failed to mark the node for deletion: {exc}"
+                self._emit(
+                    Event.scale_down_failed(
+                        name, f"failed to mark the node as toBeDeleted/unschedulable: {exc}", now
+                    )
                 )
                 self._note_failure(now)
                 return result
@@ -248,8 +251,7 @@ class Actuator:
         for name, empty in chosen:
             self.deletions[name] = NodeDeletion(name, groups[name], empty, now, surge=plan.surges.get(name))
             (result.started_empty if empty else result.started_drain).append(name)
-            reason = "ScaleDownEmpty" if empty else "ScaleDown"
-            self._event("Node", name, "Normal", reason, "marked the node as toBeDeleted/unschedulable")
+            self._emit(Event.node_marked_for_deletion(name, now))
         if chosen and self.planner is not None:
             # CA's scale-down-delay-after-delete counts from the loop that started deletions.
             self.planner.note_deletion(now)
@@ -396,13 +398,7 @@ class Actuator:
                 if now < d.delay_started + timeout:
                     return None
                 # Timed out: CA goes ahead (with a warning), and so do we.
-                self._event(
-                    "Node",
-                    d.node,
-                    "Warning",
-                    "ScaleDown",
-                    f"delay-deletion annotations still present after {timeout:g}s; deleting anyway",
-                )
+                self._emit(Event.delay_deletion_timed_out(d.node, timeout, now))
             d.phase = Phase.DELETING
         return None
 
@@ -422,7 +418,7 @@ class Actuator:
                         if self.planner is not None:
                             self.planner.record_eviction(pod, now)
                     result.evicted.append(pod.key)
-                    self._event("Pod", pod.key, "Normal", "ScaleDown", "deleting pod for node scale down")
+                    self._emit(Event.pod_evicted_for_scale_down(pod.key, now))
                 elif outcome is EvictionOutcome.NOT_FOUND:
                     del pods[uid]
                 elif outcome is EvictionOutcome.BLOCKED_BY_PDB:
@@ -455,13 +451,13 @@ class Actuator:
             in_flight.add(key)
             keys = sorted(p.key for p in d.surged.values() if p.namespace == namespace)
             pods = ", ".join(keys) + (" leaves" if len(keys) == 1 else " leave")
-            self._event(
-                "Deployment",
-                f"{namespace}/{name}",
-                "Normal",
-                "SurgeBeforeEvict",
-                f"restarted (rollout restart) so that {pods} node {d.node} for scale-down, replacement"
-                " available first: its PodDisruptionBudget allows no eviction",
+            self._emit(
+                Event.surge_before_evict(
+                    f"{namespace}/{name}",
+                    f"restarted (rollout restart) so that {pods} node {d.node} for scale-down, replacement"
+                    " available first: its PodDisruptionBudget allows no eviction",
+                    now,
+                )
             )
         return None
 
@@ -481,8 +477,12 @@ class Actuator:
         for d in batch:
             del self.deletions[d.node]
             result.deleted.append(d.node)
-            reason = "ScaleDownEmpty" if d.empty else "ScaleDown"
-            self._event("Node", d.node, "Normal", reason, "node removed by cluster autoscaler")
+            if d.drain:
+                result.deleted_drained.add(d.node)
+            # CA says it twice: on the node, and (ScaleDownEmpty or ScaleDown) on the status
+            # ConfigMap, where `kubectl describe` of the status shows every removal.
+            self._emit(Event.node_removed(d.node, now))
+            self._emit(Event.node_removed_summary(StatusObject.of(self.options), d.node, not d.empty, now))
 
     def _fail(self, d: NodeDeletion, why: str, now: float, result: TickResult) -> None:
         """A deletion that failed after it started. As in CA, this does not arm
@@ -490,7 +490,7 @@ class Actuator:
         self.deletions.pop(d.node, None)
         self._untaint(d.node)
         result.failed[d.node] = why
-        self._event("Node", d.node, "Warning", "ScaleDownFailed", why)
+        self._emit(Event.scale_down_failed(d.node, why, now))
 
     def _untaint(self, node: str) -> None:
         # If this fails too, restart safety catches it: tainted nodes are resumed or untainted.
@@ -501,5 +501,5 @@ class Actuator:
         if self.planner is not None:
             self.planner.note_failure(now)
 
-    def _event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
-        self.actions.emit_event(kind, key, event_type, reason, message)
+    def _emit(self, event: Event) -> None:
+        self.actions.emit_event(event)

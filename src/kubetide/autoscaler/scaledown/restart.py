@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.ports import (
     DELETION_CANDIDATE_TAINT,
@@ -143,7 +144,7 @@ def recover(
 
 
 def release_orphans(
-    actuator: Actuator, snapshot: ClusterSnapshot, *, cloud: CloudProvider, why: str
+    actuator: Actuator, snapshot: ClusterSnapshot, *, cloud: CloudProvider, why: str, now: float
 ) -> dict[str, str]:
     """Untaint ToBeDeleted nodes that nobody drives: not tracked by `actuator` and not being
     deleted by the cloud. For a loop that halts (cluster unhealthy) after a restart: `recover`
@@ -162,7 +163,7 @@ def release_orphans(
         except ActionError as exc:
             errors[node.name] = str(exc)
             continue
-        actuator.actions.emit_event("Node", node.name, "Warning", "ScaleDownFailed", why)
+        actuator.actions.emit_event(Event.scale_down_failed(node.name, why, now))
     return errors
 
 

@@ -14,9 +14,9 @@ The steps, each in its own module:
 Planning is pure: it reads the snapshot (forked and reverted, so it is left as found), the
 groups' sizes and templates and the inputs the caller passes, and returns a ScaleUpPlan. The
 loop acts on it: for each increase it calls `group.increase_size(delta)`; on success it emits
-`plan.events` for that group (ScaledUpGroup) and its pods (TriggeredScaleUp), on failure it emits
-`plan.failure_event(...)` and backs the group off. NotTriggerScaleUp events for pods no group
-could help are in `plan.events` too.
+`plan.events_after(succeeded)`: those of each group that grew (ScaledUpGroup, and TriggeredScaleUp
+for its pods) and NotTriggerScaleUp for pods no group could help; on failure it emits
+FailedToScaleUpGroup and backs the group off. Every event carries the loop's time.
 
 What the cluster state registry knows is taken as plain inputs: `upcoming` (group -> nodes
 requested but not yet registered and ready), `backed_off` and `healthy` (group id -> bool), so
@@ -34,6 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetide.autoscaler.events import Event, StatusObject
 from kubetide.autoscaler.inputs import LoopInputs, PrioritiesSource
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import NodeGroup
@@ -61,19 +62,6 @@ from kubetide.snapshot import ClusterSnapshot
 # The priority expander's configuration: its ConfigMap, the `priorities` text, or that parsed.
 
 GIB = 2**30
-STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleUpEvent:
-    """Arguments for ClusterActions.emit_event."""
-
-    kind: str
-    key: str
-    event_type: str
-    reason: str
-    message: str
-    group_id: str | None = None  # the increase this event depends on (None: emit regardless)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +79,7 @@ class Increase:
 
 @dataclass(slots=True)
 class ScaleUpPlan:
+    at: float = 0.0  # the loop's time: when its events happened
     pending: list[str] = field(default_factory=list)  # pods a new node was sought for
     options: list[ExpansionOption] = field(default_factory=list)
     chosen: ExpansionOption | None = None
@@ -100,8 +89,11 @@ class ScaleUpPlan:
     schedulable: dict[str, str] = field(default_factory=dict)  # pod key -> existing/upcoming node
     skipped_groups: dict[str, GroupSkip] = field(default_factory=dict)  # group id -> why
     estimates: dict[str, Estimate] = field(default_factory=dict)
-    events: list[ScaleUpEvent] = field(default_factory=list)
+    # Each event with the group whose increase it reports (None: emitted regardless).
+    planned_events: list[tuple[Event, str | None]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)  # expander steps and warnings
+    # Seconds (by the Timer) of the steps CA times, under CA's function_duration_seconds labels.
+    durations: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The `scale_up` object of `kubetide plan --json`."""
@@ -143,16 +135,14 @@ class ScaleUpPlan:
             lines.append(f"  {n} pod(s) not helped: {reason}")
         return lines
 
-    def failure_event(self, group_id: str, error: str) -> ScaleUpEvent:
-        """What the loop emits when `increase_size` fails for a group of this plan."""
-        return ScaleUpEvent(
-            "ConfigMap",
-            STATUS_CONFIGMAP,
-            "Warning",
-            "FailedToScaleUpGroup",
-            f"Scale-up failed for group {group_id}: {error}",
-            group_id,
-        )
+    @property
+    def events(self) -> list[Event]:
+        """Every event this plan would emit if all its increases succeed."""
+        return [event for event, _ in self.planned_events]
+
+    def events_after(self, succeeded: Collection[str]) -> list[Event]:
+        """What to emit once the increases of the groups `succeeded` are done."""
+        return [event for event, group in self.planned_events if group is None or group in succeeded]
 
 
 def _as_predicate(
@@ -234,7 +224,7 @@ class ScaleUp:
         attached to the snapshot (one is made and closed otherwise).
         """
         snapshot = inputs.snapshot
-        plan = ScaleUpPlan()
+        plan = ScaleUpPlan(at=inputs.now)
         selection = select_pending(inputs.pending, self.options, inputs.now)
         for key, reason in {**selection.too_young, **selection.expendable}.items():
             plan.not_helped[key] = reason
@@ -316,10 +306,14 @@ class ScaleUp:
             for i in range(count):
                 snapshot.add_node(template.copy(f"upcoming-{i}"))
 
+        started = self.timer()
         all_groups = group_pods(candidates)
+        grouped = self.timer()
         filtered = filter_schedulable(
             snapshot, checker, candidates, skip=deleting, keep=True, groups=all_groups
         )
+        plan.durations["scaleUp:buildPodEquivalenceGroups"] = grouped - started
+        plan.durations["filterOutSchedulable"] = self.timer() - grouped
         plan.schedulable = filtered.placed
         still = filtered.pending
         keys = [p.key for p in still]
@@ -367,7 +361,11 @@ class ScaleUp:
                 plan.skipped_groups[gid] = GroupSkip(reason)
                 common.append(reason)
                 continue
+            started = self.timer()
             estimate = estimator.estimate(template, groups, limit, deadline)
+            plan.durations["scaleUp:estimate"] = plan.durations.get("scaleUp:estimate", 0.0) + (
+                self.timer() - started
+            )
             plan.estimates[gid] = estimate
             for pods, why in estimate.refused_runs:
                 for pod in pods:
@@ -484,6 +482,7 @@ class ScaleUp:
         common: Sequence[str],
         per_pod: Mapping[int, Sequence[str]],
     ) -> None:
+        status, now = StatusObject.of(self.options), plan.at
         helped = {id(p) for p in plan.chosen.pods} if plan.chosen is not None else set()
         fits_in: dict[int, list[str]] = {}
         for option in plan.options:
@@ -496,25 +495,13 @@ class ScaleUp:
             f"{{{i.group_id} {i.current}->{i.new_size} (max: {i.max_size})}}" for i in plan.increases
         )
         for inc in plan.increases:
-            plan.events.append(
-                ScaleUpEvent(
-                    "ConfigMap",
-                    STATUS_CONFIGMAP,
-                    "Normal",
-                    "ScaledUpGroup",
-                    f"Scale-up: setting group {inc.group_id} size to {inc.new_size} instead of "
-                    f"{inc.current} (max: {inc.max_size})",
-                    inc.group_id,
-                )
-            )
+            event = Event.scaled_up_group(status, inc.group_id, inc.current, inc.new_size, inc.max_size, now)
+            plan.planned_events.append((event, inc.group_id))
         trigger_group = plan.increases[0].group_id if plan.increases else None
-        triggered = f"pod triggered scale-up: [{summary}]"
         for pod, key in zip(still, keys):
             ident = id(pod)
             if ident in helped:
-                plan.events.append(
-                    ScaleUpEvent("Pod", key, "Normal", "TriggeredScaleUp", triggered, trigger_group)
-                )
+                plan.planned_events.append((Event.triggered_scale_up(key, summary, now), trigger_group))
                 continue
             fits = fits_in.get(ident)
             if fits:
@@ -523,4 +510,4 @@ class ScaleUp:
                 continue
             message = not_triggered_message([*common, *per_pod.get(ident, ())])
             plan.not_helped[key] = message
-            plan.events.append(ScaleUpEvent("Pod", key, "Normal", "NotTriggerScaleUp", message))
+            plan.planned_events.append((Event.not_trigger_scale_up(key, message, now), None))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from kubetide.autoscaler.events import Event, StatusObject
+from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome, UsageCeiling, UsageSample
 from kubetide.model import ConfigMap, Node, ObjectMeta, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.qos import QosConfig
@@ -26,8 +28,9 @@ from kubetide.sim.runtime.world import World, WorldObserver
 from kubetide.sim.spec.profiles import UsageModel
 from kubetide.snapshot import ClusterSnapshot
 
-STATUS_NAMESPACE = "kube-system"
-STATUS_CONFIGMAP = "cluster-autoscaler-status"
+# Where the status ConfigMap is unless the scenario's options say otherwise (--namespace,
+# --status-config-map-name).
+DEFAULT_STATUS = StatusObject.of(AutoscalerOptions())
 
 
 def _active(pod: Pod) -> bool:
@@ -108,19 +111,27 @@ class WorkloadStatus(WorldObserver):
         return result
 
 
-def status_configmap(status) -> ConfigMap:
-    """The in-memory kube-system/cluster-autoscaler-status ConfigMap for a status document."""
+def status_configmap(status, where: StatusObject = DEFAULT_STATUS) -> ConfigMap:
+    """The in-memory status ConfigMap (kube-system/cluster-autoscaler-status by default) for a
+    status document."""
     from kubetide.autoscaler.status import status_yaml
 
-    meta = ObjectMeta(name=STATUS_CONFIGMAP, namespace=STATUS_NAMESPACE, uid="cluster-autoscaler-status")
+    meta = ObjectMeta(name=where.name, namespace=where.namespace, uid=f"{where.namespace}.{where.name}")
     return ConfigMap(meta, {"status": status_yaml(status)})
 
 
 class SimClusterView:
-    def __init__(self, world: World, budgets: Budgets, status: WorkloadStatus):
+    def __init__(
+        self,
+        world: World,
+        budgets: Budgets,
+        status: WorkloadStatus,
+        status_object: StatusObject = DEFAULT_STATUS,
+    ):
         self.world = world
         self.budgets = budgets
         self.status = status
+        self.status_object = status_object
 
     def snapshot(self) -> ClusterSnapshot:
         return self.world.snapshot
@@ -138,11 +149,9 @@ class SimClusterView:
         return self.status.workloads()
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
-        if (namespace, name) == (
-            STATUS_NAMESPACE,
-            STATUS_CONFIGMAP,
-        ) and self.world.autoscaler_status is not None:
-            return status_configmap(self.world.autoscaler_status)
+        where = self.status_object
+        if (namespace, name) == (where.namespace, where.name) and self.world.autoscaler_status is not None:
+            return status_configmap(self.world.autoscaler_status, where)
         return self.world.configmaps.get((namespace, name))
 
 
@@ -216,8 +225,10 @@ class SimClusterActions:
         self.status_writes += 1
         self.world.autoscaler_status = status
 
-    def emit_event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
-        self.log.record(kind, key, event_type, reason, message, "cluster-autoscaler")
+    def emit_event(self, event: Event) -> None:
+        self.log.record(
+            event.kind, event.key, event.type.value, event.reason, event.message, "cluster-autoscaler"
+        )
 
     def restart_deployment(self, namespace: str, name: str, at: float) -> None:
         key = f"Deployment/{namespace}/{name}"

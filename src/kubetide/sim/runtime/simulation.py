@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubetide.autoscaler.events import StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
 from kubetide.clock import Clock, WorkTimer
@@ -28,8 +29,6 @@ from kubetide.durations import rfc3339
 from kubetide.model import Manifests, Pod
 from kubetide.model.node import ZONE_LABEL
 from kubetide.sim.runtime.adapters import (
-    STATUS_CONFIGMAP,
-    STATUS_NAMESPACE,
     SimClusterActions,
     SimClusterView,
     SimUsageSource,
@@ -160,7 +159,7 @@ class Simulation:
             world, kubelets, budgets, self.hpas, self.cronjobs, self._controller, log
         )
         self.status = WorkloadStatus(world, self.deployments)
-        self.view = SimClusterView(world, budgets, self.status)
+        self.view = SimClusterView(world, budgets, self.status, StatusObject.of(scenario.options))
         self.actions = SimClusterActions(world, eviction, metrics, log, engine, self.deployments)
         eviction.on_evicted.append(self._evicted)
         # The node QoS agent (runtime/qos.py), only when the scenario has spec.qos.
@@ -495,7 +494,8 @@ class Simulation:
         )
 
     def _status_yaml(self) -> str | None:
-        cm = self.view.configmap(STATUS_NAMESPACE, STATUS_CONFIGMAP)
+        where = self.view.status_object
+        cm = self.view.configmap(where.namespace, where.name)
         return None if cm is None else cm.data.get("status")
 
     def _pods_by_zone(self) -> dict[str, int]:
