@@ -161,6 +161,10 @@ def test_a_dry_run_decides_and_changes_nothing(tmp_path):
     assert sample.result is not None
     assert [(d.kind, d.quota, d.outcome) for d in sample.result.decisions] == [(THROTTLE_DOWN, 800, DONE)]
     assert quota_file.read_text().strip() == "max 100000" and recorder.calls == []
+    # Counted as what a dry run decided, never as carried out.
+    metrics = loop.metrics.exposition()[0].decode()
+    assert 'kubetide_qos_agent_dry_run_actions_total{action="throttle"} 1.0' in metrics
+    assert 'kubetide_qos_agent_actions_total{action="throttle"} 0.0' in metrics
 
 
 def test_a_broken_crane_object_keeps_the_previous_configuration(tmp_path):

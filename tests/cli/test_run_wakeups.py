@@ -10,6 +10,7 @@ from kubetide.autoscaler.loop import LoopResult
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli.run import Runner
 from kubetide.clock import WallClock
+from kubetide.kube.metrics import AutoscalerMetrics
 
 
 class Deletions:
@@ -41,6 +42,7 @@ def runner(scan_interval):
     r.stop = threading.Event()
     r.view = SimpleNamespace(new_unschedulable=threading.Event(), sync=lambda: None)
     r._leading = lambda: True
+    r.metrics = AutoscalerMetrics(process_metrics=False)
     return r
 
 
@@ -62,17 +64,36 @@ def test_a_failing_drive_is_not_retried_in_a_busy_loop():
     assert autoscaler.driven == [now]
 
 
-def test_deletion_progress_names_refused_evictions_and_failures():
-    from kubetide.autoscaler.loop import LoopResult
-    from kubetide.cli.run import _deletion_progress
+def test_deletion_lines_name_evictions_refusals_removals_and_abandoned_nodes():
+    import logging
+
+    from kubetide.cli.run_log import deletion_lines
 
     result = LoopResult(0.0)
-    assert _deletion_progress(result) == []
+    assert deletion_lines(result, {}) == []
     result.evicted = ["prod/a"]
     result.refused_evictions = ["prod/b", "prod/c"]
+    result.deleted = ["n1", "n3"]
+    result.deleted_drained = {"n1"}
     result.failed_deletions = {"n2": "could not evict prod/d"}
-    assert _deletion_progress(result) == [
-        "1 pods evicted",
-        "2 evictions refused by PodDisruptionBudgets (429), retried in 10s",
-        "failed n2",
+    lines = deletion_lines(result, {"n1": "underutilized", "n3": "unready"})
+    assert [(line.level, line.message) for line in lines] == [
+        (logging.INFO, "Scale-down: 1 pods evicted: prod/a"),
+        (logging.INFO, "Scale-down: 2 evictions refused by PodDisruptionBudgets (429), retried in 10s"),
+        (logging.INFO, "Scale-down: node n1 removed (underutilized)"),
+        (logging.INFO, "Scale-down: node n3 removed (unready)"),
+        (logging.WARNING, "Scale-down: abandoned node n2: could not evict prod/d"),
     ]
+    assert lines[2].fields == {"node": "n1", "reason": "underutilized"}
+
+
+def test_a_drive_between_loops_counts_its_removals_under_their_reasons():
+    r = runner(scan_interval=1.0)
+    result = LoopResult(r.clock.now())
+    result.deleted, result.deleted_drained = ["a", "b"], {"a"}
+    autoscaler = SimpleNamespace(drive_deletions=lambda: result)
+    r.view = SimpleNamespace(sync=lambda: None)
+    r._drive_deletions(autoscaler, None)
+    text = r.metrics.exposition()[0].decode()
+    assert 'cluster_autoscaler_scaled_down_nodes_total{reason="underutilized"} 1.0' in text
+    assert 'cluster_autoscaler_scaled_down_nodes_total{reason="empty"} 1.0' in text

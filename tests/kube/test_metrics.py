@@ -70,6 +70,7 @@ class Observed:
         self.autoscaler: Autoscaler | None = None
         self.built = 0
         self.loops: list[LoopResult] = []
+        self.drives: list[LoopResult] = []
 
     def __call__(self, options, clock, view, actions, cloud):
         self.autoscaler = Autoscaler(options, clock, view, actions, cloud, seed=1, timer=work_timer())
@@ -81,6 +82,16 @@ class Observed:
                 result = observed.autoscaler.run_once()
                 observed.loops.append(result)
                 observed.metrics.observe_loop(result, LOOP_SECONDS, observed.autoscaler)
+
+            def next_wakeup(self):
+                return observed.autoscaler.next_wakeup()
+
+            def drive_deletions(self):
+                # Between loops, as `kubetide run` drives them: most drains end here.
+                result = observed.autoscaler.drive_deletions()
+                observed.drives.append(result)
+                observed.metrics.observe_deletions(result, observed.autoscaler)
+                return result
 
         return Loop()
 
@@ -153,14 +164,24 @@ def test_a_scale_up_then_a_scale_down_as_ca_reports_them():
 
     nodes_before = len(sim.world.snapshot)
     sim.engine.run_until(sim.engine.now() + 40 * 60)
-    deleted = sum(len(r.deleted) for r in observed.loops)
-    evicted = sum(len(r.evicted) for r in observed.loops)
+    results = observed.loops + observed.drives
+    deleted = sum(len(r.deleted) for r in results)
+    evicted = sum(len(r.evicted) for r in results)
     assert deleted >= 1 and len(sim.world.snapshot) == nodes_before - deleted
     by_reason = {
         reason: value(metrics, "scaled_down_nodes_total", reason=reason)
         for reason in ("empty", "underutilized", "unready")
     }
-    assert sum(by_reason.values()) == deleted and by_reason["unready"] == 0
+    # Each removed node under the reason its deletion started with: drained nodes are
+    # "underutilized", however the drain ended (in a loop or between loops).
+    drained = {n for r in observed.loops if r.started for n in r.started.started_drain}
+    removed = [n for r in results for n in r.deleted]
+    assert evicted >= 1 and drained
+    assert by_reason == {
+        "empty": sum(1 for n in removed if n not in drained),
+        "underutilized": sum(1 for n in removed if n in drained),
+        "unready": 0,
+    }
     assert value(metrics, "evicted_pods_total", eviction_result="succeeded") == evicted
     assert value(metrics, "unneeded_nodes_count") == len(observed.loops[-1].scale_down.candidate_set)
     assert observed.built == 2
@@ -187,6 +208,7 @@ def test_a_loop_that_raised_counts_an_error_and_its_duration():
         float(dict(labels)["le"]): count
         for (name, labels), count in samples(metrics).items()
         if name == "cluster_autoscaler_function_duration_seconds_bucket"
+        and dict(labels)["function"] == "main"
     }
     assert sorted(buckets)[:-1] == list(FUNCTION_DURATION_BUCKETS)  # CA's, then +Inf
     assert next(le for le, count in sorted(buckets.items()) if count == 1) == 0.01 * 1.5**13
@@ -201,3 +223,40 @@ def test_two_instances_do_not_share_counters():
 
 def test_process_metrics_are_exported_for_the_rss_benchmark():
     assert ("process_resident_memory_bytes", ()) in samples(AutoscalerMetrics())
+
+
+def test_every_step_ca_times_is_timed_and_gpu_nodes_are_counted_by_gpu_name():
+    sc = scenario(
+        [{"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}}],
+        autoscaler={"scale-down-unneeded-time": "1m"},
+    )
+    _, observed = run(sc, 5 * 60)
+    loop_steps = (
+        "updateClusterState",
+        "scaleUp",
+        "scaleUp:buildPodEquivalenceGroups",
+        "filterOutSchedulable",
+        "scaleUp:estimate",
+        "findUnneeded",
+        "scaleDown",
+        "scaleDown:nodeDeletion",
+        "scaleDown:softTaintUnneeded",
+    )
+    for label in loop_steps:
+        assert value(observed.metrics, "function_duration_seconds_count", function=label) >= 1, label
+    assert value(observed.metrics, "function_duration_seconds_count", function="main") == len(observed.loops)
+
+
+def test_gpu_name_is_the_accelerator_label_or_generic():
+    from kubetide.kube.metrics import gpu_name
+    from kubetide.model import Node, ObjectMeta
+
+    def node(labels, capacity):
+        return Node(ObjectMeta("n", labels=labels), capacity, dict(capacity))
+
+    cpu_only = node({}, {"cpu": 4000, "memory": 8 * 2**30})
+    labelled = node(
+        {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"}, {"cpu": 4000, "nvidia.com/gpu": 1}
+    )
+    bare = node({}, {"cpu": 4000, "nvidia.com/gpu": 2})
+    assert (gpu_name(cpu_only), gpu_name(labelled), gpu_name(bare)) == ("", "nvidia-tesla-t4", "generic")

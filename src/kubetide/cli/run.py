@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
 from kubetide.cli.output import warn
 from kubetide.errors import ManifestError, UserError
 
@@ -139,7 +138,14 @@ def add_parser(subparsers) -> None:
         type=int,
         default=0,
         metavar="LEVEL",
-        help="log verbosity (klog-style; 4+ logs every loop)",
+        help="log verbosity, klog's: 0 every action (scale-up, taint, drain, deletion, abandon, halt), "
+        "4 every loop and why each node stays, 8 every HTTP request",
+    )
+    add(
+        "--logging-format",
+        choices=["text", "json"],
+        default="text",
+        help="text (klog's header) or json (component-base's: one object a line)",
     )
     parser.set_defaults(run=run, accepts_extra_flags=True)
 
@@ -190,11 +196,9 @@ def run(args) -> int:
             f"{args.leader_elect_retry_period:g}s, {args.leader_elect_renew_deadline:g}s, "
             f"{args.leader_elect_lease_duration:g}s)"
         )
-    logging.basicConfig(
-        level=logging.DEBUG if args.v >= 8 else logging.INFO,  # 8: every HTTP request too
-        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
-    )
-    logging.getLogger("kubetide").setLevel(logging.DEBUG if args.v >= 4 else logging.INFO)
+    from kubetide.kube.logs import configure
+
+    configure(args.v, args.logging_format)
     # Heavy imports after the flags are known good: a typo answers at once.
     from kubetide.cloud.kwok import KwokCloudProvider
     from kubetide.kube.client import ApiError, connect
@@ -273,6 +277,7 @@ class Runner:
         self.clock = WallClock()
         self.stop = threading.Event()
         self.metrics = AutoscalerMetrics()
+        self._last_loop_seconds = 0.0
         self.health = HealthCheck(args.max_inactivity, args.max_failing_time)
         self.server = StatusServer(args.address, self.metrics.exposition, self.health)
         self.view = KubeClusterView(client, namespace=args.namespace)
@@ -338,7 +343,9 @@ class Runner:
                 self._lead()
         finally:
             self.stop.set()
-            self.events.close()  # what this leader said, written before another may speak
+            # What this leader said, written before another may speak: within the renew
+            # deadline, the time a leader has to give up; node events first (kube/events.py).
+            self.events.close(self.args.leader_elect_renew_deadline)
             if self.elector is not None:
                 self.elector.release()
             self.view.stop()
@@ -393,6 +400,7 @@ class Runner:
                 started = time.monotonic()
                 self._loop_once(autoscaler, actions)
                 self._sleep_until_next(started, autoscaler, actions)
+                self.metrics.observe_wait(time.monotonic() - started - self._last_loop_seconds)
         finally:
             self.health.stop_monitoring()
             autoscaler.close()
@@ -401,6 +409,7 @@ class Runner:
         started = time.perf_counter()
         self.view.new_unschedulable.clear()
         self.view.sync()
+        polled = time.perf_counter()
         try:
             result = autoscaler.run_once()
         except Exception:
@@ -410,28 +419,26 @@ class Runner:
             self.metrics.observe_failed_loop(time.perf_counter() - started)
             self.health.loop_finished(succeeded=False)
             return
+        ran = time.perf_counter()
         actions.events.flush()
         duration = time.perf_counter() - started
-        self.metrics.observe_loop(result, duration, autoscaler)
+        self._last_loop_seconds = duration
+        self.metrics.observe_loop(
+            result, duration, autoscaler, durations={"poll": polled - started, "autoscaling": ran - polled}
+        )
         self.health.loop_finished(succeeded=True)
         self._log_result(result, duration)
 
     def _log_result(self, result, duration: float) -> None:
-        parts = []
-        if result.halted:
-            parts.append(f"halted: {result.halted}")
-        if result.scaled_up:
-            parts.append("scale-up " + ", ".join(f"{g} +{n}" for g, n in sorted(result.scaled_up.items())))
-        if result.started is not None and (
-            started := [*result.started.started_empty, *result.started.started_drain]
-        ):
-            parts.append(f"scale-down started on {', '.join(sorted(started))}")
-        if result.started is not None and result.started.stale:
-            stale = ", ".join(f"{name} ({reason})" for name, reason in sorted(result.started.stale.items()))
-            parts.append(f"scale-down not started on {stale}: the cluster changed since the decision")
-        parts += _deletion_progress(result)
-        level = logging.INFO if parts else logging.DEBUG
-        log.log(level, "loop %.3fs: %s", duration, "; ".join(parts) or "nothing to do")
+        from kubetide.cli.run_log import loop_lines
+
+        lines = loop_lines(result, self.metrics.deletion_reasons())
+        for line in lines:
+            log.log(line.level, "%s", line.message, extra={"fields": line.fields})
+        # --v=4: every loop, even one with nothing to do.
+        log.debug(
+            "loop %.3fs: %d actions", duration, len(lines), extra={"fields": {"seconds": round(duration, 3)}}
+        )
         if log.isEnabledFor(logging.DEBUG) and result.scale_down is not None:
             # --v=4: why each node stays, as `kubetide plan` would say it.
             plan = result.scale_down
@@ -481,23 +488,10 @@ class Runner:
             return
         if actions is not None:
             actions.events.flush()
-        progress = _deletion_progress(result)
-        if progress:
-            log.info("deletions: %s", "; ".join(progress))
+        from kubetide.cli.run_log import deletion_lines
 
-
-def _deletion_progress(result) -> list[str]:
-    """What the deletions in progress did, in words: by a loop or between loops."""
-    parts = []
-    if result.deleted:
-        parts.append(f"deleted {', '.join(result.deleted)}")
-    if result.evicted:
-        parts.append(f"{len(result.evicted)} pods evicted")
-    if result.refused_evictions:
-        parts.append(
-            f"{len(result.refused_evictions)} evictions refused by PodDisruptionBudgets (429),"
-            f" retried in {EVICTION_RETRY_INTERVAL:g}s"
-        )
-    if result.failed_deletions:
-        parts.append(f"failed {', '.join(sorted(result.failed_deletions))}")
-    return parts
+        # The reasons before the metrics forget the nodes this drive removed.
+        reasons = self.metrics.deletion_reasons()
+        self.metrics.observe_deletions(result, autoscaler)
+        for line in deletion_lines(result, reasons):
+            log.log(line.level, "%s", line.message, extra={"fields": line.fields})

@@ -6,9 +6,18 @@ its own rather than prometheus_client's global one: two autoscalers in one proce
 simulator) must not share counters, and /metrics should show exactly this autoscaler.
 
 Nothing here drives the loop: `observe_loop` is called after `Autoscaler.run_once()` returns
-and reads the LoopResult plus the registry's and actuator's answers, which decision code keeps
-anyway. Only the whole loop's duration is measured (function="main"): the loop's steps are not
-timed separately, and timing them would mean instrumenting decision code.
+and `observe_deletions` after `drive_deletions()`; they read the LoopResult plus the registry's
+and actuator's answers, which decision code keeps anyway. The loop's steps are timed by the
+loop with its Timer port (`LoopResult.durations`, CA's function labels); the driver adds main,
+poll, autoscaling and loopWait.
+
+Series of CA's metrics.go that kubetide does not export, and why (docs/real-clusters.md lists
+them too): function_duration_quantile_seconds (a Summary with quantiles, which
+prometheus_client cannot compute; the histogram answers the same queries), nap_enabled,
+created_node_groups_total and deleted_node_groups_total (no node auto-provisioning), and the
+function labels of steps kubetide does not have (reconfigure, cloudProviderRefresh, and the
+legacy scaleDown:findNodesToRemove / scaleDown:miscOperations, whose work is inside
+findUnneeded).
 """
 
 from __future__ import annotations
@@ -26,7 +35,11 @@ from prometheus_client import (
 
 from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.autoscaler.scaledown.eligibility import gpu_resource
+from kubetide.autoscaler.scaledown.plan import UNREMOVABLE
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.orchestrator import GIB
+from kubetide.model import Node
 
 NAMESPACE = "cluster_autoscaler"
 # The text format every Prometheus reads; CA's names need none of format 1.0.0's escaping (and
@@ -40,6 +53,31 @@ NODE_STATES = ("ready", "unready", "notStarted", "longUnregistered", "unregister
 SCALE_DOWN_REASONS = ("empty", "underutilized", "unready")
 FAILED_SCALE_UP_REASONS = ("cloudProviderError", "apiCallError", "timeout")
 ERROR_TYPES = ("cloudProviderError", "apiCallError", "internalError")
+# Every function label kubetide measures (CA's names): the driver's, then the loop's steps.
+FUNCTION_LABELS = (
+    "main",
+    "poll",
+    "autoscaling",
+    "loopWait",
+    "updateClusterState",
+    "scaleUp",
+    "scaleUp:buildPodEquivalenceGroups",
+    "filterOutSchedulable",
+    "scaleUp:estimate",
+    "findUnneeded",
+    "scaleDown",
+    "scaleDown:nodeDeletion",
+    "scaleDown:softTaintUnneeded",
+)
+# Node labels naming a GPU's type, as the cloud providers CA supports set them; a GPU node
+# without one is CA's "generic" GPU.
+GPU_TYPE_LABELS = (
+    "cloud.google.com/gke-accelerator",
+    "k8s.amazonaws.com/accelerator",
+    "cluster-api/accelerator",
+    "nvidia.com/gpu.product",
+)
+GENERIC_GPU = "generic"
 # The registry's failure codes that have a CA spelling; other codes (the cloud's instance error
 # codes, e.g. STOCKOUT) are CA's label values as they are.
 _FAILURE_REASONS = {"CloudProviderError": "cloudProviderError", "timeout": "timeout"}
@@ -134,6 +172,13 @@ class AutoscalerMetrics:
         self.scaled_up_nodes_total = Counter(
             "scaled_up_nodes", "Number of nodes added by CA.", namespace=ns, registry=r
         )
+        self.scaled_up_gpu_nodes_total = Counter(
+            "scaled_up_gpu_nodes",
+            "Number of GPU nodes added by CA, by GPU name.",
+            ["gpu_name"],
+            namespace=ns,
+            registry=r,
+        )
         self.failed_scale_ups_total = Counter(
             "failed_scale_ups",
             "Number of times scale-up operation has failed.",
@@ -143,6 +188,13 @@ class AutoscalerMetrics:
         )
         self.scaled_down_nodes_total = Counter(
             "scaled_down_nodes", "Number of nodes removed by CA.", ["reason"], namespace=ns, registry=r
+        )
+        self.scaled_down_gpu_nodes_total = Counter(
+            "scaled_down_gpu_nodes",
+            "Number of GPU nodes removed by CA, by reason and GPU name.",
+            ["reason", "gpu_name"],
+            namespace=ns,
+            registry=r,
         )
         self.evicted_pods_total = Counter(
             "evicted_pods", "Number of pods evicted by CA", ["eviction_result"], namespace=ns, registry=r
@@ -158,6 +210,13 @@ class AutoscalerMetrics:
         self.unneeded_nodes_count = Gauge(
             "unneeded_nodes_count",
             "Number of nodes currently considered unneeded by CA.",
+            namespace=ns,
+            registry=r,
+        )
+        self.unremovable_nodes_count = Gauge(
+            "unremovable_nodes_count",
+            "Number of nodes currently considered unremovable by CA.",
+            ["reason"],
             namespace=ns,
             registry=r,
         )
@@ -187,23 +246,33 @@ class AutoscalerMetrics:
             self.scaled_down_nodes_total.labels(reason)
         for result in ("succeeded", "failed"):
             self.evicted_pods_total.labels(result)
+        for reason in NodeReason:
+            self.unremovable_nodes_count.labels(reason.value)
+        for label in FUNCTION_LABELS:
+            self.function_duration_seconds.labels(label)
 
         # Per Autoscaler (a replica builds a fresh one each time it regains the lease):
         # why each deletion in progress was started, kept from the loop that started it (by the
         # time a node is deleted its readiness says "being deleted", not what it was), and the
         # registry's running count of removed unregistered instances already added up.
         self._autoscaler: Autoscaler | None = None
-        self._deletion_reasons: dict[str, str] = {}
+        self._deletions: dict[str, tuple[str, str]] = {}  # node -> (reason, GPU name or "")
         self._unregistered_removed = 0
 
     # -- what the loop driver calls -------------------------------------------------------------
-    def observe_loop(self, result: LoopResult, duration_seconds: float, autoscaler: Autoscaler) -> None:
-        """Everything one finished `run_once()` says. `duration_seconds`: the loop's wall time."""
-        if autoscaler is not self._autoscaler:
-            self._autoscaler = autoscaler
-            self._deletion_reasons.clear()
-            self._unregistered_removed = 0
+    def observe_loop(
+        self,
+        result: LoopResult,
+        duration_seconds: float,
+        autoscaler: Autoscaler,
+        durations: dict[str, float] | None = None,
+    ) -> None:
+        """Everything one finished `run_once()` says. `duration_seconds`: the whole iteration's
+        wall time (function="main"); `durations`: the driver's other timings (poll,
+        autoscaling), beside the loop's own steps in `result.durations`."""
+        self._follow(autoscaler)
         self.function_duration_seconds.labels("main").observe(duration_seconds)
+        self._observe_durations({**result.durations, **(durations or {})})
         registry = autoscaler.registry
         now = result.now
         healthy = registry.is_cluster_healthy()
@@ -220,6 +289,33 @@ class AutoscalerMetrics:
         self._observe_cluster(autoscaler, healthy, now)
         self._observe_scale_up(result, autoscaler)
         self._observe_scale_down(result, autoscaler, healthy)
+
+    def observe_deletions(self, result: LoopResult, autoscaler: Autoscaler) -> None:
+        """What one `drive_deletions()` between loops did: nodes removed, pods evicted. Without
+        this, a drain that ends between loops (most do: they wait for grace periods) was never
+        counted in scaled_down_nodes_total."""
+        self._follow(autoscaler)
+        self._observe_durations(result.durations)
+        self._observe_deleted(result)
+
+    def observe_wait(self, seconds: float) -> None:
+        """The time the driver slept between loops (CA's loopWait)."""
+        self.function_duration_seconds.labels("loopWait").observe(seconds)
+
+    def deletion_reasons(self) -> dict[str, str]:
+        """node -> CA's scale-down reason (empty, underutilized, unready) of each deletion in
+        progress, as scaled_down_nodes_total will label it; the log says the same."""
+        return {name: reason for name, (reason, _) in self._deletions.items()}
+
+    def _follow(self, autoscaler: Autoscaler) -> None:
+        if autoscaler is not self._autoscaler:
+            self._autoscaler = autoscaler
+            self._deletions.clear()
+            self._unregistered_removed = 0
+
+    def _observe_durations(self, durations: dict[str, float]) -> None:
+        for label, seconds in durations.items():
+            self.function_duration_seconds.labels(label).observe(seconds)
 
     def observe_failed_loop(self, duration_seconds: float, error_type: str = "internalError") -> None:
         """A loop that raised instead of returning a LoopResult. `error_type` is CA's: apiCallError
@@ -279,6 +375,16 @@ class AutoscalerMetrics:
         added = sum(result.scaled_up.values())
         if added:
             self.scaled_up_nodes_total.inc(added)
+        for node_group in autoscaler.cloud.node_groups():
+            delta = result.scaled_up.get(node_group.id, 0)
+            if delta:
+                try:
+                    template = node_group.template_node()
+                except Exception:  # no template: CA counts no GPU either
+                    continue
+                gpu = gpu_name(template)
+                if gpu:
+                    self.scaled_up_gpu_nodes_total.labels(gpu).inc(delta)
         # A failed scale-up backs its group off at the loop's time (an increase the cloud refused,
         # instances it failed to create, nodes that never registered), and the backoff keeps why.
         registry = autoscaler.registry
@@ -291,32 +397,62 @@ class AutoscalerMetrics:
                 code = status.error.code
                 self.failed_scale_ups_total.labels(_FAILURE_REASONS.get(code, code)).inc()
 
-    def _observe_scale_down(self, result: LoopResult, autoscaler: Autoscaler, healthy: bool) -> None:
+    def _observe_deleted(self, result: LoopResult) -> None:
         for name in result.deleted:
-            self.scaled_down_nodes_total.labels(self._deletion_reasons.pop(name, "underutilized")).inc()
+            # A deletion this process did not see start (resumed from a previous leader and
+            # finished in the same loop) is labelled by how it ended: drained or empty.
+            fallback = "underutilized" if name in result.deleted_drained else "empty"
+            reason, gpu = self._deletions.pop(name, (fallback, ""))
+            self.scaled_down_nodes_total.labels(reason).inc()
+            if gpu:
+                self.scaled_down_gpu_nodes_total.labels(reason, gpu).inc()
         for name in result.failed_deletions:
-            self._deletion_reasons.pop(name, None)
+            self._deletions.pop(name, None)
         if result.evicted:
             self.evicted_pods_total.labels("succeeded").inc(len(result.evicted))
         if result.started is not None:
-            for reason in result.started.stale.values():
-                self.stale_scale_down_decisions_total.labels(str(reason)).inc()
+            for stale in result.started.stale.values():
+                self.stale_scale_down_decisions_total.labels(str(stale)).inc()
 
+    def _observe_scale_down(self, result: LoopResult, autoscaler: Autoscaler, healthy: bool) -> None:
+        self._observe_deleted(result)
         registry = autoscaler.registry
+        snapshot = autoscaler.view.snapshot()
         for name, deletion in autoscaler.actuator.deletions.items():
-            if name in self._deletion_reasons:
+            if name in self._deletions:
                 continue
-            # Started this loop: the registry classified the node before the taint went on. A
-            # deletion resumed after a restart finds it "being deleted" and falls back to its kind.
+            # Started this loop: the registry classified the node before the taint went on (CA
+            # labels by readiness, then by drain). A deletion resumed after a restart finds it
+            # "being deleted" and falls back to its kind.
             record = registry.node(name)
             if record is not None and record.readiness is Readiness.UNREADY:
-                self._deletion_reasons[name] = "unready"
+                reason = "unready"
             else:
-                self._deletion_reasons[name] = "empty" if deletion.empty else "underutilized"
+                reason = "empty" if deletion.empty else "underutilized"
+            gpu = gpu_name(snapshot.node(name)) if name in snapshot else ""
+            self._deletions[name] = (reason, gpu)
 
         plan = result.scale_down
         if plan is not None:
             self.unneeded_nodes_count.set(len(plan.candidate_set))
             self.scale_down_in_cooldown.set(1 if plan.cooldown is not None else 0)
+            unremovable = {reason.value: 0 for reason in NodeReason}
+            for status in plan.nodes.values():
+                if status.status == UNREMOVABLE and status.reason is not None:
+                    unremovable[status.reason.value] += 1
+            for reason_value, count in unremovable.items():
+                self.unremovable_nodes_count.labels(reason_value).set(count)
         elif not healthy:
             self.unneeded_nodes_count.set(0)  # the halted loop cleared every unneeded timer
+
+
+def gpu_name(node: Node) -> str:
+    """CA's gpu_name label of a node: its accelerator label's value, "generic" for a GPU node
+    without one, "" (not counted) for a node without GPUs."""
+    if gpu_resource(node) is None:
+        return ""
+    for label in GPU_TYPE_LABELS:
+        value = node.labels.get(label)
+        if value:
+            return value
+    return GENERIC_GPU
