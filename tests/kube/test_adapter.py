@@ -208,8 +208,12 @@ def test_status_written_only_when_it_changes_and_events_are_aggregated(kube, cli
     assert actions.status_writes == 1
     actions.write_status(ClusterAutoscalerStatus(autoscaler_status="Initializing", time="t3"))
     assert actions.status_writes == 2
-    stored = kube.core.read_namespaced_config_map("aggregation-status", "kube-system").data["status"]
-    assert "autoscalerStatus: Initializing" in stored
+    stored_map = kube.core.read_namespaced_config_map("aggregation-status", "kube-system")
+    assert "autoscalerStatus: Initializing" in stored_map.data["status"]
+    # CA's annotation, in Go's time layout, at the Clock's time of the write.
+    assert stored_map.metadata.annotations["cluster-autoscaler.kubernetes.io/last-updated"] == (
+        "2027-01-15 08:00:10 +0000 UTC"
+    )
 
     key = f"{kube.namespace}/some-pod"
     for _ in range(5):
@@ -240,6 +244,77 @@ def test_background_events_leave_the_caller_free_and_write_everything(kube):
     written = kube.core.list_namespaced_event(kube.namespace, field_selector="reason=TriggeredScaleUp").items
     assert len(written) == 50
     events.close()
+
+
+def test_a_nodes_marking_and_removal_stay_two_events_stamped_when_they_happened(kube, client):
+    # The clock the recorder writes with runs an hour late: the Events must carry the decision's
+    # own times, not the time they reached the API server.
+    clock = ManualClock(1_800_003_600)
+    actions = KubeClusterActions(client, clock)
+    node = f"gone-{kube.namespace}"
+    actions.emit_event(Event.node_marked_for_deletion(node, 1_800_000_000))
+    actions.emit_event(Event.node_removed(node, 1_800_000_007))
+    items = kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    kube.add_cleanup(lambda: [kube.core.delete_namespaced_event(e.metadata.name, "default") for e in items])
+    by_message = {e.message: e for e in items}
+    assert set(by_message) == {
+        "marked the node as toBeDeleted/unschedulable",
+        "nodes removed by cluster autoscaler",
+    }
+    assert all(e.reason == "ScaleDown" and e.count == 1 for e in items)
+    marked = by_message["marked the node as toBeDeleted/unschedulable"]
+    removed = by_message["nodes removed by cluster autoscaler"]
+    assert marked.first_timestamp.timestamp() == 1_800_000_000
+    assert removed.first_timestamp.timestamp() == removed.last_timestamp.timestamp() == 1_800_000_007
+
+
+def test_similar_messages_are_combined_after_ten_as_client_go_does(kube, client):
+    clock = ManualClock(1_800_000_000)
+    actions = KubeClusterActions(client, clock)
+    key = f"{kube.namespace}/picky"
+    for index in range(14):  # the message differs each time (a different reason text)
+        actions.emit_event(
+            Event.not_trigger_scale_up(key, f"pod didn't trigger scale-up: reason {index}", clock.now())
+        )
+        clock.advance(1)
+    clock.advance(300)
+    actions.events.flush()
+    items = kube.core.list_namespaced_event(kube.namespace, field_selector="involvedObject.name=picky").items
+    separate = [e for e in items if not e.message.startswith("(combined from similar events): ")]
+    combined = [e for e in items if e.message.startswith("(combined from similar events): ")]
+    assert len(separate) == 9  # client-go: the tenth similar message within ten minutes combines
+    assert len(combined) == 1 and combined[0].count == 5
+    assert combined[0].message.endswith("reason 13")
+
+
+def test_node_events_are_written_before_queued_pod_noise(kube):
+    from kubetide.kube.events import BackgroundEvents, EventRecorder
+
+    slow = connect(str(kube.control_plane.kubeconfig_path), qps=2, burst=1)
+    events = BackgroundEvents(EventRecorder(slow, ManualClock(1_800_000_000)), max_queued_pod_events=30)
+    try:
+        for index in range(40):  # more pod noise than the queue holds: the oldest is dropped
+            events.record(Event.triggered_scale_up(f"{kube.namespace}/p-{index}", "{g 0->1 (max: 5)}", 1e9))
+        node = f"busy-{kube.namespace}"
+        events.record(Event.node_marked_for_deletion(node, 1e9))
+        # Written within a few requests, not after the forty pod events ahead of it.
+        wait_until(
+            lambda: (
+                kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+            ),
+            timeout=10,
+            what="the node's event",
+        )
+        assert events.queued() > 20
+        assert events.dropped >= 10
+    finally:
+        events.close(timeout=0.5)
+    left = events.dropped
+    assert left >= 10  # what close() could not write in time is counted, not silently lost
+    for item in kube.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node}"
+    ).items:
+        kube.core.delete_namespaced_event(item.metadata.name, "default")
 
 
 def test_unreachable_api_server_is_an_api_error(tmp_path, kube):

@@ -370,8 +370,8 @@ class Runner:
         actions = KubeClusterActions(
             self.client,
             self.clock,
-            namespace=self.args.namespace,
-            status_configmap=self.args.status_config_map_name,
+            namespace=self.options.namespace,
+            status_configmap=self.options.status_config_map_name,
             write_status_configmap=self.args.write_status_configmap,
             may_write=self._leading,
             events=self.events,

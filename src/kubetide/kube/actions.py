@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, status_yaml, to_dict
@@ -36,6 +37,9 @@ from kubetide.model.workloads import RESTARTED_AT_ANNOTATION
 log = logging.getLogger("kubetide.kube")
 
 CONFLICT_RETRIES = 5
+# CA's annotation on the status ConfigMap, in Go's time.Time String() layout
+# ("2006-01-02 15:04:05.999999999 -0700 MST"), UTC.
+LAST_UPDATED_ANNOTATION = "cluster-autoscaler.kubernetes.io/last-updated"
 STATUS_REFRESH_SECONDS = 300.0
 # Fields of the status document that change every loop without saying anything new.
 _PROBE_FIELDS = frozenset({"lastProbeTime", "time"})
@@ -47,6 +51,13 @@ def _without_probe_times(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_probe_times(v) for v in value]
     return value
+
+
+def go_time_string(moment: float) -> str:
+    """Unix seconds as Go prints a UTC time.Time: fraction without trailing zeros, then the zone."""
+    exact = datetime.fromtimestamp(moment, UTC)
+    fraction = f"{exact.microsecond:06d}".rstrip("0")
+    return f"{exact:%Y-%m-%d %H:%M:%S}{'.' + fraction if fraction else ''} +0000 UTC"
 
 
 def _taint_json(taint: Taint) -> dict:
@@ -189,7 +200,11 @@ class KubeClusterActions:
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": self.status_configmap, "namespace": self.namespace},
+            "metadata": {
+                "name": self.status_configmap,
+                "namespace": self.namespace,
+                "annotations": {LAST_UPDATED_ANNOTATION: go_time_string(now)},
+            },
             "data": {"status": status_yaml(status)},
         }
         try:
