@@ -423,16 +423,16 @@ class Runner:
         actions.events.flush()
         duration = time.perf_counter() - started
         self._last_loop_seconds = duration
-        self.metrics.observe_loop(
+        reasons = self.metrics.observe_loop(
             result, duration, autoscaler, durations={"poll": polled - started, "autoscaling": ran - polled}
         )
         self.health.loop_finished(succeeded=True)
-        self._log_result(result, duration)
+        self._log_result(result, duration, reasons)
 
-    def _log_result(self, result, duration: float) -> None:
+    def _log_result(self, result, duration: float, reasons: dict[str, str]) -> None:
         from kubetide.cli.run_log import loop_lines
 
-        lines = loop_lines(result, self.metrics.deletion_reasons())
+        lines = loop_lines(result, reasons)
         for line in lines:
             log.log(line.level, "%s", line.message, extra={"fields": line.fields})
         # --v=4: every loop, even one with nothing to do.
@@ -490,8 +490,6 @@ class Runner:
             actions.events.flush()
         from kubetide.cli.run_log import deletion_lines
 
-        # The reasons before the metrics forget the nodes this drive removed.
-        reasons = self.metrics.deletion_reasons()
-        self.metrics.observe_deletions(result, autoscaler)
+        reasons = self.metrics.observe_deletions(result, autoscaler)
         for line in deletion_lines(result, reasons):
             log.log(line.level, "%s", line.message, extra={"fields": line.fields})

@@ -143,7 +143,7 @@ def deletion_lines(result, reasons: dict[str, str]) -> list[LogLine]:
             )
         )
     for name in result.deleted:
-        reason = reasons.get(name, "underutilized")
+        reason = reasons.get(name) or ("underutilized" if name in result.deleted_drained else "empty")
         lines.append(
             LogLine(
                 logging.INFO, f"Scale-down: node {name} removed ({reason})", {"node": name, "reason": reason}

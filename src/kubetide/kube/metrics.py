@@ -266,10 +266,12 @@ class AutoscalerMetrics:
         duration_seconds: float,
         autoscaler: Autoscaler,
         durations: dict[str, float] | None = None,
-    ) -> None:
+    ) -> dict[str, str]:
         """Everything one finished `run_once()` says. `duration_seconds`: the whole iteration's
         wall time (function="main"); `durations`: the driver's other timings (poll,
-        autoscaling), beside the loop's own steps in `result.durations`."""
+        autoscaling), beside the loop's own steps in `result.durations`. Returns CA's
+        scale-down reason of each node this loop started or finished deleting, as counted, for
+        the log to say the same."""
         self._follow(autoscaler)
         self.function_duration_seconds.labels("main").observe(duration_seconds)
         self._observe_durations({**result.durations, **(durations or {})})
@@ -288,24 +290,19 @@ class AutoscalerMetrics:
 
         self._observe_cluster(autoscaler, healthy, now)
         self._observe_scale_up(result, autoscaler)
-        self._observe_scale_down(result, autoscaler, healthy)
+        return self._observe_scale_down(result, autoscaler, healthy)
 
-    def observe_deletions(self, result: LoopResult, autoscaler: Autoscaler) -> None:
+    def observe_deletions(self, result: LoopResult, autoscaler: Autoscaler) -> dict[str, str]:
         """What one `drive_deletions()` between loops did: nodes removed, pods evicted. Without
         this, a drain that ends between loops (most do: they wait for grace periods) was never
         counted in scaled_down_nodes_total."""
         self._follow(autoscaler)
         self._observe_durations(result.durations)
-        self._observe_deleted(result)
+        return self._observe_deleted(result)
 
     def observe_wait(self, seconds: float) -> None:
         """The time the driver slept between loops (CA's loopWait)."""
         self.function_duration_seconds.labels("loopWait").observe(seconds)
-
-    def deletion_reasons(self) -> dict[str, str]:
-        """node -> CA's scale-down reason (empty, underutilized, unready) of each deletion in
-        progress, as scaled_down_nodes_total will label it; the log says the same."""
-        return {name: reason for name, (reason, _) in self._deletions.items()}
 
     def _follow(self, autoscaler: Autoscaler) -> None:
         if autoscaler is not self._autoscaler:
@@ -397,12 +394,14 @@ class AutoscalerMetrics:
                 code = status.error.code
                 self.failed_scale_ups_total.labels(_FAILURE_REASONS.get(code, code)).inc()
 
-    def _observe_deleted(self, result: LoopResult) -> None:
+    def _observe_deleted(self, result: LoopResult) -> dict[str, str]:
+        reasons = {}
         for name in result.deleted:
             # A deletion this process did not see start (resumed from a previous leader and
             # finished in the same loop) is labelled by how it ended: drained or empty.
             fallback = "underutilized" if name in result.deleted_drained else "empty"
             reason, gpu = self._deletions.pop(name, (fallback, ""))
+            reasons[name] = reason
             self.scaled_down_nodes_total.labels(reason).inc()
             if gpu:
                 self.scaled_down_gpu_nodes_total.labels(reason, gpu).inc()
@@ -413,9 +412,15 @@ class AutoscalerMetrics:
         if result.started is not None:
             for stale in result.started.stale.values():
                 self.stale_scale_down_decisions_total.labels(str(stale)).inc()
+        return reasons
 
-    def _observe_scale_down(self, result: LoopResult, autoscaler: Autoscaler, healthy: bool) -> None:
-        self._observe_deleted(result)
+    def _observe_scale_down(
+        self, result: LoopResult, autoscaler: Autoscaler, healthy: bool
+    ) -> dict[str, str]:
+        reasons = self._observe_deleted(result)
+        started = (
+            set(result.started.started_empty + result.started.started_drain) if result.started else set()
+        )
         registry = autoscaler.registry
         snapshot = autoscaler.view.snapshot()
         for name, deletion in autoscaler.actuator.deletions.items():
@@ -431,6 +436,7 @@ class AutoscalerMetrics:
                 reason = "empty" if deletion.empty else "underutilized"
             gpu = gpu_name(snapshot.node(name)) if name in snapshot else ""
             self._deletions[name] = (reason, gpu)
+        reasons.update({name: self._deletions[name][0] for name in started if name in self._deletions})
 
         plan = result.scale_down
         if plan is not None:
@@ -444,6 +450,7 @@ class AutoscalerMetrics:
                 self.unremovable_nodes_count.labels(reason_value).set(count)
         elif not healthy:
             self.unneeded_nodes_count.set(0)  # the halted loop cleared every unneeded timer
+        return reasons
 
 
 def gpu_name(node: Node) -> str:
