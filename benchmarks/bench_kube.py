@@ -112,8 +112,9 @@ nodeGroups:
       allocatable: {{cpu: "16", memory: 64Gi, pods: "110"}}
 """
 
-LOOP_LINE = re.compile(r"^(\S+ \S+) [DIW] kubetide\.run\] loop (\d+\.\d+)s: ")
-SCALE_UP_LINE = re.compile(r"^(\S+ \S+) I kubetide\.run\] loop (\d+\.\d+)s: .*scale-up ")
+# kubetide's klog header (kube/logs.py): "I1127 03:52:38.283175 4242 kubetide.run] ...", UTC.
+LOOP_LINE = re.compile(r"^[DIW](\d{4} \S+) \d+ kubetide\.run\] loop (\d+\.\d+)s: ")
+SCALE_UP_LINE = re.compile(r"^I(\d{4} \S+) \d+ kubetide\.run\] Scale-up: ")
 
 
 class AuditedControlPlane(ControlPlane):
@@ -427,8 +428,10 @@ class KubetideProcess:
 
 
 def log_time(text: str) -> float:
-    # logging's asctime: "2026-11-24 02:10:11,123", local time.
-    return datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    # klog's "MMDD HH:MM:SS.micro", UTC, this year.
+    year = datetime.datetime.now(datetime.UTC).year
+    moment = datetime.datetime.strptime(f"{year}{text}", "%Y%m%d %H:%M:%S.%f")
+    return moment.replace(tzinfo=datetime.UTC).timestamp()
 
 
 class FirstSeen(threading.Thread):
@@ -511,11 +514,15 @@ def measure_scale_up(client: KubeClient, kubetide: KubetideProcess) -> dict[str,
     all_running = time.time()
     # The loops answering the burst may still be writing their events: let the current one end.
     kubetide.wait_loops(len(kubetide.loops()) + 1, 6 * SCAN_INTERVAL)
-    scale_up_logged = [
-        (log_time(m.group(1)), float(m.group(2)))
-        for line in kubetide.log().splitlines()
-        if (m := SCALE_UP_LINE.match(line)) and BURST_GROUP in line
-    ]
+    # The loop that scaled the burst group up: its Scale-up line, then (--v=4) its loop line.
+    scale_up_logged = []
+    seen_scale_up = False
+    for line in kubetide.log().splitlines():
+        if SCALE_UP_LINE.match(line) and f"group {BURST_GROUP} " in line:
+            seen_scale_up = True
+        elif seen_scale_up and (m := LOOP_LINE.match(line)):
+            scale_up_logged.append((log_time(m.group(1)), float(m.group(2))))
+            seen_scale_up = False
     result: dict[str, float | str] = {
         "first created": first_created,
         "last created": last_created,
@@ -570,7 +577,7 @@ def main(argv: list[str]) -> int:
         launched_at = time.time()
         first_loops = kubetide.wait_loops(WARMUP_LOOPS, 180)
         filled = next(
-            (log_time(line[:23]) for line in kubetide.log().splitlines() if "caches filled" in line),
+            (log_time(line[1:21]) for line in kubetide.log().splitlines() if "caches filled" in line),
             launched_at,
         )
         console.print(
