@@ -9,10 +9,17 @@ Every node the burst added and the scale-down removed must have, on the API serv
 - a ScaleDown "nodes removed by cluster autoscaler" Event whose timestamp is within one loop of
   when a watch of ours saw the Node disappear;
 and the --v=0 log a line for its marking and its removal.
+
+"Within one loop": an Event carries the time its loop (or drive between loops) decided, and the
+action happens during that loop, which under load takes seconds. So the marking must be within
+the scan interval (plus the second Event timestamps round to) of the taint, and the deletion our
+watch saw must fall between the removal Event's time and the end of the loop that did it (its
+log line), plus the same slack.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 import threading
 import time
@@ -68,6 +75,33 @@ class BurstRun:
             for node in self.gone
             if not all(m in self.events.get(node, {}) for m in (MARKED, REMOVED))
         }
+
+    def removal_logged(self) -> dict[str, float]:
+        """node -> when kubetide logged its removal (the end of the loop or drive that did it)."""
+        year = time.gmtime().tm_year
+        found = {}
+        for stamp, node in re.findall(
+            r"^I(\d{4} \S+) \d+ kubetide\.run\] Scale-down: node (\S+) removed", self.log, re.M
+        ):
+            found[node] = calendar.timegm(time.strptime(f"{year}{stamp[:-7]}", "%Y%m%d %H:%M:%S")) + float(
+                stamp[-7:]
+            )
+        return found
+
+    def late(self, slack: float) -> dict[str, str]:
+        """node -> why its Events are not within one loop of what they report (see the module)."""
+        logged = self.removal_logged()
+        found = {}
+        for node, (marked, removed) in self.lateness().items():
+            removed_at = self.events[node][REMOVED].first_timestamp.timestamp()
+            loop_end = logged.get(node, removed_at)
+            if abs(marked) > slack:
+                found[node] = f"marked {marked:+.1f}s from its taint"
+            elif not removed_at - 1 <= self.gone[node] <= loop_end + slack:
+                found[node] = (
+                    f"deleted {-removed:+.1f}s after its Event, its loop ended {loop_end - removed_at:.1f}s after"
+                )
+        return found
 
     def lateness(self) -> dict[str, tuple[float, float]]:
         """node -> (marked Event time - taint time, removed Event time - deletion seen), seconds."""
