@@ -49,6 +49,7 @@ from kubetide.autoscaler.scaledown import (
 )
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
+from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
@@ -56,8 +57,6 @@ from kubetide.clock import Clock, Timer, timed
 from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
-
-PRIORITY_EXPANDER_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")
 
 
 @dataclass(slots=True)
@@ -161,7 +160,8 @@ class Autoscaler:
                 pending=self.view.pending_pods(),
                 pdbs=pdbs,
                 workloads=workloads,
-                priorities=self.view.configmap(*PRIORITY_EXPANDER_CONFIGMAP),
+                # CA reads it from its --namespace, beside the status ConfigMap.
+                priorities=self.view.configmap(self.options.namespace, PRIORITY_CONFIGMAP),
                 usage=usage,
                 being_deleted=self.actuator.being_deleted(),
                 deletions_in_progress=self.actuator.in_progress(),

@@ -16,7 +16,8 @@ The loop's steps, on one snapshot with one PredicateChecker:
 2. The cluster state registry takes in the nodes (upcoming = nodes registered but not started;
    an unhealthy cluster is reported: the real loop would stop there).
 3. `ScaleUp.plan` with the flags, the workloads (DaemonSets shrink templates) and the priority
-   expander's ConfigMap (kube-system/cluster-autoscaler-priority-expander) when the dump has it.
+   expander's ConfigMap (cluster-autoscaler-priority-expander in --set namespace=..., kube-system by
+   default, as CA reads it from its --namespace) when the dump has it.
    Pending pods it placed on existing nodes are bound there before scale-down, as the Cluster
    Autoscaler's snapshot carries them: the scheduler will put them there.
 4. `Planner(options, timers_expired=...).update`: with timers expired (the default) a node that
@@ -51,13 +52,13 @@ from collections.abc import Iterable, Sequence
 from rich.markup import escape
 
 from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide
-from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import UsageSample
 from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
 from kubetide.cli.json_output import document, rfc3339
@@ -348,7 +349,7 @@ def plan_loop(
         workloads=manifests.workloads,
         controllers_known=controllers_known,
         namespaces=namespaces,
-        priorities=_configmap(manifests.configmaps, *PRIORITY_EXPANDER_CONFIGMAP),
+        priorities=_configmap(manifests.configmaps, options.namespace, PRIORITY_CONFIGMAP),
         usage=usage,
     )
     with PredicateChecker(snapshot, namespaces) as checker:

@@ -373,13 +373,15 @@ def _clean(documents: Iterable[Any], members: dict[str, str]) -> Iterable[dict[s
 
 
 def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any] | None:
-    from kubetide.autoscaler.loop import PRIORITY_EXPANDER_CONFIGMAP
+    from kubetide.autoscaler.options import AutoscalerOptions
+    from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.cloud.schema import NODE_GROUP_LABEL
 
     kind = obj.get("kind")
     meta = dict(obj.get("metadata") or {})
     if kind == "ConfigMap":
-        if (meta.get("namespace"), meta.get("name")) != PRIORITY_EXPANDER_CONFIGMAP:
+        # The one the simulated autoscaler reads (its namespace flag's default, as CA's).
+        if (meta.get("namespace"), meta.get("name")) != (AutoscalerOptions().namespace, PRIORITY_CONFIGMAP):
             return None
     elif kind not in EXPORTED_KINDS or (kind == "Job" and _finished(obj)):
         return None
