@@ -242,6 +242,13 @@ def _change_in_period(events: list[_Timestamped], period: float, now: float) -> 
     return sum(e.value for e in events if e.time > cutoff)
 
 
+def _replicas_at_period_start(
+    current: int, up: list[_Timestamped], down: list[_Timestamped], period: float, now: float
+) -> int:
+    """The replica count at the start of a policy's period: the changes within it undone."""
+    return current - _change_in_period(up, period, now) + _change_in_period(down, period, now)
+
+
 def scale_up_limit(
     current: int, up: list[_Timestamped], down: list[_Timestamped], rules: ScalingRules, now: float
 ) -> int:
@@ -251,11 +258,7 @@ def scale_up_limit(
     pick = min if rules.select_policy == "Min" else max
     result: int | None = None
     for policy in rules.policies:
-        start = (
-            current
-            - _change_in_period(up, policy.period_seconds, now)
-            + _change_in_period(down, policy.period_seconds, now)
-        )
+        start = _replicas_at_period_start(current, up, down, policy.period_seconds, now)
         if policy.type == "Pods":
             proposed = start + policy.value
         else:  # rounded up, or a small Percent would never add a pod
@@ -273,11 +276,7 @@ def scale_down_limit(
     pick = max if rules.select_policy == "Min" else min
     result: int | None = None
     for policy in rules.policies:
-        start = (
-            current
-            - _change_in_period(up, policy.period_seconds, now)
-            + _change_in_period(down, policy.period_seconds, now)
-        )
+        start = _replicas_at_period_start(current, up, down, policy.period_seconds, now)
         if policy.type == "Pods":
             proposed = start - policy.value
         else:  # truncated, as upstream's int32 conversion

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +56,7 @@ class HorizontalPodAutoscalers(WorldObserver):
         self.scale = scale
         # Per run: the profile cache is keyed by pod UID, which another run reuses.
         base = usage if usage is not None else UsageModel()
-        self.usage = dataclasses.replace(base, owners=self._owners, _resolved={})
+        self.usage = dataclasses.replace(base, owners=self.world.owners, _resolved={})
         self.hpas: dict[str, HorizontalPodAutoscaler] = {}
         self.states: dict[str, HpaState] = {}
         self.history: dict[str, dict[str, Any]] = {}  # key -> counts for the summary
@@ -275,17 +275,6 @@ class HorizontalPodAutoscalers(WorldObserver):
     def pod_removed(self, pod: Pod) -> None:
         self._changed(pod)
         self.usage.forget(pod.uid)
-
-    def _owners(self, pod: Pod) -> Iterable[tuple[str, str]]:
-        ref = pod.meta.controller
-        if ref is None:
-            return ()
-        owners = [(ref.kind, ref.name)]
-        workload = self.world.workloads.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
-        parent = workload.meta.controller if workload is not None else None
-        if parent is not None:
-            owners.append((parent.kind, parent.name))
-        return owners
 
     # -- outputs -------------------------------------------------------------------------------
     def timeline_columns(self, row: dict[str, Any]) -> None:

@@ -33,7 +33,6 @@ per decision), and a QoS panel in report.html. A scenario without `spec.qos` bui
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +98,7 @@ class NodeAgents(WorldObserver):
         self.config = settings.config
         self.options = settings.options()
         # Per run: the profile cache is keyed by pod UID, which another run reuses.
-        self.usage = dataclasses.replace(settings.usage, owners=self._owners, _resolved={})
+        self.usage = dataclasses.replace(settings.usage, owners=self.world.owners, _resolved={})
         self.agents: dict[str, QosAgent] = {}
         self.quotas: dict[str, int] = {}  # pod UID -> CFS quota (millicores) the agent set
         self.over: set[str] = set()  # nodes over a watermark at their last sample
@@ -122,17 +121,6 @@ class NodeAgents(WorldObserver):
     def node_removed(self, node: Node) -> None:
         self.agents.pop(node.name, None)
         self.over.discard(node.name)
-
-    def _owners(self, pod: Pod) -> Iterable[tuple[str, str]]:
-        ref = pod.meta.controller
-        if ref is None:
-            return ()
-        owners = [(ref.kind, ref.name)]
-        workload = self.world.workloads.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
-        parent = workload.meta.controller if workload is not None else None
-        if parent is not None:
-            owners.append((parent.kind, parent.name))
-        return owners
 
     # -- QosActuator -------------------------------------------------------------------------
     def throttle(self, pod: Pod, quota_millicores: int) -> None:

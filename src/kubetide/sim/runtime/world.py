@@ -102,6 +102,19 @@ class World:
         owned = self.owned.get(controller_uid)
         return list(owned.values()) if owned else []
 
+    def owners(self, pod: Pod) -> list[tuple[str, str]]:
+        """(kind, name) of the pod's controller and of that controller's own controller (a
+        ReplicaSet's Deployment): the keys a workload's usage profile may be given under."""
+        ref = pod.meta.controller
+        if ref is None:
+            return []
+        owners = [(ref.kind, ref.name)]
+        workload = self.workloads.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
+        parent = workload.meta.controller if workload is not None else None
+        if parent is not None:
+            owners.append((parent.kind, parent.name))
+        return owners
+
     def node(self, name: str) -> Node | None:
         return self.snapshot.node(name) if name in self.snapshot else None
 
