@@ -300,3 +300,77 @@ def test_a_list_dump_file_is_streamed_not_decoded_whole(tmp_path, monkeypatch, d
     )
     with pytest.raises(inputs.UserError, match=r"nodeqos.json: .*NodeQOS.*, not a cluster dump"):
         inputs.load_manifests("plan", ([str(nodeqos)], inputs.CLUSTER_KINDS, "a cluster dump"))
+
+
+# -- a size cap on every read ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "/dev/zero"], "/dev/zero: not a text file (a NUL byte at byte 0)"),
+        (["schedule", "/dev/urandom"], "/dev/urandom: not"),
+        (["downscale", "/dev/zero", *DOWNSCALE], "/dev/zero: not a text file"),
+        (["qos", "/dev/zero"], "/dev/zero: not a text file"),
+        (["simulate", "/dev/zero"], "/dev/zero: not a text file"),
+        (["plan", CLUSTER, "--node-groups", "/dev/urandom"], "/dev/urandom: not"),
+    ],
+)
+def test_devices_that_never_end_are_one_line_at_once(kubetide, argv, message):
+    code, _, err = kubetide(*argv)
+    assert message in one_error_line(code, err)
+
+
+def test_standard_input_that_is_not_text_is_one_line(kubetide):
+    code, _, err = kubetide("plan", "-", stdin=b"kind: List\n\0\0\0")
+    assert "<stdin>: not a text file (a NUL byte at byte 11)" in one_error_line(code, err)
+    code, _, err = kubetide("plan", "-", stdin=b"kind: \xff")
+    assert "<stdin>: not UTF-8 text (byte 6)" in one_error_line(code, err)
+
+
+@pytest.mark.parametrize("through", ["file", "pipe", "stdin"])
+def test_an_input_over_the_cap_is_one_line_naming_the_cap(kubetide, monkeypatch, tmp_path, through):
+    monkeypatch.setenv("KUBETIDE_MAX_INPUT_BYTES", "1000")
+    text = CLUSTER.read_bytes()
+    assert len(text) > 1000
+    if through == "file":
+        code, _, err = kubetide("plan", CLUSTER)
+    elif through == "stdin":
+        code, _, err = kubetide("plan", "-", stdin=text)
+    else:
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        writer = subprocess.Popen(["sh", "-c", f"cat {CLUSTER} > {fifo}"])
+        code, _, err = kubetide("plan", fifo)
+        writer.kill()
+        writer.wait()
+    assert "larger than 1,000 bytes, the input size limit (set KUBETIDE_MAX_INPUT_BYTES" in one_error_line(
+        code, err
+    )
+
+
+def test_under_the_cap_a_pipe_reads_as_a_file_does(kubetide, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat {CLUSTER} > {fifo}"])
+    piped = kubetide("plan", fifo, "--node-groups", GROUPS, "--json")
+    writer.wait()
+    direct = kubetide("plan", CLUSTER, "--node-groups", GROUPS, "--json")
+    assert piped[0] == direct[0] == 0
+    assert piped[1] == direct[1]
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "99999999999999999999"])
+def test_a_bad_cap_is_one_line_naming_the_variable(kubetide, monkeypatch, value):
+    monkeypatch.setenv("KUBETIDE_MAX_INPUT_BYTES", value)
+    code, _, err = kubetide("plan", CLUSTER)
+    assert "KUBETIDE_MAX_INPUT_BYTES=" in one_error_line(code, err)
+
+
+def test_a_trace_file_is_capped_too(kubetide, tmp_path):
+    scenario = ROOT / "examples" / "morning-burst.yaml"
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "frontend-morning.csv").symlink_to("/dev/zero")
+    (tmp_path / "s.yaml").write_text(scenario.read_text())
+    code, _, err = kubetide("simulate", tmp_path / "s.yaml")
+    assert "frontend-morning.csv" in one_error_line(code, err) and "not a text file" in err

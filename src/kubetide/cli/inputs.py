@@ -17,7 +17,9 @@ from typing import Any
 from kubetide.errors import UserError
 from kubetide.model import Manifests, load_documents
 from kubetide.model.loader import (
+    max_input_bytes,
     parse_text,
+    read_stream_text,
     read_text,
     resolve_priorities,
     stream_list_file,
@@ -56,11 +58,7 @@ def read_input(path: str) -> str:
     """The text of a file, or of standard input for `-`; unreadable input is a ManifestError."""
     if path != STDIN:
         return read_text(path)
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{STDIN_SOURCE}: not UTF-8 text (byte {exc.start})") from None
+    return read_stream_text(sys.stdin.buffer, STDIN_SOURCE, max_input_bytes())
 
 
 def check_single_stdin(values: Iterable[Any]) -> None:

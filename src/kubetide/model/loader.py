@@ -8,20 +8,23 @@ Any malformed object aborts the whole load with a ManifestError naming file, obj
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import functools
 import gc
 import json
+import os
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
-from kubetide.errors import ManifestError
+from kubetide.errors import ManifestError, UserError
 from kubetide.model import yaml_chunks
 from kubetide.model.bounds import MAX_NESTING, check_text
 from kubetide.model.cronjob import parse_cronjob
@@ -196,6 +199,8 @@ def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str]
     """Load a List dump an item at a time into `into`, and return the kinds of its items; None,
     with nothing loaded, when the file is not one model/stream.py streams or anything goes wrong
     on the way: the caller then loads it whole, whose checks and messages are the reference."""
+    if not _regular_file_within_cap(path):
+        return None  # devices, pipes and files over the cap: read_text reads or refuses them whole
     for fast_yaml in (yaml_chunks.members, None):
         staged = into.staged()
         kinds: set[str] = set()
@@ -210,6 +215,14 @@ def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str]
         into.adopt(staged)
         return kinds
     return None
+
+
+def _regular_file_within_cap(path: str | Path) -> bool:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_size <= max_input_bytes()
 
 
 def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> Iterator[tuple[str, Any, Any]]:
@@ -270,10 +283,46 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
     _warn_skipped(result, source, skipped)
 
 
+# Every input is read whole (or, for a List dump, streamed once its size is known), so a size cap
+# keeps /dev/zero, an endless pipe or a runaway file from taking all memory or reading forever.
+# 2 GiB holds the largest dump measured (1.7 GB, BENCHMARKS.md) with room to spare; a larger
+# cluster's dump can raise it through the environment, for every command at once.
+MAX_INPUT_BYTES_VARIABLE = "KUBETIDE_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = 2 * 2**30
+_READ_CHUNK_BYTES = 1 << 20
+
+
+def max_input_bytes() -> int:
+    """The size cap on any one input, from KUBETIDE_MAX_INPUT_BYTES (a byte count) or the default."""
+    text = os.environ.get(MAX_INPUT_BYTES_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_MAX_INPUT_BYTES
+    if not text.isdigit() or int(text) == 0 or len(text) > 19:
+        raise UserError(f"{MAX_INPUT_BYTES_VARIABLE}={text[:40]!r}: expected a positive number of bytes")
+    return int(text)
+
+
+def too_large(source: str, limit: int) -> ManifestError:
+    return ManifestError(
+        source,
+        "",
+        "",
+        f"larger than {limit:,} bytes, the input size limit (set {MAX_INPUT_BYTES_VARIABLE} to raise it)",
+    )
+
+
 def read_text(path: str | Path) -> str:
-    """A file's UTF-8 text; a missing file, a directory or binary content is a ManifestError."""
+    """A file's UTF-8 text; a missing file, a directory, binary content or a file over the size
+    cap (max_input_bytes) is a ManifestError. Devices and pipes are read a chunk at a time and
+    refused at the first chunk that is not text, so `/dev/zero` is one line, not a MemoryError."""
     source = str(path)
+    limit = max_input_bytes()
     try:
+        with open(path, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return read_stream_text(file, source, limit)
+            if os.fstat(file.fileno()).st_size > limit:
+                raise too_large(source, limit)
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(source, "", "", "no such file") from None
@@ -283,6 +332,30 @@ def read_text(path: str | Path) -> str:
         raise ManifestError(source, "", "", f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ManifestError(source, "", "", f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_stream_text(stream: BinaryIO, source: str, limit: int) -> str:
+    """UTF-8 text from a stream of unknown length (standard input, a pipe, a device), refused as
+    soon as it passes `limit` bytes or holds a byte no YAML or JSON text can (NUL, bad UTF-8)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    offset = 0
+    while chunk := stream.read(_READ_CHUNK_BYTES):
+        if offset + len(chunk) > limit:
+            raise too_large(source, limit)
+        nul = chunk.find(b"\0")
+        if nul >= 0:
+            raise ManifestError(source, "", "", f"not a text file (a NUL byte at byte {offset + nul})")
+        try:
+            parts.append(decoder.decode(chunk))
+        except UnicodeDecodeError as exc:
+            raise ManifestError(source, "", "", f"not UTF-8 text (byte {offset + exc.start})") from None
+        offset += len(chunk)
+    try:
+        parts.append(decoder.decode(b"", final=True))
+    except UnicodeDecodeError:
+        raise ManifestError(source, "", "", f"not UTF-8 text (cut short at byte {offset})") from None
+    return "".join(parts)
 
 
 def parse_text(text: str, source: str) -> list[Any]:

@@ -48,6 +48,7 @@ from kubetide.cloud.schema import StrictModel
 from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError
 from kubetide.model import Manifests
+from kubetide.model.loader import read_text
 from kubetide.model.quantity import QuantityError, parse_resource
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import parse_label_selector
@@ -212,12 +213,12 @@ class _Loader:
         if cached is not None:
             return cached
         path = self.base_dir / name
+        if not path.exists():
+            raise self.error(where, f'no such file "{name}"')
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise self.error(where, f'no such file "{name}"') from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise self.error(where, f"cannot read {name}: {exc}") from None
+            text = read_text(path)  # capped as every input is: a trace can be /dev/zero too
+        except ManifestError as exc:
+            raise self.error(where, f"cannot read {name}: {exc.message}") from None
         self.files[name] = columns = _parse_trace(text, str(path))
         return columns
 
