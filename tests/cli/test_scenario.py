@@ -103,3 +103,131 @@ def test_scenario_without_a_subcommand_shows_its_help(kubetide):
     code, _, err = kubetide()
     assert code == 2
     assert "from-cluster" in err
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("missing/tonight.yaml", "no such directory"),
+        ("a-file/tonight.yaml", "is not a directory"),
+    ],
+)
+def test_an_out_that_cannot_be_written_is_refused_before_the_dump_is_read(kubetide, tmp_path, out, message):
+    (tmp_path / "a-file").write_text("")
+    # The dump does not exist: the --out error coming first shows nothing was read.
+    code, _, err = kubetide("from-cluster", tmp_path / "no-dump.yaml", "--out", tmp_path / out)
+    assert code == 2
+    assert err.count("\n") == 1 and message in err and "--out" in err, err
+    assert not (tmp_path / "missing").exists()
+
+
+SECRET_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "api-0", "namespace": "default", "labels": {"app": "api"}},
+    "spec": {
+        "nodeName": "n1",
+        "initContainers": [{"name": "init", "image": "busybox", "command": ["sh", "-c", "echo s3cr3t-init"]}],
+        "containers": [
+            {
+                "name": "api",
+                "image": "api:1",
+                "command": ["/api", "--password=s3cr3t-cmd"],
+                "args": ["--token", "s3cr3t-arg"],
+                "env": [
+                    {"name": "DB_PASSWORD", "value": "s3cr3t-env"},
+                    {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
+                ],
+                "resources": {"requests": {"cpu": "100m"}},
+            }
+        ],
+    },
+    "status": {"phase": "Running"},
+}
+SECRET_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "web:1",
+                        "args": ["s3cr3t-template"],
+                        "env": [{"name": "K", "value": "s3cr3t-tpl-env"}],
+                    }
+                ]
+            },
+        },
+    },
+}
+
+
+def secret_dump(tmp_path) -> Path:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"kubetide.io/node-group": "small"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [node, SECRET_POD, SECRET_DEPLOYMENT]})
+    )
+    return dump
+
+
+def test_env_values_command_and_args_are_dropped_by_default(kubetide, tmp_path):
+    out = tmp_path / "shared.yaml"
+    code, _, err = kubetide("from-cluster", secret_dump(tmp_path), "--out", out)
+    assert code == 0, err
+    text = out.read_text()
+    assert "s3cr3t" not in text and "secretKeyRef" not in text
+    objects = {o["metadata"]["name"]: o for o in yaml.safe_load(text)["spec"]["objects"]}
+    container = objects["api-0"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": "DB_PASSWORD"}, {"name": "FROM_SECRET"}]  # names kept
+    assert "command" not in container and "args" not in container
+    assert "command" not in objects["api-0"]["spec"]["initContainers"][0]
+    assert objects["web"]["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "K"}]
+    assert load_scenario(out).objects  # what is written still runs
+
+
+def test_keep_env_keeps_them(kubetide, tmp_path):
+    out = tmp_path / "private.yaml"
+    code, _, err = kubetide("from-cluster", secret_dump(tmp_path), "--out", out, "--keep-env")
+    assert code == 0, err
+    text = out.read_text()
+    for secret in (
+        "s3cr3t-init",
+        "s3cr3t-cmd",
+        "s3cr3t-arg",
+        "s3cr3t-env",
+        "s3cr3t-template",
+        "s3cr3t-tpl-env",
+    ):
+        assert secret in text
+    assert "secretKeyRef" in text
+
+
+def test_a_dump_with_aliases_exports_a_scenario_without_any(kubetide, tmp_path):
+    # JSON-style flow mappings may put an alias right after the ':' of a quoted key; the loader
+    # shares the aliased node, and the export writes each use out in full.
+    dump = tmp_path / "aliased.yaml"
+    dump.write_text(
+        '{"apiVersion": "v1", "kind": "List", "items": [\n'
+        '  {"kind": "Node", "metadata": {"name": "n1", "labels": &labels {"kubetide.io/node-group": "small"}},\n'
+        '   "status": {"allocatable": &room {"cpu": "4", "memory": "8Gi", "pods": "110"}}},\n'
+        '  {"kind": "Node", "metadata": {"name": "n2", "labels":*labels}, "status": {"allocatable":*room}}]}\n'
+    )
+    out = tmp_path / "aliased-scenario.yaml"
+    code, _, err = kubetide("from-cluster", dump, "--out", out)
+    assert code == 0, err
+    text = out.read_text()
+    assert "*" not in text.replace("# ", "") and "&" not in text
+    assert {o["metadata"]["name"] for o in yaml.safe_load(text)["spec"]["objects"]} == {"n1", "n2"}
+    load_scenario(out)

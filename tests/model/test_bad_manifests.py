@@ -8,7 +8,7 @@ import yaml
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_files
-from kubetide.model.bounds import MAX_NESTING, check_text
+from kubetide.model.bounds import MAX_NESTING, check_text, surely_within_bounds
 
 NODE = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}
 
@@ -178,3 +178,21 @@ def _write(tmp_path, text):
     path = tmp_path / "ok.yaml"
     path.write_text(text)
     return path
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":*x}', 'x: &x 1\ny: {"a":*x}', "[&x 1, *x]", "a: *x", "- *x"],
+)
+def test_the_alias_screen_sees_every_alias_a_flow_mapping_can_hold(text):
+    assert not surely_within_bounds(text)
+
+
+def test_an_alias_bomb_written_right_after_colons_is_refused(tmp_path):
+    # The bomb above, as JSON-style flow mappings whose aliases follow the ':' with no space.
+    levels = ['"a0": &a0 {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}']
+    for level in range(1, 8):
+        items = ",".join(f'"k{i}":*a{level - 1}' for i in range(10))
+        levels.append(f'"a{level}": &a{level} {{"kind": "List", "items": [{{{items}}}]}}')
+    text = '{"kind": "List", "items": [{"x":*a7}], "anchors": {' + ", ".join(levels) + "}}"
+    assert "aliases expand the document more than" in load_error(tmp_path, text)

@@ -33,6 +33,8 @@ The written file is loaded back as a scenario before it is written: what this co
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import sys
 import textwrap
@@ -106,6 +108,12 @@ def add_parser(subparsers) -> None:
         "their average usage as a constant profile under spec.usage (what HPAs read); repeatable",
     )
     export.add_argument("--out", metavar="FILE", help="write the scenario here (default: stdout)")
+    export.add_argument(
+        "--keep-env",
+        action="store_true",
+        help="keep the containers' env values, command and args (default: dropped, since they often hold "
+        "secrets and the simulator reads none of them; env names are kept)",
+    )
     export.add_argument("--name", help="the scenario's metadata.name (default: from DUMP's file name)")
     export.add_argument("--duration", default="1h", help="spec.duration (default: 1h)")
     export.set_defaults(run=run_from_cluster)
@@ -124,8 +132,8 @@ def run_from_cluster(args) -> int:
 
     duration = duration_flag(args.duration)
     out = Path(args.out) if args.out else None
-    if out is not None and out.exists():
-        raise UserError(f"--out {out}: the file exists (remove it or choose another path)")
+    if out is not None:
+        check_out_path(out)
     check_single_stdin([args.dump, args.node_groups])
     definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.dump:
@@ -146,7 +154,13 @@ def run_from_cluster(args) -> int:
 
         pod_metrics = _read_usage(args.usage).other.get("PodMetrics", [])
     text, warnings = export_scenario(
-        documents, source, definitions, name=name, duration=duration, pod_metrics=pod_metrics
+        documents,
+        source,
+        definitions,
+        name=name,
+        duration=duration,
+        pod_metrics=pod_metrics,
+        keep_env=args.keep_env,
     )
     warn(warnings)
     if out is None:
@@ -158,6 +172,19 @@ def run_from_cluster(args) -> int:
     except OSError as exc:
         raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     return 0
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse an --out that cannot be written before any work: reading a large cluster takes
+    minutes, and its scenario would be lost."""
+    if out.exists() or out.is_symlink():
+        raise UserError(f"--out {out}: the file exists (remove it or choose another path)")
+    folder = out.parent
+    if not folder.is_dir():
+        problem = f"{folder} is not a directory" if folder.exists() else f"no such directory {folder}"
+        raise UserError(f"--out {out}: {problem}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: cannot write into {folder} (permission denied)")
 
 
 def _read_live_cluster(kubeconfig: str, context: str | None) -> tuple[list[Any], str]:
@@ -186,6 +213,7 @@ def export_scenario(
     name: str = "my-cluster",
     duration: float = 3600.0,
     pod_metrics: list[Any] | None = None,
+    keep_env: bool = False,
 ) -> tuple[str, list[str]]:
     """(the Scenario's YAML text, warnings) for a dump's decoded documents; `pod_metrics`
     (metrics-server's PodMetrics) add each workload's average usage under spec.usage."""
@@ -212,6 +240,8 @@ def export_scenario(
     given_templates = {d.name for d in definitions or () if d.template is not None}
     members = {node.name: names[g.id] for g in groups for node in g.nodes}
     objects = [obj for obj in _clean(documents, members) if obj is not None]
+    if not keep_env:
+        objects = [_without_container_secrets(obj) for obj in objects]
     newest = newest_timestamp(manifests)
 
     lines = _header(source, manifests, cloud, newest)
@@ -396,6 +426,50 @@ def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any
     return {**obj, "metadata": meta}
 
 
+# Where kinds from-cluster exports keep their containers: a Pod's spec, a workload's pod template.
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+# Container fields that often carry secrets (tokens in env values, passwords on a command line)
+# and that the simulator never reads.
+SECRET_BEARING_FIELDS = ("command", "args")
+
+
+def _without_container_secrets(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object with its containers' command, args and env values left out (env names kept, so
+    a reader still sees what a container is configured with). Copies what it changes only."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return obj
+    if obj.get("kind") == "Pod":
+        return {**obj, "spec": _pod_spec_without_secrets(spec)}
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        template = {**template, "spec": _pod_spec_without_secrets(template["spec"])}
+        return {**obj, "spec": {**spec, "template": template}}
+    return obj
+
+
+def _pod_spec_without_secrets(spec: dict[str, Any]) -> dict[str, Any]:
+    cleaned = dict(spec)
+    for field in CONTAINER_LISTS:
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            cleaned[field] = [_container_without_secrets(c) for c in containers]
+    return cleaned
+
+
+def _container_without_secrets(container: Any) -> Any:
+    if not isinstance(container, dict):
+        return container
+    cleaned = {k: v for k, v in container.items() if k not in SECRET_BEARING_FIELDS}
+    env = container.get("env")
+    if isinstance(env, list):
+        cleaned["env"] = [
+            {"name": variable["name"]} if isinstance(variable, dict) and "name" in variable else {}
+            for variable in env
+        ]
+    return cleaned
+
+
 def _finished(job: dict[str, Any]) -> bool:
     """A Job whose Complete or Failed condition is true: it creates no pod again (the simulator
     does not read Job status, and would otherwise run it anew when its pods are gone)."""
@@ -463,9 +537,19 @@ def _scenario_name(text: str) -> str:
 def _yaml(data: Any) -> list[str]:
     import yaml
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: several times faster
-    text = yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=100)
+    text = yaml.dump(data, Dumper=_no_alias_dumper(), sort_keys=False, default_flow_style=False, width=100)
     return text.splitlines()
+
+
+@functools.cache
+def _no_alias_dumper() -> type:
+    """libyaml's dumper (several times faster) writing a shared subtree out in full each time:
+    an alias would make simulate walk the alias screen, and refuse a file whose aliases expand it
+    more than model/bounds.py allows, although the dump it came from loaded."""
+    import yaml
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return type("NoAliasDumper", (base,), {"ignore_aliases": lambda self, data: True})
 
 
 def _indent(lines: list[str], by: int = 2) -> list[str]:

@@ -16,7 +16,8 @@ raw text (a few C-speed string scans) cannot rule the danger out. The screen is 
 - nested *block* collections start at strictly increasing columns, except that a block sequence
   may sit at its parent mapping's column, and a line's block collections start inside its leading
   run of spaces and `-`, `?`, `:` indicators; so block depth <= 2 * (longest such run + 1);
-- an alias is `*name` after a space, a line start, or a flow indicator: no such `*`, no alias.
+- an alias is `*name` after a space, a line start, a flow indicator, or the `:` of a flow mapping's
+  quoted key (`{"a":*x}`, where YAML needs no space after the `:`): no such `*`, no alias.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ MAX_EXPANSION = 10
 # ... and a small file may always use them this much (a template repeated a few hundred times).
 MIN_EXPANDED_NODES = 100_000
 
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*", re.MULTILINE)
+_ALIAS = re.compile(r"(?:^|[\s\[{,:])\*", re.MULTILINE)
 
 
 def check_text(text: str, source: str, loader: type) -> None:
