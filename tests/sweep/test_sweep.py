@@ -169,6 +169,13 @@ def test_an_interrupted_sweep_keeps_finished_runs(tmp_path):
         (["--seed-list", "1,x"], "--seed-list 1,x: expected integers"),
         (["--seeds", "0"], "--seeds 0: must be at least 1"),
         (["--scheduler-address", "tcp://h:1"], "--scheduler-address: needs --engine dask"),
+        (
+            ["--engine", "dask", "--scheduler-address", "tcp://h:1"],
+            "--scheduler-address tcp://h:1: not tls://",
+        ),
+        (["--engine", "dask", "--scheduler-address", "h:1"], "--scheduler-address h:1: not tls://"),
+        (["--engine", "dask", "--scheduler-address", " "], "--scheduler-address: expected tls://HOST:PORT"),
+        (["--engine", "dask", "--insecure"], "--insecure: only with --scheduler-address"),
         (["--duration=-5m"], "--duration: must be positive"),
     ],
 )
@@ -244,6 +251,7 @@ def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):
                 "dask",
                 "--scheduler-address",
                 cluster.scheduler_address,
+                "--insecure",  # an in-process scheduler: nothing crosses a network
             ]
         )
     assert code == 0
@@ -251,3 +259,55 @@ def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):
     assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
     for name, text in _run_files(out).items():
         assert _without_wall(text) == _without_wall((local_sweep / name).read_bytes()), name
+
+
+def test_the_cli_runs_on_a_tls_scheduler_with_certificates_from_dask_config(local_sweep, tmp_path):
+    import dask
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    # Certificates as an operator gives them: files named in Dask's config (here a throwaway CA).
+    security = Security.temporary()
+    pem = {"ca": security.tls_ca_file, "cert": security.tls_client_cert, "key": security.tls_client_key}
+    files = {}
+    for name, text in pem.items():
+        files[name] = tmp_path / f"{name}.pem"
+        files[name].write_text(text)
+    tls = {
+        "distributed.comm.tls.ca-file": str(files["ca"]),
+        "distributed.comm.tls.client.cert": str(files["cert"]),
+        "distributed.comm.tls.client.key": str(files["key"]),
+        "distributed.comm.require-encryption": True,
+    }
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            protocol="tls://",
+            security=security,
+        ) as cluster,
+        dask.config.set(tls),
+    ):
+        assert cluster.scheduler_address.startswith("tls://")
+        out = tmp_path / "remote"
+        code = main(
+            [
+                "sweep",
+                str(SMALL),
+                *GRID,
+                "--seed-list",
+                "1",
+                "--out",
+                str(out),
+                "--json",
+                "--engine",
+                "dask",
+                "--scheduler-address",
+                cluster.scheduler_address,
+            ]
+        )
+    assert code == 0
+    remote = json.loads((out / "sweep.json").read_text())
+    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}

@@ -77,8 +77,16 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
     parser.add_argument(
         "--scheduler-address",
-        metavar="tcp://HOST:PORT",
-        help="a Dask scheduler to run on (with --engine dask; default: a LocalCluster on this machine)",
+        metavar="tls://HOST:PORT",
+        help="a Dask scheduler to run on (with --engine dask; default: a LocalCluster on this machine). "
+        "Dask sends pickles, which run code, both ways: only tls:// is taken, with the client "
+        "certificate from Dask's config (distributed.comm.tls.*)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="take a --scheduler-address that is not tls:// (anyone who can reach the scheduler, "
+        "or sit on the way, can run code in kubetide and in every worker)",
     )
     parser.add_argument(
         "--workers", type=int, metavar="N", help="local processes or LocalCluster workers (default: cores)"
@@ -110,9 +118,29 @@ def _engine(args: argparse.Namespace):
         if args.scheduler_address is not None:
             raise UserError("--scheduler-address: needs --engine dask")
         return LocalEngine(args.workers)
-    if args.scheduler_address is not None and not args.scheduler_address.strip():
-        raise UserError("--scheduler-address: expected tcp://HOST:PORT")
+    if args.scheduler_address is not None:
+        check_scheduler_address(args.scheduler_address.strip(), args.insecure)
+    elif args.insecure:
+        raise UserError("--insecure: only with --scheduler-address (a LocalCluster is on this machine)")
     return DaskEngine(args.scheduler_address, args.workers)
+
+
+def check_scheduler_address(address: str, insecure: bool) -> None:
+    """Dask's client and scheduler exchange pickles: whoever runs the scheduler, or can reach it,
+    runs code in this process, and what kubetide submits runs in every worker. Only an address
+    whose TLS proves who is at the other end (and who we are, with a client certificate) is taken
+    without --insecure."""
+    if not address:
+        raise UserError("--scheduler-address: expected tls://HOST:PORT")
+    scheme, separator, _ = address.partition("://")
+    if separator and scheme == "tls":
+        return
+    if not insecure:
+        raise UserError(
+            f"--scheduler-address {address}: not tls://; Dask exchanges pickles that run code, so a "
+            "plain connection lets anyone on the way run code here: use tls:// (certificates from "
+            "Dask's distributed.comm.tls config) or pass --insecure on a network you trust"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
