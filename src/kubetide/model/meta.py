@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from kubetide.model.reader import Reader
+from kubetide.model.validation import labels_problem, namespace_problem, object_name_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,13 @@ def parse_meta(reader: Reader, kind: str, namespaced: bool) -> ObjectMeta:
     name = meta.str("name", required=True)
     if not name:
         raise meta.error("must not be empty", "name")
+    problem = object_name_problem(kind, name)
+    if problem is not None:
+        raise meta.error(problem, "name")
     namespace = (meta.str("namespace") or "default") if namespaced else ""
+    problem = namespace_problem(namespace) if namespaced else None
+    if problem is not None:
+        raise meta.error(problem, "namespace")
     owners = []
     for ref in meta.items("ownerReferences"):
         owners.append(
@@ -56,17 +63,28 @@ def parse_meta(reader: Reader, kind: str, namespaced: bool) -> ObjectMeta:
                 controller=ref.bool("controller"),
             )
         )
+    if sum(owner.controller for owner in owners) > 1:
+        raise meta.error("only one reference can have controller set to true", "ownerReferences")
     uid = meta.str("uid") or synthetic_uid(kind, namespace, name)
     return ObjectMeta(
         name=name,
         namespace=namespace,
         uid=uid,
-        labels=meta.str_map("labels"),
+        labels=checked_labels(meta, "labels"),
         annotations=meta.str_map("annotations"),
         owner_references=tuple(owners),
         creation_timestamp=meta.timestamp("creationTimestamp"),
         deletion_timestamp=meta.timestamp("deletionTimestamp"),
     )
+
+
+def checked_labels(reader: Reader, key: str) -> dict[str, str]:
+    """The label map under `key`, each key and value as the API server validates them."""
+    labels = reader.str_map(key)
+    bad = labels_problem(labels)
+    if bad is not None:
+        raise reader.error(bad[1], f"{key}.{bad[0]}")
+    return labels
 
 
 def synthetic_uid(kind: str, namespace: str, name: str) -> str:

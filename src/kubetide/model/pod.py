@@ -22,6 +22,7 @@ from kubetide.model.selectors import (
     parse_requirement,
 )
 from kubetide.model.shape import PodShape
+from kubetide.model.validation import dns1123_label_problem, duplicate_name, int32_problem
 
 T = TypeVar("T")
 
@@ -296,6 +297,9 @@ def effective_requests(
 
 def _parse_container(reader: Reader, host_network: bool, init: bool) -> Container:
     name = reader.str("name", required=True)
+    problem = dns1123_label_problem(name)
+    if problem is not None:
+        raise reader.error(problem, "name")
     resources = reader.child("resources")
     limits = resources.resources("limits")
     requests = resources.resources("requests")
@@ -409,7 +413,7 @@ def _parse_spread(reader: Reader) -> TopologySpreadConstraint:
             raise reader.error(f'must be Honor or Ignore, got "{value}"', key)
     return TopologySpreadConstraint(
         max_skew=max_skew,
-        topology_key=reader.str("topologyKey", required=True),
+        topology_key=_required_nonempty(reader, "topologyKey"),
         when_unsatisfiable=when,
         label_selector=optional_label_selector(reader, "labelSelector"),
         min_domains=min_domains,
@@ -417,6 +421,13 @@ def _parse_spread(reader: Reader) -> TopologySpreadConstraint:
         node_taints_policy=taints_policy,
         match_label_keys=tuple(reader.str_list("matchLabelKeys")),
     )
+
+
+def _required_nonempty(reader: Reader, key: str) -> str:
+    value = reader.str(key, required=True)
+    if not value:
+        raise reader.error("required field is missing", key)
+    return value
 
 
 def _parse_volume(reader: Reader) -> Volume:
@@ -437,6 +448,11 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
     init_containers = tuple(
         _parse_container(c, host_network, init=True) for c in spec.items("initContainers")
     )
+    # One namespace of names for all of a pod's containers, init containers included.
+    twice = duplicate_name([c.name for c in (*init_containers, *containers)])
+    if twice is not None:
+        where = "initContainers" if sum(c.name == twice for c in init_containers) > 1 else "containers"
+        raise spec.error(f'duplicate container name "{twice}"', where)
     overhead = spec.resources("overhead")
     requests = effective_requests(containers, init_containers, overhead, "requests")
     requests[PODS] = 1
@@ -449,6 +465,9 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
     if grace < 0:
         raise spec.error(f"must be non-negative, got {grace}", "terminationGracePeriodSeconds")
     priority = spec.int("priority")
+    problem = None if priority is None else int32_problem(priority)
+    if problem is not None:
+        raise spec.error(problem, "priority")
 
     fields: dict[str, Any] = {}
     if status is not None:

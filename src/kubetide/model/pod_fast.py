@@ -44,6 +44,15 @@ from kubetide.model.pod import (
 from kubetide.model.quantity import MAX_UNITS, PODS, QuantityError, parse_quantity, to_units
 from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader, parse_time
 from kubetide.model.shape import PodShape
+from kubetide.model.validation import (
+    INT32_MAX,
+    INT32_MIN,
+    dns1123_label_problem,
+    duplicate_name,
+    labels_problem,
+    namespace_problem,
+    object_name_problem,
+)
 
 # Fields parse_pod_spec reads that only the Reader path handles.
 _SLOW_SPEC_FIELDS = ("initContainers", "overhead", "hostNetwork")
@@ -151,9 +160,11 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     """parse_meta's result for canonical metadata."""
     meta = _dict(data.get("metadata"))
     name = _str(meta.get("name"))
-    if not name:
+    if not name or object_name_problem(kind, name) is not None:
         raise _NotCanonical
     namespace = (_str(meta.get("namespace")) or "default") if namespaced else ""
+    if namespaced and namespace_problem(namespace) is not None:
+        raise _NotCanonical
     owners = []
     for ref in _optional_list(meta.get("ownerReferences")):
         ref = _dict(ref)
@@ -164,11 +175,16 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         if controller is not None and type(controller) is not bool:
             raise _NotCanonical
         owners.append((ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
+    if sum(owner[3] for owner in owners) > 1:
+        raise _NotCanonical
+    labels = _str_map(meta.get("labels"))
+    if labels_problem(labels) is not None:
+        raise _NotCanonical
     return ObjectMeta(
         name=name,
         namespace=namespace,
         uid=_str(meta.get("uid")) or synthetic_uid(kind, namespace, name),
-        labels=_str_map(meta.get("labels")),
+        labels=labels,
         annotations=_str_map(meta.get("annotations")),
         owner_references=_owner_references(tuple(owners)) if owners else (),
         creation_timestamp=_timestamp(meta.get("creationTimestamp")),
@@ -215,6 +231,9 @@ def _containers(
     keys: tuple[ContainerKey, ...],
 ) -> tuple[tuple[Container, ...], dict[str, int], dict[str, int]]:
     """Containers and pod-level requests and limits of one container list."""
+    names = [name for name, _, _ in keys]
+    if duplicate_name(names) is not None or any(dns1123_label_problem(name) for name in names):
+        raise _NotCanonical
     containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
     requests = effective_requests(containers, (), {}, "requests")
     requests[PODS] = 1
@@ -278,6 +297,8 @@ def _pod(data: Any, source: str, location: str) -> Pod:
     if grace is not None and grace < 0:
         raise _NotCanonical
     priority = _int(spec.get("priority"))
+    if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
+        raise _NotCanonical
 
     fields: dict[str, Any] = {}
     status = data.get("status")

@@ -9,6 +9,7 @@ from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.scaled import scaled_value
 from kubetide.model.selectors import LabelSelector, optional_label_selector
+from kubetide.model.validation import percent_problem
 
 if TYPE_CHECKING:
     from kubetide.model.pod import Pod
@@ -56,6 +57,10 @@ def parse_pdb(reader: Reader) -> PodDisruptionBudget:
     spec = reader.child("spec")
     min_available = spec.int_or_percent("minAvailable")
     max_unavailable = spec.int_or_percent("maxUnavailable")
+    for key, value in (("minAvailable", min_available), ("maxUnavailable", max_unavailable)):
+        problem = None if value is None else percent_problem(value)
+        if problem is not None:
+            raise spec.error(problem, key)
     if min_available is not None and max_unavailable is not None:
         raise spec.error("minAvailable and maxUnavailable cannot both be set")
     policy = spec.str("unhealthyPodEvictionPolicy", default="IfHealthyBudget")

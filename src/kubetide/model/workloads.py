@@ -7,10 +7,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
+from kubetide.model.meta import ObjectMeta, OwnerReference, checked_labels, parse_meta
 from kubetide.model.pod import Pod, parse_pod_spec
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, parse_label_selector
+from kubetide.model.validation import int32_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,7 @@ def parse_template(reader: Reader, namespace: str, keep_text: bool = False) -> P
     meta = ObjectMeta(
         name=tmeta.str("name", default="") or "",
         namespace=namespace,
-        labels=tmeta.str_map("labels"),
+        labels=checked_labels(tmeta, "labels"),
         annotations=tmeta.str_map("annotations"),
     )
     text = canonical_json(template.raw("spec"))
@@ -164,6 +165,9 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         replicas = spec.int("replicas", default=1)
         if replicas < 0:
             raise spec.error(f"must be non-negative, got {replicas}", "replicas")
+        problem = int32_problem(replicas)
+        if problem is not None:
+            raise spec.error(problem, "replicas")
     status = reader.child("status")
     strategy: str = "RollingUpdate"
     surge: int | str = "25%"
@@ -181,6 +185,9 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         for name, value in (("parallelism", parallelism), ("completions", completions)):
             if value is not None and value < 0:
                 raise spec.error(f"must be non-negative, got {value}", name)
+            problem = None if value is None else int32_problem(value)
+            if problem is not None:
+                raise spec.error(problem, name)
     return Workload(
         kind=kind,
         meta=meta,
