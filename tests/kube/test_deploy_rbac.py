@@ -4,7 +4,7 @@ kube/permissions.py is the one list of the permissions kubetide uses; deploy/'s 
 by hand for readers, and these tests hold it to that list, overlay by overlay: every verb on
 every resource, in the right scope (cluster-wide, or only in kubetide's namespace), nothing more,
 and no wildcard. They also check what the Deployment promises (probes, security context, the
-Dockerfile's UID) and that docs/install.md's permission table is the one permissions.py gives.
+image's UID) and that docs/install.md's permission table is the one permissions.py gives.
 
 No control plane is needed, only kubectl (for its built-in kustomize).
 """
@@ -188,12 +188,13 @@ def test_deployment_is_highly_available_probed_and_confined(variant):
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
 
-    # The image runs as the same fixed UID the pod asks for.
-    dockerfile = (ROOT / "Dockerfile").read_text()
+    # The image runs as the same fixed UID the pod asks for (tests/image/ runs the built image so).
+    build = (ROOT / "deploy" / "image" / "build.sh").read_text()
     uid = pod["securityContext"]["runAsUser"]
     assert uid != 0
-    assert re.search(rf"^USER {uid}(:\d+)?$", dockerfile, re.MULTILINE), "Dockerfile USER"
-    assert f"--uid {uid}" in dockerfile
+    assert re.search(rf"^UID_GID={uid}:{uid}$", build, re.MULTILINE), "build.sh UID_GID"
+    assert '--config.user "$UID_GID"' in build
+    assert f"kubetide:x:{uid}:{uid}:" in build  # its /etc/passwd entry
 
     budget = one(objects, "PodDisruptionBudget")
     assert budget["metadata"]["namespace"] == namespace
