@@ -70,7 +70,9 @@ def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, 
             "ClusterRoleBinding",
             "DaemonSet",
             "NetworkPolicy",
-            "ValidatingAdmissionPolicy",  # its writes confined to its own Node (tests/kube/test_install_live.py)
+            # Its Node writes confined to its own Node (tests/kube/test_install_live.py).
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             "ValidatingAdmissionPolicyBinding",
         ]
     )
