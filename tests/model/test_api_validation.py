@@ -15,7 +15,7 @@ from kubetide.cli.main import main
 from kubetide.errors import ManifestError
 from kubetide.model import load_files
 from kubetide.model.pod_fast import fast_pod
-from kubetide.model.validation import label_key_problem, label_value_problem
+from kubetide.model.validation import label_key_problem, label_value_problem, labels_problem
 
 NODE = {
     "kind": "Node",
@@ -257,3 +257,11 @@ def test_label_keys_are_qualified_names(key, ok):
 )
 def test_label_values(value, ok):
     assert (label_value_problem(value) is None) == ok
+
+
+def test_labels_found_valid_before_do_not_vouch_for_new_combinations():
+    assert labels_problem({"app": "web", "tier": "front"}) is None
+    assert labels_problem({"app": "web"}) is None  # known: the fast way
+    assert labels_problem({"my app": "web"})[0] == "my app"  # a known value under a bad key
+    assert labels_problem({"app": "web web"})[0] == "app"  # a bad value under a known key
+    assert labels_problem({"tier": "front", "app": "x" * 64})[0] == "app"

@@ -166,6 +166,7 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     if namespaced and namespace_problem(namespace) is not None:
         raise _NotCanonical
     owners = []
+    controllers = 0
     for ref in _optional_list(meta.get("ownerReferences")):
         ref = _dict(ref)
         ref_kind, ref_name = ref.get("kind"), ref.get("name")
@@ -175,7 +176,8 @@ def meta_of(data: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         if controller is not None and type(controller) is not bool:
             raise _NotCanonical
         owners.append((ref_kind, ref_name, _str(ref.get("uid")), bool(controller)))
-    if sum(owner[3] for owner in owners) > 1:
+        controllers += bool(controller)
+    if controllers > 1:
         raise _NotCanonical
     labels = _str_map(meta.get("labels"))
     if labels_problem(labels) is not None:
