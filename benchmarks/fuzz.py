@@ -246,7 +246,10 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
     where = "/".join(map(str, path))
     action = draw(st.sampled_from(("replace",) * 4 + ("delete", "invent", "duplicate", "nest", "retype")))
     if action == "replace":
-        value = draw(st.sampled_from(NASTY_VALUES))
+        # A copy: the mutable ones ([], {}) would otherwise be shared with later mutations, which
+        # would change NASTY_VALUES itself and make the next draws differ (hypothesis then stops
+        # with FlakyStrategyDefinition, as seeds 20261127 and 20261128 did).
+        value = copy.deepcopy(draw(st.sampled_from(NASTY_VALUES)))
         parent[key] = value
         return f"{where} = {_short(value)}"
     if action == "delete":
@@ -254,7 +257,7 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
         return f"delete {where}"
     if action == "invent":
         invented = draw(st.sampled_from(("unknwon", "spec", "metadata", "", "kind", "0")))
-        value = draw(st.sampled_from(NASTY_VALUES))
+        value = copy.deepcopy(draw(st.sampled_from(NASTY_VALUES)))
         if isinstance(parent[key], dict):
             parent[key][invented] = value
         elif isinstance(parent, dict):
