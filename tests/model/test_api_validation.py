@@ -265,3 +265,13 @@ def test_labels_found_valid_before_do_not_vouch_for_new_combinations():
     assert labels_problem({"my app": "web"})[0] == "my app"  # a known value under a bad key
     assert labels_problem({"app": "web web"})[0] == "app"  # a bad value under a known key
     assert labels_problem({"tier": "front", "app": "x" * 64})[0] == "app"
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "9" * 5000 + "%", "99999999999999999999", "99999999999%"])
+def test_a_huge_int_or_percent_string_is_out_of_range_not_a_traceback(tmp_path, value):
+    # The fuzz campaign of 2026-11-27: a 5,000-digit minAvailable reached int(), which refuses
+    # more than 4,300 digits with a ValueError.
+    with pytest.raises(ManifestError) as refused:
+        load_files([write_list(tmp_path, changed(PDB, "spec.minAvailable", value))])
+    message = str(refused.value)
+    assert "spec.minAvailable: " in message and ("int32" in message or "100%" in message), message

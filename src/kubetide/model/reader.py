@@ -19,6 +19,7 @@ from kubetide.model.quantity import QuantityError, parse_quantity, to_units
 
 # Integer fields of Kubernetes objects are int32 or int64; nothing larger reaches the API server.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INT64_DIGITS = len(str(INT64_MAX))
 
 
 class Reader:
@@ -145,11 +146,16 @@ class Reader:
             return value
         if isinstance(value, str):
             text = value.strip()
-            if text.endswith("%") and text[:-1].isdigit():
+            digits = text[:-1] if text.endswith("%") else text
+            # An IntOrString's integer is an int32: more digits than int64 has are out of range
+            # before Python's int() (which refuses over 4,300 digits with a ValueError) sees them.
+            if digits.isdigit() and len(digits) > _INT64_DIGITS:
+                raise self.error(f"{value!r:.40} is out of range for an integer field (int32)", key)
+            if text.endswith("%") and digits.isdigit():
                 return text
             if text.isdigit():
                 return int(text)
-        raise self.error(f'expected an integer or a percentage like "30%", got {value!r}', key)
+        raise self.error(f'expected an integer or a percentage like "30%", got {value!r:.80}', key)
 
     def str_map(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         value = self._mapping().get(key)
