@@ -73,7 +73,6 @@ def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, 
             # Its Node writes confined to its own Node (tests/kube/test_install_live.py).
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding",
-            "ValidatingAdmissionPolicyBinding",
         ]
     )
     # The ClusterRole grants every permission the agent checks at start, and no other.
