@@ -227,7 +227,9 @@ EFFECT = st.sampled_from(["", "NoSchedule"])
 def containers(draw, init=False):
     result = []
     for index in range(draw(st.integers(1 if not init else 0, 2))):
-        container = {"name": f"c{index}"}
+        container = {
+            "name": f"{'i' if init else 'c'}{index}"
+        }  # one namespace for both lists (the API server's rule)
         resources = {}
         requests = draw(RESOURCES)
         if requests:
