@@ -19,8 +19,6 @@ import sys
 import time
 from typing import Any
 
-FORMATS = ("text", "json")
-
 # Python's levels as klog's: INFO is V(0), DEBUG is V(4) (the kubetide loggers), and the HTTP
 # client's request lines, also DEBUG, are switched on only from V(8).
 _V_OF_LEVEL = {logging.DEBUG: 4}

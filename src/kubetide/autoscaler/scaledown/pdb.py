@@ -218,15 +218,6 @@ class PdbTracker:
         """Remaining disruptions by PDB `namespace/name`."""
         return {pdb.key: self.remaining[i] for i, pdb in enumerate(self.pdbs)}
 
-    def overconsumed(self) -> list[str]:
-        """PDBs the simulation charged beyond what they allowed at the start (should be none
-        except where pods of nodes already being deleted were charged without asking)."""
-        return [
-            pdb.key
-            for i, pdb in enumerate(self.pdbs)
-            if self.remaining[i] < 0 and self.remaining[i] < self.initial[i]
-        ]
-
 
 _NOTHING_CHARGED = NodeCharge(None)
 
