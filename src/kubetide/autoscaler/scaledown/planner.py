@@ -99,6 +99,9 @@ class Planner:
         self.last_scale_up = -math.inf
         self.last_deletion = -math.inf
         self.last_failure = -math.inf
+        self.last_plan: ScaleDownPlan | None = (
+            None  # the latest update's, for observers (the simulator's tests, benchmarks)
+        )
         # Pod UID -> the same pod bound to no node, reused across loops (see placement).
         self._homeless: Memo[str, Pod] = Memo()
         # Per-node facts under the snapshot's change stamps, so a loop over a quiet cluster
@@ -196,6 +199,7 @@ class Planner:
                 checker.close()  # before the revert: nobody needs its indexes to follow
             while snapshot.depth > depth:  # an error inside a node's simulation leaves its fork open
                 snapshot.revert()
+        self.last_plan = plan
         return plan
 
     def _update(self, u: Update, deadline: float, scaling_up: bool) -> None:
