@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -73,3 +74,23 @@ def test_an_unknown_logging_format_is_one_line_and_exit_2(capsys):
         main(["run", "--cloud-provider=kwok", "--logging-format=yaml"])
     assert exit_info.value.code == 2
     assert "--logging-format: invalid choice: 'yaml'" in capsys.readouterr().err
+
+
+def test_the_handler_writes_to_stderr_as_it_is_when_a_record_comes():
+    """A process's handler follows sys.stderr: a stream replaced (and closed) after logging was
+    set up, as a test harness does, is never written to ("--- Logging error ---")."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.getLogger("kubetide").level, sys.stderr
+    first, second = io.StringIO(), io.StringIO()
+    try:
+        sys.stderr = first
+        configure(0, "text")
+        first.close()
+        sys.stderr = second
+        logging.getLogger("kubetide.run").info("after the swap")
+        assert "after the swap" in second.getvalue()
+    finally:
+        sys.stderr = saved[3]
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        logging.getLogger("kubetide").setLevel(saved[2])

@@ -115,7 +115,9 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     # the scale-up with its counts, each node marked with its kind and reason, the evictions,
     # and each removal with the reason scaled_down_nodes_total counts it under.
     assert re.search(
-        r"\] Scale-up: setting group small size to 4 instead of 0 \(max: 12\) for 16 pods", log
+        # the pods pending at the first loop: all 16, or 15 when the last is not created yet
+        r"\] Scale-up: setting group small size to 4 instead of 0 \(max: 12\) for 1[56] pods",
+        log,
     ), log
     removed = sorted(before - remaining)
     for node in removed:

@@ -68,9 +68,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to sys.stderr as it is when a record is emitted, not as it was when logging was set
+    up: whoever replaces sys.stderr later (a test harness, a wrapper) still gets the lines, and a
+    stream closed since is never written to."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure(verbosity: int, logging_format: str = "text") -> None:
     """Set up the root logger for a process (`kubetide run`, `kubetide qos-agent`)."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter() if logging_format == "json" else KlogTextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
