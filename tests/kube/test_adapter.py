@@ -306,7 +306,8 @@ def test_node_events_are_written_before_queued_pod_noise(kube):
             what="the node's event",
         )
         assert events.queued() > 20
-        assert events.dropped >= 10
+        # 40 recorded into a queue of 30 while the writer, at 2 requests a second, takes a few.
+        assert events.dropped >= 5
     finally:
         events.close(timeout=0.5)
     left = events.dropped
