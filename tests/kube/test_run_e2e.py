@@ -120,13 +120,19 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     )
     assert scale_up is not None and 1 <= int(scale_up.group(1)) <= 16, log
     removed = sorted(before - remaining)
+    drained = 0
     for node in removed:
-        assert re.search(
-            rf"\] Scale-down: marked node {node} toBeDeleted \(drain, underutilized, utilization", log
-        ), log
-        assert f"] Scale-down: node {node} removed (underutilized)" in log, log
+        # A node whose pods the scale-in itself deleted goes empty; the others are drained.
+        marked = re.search(
+            rf"\] Scale-down: marked node {node} toBeDeleted \((drain, underutilized|empty, empty), utilization",
+            log,
+        )
+        assert marked is not None, log
+        reason = "underutilized" if marked.group(1).startswith("drain") else "empty"
+        drained += reason == "underutilized"
+        assert f"] Scale-down: node {node} removed ({reason})" in log, log
     evicted = sum(int(n) for n in re.findall(r"\] Scale-down: (\d+) pods evicted: ", log))
-    assert evicted >= 2, log  # the pods of the two drained nodes, each evicted once at least
+    assert drained >= 1 and evicted >= drained, log  # each drained node's pods evicted at least once
     assert "Scale-down: abandoned" not in log and "Loop halted" not in log
 
 
