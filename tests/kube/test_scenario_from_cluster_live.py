@@ -21,24 +21,7 @@ def test_from_cluster_reads_the_live_cluster_and_the_simulator_adopts_it(kube, t
     before = {n.metadata.name: n.metadata.resource_version for n in kube.core.list_node().items}
     out = tmp_path / "live.yaml"
 
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubetide.cli.main",
-            "scenario",
-            "from-cluster",
-            "--kubeconfig",
-            str(kube.control_plane.kubeconfig_path),
-            "--node-groups",
-            str(write_groups(tmp_path)),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = from_cluster(kube, tmp_path, out)
     assert result.returncode == 0, result.stderr
     live = {
         (p.metadata.name, p.spec.node_name)
