@@ -51,6 +51,9 @@ class NodeReadiness:
     unready_since: float | None  # for NOT_STARTED and UNREADY: since when it has not been Ready
     deletion_since: float | None  # for BEING_DELETED: when the taint was added (or first seen)
     reason: str  # one line, for `plan` and logs
+    # Not Ready and never Ready since it was created (NOT_STARTED, or UNREADY because it never
+    # started): for a scale-up request such a node has not arrived, however long it has existed.
+    never_started: bool = False
 
 
 def classify(

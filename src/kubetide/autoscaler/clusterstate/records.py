@@ -41,6 +41,14 @@ class GroupState:
     errored: tuple[Instance, ...]  # instances the cloud failed to create (will never register)
     missing: int  # target slots with no instance at all (requested, not yet created)
     upcoming: int  # S3: nodes that will become capacity without another request
+    # Registered nodes in the target that were never Ready (starting, or past max-node-startup-time
+    # without starting): a scale-up request has not got them yet.
+    not_arrived: int = 0
+
+    @property
+    def arrived(self) -> int:
+        """Registered nodes in the target that have been Ready: what a scale-up request got."""
+        return self.in_target - self.not_arrived
 
 
 @dataclass(frozen=True, slots=True)

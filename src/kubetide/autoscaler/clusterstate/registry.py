@@ -23,12 +23,13 @@ act on ``unregistered_nodes_to_delete`` and ``size_fixes`` (then ``record_unregi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.clusterstate.backoff import BackoffStatus, ExponentialBackoff
-from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify
+from kubetide.autoscaler.clusterstate.readiness import NodeReadiness, Readiness, classify, first_status
 from kubetide.autoscaler.clusterstate.records import (
     GroupState,
     HealthRecord,
@@ -80,6 +81,16 @@ class _Scan:
     @property
     def not_started(self) -> int:
         return sum(1 for r in self.records if r.readiness is Readiness.NOT_STARTED)
+
+    @property
+    def not_arrived(self) -> int:
+        """Registered nodes never Ready since creation (never being deleted, so all in target)."""
+        return sum(1 for r in self.records if r.never_started)
+
+    @property
+    def stalled(self) -> int:
+        """Registered nodes past max-node-startup-time that never became Ready (UC3)."""
+        return sum(1 for r in self.records if r.never_started and r.readiness is Readiness.UNREADY)
 
 
 @dataclass(slots=True)
@@ -207,6 +218,7 @@ class ClusterStateRegistry:
                 errored=tuple(scan.errored),
                 missing=missing,
                 upcoming=upcoming,
+                not_arrived=scan.not_arrived,
             )
         self._update_shortfalls(now)
         self._fixed_since_update = set()
@@ -215,6 +227,7 @@ class ClusterStateRegistry:
         all_stale = sum(len(g.long_unregistered) for g in self._groups.values())
         self._counts = _count(list(self._nodes.values()), all_fresh, all_stale)
         self._update_health(now)
+        self._count_stalled_as_upcoming(scans)
         self._last_update = now
 
     def _classify_nodes(
@@ -272,6 +285,12 @@ class ClusterStateRegistry:
             elif remembered.unready_seen_at is None:
                 remembered.unready_seen_at = now
 
+            never_started = (
+                not node.ready
+                and not being_deleted
+                and not remembered.seen_ready
+                and first_status(remembered.created, node.ready_transition)
+            )
             readiness, reason = classify(
                 ready=node.ready,
                 being_deleted=being_deleted,
@@ -304,6 +323,7 @@ class ClusterStateRegistry:
                 unready_since=unready_since,
                 deletion_since=deletion_since,
                 reason=reason,
+                never_started=never_started,
             )
             if readiness is Readiness.READY:
                 ready.put(name, record, tag=node)
@@ -342,7 +362,9 @@ class ClusterStateRegistry:
             if scan is None:
                 del self._requests[group_id]
                 continue
-            if scan.in_target - scan.not_started >= scan.target:
+            # Fulfilled once the target's nodes have all been Ready: a node registered but never
+            # Ready has not arrived, however long ago it registered (UC3).
+            if scan.in_target - scan.not_arrived >= scan.target:
                 del self._requests[group_id]  # fulfilled: the group has recovered
                 self.backoff.remove(group_id, now)
                 continue
@@ -360,6 +382,26 @@ class ClusterStateRegistry:
                 self._events.append(
                     Event.scale_up_timed_out(StatusObject.of(self.options), group_id, waited, now)
                 )
+
+    def _count_stalled_as_upcoming(self, scans: Mapping[str, _Scan]) -> None:
+        """UC3: a node that registered but never became Ready has not arrived, so its scale-up
+        request stays open until max-node-provision-time, and until then the node is still the
+        capacity that request is waiting for: the pods it was for are not asked for again (which
+        would restart the request's clock, so that it never timed out and the broken group was
+        grown over and over). Only up to what the request still waits for, and not once the
+        group is unhealthy: such nodes are then plainly not coming, and the pods go elsewhere.
+
+        Cluster Autoscaler counts such a node as provisioned once it is max-node-startup-time old;
+        with max-node-startup-time shorter than max-node-provision-time its request is then
+        fulfilled, the backoff cleared, and the group grown again (docs/architecture.md)."""
+        for group_id, state in self._groups.items():
+            request = self._requests.get(group_id)
+            stalled = scans[group_id].stalled
+            if request is None or not stalled or not self.is_node_group_healthy(group_id):
+                continue
+            awaited = min(stalled, max(0, request.increase - state.upcoming))
+            if awaited:
+                self._groups[group_id] = dataclasses.replace(state, upcoming=state.upcoming + awaited)
 
     def _update_shortfalls(self, now: float) -> None:
         """Track how long each group has had target slots without a live instance."""
@@ -524,7 +566,7 @@ class ClusterStateRegistry:
         state = self._groups.get(group_id)
         if self._last_update is None or request.time >= self._last_update or state is None:
             return True  # requested after the last update: the registry has not seen it yet
-        return state.in_target - state.counts.not_started < state.target
+        return state.arrived < state.target
 
     def backoff_status(self, group_id: str, now: float) -> BackoffStatus:
         return self.backoff.status(group_id, now)
