@@ -48,20 +48,23 @@ def test_the_alias_is_not_an_option_of_its_own():
     assert not hasattr(AutoscalerOptions(), "max_empty_bulk_delete")
 
 
-@pytest.mark.parametrize("chain", ["grpc", "priority,grpc", " grpc , least-waste"])
-def test_grpc_expander_is_a_clear_error_until_supported(chain):
-    with pytest.raises(ManifestError) as error:
-        parse_options({"expander": chain}, "s.yaml")
-    assert error.value.field == "spec.autoscaler.expander"
-    assert "grpc" in error.value.message and "not supported" in error.value.message
+@pytest.mark.parametrize(
+    ("chain", "parsed"),
+    [
+        ("grpc", ("grpc",)),
+        ("priority,grpc", ("priority", "grpc")),
+        (" grpc , least-waste", ("grpc", "least-waste")),
+    ],
+)
+def test_grpc_expander_chains_like_the_others(chain, parsed):
+    assert parse_options({"expander": chain}, "s.yaml").expander == parsed
 
 
-def test_every_accepted_expander_has_an_implementation_and_grpc_is_not_a_silent_no_op():
+def test_every_accepted_expander_has_an_implementation():
     from kubetide.autoscaler import options
     from kubetide.autoscaler.scaleup import expanders
 
     assert set(options.EXPANDERS) == set(expanders.EXPANDERS)
-    assert "grpc" not in expanders.EXPANDERS
 
 
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
@@ -86,10 +89,10 @@ def test_plan_shows_the_deprecation_as_a_warning(capsys):
     assert "kubetide: warning: --set max-empty-bulk-delete: deprecated, use max-scale-down-parallelism" in err
 
 
-def test_plan_refuses_the_grpc_expander_in_one_line(capsys):
+def test_plan_refuses_the_grpc_expander_without_its_service_in_one_line(capsys):
     code, err = plan(capsys, "--set", "expander=grpc")
     assert code == 2
-    assert err.count("\n") == 1 and "grpc" in err and "not supported" in err
+    assert err.count("\n") == 1 and "--grpc-expander-url" in err
 
 
 def test_a_scenario_carries_the_deprecation_warning(tmp_path):

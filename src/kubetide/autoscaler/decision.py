@@ -38,6 +38,7 @@ from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.validate import NodeBasis, basis_of
+from kubetide.autoscaler.scaleup.expanders import ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import (
     Increase,
     ScaleUp,
@@ -99,11 +100,12 @@ class LoopState:
         timer: Timer,
         seed: int | random.Random = 0,
         timers_expired: bool = False,
+        expander_service: ExpanderService | None = None,
     ):
         self.options = options
         self.timer = timer
         self.registry = ClusterStateRegistry(options)
-        self.scale_up = ScaleUp(options, seed=seed, timer=timer)
+        self.scale_up = ScaleUp(options, seed=seed, timer=timer, expander_service=expander_service)
         self.planner = Planner(options, timers_expired=timers_expired, timer=timer)
 
 

@@ -49,7 +49,7 @@ from kubetide.autoscaler.scaledown import (
 )
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
-from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
 from kubetide.autoscaler.status import DrainStatus, WaitingNode
@@ -102,6 +102,7 @@ class Autoscaler:
         timer: Timer,
         usage: UsageSource | None = None,
         timers_expired: bool = False,
+        expander_service: ExpanderService | None = None,
     ):
         self.options = options
         self.usage = usage  # real usage for scale-down's QoS watermark guard, when there is a source
@@ -109,7 +110,10 @@ class Autoscaler:
         self.view = view
         self.actions = actions
         self.cloud = cloud
-        self.state = LoopState(options, timer=timer, seed=seed, timers_expired=timers_expired)
+        self.state = LoopState(
+            options, timer=timer, seed=seed, timers_expired=timers_expired, expander_service=expander_service
+        )
+        self.expander_service = expander_service
         self.registry = self.state.registry
         self.planner = self.state.planner
         self.actuator = Actuator(options, actions, cloud, self.planner)
@@ -124,6 +128,9 @@ class Autoscaler:
         self._soft_taints = SoftTaintMemo()
 
     def close(self) -> None:
+        if self.expander_service is not None:
+            self.expander_service.close()
+            self.expander_service = None
         if self._checker is not None:
             self._checker.close()
             self._checker = None

@@ -25,11 +25,9 @@ from typing import Any
 from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError
 
-EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority")
+EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority", "grpc")
 # CA expanders kubetide knows by name but cannot run: naming one is an error, never a silent no-op.
-UNSUPPORTED_EXPANDERS = {
-    "grpc": "calls an external gRPC service, and kubetide has no client for it yet",
-}
+UNSUPPORTED_EXPANDERS: dict[str, str] = {}
 # CA's deprecated flag names -> the flag they set. As in CA, the alias applies only when the flag it
 # stands for is not given too.
 DEPRECATED_ALIASES = {"max-empty-bulk-delete": "max-scale-down-parallelism"}
@@ -139,6 +137,9 @@ class AutoscalerOptions:
     balance_similar_node_groups: bool = False
     enforce_node_group_min_size: bool = False
     scale_up_from_zero: bool = True
+    # The grpc expander's service (host:port) and the CA certificate to trust for it (PEM)
+    grpc_expander_url: str = ""
+    grpc_expander_cert: str = ""
     # Scale-down
     scale_down_enabled: bool = True
     scale_down_utilization_threshold: float = 0.5
@@ -231,6 +232,8 @@ def parse_flag(name: str, value: Any) -> Any:
         parsed = _parse_range(value)
     elif name == "expander":
         parsed = _parse_expanders(value)
+    elif name in ("grpc-expander-url", "grpc-expander-cert"):
+        parsed = str(value)  # checked when the expander is built (grpcexpander/)
     elif kind == "str":
         parsed = _parse_object_name(value, label=name == "namespace")
     else:  # pragma: no cover - every field type is handled above

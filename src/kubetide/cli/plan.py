@@ -67,6 +67,7 @@ from kubetide.cli.output import console, line_width, print_json, text_table, war
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
 from kubetide.durations import format_duration
 from kubetide.errors import ManifestError, UserError
+from kubetide.grpcexpander import expander_service
 from kubetide.model import ConfigMap, Manifests, Pod
 from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.scheduling import PredicateChecker
@@ -340,7 +341,12 @@ def plan_loop(
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
-    state = LoopState(options, timer=time.perf_counter, timers_expired=expire_timers)
+    state = LoopState(
+        options,
+        timer=time.perf_counter,
+        timers_expired=expire_timers,
+        expander_service=expander_service(options),
+    )
     inputs = LoopInputs(
         now,
         snapshot,

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 from kubetide.cli.output import warn
 from kubetide.errors import ManifestError, UserError
+from kubetide.grpcexpander import expander_service
 
 log = logging.getLogger("kubetide.run")
 
@@ -390,6 +391,7 @@ class Runner:
             seed=os.getpid(),
             timer=time.perf_counter,
             usage=usage,
+            expander_service=expander_service(self.options),
         )
         self.health.start_monitoring()
         try:

@@ -32,7 +32,11 @@ Rules, from the Cluster Autoscaler's expanders:
   are dropped, unless no group matches at all, when every option survives. (CA starts its search
   at -1, so priorities below -1 can never win there; kubetide ranks any integer.)
 
-CA's grpc expander (an external service) is not implemented: the `expander` flag refuses it.
+- grpc: Cluster Autoscaler's external expander protocol. The options go to a service (the
+  `ExpanderService` port; kubetide/grpcexpander/ calls it over gRPC) and the ones it names come
+  back. As in CA: if the call fails or times out, or names no option we offered, every option is
+  kept for the next expander (and the final random choice); if it answers with no option at all,
+  nothing is chosen and there is no scale-up this loop.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Protocol
 
 import yaml
 
@@ -85,10 +90,25 @@ class ExpanderContext:
     rng: random.Random
     cluster_size: int = 0  # nodes in the cluster now, for the price expander's preferred node
     priorities: Mapping[int, Sequence[re.Pattern[str]]] | None = None
+    service: ExpanderService | None = None  # the grpc expander's
     trace: list[str] = field(default_factory=list)
 
 
 Expander = Callable[[list[ExpansionOption], ExpanderContext], list[ExpansionOption]]
+
+
+class ExpanderServiceError(Exception):
+    """The expander service could not answer (unreachable, timed out, refused, malformed)."""
+
+
+class ExpanderService(Protocol):
+    """An external expander (Cluster Autoscaler's BestOptions call): given the options, the ids
+    of the node groups it prefers, best first; an empty answer means none. Raises
+    ExpanderServiceError when it cannot answer."""
+
+    def best_options(self, options: Sequence[ExpansionOption]) -> Sequence[str]: ...
+
+    def close(self) -> None: ...
 
 
 def _keep_best(
@@ -246,6 +266,29 @@ def priority(options: list[ExpansionOption], ctx: ExpanderContext) -> list[Expan
     return [o for o, p in matched if p == best]
 
 
+def grpc(options: list[ExpansionOption], ctx: ExpanderContext) -> list[ExpansionOption]:
+    if ctx.service is None:
+        ctx.trace.append("grpc: no expander service configured; keeping every option")
+        return options
+    try:
+        named = list(ctx.service.best_options(options))
+    except ExpanderServiceError as exc:
+        ctx.trace.append(f"grpc: the expander service failed ({exc}); keeping every option")
+        return options
+    if not named:
+        ctx.trace.append("grpc: the expander service chose no option")
+        return []
+    by_id = {o.group_id: o for o in options}
+    unknown = [g for g in named if g not in by_id]
+    if unknown:
+        ctx.trace.append(f"grpc: ignored node group(s) not among the options: {', '.join(unknown)}")
+    kept = [by_id[g] for g in dict.fromkeys(named) if g in by_id]
+    if not kept:
+        ctx.trace.append("grpc: no known node group in the answer; keeping every option")
+        return options
+    return kept
+
+
 EXPANDERS: dict[str, Expander] = {
     "random": random_expander,
     "most-pods": most_pods,
@@ -253,7 +296,10 @@ EXPANDERS: dict[str, Expander] = {
     "least-waste": least_waste,
     "price": price,
     "priority": priority,
+    "grpc": grpc,
 }
+# Expanders whose empty answer is a decision ("none of these"), not a lack of information.
+DECISIVE_WHEN_EMPTY = frozenset({"grpc"})
 
 
 def choose(
@@ -266,6 +312,8 @@ def choose(
             break
         narrowed = EXPANDERS[name](remaining, ctx)
         ctx.trace.append(f"{name}: {', '.join(o.group_id for o in narrowed) or '(none)'}")
+        if not narrowed and name in DECISIVE_WHEN_EMPTY:
+            return None
         remaining = narrowed or remaining
     if not remaining:
         return None

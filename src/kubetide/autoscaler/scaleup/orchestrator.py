@@ -43,6 +43,7 @@ from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
 from kubetide.autoscaler.scaleup.estimator import BinpackingEstimator, Estimate, NodeLimit
 from kubetide.autoscaler.scaleup.expanders import (
     ExpanderContext,
+    ExpanderService,
     ExpansionOption,
     choose,
     parse_priorities,
@@ -200,10 +201,12 @@ class ScaleUp:
         *,
         seed: int | random.Random = 0,
         timer: Timer,
+        expander_service: ExpanderService | None = None,
     ):
         self.options = options
         self.rng = seed if isinstance(seed, random.Random) else random.Random(seed)
         self.timer = timer
+        self.expander_service = expander_service  # for the grpc expander
 
     def plan(
         self,
@@ -384,7 +387,10 @@ class ScaleUp:
 
         if plan.options:
             context = ExpanderContext(
-                self.rng, cluster_size=len(real_nodes), priorities=self._priorities(priorities, plan)
+                self.rng,
+                cluster_size=len(real_nodes),
+                priorities=self._priorities(priorities, plan),
+                service=self.expander_service,
             )
             plan.chosen = choose(plan.options, options.expander, context)
             plan.trace.extend(context.trace)

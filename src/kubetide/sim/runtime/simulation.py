@@ -95,7 +95,14 @@ def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
     from kubetide.autoscaler.loop import Autoscaler
 
     def factory(options, clock, view, actions, cloud):
-        return Autoscaler(options, clock, view, actions, cloud, seed=seed, timer=work_timer())
+        service = None
+        if "grpc" in options.expander:  # an external expander service: only then import grpc
+            from kubetide.grpcexpander import expander_service
+
+            service = expander_service(options)
+        return Autoscaler(
+            options, clock, view, actions, cloud, seed=seed, timer=work_timer(), expander_service=service
+        )
 
     return factory, "kubetide"
 
