@@ -110,10 +110,10 @@ class Autoscaler:
         self.view = view
         self.actions = actions
         self.cloud = cloud
+        # expander_service: the grpc expander's; whoever made it closes it.
         self.state = LoopState(
             options, timer=timer, seed=seed, timers_expired=timers_expired, expander_service=expander_service
         )
-        self.expander_service = expander_service
         self.registry = self.state.registry
         self.planner = self.state.planner
         self.actuator = Actuator(options, actions, cloud, self.planner)
@@ -128,9 +128,6 @@ class Autoscaler:
         self._soft_taints = SoftTaintMemo()
 
     def close(self) -> None:
-        if self.expander_service is not None:
-            self.expander_service.close()
-            self.expander_service = None
         if self._checker is not None:
             self._checker.close()
             self._checker = None

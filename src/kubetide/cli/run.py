@@ -283,6 +283,7 @@ class Runner:
         self.server = StatusServer(args.address, self.metrics.exposition, self.health)
         self.view = KubeClusterView(client, namespace=args.namespace)
         self.cloud = cloud_factory(args, client, self.view.snapshot)
+        self.expander_service = expander_service(options)  # --expander=grpc's, checked before acting
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         from kubetide.kube.client import connect
         from kubetide.kube.events import BackgroundEvents, EventRecorder
@@ -391,7 +392,7 @@ class Runner:
             seed=os.getpid(),
             timer=time.perf_counter,
             usage=usage,
-            expander_service=expander_service(self.options),
+            expander_service=self.expander_service,
         )
         self.health.start_monitoring()
         try:
@@ -406,6 +407,8 @@ class Runner:
         finally:
             self.health.stop_monitoring()
             autoscaler.close()
+            if self.expander_service is not None:
+                self.expander_service.close()
 
     def _loop_once(self, autoscaler, actions) -> None:
         started = time.perf_counter()

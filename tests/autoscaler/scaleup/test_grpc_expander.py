@@ -317,3 +317,24 @@ def test_the_protocol_has_cas_names_and_numbers():
         "pod": 4,
         "podBytes": 5,
     }
+
+
+# -- the simulator asks the service too ---------------------------------------------------------------
+def test_a_simulation_with_the_grpc_expander_grows_the_group_the_service_names(server):
+    """examples/unready/uc3-never-ready.yaml's price expander would grow "cheap"; a service that
+    always names "stable" makes the simulated autoscaler grow only stable."""
+    import dataclasses
+
+    from kubetide.sim import Simulation, load_scenario
+
+    server.answer = answer_with("stable")
+    scenario = load_scenario(Path(__file__).resolve().parents[3] / "examples/unready/uc3-never-ready.yaml")
+    options = scenario.options.with_values(
+        expander=("grpc",), grpc_expander_url=server.url, grpc_expander_cert=str(server.cert_path)
+    )
+    result = Simulation(dataclasses.replace(scenario, options=options).with_duration(15 * 60)).run()
+    grown = {e["object"] for e in result.events if e["reason"] == "IncreaseSize"}
+    assert grown == {"NodeGroup/stable"}
+    assert server.requests and all(
+        {o.nodeGroupId for o in r.options} == {"cheap", "stable"} for r in server.requests
+    )
