@@ -394,12 +394,11 @@ class ClusterStateRegistry:
         Cluster Autoscaler counts such a node as provisioned once it is max-node-startup-time old;
         with max-node-startup-time shorter than max-node-provision-time its request is then
         fulfilled, the backoff cleared, and the group grown again (docs/architecture.md)."""
-        for group_id, state in self._groups.items():
-            request = self._requests.get(group_id)
-            stalled = scans[group_id].stalled
-            if request is None or not stalled or not self.is_node_group_healthy(group_id):
+        for group_id, request in self._requests.items():
+            state = self._groups.get(group_id)
+            if state is None or not self.is_node_group_healthy(group_id):
                 continue
-            awaited = min(stalled, max(0, request.increase - state.upcoming))
+            awaited = min(scans[group_id].stalled, max(0, request.increase - state.upcoming))
             if awaited:
                 self._groups[group_id] = dataclasses.replace(state, upcoming=state.upcoming + awaited)
 
