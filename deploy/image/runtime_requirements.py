@@ -1,10 +1,10 @@
 """Print the part of requirements/ci.lock the image needs, hashes and markers kept.
 
 The lock (`uv pip compile --universal --extra test`) holds the test tools too. The image gets
-kubetide's own dependencies and the `aws` extra (one image for every overlay in deploy/), and
-everything those pull in, found from the lock's `# via` comments: an entry belongs when one of
-the packages it is there for belongs, or when kubetide asks for it directly. Nothing is resolved
-again, so every version and hash is the lock's.
+kubetide's own dependencies and the `aws` and `grpc` extras (one image for every overlay in
+deploy/ and every expander), and everything those pull in, found from the lock's `# via`
+comments: an entry belongs when one of the packages it is there for belongs, or when kubetide
+asks for it directly. Nothing is resolved again, so every version and hash is the lock's.
 
 Usage: python3 deploy/image/runtime_requirements.py requirements/ci.lock pyproject.toml > runtime.lock
 """
@@ -16,7 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-IMAGE_EXTRAS = ("aws",)
+IMAGE_EXTRAS = ("aws", "grpc")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
