@@ -572,9 +572,10 @@ def binpacking(directory: str | Path, fmt: str = "json") -> Path:
     return write_list(directory / f"binpacking.{fmt}", items(), fmt)
 
 
-def large(directory: str | Path, fmt: str = "json") -> Path:
+def large_items() -> Iterator[dict[str, Any]]:
     """bench_scheduling's heterogeneous cluster (5,000 nodes, 150,000 scheduled pods from 500
-    Deployments) with full metadata, its ReplicaSets, and a PDB (maxUnavailable 1) for every tenth."""
+    Deployments) with full metadata, its ReplicaSets, and a PDB (maxUnavailable 1) for every tenth:
+    nodes first, then pods, then the ReplicaSets and PDBs, one item at a time."""
     snapshot, _pending = bench_scheduling.build_heterogeneous()
     del _pending
     zone = bench_scheduling.ZONE
@@ -630,7 +631,12 @@ def large(directory: str | Path, fmt: str = "json") -> Path:
                     },
                 }
 
-    return write_list(Path(directory) / f"large.{fmt}", items(), fmt)
+    return items()
+
+
+def large(directory: str | Path, fmt: str = "json") -> Path:
+    """large_items() written out."""
+    return write_list(Path(directory) / f"large.{fmt}", large_items(), fmt)
 
 
 CASES: dict[str, Callable[..., Path]] = {
