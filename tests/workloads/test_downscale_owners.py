@@ -67,7 +67,7 @@ def test_replicaset_objects_name_the_deployment():
     )
     targets = by_name(find_targets(m))
     new = targets["web-new"]
-    assert (new.deployment, new.deployment_source) == ("web", "ReplicaSet object")
+    assert (new.deployment, new.controller.source) == ("web", "ReplicaSet object")
     assert [p.name for p in new.pods] == ["a", "b"]
     assert sorted(p.name for p in new.related) == ["a", "b", "c", "d"]
     assert new.siblings == ["web-old"]
@@ -83,7 +83,7 @@ def test_without_objects_the_pod_template_hash_names_the_deployment():
     )
     targets = by_name(find_targets(m))
     assert targets["web-7f9c"].deployment == "web"
-    assert targets["web-7f9c"].deployment_source == "pod-template-hash label"
+    assert targets["web-7f9c"].controller.source == "pod-template-hash label"
     assert sorted(p.name for p in targets["web-7f9c"].related) == ["a", "b"]
     assert targets["api-6d4b"].deployment == "api" and targets["api-6d4b"].siblings == []
     assert targets["plain"].deployment is None and targets["plain"].related == []  # no controller: none

@@ -3,8 +3,9 @@ which pods a ReplicaSet would delete to shrink to N replicas, in order, and why.
 
 PODS.yaml holds the pods (as `kubectl get pods -o yaml` prints them) and, when available, their
 ReplicaSets and Deployment. The ranking is kube-controller-manager's (KEP-2185): see
-kubetide.workloads. Related pods (every ReplicaSet of the same Deployment) count towards a node's
-rank; without the ReplicaSet objects the Deployment is recognised by the pod-template-hash label.
+kubetide.workloads. Related pods (every ReplicaSet of the same controller, matched by its UID, so a
+Deployment's or an Argo Rollout's alike) count towards a node's rank; without the ReplicaSet objects
+the controller is recognised by the pod-template-hash (or rollouts-pod-template-hash) label.
 --owner picks the ReplicaSet (KIND/NAME or KIND/NAMESPACE/NAME; a Deployment means its one
 ReplicaSet with active pods); without it the file must hold pods of exactly one owner.
 """
@@ -102,6 +103,7 @@ def downscale_json(
         {
             "owner": target.label,
             "deployment": target.deployment,
+            "controller": target.controller.label if target.controller is not None else None,
             "active_pods": len(deleted) + len(kept),
             "replicas": replicas,
             "now": rfc3339(now),
@@ -157,7 +159,8 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
     now, now_source = at
     now_ns = to_ns(now)
     owner = target.label.removeprefix(f"{target.kind}/")
-    family = f" of Deployment {target.deployment}" if target.deployment else ""
+    controller = target.controller
+    family = f" of {controller.kind} {controller.name}" if controller is not None else ""
     mode = "newest first (--legacy)" if not logarithmic else "logarithmic age buckets (KEP-2185)"
     say(
         f"[bold]{target.kind} {escape(owner)}[/bold]{escape(family)}: "

@@ -1,11 +1,17 @@
 """A ReplicaSet's pods and its related pods, found in loaded manifests.
 
 The ReplicaSet controller ranks the ReplicaSet's active pods against its *related* pods: the pods
-of every ReplicaSet owned by the same controller (for a Deployment, its old and new ReplicaSets),
-de-duplicated by UID. Here a pod belongs to the ReplicaSet named by its controller owner reference.
-A ReplicaSet's controller comes from the ReplicaSet object when it was loaded; otherwise from the
-Deployment naming convention: a Deployment's ReplicaSet is called `<deployment>-<hash>` and stamps
-`pod-template-hash: <hash>` on its pods.
+of every ReplicaSet whose controller is the same object, whatever its kind (a Deployment's old and
+new ReplicaSets, an Argo Rollout's canary and stable ones), de-duplicated by UID. Like
+kube-controller-manager's getReplicaSetsWithSameController, ReplicaSets are grouped by the UID of
+their controller ownerReference; a hand-written reference without a UID is matched by kind and name
+in the namespace instead (the API server would have filled the UID in). A pod belongs to the
+ReplicaSet named by its own controller reference (upstream lists each related ReplicaSet's pods by
+its selector; the two agree for every pod the ReplicaSet controller has claimed).
+
+Without the ReplicaSet object, the controller is inferred from the pod-template-hash naming
+convention: a ReplicaSet called `<owner>-<hash>` whose pods carry `pod-template-hash: <hash>` is a
+Deployment's (`rollouts-pod-template-hash: <hash>`: an Argo Rollout's).
 
 ReplicationControllers scale down with the same ranking and have no controller of their own. A
 target without a controller has no related pods at all (kube-controller-manager lists them through
@@ -18,9 +24,13 @@ from dataclasses import dataclass, field
 
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Pod
+from kubetide.model.meta import OwnerReference
 from kubetide.workloads.ranking import is_active
 
 POD_TEMPLATE_HASH = "pod-template-hash"
+ROLLOUTS_POD_TEMPLATE_HASH = "rollouts-pod-template-hash"  # Argo Rollouts' ReplicaSets
+# label on the pods -> the kind of the controller that names its ReplicaSets `<name>-<hash>`
+TEMPLATE_HASH_LABELS = ((POD_TEMPLATE_HASH, "Deployment"), (ROLLOUTS_POD_TEMPLATE_HASH, "Rollout"))
 KIND_ALIASES = {
     "deployment": "Deployment",
     "deployments": "Deployment",
@@ -35,6 +45,31 @@ KIND_ALIASES = {
 SCALED_BY_RANKING = ("ReplicaSet", "ReplicationController")
 
 
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """The object that controls a ReplicaSet: a Deployment, an Argo Rollout, any kind."""
+
+    kind: str
+    name: str
+    uid: str = ""  # "" when not known (a hand-written reference, or inferred from the naming)
+    source: str = ""  # "ReplicaSet object" (authoritative) or "<label> label" (inferred)
+
+    def identity(self, namespace: str) -> tuple[str, ...]:
+        """What makes two ReplicaSets siblings: the controller's UID, unique in the cluster, as
+        kube-controller-manager's controllerUIDIndex keys them; without one, kind and name in
+        the namespace."""
+        return ("uid", self.uid) if self.uid else ("name", namespace, self.kind, self.name)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+def controller_identity(namespace: str, ref: OwnerReference) -> tuple[str, ...]:
+    """The sibling key of a ReplicaSet whose controller reference is `ref` (see Controller)."""
+    return Controller(ref.kind, ref.name, ref.uid).identity(namespace)
+
+
 @dataclass
 class Target:
     """One ReplicaSet (or ReplicationController) and the pods its controller would rank."""
@@ -42,18 +77,23 @@ class Target:
     kind: str
     namespace: str
     name: str
-    deployment: str | None  # the controlling Deployment's name, when there is one
-    deployment_source: str = ""  # "ReplicaSet object" (authoritative) or "pod-template-hash label"
+    controller: Controller | None  # who controls this ReplicaSet, when known
     pods: list[Pod] = field(default_factory=list)  # active pods, in file order
     inactive: list[Pod] = field(default_factory=list)  # terminating or finished: not ranked
     related: list[Pod] = field(default_factory=list)  # pods of every sibling, itself included; none
     # without a controller
-    siblings: list[str] = field(default_factory=list)  # the other ReplicaSets of the Deployment
+    siblings: list[str] = field(default_factory=list)  # the other ReplicaSets of the same controller
 
     @property
     def has_controller(self) -> bool:
-        """Whether a controlling owner (a Deployment) is known: without one, every rank is 0."""
-        return self.deployment is not None
+        """Whether a controlling owner is known: without one, every rank is 0."""
+        return self.controller is not None
+
+    @property
+    def deployment(self) -> str | None:
+        """The controlling Deployment's name, when the controller is a Deployment."""
+        c = self.controller
+        return c.name if c is not None and c.kind == "Deployment" else None
 
     @property
     def label(self) -> str:
@@ -65,15 +105,11 @@ def find_targets(manifests: Manifests) -> list[Target]:
     targets: dict[tuple[str, str, str], Target] = {}
     for workload in manifests.workloads:
         if workload.kind == "ReplicaSet":
-            owner = workload.meta.controller
-            deployment = owner.name if owner is not None and owner.kind == "Deployment" else None
-            targets[("ReplicaSet", workload.namespace, workload.name)] = Target(
-                "ReplicaSet",
-                workload.namespace,
-                workload.name,
-                deployment,
-                "ReplicaSet object",
-            )
+            ref = workload.meta.controller
+            controller = None if ref is None else Controller(ref.kind, ref.name, ref.uid, "ReplicaSet object")
+            key = ("ReplicaSet", workload.namespace, workload.name)
+            targets[key] = Target("ReplicaSet", workload.namespace, workload.name, controller)
+    loaded = set(targets)
     for pod in manifests.pods:
         owner = pod.controller
         if owner is None or owner.kind not in SCALED_BY_RANKING:
@@ -82,29 +118,46 @@ def find_targets(manifests: Manifests) -> list[Target]:
         target = targets.get(key)
         if target is None:
             target = targets[key] = Target(owner.kind, pod.namespace, owner.name, None)
-        if target.deployment is None and not target.deployment_source and owner.kind == "ReplicaSet":
-            template_hash = pod.labels.get(POD_TEMPLATE_HASH, "")
-            if template_hash and owner.name.endswith("-" + template_hash):
-                target.deployment = owner.name[: -len(template_hash) - 1]
-                target.deployment_source = "pod-template-hash label"
+        if target.controller is None and key not in loaded and owner.kind == "ReplicaSet":
+            target.controller = _inferred_controller(pod, owner.name)
         (target.pods if is_active(pod) else target.inactive).append(pod)
 
-    by_deployment: dict[tuple[str, str], list[Target]] = {}
+    # A controller inferred from the naming (no UID) is the one a loaded ReplicaSet names with its
+    # UID, when kind and name agree: both groups are one family.
+    uids = {
+        (t.namespace, c.kind, c.name): c.uid
+        for t in targets.values()
+        if (c := t.controller) is not None and c.uid
+    }
+    families: dict[tuple[str, ...], list[Target]] = {}
     for target in targets.values():
-        if target.deployment is not None:
-            by_deployment.setdefault((target.namespace, target.deployment), []).append(target)
-    for target in targets.values():
-        if target.deployment is None:
+        c = target.controller
+        if c is None:
             continue
-        family = by_deployment.get((target.namespace, target.deployment), [target])
+        uid = c.uid or uids.get((target.namespace, c.kind, c.name), "")
+        identity = Controller(c.kind, c.name, uid).identity(target.namespace)
+        families.setdefault(identity, []).append(target)
+    for family in families.values():
+        related: list[Pod] = []
         seen: set[str] = set()
         for member in family:
             for pod in (*member.pods, *member.inactive):
                 if pod.uid not in seen:
                     seen.add(pod.uid)
-                    target.related.append(pod)
-        target.siblings = [m.name for m in family if m is not target]
+                    related.append(pod)
+        for target in family:
+            target.related = list(related)
+            target.siblings = [m.name for m in family if m is not target]
     return list(targets.values())
+
+
+def _inferred_controller(pod: Pod, replicaset: str) -> Controller | None:
+    """The controller a ReplicaSet's name and its pod's template-hash label imply, if any."""
+    for label, kind in TEMPLATE_HASH_LABELS:
+        template_hash = pod.labels.get(label, "")
+        if template_hash and replicaset.endswith("-" + template_hash):
+            return Controller(kind, replicaset[: -len(template_hash) - 1], source=f"{label} label")
+    return None
 
 
 def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the input") -> Target:

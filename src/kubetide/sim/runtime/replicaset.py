@@ -16,6 +16,7 @@ from kubetide.sim.runtime.kubelet import Kubelets
 from kubetide.sim.runtime.world import World
 from kubetide.sim.spec.scenario import ClusterSpec
 from kubetide.workloads import DeletionAgeRatio, pods_to_delete
+from kubetide.workloads.owners import controller_identity
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -60,18 +61,21 @@ class ReplicaSets(Controller):
     def related_pods(self, rs: Workload) -> list[Pod] | None:
         """Pods of every ReplicaSet owned by the same controller as `rs` (itself included), as
         upstream's getIndirectlyRelatedPods lists them; None for a ReplicaSet without a controller,
-        which upstream gives no related pods (every rank 0)."""
+        which upstream gives no related pods (every rank 0). Siblings are found by the controller's
+        UID, whatever its kind (a Deployment, an Argo Rollout, ...), as
+        getReplicaSetsWithSameController does; a hand-written reference without a UID by kind and
+        name in the namespace (two such references to different owners are not siblings)."""
         ref = rs.meta.controller
         if ref is None:
             return None
+        identity = controller_identity(rs.namespace, ref)
         pods: list[Pod] = []
         for other in self.world.workloads.values():
             owner = other.meta.controller
             if (
                 other.kind == "ReplicaSet"
                 and owner is not None
-                and owner.uid == ref.uid
-                and other.namespace == rs.namespace
+                and controller_identity(other.namespace, owner) == identity
             ):
                 pods.extend(self.world.pods_of(other.meta.uid))
         return pods
