@@ -156,12 +156,14 @@ def test_ext_cpu_metric_acts_only_on_ext_cpu_pods():
         ps(pod("offline-b", ext_cpu=2000), cpu=800),  # ratio 0.4
     )
     result = step(QosAgent(cfg, AgentOptions(one_sample=True)), st_, 0)
-    # ext-cpu usage 1700m over 1000m: gap 770m. Throttle by 20% steps, ext-cpu order.
+    # ext-cpu usage 1700m over 1000m: gap 770m. Throttle by 20% steps, ext-cpu order, pass after
+    # pass until the gap is closed: a 900 -> 720 -> 576 -> 460, b 800 -> 640 -> 512 -> 409
+    # (440m + 391m >= 770m); the online pod releases no ext cpu and is left alone.
     assert result.gaps == {"ThrottleDown": {EXT_CPU_TOTAL_USAGE: 770}}
     assert [(d.pod, d.quota, d.released) for d in result.decisions] == [
-        ("default/offline-a", 720, 180),
-        ("default/offline-b", 640, 160),
-    ]  # the gap is not closed, but the online pod releases no ext cpu and is left alone
+        ("default/offline-a", 460, 440),
+        ("default/offline-b", 409, 391),
+    ]
     assert "would release no ext_cpu_total_usage" in result.execution.skipped["default/online"]
 
 

@@ -388,3 +388,60 @@ def test_preview_decisions_are_recorded_not_carried_out():
         ("default/batch-b", PREVIEW),
         ("default/batch-a", PREVIEW),
     ]
+
+
+# -- throttling closes the gap within the round (issue #28 item 4) ------------------------------
+
+STEP_10 = """
+kind: AvoidanceAction
+metadata: {name: throttle-10}
+spec: {coolDownSeconds: 300, throttle: {cpuThrottle: {minCPURatio: 0, stepCPURatio: 10}}}
+"""
+THROTTLE_10_AT_4000 = "{name: t, actionName: throttle-10, metricRule: {name: cpu_total_usage, value: 4000}}"
+# web uses 3800m and requests it all: its floor, it cannot be throttled. 5300m in all: gap
+# (5300m - 4000m) +10% = 1430m.
+WEB_AT_ITS_FLOOR = ps(pod("web", priority=1000, cpu="3800m"), cpu=3800)
+
+
+@pytest.mark.parametrize(
+    ("name", "pods", "throttled", "still_open"),
+    [
+        (
+            # The issue's numbers: one 10% step took 150m and left 1280m open until the 300 s
+            # coolDown. Step after step from the planned quota, 29 steps of 10% take 1434m.
+            "one pod, stepped until the gap closes",
+            [ps(pod("batch"), cpu=1500)],
+            [("default/batch", 66, 1434, 29)],
+            0,
+        ),
+        (
+            "the request is the floor: what is left stays open",
+            [ps(pod("batch", cpu="1"), cpu=1500)],
+            [("default/batch", 1000, 500, 4)],  # 1350, 1215, 1093, then the 1000m request
+            930,
+        ),
+        (
+            "pass after pass over the sorted pods, one step each per pass",
+            [ps(pod("a"), cpu=1000), ps(pod("b"), cpu=500)],
+            [("default/a", 48, 952, 28), ("default/b", 22, 478, 28)],
+            0,
+        ),
+    ],
+)
+def test_throttle_steps_until_the_gap_is_closed_within_the_round(name, pods, throttled, still_open):
+    """Crane's design loops `for !TargetGapsRemoved(m) { for each pod: ThrottleFunc }`; its code
+    (throttle.go) makes one pass, one step per pod, and steps again next round, since crane holds
+    only the scheduling restore for coolDownSeconds. kubetide holds the action's rules for the
+    coolDown after acting, so it closes the gap in the round, as the design's loop does, each
+    step from the quota the previous one planned, and each pod gets one quota write."""
+    cfg = rules(THROTTLE_10_AT_4000, actions="---\n" + STEP_10)
+    port = Recorder()
+    result = once(cfg, state(*pods, WEB_AT_ITS_FLOOR, cpu="8"), port=port)
+    assert result.gaps == {THROTTLE_DOWN: {"cpu_total_usage": Fraction(1430)}}, name
+    got = [(d.pod, d.quota, d.released, d.reason) for d in result.decisions]
+    assert [(pod_, quota, released) for pod_, quota, released, _ in got] == [t[:3] for t in throttled]
+    for (_, _, _, reason), (_, _, _, steps) in zip(got, throttled, strict=True):
+        assert f"{steps} steps of 10%" in reason
+    assert port.calls == [("throttle", p, q) for p, q, _, _ in throttled]  # one write per pod
+    left = result.execution.remaining[THROTTLE_DOWN]["cpu_total_usage"]
+    assert max(left, 0) == still_open

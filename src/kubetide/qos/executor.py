@@ -11,7 +11,13 @@
    (crane's old behaviour), act on ALL candidates with the highest-priority metric that can take
    the action. Otherwise, metric by metric (highest action priority first), sort the candidates
    with the metric's sorter (the general one when it has none) and act in order until the gap is
-   closed, subtracting what each action released. A pod is acted on at most once per round.
+   closed, subtracting what each action released. A pod is acted on at most once per round;
+   a throttle is one quota write, but it may take several steps of stepCPURatio: ThrottleDown
+   goes pass after pass over the sorted pods, one step per pod per pass, each from the quota the
+   previous pass planned, until the gap is closed or every pod is at its floor (the design's
+   `for !TargetGapsRemoved(m) { for each pod: ThrottleFunc }`). Crane's code makes one pass and
+   steps again next sample; kubetide holds an action for its coolDown after acting, so one
+   step per pod would leave most of a large gap open for the whole coolDown.
    A pod without usage data (one started seconds ago, or usage unreadable) does not stop precise
    execution: the sorters count it as using nothing, so it comes last among its class and
    priority. Throttling it counts as releasing nothing. Evicting it is different: an eviction
@@ -359,7 +365,65 @@ class Executor:
                 continue
             self._apply(kind, metric, mark, p, effect, reason, precise=False)
 
+    def _throttle_down_precisely(self, metric: Metric, mark: Watermark, pool: list[PodState]) -> None:
+        """Step the candidates' quotas down, pass after pass over the sorted pods (one step of
+        stepCPURatio per pod per pass, each from the quota the previous pass planned), until the
+        gap is closed or no pod can go lower: the design's `for !TargetGapsRemoved(m) { for
+        each pod: ThrottleFunc }`. Each pod then gets one decision, its quota after its last step.
+        A pod whose usage is unknown takes one step only: what it releases cannot be counted, so
+        further steps would only push it to its floor on no evidence."""
+        fn = self._function(THROTTLE_DOWN, metric)
+        ctx = self._context(mark)
+        gap = self.remaining[THROTTLE_DOWN][metric.name]
+        order = [p for p in sorter_for(metric)(pool) if p.key not in self.acted]
+        stepped: dict[str, PodState] = {}  # pod key -> the pod at its planned quota
+        planned: dict[str, tuple[Effect, int]] = {}  # pod key -> (its last step, how many steps)
+        done: set[str] = set()  # pods that cannot (or must not) step further this round
+        while gap is not None and gap > 0:
+            progressed = False
+            for p in order:
+                if gap <= 0:
+                    break
+                if p.key in done:
+                    continue
+                effect = fn(stepped.get(p.key, p), ctx)
+                released = None if effect is None else metric.released(p, effect)
+                if effect is None or (released is not None and released <= 0):
+                    done.add(p.key)
+                    if p.key not in planned:
+                        why = (
+                            "cpu quota at its floor" if effect is None else f"would release no {metric.name}"
+                        )
+                        self._skip(p, f"nothing to throttle ({why})")
+                    continue
+                before, steps = planned.get(p.key, (None, 0))
+                already = metric.released(p, before) if before is not None else 0
+                gap -= (released or 0) - (already or 0)  # a step releases what it adds
+                stepped[p.key] = PodState(p.pod, p.usage, effect.quota)
+                planned[p.key] = (effect, steps + 1)
+                progressed = True
+                if released is None:
+                    done.add(p.key)
+            if not progressed:
+                break
+        for p in order:
+            if p.key not in planned:
+                continue
+            effect, steps = planned[p.key]
+            reason = f"{metric.name} gap {metric.format(self.remaining[THROTTLE_DOWN][metric.name])}"
+            reason += f" (watermark from {mark.rule})"
+            if steps > 1:
+                reason += f"; {steps} steps of {ctx.step_cpu_ratio}%"
+            if metric.released(p, effect) is None:
+                reason += "; its usage is unknown, counted as releasing nothing"
+            first = "none" if p.cpu_quota is None else f"{p.cpu_quota}m"
+            detail = f"quota {first} -> {effect.quota}m"
+            self._apply(THROTTLE_DOWN, metric, mark, p, Effect(effect.quota, effect.released, detail), reason)
+
     def _act_precisely(self, kind: str, metric: Metric, mark: Watermark, pool: list[PodState]) -> None:
+        if kind == THROTTLE_DOWN:
+            self._throttle_down_precisely(metric, mark, pool)
+            return
         gaps = self.remaining[kind]
         order = sorter_for(metric)(pool)
         if kind == THROTTLE_UP:
