@@ -123,7 +123,7 @@ def test_without_a_node_cpu_rate_nothing_is_analyzed_or_done(tmp_path):
 def started(tmp_path, *, dry_run=False):
     """A loop over the watermark whose first (analyze-only) sample is behind it."""
     loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=dry_run)
-    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    served.usage = Usage(node={"cpu": 1700, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
     first = loop.sample()
     assert first.skipped == "first sample after start: analyze only"
     return loop, served, recorder, quota_file
@@ -132,7 +132,7 @@ def started(tmp_path, *, dry_run=False):
 @pytest.mark.parametrize("dry_run", [False, True], ids=["acting", "dry-run"])
 def test_the_first_sample_after_start_is_analyze_only(tmp_path, dry_run):
     loop, served, recorder, quota_file = make_loop(tmp_path, dry_run=dry_run)
-    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    served.usage = Usage(node={"cpu": 1700, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
     first = loop.sample()
     assert first.result is not None and "analyze only" in first.skipped
     assert [(d.kind, d.quota, d.outcome) for d in first.result.decisions] == [(THROTTLE_DOWN, 800, PREVIEW)]
@@ -149,7 +149,7 @@ def test_a_sample_without_a_rate_does_not_use_up_the_analyze_only_one(tmp_path):
     loop, served, recorder, _quota_file = make_loop(tmp_path)
     served.usage = Usage(node={"memory": 1}, pods={UID: {"memory": 1}})
     assert loop.sample().result is None
-    served.usage = Usage(node={"cpu": 1800, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    served.usage = Usage(node={"cpu": 1700, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
     assert "analyze only" in loop.sample().skipped and recorder.calls == []
     loop.sample()
     assert recorder.calls == [("throttle", 800)]
@@ -185,3 +185,35 @@ def test_throttled_pods_are_restored_when_no_nodeqos_selects_the_node(tmp_path):
     loop.sample()
     assert quota_file.read_text().strip() == "max 100000"
     assert loop.throttler.throttled == {}
+
+
+class Events:
+    def __init__(self):
+        self.recorded = []
+
+    def record(self, event):
+        self.recorded.append(event)
+
+
+def test_a_rule_on_an_unknown_metric_is_skipped_with_an_event_and_the_others_apply(tmp_path):
+    """One mistyped metric used to reject the whole set: after a fresh start nothing was enforced."""
+    loop, served, recorder, quota_file = make_loop(tmp_path)
+    events = loop.events = Events()
+    nodeqos = dict(THROTTLE[1])
+    typo = {
+        "name": "typo",
+        "actionName": "throttle",
+        "metricRule": {"name": "cpu_total_utilisation", "value": 50},
+    }
+    nodeqos["spec"] = {"rules": [typo, *THROTTLE[1]["spec"]["rules"]]}
+    served.replace_crane(crane([THROTTLE[0], nodeqos]))
+    served.usage = Usage(node={"cpu": 1700, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
+    loop.sample()  # analyze only
+    assert [r.name for r in loop.agent.config.nodeqos[0].rules] == ["cpu"]
+    (event,) = [e for e in events.recorded if e.kind == "NodeQOS"]
+    assert (event.key, event.type.value, event.reason) == ("q", "Warning", "UnknownMetric")
+    assert (
+        'unknown metric "cpu_total_utilisation"' in event.message and 'rule "typo" skipped' in event.message
+    )
+    loop.sample()
+    assert recorder.calls == [("throttle", 800)] and quota_file.read_text().strip() == "80000 100000"

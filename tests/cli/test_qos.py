@@ -319,3 +319,22 @@ def test_the_report_says_when_now_is(kubetide):
     assert code == 0 and out.splitlines()[0].endswith("at 2024-05-01T12:05:00Z (--now)")
     code, out, err = kubetide(STATE, "--nodeqos", NODEQOS, "--now", "noon")
     assert code == 2 and out == "" and err.startswith("kubetide: error: --now: expected an RFC 3339 time")
+
+
+def test_a_rule_on_an_unknown_metric_is_a_warning_and_the_others_apply(kubetide, tmp_path):
+    """crane builds its gaps from registered metrics only; one typo no longer disables every rule."""
+    typo = "  - {name: typo, actionName: throttle, metricRule: {name: cpu_total_utilisation, value: 50}}\n"
+    qos = QOS.replace("  rules:\n", "  rules:\n" + typo)
+    text = NODE + pod("a") + metrics("a", "3500m") + qos
+    code, out, err = kubetide(write(tmp_path, "s.yaml", text))
+    assert code == 0
+    assert err.count("\n") == 1 and err.startswith("kubetide: warning: ")
+    assert (
+        's.yaml: document 4 (NodeQOS q): spec.rules[0].metricRule.name: unknown metric "cpu_total_utilisation"'
+        in err
+    )
+    assert 'rule "typo" skipped, the other rules apply' in err
+    text_out = " ".join(out.split())
+    assert "q/typo: skipped, unknown metric cpu_total_utilisation" in text_out
+    assert "q/cpu: cpu_total_usage 3500m over 3 -> throttle" in text_out
+    assert "1. throttle ns/a" in text_out

@@ -497,6 +497,61 @@ def test_throttles_through_cgroup_v2_systemd_and_restores_step_by_step(kube, cra
         client.close()
 
 
+def test_a_rule_on_an_unknown_metric_is_an_event_on_its_nodeqos_and_the_others_apply(
+    kube, crane_crds, tmp_path
+):
+    """One mistyped metric used to make the agent reject every rule (after a fresh start it
+    enforced nothing). Now the rule is skipped, with a Warning event on its NodeQOS."""
+    node = "qos-typo"
+    kube.create_fake_node(node, cpu="2", memory="8Gi")
+    kube.wait_node_ready(node)
+    create_crane_objects(
+        kube,
+        [
+            {
+                "kind": "AvoidanceAction",
+                "metadata": {"name": "throttle-typo"},
+                "spec": {"coolDownSeconds": 0, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}},
+            },
+            {
+                "kind": "NodeQOS",
+                "metadata": {"name": "typo"},
+                "spec": {
+                    "rules": [
+                        {
+                            "name": "misspelt",
+                            "actionName": "throttle-typo",
+                            "metricRule": {"name": "cpu_total_utilisation", "value": 50},
+                        },
+                        {
+                            "name": "cpu",
+                            "actionName": "throttle-typo",
+                            "metricRule": {"name": "cpu_total_usage", "value": 1500},
+                        },
+                    ]
+                },
+            },
+        ],
+    )
+    host = FakeHost(tmp_path / "host", version=2, driver="systemd")
+    clock, ticker = ManualClock(1_700_000_000), Ticker()
+    loop, watch, client = make_loop(kube, host, node, tmp_path / "state.json", clock, ticker)
+    try:
+        settle(watch, lambda: any(q.name == "typo" for q in watch.of("NodeQOS")), "the agent's caches")
+        loop.sample()
+        (typo,) = [q for q in loop.agent.config.nodeqos if q.name == "typo"]
+        assert [r.name for r in typo.rules] == ["cpu"]
+        events = kube.core.list_namespaced_event("default", field_selector="involvedObject.name=typo").items
+        (event,) = [e for e in events if e.reason == "UnknownMetric"]
+        assert (event.type, event.involved_object.kind) == ("Warning", "NodeQOS")
+        assert event.involved_object.api_version == "ensurance.crane.io/v1alpha1"
+        assert 'unknown metric "cpu_total_utilisation"' in event.message
+        assert 'rule "misspelt" skipped, the other rules apply' in event.message
+    finally:
+        watch.stop()
+        client.close()
+
+
 def test_repeated_events_are_one_event_with_a_count(kube):
     client = connect(str(kube.control_plane.kubeconfig_path))
     clock = ManualClock(1_700_000_000)

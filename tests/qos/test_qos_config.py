@@ -146,9 +146,9 @@ def _rule_error(rule: str, action: str = "spec: {eviction: {}}", extra: str = ""
             'nodeqos.yaml: document 1 (NodeQOS q): spec.rules[0].metricRule.value: invalid quantity "x"',
         ),
         (
-            "{name: r, actionName: a, metricRule: {name: cpu_total_utilisation, value: 80}}",
+            "{name: r, actionName: a, metricRule: {name: cpu_total_utilisation}}",
             "spec: {eviction: {}}",
-            'spec.rules[0].metricRule.name: unknown metric "cpu_total_utilisation" (known: cpu_total_usage,',
+            "spec.rules[0].metricRule.value: required field is missing",  # unknown metric or not
         ),
         (
             "{name: r, actionName: nope, metricRule: {name: cpu_total_usage, value: 1}}",
@@ -316,3 +316,63 @@ def test_bad_metrics_name_the_field(doc, message):
     with pytest.raises(ManifestError) as error:
         load_documents([doc], "m.yaml")
     assert message in str(error.value)
+
+
+# -- a rule on an unknown metric is skipped, the others apply (issue #28 item 3) -----------------
+
+MIXED = """
+kind: NodeQOS
+metadata: {name: q}
+spec:
+  rules:
+  - {name: typo, actionName: a, metricRule: {name: cpu_total_utilisation, value: 80}}
+  - {name: cpu, actionName: a, metricRule: {name: cpu_total_usage, value: 3000}}
+  - {name: custom, actionName: a, metricRule: {name: gpu_total_usage, value: 2}}
+---
+kind: NodeQOS
+metadata: {name: other}
+spec:
+  rules:
+  - {name: memory, actionName: a, metricRule: {name: memory_total_utilization, value: 90}}
+---
+kind: AvoidanceAction
+metadata: {name: a}
+spec: {eviction: {}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("registry_names", "kept", "skipped"),
+    [
+        (
+            None,  # the default registry
+            {"q": ["cpu"], "other": ["memory"]},
+            [("q", "typo", "cpu_total_utilisation"), ("q", "custom", "gpu_total_usage")],
+        ),
+        (
+            ["cpu_total_usage"],  # a registry without the memory metrics: that rule goes too
+            {"q": ["cpu"], "other": []},
+            [
+                ("q", "typo", "cpu_total_utilisation"),
+                ("q", "custom", "gpu_total_usage"),
+                ("other", "memory", "memory_total_utilization"),
+            ],
+        ),
+    ],
+)
+def test_rules_on_unknown_metrics_are_skipped_and_the_others_apply(registry_names, kept, skipped):
+    registry = None
+    if registry_names is not None:
+        registry = METRICS.copy()
+        for name in registry.names():
+            if name not in registry_names:
+                registry.unregister(name)
+    cfg = config(MIXED, registry)
+    assert {q.name: [r.name for r in q.rules] for q in cfg.nodeqos} == kept
+    assert [(s.nodeqos, s.rule, s.metric) for s in cfg.skipped] == skipped
+    assert [s.warning for s in cfg.skipped] == cfg.warnings
+    assert cfg.warnings[0] == (
+        "nodeqos.yaml: document 1 (NodeQOS q): spec.rules[0].metricRule.name: unknown metric "
+        f'"cpu_total_utilisation" (known: {", ".join((registry or METRICS).names())}): '
+        'rule "typo" skipped, the other rules apply'
+    )

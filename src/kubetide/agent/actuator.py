@@ -12,7 +12,9 @@ decides again. Events are best effort in the same way.
 Event reasons: crane's agent records AvoidanceTriggered (Warning) and RestoreTriggered (Normal) on
 the node when a rule comes into force or is lifted; kubetide adds DisableScheduling /
 RestoreScheduling on the node and AvoidanceEvict / AvoidanceEvictRefused / AvoidanceThrottle /
-AvoidanceRestore on the pods it acts on, the reasons the simulator's events.jsonl uses.
+AvoidanceRestore on the pods it acts on, the reasons the simulator's events.jsonl uses, and
+UnknownMetric (Warning) on a NodeQOS one of whose rules names a metric it does not know (the rule
+is skipped, the others apply).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ COMPONENT = "kubetide-qos-agent"
 REASONS = {EVICT: "AvoidanceEvict", THROTTLE_DOWN: "AvoidanceThrottle", THROTTLE_UP: "AvoidanceRestore"}
 REFUSED_REASON = "AvoidanceEvictRefused"
 TRIGGERED_REASON, RESTORED_REASON = "AvoidanceTriggered", "RestoreTriggered"
+UNKNOWN_METRIC_REASON = "UnknownMetric"  # on a NodeQOS: a rule skipped, its metric not registered
 FORGET_SECONDS = 3600.0
 
 

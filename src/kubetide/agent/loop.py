@@ -1,7 +1,9 @@
 """One sample of the node agent, and the metrics it exports.
 
 Every interval: apply the watches' changes; rebuild the QosConfig when a crane object changed
-(a broken reference keeps the previous configuration, with a warning); read usage; build the
+(a broken reference keeps the previous configuration, with a warning; a rule on an unknown
+metric is skipped, the others apply, and a Warning event `UnknownMetric` on its NodeQOS says
+so); read usage; build the
 NodeState (the Node object, its running pods with their usage and the quota the agent holds them
 at); and hand it to `QosAgent.step`, the same call `kubetide qos` and the simulator make. Then
 record events and metrics.
@@ -23,7 +25,13 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from kubetide.agent.actuator import REASONS, REFUSED_REASON, RESTORED_REASON, TRIGGERED_REASON
+from kubetide.agent.actuator import (
+    REASONS,
+    REFUSED_REASON,
+    RESTORED_REASON,
+    TRIGGERED_REASON,
+    UNKNOWN_METRIC_REASON,
+)
 from kubetide.agent.throttle import CgroupThrottler
 from kubetide.agent.usage import UsageSource
 from kubetide.agent.watch import NodeWatch
@@ -132,6 +140,19 @@ class NodeAgentLoop:
             return
         for warning in config.warnings:
             log.warning("%s", warning)
+        if self.events is not None and self.actuator is not None:
+            now = self.clock.now()
+            for skipped in config.skipped:
+                self.events.record(
+                    Event(
+                        "NodeQOS",
+                        skipped.nodeqos,
+                        EventType.WARNING,
+                        UNKNOWN_METRIC_REASON,
+                        skipped.warning,
+                        now,
+                    )
+                )
         # Rule counters and cooldowns carry over; those of actions that are gone are dropped.
         analyzer = self.agent.analyzer
         for memory in (analyzer.last_acted, analyzer.last_disabled):

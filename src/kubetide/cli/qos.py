@@ -285,6 +285,10 @@ def render(
                 compared = f"{show(value)} {relation} {show(rule.watermark)}"
             preview = " (Preview)" if rule.preview else ""
             out.print(f"  {qos.name}/{rule.name}: {rule.metric} {compared} -> {rule.action_name}{preview}")
+    names = {qos.name for qos in selected}
+    for skipped in config.skipped:
+        if skipped.nodeqos in names:
+            out.print(f"  {skipped.nodeqos}/{skipped.rule}: skipped, unknown metric {skipped.metric}")
     _render_execution(out, "", result.execution, state, registry, args)
     if result.preview.gaps or result.preview.scheduling is not None:
         _render_execution(out, "Preview: ", result.preview, state, registry, args)

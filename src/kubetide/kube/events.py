@@ -49,6 +49,8 @@ AGGREGATE_INTERVAL_SECONDS = 600.0
 AGGREGATED_PREFIX = "(combined from similar events): "
 # Cluster-scoped objects' events live here, as kubectl and the Cluster Autoscaler put them.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+# involvedObject.apiVersion of the kinds events are about that are not in the core group
+INVOLVED_API_VERSIONS = {"Deployment": "apps/v1", "NodeQOS": "ensurance.crane.io/v1alpha1"}
 
 _Key = tuple[str, str, str, str, str]  # kind, key, type, reason, message ("" when aggregated)
 
@@ -135,9 +137,11 @@ class EventRecorder:
         namespace, name = event.namespace, event.name
         event_namespace = namespace or CLUSTER_SCOPED_EVENT_NAMESPACE
         event_name = f"{name}.{secrets.token_hex(8)}"
-        involved = {"kind": event.kind, "name": name, "apiVersion": "v1"}
-        if event.kind == "Deployment":
-            involved["apiVersion"] = "apps/v1"
+        involved = {
+            "kind": event.kind,
+            "name": name,
+            "apiVersion": INVOLVED_API_VERSIONS.get(event.kind, "v1"),
+        }
         if namespace:
             involved["namespace"] = namespace
         stamp = rfc3339(event.at)

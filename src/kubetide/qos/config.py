@@ -20,6 +20,11 @@ action's coolDownSeconds have passed since the node last needed it.
 Each object parses on its own (the loader calls the parsers); references between them (a rule's
 actionName, which actions a metric supports) are checked when a `QosConfig` is built, with the
 same file/object/field precision.
+
+A rule naming a metric the registry does not know is skipped with a warning (`QosConfig.skipped`,
+`QosConfig.warnings`) and the other rules apply: crane builds its gaps only from registered
+metrics, so one mistyped metric name must not disable every rule of the node (rejecting the whole
+set did: the live agent kept its previous rules, and after a fresh start enforced none).
 """
 
 from __future__ import annotations
@@ -63,6 +68,16 @@ class Rule:
     @property
     def preview(self) -> bool:
         return self.strategy == "Preview"
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRule:
+    """A NodeQOS rule left out of the configuration, and the warning that says why."""
+
+    nodeqos: str
+    rule: str
+    metric: str
+    warning: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,19 +151,22 @@ def _ratio(reader: Reader, key: str, default: int) -> int:
     return value
 
 
-def parse_metric_rule(reader: Reader, registry: MetricRegistry = METRICS) -> tuple[Metric, object, Fraction]:
+def parse_metric_rule(reader: Reader, registry: MetricRegistry = METRICS) -> tuple[str, object, Fraction]:
+    """(metric name, raw value, watermark). The value of a metric the registry does not know
+    cannot be read (a percentage? a quantity?): its watermark is 0 until `QosConfig.build`, which
+    skips the rule with a warning, or reads it with the registry it is given."""
     name = required_str(reader, "name")
-    metric = registry.get(name)
-    if metric is None:
-        raise reader.error(f'unknown metric "{name}" (known: {", ".join(registry.names())})', "name")
     raw = reader.raw("value")
     if raw is None:
         raise reader.error("required field is missing", "value")
+    metric = registry.get(name)
+    if metric is None:
+        return name, raw, Fraction(0)
     try:
         watermark = metric.parse_watermark(raw)
     except ValueError as exc:
         raise reader.error(str(exc), "value") from None
-    return metric, raw, watermark
+    return name, raw, watermark
 
 
 def parse_rule(reader: Reader, registry: MetricRegistry = METRICS) -> Rule:
@@ -163,7 +181,7 @@ def parse_rule(reader: Reader, registry: MetricRegistry = METRICS) -> Rule:
     return Rule(
         name=name,
         action_name=action_name,
-        metric=metric.name,
+        metric=metric,
         raw_value=raw,
         watermark=watermark,
         avoidance_threshold=_threshold(reader, "avoidanceThreshold"),
@@ -226,6 +244,7 @@ class QosConfig:
     registry: MetricRegistry = METRICS
     warnings: list[str] = field(default_factory=list)
     podqos: tuple[PodQOS, ...] = ()  # none: every action may touch every candidate
+    skipped: tuple[SkippedRule, ...] = ()  # rules on metrics the registry does not know
 
     @classmethod
     def build(
@@ -243,14 +262,21 @@ class QosConfig:
         seen: set[str] = set()
         checked: list[NodeQOS] = []
         warnings: list[str] = []
+        skipped: list[SkippedRule] = []
         for qos in nodeqos:
             if qos.name in seen:
                 raise qos.origin.error(f'duplicate NodeQOS "{qos.name}"', "metadata.name")
             seen.add(qos.name)
-            rules = tuple(_check_rule(rule, by_name, registry) for rule in qos.rules)
-            checked.append(NodeQOS(qos.name, rules, qos.selector, qos.origin))
+            rules = []
+            for rule in qos.rules:
+                if rule.metric not in registry:
+                    skipped.append(_skip(qos, rule, registry))
+                    warnings.append(skipped[-1].warning)
+                    continue
+                rules.append(_check_rule(rule, by_name, registry))
+            checked.append(NodeQOS(qos.name, tuple(rules), qos.selector, qos.origin))
         scopes = _check_podqos(podqos, by_name, warnings)
-        return cls(tuple(checked), by_name, registry, warnings, scopes)
+        return cls(tuple(checked), by_name, registry, warnings, scopes, tuple(skipped))
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, registry: MetricRegistry = METRICS) -> QosConfig:
@@ -287,12 +313,17 @@ def _check_podqos(
     return tuple(checked.values())
 
 
+def _skip(qos: NodeQOS, rule: Rule, registry: MetricRegistry) -> SkippedRule:
+    problem = rule.origin.error(
+        f'unknown metric "{rule.metric}" (known: {", ".join(registry.names())}): '
+        f'rule "{rule.name}" skipped, the other rules apply',
+        "metricRule.name",
+    )
+    return SkippedRule(qos.name, rule.name, rule.metric, str(problem))
+
+
 def _check_rule(rule: Rule, actions: Mapping[str, AvoidanceAction], registry: MetricRegistry) -> Rule:
-    metric = registry.get(rule.metric)
-    if metric is None:
-        raise rule.origin.error(
-            f'unknown metric "{rule.metric}" (known: {", ".join(registry.names())})', "metricRule.name"
-        )
+    metric = registry[rule.metric]
     try:
         watermark = metric.parse_watermark(rule.raw_value)
     except ValueError as exc:
