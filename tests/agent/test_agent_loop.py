@@ -57,6 +57,8 @@ def crane(objects):
 class Served:
     """The loop's watch and usage source: fixed objects, usage set by the test."""
 
+    node_source = "/proc"
+
     def __init__(self, pods, objects):
         self.node_name, self.generation = "n1", 1
         self.objects = {"Node": [node()], "Pod": list(pods), **objects}
@@ -217,3 +219,18 @@ def test_a_rule_on_an_unknown_metric_is_skipped_with_an_event_and_the_others_app
     )
     loop.sample()
     assert recorder.calls == [("throttle", 800)] and quota_file.read_text().strip() == "80000 100000"
+
+
+def test_the_agent_says_once_when_the_node_usage_falls_back_to_its_pods(tmp_path, caplog):
+    loop, served, _recorder, _quota_file = make_loop(tmp_path)
+    measured = Usage(node={"cpu": 900, "memory": 2**30}, pods={UID: {"cpu": 100, "memory": 1}})
+    no_memory = Usage(node={"cpu": 900}, pods={UID: {"cpu": 100, "memory": 1}})  # /proc/meminfo failed
+    caplog.set_level("INFO", logger="kubetide.agent")
+    for usage in (measured, no_memory, no_memory, measured):
+        served.usage = usage
+        loop.sample()
+    said = [r.getMessage() for r in caplog.records if "node " in r.getMessage() and "usage" in r.getMessage()]
+    assert said == [
+        "node memory usage not measured by /proc: using the sum of its pods' usage (misses what runs outside pods)",
+        "node usage measured by /proc again",
+    ]

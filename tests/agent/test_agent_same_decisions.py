@@ -148,6 +148,8 @@ def summary(decisions):
 class ServedState:
     """The node agent's watch and usage source, serving one NodeState."""
 
+    node_source = "/proc"
+
     def __init__(self, state, crane):
         self.state, self.node_name, self.generation = state, state.name, 1
         self.objects = {"Node": [state.node], "Pod": [p.pod for p in state.pods], **crane}

@@ -12,6 +12,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "qos"
 STATE = str(EXAMPLES / "node-state.yaml")
 NODEQOS = str(EXAMPLES / "nodeqos.yaml")
 RESULT = {"apiVersion": "kubetide.io/v1alpha1", "kind": "QOSResult"}  # what every --json output starts with
+BY_NODE_METRICS = {"node_usage_source": {"cpu": "NodeMetrics", "memory": "NodeMetrics"}}
+BY_PODS = {"node_usage_source": {"cpu": "sum of its pods", "memory": "sum of its pods"}}  # the fallback
 
 
 @pytest.fixture
@@ -65,6 +67,7 @@ def test_example_json(kubetide):
             {"pod": "batch/etl-a", "action": "evict", "metric": "cpu_total_utilization", "released": "700m"},
             {"pod": "batch/etl-b", "action": "evict", "metric": "cpu_total_utilization", "released": "450m"},
         ],
+        **BY_NODE_METRICS,
     }
 
 
@@ -155,6 +158,7 @@ def test_node_usage_is_the_sum_of_the_pods_without_node_metrics(kubetide, tmp_pa
         **RESULT,
         "gaps": {"ThrottleDown": {"cpu_total_usage": "440m"}},
         "actions": [{"pod": "ns/a", "action": "throttle", "metric": "cpu_total_usage", "released": "1"}],
+        **BY_PODS,
     }
 
 
@@ -199,7 +203,13 @@ def test_disable_scheduling_taints_the_node(kubetide, tmp_path):
     )
     assert "Nothing to do" not in out
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
-    assert json.loads(out) == {**RESULT, "gaps": {}, "actions": [], "scheduling": "DisableScheduling"}
+    assert json.loads(out) == {
+        **RESULT,
+        "gaps": {},
+        "actions": [],
+        "scheduling": "DisableScheduling",
+        **BY_PODS,
+    }
     tainted = NODE.replace(
         "metadata: {name: n1}",
         "metadata: {name: n1}\nspec: {taints: [{key: ensurance.crane.io/analyzed-pressure, effect: NoSchedule}]}",
@@ -219,6 +229,7 @@ def test_throttled_pods_from_the_annotation_are_restored(kubetide, tmp_path):
         **RESULT,
         "gaps": {"ThrottleUp": {"cpu_total_usage": "2340m"}},
         "actions": [{"pod": "ns/a", "action": "restore", "metric": "cpu_total_usage", "released": "200m"}],
+        **BY_PODS,
     }
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
     assert (
@@ -257,7 +268,7 @@ def test_nothing_to_do(kubetide, tmp_path):
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text))
     assert code == 0 and "Nothing to do" in out
     code, out, _ = kubetide(write(tmp_path, "s.yaml", text), "--json")
-    assert json.loads(out) == {**RESULT, "gaps": {}, "actions": []}
+    assert json.loads(out) == {**RESULT, "gaps": {}, "actions": [], **BY_PODS}
 
 
 @pytest.mark.parametrize(
@@ -338,3 +349,104 @@ def test_a_rule_on_an_unknown_metric_is_a_warning_and_the_others_apply(kubetide,
     assert "q/typo: skipped, unknown metric cpu_total_utilisation" in text_out
     assert "q/cpu: cpu_total_usage 3500m over 3 -> throttle" in text_out
     assert "1. throttle ns/a" in text_out
+
+
+# -- the node's own usage, and saying when it falls back to its pods' sum (issue #28 item 5) ------
+
+
+def node_metrics(cpu):
+    return f"""
+---
+kind: NodeMetrics
+apiVersion: metrics.k8s.io/v1beta1
+metadata: {{name: n1}}
+usage: {{cpu: {cpu}, memory: 2Gi}}
+"""
+
+
+def summary(tmp_path, node_cores, pods=(), node_name="n1"):
+    """The kubelet's /stats/summary, as kubectl get --raw prints it (nanocores, bytes)."""
+    document = {
+        "node": {
+            "nodeName": node_name,
+            "cpu": {"usageNanoCores": int(node_cores * 1e9)},
+            "memory": {"workingSetBytes": 2 * 2**30},
+        },
+        "pods": [
+            {
+                "podRef": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+                "cpu": {"usageNanoCores": int(c * 1e9)},
+            }
+            for name, c in pods
+        ],
+    }
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def with_uid(pod_text, name):
+    return pod_text.replace(f"metadata: {{name: {name},", f"metadata: {{name: {name}, uid: uid-{name},")
+
+
+# The issue's node: its pods use 2500m, the node 3800m (the kubelet, the runtime, daemons), over the
+# 3000m watermark. From the pods' sum nothing was done.
+PODS_2500 = with_uid(pod("a"), "a") + with_uid(pod("b", priority=10), "b") + metrics("a", "1500m")
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "use_summary", "source", "acts"),
+    [
+        ("no node measurement: the pods' sum, said", metrics("b", "1000m"), False, "sum of its pods", False),
+        ("NodeMetrics", metrics("b", "1000m") + node_metrics("3800m"), False, "NodeMetrics", True),
+        ("the kubelet summary (b's usage from it too)", "", True, "the kubelet summary", True),
+        (
+            "NodeMetrics first, the summary for b's usage",
+            node_metrics("3800m"),
+            True,
+            "NodeMetrics",
+            True,
+        ),
+    ],
+)
+def test_node_usage_comes_from_the_node_and_a_fallback_is_said(
+    kubetide, tmp_path, name, extra, use_summary, source, acts
+):
+    path = write(tmp_path, "s.yaml", NODE + PODS_2500 + extra + QOS)
+    argv = [path]
+    if use_summary:
+        argv += ["--summary", summary(tmp_path, 3.8, pods=[("a", 1.5), ("b", 1.0)])]
+    code, out, err = kubetide(*argv, "--json")
+    assert code == 0 and "has no PodMetrics" not in err, name
+    document = json.loads(out)
+    assert document["node_usage_source"] == {"cpu": source, "memory": source}
+    assert bool(document["actions"]) is acts
+    if acts:  # (3800m - 3000m) +10%
+        assert document["gaps"] == {"ThrottleDown": {"cpu_total_usage": "880m"}}
+    code, out, _ = kubetide(*argv)
+    text = " ".join(out.split())
+    if source == "sum of its pods":
+        assert "Node n1: cpu 2500m of 4" in text and "usage from the sum of its pods' usage" in text
+        assert "Fallback: no node measurement of cpu and memory (no NodeMetrics, no --summary)" in text
+        assert "Nothing to do" in text
+    else:
+        assert "Node n1: cpu 3800m of 4" in text and f"usage from {source}," in text
+        assert "Fallback" not in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "summary.json: not JSON ("),
+        ("[1, 2]", "summary.json: not a kubelet summary (a JSON object with node and pods"),
+        (
+            '{"node": {"nodeName": "n2"}, "pods": []}',
+            "summary.json: node.nodeName: the summary is of n2, not n1",
+        ),
+    ],
+)
+def test_a_bad_summary_is_one_line_and_exit_code_2(kubetide, tmp_path, content, message):
+    path = tmp_path / "summary.json"
+    path.write_text(content)
+    code, out, err = kubetide(write(tmp_path, "s.yaml", NODE + PODS_2500 + QOS), "--summary", path)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err

@@ -445,3 +445,21 @@ def test_throttle_steps_until_the_gap_is_closed_within_the_round(name, pods, thr
     assert port.calls == [("throttle", p, q) for p, q, _, _ in throttled]  # one write per pod
     left = result.execution.remaining[THROTTLE_DOWN]["cpu_total_usage"]
     assert max(left, 0) == still_open
+
+
+@pytest.mark.parametrize(
+    ("usage", "cpu", "memory", "cpu_source", "memory_source"),
+    [
+        ({"cpu": 3800, "memory": 2**30}, 3800, 2**30, "NodeMetrics", "NodeMetrics"),
+        ({"cpu": 3800}, 3800, 7, "NodeMetrics", "sum of its pods"),  # memory falls back
+        (None, 2500, 7, "sum of its pods", "sum of its pods"),
+    ],
+)
+def test_node_usage_is_its_own_measurement_and_says_when_it_is_the_pods_sum(
+    usage, cpu, memory, cpu_source, memory_source
+):
+    """A node whose pods use 2500m uses 3800m with the kubelet, the runtime and daemons."""
+    st_ = state(ps(pod("a"), cpu=1500, memory=3), ps(pod("b"), cpu=1000, memory=4), usage=usage)
+    st_ = type(st_)(st_.node, st_.pods, st_.usage, "NodeMetrics")
+    assert (st_.used("cpu"), st_.used("memory")) == (cpu, memory)
+    assert (st_.source_of("cpu"), st_.source_of("memory")) == (cpu_source, memory_source)

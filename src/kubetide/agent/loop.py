@@ -41,7 +41,7 @@ from kubetide.errors import ManifestError
 from kubetide.kube.events import EventRecorder
 from kubetide.kube.metrics import TEXT_CONTENT_TYPE
 from kubetide.model import Node
-from kubetide.model.quantity import CPU
+from kubetide.model.quantity import CPU, MEMORY
 from kubetide.qos import AgentOptions, NodeState, PodState, QosActuator, QosAgent, QosConfig, RoundResult
 from kubetide.qos.config import EVICT, THROTTLE_DOWN
 from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, PREVIEW, REFUSED
@@ -125,6 +125,7 @@ class NodeAgentLoop:
         self.agent = QosAgent(QosConfig(), options)
         self._generation = -1
         self._analyzed_once = False  # the first analyzed sample acts on nothing
+        self._fallback: tuple[str, ...] = ()  # resources the node's own usage lacked last sample
 
     # -- configuration -----------------------------------------------------------------------
     def _configure(self) -> None:
@@ -187,13 +188,33 @@ class NodeAgentLoop:
             node,
             tuple(PodState(p, usage.pods.get(p.uid), self.throttler.quota(p.uid)) for p in pods),
             usage.node,
+            self.usage.node_source,
         )
+        self._say_fallback(state)
         before = {key: rule.in_force for key, rule in self.agent.analyzer.rules.items()}
         analyze_only = not self._analyzed_once
         self._analyzed_once = True
         result = self.agent.step(state, self.actuator, now, analyze_only=analyze_only)
         self._report(node, result, before)
         return Sample(result, "first sample after start: analyze only" if analyze_only else "")
+
+    def _say_fallback(self, state: NodeState) -> None:
+        """Log when the node's own measurement of a resource goes missing (its usage is then the
+        sum of its pods', which misses the kubelet, the runtime and system daemons) and when it
+        is back: once per change, not every sample."""
+        missing = tuple(r for r in (CPU, MEMORY) if not state.measured(r))
+        if missing == self._fallback:
+            return
+        if missing:
+            log.warning(
+                "node %s usage not measured by %s: using the sum of its pods' usage (misses what runs "
+                "outside pods)",
+                " and ".join(missing),
+                state.usage_source,
+            )
+        else:
+            log.info("node usage measured by %s again", state.usage_source)
+        self._fallback = missing
 
     def _report(self, node: Node, result: RoundResult, before: dict) -> None:
         crossed = set(result.analysis.over)

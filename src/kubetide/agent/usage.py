@@ -36,6 +36,8 @@ class Usage:
 
 
 class UsageSource(Protocol):
+    node_source: str  # what measures the node's own usage, for NodeState.usage_source
+
     def sample(self, pods: Sequence[Pod]) -> Usage:
         """Read the node and `pods` now."""
         ...
@@ -91,6 +93,8 @@ def _read(path: Path) -> str:
 class CgroupUsageSource:
     """Node usage from /proc, pod usage from the pod cgroups; rates between successive samples."""
 
+    node_source = "/proc"
+
     def __init__(
         self, proc_root: Path, layout: CgroupLayout, monotonic: Callable[[], float] = time.monotonic
     ):
@@ -138,11 +142,14 @@ def parse_summary(summary: Mapping) -> Usage:
     """The kubelet's /stats/summary: usageNanoCores is already a rate (the kubelet's), so there
     is no first-sample gap; workingSetBytes is the same working set the cgroup source computes."""
     usage = Usage()
-    node = summary.get("node") or {}
-    _put(usage.node, node)
-    for pod in summary.get("pods") or ():
-        uid = (pod.get("podRef") or {}).get("uid")
-        if uid:
+    node = summary.get("node")
+    if isinstance(node, Mapping):
+        _put(usage.node, node)
+    pods = summary.get("pods")
+    for pod in pods if isinstance(pods, list) else ():
+        ref = pod.get("podRef") if isinstance(pod, Mapping) else None
+        uid = ref.get("uid") if isinstance(ref, Mapping) else None
+        if isinstance(uid, str) and uid:
             measured: dict[str, int] = {}
             _put(measured, pod)
             if measured:
@@ -151,16 +158,20 @@ def parse_summary(summary: Mapping) -> Usage:
 
 
 def _put(target: dict[str, int], stats: Mapping) -> None:
-    cores = (stats.get("cpu") or {}).get("usageNanoCores")
-    if isinstance(cores, int | float):
+    """cpu and memory from one summary entry; a missing or malformed figure is left out."""
+    cpu, memory = stats.get("cpu"), stats.get("memory")
+    cores = cpu.get("usageNanoCores") if isinstance(cpu, Mapping) else None
+    if isinstance(cores, int | float) and not isinstance(cores, bool):
         target[CPU] = round(cores / 1e6)
-    memory = (stats.get("memory") or {}).get("workingSetBytes")
-    if isinstance(memory, int | float):
-        target[MEMORY] = int(memory)
+    working_set = memory.get("workingSetBytes") if isinstance(memory, Mapping) else None
+    if isinstance(working_set, int | float) and not isinstance(working_set, bool):
+        target[MEMORY] = int(working_set)
 
 
 class SummaryUsageSource:
     """The kubelet's summary through the API server's node proxy (nodes/proxy permission)."""
+
+    node_source = "the kubelet summary"
 
     def __init__(self, client: KubeClient, node_name: str):
         self.client = client

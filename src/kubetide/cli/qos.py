@@ -3,8 +3,12 @@ would do on this node right now, and why.
 
 The node-state file holds one Node, its pods, their usage as metrics-server objects (PodMetrics,
 optionally NodeMetrics, as `kubectl get --raw /apis/metrics.k8s.io/v1beta1/...` prints them) and,
-here or in --nodeqos files, the NodeQOS, AvoidanceAction and PodQOS objects. The node's usage is its NodeMetrics
-when present, else the sum of its pods. Every threshold counts as reached after this one sample.
+here or in --nodeqos files, the NodeQOS, AvoidanceAction and PodQOS objects. The node's usage is its own
+measurement, which counts what runs outside pods (the kubelet, the runtime, system daemons): its
+NodeMetrics, else the kubelet's summary (`--summary`, as `kubectl get --raw
+/api/v1/nodes/NODE/proxy/stats/summary` prints it, which also gives the usage of pods without
+PodMetrics). Only without either is it the sum of its pods' usage, and the report says so.
+Every threshold counts as reached after this one sample.
 A pod already throttled by the agent carries its quota in the annotation
 `qos.kubetide.io/cpu-quota` (e.g. "800m"), so restores can be shown too. Evictions a
 PodDisruptionBudget in the files would refuse (status.disruptionsAllowed) are shown as refused.
@@ -13,10 +17,12 @@ PodDisruptionBudget in the files would refuse (status.disruptionsAllowed) are sh
 from __future__ import annotations
 
 import argparse
+import json
 from fractions import Fraction
 from typing import Any
 
-from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
+from kubetide.agent.usage import Usage, parse_summary
+from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, read_input, source_name
 from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, print_json, warn
@@ -37,6 +43,7 @@ from kubetide.qos import (
 )
 from kubetide.qos.config import ACTION_KINDS
 from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED, SCHEDULING_TAINT, Execution, gap_units
+from kubetide.qos.state import POD_SUM
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
 STATE_KINDS = CLUSTER_KINDS | QOS_KINDS | {"PodMetrics", "NodeMetrics"}
@@ -57,6 +64,11 @@ def add_parser(subparsers) -> None:
         action="append",
         default=[],
         help="NodeQOS, AvoidanceAction and PodQOS objects (repeatable; - for stdin)",
+    )
+    parser.add_argument(
+        "--summary",
+        metavar="SUMMARY.json",
+        help="the kubelet's /stats/summary for the node: its own usage when there is no NodeMetrics",
     )
     add_now_argument(parser)
     parser.add_argument("--json", action="store_true", help="print a QOSResult (docs/json-output.md)")
@@ -153,9 +165,30 @@ def _quota(pod: Pod, source: str) -> int | None:
     return quota
 
 
-def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str], str]:
+def read_summary(path: str) -> tuple[Usage, str]:
+    """The kubelet's summary (JSON) as usage, and the node it is of. One-line errors."""
+    source = source_name(path)
+    try:
+        document = json.loads(read_input(path))
+    except ValueError as exc:
+        raise UserError(f"{source}: not JSON ({exc})") from None
+    node = document.get("node") if isinstance(document, dict) else None
+    if not isinstance(node, dict) or not isinstance(document.get("pods", []), list):
+        raise UserError(
+            f"{source}: not a kubelet summary (a JSON object with node and pods, as "
+            "kubectl get --raw /api/v1/nodes/NODE/proxy/stats/summary prints it)"
+        )
+    return parse_summary(document), str(node.get("nodeName", ""))
+
+
+def build_state(
+    manifests: Manifests, source: str, summary: tuple[Usage, str] | None = None, summary_source: str = ""
+) -> tuple[NodeState, list[str], str]:
     """The node's state from the files, with warnings and where the node usage comes from."""
     node = _node(manifests, source)
+    if summary is not None and summary[1] and summary[1] != node.name:
+        raise UserError(f"{summary_source}: node.nodeName: the summary is of {summary[1]}, not {node.name}")
+    summary_pods = summary[0].pods if summary is not None else {}
     warnings: list[str] = []
     metrics: dict[str, PodMetrics] = {}
     for pm in manifests.other.get("PodMetrics", []):
@@ -170,12 +203,13 @@ def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str]
         if pod.is_terminal:
             continue
         pm = metrics.pop(pod.key, None)
-        if pm is None:
+        usage = pm.usage if pm is not None else summary_pods.get(pod.uid)
+        if usage is None:
             warnings.append(
                 f"{source}: pod {pod.key} has no PodMetrics: the agent counts it as using nothing "
                 "(last of its class and priority)"
             )
-        pods.append(PodState(pod, pm.usage if pm else None, _quota(pod, source)))
+        pods.append(PodState(pod, usage, _quota(pod, source)))
     for key in metrics:
         warnings.append(f"{source}: PodMetrics for {key}, which is not a pod on {node.name}: ignored")
     node_metrics: list[NodeMetrics] = [
@@ -186,9 +220,37 @@ def build_state(manifests: Manifests, source: str) -> tuple[NodeState, list[str]
             warnings.append(f"{source}: NodeMetrics for {nm.name}, not {node.name}: ignored")
     if len(node_metrics) > 1:
         raise UserError(f"{source}: more than one NodeMetrics for node {node.name}")
-    usage = node_metrics[0].usage if node_metrics else None
-    origin = "NodeMetrics" if usage else "sum of its pods' PodMetrics"
-    return NodeState(node, tuple(pods), usage), warnings, origin
+    if node_metrics:
+        state = NodeState(node, tuple(pods), node_metrics[0].usage, "NodeMetrics")
+    elif summary is not None and summary[0].node:
+        state = NodeState(node, tuple(pods), summary[0].node, "the kubelet summary")
+    else:
+        state = NodeState(node, tuple(pods))
+    return state, warnings, usage_origin(state)
+
+
+def usage_origin(state: NodeState) -> str:
+    """Where the node's cpu and memory usage come from, in words."""
+    sources = {resource: state.source_of(resource) for resource in (CPU, MEMORY)}
+    if len(set(sources.values())) == 1:
+        return _origin_words(sources[CPU])
+    return ", ".join(f"{resource} from {_origin_words(where)}" for resource, where in sources.items())
+
+
+def _origin_words(where: str) -> str:
+    return "the sum of its pods' usage" if where == POD_SUM else where
+
+
+def fallback_note(state: NodeState) -> str | None:
+    """What the report says when the node's usage had to fall back to its pods' sum."""
+    missing = [resource for resource in (CPU, MEMORY) if not state.measured(resource)]
+    if not missing:
+        return None
+    return (
+        f"no node measurement of {' and '.join(missing)} (no NodeMetrics, no --summary): the node's "
+        "usage is the sum of its pods', which leaves out what runs outside pods (the kubelet, the "
+        "container runtime, system daemons) and pods without metrics"
+    )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -201,7 +263,9 @@ def run(args) -> int:
     config = QosConfig.from_manifests(manifests)
     if not config.nodeqos:
         raise UserError(f"{', '.join(paths)}: no NodeQOS (put it in the node-state file or pass --nodeqos)")
-    state, warnings, origin = build_state(manifests, source_name(args.state))
+    summary = read_summary(args.summary) if args.summary else None
+    summary_source = source_name(args.summary) if args.summary else ""
+    state, warnings, origin = build_state(manifests, source_name(args.state), summary, summary_source)
     warn(config.warnings)
     warn(warnings)
     agent = QosAgent(
@@ -211,13 +275,13 @@ def run(args) -> int:
     now, now_source = resolve_now(args.now, manifests)
     result = agent.step(state, _DryRun(manifests.pdbs), now=now)
     if args.json:
-        print_json(to_json(result, config.registry))
+        print_json(to_json(result, config.registry, state))
     else:
         render(result, state, config, origin, args, now_source=now_source)
     return 0
 
 
-def to_json(result: RoundResult, registry: MetricRegistry) -> dict:
+def to_json(result: RoundResult, registry: MetricRegistry, state: NodeState) -> dict:
     """The QOSResult document; gaps and releases are quantities of their metric's resource."""
 
     def amount(metric: str, units: int | None) -> str | None:
@@ -233,7 +297,8 @@ def to_json(result: RoundResult, registry: MetricRegistry) -> dict:
         for d in result.decisions
         if d.outcome == DONE
     ]
-    result_json: dict[str, Any] = {"gaps": gaps, "actions": actions}
+    sources = {resource: state.source_of(resource) for resource in (CPU, MEMORY)}
+    result_json: dict[str, Any] = {"gaps": gaps, "actions": actions, "node_usage_source": sources}
     if result.execution.scheduling is not None:
         result_json["scheduling"] = result.execution.scheduling.kind
     return document("QOSResult", result_json)
@@ -264,6 +329,9 @@ def render(
         f"[bold]Node {state.name}[/bold]: {_usage_line(state, CPU)}, {_usage_line(state, MEMORY)}; "
         f"usage from {origin}, at {rfc3339(result.now)} ({now_source})"
     )
+    note = fallback_note(state)
+    if note is not None:
+        out.print(f"[bold]Fallback[/bold]: {note}.")
     selected = config.for_node(state.node)
     if not selected:
         out.print("No NodeQOS selects this node: the agent does nothing here.")

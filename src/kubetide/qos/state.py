@@ -53,17 +53,33 @@ class PodState:
         return self.pod.priority >= CRITICAL_PRIORITY
 
 
+POD_SUM = "sum of its pods"  # the node's usage when nothing measured the node itself
+
+
 @dataclass(frozen=True, slots=True)
 class NodeState:
     """One node at one instant.
 
-    `usage` is the node's own measurement (NodeMetrics: it includes the system daemons). When it
-    is None, or lacks a resource, the node's usage is the sum of its pods' known usage.
+    `usage` is the node's own measurement, which includes what runs outside pods (the kubelet,
+    the container runtime, system daemons): /proc on the node, the kubelet's summary API or
+    NodeMetrics, named by `usage_source`. When it is None, or lacks a resource, the node's usage
+    of that resource falls back to the sum of its pods' known usage, which misses all of that
+    (a node using 3800m whose pods sum to 2500m); `source_of` says which it was, so reports
+    can say so.
     """
 
     node: Node
     pods: Sequence[PodState] = ()
     usage: Mapping[str, int] | None = None
+    usage_source: str = "the node"  # what measured `usage`: "NodeMetrics", "/proc", ...
+
+    def measured(self, resource: str) -> bool:
+        """Whether the node's own measurement covers `resource` (no fallback to its pods)."""
+        return self.usage is not None and resource in self.usage
+
+    def source_of(self, resource: str) -> str:
+        """Where the node's usage of `resource` comes from: `usage_source`, or POD_SUM."""
+        return self.usage_source if self.measured(resource) else POD_SUM
 
     @property
     def name(self) -> str:
