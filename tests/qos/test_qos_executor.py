@@ -421,6 +421,12 @@ WEB_AT_ITS_FLOOR = ps(pod("web", priority=1000, cpu="3800m"), cpu=3800)
             930,
         ),
         (
+            "no request: down to the kernel's minimum quota (10m), what is left stays open",
+            [ps(pod("batch"), cpu=1000), ps(pod("pinned", cpu="500m"), cpu=500)],
+            [("default/batch", 10, 990, 40)],
+            440,
+        ),
+        (
             "pass after pass over the sorted pods, one step each per pass",
             [ps(pod("a"), cpu=1000), ps(pod("b"), cpu=500)],
             [("default/a", 48, 952, 28), ("default/b", 22, 478, 28)],

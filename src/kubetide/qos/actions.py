@@ -43,9 +43,16 @@ class Effect:
     detail: str = ""
 
 
+# The smallest CFS quota the kernel takes is 1 ms per period: 10m at the default 100 ms period.
+# Steps that close a large gap within one round would otherwise plan a request-less pod down to
+# 0m, a quota no cgroup holds (the agent's writer raises it to the minimum, releasing less).
+MIN_QUOTA_MILLICORES = 10
+
+
 def cpu_floor(state: PodState, ctx: ActionContext) -> int:
-    """The lowest quota a throttle may set: the cpu request, and minCPURatio% of the cpu limit."""
-    floor = state.pod.requests.get(CPU, 0)
+    """The lowest quota a throttle may set: the cpu request, minCPURatio% of the cpu limit, and
+    never under the kernel's minimum quota."""
+    floor = max(state.pod.requests.get(CPU, 0), MIN_QUOTA_MILLICORES)
     limit = state.pod.limits.get(CPU)
     if limit:
         floor = max(floor, -(-limit * ctx.min_cpu_ratio // 100))  # ceil: never below the ratio
