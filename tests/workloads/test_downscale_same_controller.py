@@ -206,3 +206,16 @@ def test_downscale_command_names_the_rollout_and_deletes_w3_and_w1(tmp_path, cap
     cli_main.main(["downscale", str(path), "--owner", "rs/web-canary", "--replicas", "2", "--now", NOW])
     text = capsys.readouterr().out
     assert "of Rollout web" in text and "web-stable" in text
+
+
+def test_owner_rollout_means_its_replicaset_with_active_pods(tmp_path, capsys):
+    path = tmp_path / "pods.yaml"
+    path.write_text(yaml.safe_dump_all([*W_CASE, _rs("web-old", ROLLOUT)]))
+    argv = ["downscale", str(path), "--replicas", "2", "--now", NOW, "--json"]
+    # both ReplicaSets have active pods: the scale-down would be split, the user names one
+    assert cli_main.main([*argv, "--owner", "rollout/web"]) == 2
+    assert "Rollout web has active pods in 2 ReplicaSets" in capsys.readouterr().err
+    only_canary = [d for d in W_CASE if d["metadata"]["name"] not in ("s1", "s3")]
+    path.write_text(yaml.safe_dump_all(only_canary))
+    assert cli_main.main([*argv, "--owner", "ro/web"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["owner"] == "ReplicaSet/default/web-canary"

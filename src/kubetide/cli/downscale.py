@@ -40,7 +40,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--replicas", metavar="N", type=int, required=True, help="the replica count to reach")
     parser.add_argument(
-        "--owner", metavar="KIND/NAME", help="the Deployment, ReplicaSet or ReplicationController"
+        "--owner",
+        metavar="KIND/NAME",
+        help="the Deployment (or Argo Rollout), ReplicaSet or ReplicationController",
     )
     add_now_argument(parser)
     parser.add_argument(

@@ -35,6 +35,9 @@ KIND_ALIASES = {
     "deployment": "Deployment",
     "deployments": "Deployment",
     "deploy": "Deployment",
+    "rollout": "Rollout",
+    "rollouts": "Rollout",
+    "ro": "Rollout",
     "replicaset": "ReplicaSet",
     "replicasets": "ReplicaSet",
     "rs": "ReplicaSet",
@@ -43,6 +46,7 @@ KIND_ALIASES = {
     "rc": "ReplicationController",
 }
 SCALED_BY_RANKING = ("ReplicaSet", "ReplicationController")
+CONTROLLERS_OF_REPLICASETS = ("Deployment", "Rollout")  # --owner kinds that mean one of their ReplicaSets
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,22 +177,24 @@ def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the in
             f"{source}: pods of {len(with_pods)} owners ({_listing(with_pods)}); choose one with --owner KIND/NAME"
         )
     kind, namespace, name = _parse_owner(owner)
-    if kind == "Deployment":
+    if kind in CONTROLLERS_OF_REPLICASETS:
         family = [
-            t for t in targets if t.deployment == name and (namespace is None or t.namespace == namespace)
+            t
+            for t in targets
+            if (c := t.controller) is not None
+            and (c.kind, c.name) == (kind, name)
+            and (namespace is None or t.namespace == namespace)
         ]
         if not family:
-            raise UserError(
-                f"--owner {owner}: no ReplicaSet of Deployment {name} in {source}{_known(targets)}"
-            )
+            raise UserError(f"--owner {owner}: no ReplicaSet of {kind} {name} in {source}{_known(targets)}")
         _one_namespace(owner, family)
         active = [t for t in family if t.pods]
         if len(active) == 1:
             return active[0]
         if not active:
-            raise UserError(f"--owner {owner}: Deployment {name} has no active pods in {source}")
+            raise UserError(f"--owner {owner}: {kind} {name} has no active pods in {source}")
         raise UserError(
-            f"--owner {owner}: Deployment {name} has active pods in {len(active)} ReplicaSets "
+            f"--owner {owner}: {kind} {name} has active pods in {len(active)} ReplicaSets "
             f"({_listing(active)}) and would split the scale-down between them; "
             "choose one with --owner ReplicaSet/NAME"
         )
@@ -211,7 +217,7 @@ def _parse_owner(owner: str) -> tuple[str, str | None, str]:
     if kind is None:
         raise UserError(
             f"--owner {owner}: {parts[0]} does not scale down by ranking pods; "
-            "use a Deployment, ReplicaSet or ReplicationController"
+            "use a Deployment, Rollout, ReplicaSet or ReplicationController"
         )
     return kind, (parts[1] if len(parts) == 3 else None), parts[-1]
 
