@@ -427,7 +427,10 @@ def test_node_usage_comes_from_the_node_and_a_fallback_is_said(
     text = " ".join(out.split())
     if source == "sum of its pods":
         assert "Node n1: cpu 2500m of 4" in text and "usage from the sum of its pods' usage" in text
-        assert "Fallback: no node measurement of cpu and memory (no NodeMetrics, no --summary)" in text
+        assert (
+            "Fallback: no node measurement of cpu and memory (neither NodeMetrics nor --summary has it)"
+            in text
+        )
         assert "Nothing to do" in text
     else:
         assert "Node n1: cpu 3800m of 4" in text and f"usage from {source}," in text

@@ -247,7 +247,7 @@ def fallback_note(state: NodeState) -> str | None:
     if not missing:
         return None
     return (
-        f"no node measurement of {' and '.join(missing)} (no NodeMetrics, no --summary): the node's "
+        f"no node measurement of {' and '.join(missing)} (neither NodeMetrics nor --summary has it): the node's "
         "usage is the sum of its pods', which leaves out what runs outside pods (the kubelet, the "
         "container runtime, system daemons) and pods without metrics"
     )
