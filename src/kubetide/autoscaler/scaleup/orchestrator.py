@@ -40,7 +40,7 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaleup.balance import BalanceTarget, similar, split
 from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
-from kubetide.autoscaler.scaleup.estimator import BinpackingEstimator, Estimate, NodeLimit
+from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON, BinpackingEstimator, Estimate, NodeLimit
 from kubetide.autoscaler.scaleup.expanders import (
     ExpanderContext,
     ExpanderService,
@@ -87,6 +87,9 @@ class ScaleUpPlan:
     increases: list[Increase] = field(default_factory=list)
     helped: list[str] = field(default_factory=list)
     not_helped: dict[str, str] = field(default_factory=dict)
+    # Of not_helped, the pods every node group refused on scheduling grounds alone (no limit,
+    # backoff or time budget among the reasons): no scale-up of any group would give them a node.
+    fits_no_group: list[str] = field(default_factory=list)
     schedulable: dict[str, str] = field(default_factory=dict)  # pod key -> existing/upcoming node
     skipped_groups: dict[str, GroupSkip] = field(default_factory=dict)  # group id -> why
     estimates: dict[str, Estimate] = field(default_factory=dict)
@@ -159,6 +162,10 @@ def _as_predicate(
 
 def _capacity(node: Node, resource: str) -> int:
     return node.capacity.get(resource) or node.allocatable.get(resource, 0)
+
+
+# Refusals that say a group could not grow (now), not that its nodes cannot take the pod.
+_LIMIT_REASONS = frozenset({*(str(reason) for reason in SkipReason), TIME_LIMIT_REASON})
 
 
 def not_triggered_message(reasons: Iterable[str]) -> str:
@@ -514,6 +521,9 @@ class ScaleUp:
                 # It would fit another option; the next loop looks again once these nodes exist.
                 plan.not_helped[key] = f"not chosen this loop: fits node group(s) {', '.join(fits)}"
                 continue
-            message = not_triggered_message([*common, *per_pod.get(ident, ())])
+            reasons = [*common, *per_pod.get(ident, ())]
+            message = not_triggered_message(reasons)
             plan.not_helped[key] = message
+            if not common and not _LIMIT_REASONS.intersection(reasons):
+                plan.fits_no_group.append(key)
             plan.planned_events.append((Event.not_trigger_scale_up(key, message, now), None))

@@ -37,6 +37,13 @@ def with_timestamp(entry: dict[str, Any], start: float) -> dict[str, Any]:
     return stamped
 
 
+def timeline_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """timeline.csv's header: every row's columns in order of first appearance. Rows may gain
+    columns as a run goes (`unremovable_<Reason>` from the first node given that reason, see
+    sim/runtime/decisions.py); a row without one writes 0 there."""
+    return list(dict.fromkeys(column for row in rows for column in row))
+
+
 def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool = True) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -50,7 +57,7 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, *, report: bool
     with paths["timeline"].open("w", newline="", encoding="utf-8") as handle:
         if result.timeline:
             rows = [with_timestamp(row, start) for row in result.timeline]
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+            writer = csv.DictWriter(handle, fieldnames=timeline_columns(rows), restval=0, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
     with paths["events"].open("w", encoding="utf-8") as handle:

@@ -39,6 +39,7 @@ from kubetide.sim.runtime.autoscalercounters import AutoscalerCounters
 from kubetide.sim.runtime.cloud import SimCloud
 from kubetide.sim.runtime.cronjob import CronJobs
 from kubetide.sim.runtime.daemonset import DaemonSets
+from kubetide.sim.runtime.decisions import decision_columns
 from kubetide.sim.runtime.deployment import Deployments
 from kubetide.sim.runtime.disruption import Budgets
 from kubetide.sim.runtime.engine import Engine, Timer
@@ -389,9 +390,10 @@ class Simulation:
     # -- the autoscaler ------------------------------------------------------------------------
     def _loop(self) -> None:
         self.metrics.c.autoscaler_loops += 1
+        loop = None
         if self.autoscaler is not None:
             started = time.perf_counter()
-            self.autoscaler.run_once()
+            loop = self.autoscaler.run_once()
             self.autoscaler_seconds += time.perf_counter() - started
             registry = getattr(self.autoscaler, "registry", None)
             if registry is not None:
@@ -405,6 +407,7 @@ class Simulation:
                     "ClusterView.snapshot() must be left as found"
                 )
         row = self.metrics.sample()
+        row.update(decision_columns(loop))
         if self.qos is not None:
             self.qos.timeline_columns(row)
         if self.hpas.hpas:
