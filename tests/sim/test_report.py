@@ -151,7 +151,8 @@ def test_count_axes_tick_at_integers():
     counting = {
         key: axis for key, axis in axes.items() if axis["title"]["text"] in ("nodes", "pods", "evictions")
     }
-    assert len(counting) == 4  # nodes, pods, drains (nodes) and the drains panel's evictions axis
+    # nodes, pods, nodes kept (by reason), drains (nodes) and the drains panel's evictions axis
+    assert len(counting) == 5
     assert all(axis["tickformat"] == ",d" for axis in counting.values())
     # no drains and no evictions in this run: a step of 1, not plotly's 0.2
     drains = [axis for axis in counting.values() if axis.get("side") == "right"]
@@ -251,7 +252,7 @@ def test_the_compare_report_overlays_the_qos_series():
 def test_the_compare_report_shades_each_settings_periods_in_its_colour():
     halted, healthy = run("uc8-zone-outage"), run("uc1-slow-provisioning")
     figure = build_comparison_figure([("halts", halted), ("healthy", healthy)])
-    shapes = figure.layout.shapes
+    shapes = [s for s in figure.layout.shapes if s.type == "rect"]  # not the events, the threshold
     assert shapes and {s.legendgroup for s in shapes} == {"halts"}
     colour = next(t.line.color for t in figure.data if t.name == "halts")
     assert {s.fillcolor for s in shapes} == {colour}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,18 @@ import plotly.graph_objects as go
 
 from kubetide.sim.report.plotting import Drawing, Grid, Panel, colour, period_rect, series, stacked, time_axis
 from kubetide.sim.report.qos import watermarks
+from kubetide.sim.report.why import (
+    FITS_NO_GROUP,
+    SCALE_UP_BLOCKED,
+    THRESHOLD_COLOUR,
+    add_unremovable,
+    has_decisions,
+    lowest_utilization,
+    threshold_label,
+    threshold_percent,
+    unremovable_reasons,
+)
+from kubetide.sim.runtime.decisions import LOWEST_UTILIZATION
 from kubetide.sim.runtime.simulation import SimulationResult
 from kubetide.sim.spec.qos import QosSettings
 
@@ -79,12 +92,16 @@ class _Series:
 
 
 _PANELS = (
-    Panel("Nodes per group (ready, with unready and upcoming)", 0.26, "nodes", counts=True),
-    Panel("Pods", 0.2, "pods", counts=True),
-    Panel("Utilisation (requests / allocatable)", 0.18, "%", y_range=(0, 105)),
-    Panel("Drains and deletions", 0.18, "nodes", secondary_y_title="evictions", counts=True),
-    Panel("Cumulative cost", 0.18, "$"),
+    Panel("Nodes per group (ready, with unready and upcoming)", 0.22, "nodes", counts=True),
+    Panel("Pods (pending: dotted, those no node group can take)", 0.16, "pods", counts=True),
+    Panel(
+        "Utilisation (requests / allocatable; dotted: the least utilised node)", 0.15, "%", y_range=(0, 105)
+    ),
+    Panel("Nodes kept, by the autoscaler's reason", 0.17, "nodes", counts=True),
+    Panel("Drains and deletions", 0.15, "nodes", secondary_y_title="evictions", counts=True),
+    Panel("Cumulative cost", 0.15, "$"),
 )
+_UNREMOVABLE_ROW = 3  # 0-based, as `_Series.panel`
 
 # Per node group, block by block: every group's ready nodes (stacked), then each group's unready
 # and upcoming nodes side by side. `line` has no colour here: the group's is added.
@@ -131,6 +148,22 @@ _SERIES = (
         fill="tozeroy",
         fill_colour="rgba(220,38,38,0.15)",
     ),
+    _Series(
+        1,
+        FITS_NO_GROUP,
+        "pending: fits no node group",
+        "pods",
+        {"color": "#7f1d1d", "width": 1.5, "dash": "dot", "shape": "hv"},
+        only_if_any=True,
+    ),
+    _Series(
+        1,
+        SCALE_UP_BLOCKED,
+        "pending: scale-up blocked (limits, backoff)",
+        "pods",
+        {"color": "#ea580c", "width": 1.5, "dash": "dashdot", "shape": "hv"},
+        only_if_any=True,
+    ),
     _Series(1, "running_pods", "running", "pods", {"color": "#0f766e", "width": 1.5, "shape": "hv"}),
     _Series(
         2,
@@ -150,7 +183,15 @@ _SERIES = (
         per="memory_allocatable_gib",
     ),
     _Series(
-        3,
+        2,
+        LOWEST_UTILIZATION,
+        "least utilised node",
+        "util",
+        {"color": "#0f172a", "width": 1.2, "dash": "dot", "shape": "hv"},
+        only_if_any=True,
+    ),
+    _Series(
+        4,
         "drains_in_progress",
         "drains in progress",
         "drain",
@@ -158,14 +199,14 @@ _SERIES = (
         legend_title="Scale-down",
     ),
     _Series(
-        3,
+        4,
         "nodes_being_deleted",
         "nodes being deleted",
         "drain",
         {"color": "#6b7280", "width": 1.5, "dash": "dot", "shape": "hv"},
     ),
     _Series(
-        3,
+        4,
         "evictions_total",
         "evictions (cumulative)",
         "drain",
@@ -173,7 +214,7 @@ _SERIES = (
         secondary_y=True,
     ),
     _Series(
-        4,
+        5,
         "cost",
         "cost",
         "cost",
@@ -273,11 +314,14 @@ def build_figure(result: SimulationResult) -> go.Figure:
     # Stacked ready nodes: the axis reaches their total.
     nodes_total = max((row.get("nodes_total", 0) for row in timeline), default=0)
     drawing.peaks[(1, False)] = max(drawing.peaks.get((1, False), 0.0), nodes_total)
+    add_unremovable(drawing, _UNREMOVABLE_ROW + 1, x, timeline, unremovable_reasons([result]), stack="kept")
     _shade_periods(drawing, result, scale)
     _mark_scenario_events(drawing, result, scale)
     grid = stacked(
-        _PANELS, duration=duration, scale=scale, axis_title=axis_title, height=1560, top_margin=140
+        _PANELS, duration=duration, scale=scale, axis_title=axis_title, height=1800, top_margin=140
     )
+    if has_decisions(result):
+        drawing.hline(grid, 3, threshold_percent(result), threshold_label(result), THRESHOLD_COLOUR)
     return drawing.draw(grid)
 
 
@@ -362,36 +406,10 @@ def _draw_watermarks(
 ) -> None:
     """A dashed line across panel `row` at each utilization watermark (of `resource`'s rules
     only, if given), labelled with its NodeQOS rule."""
-    x_axis, y_axis = grid.axes[(row, False)]
-    x_domain = f"{x_axis} domain"
     for watched, percent, label in watermarks(settings.config):
         if resource is not None and watched != resource:
             continue
-        drawing.shapes.append(
-            {
-                "type": "line",
-                "xref": x_domain,
-                "yref": y_axis,
-                "x0": 0,
-                "x1": 1,
-                "y0": percent,
-                "y1": percent,
-                "line": {"color": _WATERMARK_COLOUR, "width": 1, "dash": "dash"},
-            }
-        )
-        drawing.annotations.append(
-            {
-                "text": html.escape(label),
-                "xref": x_domain,
-                "yref": y_axis,
-                "x": 0,
-                "y": percent,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": 10, "color": _WATERMARK_COLOUR},
-            }
-        )
+        drawing.hline(grid, row, percent, label, _WATERMARK_COLOUR)
 
 
 def build_qos_figure(result: SimulationResult) -> go.Figure:
@@ -453,41 +471,156 @@ def build_qos_figure(result: SimulationResult) -> go.Figure:
 
 # -- several runs of one scenario (simulate --compare) -------------------------------------------
 
-_COMPARE_PANELS = (
-    Panel("Nodes (registered)", 0.24, "nodes", counts=True),
-    Panel("Pending pods", 0.2, "pods", counts=True),
-    Panel("Drains in progress", 0.16, "nodes", counts=True),
-    Panel("Evictions (cumulative)", 0.18, "evictions", counts=True),
-    Panel("Cumulative cost", 0.22, "$"),
-)
-_COMPARE_COLUMNS = ("nodes_total", "pending_pods", "drains_in_progress", "evictions_total", "cost")
-
 Runs = Sequence[tuple[str, SimulationResult]]  # (setting name, its run)
+
+_MAX_GROUP_PANELS = 6  # more node groups than this: their totals only
 
 
 def build_comparison_figure(runs: Runs) -> go.Figure:
-    """One trace per run and panel, all on the same time axis; a run's traces share its colour
-    and legend entry (clicking it hides the run everywhere). Each run's halted and backed-off
-    periods are shaded in its colour (backoff with a dotted edge)."""
-    grid, drawing, scale = _overlaid(runs, _COMPARE_PANELS, _COMPARE_COLUMNS, 1200, missing=0)
+    """Every run overlaid on one time axis, one colour and legend entry per run (clicking it hides
+    the run everywhere): nodes (in all and per node group, on axes fitted to the data), pending
+    pods with those no node group can take, cluster utilisation and the least utilised node
+    against each setting's scale-down-utilization-threshold, per run the nodes kept by reason,
+    drains, evictions and cost. The scenario's events are marked across every panel; each run's
+    halted and backed-off periods are shaded in its colour (backoff with a dotted edge)."""
+    results = [result for _, result in runs]
+    first = results[0]
+    explained = any(has_decisions(result) for result in results)
+    groups = [g.name for g in first.scenario.groups]
+    per_group = 1 < len(groups) <= _MAX_GROUP_PANELS
+    reasons = unremovable_reasons(results) if explained else []
+    panels: list[Panel] = [Panel("Nodes (registered)", 0.6, "nodes", counts=True, from_zero=False)]
+    if per_group:
+        panels += [Panel(f"Nodes: {group}", 0.45, "nodes", counts=True, from_zero=False) for group in groups]
+    pending_title = "Pending pods (dotted: those no node group can take)" if explained else "Pending pods"
+    panels.append(Panel(pending_title, 0.5, "pods", counts=True))
+    utilisation_row = len(panels) + 1
+    panels.append(
+        Panel(
+            "Utilisation: cpu requests / allocatable (dotted: the least utilised node)"
+            if explained
+            else "Utilisation: cpu requests / allocatable",
+            0.5,
+            "%",
+            from_zero=False,
+        )
+    )
+    kept_rows = {}
+    if reasons:
+        for name, _ in runs:
+            kept_rows[name] = len(panels) + 1
+            panels.append(Panel(f"Nodes kept, by the autoscaler's reason: {name}", 0.5, "nodes", counts=True))
+    panels += [
+        Panel("Drains in progress", 0.35, "nodes", counts=True),
+        Panel("Evictions (cumulative)", 0.4, "evictions", counts=True),
+        Panel("Cumulative cost", 0.45, "$"),
+    ]
+    duration = first.scenario.duration
+    scale, axis_title = time_axis(duration)
+    drawing = Drawing()
     for index, (name, result) in enumerate(runs):
-        step = result.scenario.options.scan_interval
+        timeline = result.timeline
+        x = _times(result, scale)
         run_colour = colour(index)
-        for reason, marker, *_ in PERIODS:
-            for start, end in periods(result.events, reason, marker, step):
-                drawing.shapes.append(
-                    period_rect(
-                        start,
-                        end,
-                        scale,
-                        fillcolor=run_colour,
-                        opacity=0.1,
-                        line={"width": 1, "dash": "dot", "color": run_colour} if marker else {"width": 0},
-                        legendgroup=name,
-                        name=f"{name}: {reason}",
-                    )
+
+        line = partial(_run_line, drawing, x, name, index)
+        row = 1
+        line(row, series(r.get("nodes_total", 0) for r in timeline))
+        if per_group:
+            for group in groups:
+                row += 1
+                line(row, series(r.get(f"{group}_total", 0) for r in timeline))
+        row += 1
+        line(row, series(r.get("pending_pods", 0) for r in timeline))
+        if has_decisions(result):
+            line(row, series(r.get(FITS_NO_GROUP) for r in timeline), "dot", label=" (fits no node group)")
+        row += 1
+        line(row, series(_values(timeline, "cpu_requested", "cpu_allocatable")), shape="linear", label=" cpu")
+        if has_decisions(result):
+            line(row, lowest_utilization(timeline), "dot", label=" (least utilised node)")
+        if name in kept_rows:
+            add_unremovable(
+                drawing, kept_rows[name], x, timeline, reasons, stack=f"kept-{name}", show_legend=index == 0
+            )
+        row = len(panels) - 2
+        line(row, series(r.get("drains_in_progress", 0) for r in timeline))
+        line(row + 1, series(r.get("evictions_total", 0) for r in timeline))
+        line(row + 2, series(r.get("cost", 0) for r in timeline), shape="linear")
+        _shade_run_periods(drawing, name, result, scale, run_colour)
+    _mark_scenario_events(drawing, first, scale)
+    grid = stacked(
+        panels,
+        duration=duration,
+        scale=scale,
+        axis_title=axis_title,
+        height=int(sum(p.height for p in panels) * 420) + 200,
+        top_margin=140 if first.markers else 60,  # room for the events' labels
+        spacing=0.16 / len(panels),
+    )
+    grid.layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}, "groupclick": "toggleitem"}
+    if explained:
+        thresholds = {threshold_percent(result) for result in results}
+        for index, (name, result) in enumerate(runs):
+            if len(thresholds) == 1:
+                drawing.hline(
+                    grid,
+                    utilisation_row,
+                    threshold_percent(result),
+                    threshold_label(result),
+                    THRESHOLD_COLOUR,
                 )
+                break
+            drawing.hline(
+                grid, utilisation_row, threshold_percent(result), threshold_label(result, name), colour(index)
+            )
     return drawing.draw(grid)
+
+
+def _run_line(
+    drawing: Drawing,
+    x: np.ndarray,
+    name: str,
+    index: int,
+    row: int,
+    y: Any,
+    dash: str | None = None,
+    shape: str = "hv",
+    label: str = "",
+) -> None:
+    """One run's line on panel `row`, in its colour and legend group (`dash`ed for a part of it)."""
+    drawing.add(
+        row,
+        x=x,
+        y=y,
+        name=name,
+        legendgroup=name,
+        showlegend=row == 1 and dash is None,
+        legendrank=index,  # the settings first, then the reasons
+        mode="lines",
+        line={"color": colour(index), "width": 1.6, "shape": shape, **({"dash": dash} if dash else {})},
+        hovertemplate=f"{html.escape(name)}{html.escape(label)}: %{{y}}<extra></extra>",
+    )
+
+
+def _shade_run_periods(
+    drawing: Drawing, name: str, result: SimulationResult, scale: float, run_colour: str
+) -> None:
+    """A run's halted and backed-off periods, shaded in its colour (backoff with a dotted edge)."""
+    step = result.scenario.options.scan_interval
+    for reason, marker, *_ in PERIODS:
+        for start, end in periods(result.events, reason, marker, step):
+            drawing.shapes.append(
+                period_rect(
+                    start,
+                    end,
+                    scale,
+                    fillcolor=run_colour,
+                    opacity=0.1,
+                    line={"width": 1, "dash": "dot", "color": run_colour} if marker else {"width": 0},
+                    legendgroup=name,
+                    name=f"{name}: {reason}",
+                )
+            )
 
 
 def build_qos_comparison_figure(runs: Runs) -> go.Figure:
@@ -570,31 +703,6 @@ def build_hpa_figure(runs: Runs) -> go.Figure | None:
         return None
     grid, drawing, _ = _overlaid(runs, panels, columns, 200 * len(panels) + 120, missing=None)
     for row, dashed in enumerate(lines, start=1):
-        x_axis, y_axis = grid.axes[(row, False)]
         for y, label in dashed:
-            drawing.shapes.append(
-                {
-                    "type": "line",
-                    "xref": f"{x_axis} domain",
-                    "yref": y_axis,
-                    "x0": 0,
-                    "x1": 1,
-                    "y0": y,
-                    "y1": y,
-                    "line": {"color": _BOUND_COLOUR, "width": 1, "dash": "dash"},
-                }
-            )
-            drawing.annotations.append(
-                {
-                    "text": label,
-                    "xref": f"{x_axis} domain",
-                    "yref": y_axis,
-                    "x": 0,
-                    "y": y,
-                    "xanchor": "left",
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "font": {"size": 10, "color": _BOUND_COLOUR},
-                }
-            )
+            drawing.hline(grid, row, y, label, _BOUND_COLOUR)
     return drawing.draw(grid)

@@ -69,6 +69,9 @@ class Panel:
     y_range: tuple[float, float] | None = None
     secondary_y_title: str | None = None  # a second y axis, for series drawn with secondary_y
     counts: bool = False  # the y axes count things: ticks at integers only
+    # False: the primary y axis spans the data (with a margin), not 0 to its peak, so 45-52
+    # nodes are not a flat line at the top of the panel (`fit_ranges`).
+    from_zero: bool = True
 
 
 @dataclass
@@ -121,7 +124,7 @@ def stacked(
         x_axis.update(range=[0, duration / scale], domain=[0.0, 1.0])  # secondary y axes sit in the margin
         if row == len(panels):
             x_axis["title"] = {"text": axis_title}
-        y_axis.update(title={"text": panel.y_title}, rangemode="tozero")
+        y_axis.update(title={"text": panel.y_title}, rangemode="tozero" if panel.from_zero else "normal")
         if panel.y_range is not None:
             y_axis["range"] = list(panel.y_range)
         if panel.secondary_y_title is not None:
@@ -135,17 +138,43 @@ def _axis_id(axis: Any) -> str:
     return str(axis.plotly_name).replace("axis", "")
 
 
-def count_ticks(grid: Grid, peaks: Mapping[tuple[int, bool], float]) -> None:
+def count_ticks(
+    grid: Grid, peaks: Mapping[tuple[int, bool], float], lows: Mapping[tuple[int, bool], float] | None = None
+) -> None:
     """Ticks the counting panels' y axes at integers (a step of 1 while plotly would pick halves).
-    `peaks[(row, secondary)]` is the largest value drawn on that axis."""
+    `peaks[(row, secondary)]` is the largest value drawn on that axis, `lows` the smallest (0
+    when not given: the axis starts at 0)."""
     for row, panel in enumerate(grid.panels, start=1):
         if not panel.counts:
             continue
         for secondary in (False, True) if panel.secondary_y_title is not None else (False,):
             axis = grid.layout[grid.axis_key(row, secondary)]
             axis["tickformat"] = ",d"
-            if peaks.get((row, secondary), 0) <= 8:
+            low = (lows or {}).get((row, secondary), 0.0) if not panel.from_zero and not secondary else 0.0
+            if peaks.get((row, secondary), 0) - low <= 8:
                 axis.update(tick0=0, dtick=1)
+
+
+def fitted_range(low: float, high: float, counts: bool) -> tuple[float, float]:
+    """A y range around data from `low` to `high`: a margin of a tenth of the span each side (at
+    least half a unit for counts, so a flat line sits mid-panel), never below 0 for data that
+    is not negative."""
+    margin = max((high - low) * 0.1, 0.5 if counts else abs(high) * 0.05 or 1.0)
+    bottom = low - margin
+    if low >= 0:
+        bottom = max(bottom, 0.0)
+    return bottom, high + margin
+
+
+def fit_ranges(
+    grid: Grid, peaks: Mapping[tuple[int, bool], float], lows: Mapping[tuple[int, bool], float]
+) -> None:
+    """Sets the range of every primary y axis whose panel is not `from_zero` to its data."""
+    for row, panel in enumerate(grid.panels, start=1):
+        if panel.from_zero or panel.y_range is not None or (row, False) not in lows:
+            continue
+        bottom, top = fitted_range(lows[(row, False)], peaks.get((row, False), 0.0), panel.counts)
+        grid.layout[grid.axis_key(row)]["range"] = [bottom, top]
 
 
 @dataclass
@@ -159,16 +188,56 @@ class Drawing:
     shapes: list[dict[str, Any]] = field(default_factory=list)
     annotations: list[dict[str, Any]] = field(default_factory=list)
     peaks: dict[tuple[int, bool], float] = field(default_factory=dict)  # largest value per y axis
+    lows: dict[tuple[int, bool], float] = field(default_factory=dict)  # smallest value per y axis
 
     def add(self, row: int, secondary_y: bool = False, **scatter: Any) -> None:
         """A scatter trace (plotly's `go.Scatter` properties) on panel `row` (1 at the top)."""
         self.traces.append({"type": "scatter", "row": row, "secondary_y": secondary_y, **scatter})
         axis = (row, secondary_y)
         self.peaks[axis] = max(self.peaks.get(axis, 0.0), peak(scatter.get("y")))
+        bottom = low(scatter.get("y"))
+        if bottom is not None:
+            self.lows[axis] = min(self.lows.get(axis, bottom), bottom)
+
+    def hline(self, grid: Grid, row: int, y: float, label: str, line_colour: str) -> None:
+        """A dashed horizontal line across panel `row` at `y`, labelled at its left end (a
+        threshold, a watermark, a bound); the panel's axis reaches it."""
+        x_axis, y_axis = grid.axes[(row, False)]
+        x_domain = f"{x_axis} domain"
+        self.shapes.append(
+            {
+                "type": "line",
+                "xref": x_domain,
+                "yref": y_axis,
+                "x0": 0,
+                "x1": 1,
+                "y0": y,
+                "y1": y,
+                "line": {"color": line_colour, "width": 1, "dash": "dash"},
+            }
+        )
+        self.annotations.append(
+            {
+                "text": html.escape(label),
+                "xref": x_domain,
+                "yref": y_axis,
+                "x": 0,
+                "y": y,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 10, "color": line_colour},
+            }
+        )
+        axis = (row, False)
+        self.peaks[axis] = max(self.peaks.get(axis, 0.0), y)
+        if axis in self.lows:
+            self.lows[axis] = min(self.lows[axis], y)
 
     def draw(self, grid: Grid) -> go.Figure:
         """The figure: plotly's objects, checked once, in the report's look (`TEMPLATE`)."""
-        count_ticks(grid, self.peaks)
+        count_ticks(grid, self.peaks, self.lows)
+        fit_ranges(grid, self.peaks, self.lows)
         layout = {
             **grid.layout,
             "template": TEMPLATE,
@@ -194,6 +263,14 @@ def peak(values: Any) -> float:
     if array.size == 0 or np.isnan(array).all():
         return 0.0
     return max(float(np.nanmax(array)), 0.0)
+
+
+def low(values: Any) -> float | None:
+    """The smallest value of a trace's values (None for none, or only gaps)."""
+    array = np.asarray(values if values is not None else (), dtype=float)
+    if array.size == 0 or np.isnan(array).all():
+        return None
+    return float(np.nanmin(array))
 
 
 def period_rect(start: float, end: float, scale: float, **style: Any) -> dict[str, Any]:
@@ -260,6 +337,7 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .compare td,.compare tr:first-child th{padding-left:32px}
 .scroll{max-height:520px;overflow:auto}
 .compare td.bad{color:#b91c1c;font-weight:600}.compare td.good{color:#15803d}
+.compare td.reasons{max-width:360px;text-align:left;font-size:12px}
 .events tr.warn td{color:#b91c1c}
 .note{font-size:12px;color:#6b7280;margin:4px 0 0}
 footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}

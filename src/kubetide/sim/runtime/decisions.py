@@ -5,7 +5,7 @@ own plans, as `kubetide plan` would say them at that moment:
 
 - `pending_*`: the pending pods the loop looked at, by what stands between them and a node:
   `pending_fits_no_group` (every node group's template refuses them on scheduling grounds, so no
-  scale-up can ever help), `pending_scale_up_blocked` (a group could take them but may not grow:
+  scale-up can ever help; see `DecisionColumns` for groups a loop skipped), `pending_scale_up_blocked` (a group could take them but may not grow:
   max size, cluster limits, backoff), `pending_awaiting_node` (they fit a node that exists, is
   coming up or was just requested) and `pending_not_considered` (younger than
   new-pod-scale-up-delay, or below expendable-pods-priority-cutoff). A loop that halted (cluster
@@ -50,8 +50,29 @@ _KEPT_ANYWAY = frozenset(
 )
 
 
-def decision_columns(loop: Any) -> dict[str, float | int | None]:
-    """The columns of one loop's timeline row; {} for anything but kubetide's LoopResult."""
+class DecisionColumns:
+    """Reads each loop's plans into its timeline row (`columns`).
+
+    A node group skipped for a limit (at max size, backoff) is not tried, so a pod its nodes
+    would refuse anyway is only "blocked" in that loop's plan; once a loop with no group skipped
+    found that no group's nodes can take a pod, that pod stays counted as fitting no group while
+    it is pending (a pod's requirements do not change, nor, in a run, the groups' templates)."""
+
+    def __init__(self) -> None:
+        self._fits_no_group: set[str] = set()
+
+    def columns(self, loop: Any) -> dict[str, float | int | None]:
+        if isinstance(loop, LoopResult) and loop.scale_up is not None:
+            self._fits_no_group.update(loop.scale_up.fits_no_group)
+            self._fits_no_group.intersection_update(loop.scale_up.not_helped)
+        return decision_columns(loop, self._fits_no_group)
+
+
+def decision_columns(
+    loop: Any, known_unfit: set[str] | frozenset[str] = frozenset()
+) -> dict[str, float | int | None]:
+    """The columns of one loop's timeline row; {} for anything but kubetide's LoopResult.
+    `known_unfit`: pods an earlier loop found no node group can take."""
     if not isinstance(loop, LoopResult):
         return {}
     columns: dict[str, float | int | None] = dict.fromkeys(PENDING_CAUSES)
@@ -59,7 +80,7 @@ def decision_columns(loop: Any) -> dict[str, float | int | None]:
     scale_up = loop.scale_up
     if scale_up is not None:
         counts = dict.fromkeys(PENDING_CAUSES, 0)
-        fits_no_group = set(scale_up.fits_no_group)
+        fits_no_group = set(scale_up.fits_no_group) | (known_unfit & scale_up.not_helped.keys())
         counts["pending_fits_no_group"] = len(fits_no_group)
         counts["pending_awaiting_node"] = len(scale_up.schedulable) + len(scale_up.helped)
         for key, why in scale_up.not_helped.items():

@@ -39,7 +39,7 @@ from kubetide.sim.runtime.autoscalercounters import AutoscalerCounters
 from kubetide.sim.runtime.cloud import SimCloud
 from kubetide.sim.runtime.cronjob import CronJobs
 from kubetide.sim.runtime.daemonset import DaemonSets
-from kubetide.sim.runtime.decisions import decision_columns
+from kubetide.sim.runtime.decisions import DecisionColumns
 from kubetide.sim.runtime.deployment import Deployments
 from kubetide.sim.runtime.disruption import Budgets
 from kubetide.sim.runtime.engine import Engine, Timer
@@ -190,6 +190,7 @@ class Simulation:
         # Called after every autoscaler loop and every drive of its deletions (benchmarks and
         # tests read the autoscaler's state there: its plan, its deletions in progress).
         self.after_autoscaler: list[Callable[[], None]] = []
+        self.decisions = DecisionColumns()  # each loop's reasons, as timeline columns
         self.warnings: list[str] = list(scenario.warnings)
         self._markers: list[dict[str, Any]] = []
         self._ready = False
@@ -406,8 +407,8 @@ class Simulation:
                     f"the autoscaler left {depth} snapshot fork(s) open after run_once(); "
                     "ClusterView.snapshot() must be left as found"
                 )
-        row = self.metrics.sample()
-        row.update(decision_columns(loop))
+        row: dict[str, Any] = self.metrics.sample()  # with the loop's reasons, empty when it halted
+        row.update(self.decisions.columns(loop))
         if self.qos is not None:
             self.qos.timeline_columns(row)
         if self.hpas.hpas:
