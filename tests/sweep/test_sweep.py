@@ -105,18 +105,23 @@ def test_outputs_hold_one_row_per_run_and_a_report(local_sweep):
 
 def test_the_report_is_drawn_by_the_simulators_stack(local_sweep):
     from kubetide.sim.report.plotting import CSS, TEMPLATE
+    from kubetide.sweep.front import varying
     from kubetide.sweep.report import build_sweep_figure
 
     sweep = json.loads((local_sweep / "sweep.json").read_text())
     figure = build_sweep_figure(sweep, {})
     assert figure.layout.template == TEMPLATE
-    # the trade-off plot and one row of effect plots for each of the two --grid flags
-    assert len([a for a in figure.layout.annotations if a.yref == "paper"]) == 1 + 2 * len(sweep["grid"])
+    # the trade-off plot(s), then per --grid flag one effect plot per metric the settings differ on
+    axes = varying(sweep["settings"])
+    pairs = max(1, len(axes) - 1)
+    titles = [a.text for a in figure.layout.annotations if a.yref == "paper"]
+    assert len(titles) == pairs + max(1, len(axes)) * len(sweep["grid"])
     page = (local_sweep / "report.html").read_text()
     assert CSS in page and page.count('class="plotly-graph-div"') == 1
     assert page.count("plotly.js v") == 1  # inlined once
-    for row in sweep["settings"]:
-        assert f"<tr><th>{row['label']}</th>" in page  # a row per setting, its medians beside it
+    for row in sweep["settings"]:  # a row per setting: its flags' values, then its medians
+        cells = "".join(f"<th>{value}</th>" for value in row["flags"].values())
+        assert f"</td>{cells}" in page
 
 
 def test_rerunning_skips_stored_runs(local_sweep, tmp_path):

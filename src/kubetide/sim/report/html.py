@@ -237,7 +237,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     scenario = results[0].scenario
     figure = build_comparison_figure(runs)
     plot = plot_div(figure, "comparison")
-    if figure.layout.shapes:
+    if any(shape.type == "rect" for shape in figure.layout.shapes):
         plot += (
             '<p class="note">Shaded: the periods when a setting\'s autoscaler halted (cluster unhealthy) '
             "or, with a dotted edge, held scale-up back (node group backoff), in the setting's colour.</p>"

@@ -227,6 +227,7 @@ class Drawing:
                 "yanchor": "bottom",
                 "showarrow": False,
                 "font": {"size": 10, "color": line_colour},
+                "bgcolor": "rgba(255,255,255,0.85)",  # readable over the lines it crosses
             }
         )
         axis = (row, False)
@@ -338,6 +339,8 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .scroll{max-height:520px;overflow:auto}
 .compare td.bad{color:#b91c1c;font-weight:600}.compare td.good{color:#15803d}
 .compare td.reasons{max-width:360px;text-align:left;font-size:12px}
+.sweep th,.sweep td{padding-left:14px}.sweep td{white-space:nowrap}.sweep td.mark{padding:5px 0 0 4px}
+.front{color:#dc2626;font-size:15px}
 .events tr.warn td{color:#b91c1c}
 .note{font-size:12px;color:#6b7280;margin:4px 0 0}
 footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
