@@ -169,3 +169,22 @@ def test_the_single_report_has_the_same_explanations(compared):
     assert "least utilised node" in names
     assert "NotUnderutilized" in names
     assert [s.y0 for s in figure.layout.shapes if s.type == "line" and s.xref.endswith("domain")] == [50.0]
+
+
+def test_timeline_csv_has_every_reason_column_and_zero_before_a_reason_appears(compared, tmp_path):
+    import csv
+
+    from kubetide.sim.report.output import write_outputs
+
+    _, result = compared[0]
+    write_outputs(result, tmp_path, report=False)
+    with (tmp_path / "timeline.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    columns = set(rows[0])
+    assert {FITS_NO_GROUP, SCALE_UP_BLOCKED, "pending_awaiting_node", "lowest_node_utilization"} <= columns
+    reasons = {c for c in columns if c.startswith("unremovable_")}
+    assert "unremovable_NotUnderutilized" in reasons
+    first = {c: next(i for i, r in enumerate(result.timeline) if c in r) for c in reasons}
+    for column, index in first.items():  # rows before the reason's first node say 0, not nothing
+        assert all(row[column] == "0" for row in rows[:index])
+    assert len(rows) == len(result.timeline)
