@@ -188,3 +188,17 @@ def test_timeline_csv_has_every_reason_column_and_zero_before_a_reason_appears(c
     for column, index in first.items():  # rows before the reason's first node say 0, not nothing
         assert all(row[column] == "0" for row in rows[:index])
     assert len(rows) == len(result.timeline)
+
+
+def test_no_threshold_is_drawn_for_a_setting_without_scale_down(compared):
+    (_, default), (_, strict) = compared
+    off = dataclasses.replace(
+        strict,
+        scenario=dataclasses.replace(
+            strict.scenario, options=dataclasses.replace(strict.scenario.options, scale_down_enabled=False)
+        ),
+    )
+    figure = build_comparison_figure([("default", default), ("off", off)])
+    lines = [s for s in figure.layout.shapes if s.type == "line" and s.xref.endswith("domain")]
+    assert [s.y0 for s in lines] == [50.0]
+    assert "default: scale-down-utilization-threshold 0.5" in {a.text for a in figure.layout.annotations}

@@ -32,6 +32,7 @@ from kubetide.sim.report.why import (
     SCALE_UP_BLOCKED,
     THRESHOLD_COLOUR,
     add_unremovable,
+    draws_threshold,
     has_decisions,
     lowest_utilization,
     threshold_label,
@@ -320,7 +321,7 @@ def build_figure(result: SimulationResult) -> go.Figure:
     grid = stacked(
         _PANELS, duration=duration, scale=scale, axis_title=axis_title, height=1800, top_margin=140
     )
-    if has_decisions(result):
+    if draws_threshold(result):
         drawing.hline(grid, 3, threshold_percent(result), threshold_label(result), THRESHOLD_COLOUR)
     return drawing.draw(grid)
 
@@ -558,21 +559,17 @@ def build_comparison_figure(runs: Runs) -> go.Figure:
         spacing=0.16 / len(panels),
     )
     grid.layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}, "groupclick": "toggleitem"}
-    if explained:
-        thresholds = {threshold_percent(result) for result in results}
-        for index, (name, result) in enumerate(runs):
-            if len(thresholds) == 1:
-                drawing.hline(
-                    grid,
-                    utilisation_row,
-                    threshold_percent(result),
-                    threshold_label(result),
-                    THRESHOLD_COLOUR,
-                )
-                break
+    scaling_down = [(i, name, r) for i, (name, r) in enumerate(runs) if draws_threshold(r)]
+    thresholds = {threshold_percent(result) for _, _, result in scaling_down}
+    for index, name, result in scaling_down:
+        if len(thresholds) == 1 and len(scaling_down) == len(runs):  # one line says it for all
             drawing.hline(
-                grid, utilisation_row, threshold_percent(result), threshold_label(result, name), colour(index)
+                grid, utilisation_row, threshold_percent(result), threshold_label(result), THRESHOLD_COLOUR
             )
+            break
+        drawing.hline(
+            grid, utilisation_row, threshold_percent(result), threshold_label(result, name), colour(index)
+        )
     return drawing.draw(grid)
 
 

@@ -46,6 +46,12 @@ def has_decisions(result: SimulationResult) -> bool:
     return any(FITS_NO_GROUP in row for row in result.timeline)
 
 
+def draws_threshold(result: SimulationResult) -> bool:
+    """Whether the run's utilisation panel has scale-down-utilization-threshold: its autoscaler
+    explained its loops and scaled down (a disabled scale-down has no threshold to meet)."""
+    return has_decisions(result) and result.scenario.options.scale_down_enabled
+
+
 def unremovable_reasons(results: Sequence[SimulationResult]) -> list[str]:
     """The CA reasons that kept a node in any of the runs, in the enum's order."""
     seen = {
