@@ -12,7 +12,7 @@ import pytest
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.sim import Simulation, load_scenario
 from kubetide.sim.report.figures import build_comparison_figure, build_figure
-from kubetide.sim.report.html import render_comparison
+from kubetide.sim.report.html import render, render_comparison
 from kubetide.sim.report.plotting import fitted_range
 from kubetide.sim.report.why import FITS_NO_GROUP, SCALE_UP_BLOCKED, pod_seconds
 from kubetide.sweep.compare import Variant, comparison
@@ -156,7 +156,7 @@ def test_the_compare_page_says_the_waiting_is_a_pod_that_fits_no_group(compared)
     data = comparison(compared[0][1].scenario, 3, results)
     page = render_comparison(data, [result for _, result in compared])
     assert "of which fit no node group" in page
-    assert "one pod that no node group can take" not in page  # the 9 blocked pods wait longer
+    assert "are one pod that no node group can take: default/giant-" in page
     assert "nodes kept at the end, by reason" in page
     assert "NotUnderutilized" in page
 
@@ -202,3 +202,14 @@ def test_no_threshold_is_drawn_for_a_setting_without_scale_down(compared):
     lines = [s for s in figure.layout.shapes if s.type == "line" and s.xref.endswith("domain")]
     assert [s.y0 for s in lines] == [50.0]
     assert "default: scale-down-utilization-threshold 0.5" in {a.text for a in figure.layout.annotations}
+
+
+def test_the_pages_name_the_pod_no_group_can_take_and_why(compared):
+    _, result = compared[0]
+    [(pod, why)] = result.unfit_pods.items()
+    assert pod.startswith("default/giant-") and "Insufficient cpu" in why
+    results = [(Variant(name, Setting(())), r) for name, r in compared]
+    data = comparison(result.scenario, 3, results)
+    assert pod in render_comparison(data, [r for _, r in compared])
+    page = render(result)
+    assert pod in page and "for no group" in page  # the Pending card and the note under the plots

@@ -34,7 +34,9 @@ _TABLE_SOURCES = ("cluster-autoscaler", "scenario", "simulator", "qos-agent")
 _TABLE_REASONS = ("InstanceCreationFailed", "CloudError", "NodeNotReady")
 
 
-def _cards(summary: dict) -> str:
+def _cards(summary: dict, unfit_pod_seconds: float = 0.0) -> str:
+    """The cards across the top; `unfit_pod_seconds`: the pending pod-seconds of pods no node
+    group can take, said on the Pending card."""
     inv = summary["invariants"]
     broken = sum(inv.values())
     cards = [
@@ -47,7 +49,8 @@ def _cards(summary: dict) -> str:
         (
             "Pending",
             f"{summary['pods']['max_pending']:,} max",
-            f"{summary['pods']['pending_pod_seconds'] / 3600:,.1f} pod-hours waiting",
+            f"{summary['pods']['pending_pod_seconds'] / 3600:,.1f} pod-hours waiting"
+            + (f", ≈{unfit_pod_seconds / 3600:,.1f} for no group" if unfit_pod_seconds else ""),
         ),
         (
             "Scale-up",
@@ -198,9 +201,9 @@ def render(result: SimulationResult) -> str:
     scenario = result.scenario
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in result.warnings)
     warning_block = f"<section><h2>Warnings</h2><ul>{warnings}</ul></section>" if warnings else ""
-    main = f"""<div class="cards">{_cards(summary)}</div>
+    main = f"""<div class="cards">{_cards(summary, pod_seconds(result, FITS_NO_GROUP))}</div>
 {warning_block}
-<section>{plot_div(build_figure(result), "timeline")}</section>
+<section>{plot_div(build_figure(result), "timeline")}{_unfit_note(result)}</section>
 {_qos_section(result)}
 {_hpa_section([("replicas", result)])}
 <div class="cols events-wide">
@@ -307,25 +310,42 @@ def _why_pending_rows(results: Sequence[SimulationResult]) -> list[str]:
 
 
 def _why_pending_note(runs: Sequence[tuple[str, SimulationResult]]) -> str:
-    """One sentence per setting whose pending time is mostly pods no node group can take."""
+    """Per setting whose pods waited for no node group: how much of its pending time that is, and
+    which pods (the same sentence for several settings is said once, naming them)."""
     notes: dict[str, list[str]] = {}  # the sentence -> the settings it is true of
     for name, result in runs:
         total = result.summary["pods"]["pending_pod_seconds"]
         stuck = pod_seconds(result, FITS_NO_GROUP)
-        if not total or stuck < total / 2:
+        if not total or not stuck:
             continue
         pods = peak_count(result, FITS_NO_GROUP)
         sentence = (
             f"≈{stuck:,.0f} of the {total:,.0f} pending pod-seconds are "
-            f"{'one pod' if pods == 1 else f'{pods} pods (at most, at once)'} that no node group can take: "
-            "no setting of the autoscaler changes them (`kubetide plan` on the cluster says which "
-            "and why; the NotTriggerScaleUp events name them)."
+            f"{'one pod' if pods == 1 else f'{pods} pods (at most, at once)'} that no node group can take"
+            f"{_named(result.unfit_pods)}; no setting of the autoscaler changes them."
         )
         notes.setdefault(sentence, []).append(name)
     return "".join(
         f'<p class="note">{html.escape(", ".join(names))}: {html.escape(sentence)}</p>'
         for sentence, names in notes.items()
     )
+
+
+def _unfit_note(result: SimulationResult) -> str:
+    """Under one run's plots: the pods no node group could take, and why."""
+    if not result.unfit_pods:
+        return ""
+    text = f"Pending pods no node group can take{_named(result.unfit_pods)}."
+    return f'<p class="note">{html.escape(text)}</p>'
+
+
+def _named(unfit: Mapping[str, str], most: int = 3) -> str:
+    """ ": pod a (why), pod b (why) and 2 more" for the pods no node group could take."""
+    if not unfit:
+        return ""
+    named = [f"{pod} ({why})" for pod, why in list(unfit.items())[:most]]
+    more = f" and {len(unfit) - most} more" if len(unfit) > most else ""
+    return ": " + "; ".join(named) + more
 
 
 def _kept_rows(results: Sequence[SimulationResult]) -> list[str]:

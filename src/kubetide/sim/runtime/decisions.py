@@ -56,15 +56,22 @@ class DecisionColumns:
     A node group skipped for a limit (at max size, backoff) is not tried, so a pod its nodes
     would refuse anyway is only "blocked" in that loop's plan; once a loop with no group skipped
     found that no group's nodes can take a pod, that pod stays counted as fitting no group while
-    it is pending (a pod's requirements do not change, nor, in a run, the groups' templates)."""
+    it is pending (a pod's requirements do not change, nor, in a run, the groups' templates).
+
+    `unfit` names every pod found to fit no group during the run, with the NotTriggerScaleUp
+    message of the loop that found it (the groups' reasons), for the reports to name them."""
 
     def __init__(self) -> None:
         self._fits_no_group: set[str] = set()
+        self.unfit: dict[str, str] = {}
 
     def columns(self, loop: Any) -> dict[str, float | int | None]:
         if isinstance(loop, LoopResult) and loop.scale_up is not None:
-            self._fits_no_group.update(loop.scale_up.fits_no_group)
-            self._fits_no_group.intersection_update(loop.scale_up.not_helped)
+            plan = loop.scale_up
+            for key in plan.fits_no_group:
+                self.unfit.setdefault(key, plan.not_helped[key])
+            self._fits_no_group.update(plan.fits_no_group)
+            self._fits_no_group.intersection_update(plan.not_helped)
         return decision_columns(loop, self._fits_no_group)
 
 

@@ -117,6 +117,7 @@ class SimulationResult:
     markers: list[dict[str, Any]] = field(default_factory=list)  # scenario events, for plots
     warnings: list[str] = field(default_factory=list)
     status_yaml: str | None = None  # the autoscaler's last status document
+    unfit_pods: dict[str, str] = field(default_factory=dict)  # pods no node group could take -> why
 
 
 class Simulation:
@@ -502,6 +503,7 @@ class Simulation:
             markers=self._markers,
             warnings=self.warnings,
             status_yaml=self._status_yaml(),
+            unfit_pods=dict(self.decisions.unfit),
         )
 
     def _status_yaml(self) -> str | None:
