@@ -113,7 +113,7 @@ def test_the_report_is_drawn_by_the_simulators_stack(local_sweep):
     assert figure.layout.template == TEMPLATE
     # the trade-off plot(s), then per --grid flag one effect plot per metric the settings differ on
     axes = varying(sweep["settings"])
-    pairs = max(1, len(axes) - 1)
+    pairs = max(1, len(axes) * (len(axes) - 1) // 2)
     titles = [a.text for a in figure.layout.annotations if a.yref == "paper"]
     assert len(titles) == pairs + max(1, len(axes)) * len(sweep["grid"])
     page = (local_sweep / "report.html").read_text()

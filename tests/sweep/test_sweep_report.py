@@ -80,10 +80,11 @@ def test_the_front_is_over_the_metrics_the_settings_differ_on():
     assert front(ROWS, []) == ["cheap", "gentle", "middle", "worse"]  # nothing tells them apart
 
 
-def test_three_varying_metrics_give_two_trade_off_plots_against_cost():
+def test_three_varying_metrics_give_every_pair_as_a_trade_off_plot():
     assert trade_off_pairs(["cost", "pending_pod_seconds", "evictions"]) == [
         ("cost", "pending_pod_seconds"),
         ("cost", "evictions"),
+        ("pending_pod_seconds", "evictions"),
     ]
     assert trade_off_pairs(["pending_pod_seconds", "evictions"]) == [("pending_pod_seconds", "evictions")]
     assert trade_off_pairs(["cost"]) == []
@@ -135,3 +136,18 @@ def test_the_page_says_which_metrics_the_front_is_over_and_stars_its_settings():
     assert "the same for every setting: pending pod-seconds 0 pod-s" in page
     assert page.count('title="on the Pareto front"') == 3
     assert "44.6296" not in page and "$42.00" in page
+
+
+def test_a_front_over_three_metrics_is_starred_but_not_joined():
+    rows = [
+        _row("a", {"max-drain-parallelism": "1"}, 40.0, 0.0, 150),
+        _row("b", {"max-drain-parallelism": "5"}, 38.0, 400.0, 160),
+        _row("c", {"max-drain-parallelism": "10"}, 45.0, 800.0, 110),
+        _row("d", {"max-drain-parallelism": "20"}, 46.0, 800.0, 120),  # c is better on all three
+    ]
+    assert varying(rows) == ["cost", "pending_pod_seconds", "evictions"]
+    figure = build_sweep_figure(_sweep(rows), _runs(rows))
+    starred = [t for t in figure.data if t.name == "Pareto front"]
+    assert len(starred) == 3  # one per pair of metrics
+    assert {tuple(t.text) for t in starred} == {("1", "5", "10")}
+    assert not [t for t in figure.data if t.mode == "lines" and t.line.dash == "dot"]

@@ -1,10 +1,10 @@
 """A sweep's report.html: the settings' trade-offs, the Pareto front and each flag's effect.
 
 The trade-off plots put one point per setting at its medians, whiskers from the 10th to the 90th
-percentile, over the metrics of front.py that the data varies on: cost against pending
-pod-seconds and against evictions when all three vary, the one pair when two do, the settings
-side by side when one does. The Pareto front (front.py, over the same metrics) is starred and
-joined. Each effect plot shows, for one --grid flag, the median and 10-90 spread of each of
+percentile, over the metrics of front.py that the data varies on: each pair of them (three
+plots when cost, pending pod-seconds and evictions all vary), the settings side by side when one
+does. The Pareto front (front.py, over the same metrics) is starred, and joined when it is over
+the two metrics of its plot. Each effect plot shows, for one --grid flag, the median and 10-90 spread of each of
 those metrics over every run with that flag's value. The table gives each setting's flags as
 columns and every metric with its unit. The page and the plots are the simulator's report stack
 (sim/report/plotting.py): the same look and page, plotly.js inlined once so it works offline.
@@ -79,12 +79,9 @@ def _hover(key: str, axis: str) -> str:
 
 
 def trade_off_pairs(axes: Sequence[str]) -> list[tuple[str, str]]:
-    """The pairs of metrics drawn against each other: cost (the first) against each other one."""
-    if len(axes) < 2:
-        return []
-    if axes[0] == "cost":
-        return [("cost", other) for other in axes[1:]]
-    return list(combinations(axes, 2))[:1]
+    """The pairs of metrics drawn against each other: every pair of the varying ones (cost vs
+    pending, cost vs evictions, pending vs evictions when all three vary)."""
+    return list(combinations(axes, 2))
 
 
 def build_sweep_figure(
@@ -101,14 +98,14 @@ def build_sweep_figure(
     cols = max(len(pairs), len(effects), 1)
     if len(pairs) > 1:
         specs: list[list[dict[str, Any] | None]] = [[{} for _ in pairs] + [None] * (cols - len(pairs))]
-        titles = [f"{_AXES[y][0]} vs {_AXES[x][0]} (median, 10-90th percentile whiskers)" for x, y in pairs]
+        titles = [f"{_AXES[y][0]} vs {_AXES[x][0]}" for x, y in pairs]
     else:  # one plot across the top
         specs = [[{"colspan": cols}] + [None] * (cols - 1)]
         if pairs:
             (x, y), *_ = pairs
-            titles = [f"{_AXES[y][0]} vs {_AXES[x][0]} (median, 10-90th percentile whiskers)"]
+            titles = [f"{_AXES[y][0]} vs {_AXES[x][0]}"]
         elif axes:
-            titles = [f"{_AXES[axes[0]][0]} per setting (median, 10-90th percentile whiskers)"]
+            titles = [f"{_AXES[axes[0]][0]} per setting"]
         else:
             titles = ["every setting gives the same cost, pending pod-seconds and evictions"]
     for flag in flags:  # make_subplots gives titles to the cells that exist, in order
@@ -124,7 +121,7 @@ def build_sweep_figure(
     )
     if pairs:
         for col, (x_key, y_key) in enumerate(pairs, start=1):
-            _trade_off(figure, rows, on_front, x_key, y_key, col, legend=col == 1)
+            _trade_off(figure, rows, on_front, x_key, y_key, col, legend=col == 1, axes=axes)
     elif axes:
         _one_metric(figure, rows, on_front, axes[0])
     for index, flag in enumerate(flags, start=2):
@@ -150,7 +147,10 @@ def _trade_off(
     col: int,
     *,
     legend: bool,
+    axes: Sequence[str],
 ) -> None:
+    """Panel `col` of the top row: `y_key` against `x_key` per setting, the front (over `axes`)
+    starred, and joined when it is over these two metrics only."""
     for starred in (False, True):
         chosen = [r for r in rows if (r["id"] in on_front) == starred]
         if not chosen:
@@ -181,6 +181,10 @@ def _trade_off(
             row=1,
             col=col,
         )
+    figure.update_xaxes(title_text=_AXES[x_key][0], row=1, col=col)
+    figure.update_yaxes(title_text=_AXES[y_key][0], row=1, col=col)
+    if len(axes) != 2:
+        return  # a front over three metrics is no line in two of them: its points are starred
     line = sorted(
         (r["metrics"][x_key]["median"], r["metrics"][y_key]["median"]) for r in rows if r["id"] in on_front
     )
@@ -197,8 +201,6 @@ def _trade_off(
         row=1,
         col=col,
     )
-    figure.update_xaxes(title_text=_AXES[x_key][0], row=1, col=col)
-    figure.update_yaxes(title_text=_AXES[y_key][0], row=1, col=col)
 
 
 def _short(row: Mapping[str, Any]) -> str:
@@ -277,7 +279,10 @@ def _effect(
 def _table(sweep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], on_front: set[str]) -> str:
     flags = list(sweep["grid"]) or sorted({flag for r in rows for flag in r["flags"]})
     head = "".join(f"<th>{html.escape(flag)}</th>" for flag in flags)
-    head += "".join(f"<th>{html.escape(_HEADINGS.get(key, label))}</th>" for key, label in METRICS)
+    # metric headings break at spaces, not hyphens ("pod-s"): a non-breaking hyphen
+    head += "".join(
+        f"<th>{html.escape(_HEADINGS.get(key, label)).replace('-', '&#8209;')}</th>" for key, label in METRICS
+    )
     body = []
     for r in rows:
         star = '<span class="front" title="on the Pareto front">★</span>' if r["id"] in on_front else ""
@@ -309,13 +314,14 @@ def render(sweep: Mapping[str, Any], runs_by_setting: Mapping[str, Sequence[Mapp
     on_front = set(front(rows, axes))
     seeds = len(sweep["seeds"])
     same = [key for key in TRADE_OFFS if key not in axes]
-    about = "Pareto front over " + (
-        " and ".join(_AXES[key][0] for key in axes) or "nothing: the settings tie"
-    )
+    names = [_AXES[key][0] for key in axes]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+    about = "Pareto front over " + (listed or "nothing: the settings tie")
     if same and rows:
         about += "; the same for every setting: " + ", ".join(
             f"{_AXES[key][0]} {format_value(key, rows[0]['metrics'][key]['median'])}" for key in same
         )
+    about += ". Points and lines are medians over the runs, whiskers their 10th to 90th percentile"
     main = (
         f'<section><h2>Settings</h2><div class="scroll">{_table(sweep, rows, on_front)}</div></section>'
         f'<section><h2>Trade-offs and each flag\'s effect</h2><p class="note">{html.escape(about)}.</p>'

@@ -339,7 +339,7 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .scroll{max-height:520px;overflow:auto}
 .compare td.bad{color:#b91c1c;font-weight:600}.compare td.good{color:#15803d}
 .compare td.reasons{max-width:360px;text-align:left;font-size:12px}
-.sweep th,.sweep td{padding-left:14px}.sweep td{white-space:nowrap}.sweep td.mark{padding:5px 0 0 4px}
+.sweep th,.sweep td{padding-left:14px;text-align:right}.sweep td{white-space:nowrap}.sweep td.mark{padding:5px 0 0 4px}
 .front{color:#dc2626;font-size:15px}
 .events tr.warn td{color:#b91c1c}
 .note{font-size:12px;color:#6b7280;margin:4px 0 0}
