@@ -150,8 +150,8 @@ def count_ticks(
         for secondary in (False, True) if panel.secondary_y_title is not None else (False,):
             axis = grid.layout[grid.axis_key(row, secondary)]
             axis["tickformat"] = ",d"
-            low = (lows or {}).get((row, secondary), 0.0) if not panel.from_zero and not secondary else 0.0
-            if peaks.get((row, secondary), 0) - low <= 8:
+            bottom = (lows or {}).get((row, secondary), 0.0) if not panel.from_zero and not secondary else 0.0
+            if peaks.get((row, secondary), 0) - bottom <= 8:
                 axis.update(tick0=0, dtick=1)
 
 
