@@ -319,7 +319,12 @@ def build_figure(result: SimulationResult) -> go.Figure:
     _shade_periods(drawing, result, scale)
     _mark_scenario_events(drawing, result, scale)
     grid = stacked(
-        _PANELS, duration=duration, scale=scale, axis_title=axis_title, height=1800, top_margin=140
+        _PANELS,
+        duration=duration,
+        scale=scale,
+        axis_title=axis_title,
+        height=1800,
+        top_margin=140 if result.markers else 70,  # room for the scenario events' labels
     )
     if draws_threshold(result):
         drawing.hline(grid, 3, threshold_percent(result), threshold_label(result), THRESHOLD_COLOUR)
