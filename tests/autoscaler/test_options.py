@@ -65,7 +65,14 @@ def test_bad_flags_name_file_and_flag(flags, message):
 
 def test_every_flag_parses_its_own_default_text():
     """Each flag accepts a value written the way CA's --help shows defaults."""
-    samples = {"bool": "false", "int": "3", "float": "0.5", "ResourceRange": "0:10", "str": "kubetide"}
+    samples = {
+        "bool": "false",
+        "int": "3",
+        "float": "0.5",
+        "ResourceRange": "0:10",
+        "str": "kubetide",
+        "tuple[str, ...]": "example.com/key",
+    }
     for name, field in FLAGS.items():
         if name == "expander":
             value = "random"

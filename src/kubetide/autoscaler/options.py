@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubetide.autoscaler.ca_flags import BOOL, CA_FLAGS, CA_VERSION, DURATION, FLOAT, INT, MULTI, CaFlag, Treatment
 from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError
 
@@ -31,76 +32,20 @@ UNSUPPORTED_EXPANDERS: dict[str, str] = {}
 # CA's deprecated flag names -> the flag they set. As in CA, the alias applies only when the flag it
 # stands for is not given too.
 DEPRECATED_ALIASES = {"max-empty-bulk-delete": "max-scale-down-parallelism"}
-# The Cluster Autoscaler's infrastructure flags (cluster-autoscaler/config/flags, klog, leader
-# election, component-base), each with whether it is a boolean: a boolean takes no separate value
-# in an args list (`--leader-elect false` is two flags to Go's parser, `--leader-elect=false` one).
+# The infrastructure flags (ca_flags.py), each with whether it is a boolean: a boolean takes no
+# separate value in an args list (`--leader-elect false` is two flags to Go's parser,
+# `--leader-elect=false` one).
 INFRASTRUCTURE_FLAGS: dict[str, bool] = {
-    # klog
-    "v": False,
-    "vmodule": False,
-    "logtostderr": True,
-    "alsologtostderr": True,
-    "stderrthreshold": False,
-    "log_dir": False,
-    "log-dir": False,
-    "log_file": False,
-    "log-file": False,
-    "log_file_max_size": False,
-    "log-file-max-size": False,
-    "log_backtrace_at": False,
-    "skip_headers": True,
-    "skip_log_headers": True,
-    "one_output": True,
-    "add_dir_header": True,
-    "logging-format": False,
-    # the API server connection and the process's identity
-    "kubernetes": False,
-    "kubeconfig": False,
-    "kube-api-content-type": False,
-    "kube-client-qps": False,
-    "kube-client-burst": False,
-    "kube-api-qps": False,
-    "kube-api-burst": False,
-    "user-agent": False,
-    "cluster-name": False,
-    "feature-gates": False,
-    # leader election
-    "leader-elect": True,
-    "leader-elect-lease-duration": False,
-    "leader-elect-renew-deadline": False,
-    "leader-elect-retry-period": False,
-    "leader-elect-resource-lock": False,
-    "leader-elect-resource-name": False,
-    "leader-elect-resource-namespace": False,
-    "lock-object-name": False,
-    "lock-object-namespace": False,
-    # the cloud provider and how node groups are found (the scenario's nodeGroups stand for them)
-    "cloud-provider": False,
-    "cloud-config": False,
-    "nodes": False,
-    "node-group-auto-discovery": False,
-    "aws-use-static-instance-list": True,
-    "regional": True,
-    "gce-concurrent-refreshes": False,
-    "gce-mig-instances-min-refresh-wait-time": False,
-    "bulk-mig-instances-listing-enabled": True,
-    "clusterapi-cloud-config-authoritative": True,
-    "async-node-groups": True,
-    # metrics, status, health and debugging
-    "address": False,
-    "profiling": True,
-    "emit-per-nodegroup-metrics": True,
-    "write-status-configmap": True,
-    "record-duplicated-events": True,
-    "max-inactivity": False,
-    "max-failing-time": False,
-    "debugging-snapshot-enabled": True,
-    # how fast CA computes, not what it decides
-    "cluster-snapshot-parallelism": False,
-    "predicate-parallelism": False,
-    "frequent-loops-enabled": True,
-    "node-info-cache-expire-time": False,
+    name: flag.kind == BOOL for name, flag in CA_FLAGS.items() if flag.treatment is Treatment.INFRASTRUCTURE
 }
+# Taints CA treats specially by prefix (utils/taints): a startup taint (ignore-taint is its
+# deprecated spelling) makes a Ready node count as not started yet; a status taint only describes
+# the node's state. Both are left out of node group templates.
+STARTUP_TAINT_PREFIXES = (
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+)
+STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
 # The first item of a pasted `command:` (the binary), skipped in an args list.
 _COMMAND_NAMES = ("cluster-autoscaler", "./cluster-autoscaler", "/cluster-autoscaler")
 
@@ -135,6 +80,12 @@ class AutoscalerOptions:
     max_nodegroup_binpacking_duration: float = 10.0
     max_binpacking_time: float = 300.0
     balance_similar_node_groups: bool = False
+    # Similar groups: labels left out of the comparison besides the zone's and the group's own;
+    # balancing-label, when given, compares these labels only (CA's label comparator)
+    balancing_ignore_label: tuple[str, ...] = ()
+    balancing_label: tuple[str, ...] = ()
+    # how far apart two similar groups' allocatable cpu and memory may be (of the larger)
+    max_allocatable_difference_ratio: float = 0.05
     enforce_node_group_min_size: bool = False
     scale_up_from_zero: bool = True
     # The grpc expander's service (host:port) and the CA certificate to trust for it (PEM)
@@ -192,9 +143,27 @@ class AutoscalerOptions:
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"
     status_config_map_name: str = "cluster-autoscaler-status"
+    # Taint keys, besides CA's prefixes: startup taints (ignore-taint: CA's deprecated spelling of
+    # the same), which keep a Ready node "not started" while they last, and status taints; both
+    # are left out of templates.
+    startup_taint: tuple[str, ...] = ()
+    startup_taint_prefix: tuple[str, ...] = ()
+    ignore_taint: tuple[str, ...] = ()
+    status_taint: tuple[str, ...] = ()
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)
+
+    def is_startup_taint(self, key: str) -> bool:
+        return (
+            key in self.startup_taint
+            or key in self.ignore_taint
+            or key.startswith(STARTUP_TAINT_PREFIXES)
+            or key.startswith(self.startup_taint_prefix)
+        )
+
+    def is_status_taint(self, key: str) -> bool:
+        return key in self.status_taint or key.startswith(STATUS_TAINT_PREFIX)
 
 
 def flag_name(field: str) -> str:
@@ -236,6 +205,8 @@ def parse_flag(name: str, value: Any) -> Any:
         parsed = str(value)  # checked when the expander is built (grpcexpander/)
     elif kind == "str":
         parsed = _parse_object_name(value, label=name == "namespace")
+    elif kind == "tuple[str, ...]":
+        parsed = _parse_names(value)
     else:  # pragma: no cover - every field type is handled above
         raise ValueError(f"unsupported flag type {kind}")
     if name in _NON_NEGATIVE and parsed < 0 and name != "expendable-pods-priority-cutoff":
@@ -246,6 +217,8 @@ def parse_flag(name: str, value: Any) -> Any:
         raise ValueError(f"must be between 0 and 1, got {value!r}")
     if name == "scale-down-candidates-pool-ratio" and not 0 < parsed <= 1:
         raise ValueError(f"must be greater than 0 and at most 1 (1: every node), got {value!r}")
+    if name == "max-allocatable-difference-ratio" and not 0 <= parsed <= 1:
+        raise ValueError(f"must be between 0 and 1, got {value!r}")
     if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
         raise ValueError(f"must be between 0 and 100, got {value!r}")
     return parsed
@@ -277,22 +250,18 @@ def parse_options(
     ignored: list[str] | None = None,
 ) -> AutoscalerOptions:
     """Options from a `flag-name: value` mapping or a CA container's `args:` list; errors name
-    the file and the flag.
+    the file and the flag, and say how kubetide treats it (ca_flags.py).
 
-    Deprecated aliases are accepted, and the deprecation is appended to `warnings` for the caller
-    to show (this module does no I/O). With `ignored` given, infrastructure flags
-    (INFRASTRUCTURE_FLAGS) are appended there by name instead of being unknown.
+    Both forms read every flag the same way. What the caller should show goes to `warnings` (this
+    module does no I/O): deprecated aliases, approximated flags, and infrastructure flags, which
+    go to `ignored` by name instead when the caller passes it (to say them in one line).
     """
     options = base or AutoscalerOptions()
     if not flags:
         return options
     if isinstance(flags, Mapping):
         entries = [
-            (
-                str(name).removeprefix("--"),
-                value,
-                f"{field}.{str(name).removeprefix('--')}" if field else str(name),
-            )
+            (str(name).removeprefix("--"), value, _flag_path(field, str(name).removeprefix("--")))
             for name, value in flags.items()
         ]
     elif isinstance(flags, Sequence) and not isinstance(flags, str):
@@ -306,19 +275,23 @@ def parse_options(
     for name, value, path in entries:
         target = DEPRECATED_ALIASES.get(name, name)
         if target not in FLAGS:
-            if ignored is not None and name in INFRASTRUCTURE_FLAGS:
-                if name not in ignored:
-                    ignored.append(name)
-                continue
-            raise ManifestError(source, "", path, unknown_flag_message(name))
+            _check_other_flag(name, value, source, path, warnings, ignored)
+            continue
         try:
             parsed = parse_flag(target, value)
         except ValueError as exc:
             raise ManifestError(source, "", path, str(exc)) from None
+        attribute = FLAGS[target].name
         if target != name:
             aliased[target] = (path, parsed)
+        elif FLAGS[name].type == "tuple[str, ...]" and name != "expander":
+            # Go's repeatable flags: each occurrence adds (the result replaces `base`'s list).
+            changes[attribute] = tuple(dict.fromkeys((*changes.get(attribute, ()), *parsed)))
         else:
-            changes[FLAGS[name].name] = parsed
+            changes[attribute] = parsed
+        flag = CA_FLAGS.get(name)
+        if flag is not None and flag.treatment is Treatment.APPROXIMATED and warnings is not None:
+            warnings.append(f"{path}: approximated: {flag.note}")
     for target, (path, parsed) in aliased.items():
         attribute = FLAGS[target].name
         if attribute in changes:
@@ -331,10 +304,72 @@ def parse_options(
     return dataclasses.replace(options, **changes)
 
 
+def _flag_path(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+def _check_other_flag(
+    name: str,
+    value: Any,
+    source: str,
+    path: str,
+    warnings: list[str] | None,
+    ignored: list[str] | None,
+) -> None:
+    """A CA flag without an options field: its value checked as its kind, then accepted (and
+    said), or refused with the reason; an unknown flag is an error with a did-you-mean."""
+    flag = CA_FLAGS.get(name)
+    if flag is None:
+        raise ManifestError(source, "", path, unknown_flag_message(name))
+    if flag.treatment is Treatment.INFRASTRUCTURE:
+        if ignored is not None:
+            if name not in ignored:
+                ignored.append(name)
+        elif warnings is not None:
+            warnings.append(f"{path}: ignored, an infrastructure flag: {flag.note}")
+        return
+    try:
+        parsed = _parse_kind(flag, value)
+        if flag.choices and parsed not in flag.choices:
+            raise ValueError(f"kubetide does {', '.join(flag.choices)} only, got {value!r}")
+    except ValueError as exc:
+        raise ManifestError(source, "", path, str(exc)) from None
+    if flag.treatment is Treatment.REFUSED:
+        if flag.inert is not None and parsed == _parse_kind(flag, flag.inert):
+            return  # CA's default: the feature stays off, as in kubetide
+        raise ManifestError(source, "", path, refused_message(name))
+    if flag.treatment is Treatment.APPROXIMATED and warnings is not None:
+        warnings.append(f"{path}: approximated: {flag.note}")
+
+
+def refused_message(name: str) -> str:
+    flag = CA_FLAGS[name]
+    inert = ""
+    if flag.inert is not None:
+        value = flag.inert or '""'
+        inert = f"; only {value} (CA's default) is accepted"
+    return f"refused, a Cluster Autoscaler flag kubetide does not support: {flag.note}{inert}"
+
+
+def _parse_kind(flag: CaFlag, value: Any) -> Any:
+    if flag.kind == BOOL:
+        return _parse_bool(value)
+    if flag.kind == INT:
+        return _parse_int(value)
+    if flag.kind == FLOAT:
+        return _parse_float(value)
+    if flag.kind == DURATION:
+        return parse_duration(value)
+    if flag.kind == MULTI:
+        return _parse_names(value)
+    return "" if value is None else str(value)
+
+
 def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[str, Any, str]]:
     """(flag, value, field path) from a container's args, read as Go's flag package reads them:
     `--flag=value`, `-flag=value`, or `--flag value` (the next item) for a flag that is not a
-    boolean; a boolean alone means true. A later repetition of a flag wins, as in Go."""
+    boolean; a boolean alone means true. A later repetition of a flag wins, as in Go (a
+    repeatable flag adds). An item that is not a flag is named by its index; a flag by its name."""
     entries = []
     index = 0
     while index < len(args):
@@ -348,6 +383,7 @@ def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[st
         if not text.startswith("-") or text.lstrip("-") == "":
             raise ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}")
         name, sep, value = text.lstrip("-").partition("=")
+        path = _flag_path(field, name)
         if not sep:
             if _is_boolean(name):
                 value = "true"
@@ -364,13 +400,35 @@ def _is_boolean(name: str) -> bool:
     target = DEPRECATED_ALIASES.get(name, name)
     if target in FLAGS:
         return FLAGS[target].type == "bool"
-    return INFRASTRUCTURE_FLAGS.get(name, False)
+    flag = CA_FLAGS.get(name)
+    return flag is not None and flag.kind == BOOL
+
+
+def treatment_of(name: str) -> Treatment | None:
+    """How kubetide treats a flag: None for a flag that is neither CA's nor kubetide's."""
+    name = DEPRECATED_ALIASES.get(name, name)
+    flag = CA_FLAGS.get(name)
+    if flag is not None:
+        return flag.treatment
+    return Treatment.IMPLEMENTED if name in FLAGS else None
 
 
 def unknown_flag_message(name: str) -> str:
-    close = difflib.get_close_matches(name, FLAGS, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"unknown flag{hint}"
+    close = difflib.get_close_matches(name, [*FLAGS, *CA_FLAGS], n=1, cutoff=0.6)
+    if close:
+        return f"unknown flag (did you mean {close[0]}?)"
+    return f"unknown flag: neither a Cluster Autoscaler {CA_VERSION} flag nor kubetide's"
+
+
+def _parse_names(value: Any) -> tuple[str, ...]:
+    """A repeatable flag's values (taint keys, label keys): a YAML list, or one text with commas."""
+    items = value if isinstance(value, list | tuple) else [value]
+    if any(not isinstance(item, str) for item in items):
+        raise ValueError(f"expected names (a list, or one text with commas), got {value!r}")
+    names = tuple(part.strip() for item in items for part in item.split(",") if part.strip())
+    if not names:
+        raise ValueError("expected at least one name")
+    return names
 
 
 def _parse_bool(value: Any) -> bool:
