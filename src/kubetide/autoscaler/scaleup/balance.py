@@ -11,7 +11,9 @@ groups are similar when their template nodes
 - have the same taints.
 
 The Cluster Autoscaler also compares capacity and free resources of a running node; a template has
-neither beyond allocatable, so we stop there.
+neither beyond allocatable, so we stop there. Its flags apply: `balancing-ignore-label` adds labels
+to ignore, `max-allocatable-difference-ratio` replaces the 5%, and `balancing-label`, when given,
+makes the listed labels the whole comparison (each present on both, with equal values).
 
 The split fills the smallest group first, one node at a time, so sizes end up as even as the
 groups' max sizes allow; what no group can take is dropped (reported by the caller).
@@ -20,7 +22,7 @@ groups' max sizes allow; what no group can take is dropped (reported by the call
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kubetide.model import Node
@@ -57,10 +59,19 @@ def _within(a: int, b: int, ratio: float) -> bool:
     return larger - smaller <= larger * ratio
 
 
-def similar(a: Node, b: Node) -> bool:
+def similar(
+    a: Node,
+    b: Node,
+    *,
+    ignore_labels: Collection[str] = (),
+    only_labels: Sequence[str] = (),
+    tolerance: float = TOLERANCE,
+) -> bool:
     """Whether two template nodes describe the same kind of machine."""
-    la = {k: v for k, v in a.labels.items() if k not in IGNORED_LABELS}
-    lb = {k: v for k, v in b.labels.items() if k not in IGNORED_LABELS}
+    if only_labels:
+        return all(k in a.labels and k in b.labels and a.labels[k] == b.labels[k] for k in only_labels)
+    la = {k: v for k, v in a.labels.items() if k not in IGNORED_LABELS and k not in ignore_labels}
+    lb = {k: v for k, v in b.labels.items() if k not in IGNORED_LABELS and k not in ignore_labels}
     if la != lb:
         return False
     if {(t.key, t.value, t.effect) for t in a.taints} != {(t.key, t.value, t.effect) for t in b.taints}:
@@ -71,7 +82,7 @@ def similar(a: Node, b: Node) -> bool:
         return False
     for resource, amount in ra.items():
         if resource in (CPU, MEMORY):
-            if not _within(amount, rb[resource], TOLERANCE):
+            if not _within(amount, rb[resource], tolerance):
                 return False
         elif amount != rb[resource]:
             return False

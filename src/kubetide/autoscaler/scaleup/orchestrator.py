@@ -469,7 +469,13 @@ class ScaleUp:
             for gid, estimate in plan.estimates.items():
                 if gid == chosen.group_id or gid not in templates:
                     continue
-                if not similar(base, templates[gid].node):
+                if not similar(
+                    base,
+                    templates[gid].node,
+                    ignore_labels=self.options.balancing_ignore_label,
+                    only_labels=self.options.balancing_label,
+                    tolerance=self.options.max_allocatable_difference_ratio,
+                ):
                     continue
                 # A similar group must be able to take every pod the chosen option is for.
                 if not helped <= {id(p) for p in estimate.helped}:
