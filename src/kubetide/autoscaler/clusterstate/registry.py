@@ -280,7 +280,12 @@ class ClusterStateRegistry:
                     remembered.deletion_seen_at = now
             else:
                 remembered.deletion_seen_at = None
-            if node.ready:
+            # A Ready node with a startup taint (--startup-taint, startup-taint.cluster-autoscaler.
+            # kubernetes.io/...) is not capacity yet: CA judges it as a node whose first status
+            # is NotReady, so it is coming (not started) within max-node-startup-time.
+            starting = node.ready and any(self.options.is_startup_taint(t.key) for t in node.taints)
+            is_ready = node.ready and not starting
+            if is_ready:
                 remembered.unready_seen_at = None
             elif remembered.unready_seen_at is None:
                 remembered.unready_seen_at = now
@@ -292,17 +297,19 @@ class ClusterStateRegistry:
                 and first_status(remembered.created, node.ready_transition)
             )
             readiness, reason = classify(
-                ready=node.ready,
+                ready=is_ready,
                 being_deleted=being_deleted,
                 created=remembered.created,
-                ready_transition=node.ready_transition,
-                seen_ready=remembered.seen_ready,
+                ready_transition=remembered.created if starting else node.ready_transition,
+                seen_ready=remembered.seen_ready and not starting,
                 now=now,
                 max_node_startup_time=self.options.max_node_startup_time,
             )
+            if starting and readiness is not Readiness.BEING_DELETED:
+                reason = f"{reason} (startup taint)"
             unready_since = None
             if readiness in (Readiness.NOT_STARTED, Readiness.UNREADY):
-                unready_since = node.ready_transition
+                unready_since = remembered.created if starting else node.ready_transition
                 if unready_since is None:
                     unready_since = (
                         remembered.created
@@ -327,7 +334,7 @@ class ClusterStateRegistry:
             )
             if readiness is Readiness.READY:
                 ready.put(name, record, tag=node)
-            if node.ready:
+            if is_ready:
                 remembered.seen_ready = True
         self._nodes = records
         self._memory = memory

@@ -299,7 +299,7 @@ class ScaleUp:
             except Exception as exc:  # a provider without templates for a group: skip the group
                 plan.skipped_groups[group.id] = GroupSkip(SkipReason.NO_TEMPLATE, str(exc))
                 continue
-            templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker)
+            templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker, options)
 
         # Upcoming nodes take pods first, as template copies.
         upcoming_total = 0

@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT
 from kubetide.model import Node, ObjectMeta, OwnerReference, Pod, Taint, Workload
 from kubetide.model.node import HOSTNAME_LABEL
@@ -42,11 +43,15 @@ NODE_STATE_TAINT_PREFIXES = (
 AUTOSCALER_TAINTS = (TO_BE_DELETED_TAINT, DELETION_CANDIDATE_TAINT)
 
 
-def sanitize_taints(taints: Iterable[Taint]) -> tuple[Taint, ...]:
+def sanitize_taints(taints: Iterable[Taint], options: AutoscalerOptions | None = None) -> tuple[Taint, ...]:
+    """Without the node-state taints; with `options`, also without the startup and status taints
+    its flags name (--startup-taint, --status-taint, ...)."""
     return tuple(
         t
         for t in taints
-        if t.key not in AUTOSCALER_TAINTS and not t.key.startswith(NODE_STATE_TAINT_PREFIXES)
+        if t.key not in AUTOSCALER_TAINTS
+        and not t.key.startswith(NODE_STATE_TAINT_PREFIXES)
+        and not (options is not None and (options.is_startup_taint(t.key) or options.is_status_taint(t.key)))
     )
 
 
@@ -84,6 +89,7 @@ def build_template(
     daemonsets: Sequence[Workload],
     snapshot: ClusterSnapshot,
     checker: PredicateChecker,
+    options: AutoscalerOptions | None = None,
 ) -> GroupTemplate:
     """The group's template net of the DaemonSets that would run on it.
 
@@ -95,7 +101,7 @@ def build_template(
     clean = dataclasses.replace(
         raw,
         meta=ObjectMeta(prefix, labels=labels, annotations=dict(raw.annotations)),
-        taints=sanitize_taints(raw.taints),
+        taints=sanitize_taints(raw.taints, options),
         unschedulable=False,
         ready=True,
     )
