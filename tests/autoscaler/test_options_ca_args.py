@@ -70,7 +70,9 @@ def test_deprecated_alias_in_a_list_still_warns():
     warnings: list[str] = []
     options = parse_options(["--max-empty-bulk-delete=4"], "s.yaml", "spec.autoscaler", warnings=warnings)
     assert options.max_scale_down_parallelism == 4
-    assert warnings == ["spec.autoscaler.max-empty-bulk-delete: deprecated, use max-scale-down-parallelism (set to 4)"]
+    assert warnings == [
+        "spec.autoscaler.max-empty-bulk-delete: deprecated, use max-scale-down-parallelism (set to 4)"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,10 @@ _LEADER = "leader election; `kubetide run` has its own --leader-elect flags (a L
 _PROVIDER = "the cloud provider and its node groups; a scenario's nodeGroups, `--node-groups` or `run`'s provider flags stand for them"
 _METRICS = "metrics, status or debugging output, not a decision"
 _SPEED = "how fast CA computes, not what it decides"
+_STARTUP = (
+    "a Ready node with the taint counts as not started (coming capacity, then unready after "
+    "max-node-startup-time) and is left out of templates; scale-down still counts it as Ready"
+)
 _PROVREQ = "tunes ProvisioningRequests, which kubetide refuses (enable-provisioning-requests): no effect"
 _BUFFERS = "capacity buffers (CapacityBuffer objects) are not read by kubetide"
 
@@ -130,7 +134,9 @@ CA_FLAGS: dict[str, CaFlag] = {
     "address": _infra("where /metrics and /health-check are served (`kubetide run --address`)"),
     "profiling": _infra(_METRICS, BOOL),
     "emit-per-nodegroup-metrics": _infra(_METRICS, BOOL),
-    "write-status-configmap": _infra("`kubetide run --write-status-configmap`; the simulator always writes status.yaml", BOOL),
+    "write-status-configmap": _infra(
+        "`kubetide run --write-status-configmap`; the simulator always writes status.yaml", BOOL
+    ),
     "record-duplicated-events": _infra(_METRICS, BOOL),
     "max-inactivity": _infra("CA's liveness probe (`kubetide run --max-inactivity`)"),
     "max-failing-time": _infra("CA's liveness probe (`kubetide run --max-failing-time`)"),
@@ -143,12 +149,23 @@ CA_FLAGS: dict[str, CaFlag] = {
     "frequent-loops-enabled": _infra(_SPEED, BOOL),
     "node-info-cache-expire-time": _infra(_SPEED),
     "fastpath-binpacking-enabled": _infra(_SPEED, BOOL),
-    "parallel-scale-up": _infra("whether CA calls the cloud for several groups at once; the increases decided are the same", BOOL),
+    "parallel-scale-up": _infra(
+        "whether CA calls the cloud for several groups at once; the increases decided are the same", BOOL
+    ),
     # -- implemented without an options field --------------------------------------------------
     "estimator": CaFlag(
-        Treatment.IMPLEMENTED, "binpacking, CA's only estimator, is kubetide's", STRING, choices=("binpacking",)
+        Treatment.IMPLEMENTED,
+        "binpacking, CA's only estimator, is kubetide's",
+        STRING,
+        choices=("binpacking",),
     ),
     # -- approximated ---------------------------------------------------------------------------
+    # Startup taints: the registry and scale-up see the node as not started (options.py), but
+    # scale-down still judges it by its Ready condition (scale-down-unneeded-time, where CA would
+    # wait scale-down-unready-time).
+    "startup-taint": _approx(_STARTUP),
+    "ignore-taint": _approx(_STARTUP + " (deprecated spelling of startup-taint)"),
+    "startup-taint-prefix": _approx(_STARTUP),
     "scale-down-candidates-pool-ratio": _approx(
         "not applied: every unneeded candidate is checked each loop, within scale-down-simulation-timeout"
     ),
@@ -169,9 +186,7 @@ CA_FLAGS: dict[str, CaFlag] = {
         "not on capacity",
         FLOAT,
     ),
-    "gpu-total": _approx(
-        "GPU totals are not enforced; cores-total and memory-total are", MULTI
-    ),
+    "gpu-total": _approx("GPU totals are not enforced; cores-total and memory-total are", MULTI),
     "cordon-node-before-terminating": _approx(
         "kubetide never sets spec.unschedulable; the ToBeDeletedByClusterAutoscaler NoSchedule "
         "taint keeps new pods off the node as cordoning would",
@@ -198,7 +213,10 @@ CA_FLAGS: dict[str, CaFlag] = {
     "enable-dynamic-resource-allocation": _approx(
         "ResourceClaims are not simulated: a pod is placed on its other requests", BOOL
     ),
-    "pod-injection-limit": _approx("tunes pod injection for capacity buffers and ProvisioningRequests, which kubetide refuses: no effect", INT),
+    "pod-injection-limit": _approx(
+        "tunes pod injection for capacity buffers and ProvisioningRequests, which kubetide refuses: no effect",
+        INT,
+    ),
     "check-capacity-batch-processing": _approx(_PROVREQ, BOOL),
     "check-capacity-processor-instance": _approx(_PROVREQ),
     "check-capacity-provisioning-request-batch-timebox": _approx(_PROVREQ, DURATION),
@@ -239,4 +257,3 @@ CA_FLAGS: dict[str, CaFlag] = {
         "skipped node groups are not simulated", BOOL, "false"
     ),
 }
-

@@ -22,7 +22,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubetide.autoscaler.ca_flags import BOOL, CA_FLAGS, CA_VERSION, DURATION, FLOAT, INT, MULTI, CaFlag, Treatment
+from kubetide.autoscaler.ca_flags import (
+    BOOL,
+    CA_FLAGS,
+    CA_VERSION,
+    DURATION,
+    FLOAT,
+    INT,
+    MULTI,
+    CaFlag,
+    Treatment,
+)
 from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError
 
