@@ -314,3 +314,68 @@ def test_the_doc_names_every_flag_once():
     text = DOC.read_text()
     for name in [*CA, *CA_FLAGS, *KUBETIDE_OWN]:
         assert text.count(f"| `--{name}` |") == 1, name
+
+
+# -- the command line: `--set` and a scenario's args list read a flag the same way -----------------
+EXAMPLES = ROOT / "examples"
+
+
+def plan(capsys, *sets):
+    import kubetide.cli.main as cli_main
+
+    argv = [
+        "plan",
+        str(EXAMPLES / "plan-cluster.yaml"),
+        "--node-groups",
+        str(EXAMPLES / "plan-node-groups.yaml"),
+    ]
+    for item in sets:
+        argv += ["--set", item]
+    code = cli_main.main([*argv, "--json"])
+    return code, capsys.readouterr().err
+
+
+def scenario_with(tmp_path, args):
+    from kubetide.sim.spec.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "apiVersion: kubetide.io/v1alpha1\nkind: Scenario\nmetadata: {name: args}\nspec:\n"
+        f"  duration: 10m\n  autoscaler: {args!r}\n  nodeGroups:\n  - name: general\n    maxSize: 5\n"
+        "    template: {status: {allocatable: {cpu: '4', memory: 16Gi}}}\n"
+    )
+    return load_scenario(path)
+
+
+@pytest.mark.parametrize(
+    "flag", ["namespace=kubetide", "v=4", "cloud-provider=aws", "gpu-total=nvidia.com/gpu:0:8"]
+)
+def test_set_accepts_what_an_args_list_accepts(capsys, tmp_path, flag):
+    code, err = plan(capsys, flag)
+    assert code == 0, err
+    scenario_with(tmp_path, [f"--{flag}"])  # no error either
+    name = flag.split("=")[0]
+    treatment = treatment_of(name)
+    if treatment is Treatment.IMPLEMENTED:
+        assert err == ""
+    else:  # said in one warning line, naming the flag and its class
+        (line,) = err.splitlines()
+        assert line.startswith(f"kubetide: warning: --set {name}: ")
+        assert (
+            "ignored, an infrastructure flag" if treatment is Treatment.INFRASTRUCTURE else "approximated"
+        ) in line
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["enable-provisioning-requests=true", "grpc-expander-url=dns:///x:1", "scale-down-unneded-time=5m"],
+)
+def test_set_and_an_args_list_refuse_the_same_flags_in_one_line(capsys, tmp_path, flag):
+    code, err = plan(capsys, flag)
+    name = flag.split("=")[0]
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"kubetide: error: --set {name}: ")
+    with pytest.raises(ManifestError) as error:
+        scenario_with(tmp_path, ["./cluster-autoscaler", "--v=4", f"--{flag}"])
+    assert error.value.field == f"spec.autoscaler.{name}"
+    assert err.removeprefix(f"kubetide: error: --set {name}: ").strip() == error.value.message

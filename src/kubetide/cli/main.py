@@ -11,6 +11,7 @@ or the Kubernetes client, which `kubetide --version` and `kubetide --help` must 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -75,7 +76,15 @@ def chosen_command(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = _join_flag_values(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(chosen_command(argv))
+    command = chosen_command(argv)
+    commands = [name.replace("_", "-") for name in COMMANDS]
+    if command and command not in commands:
+        # argparse's "invalid choice" lists every command; a typo deserves the one it meant.
+        close = difflib.get_close_matches(command, commands, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else f" (commands: {', '.join(commands)})"
+        sys.stderr.write(f"kubetide: error: unknown command '{command}'{hint}\n")
+        return 2
+    parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Only `run` takes flags it does not declare (the autoscaler's, CA-spelled); it
