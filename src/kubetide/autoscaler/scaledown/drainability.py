@@ -14,7 +14,8 @@ counts as an unmovable system pod. The order is the contract; the tests pin it.
  7. no controller, or (with skip-nodes-with-custom-controller-pods) an unknown kind: NotReplicated
  8. kube-system without a PDB, not older than blocking-system-pod-distruption-timeout (1h; at
     exactly the timeout it still blocks): UnmovableKubeSystemPod (only with skip-nodes-with-system-pods)
- 9. safe-to-evict "false": NotSafeToEvictAnnotation
+ 9. safe-to-evict "false", or Karpenter's karpenter.sh/do-not-disrupt "true" (honoured alike, so
+    a pod protected from Karpenter is protected here too): NotSafeToEvictAnnotation
 10. local storage not listed in safe-to-evict-local-volumes: LocalStorageRequested
     (only with skip-nodes-with-local-storage)
 
@@ -41,6 +42,7 @@ from kubetide.model.pod import MIRROR_ANNOTATION
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 KUBE_SYSTEM = "kube-system"
 # A terminating pod this long past its grace period is treated as deleted (CA's
 # PodLongTerminatingExtraThreshold).
@@ -192,6 +194,8 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 9
     if annotation == "false":
         return _NOT_SAFE_TO_EVICT
+    if annotations.get(DO_NOT_DISRUPT) == "true":
+        return _DO_NOT_DISRUPT
     # 10
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
         return _LOCAL_STORAGE
@@ -207,6 +211,7 @@ _TERMINAL = Verdict(Outcome.DONE, "terminal")
 _NOT_REPLICATED = Verdict(Outcome.BLOCK, "replicated", PodReason.NOT_REPLICATED)
 _UNMOVABLE_SYSTEM = Verdict(Outcome.BLOCK, "system", PodReason.UNMOVABLE_KUBE_SYSTEM_POD)
 _NOT_SAFE_TO_EVICT = Verdict(Outcome.BLOCK, "not-safe-to-evict", PodReason.NOT_SAFE_TO_EVICT_ANNOTATION)
+_DO_NOT_DISRUPT = Verdict(Outcome.BLOCK, "do-not-disrupt", PodReason.NOT_SAFE_TO_EVICT_ANNOTATION)
 _LOCAL_STORAGE = Verdict(Outcome.BLOCK, "local-storage", PodReason.LOCAL_STORAGE_REQUESTED)
 _MOVE = Verdict(Outcome.MOVE, "default")
 

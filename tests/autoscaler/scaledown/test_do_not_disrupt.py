@@ -1,0 +1,64 @@
+"""Issue 27: Karpenter's `karpenter.sh/do-not-disrupt: "true"` blocks a drain exactly where CA's
+`safe-to-evict: "false"` does (rule 9), with CA's reason NotSafeToEvictAnnotation."""
+
+import pytest
+from scaledown_fakes import pod, workload
+
+from kubetide.autoscaler.scaledown.drainability import (
+    DO_NOT_DISRUPT,
+    SAFE_TO_EVICT,
+    DrainContext,
+    DrainRules,
+    Outcome,
+    drain_node,
+    index_workloads,
+    verdict,
+)
+from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.reasons import PodReason
+from kubetide.model.pod import MIRROR_ANNOTATION
+
+NOW = 10_000.0
+WORKLOADS = index_workloads([workload("ReplicaSet", "rs", 3), workload("DaemonSet", "ds", None)])
+KEEP = {DO_NOT_DISRUPT: "true"}
+
+
+def judge(p):
+    return verdict(p, DrainContext(DrainRules(), PdbTracker([], [p], WORKLOADS), NOW, WORKLOADS))
+
+
+@pytest.mark.parametrize(
+    ("annotations", "owner", "outcome", "rule"),
+    [
+        # (pod annotations, controller, outcome, deciding rule): do-not-disrupt and
+        # safe-to-evict=false side by side, so the table shows they are one rule.
+        ({}, ("ReplicaSet", "rs"), Outcome.MOVE, "default"),
+        (KEEP, ("ReplicaSet", "rs"), Outcome.BLOCK, "do-not-disrupt"),
+        ({SAFE_TO_EVICT: "false"}, ("ReplicaSet", "rs"), Outcome.BLOCK, "not-safe-to-evict"),
+        ({DO_NOT_DISRUPT: "false"}, ("ReplicaSet", "rs"), Outcome.MOVE, "default"),
+        (
+            {DO_NOT_DISRUPT: "True"},
+            ("ReplicaSet", "rs"),
+            Outcome.MOVE,
+            "default",
+        ),  # Karpenter: exactly "true"
+        # Earlier rules win over it as over safe-to-evict=false:
+        ({**KEEP, MIRROR_ANNOTATION: "x"}, ("Node", "n1"), Outcome.SKIP, "mirror"),
+        (KEEP, ("DaemonSet", "ds"), Outcome.DAEMONSET, "daemonset"),
+        ({**KEEP, SAFE_TO_EVICT: "true"}, ("ReplicaSet", "rs"), Outcome.MOVE, "safe-to-evict"),
+        (KEEP, None, Outcome.BLOCK, "replicated"),
+    ],
+)
+def test_do_not_disrupt_is_rule_9_like_safe_to_evict_false(annotations, owner, outcome, rule):
+    result = judge(pod("p", owner=owner, annotations=annotations))
+    assert (result.outcome, result.rule) == (outcome, rule)
+    if rule in ("do-not-disrupt", "not-safe-to-evict"):
+        assert result.reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION
+
+
+def test_a_do_not_disrupt_pod_blocks_its_node():
+    pods = [pod("free"), pod("kept", annotations=KEEP)]
+    drain = drain_node(pods, DrainContext(DrainRules(), PdbTracker([], pods, WORKLOADS), NOW, WORKLOADS))
+    assert drain.blocking is not None
+    assert drain.blocking.reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION
+    assert drain.blocking.pod.name == "kept"
