@@ -27,4 +27,3 @@ def test_a_command_far_from_any_lists_them_all(capsys):
         "kubetide: error: unknown command 'frobnicate' (commands: "
     )
     assert all(name.replace("_", "-") in err for name in COMMANDS)
-
