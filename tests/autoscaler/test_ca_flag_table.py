@@ -379,3 +379,10 @@ def test_set_and_an_args_list_refuse_the_same_flags_in_one_line(capsys, tmp_path
         scenario_with(tmp_path, ["./cluster-autoscaler", "--v=4", f"--{flag}"])
     assert error.value.field == f"spec.autoscaler.{name}"
     assert err.removeprefix(f"kubetide: error: --set {name}: ").strip() == error.value.message
+
+
+def test_run_reads_its_flags_as_cas_command_line_repeatable_ones_adding_up():
+    from kubetide.cli.run import parse_autoscaler_flags
+
+    options = parse_autoscaler_flags(["--startup-taint=a", "--startup-taint", "b", "--scan-interval=20s"])
+    assert (options.startup_taint, options.scan_interval) == (("a", "b"), 20)

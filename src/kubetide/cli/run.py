@@ -155,7 +155,7 @@ def parse_autoscaler_flags(extra: Sequence[str]):
     """The --FLAG=VALUE (or --FLAG VALUE) arguments argparse did not know: autoscaler options."""
     from kubetide.autoscaler.options import parse_options
 
-    mapping: dict[str, str] = {}
+    flags: list[str] = []  # as CA's command line: a repeatable flag (--startup-taint) adds up
     items = list(extra)
     index = 0
     while index < len(items):
@@ -168,11 +168,11 @@ def parse_autoscaler_flags(extra: Sequence[str]):
                 raise UserError(f"run: --{name}: expected a value (--{name}=VALUE)")
             value = items[index + 1]
             index += 1
-        mapping[name] = value
+        flags.append(f"--{name}={value}")
         index += 1
     warnings: list[str] = []
     try:
-        options = parse_options(mapping, "run", field="", warnings=warnings)
+        options = parse_options(flags, "run", field="", warnings=warnings)
     except ManifestError as exc:
         raise UserError(f"run: --{exc.field}: {exc.message}") from None
     warn(f"run: --{w}" for w in warnings)
