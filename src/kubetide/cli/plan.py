@@ -427,7 +427,8 @@ POD_REASON_WORDS = {
     "(skip-nodes-with-system-pods; blocks while the pod is younger than 1h)",
     PodReason.LOCAL_STORAGE_REQUESTED: "the pod uses local storage (emptyDir or hostPath) not listed in "
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes (skip-nodes-with-local-storage)",
-    PodReason.NOT_SAFE_TO_EVICT_ANNOTATION: 'the pod is annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false"',
+    PodReason.NOT_SAFE_TO_EVICT_ANNOTATION: 'the pod is annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false" '
+    '(or karpenter.sh/do-not-disrupt: "true")',
     PodReason.NOT_REPLICATED: "the pod has no controller that would recreate it elsewhere",
     PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
     PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",

@@ -62,3 +62,22 @@ def test_a_do_not_disrupt_pod_blocks_its_node():
     assert drain.blocking is not None
     assert drain.blocking.reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION
     assert drain.blocking.pod.name == "kept"
+
+
+def test_plan_blocks_the_node_of_a_do_not_disrupt_pod_and_says_which_annotation(tmp_path, capsys):
+    from pathlib import Path
+
+    import kubetide.cli.main as cli_main
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    text = (examples / "plan-cluster.yaml").read_text()
+    protected = "cluster-autoscaler.kubernetes.io/safe-to-evict: 'false'"
+    assert text.count(protected) == 2  # the Job's template and its pod on general-c1
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(text.replace(protected, "karpenter.sh/do-not-disrupt: 'true'"))
+    code = cli_main.main(["plan", str(dump), "--node-groups", str(examples / "plan-node-groups.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0
+    (row,) = [line for line in out.splitlines() if line.startswith("general-c1 ")]
+    assert "BlockedByPod" in row and "(NotSafeToEvictAnnotation)" in row
+    assert 'karpenter.sh/do-not-disrupt: "true"' in row
