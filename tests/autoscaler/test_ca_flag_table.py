@@ -386,3 +386,13 @@ def test_run_reads_its_flags_as_cas_command_line_repeatable_ones_adding_up():
 
     options = parse_autoscaler_flags(["--startup-taint=a", "--startup-taint", "b", "--scan-interval=20s"])
     assert (options.startup_taint, options.scan_interval) == (("a", "b"), 20)
+
+
+def test_run_takes_a_boolean_alone_as_true_as_cas_command_line_does():
+    from kubetide.cli.run import parse_autoscaler_flags
+    from kubetide.errors import UserError
+
+    options = parse_autoscaler_flags(["--balance-similar-node-groups", "--scan-interval", "20s"])
+    assert (options.balance_similar_node_groups, options.scan_interval) == (True, 20)
+    with pytest.raises(UserError, match="run: --enable-provisioning-requests: refused"):
+        parse_autoscaler_flags(["--enable-provisioning-requests"])

@@ -395,7 +395,7 @@ def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[st
         name, sep, value = text.lstrip("-").partition("=")
         path = _flag_path(field, name)
         if not sep:
-            if _is_boolean(name):
+            if is_boolean_flag(name):
                 value = "true"
             elif index < len(args) and isinstance(args[index], str) and not args[index].startswith("-"):
                 value = args[index]
@@ -406,7 +406,8 @@ def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[st
     return entries
 
 
-def _is_boolean(name: str) -> bool:
+def is_boolean_flag(name: str) -> bool:
+    """Whether a flag takes no separate value on a command line (alone, it means true)."""
     target = DEPRECATED_ALIASES.get(name, name)
     if target in FLAGS:
         return FLAGS[target].type == "bool"

@@ -153,7 +153,7 @@ def add_parser(subparsers) -> None:
 
 def parse_autoscaler_flags(extra: Sequence[str]):
     """The --FLAG=VALUE (or --FLAG VALUE) arguments argparse did not know: autoscaler options."""
-    from kubetide.autoscaler.options import parse_options
+    from kubetide.autoscaler.options import is_boolean_flag, parse_options
 
     flags: list[str] = []  # as CA's command line: a repeatable flag (--startup-taint) adds up
     items = list(extra)
@@ -163,7 +163,9 @@ def parse_autoscaler_flags(extra: Sequence[str]):
         if not item.startswith("--"):
             raise UserError(f"run: unexpected argument {item!r} (flags are written --FLAG=VALUE)")
         name, sep, value = item[2:].partition("=")
-        if not sep:
+        if not sep and is_boolean_flag(name):
+            value = "true"  # a boolean alone means true, as on CA's command line
+        elif not sep:
             if index + 1 >= len(items) or items[index + 1].startswith("--"):
                 raise UserError(f"run: --{name}: expected a value (--{name}=VALUE)")
             value = items[index + 1]
