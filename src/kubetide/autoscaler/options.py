@@ -5,10 +5,12 @@ Users of the Cluster Autoscaler should be able to paste their flags into a scena
 --set`. The one deliberate difference: max-drain-parallelism defaults to 10, the parallel-drain
 design's intent, where CA ships 1.
 
-CA flags about where and how the process runs (logging, the API connection, leader election, the
-cloud provider and its node-group discovery, metrics) change no decision. A caller that passes
-`ignored=` (the simulator) gets their names there instead of an error, so a pasted `args:` list
-works as it is; any other unknown flag is an error with a did-you-mean.
+Every CA flag is classified in ca_flags.py. Those about where and how the process runs
+(logging, the API connection, leader election, the cloud provider and its node-group discovery,
+metrics) change no decision: a caller that passes `ignored=` (the simulator) gets their names
+there, any other caller a warning each, so a pasted `args:` list and `--set` both work as they
+are. Approximated flags are accepted with a warning saying what differs; refused ones are errors
+unless given CA's default; any other unknown flag is an error with a did-you-mean.
 """
 
 from __future__ import annotations
