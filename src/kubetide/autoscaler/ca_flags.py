@@ -196,7 +196,8 @@ CA_FLAGS: dict[str, CaFlag] = {
         "unregistered nodes are removed down to their group's min size, never below it", BOOL
     ),
     "force-delete-failed-nodes": _approx(
-        "instances the cloud failed to create are removed down to their group's min size, never below it",
+        "instances the cloud failed to create fail the scale-up and back the group off; a group is "
+        "never taken below its min size for them (what this flag lets CA do)",
         BOOL,
     ),
     "drain-priority-config": _approx(
@@ -208,7 +209,9 @@ CA_FLAGS: dict[str, CaFlag] = {
         BOOL,
     ),
     "node-deletion-candidate-ttl": _approx(
-        "a restarted kubetide keeps DeletionCandidate taints whatever their age", DURATION
+        "at restart kubetide keeps the DeletionCandidate taint of a node still unneeded and "
+        "removes the others, whatever the taint's age",
+        DURATION,
     ),
     "enable-dynamic-resource-allocation": _approx(
         "ResourceClaims are not simulated: a pod is placed on its other requests", BOOL
