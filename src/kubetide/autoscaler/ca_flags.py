@@ -247,8 +247,6 @@ CA_FLAGS: dict[str, CaFlag] = {
         BOOL,
         "false",
     ),
-    "grpc-expander-url": _refused("the grpc expander is not supported yet", STRING, ""),
-    "grpc-expander-cert": _refused("the grpc expander is not supported yet", STRING, ""),
     "salvo-scale-up": _refused("salvo scale-up is not implemented", BOOL, "false"),
     "scale-down-delay-type-local": _refused(
         "scale-down delays after add, delete and failure are cluster-wide, not per node group",
