@@ -170,3 +170,19 @@ def test_the_table_says_why(plan):
 def test_bad_usage_files_are_one_line_and_exit_2(plan, argv, message):
     code, out, err = plan(*argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_a_rule_on_an_unknown_metric_is_skipped_and_said(plan, tmp_path):
+    """The other rules still guard (the node stays unremovable); the skipped one is one warning."""
+    usage = USAGE.replace(
+        '"rules": [',
+        '"rules": [{"name": "typo", "actionName": "evict", "metricRule": {"name": "cpu_totl_usage", "value": 1}},',
+        1,
+    )
+    assert usage != USAGE
+    (tmp_path / "usage.yaml").write_text(usage)
+    code, out, err = plan("--json", "--usage", "usage.yaml")
+    assert code == 0
+    assert json.loads(out)["scale_down"]["nodes"]["a"]["reason"] == "NoPlaceToMovePodsBelowQOSWatermark"
+    warnings = [line for line in err.splitlines() if "cpu_totl_usage" in line]
+    assert len(warnings) == 1 and "typo" in warnings[0], err

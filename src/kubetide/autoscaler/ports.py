@@ -68,11 +68,13 @@ class UsageSample:
     `pods`: pod UID -> resource -> usage; a pod without metrics is absent. `nodes`: node name ->
     resource -> the node's whole usage (system daemons included); a node without metrics is
     absent, and then its pods' sum stands in. `ceilings`: node name -> its ceilings; a node no
-    NodeQOS selects is absent."""
+    NodeQOS selects is absent. `warnings`: what the source had to leave out (a NodeQOS rule on a
+    metric nobody registered), for the adapter to say once."""
 
     pods: Mapping[str, Mapping[str, int]]
     nodes: Mapping[str, Mapping[str, int]]
     ceilings: Mapping[str, Sequence[UsageCeiling]]
+    warnings: Sequence[str] = ()
 
 
 class UsageSource(Protocol):

@@ -156,6 +156,8 @@ def run(args) -> int:
     snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
     warn(messages)
     usage = _usage_sample(snapshot, usage_objects) if usage_objects is not None else None
+    if usage is not None:
+        warn(usage.warnings)
     pending, untried = mark_untried(pending)
     missing = missing_controller_kinds(manifests, snapshot)
     if missing:

@@ -63,6 +63,7 @@ class KubeUsageSource:
         self._last: UsageSample = NO_USAGE
         self._read_at: float | None = None
         self._logged: str | None = None
+        self._warned: set[str] = set()  # said once while the configuration keeps them
 
     def sample(self) -> UsageSample:
         now = self.monotonic()
@@ -72,6 +73,10 @@ class KubeUsageSource:
         try:
             self._last = self._read()
             self._logged = None
+            for warning in self._last.warnings:
+                if warning not in self._warned:
+                    log.warning("scale-down's QoS watermark guard: %s", warning)
+            self._warned = set(self._last.warnings)
         except (ApiError, ManifestError) as exc:
             message = str(exc)
             if message != self._logged:
@@ -127,4 +132,4 @@ def usage_sample(
         found = node_ceilings(config, node)
         if found:
             ceilings[node.name] = tuple(UsageCeiling(c.resource, c.amount, c.source) for c in found)
-    return UsageSample(pods, nodes, ceilings)
+    return UsageSample(pods, nodes, ceilings, tuple(config.warnings))
