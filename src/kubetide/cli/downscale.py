@@ -155,8 +155,9 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
     console_ = console()
     width = line_width(console_)
 
-    def say(text: str = "") -> None:
-        console_.print(text, soft_wrap=True)  # laid out here: rich must not wrap it again
+    def say(text: str = "", *, laid_out: bool = False) -> None:
+        # A table line is laid out here (rich must not wrap it again); a sentence wraps between words.
+        console_.print(text, soft_wrap=laid_out)
 
     now, now_source = at
     now_ns = to_ns(now)
@@ -193,7 +194,7 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
         )
     say()
     for n, line in enumerate(text_table(header, rows, width)):
-        say(f"[bold]{escape(line)}[/bold]" if n == 0 else escape(line))
+        say(f"[bold]{escape(line)}[/bold]" if n == 0 else escape(line), laid_out=True)
     if not deleted:
         say("\nNothing to delete: the ReplicaSet already has that many pods.")
 

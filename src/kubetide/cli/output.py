@@ -29,12 +29,23 @@ def warn(messages: Iterable[str]) -> None:
 def console() -> Console:
     """A console for human output; plain text when stdout is not a terminal.
 
-    Sentences are never wrapped mid-line (soft wrap), and when piped the console is wide
-    enough for our tables, so `kubetide ... | less` reads like the terminal does.
+    Laid out for COLUMNS when it is set (also in a pipe: asked for), else for the terminal:
+    sentences wrap between words, tables shrink to fit. Piped without COLUMNS, sentences are never
+    wrapped (soft wrap) and the console is wide enough for our tables, so `kubetide ... | less`
+    reads like the terminal does.
     """
     probe = Console()
-    width = None if probe.is_terminal else 160
-    return Console(highlight=False, soft_wrap=True, width=width)
+    columns = _columns()
+    if columns is not None:
+        return Console(highlight=False, width=columns)
+    if probe.is_terminal:
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=160)
+
+
+def _columns() -> int | None:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 PIPED_WIDTH = 1000  # piped output: one line per row for tools and wide editors, as kubectl prints
@@ -43,9 +54,9 @@ PIPED_WIDTH = 1000  # piped output: one line per row for tools and wide editors,
 def line_width(out: Console) -> int:
     """The width human output is laid out for: COLUMNS when set (also in a pipe: asked for),
     else the terminal's, else PIPED_WIDTH."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = _columns()
+    if columns is not None:
+        return columns
     return out.width if out.is_terminal else PIPED_WIDTH
 
 

@@ -17,7 +17,7 @@ from rich.table import Table
 from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
-from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.output import console, line_width, print_json, warn
 from kubetide.durations import rfc3339
 from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
@@ -78,10 +78,9 @@ def _print_table(
     at: str,
 ) -> None:
     out = console()
-    if not out.is_terminal:
-        # Piped or redirected output is read by tools and people with wide editors: one line per
-        # pod, like kubectl, rather than reasons folded into an 80-column box.
-        out.width = 1000
+    # Piped or redirected output is read by tools and people with wide editors: one line per pod,
+    # like kubectl, rather than reasons folded into an 80-column box; unless COLUMNS asks for a width.
+    out.width = line_width(out)
     if not order:
         out.print(f"No pending pods ({snapshot.pod_count()} bound on {len(snapshot)} nodes) {escape(at)}.")
         return

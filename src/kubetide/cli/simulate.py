@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
+from kubetide.cli.progress import Display
 from kubetide.cli.simulate_summary import print_summary
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
@@ -88,6 +90,12 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with Display(not args.json) as display:
+        display.stage(f"loading {args.scenario or 'the demo scenario'}")
+        return _run(args, display)
+
+
+def _run(args: argparse.Namespace, display: Display) -> int:
     from kubetide.sim.report.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
     from kubetide.sweep.compare import parse_compare, parse_set, scenario_variants
@@ -110,32 +118,73 @@ def run(args: argparse.Namespace) -> int:
     else:
         variants = scenario_variants(scenario)
     out_dir = Path(args.out) if args.out is not None else default_out_dir(scenario.name)
+    created = not out_dir.exists()
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
     if variants:
-        return _run_comparison(args, scenario, variants, out_dir)
+        return _run_comparison(args, scenario, variants, out_dir, display, created=created)
     if args.workers is not None:
         warn(["--workers: one run, nothing to run in parallel (it applies to --compare and spec.compare)"])
 
-    if args.no_autoscaler:
-        simulation = Simulation(
-            scenario, seed=args.seed, autoscaler_factory=NoAutoscaler, autoscaler_name="none"
-        )
-    else:
-        simulation = Simulation(scenario, seed=args.seed)
-    show_progress = not args.json and sys.stderr.isatty()
-    if show_progress:
-        result = _run_with_progress(simulation, scenario, f"simulating {scenario.name}")
-    else:
-        result = simulation.run()
-    with writing_into(out_dir, "--out"):
-        paths = write_outputs(result, out_dir, report=not args.no_report)
+    display.stage(f"building {scenario.name}")
+    try:
+        if args.no_autoscaler:
+            simulation = Simulation(
+                scenario, seed=args.seed, autoscaler_factory=NoAutoscaler, autoscaler_name="none"
+            )
+        else:
+            simulation = Simulation(scenario, seed=args.seed)
+        total = format_duration(scenario.duration)
+        bar = display.add_bar(f"simulating {scenario.name}", scenario.duration, f"0s / {total}")
+
+        def update(elapsed: float) -> None:
+            display.update(bar, completed=elapsed, detail=f"{format_duration(round(elapsed))} / {total}")
+
+        result = simulation.run(progress=update if display.enabled else None)
+    except KeyboardInterrupt:
+        display.close()
+        return interrupted(out_dir, created, kept=[], unfinished=[])
+    try:
+        with writing_into(out_dir, "--out"):
+            paths = write_outputs(result, out_dir, report=not args.no_report)
+    except KeyboardInterrupt:
+        display.close()
+        sys.stderr.write(f"kubetide: interrupted while writing {out_dir}/: its files may be incomplete\n")
+        return INTERRUPTED
+    display.close()
     warn(w for w in result.warnings if w not in scenario.warnings)
     if args.json:
         sys.stdout.write(summary_json(result.summary))  # summary.json, byte for byte
     else:
         print_summary(result.summary, paths)
     return 0
+
+
+INTERRUPTED = 130  # a shell's code for a command ended by SIGINT
+
+
+def interrupted(out_dir: Path, created: bool, *, kept: list[str], unfinished: list[str]) -> int:
+    """Say what an interrupted run kept (never a half-written run: run_variants writes each beside
+    and moves it into place), remove the output directory when this run created it and left it
+    empty, and return the exit code."""
+    from kubetide.sweep.compare import partial_dir
+
+    for name in unfinished:
+        shutil.rmtree(partial_dir(out_dir, name), ignore_errors=True)
+    removed = created and out_dir.is_dir() and not any(out_dir.iterdir())
+    if removed:
+        out_dir.rmdir()
+    if kept:
+        what = f"kept {', '.join(f'{name}/' for name in kept)} in {out_dir}/ (complete runs)"
+        if unfinished:
+            what += f"; {', '.join(unfinished)} stopped before the end, not written"
+        what += "; compare.json and report.html not written"
+    elif removed:
+        what = f"nothing written ({out_dir}/ removed: this run had created it)"
+    else:
+        what = f"nothing written to {out_dir}/"
+    sys.stderr.write(f"kubetide: interrupted: {what}\n")
+    return INTERRUPTED
 
 
 def duration_flag(text: str) -> float:
@@ -152,17 +201,26 @@ def duration_flag(text: str) -> float:
     return seconds
 
 
-def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path) -> int:
+def _run_comparison(
+    args: argparse.Namespace, scenario, variants, out_dir: Path, display: Display, *, created: bool
+) -> int:
     """Every variant on the same scenario and seed; their files, compare.json and one report."""
     from kubetide.sweep.compare import comparison, run_variants
     from kubetide.sweep.engines import LocalEngine, default_workers
 
     engine = LocalEngine(min(args.workers or default_workers(), len(variants)))
-    with writing_into(out_dir, "--out"):
-        if not args.json and sys.stderr.isatty():
-            results = _compare_with_progress(scenario, args.seed, variants, out_dir, engine)
-        else:
-            results = run_variants(scenario, args.seed, variants, out_dir, engine)
+    finished: list[str] = []
+    progress = _compare_bars(scenario, variants, engine, display) if display.enabled else None
+    try:
+        with writing_into(out_dir, "--out"):
+            results = run_variants(
+                scenario, args.seed, variants, out_dir, engine, on_progress=progress, on_done=finished.append
+            )
+    except KeyboardInterrupt:
+        display.close()
+        unfinished = [v.name for v in variants if v.name not in finished]
+        return interrupted(out_dir, created, kept=finished, unfinished=unfinished)
+    display.close()
     seed = results[0][1].summary["seed"]
     data = comparison(scenario, seed, results)
     (out_dir / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -183,57 +241,21 @@ def _run_comparison(args: argparse.Namespace, scenario, variants, out_dir: Path)
     return 0
 
 
-def _compare_with_progress(scenario, seed, variants, out_dir: Path, engine):
-    """run_variants with a bar per setting, each moving with its run's simulated time."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from kubetide.sweep.compare import run_variants
-
+def _compare_bars(scenario, variants, engine, display: Display):
+    """A bar per setting, each moving with its run's simulated time; the on_progress callback."""
     where = "in this process" if engine.workers == 1 else f"on {engine.workers} processes"
-    console = console_stderr()
-    console.print(f"simulating {scenario.name}: {len(variants)} settings {where}")
+    display.stage(f"{scenario.name}: {len(variants)} settings {where}")
     total = format_duration(scenario.duration)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[simulated]} / " + total),
-        TimeElapsedColumn(),
-        transient=True,
-        console=console,
-    ) as progress:
-        tasks = {
-            v.name: progress.add_task(v.name, total=scenario.duration, simulated="waiting", start=False)
-            for v in variants
-        }
+    bars = {v.name: display.add_bar(v.name, scenario.duration, "waiting", start=False, keep_stage=True) for v in variants}
+    started: set[str] = set()
 
-        started: set[str] = set()
+    def update(name: str, elapsed: float) -> None:
+        if name not in started:  # its elapsed time counts from here
+            started.add(name)
+            display.start(bars[name])
+        display.update(bars[name], completed=elapsed, detail=f"{format_duration(round(elapsed))} / {total}")
 
-        def update(name: str, elapsed: float) -> None:
-            if name not in started:  # its elapsed time counts from here
-                started.add(name)
-                progress.start_task(tasks[name])
-            progress.update(tasks[name], completed=elapsed, simulated=format_duration(round(elapsed)))
-
-        return run_variants(scenario, seed, variants, out_dir, engine, on_progress=update)
-
-
-def _run_with_progress(simulation, scenario, description: str):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[simulated]} / " + format_duration(scenario.duration)),
-        TimeElapsedColumn(),
-        transient=True,
-        console=console_stderr(),
-    ) as progress:
-        task = progress.add_task(description, total=scenario.duration, simulated="0s")
-
-        def update(elapsed: float) -> None:
-            progress.update(task, completed=elapsed, simulated=format_duration(round(elapsed)))
-
-        return simulation.run(progress=update)
+    return update
 
 
 def console_stderr():
@@ -253,7 +275,6 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     out.print(
         f"[bold]{data['scenario']}[/bold]: {len(data['settings'])} settings compared over "
         f"{format_duration(data['simulated_seconds'])}, seed {data['seed']}",
-        soft_wrap=True,
     )
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("")
@@ -279,4 +300,4 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     written = [f"{entry['dir']}/" for entry in settings] + ["compare.json"]
     if report:
         written.append("report.html")
-    out.print(f"wrote {', '.join(written)} to {out_dir}/", soft_wrap=True)
+    out.print(f"wrote {', '.join(written)} to {out_dir}/")

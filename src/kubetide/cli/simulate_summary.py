@@ -114,14 +114,13 @@ def print_summary(summary: Mapping[str, Any], paths: Mapping[str, Path]) -> None
     out.print(
         f"[bold]{summary['scenario']}[/bold]: simulated {format_duration(simulated)} in {wall:.1f}s "
         f"({simulated / wall:,.0f}x real time), seed {summary['seed']}, autoscaler: {summary['autoscaler']}",
-        soft_wrap=True,
     )
     chosen = (
         " (the simulator's fixed start: the scenario's objects carry no times)"
         if _fixed_start(summary)
         else " (the newest time in the scenario's objects, e.g. when its cluster dump was taken)"
     )
-    out.print(f"simulated start: {summary['start']}{chosen}; times below are offsets from it", soft_wrap=True)
+    out.print(f"simulated start: {summary['start']}{chosen}; times below are offsets from it")
     if summary["autoscaler"] == "none":
         out.print("[yellow]run without an autoscaler: the cluster runs, but nothing scales[/yellow]")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -133,5 +132,5 @@ def print_summary(summary: Mapping[str, Any], paths: Mapping[str, Path]) -> None
         style = "green" if value == 0 else "bold red"
         table.add_row(f"invariant {name}", f"[{style}]{value}[/{style}]")
     files = ", ".join(p.name for p in paths.values())
-    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/", soft_wrap=True)
+    out.print(f"wrote {files} to {next(iter(paths.values())).parent}/")
     out.print(table)

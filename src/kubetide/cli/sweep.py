@@ -308,7 +308,6 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
         f"[bold]{sweep['scenario']}[/bold]: {_count(len(sweep['settings']), 'setting')}{traces} x {_count(len(sweep['seeds']), 'seed')}; "
         f"ran {timing['runs']} ({timing['reused']} already stored) in {timing['wall_seconds']:.1f}s "
         f"on {timing['engine']} ({timing['workers']} workers)",
-        soft_wrap=True,
     )
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("setting (median, 10th-90th percentile)")
@@ -329,19 +328,18 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
         breaks = len(row["invariant_breaks"])
         table.add_row(label, *cells, f"[{'green' if breaks == 0 else 'bold red'}]{breaks}[/]")
     out.print(table)
-    out.print("* the scenario's own setting", soft_wrap=True)
+    out.print("* the scenario's own setting")
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
                 f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {row['label']}, seed {b['seed']}"
                 + (f", trace {b['trace']}" if "trace" in b else ""),
-                soft_wrap=True,
             )
     for failure in sweep["failures"]:
         label = labels.get(failure["setting"], failure["setting"])
         trace = f", trace {failure['trace']}" if "trace" in failure else ""
         out.print(
-            f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}", soft_wrap=True
+            f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}"
         )
     out.print(
         "Pareto front (cost vs pending pod-seconds): " + "; ".join(labels[i] for i in sweep["pareto_front"])
@@ -349,6 +347,5 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
     for better in sweep["better_than_scenario_everywhere"]:
         out.print(
             f"[green]{labels[better]} is no worse than the scenario's own setting on every metric, and better on some[/]",
-            soft_wrap=True,
         )
-    out.print(f"wrote summary.csv, sweep.json, report.html and runs/ to {out_dir}/", soft_wrap=True)
+    out.print(f"wrote summary.csv, sweep.json, report.html and runs/ to {out_dir}/")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import re
+import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -164,11 +165,13 @@ def run_variants(
     out_dir: Path,
     engine: Any,
     on_progress: Callable[[str, float], None] | None = None,
+    on_done: Callable[[str], None] | None = None,
 ) -> list[tuple[Variant, Any]]:
     """Each variant's SimulationResult, in order, its files written to out_dir/<name>/. The runs
     are the `engine`'s tasks (a LocalEngine: in parallel on its workers, or in this process with
     one), one per variant. `on_progress(name, simulated seconds)` is called in this process as each
-    run advances (the runs send it through a queue from wherever they run)."""
+    run advances (the runs send it through a queue from wherever they run), `on_done(name)` as each
+    run's directory is complete."""
     from kubetide.sim.runtime.simulation import SimulationResult
 
     updates: Any = None
@@ -183,11 +186,18 @@ def run_variants(
             if error is not None:
                 raise error
             done[variant.name] = SimulationResult(scenario=variant.apply(scenario), **fields)
+            if on_done is not None:
+                on_done(variant.name)
     finally:
         if relay is not None:
             updates.put(None)
             relay.join()
     return [(variant, done[variant.name]) for variant in variants]
+
+
+def partial_dir(out_dir: Path, name: str) -> Path:
+    """Where a variant's files are written before they are complete (a dot: never a variant)."""
+    return out_dir / f".{name}.partial"
 
 
 def _relay(updates: Any, on_progress: Callable[[str, float], None]) -> None:
@@ -205,7 +215,13 @@ def run_variant(shared: tuple[Any, int | None, Path, Any], variant: Variant) -> 
     scenario, seed, out_dir, updates = shared
     progress = None if updates is None else (lambda elapsed: updates.put((variant.name, elapsed)))
     result = Simulation(variant.apply(scenario), seed=seed).run(progress=progress)
-    write_outputs(result, out_dir / variant.name, report=False)
+    # Written beside, then moved into place: an interrupted run leaves no half-written directory.
+    partial = partial_dir(out_dir, variant.name)
+    shutil.rmtree(partial, ignore_errors=True)
+    write_outputs(result, partial, report=False)
+    final = out_dir / variant.name
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
     return {
         field.name: getattr(result, field.name)
         for field in dataclasses.fields(result)

@@ -14,6 +14,7 @@ settings through it (sweep/compare.py).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
@@ -56,6 +57,9 @@ _shared: Any = None  # what every task of this pool worker process reads (set by
 def _install(shared: Any) -> None:
     global _shared
     _shared = shared
+    # Ctrl-C reaches the whole process group: the parent alone decides what stops (it ends the
+    # workers itself), so a worker's run is never cut into a half-written result by it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(function: Callable[[Any, Any], Any], item: Any) -> Any:
@@ -107,9 +111,23 @@ class LocalEngine:
             for future in as_completed(futures):
                 error = future.exception()
                 yield futures[future], (None if error is not None else future.result()), error
+        except BaseException:
+            # Ctrl-C, an early exit or an error: stop at once. Cancelling the futures alone would
+            # still run the ones already handed to a worker's queue to their end.
+            _end_workers(pool)
+            raise
         finally:
-            # On Ctrl-C or an early exit, drop what has not started rather than finish it.
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes (Python 3.14's terminate_workers, else by hand)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 class DaskEngine:
