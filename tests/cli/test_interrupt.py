@@ -91,7 +91,14 @@ def test_an_interrupted_comparison_starts_no_queued_setting_and_leaves_no_half_w
     """Three settings on two processes: the third is queued when the signal comes. Before the fix
     the queued setting started and every run went on to its end, writing its directory."""
     args = ["simulate", "--duration", "240h", "--out", "out", "--workers", "2", "--no-report"]
-    args += ["--compare", "a:", "--compare", "b:max-drain-parallelism=2", "--compare", "c:max-drain-parallelism=3"]
+    args += [
+        "--compare",
+        "a:",
+        "--compare",
+        "b:max-drain-parallelism=2",
+        "--compare",
+        "c:max-drain-parallelism=3",
+    ]
     code, stdout, stderr = _interrupt_when_running(args, tmp_path)
     assert code == 130, stderr
     assert stdout == ""

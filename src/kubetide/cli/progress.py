@@ -59,7 +59,13 @@ class Display:
             self._stage = None
 
     def add_bar(
-        self, description: str, total: float, detail: str = "", *, start: bool = True, keep_stage: bool = False
+        self,
+        description: str,
+        total: float,
+        detail: str = "",
+        *,
+        start: bool = True,
+        keep_stage: bool = False,
     ) -> Any:
         """A bar (None when nothing is drawn); it replaces the stage's line unless `keep_stage`."""
         if self.progress is None:
@@ -75,4 +81,3 @@ class Display:
     def start(self, bar: Any) -> None:
         if self.progress is not None and bar is not None:
             self.progress.start_task(bar)
-

@@ -246,7 +246,10 @@ def _compare_bars(scenario, variants, engine, display: Display):
     where = "in this process" if engine.workers == 1 else f"on {engine.workers} processes"
     display.stage(f"{scenario.name}: {len(variants)} settings {where}")
     total = format_duration(scenario.duration)
-    bars = {v.name: display.add_bar(v.name, scenario.duration, "waiting", start=False, keep_stage=True) for v in variants}
+    bars = {
+        v.name: display.add_bar(v.name, scenario.duration, "waiting", start=False, keep_stage=True)
+        for v in variants
+    }
     started: set[str] = set()
 
     def update(name: str, elapsed: float) -> None:
@@ -256,12 +259,6 @@ def _compare_bars(scenario, variants, engine, display: Display):
         display.update(bars[name], completed=elapsed, detail=f"{format_duration(round(elapsed))} / {total}")
 
     return update
-
-
-def console_stderr():
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:

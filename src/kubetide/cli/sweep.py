@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
 from kubetide.cli.json_output import document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
-from kubetide.cli.simulate import DEMO, console_stderr, duration_flag
+from kubetide.cli.progress import Display
+from kubetide.cli.simulate import DEMO, duration_flag
 from kubetide.errors import UserError
 
 
@@ -144,6 +144,12 @@ def check_scheduler_address(address: str, insecure: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with Display(not args.json) as display:
+        display.stage(f"loading {args.scenario or 'the demo scenario'}")
+        return _run(args, display)
+
+
+def _run(args: argparse.Namespace, display: Display) -> int:
     from kubetide.sweep.compare import sweep_settings
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
@@ -171,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
             seeds,
             store,
             engine,
-            progress=not args.json,
+            display=display,
             scenarios=scenarios,
             trace_labels={a.id: a.label for a in alternatives},
         )
+    display.close()
     if args.json:
         print_json(sweep)
     else:
@@ -206,7 +213,7 @@ def run_sweep(
     store,
     engine,
     *,
-    progress: bool = False,
+    display: Display | None = None,
     scenarios=None,
     trace_labels: dict[str, str] | None = None,
 ) -> dict:
@@ -223,8 +230,8 @@ def run_sweep(
     traces = list(scenarios)
     tasks = [Task(setting, seed, trace) for setting in settings for trace in traces for seed in seeds]
     started = time.perf_counter()
-    if progress and sys.stderr.isatty():
-        runs = _execute_with_progress(scenarios, tasks, store, engine)
+    if display is not None and display.enabled:
+        runs = _execute_with_progress(scenario.name, scenarios, tasks, store, engine, display)
     else:
         runs = execute(scenarios, tasks, store, engine)
     wall = time.perf_counter() - started
@@ -273,23 +280,27 @@ def run_sweep(
     return sweep
 
 
-def _execute_with_progress(scenarios, tasks, store, engine):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+def _execute_with_progress(name: str, scenarios, tasks, store, engine, display: Display):
+    """execute() with a bar of the runs done, and how many are running now (every worker is busy
+    while runs are left, so the count of running runs is the smaller of the two)."""
     from kubetide.sweep.results import execute
 
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        transient=True,
-        console=console_stderr(),
-    ) as bar:
-        handle = bar.add_task(f"sweep ({engine.name}, {engine.workers} workers)", total=len(tasks))
-        bar.update(handle, completed=sum(1 for t in tasks if store.path(t).exists()))
-        return execute(scenarios, tasks, store, engine, on_outcome=lambda _: bar.advance(handle))
+    stored = sum(1 for t in tasks if store.path(t).exists())
+    done = [stored]
+    where = f"{engine.name}, {engine.workers} workers"
+
+    def detail() -> str:
+        running = min(engine.workers, len(tasks) - done[0])
+        return f"{done[0]}/{len(tasks)} done, {running} running ({where})"
+
+    bar = display.add_bar(f"sweep {name}", len(tasks), detail())
+    display.update(bar, completed=stored)
+
+    def finished(_outcome) -> None:
+        done[0] += 1
+        display.update(bar, completed=done[0], detail=detail())
+
+    return execute(scenarios, tasks, store, engine, on_outcome=finished)
 
 
 def _count(number: int, noun: str) -> str:
@@ -297,9 +308,7 @@ def _count(number: int, noun: str) -> str:
 
 
 def _print_sweep(sweep: dict, out_dir: Path) -> None:
-    from rich.table import Table
-
-    from kubetide.sweep.results import METRICS
+    from kubetide.cli.sweep_table import short_labels, sweep_table
 
     out = console()
     timing = sweep["timing"]
@@ -309,38 +318,24 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
         f"ran {timing['runs']} ({timing['reused']} already stored) in {timing['wall_seconds']:.1f}s "
         f"on {timing['engine']} ({timing['workers']} workers)",
     )
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("setting (median, 10th-90th percentile)")
-    for _, heading in METRICS:
-        table.add_column(heading, justify="right")
-    table.add_column("invariant breaks", justify="right")
-    labels = {}
-    for row in sweep["settings"]:
-        label = row["label"] + (" *" if row["id"] == sweep["scenario_setting"] else "")
-        labels[row["id"]] = row["label"]
-        if not row["runs"]:
-            table.add_row(label, *("-" for _ in METRICS), "-")
-            continue
-        cells = []
-        for key, _ in METRICS:
-            spread = row["metrics"][key]
-            cells.append(f"{spread['median']:,.4g} ({spread['p10']:,.4g}-{spread['p90']:,.4g})")
-        breaks = len(row["invariant_breaks"])
-        table.add_row(label, *cells, f"[{'green' if breaks == 0 else 'bold red'}]{breaks}[/]")
+    above, table, under = sweep_table(sweep)
+    for line in above:
+        out.print(line)
     out.print(table)
+    for line in under:
+        out.print(line)
+    labels = short_labels(sweep["settings"])
     out.print("* the scenario's own setting")
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
-                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {row['label']}, seed {b['seed']}"
+                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {labels[row['id']]}, seed {b['seed']}"
                 + (f", trace {b['trace']}" if "trace" in b else ""),
             )
     for failure in sweep["failures"]:
         label = labels.get(failure["setting"], failure["setting"])
         trace = f", trace {failure['trace']}" if "trace" in failure else ""
-        out.print(
-            f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}"
-        )
+        out.print(f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}")
     out.print(
         "Pareto front (cost vs pending pod-seconds): " + "; ".join(labels[i] for i in sweep["pareto_front"])
     )
