@@ -38,9 +38,10 @@ import os
 import re
 import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kubetide.cli.output import warn
 from kubetide.durations import rfc3339
@@ -74,6 +75,7 @@ EXPORTED_KINDS = frozenset(
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 GROUP_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 GROUP_NAME_LENGTH = 40  # the scenario schema's limit (cloud/schema.py)
+PLAN_BOUNDS = "plan"  # a group's bounds are kubetide plan's guess (min 0, max 10 x its nodes)
 
 
 def add_parser(subparsers) -> None:
@@ -108,6 +110,7 @@ def add_parser(subparsers) -> None:
         "their average usage as a constant profile under spec.usage (what HPAs read); repeatable",
     )
     export.add_argument("--out", metavar="FILE", help="write the scenario here (default: stdout)")
+    export.add_argument("--force", action="store_true", help="replace --out FILE if it exists")
     export.add_argument(
         "--keep-env",
         action="store_true",
@@ -126,6 +129,14 @@ def _usage(parser) -> int:
 
 
 def run_from_cluster(args) -> int:
+    from kubetide.cli.progress import Display
+
+    # Reading and exporting a large cluster takes tens of seconds: say what is being done.
+    with Display(True) as display:
+        return _from_cluster(args, display)
+
+
+def _from_cluster(args, display) -> int:
     from kubetide.cli.inputs import check_single_stdin, read_input, read_node_groups, source_name
     from kubetide.cli.simulate import duration_flag
     from kubetide.model.loader import parse_text
@@ -133,15 +144,19 @@ def run_from_cluster(args) -> int:
     duration = duration_flag(args.duration)
     out = Path(args.out) if args.out else None
     if out is not None:
-        check_out_path(out)
+        check_out_path(out, force=args.force)
+    elif args.force:
+        raise UserError("--force: only with --out FILE (it replaces that file)")
     check_single_stdin([args.dump, args.node_groups])
     definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.dump:
         raise UserError("scenario from-cluster: give a cluster dump (DUMP) or --kubeconfig, not both")
     if args.kubeconfig:
+        display.stage("reading the live cluster (read-only)")
         documents, source = _read_live_cluster(args.kubeconfig, args.context)
     elif args.dump:
         source = source_name(args.dump)
+        display.stage(f"reading {source}")
         documents = parse_text(read_input(args.dump), source)
     else:
         raise UserError("scenario from-cluster: give a cluster dump (DUMP, - for stdin) or --kubeconfig PATH")
@@ -153,6 +168,8 @@ def run_from_cluster(args) -> int:
         from kubetide.cli.plan import _read_usage
 
         pod_metrics = _read_usage(args.usage).other.get("PodMetrics", [])
+    display.stage(f"writing the scenario {name} and loading it back as simulate will")
+    summary = ExportSummary(source)
     text, warnings = export_scenario(
         documents,
         source,
@@ -161,24 +178,104 @@ def run_from_cluster(args) -> int:
         duration=duration,
         pod_metrics=pod_metrics,
         keep_env=args.keep_env,
+        summary=summary,
     )
+    display.close()
     warn(warnings)
     if out is None:
         sys.stdout.write(text)
+        print_export_summary(summary, None, sys.stderr)
         return 0
     try:
-        with out.open("x", encoding="utf-8") as file:
+        with out.open("w" if args.force else "x", encoding="utf-8") as file:
             file.write(text)
     except OSError as exc:
         raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    print_export_summary(summary, out, sys.stdout)
     return 0
 
 
-def check_out_path(out: Path) -> None:
+@dataclass
+class GroupLine:
+    name: str
+    nodes: int
+    min_size: int
+    max_size: int
+    price: float
+    bounds_from: str  # GROUPS.yaml, the CA status, or plan's bounds
+    price_from: str  # GROUPS.yaml, a guess from <type>, or unknown
+
+
+@dataclass
+class ExportSummary:
+    """What a from-cluster export holds, for the one-screen summary it ends with."""
+
+    source: str
+    taken: str = ""
+    nodes: int = 0
+    pods: int = 0
+    pending: int = 0
+    workloads: int = 0
+    pdbs: int = 0
+    unmanaged: list[str] = field(default_factory=list)
+    groups: list[GroupLine] = field(default_factory=list)
+    price_date: str = ""
+
+
+def print_export_summary(summary: ExportSummary, out: Path | None, stream: TextIO) -> None:
+    """A screenful: what was exported, each group's bounds and price and where they came from,
+    what to check, what to run next."""
+    from kubetide.cli.output import console, line_width, text_table, wrap
+
+    where = f"wrote {out}" if out is not None else "the scenario is on stdout"
+    lines = [
+        f"{where}: {summary.source} as it is at {summary.taken}",
+        f"{summary.nodes} nodes, {summary.pods} pods ({summary.pending} pending), "
+        f"{summary.workloads} workloads, {summary.pdbs} PodDisruptionBudgets",
+    ]
+    rows = [
+        (
+            g.name,
+            str(g.nodes),
+            f"{g.min_size}-{g.max_size}",
+            f"${g.price:g}",
+            f"bounds: {g.bounds_from}; price: {g.price_from}",
+        )
+        for g in summary.groups
+    ]
+    width = line_width(console())
+    table = text_table(("node group", "nodes", "min-max", "price/h", "from"), rows, width)
+    notes = []
+    if summary.unmanaged:
+        shown = ", ".join(summary.unmanaged[:3])
+        more = f" and {len(summary.unmanaged) - 3} more" if len(summary.unmanaged) > 3 else ""
+        notes.append(f"not in any node group (kept, never autoscaled): {shown}{more}")
+    if any(g.price_from.startswith("a guess") for g in summary.groups):
+        notes.append(
+            f"a guessed price is the on-demand list price of the nodes' instance type (kubetide's "
+            f"table of {summary.price_date}): set `price:` in the file to compare costs"
+        )
+    if any(g.bounds_from == PLAN_BOUNDS for g in summary.groups):
+        notes.append(
+            "bounds from plan are not your cloud's (min 0, max 10 x the nodes): set them in the file, "
+            "give --node-groups GROUPS.yaml, or add CA's status to the dump (kubectl get cm -n "
+            "kube-system cluster-autoscaler-status -o yaml)"
+        )
+    if out is not None:
+        notes.append(f"next: kubetide simulate {out}")
+    for note in notes:
+        table += wrap(note, width, more="  ")
+    text = "\n".join(lines + table) + "\n"
+    stream.write(text)
+
+
+def check_out_path(out: Path, *, force: bool = False) -> None:
     """Refuse an --out that cannot be written before any work: reading a large cluster takes
-    minutes, and its scenario would be lost."""
-    if out.exists() or out.is_symlink():
-        raise UserError(f"--out {out}: the file exists (remove it or choose another path)")
+    minutes, and its scenario would be lost. An existing file is replaced only with --force."""
+    if out.is_dir():
+        raise UserError(f"--out {out}: is a directory")
+    if (out.exists() or out.is_symlink()) and not force:
+        raise UserError(f"--out {out}: the file exists (--force replaces it)")
     folder = out.parent
     if not folder.is_dir():
         problem = f"{folder} is not a directory" if folder.exists() else f"no such directory {folder}"
@@ -214,9 +311,11 @@ def export_scenario(
     duration: float = 3600.0,
     pod_metrics: list[Any] | None = None,
     keep_env: bool = False,
+    summary: ExportSummary | None = None,
 ) -> tuple[str, list[str]]:
     """(the Scenario's YAML text, warnings) for a dump's decoded documents; `pod_metrics`
     (metrics-server's PodMetrics) add each workload's average usage under spec.usage."""
+    from kubetide.cloud.observed import observed_bounds
     from kubetide.cloud.static import StaticCloud
     from kubetide.durations import format_duration
     from kubetide.model import load_documents
@@ -256,8 +355,11 @@ def export_scenario(
         "  autoscaler: {}",
         "  nodeGroups:",
     ]
+    observed = observed_bounds(documents)
+    if summary is not None:
+        _summarize(summary, manifests, cloud, newest)
     for group in groups:
-        spec, notes = _group_spec(group, names[group.id], group.id in given_templates)
+        spec, notes = _group_spec(group, names[group.id], group.id in given_templates, observed, summary)
         lines += [f"  # {line}" for note in notes for line in textwrap.wrap(note, 94)]
         lines += _indent(_yaml([spec]))
     lines += [
@@ -288,6 +390,20 @@ def export_scenario(
     return text, warnings
 
 
+def _summarize(summary: ExportSummary, manifests: Manifests, cloud: StaticCloud, newest: float | None) -> None:
+    from kubetide.cloud.prices import bundled_table
+
+    managed = {node.name for group in cloud.groups.values() for node in group.nodes}
+    summary.taken = rfc3339(newest) if newest is not None else "an unknown time (no timestamps)"
+    summary.nodes = len(manifests.nodes)
+    summary.pods = sum(1 for p in manifests.pods if not p.is_terminal)
+    summary.pending = sum(1 for p in manifests.pods if not p.node_name and not p.is_terminal)
+    summary.workloads = len(manifests.workloads)
+    summary.pdbs = len(manifests.pdbs)
+    summary.unmanaged = [n.name for n in manifests.nodes if n.name not in managed]
+    summary.price_date = bundled_table().date
+
+
 def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float | None) -> list[str]:
     taken = rfc3339(newest) if newest is not None else "unknown (the dump carries no timestamps)"
     lines = [
@@ -305,8 +421,20 @@ def _header(source: str, manifests: Manifests, cloud: StaticCloud, newest: float
     return lines
 
 
-def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tuple[dict[str, Any], list[str]]:
-    """A scenario nodeGroups entry, and the comment lines that say where its values came from."""
+def _group_spec(
+    group: StaticNodeGroup,
+    name: str,
+    template_given: bool,
+    observed: Mapping[str, tuple[int, int]],
+    summary: ExportSummary | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """A scenario nodeGroups entry, and the comment lines that say where its values came from.
+
+    Without GROUPS.yaml: minSize and maxSize as the Cluster Autoscaler's status ConfigMap in the
+    dump reports them, else plan's bounds; the price guessed from the nodes' instance type."""
+    from kubetide.cloud.observed import bounds_for
+    from kubetide.cloud.prices import guess_group_price
+
     from kubetide.cloud.static import GROUPS_YAML, template_source
     from kubetide.sim.spec.scenario import MAX_GROUP_SIZE
 
@@ -316,17 +444,31 @@ def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tupl
         f"{name}: {count} node(s) in the dump"
         + (f" (from {group.origin}={group.id})" if not defined else f" (defined in {GROUPS_YAML})")
     ]
-    max_size = group.max_size
+    min_size, max_size, price = group.min_size, group.max_size, group.price_per_hour()
+    seen = None if defined else bounds_for(group.id, observed)
+    if seen is not None:
+        min_size, max_size = seen[1][0], max(seen[1][1], seen[1][0])
     if max_size > MAX_GROUP_SIZE:
         notes.append(f"maxSize {max_size} is more than the simulator runs; {MAX_GROUP_SIZE} here")
         max_size = MAX_GROUP_SIZE
+    guess = None if defined else guess_group_price(group.nodes)
     if defined:
         notes.append(f"minSize, maxSize and price from {GROUPS_YAML}")
+    elif seen is not None:
+        notes.append(
+            f"minSize {min_size} and maxSize {max_size}: the Cluster Autoscaler's status ConfigMap "
+            f"in the dump (its group {seen[0]})"
+        )
     else:
         notes.append(
             f"minSize 0 and maxSize {max_size} (10 x its nodes) are kubetide plan's bounds, not your "
-            "cloud's: set them here or with --node-groups GROUPS.yaml; price 0: set it to compare costs"
+            "cloud's: set them here or with --node-groups GROUPS.yaml"
         )
+    if guess is not None:
+        price = guess.price
+        notes.append(f"price {price}: a guess, {guess.describe()}; set yours to compare costs")
+    elif not defined:
+        notes.append("price 0: its instance type is not in kubetide's price table; set it to compare costs")
     initial = min(count, max_size)
     if initial < count:
         notes.append(f"it has more nodes than its maxSize: all {count} are adopted, and it cannot grow")
@@ -335,12 +477,23 @@ def _group_spec(group: StaticNodeGroup, name: str, template_given: bool) -> tupl
         notes.append(f"template from {GROUPS_YAML}")
     else:
         notes.append(f"template copied from node {template_source(group.nodes).name}")
+    if summary is not None:
+        bounds_from = GROUPS_YAML if defined else "CA's status" if seen is not None else PLAN_BOUNDS
+        if defined:
+            price_from = GROUPS_YAML
+        elif guess is not None:
+            price_from = f"a guess from {guess.instance_type}"
+        else:
+            price_from = "unknown instance type, 0"
+        summary.groups.append(
+            GroupLine(name, count, min(min_size, max_size), max_size, price, bounds_from, price_from)
+        )
     spec = {
         "name": name,
-        "minSize": group.min_size,
+        "minSize": min(min_size, max_size),
         "maxSize": max_size,
         "initialSize": initial,
-        "price": group.price_per_hour(),
+        "price": price,
         "template": _template_manifest(template),
     }
     return spec, notes

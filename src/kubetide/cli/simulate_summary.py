@@ -48,9 +48,9 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("first node removal", at(summary, down["first_removal_at"])))
         rows.append(("last node removal", at(summary, down["last_removal_at"])))
     rows.append(("max concurrent drains", str(down["max_concurrent_drains"])))
-    rows.append(
-        ("evictions (refused by PDBs)", f"{summary['evictions']:,} ({summary['evictions_refused']:,})")
-    )
+    # The autoscaler's own: the QoS agent's evictions have rows of their own (below).
+    rows.append(("evictions by the autoscaler's drains", f"{summary['evictions']:,}"))
+    rows.append(("drain evictions refused by a PDB (HTTP 429)", f"{summary['evictions_refused']:,}"))
     rows += _headline_rows(summary)
     rows += _qos_rows(summary.get("qos"))
     return rows

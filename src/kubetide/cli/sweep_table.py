@@ -53,7 +53,7 @@ COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "node_hours": ("node-hours", abbreviate),
     "pending_pod_seconds": ("pending pod-s", abbreviate),
     "max_pending": ("max pending", abbreviate),
-    "evictions": ("evictions", abbreviate),
+    "evictions": ("drain evictions", abbreviate),
     "drain_makespan": ("drain time", _seconds),
 }
 

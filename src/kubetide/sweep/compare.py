@@ -43,7 +43,7 @@ METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("node_hours", "node-hours", ("node_hours",)),
     ("pending_pod_seconds", "pending pod-seconds", ("pods", "pending_pod_seconds")),
     ("max_pending", "max pending", ("pods", "max_pending")),
-    ("evictions", "evictions", ("evictions",)),
+    ("evictions", "drain evictions", ("evictions",)),  # the autoscaler's; the QoS agent's apart
     ("drains", "drains", ("scale_down", "drained_removed")),
 )
 

@@ -167,11 +167,17 @@ def _capacity(node: Node, resource: str) -> int:
 # Refusals that say a group could not grow (now), not that its nodes cannot take the pod.
 _LIMIT_REASONS = frozenset({*(str(reason) for reason in SkipReason), TIME_LIMIT_REASON})
 
+# Between two of NodeResourcesFit's reasons (scheduling/reasons.py joins them with ", "); no other
+# reason has a comma followed by "Insufficient" or "Too many pods".
+_RESOURCE_REASONS = re.compile(r", (?=Insufficient |Too many pods)")
+
 
 def not_triggered_message(reasons: Iterable[str]) -> str:
     """CA's NotTriggerScaleUp text: "pod didn't trigger scale-up: 1 max node group size reached, ...",
-    from one reason per node group that refused the pod."""
-    counts = Counter(reasons)
+    from one refusal per node group. A refusal of NodeResourcesFit names every short resource
+    ("Insufficient cpu, Insufficient memory"): CA counts each reason of a group on its own ("2
+    Insufficient cpu, 2 Insufficient memory"), not the pair as one reason."""
+    counts = Counter(part for reason in reasons for part in _RESOURCE_REASONS.split(reason))
     parts = sorted(f"{n} {reason}" for reason, n in counts.items())
     if not parts:
         return "pod didn't trigger scale-up: no node group can be scaled up"

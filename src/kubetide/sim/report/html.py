@@ -67,7 +67,7 @@ def _cards(summary: dict, unfit_pod_seconds: float = 0.0) -> str:
         (
             "Evictions",
             f"{summary['evictions']:,}",
-            f"{summary.get('evictions_refused', 0):,} refused by PDBs (429)",
+            f"by drains; {summary.get('evictions_refused', 0):,} refused by a PDB (HTTP 429)",
         ),
         (
             "Invariants",
