@@ -208,3 +208,25 @@ def test_schedule_imports_only_its_own_command():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     others = {f"kubetide.cli.{name}" for name in cli_main.COMMANDS if name != "schedule"}
     assert "kubetide.cli.schedule" in out.split() and not others & set(out.split())
+
+
+def test_an_over_committed_dump_is_said_in_one_warning_line_naming_the_first_nodes(kubetide, tmp_path):
+    import yaml
+
+    items = []
+    for i in range(5):
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                      "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}})
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+                      "spec": {"nodeName": f"n{i}", "containers": [
+                          {"name": "c", "image": "i", "resources": {"requests": {"cpu": f"{1 + i}"}}}]},
+                      "status": {"phase": "Running"}})
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    code, _, err = kubetide(dump)
+    assert code == 0
+    assert err.splitlines() == [
+        f"kubetide: warning: {dump}: 4 nodes are over-committed, their pods requesting more than allocatable "
+        "(taken as they are): n1 (cpu 2 requested of 1, 200%), n2 (cpu 3 requested of 1, 300%), "
+        "n3 (cpu 4 requested of 1, 400%) and 1 more"
+    ]

@@ -99,10 +99,38 @@ def load_manifests(command: str, *groups: FileGroup) -> Manifests:
                 load_documents(documents, source, into=result)
                 del documents
         resolve_priorities(result, source=", ".join(sources))
+    warn_overcommitted(result, ", ".join(sources))
     # The loaded objects live as long as the command; frozen, later cycle-collector passes skip
     # them instead of walking millions of objects that cannot be garbage (a third of a large plan).
     gc.freeze()
     return result
+
+
+SHOWN_NODES = 3  # an over-commit warning names this many nodes, then says how many more
+
+
+def warn_overcommitted(manifests: Manifests, source: str) -> None:
+    """One warning line when the dump's bound pods request more than some nodes can allocate."""
+    from kubetide.cli.output import warn
+    from kubetide.model.overcommit import overcommitted_nodes
+    from kubetide.model.quantity import format_units
+
+    found = overcommitted_nodes(manifests.nodes, manifests.pods)
+    if not found:
+        return
+    shown = ", ".join(
+        f"{o.node} ({o.resource} {format_units(o.resource, o.requested)} requested of "
+        f"{format_units(o.resource, o.allocatable)}, {o.percent:.0f}%)"
+        for o in found[:SHOWN_NODES]
+    )
+    more = f" and {len(found) - SHOWN_NODES} more" if len(found) > SHOWN_NODES else ""
+    nodes = "node is" if len(found) == 1 else "nodes are"
+    warn(
+        [
+            f"{source}: {len(found)} {nodes} over-committed, their pods requesting more than "
+            f"allocatable (taken as they are): {shown}{more}"
+        ]
+    )
 
 
 def check_kinds(
