@@ -132,7 +132,7 @@ def test_the_console_shows_one_column_per_setting(simulate, tmp_path):
         "node-hours",
         "pending pod-seconds",
         "max pending",
-        "evictions",
+        "drain evictions",
         "drains",
         "invariants",
     ):

@@ -310,3 +310,21 @@ def test_priorities_as_scenario_data():
     options = AutoscalerOptions(expander=("priority",))
     result = plan(groups, [pod("p", cpu=100)], options=options, priorities={10: ["cheap"], 5: ["fast"]})
     assert increases(result) == [("cheap", 1)]
+
+
+def test_not_trigger_scale_up_counts_each_resource_reason_of_a_group_on_its_own():
+    """CA counts every reason a group gave: two groups short of cpu and memory are "2 Insufficient
+    cpu, 2 Insufficient memory", not "2 Insufficient cpu, Insufficient memory"."""
+    from kubetide.autoscaler.scaleup.orchestrator import not_triggered_message
+
+    message = not_triggered_message(
+        [
+            "node(s) had untolerated taint {dedicated: batch}",
+            "Insufficient cpu, Insufficient memory",
+            "Insufficient cpu, Insufficient memory, Too many pods",
+        ]
+    )
+    assert message == (
+        "pod didn't trigger scale-up: 1 Too many pods, 1 node(s) had untolerated taint {dedicated: batch}, "
+        "2 Insufficient cpu, 2 Insufficient memory"
+    )
