@@ -53,25 +53,41 @@ def test_without_out_it_prints_the_scenario_and_reads_stdin_for_dash(kubetide, m
     assert "from <stdin>" in stdout.splitlines()[0]
 
 
-def test_without_groups_yaml_prices_are_guessed_from_instance_types_and_said_to_be_guesses(kubetide, tmp_path):
+def test_without_groups_yaml_prices_are_guessed_from_instance_types_and_said_to_be_guesses(
+    kubetide, tmp_path
+):
     out = tmp_path / "tonight.yaml"
     code, stdout, err = kubetide("from-cluster", CLUSTER, "--out", out)
     assert code == 0, err
     groups = {g.name: g for g in load_scenario(out).groups}
     # m6i.xlarge, r6i.2xlarge and c6i.large: the bundled table's AWS us-east-1 prices.
-    assert {name: g.price for name, g in groups.items()} == {"general": 0.192, "highmem": 0.504, "ingress": 0.085}
+    assert {name: g.price for name, g in groups.items()} == {
+        "general": 0.192,
+        "highmem": 0.504,
+        "ingress": 0.085,
+    }
     assert {name: g.min_size for name, g in groups.items()} == {"general": 0, "highmem": 0, "ingress": 0}
     text = out.read_text()
     assert (
-        "# price 0.192: a guess, m6i.xlarge's AWS us-east-1 on-demand list price (kubetide's table of"
-        in text
+        "# price 0.192: a guess, m6i.xlarge's AWS us-east-1 on-demand list price (kubetide's table of" in text
     )
     lines = stdout.splitlines()
     assert lines[0] == f"wrote {out}: {CLUSTER} as it is at 2026-03-10T14:00:00Z"
     assert lines[1] == "13 nodes, 49 pods (4 pending), 14 workloads, 2 PodDisruptionBudgets"
     assert lines[2].split() == ["node", "group", "nodes", "min-max", "price/h", "from"]
-    assert lines[5].split() == ["general", "10", "0-100", "$0.192", "bounds:", "plan;", "price:", "a", "guess",
-                                "from", "m6i.xlarge"]
+    assert lines[5].split() == [
+        "general",
+        "10",
+        "0-100",
+        "$0.192",
+        "bounds:",
+        "plan;",
+        "price:",
+        "a",
+        "guess",
+        "from",
+        "m6i.xlarge",
+    ]
     assert "not in any node group (kept, never autoscaled): legacy-worker-1" in lines
     assert lines[-1] == f"next: kubetide simulate {out}"
     assert len(lines) <= 24  # one screen
@@ -80,7 +96,10 @@ def test_without_groups_yaml_prices_are_guessed_from_instance_types_and_said_to_
 def test_bounds_come_from_the_cluster_autoscalers_status_configmap_in_the_dump(kubetide, tmp_path):
     status = {
         "nodeGroups": [
-            {"name": "eks-general-2ac6b3f0-91d4", "health": {"status": "Healthy", "minSize": 4, "maxSize": 30}},
+            {
+                "name": "eks-general-2ac6b3f0-91d4",
+                "health": {"status": "Healthy", "minSize": 4, "maxSize": 30},
+            },
             {"name": "highmem", "health": {"status": "Healthy", "minSize": 1, "maxSize": 3}},
         ]
     }

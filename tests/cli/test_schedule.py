@@ -215,12 +215,28 @@ def test_an_over_committed_dump_is_said_in_one_warning_line_naming_the_first_nod
 
     items = []
     for i in range(5):
-        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
-                      "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}})
-        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
-                      "spec": {"nodeName": f"n{i}", "containers": [
-                          {"name": "c", "image": "i", "resources": {"requests": {"cpu": f"{1 + i}"}}}]},
-                      "status": {"phase": "Running"}})
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}"},
+                "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}},
+            }
+        )
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{i}", "namespace": "default"},
+                "spec": {
+                    "nodeName": f"n{i}",
+                    "containers": [
+                        {"name": "c", "image": "i", "resources": {"requests": {"cpu": f"{1 + i}"}}}
+                    ],
+                },
+                "status": {"phase": "Running"},
+            }
+        )
     dump = tmp_path / "dump.yaml"
     dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     code, _, err = kubetide(dump)

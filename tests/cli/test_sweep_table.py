@@ -43,15 +43,27 @@ def _row(ident, flags, cost, evictions, runs=5):
         "evictions": spread(evictions, evictions, evictions),
         "drain_makespan": spread(3275, 3163, 3387),
     }
-    return {"id": ident, "label": " ".join(f"{k}={v}" for k, v in flags.items()), "flags": flags,
-            "runs": runs, "metrics": metrics, "invariant_breaks": []}
+    return {
+        "id": ident,
+        "label": " ".join(f"{k}={v}" for k, v in flags.items()),
+        "flags": flags,
+        "runs": runs,
+        "metrics": metrics,
+        "invariant_breaks": [],
+    }
 
 
 def _sweep():
     rows = [
-        _row(f"s{i}", {"scale-down-unneeded-time": unneeded, "max-drain-parallelism": parallel, "expander": "random"},
-             30.5 + i, 150 + i)
-        for i, (unneeded, parallel) in enumerate((u, p) for u in ("5m", "10m", "20m") for p in ("1", "5", "10"))
+        _row(
+            f"s{i}",
+            {"scale-down-unneeded-time": unneeded, "max-drain-parallelism": parallel, "expander": "random"},
+            30.5 + i,
+            150 + i,
+        )
+        for i, (unneeded, parallel) in enumerate(
+            (u, p) for u in ("5m", "10m", "20m") for p in ("1", "5", "10")
+        )
     ]
     return {"settings": rows, "scenario_setting": "s4"}
 

@@ -34,7 +34,9 @@ def test_a_group_is_priced_by_its_most_common_instance_type():
         "us-east-1",
         0.192,
     )
-    assert guess.describe().startswith("m6i.xlarge's AWS us-east-1 on-demand list price (kubetide's table of ")
+    assert guess.describe().startswith(
+        "m6i.xlarge's AWS us-east-1 on-demand list price (kubetide's table of "
+    )
     gcp = guess_group_price(_nodes("e2-standard-4"))
     azure = guess_group_price(_nodes("Standard_D4s_v5"))
     assert gcp is not None and gcp.provider == "gcp" and gcp.region == "us-central1"

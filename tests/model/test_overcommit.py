@@ -8,7 +8,12 @@ def _node(name: str, cpu: str = "4", gpu: str | None = None) -> dict:
     allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
     if gpu is not None:
         allocatable["nvidia.com/gpu"] = gpu
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": allocatable},
+    }
 
 
 def _pod(name: str, node: str, cpu: str = "1", gpu: str | None = None, phase: str = "Running") -> dict:

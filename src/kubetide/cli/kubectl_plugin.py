@@ -38,7 +38,9 @@ def kubectl_kubeconfig(environ: Mapping[str, str]) -> Path | None:
 def needs_kubeconfig(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Whether `kubetide ARGV` would read a live cluster but was given no --kubeconfig nor dump."""
     command = cli.chosen_command(list(argv))
-    if command not in LIVE_COMMANDS or any(a == "--kubeconfig" or a.startswith("--kubeconfig=") for a in argv):
+    if command not in LIVE_COMMANDS or any(
+        a == "--kubeconfig" or a.startswith("--kubeconfig=") for a in argv
+    ):
         return False
     args, _ = cli.build_parser(command).parse_known_args(list(argv))
     if command == "scenario" and getattr(args, "scenario_command", None) != "from-cluster":

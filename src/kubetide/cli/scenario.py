@@ -33,13 +33,14 @@ The written file is loaded back as a scenario before it is written: what this co
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -217,8 +218,8 @@ class ExportSummary:
     pending: int = 0
     workloads: int = 0
     pdbs: int = 0
-    unmanaged: list[str] = field(default_factory=list)
-    groups: list[GroupLine] = field(default_factory=list)
+    unmanaged: list[str] = dataclasses.field(default_factory=list)
+    groups: list[GroupLine] = dataclasses.field(default_factory=list)
     price_date: str = ""
 
 
@@ -390,7 +391,9 @@ def export_scenario(
     return text, warnings
 
 
-def _summarize(summary: ExportSummary, manifests: Manifests, cloud: StaticCloud, newest: float | None) -> None:
+def _summarize(
+    summary: ExportSummary, manifests: Manifests, cloud: StaticCloud, newest: float | None
+) -> None:
     from kubetide.cloud.prices import bundled_table
 
     managed = {node.name for group in cloud.groups.values() for node in group.nodes}
@@ -434,7 +437,6 @@ def _group_spec(
     dump reports them, else plan's bounds; the price guessed from the nodes' instance type."""
     from kubetide.cloud.observed import bounds_for
     from kubetide.cloud.prices import guess_group_price
-
     from kubetide.cloud.static import GROUPS_YAML, template_source
     from kubetide.sim.spec.scenario import MAX_GROUP_SIZE
 

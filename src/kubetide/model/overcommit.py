@@ -39,13 +39,13 @@ def overcommitted_nodes(nodes: Iterable[Node], pods: Iterable[Pod]) -> list[Over
                 sums[resource] = sums.get(resource, 0) + amount
     found = []
     for node in nodes:
-        sums = requested.get(node.name)
-        if not sums:
+        on_node = requested.get(node.name)
+        if not on_node:
             continue
         over = [
-            Overcommit(node.name, resource, sums[resource], allocatable)
+            Overcommit(node.name, resource, on_node[resource], allocatable)
             for resource, allocatable in node.allocatable.items()
-            if sums.get(resource, 0) > allocatable
+            if on_node.get(resource, 0) > allocatable
         ]
         if over:
             found.append(max(over, key=lambda o: (o.percent, o.resource)))
