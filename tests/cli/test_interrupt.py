@@ -1,4 +1,5 @@
-"""Ctrl-C (SIGINT) stops `simulate` at once, writes nothing half-done, says what was kept, exits 130.
+"""Ctrl-C (SIGINT) stops `simulate` at once, writes nothing half-done, says what was kept, exits 130;
+and the progress a terminal shows from the first moment.
 
 Each test runs the command in a subprocess whose stderr is a pseudo-terminal (so the progress
 display draws, as in a user's terminal), waits until the display shows a run under way, sends
@@ -24,8 +25,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RUNNING = re.compile(rb"\d+[smh][0-9smh]* / 240h")  # a bar's "simulated / total" once it moves
 
 
-def _interrupt_when_running(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run `kubetide ARGS`, SIGINT it once a run shows progress; (exit code, stdout, stderr text)."""
+def in_terminal(args: list[str], cwd: Path, interrupt_on: re.Pattern[bytes] | None) -> tuple[int, str, str]:
+    """Run `kubetide ARGS` with stderr on a pseudo-terminal; with `interrupt_on`, send SIGINT once
+    the terminal shows it. (exit code, stdout, everything the terminal showed)."""
     controller, terminal = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "100", "TERM": "xterm"}
     process = subprocess.Popen(
@@ -38,8 +40,10 @@ def _interrupt_when_running(args: list[str], cwd: Path) -> tuple[int, str, str]:
     )
     os.close(terminal)
     seen = b""
-    try:
-        while not RUNNING.search(seen):
+
+    def read_until(pattern: re.Pattern[bytes] | None) -> None:
+        nonlocal seen
+        while pattern is None or not pattern.search(seen):
             try:
                 chunk = os.read(controller, 4096)
             except OSError:  # the terminal closed: the process ended
@@ -47,16 +51,13 @@ def _interrupt_when_running(args: list[str], cwd: Path) -> tuple[int, str, str]:
             if not chunk:
                 break
             seen += chunk
-        assert RUNNING.search(seen), seen.decode(errors="replace")
-        process.send_signal(signal.SIGINT)
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
+
+    try:
+        if interrupt_on is not None:
+            read_until(interrupt_on)
+            assert interrupt_on.search(seen), seen.decode(errors="replace")
+            process.send_signal(signal.SIGINT)
+        read_until(None)
         stdout = process.stdout.read() if process.stdout else b""
         code = process.wait()
     finally:
@@ -65,6 +66,10 @@ def _interrupt_when_running(args: list[str], cwd: Path) -> tuple[int, str, str]:
             process.wait()
         os.close(controller)
     return code, stdout.decode(), seen.decode(errors="replace")
+
+
+def _interrupt_when_running(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    return in_terminal(args, cwd, RUNNING)
 
 
 def test_an_interrupted_simulate_removes_the_folder_it_created(tmp_path):
@@ -76,6 +81,8 @@ def test_an_interrupted_simulate_removes_the_folder_it_created(tmp_path):
     assert "kubetide: interrupted: nothing written (out/ removed: this run had created it)" in stderr
     assert "Traceback" not in stderr
     assert not (tmp_path / "out").exists()
+    # Progress from the first moment: loading is shown before the simulation's bar.
+    assert 0 <= stderr.find("loading the demo scenario") < stderr.find("simulating demo")
 
 
 def test_an_interrupted_simulate_leaves_an_existing_folder_as_it_was(tmp_path):
@@ -124,3 +131,12 @@ def test_an_interrupted_comparison_says_which_runs_it_kept(tmp_path, capsys):
         f"kubetide: interrupted: kept a/ in {out}/ (complete runs); b stopped before the end, "
         "not written; compare.json and report.html not written\n"
     )
+
+
+def test_the_sweep_bar_counts_running_runs_as_well_as_finished_ones(tmp_path):
+    args = ["sweep", "--grid", "max-drain-parallelism=1,2", "--seeds", "2", "--duration", "10m"]
+    code, stdout, stderr = in_terminal([*args, "--out", "out", "--workers", "2"], tmp_path, None)
+    assert code == 0, stderr
+    assert "loading the demo scenario" in stderr
+    assert "0/6 done, 2 running (local, 2 workers)" in stderr
+    assert "demo: 3 settings x 2 seeds; ran 6" in stdout
