@@ -25,7 +25,7 @@ from kubetide.agent.usage import Usage, parse_summary
 from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, read_input, source_name
 from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
-from kubetide.cli.output import console, print_json, warn
+from kubetide.cli.output import console, line_width, print_json, warn, wrap
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
@@ -352,14 +352,21 @@ def render(
                 relation = "over" if value > rule.watermark else "within"
                 compared = f"{show(value)} {relation} {show(rule.watermark)}"
             preview = " (Preview)" if rule.preview else ""
-            out.print(f"  {qos.name}/{rule.name}: {rule.metric} {compared} -> {rule.action_name}{preview}")
+            _item(out, f"  {qos.name}/{rule.name}: {rule.metric} {compared} -> {rule.action_name}{preview}")
     names = {qos.name for qos in selected}
     for skipped in config.skipped:
         if skipped.nodeqos in names:
-            out.print(f"  {skipped.nodeqos}/{skipped.rule}: skipped, unknown metric {skipped.metric}")
+            _item(out, f"  {skipped.nodeqos}/{skipped.rule}: skipped, unknown metric {skipped.metric}")
     _render_execution(out, "", result.execution, state, registry, args)
     if result.preview.gaps or result.preview.scheduling is not None:
         _render_execution(out, "Preview: ", result.preview, state, registry, args)
+
+
+def _item(out, text: str) -> None:
+    """An indented line of the listing, wrapped between words with its continuation indented
+    under it (no markup: names and amounts only)."""
+    for line in wrap(text, line_width(out), more="      "):
+        out.print(line, soft_wrap=True, markup=False)
 
 
 def _render_execution(out, prefix: str, execution: Execution, state: NodeState, registry, args) -> None:
@@ -382,7 +389,7 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
     for kind in ACTION_KINDS:
         for name, gap in execution.gaps.get(kind, {}).items():
             amount = "unknown (usage missing)" if gap is None else registry[name].format(gap)
-            out.print(f"  {kind} on {name}: {amount}")
+            _item(out, f"  {kind} on {name}: {amount}")
 
     pods = {p.key: p for p in state.pods}
     title = "actions it would take, not carried out" if prefix else "Actions, in execution order"
@@ -412,8 +419,8 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
                 )
         if not d.precise:
             parts.append(d.reason)
-        out.print(
-            f"  {index}. {d.action} {d.pod} (priority {p.priority}, {p.qos_class}): " + ", ".join(parts)
+        _item(
+            out, f"  {index}. {d.action} {d.pod} (priority {p.priority}, {p.qos_class}): " + ", ".join(parts)
         )
     for kind in ACTION_KINDS:
         for name, open_gap in execution.gaps.get(kind, {}).items():
@@ -423,9 +430,9 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
                 why = "closed by the evictions" if left is not None and left <= 0 else "no pod could take it"
                 if kind == "ThrottleUp" and name not in execution.remaining.get(kind, {}):
                     why = "held: an avoidance gap on the same resource is open"
-                out.print(f"  {kind} on {name}: nothing to do ({why})")
+                _item(out, f"  {kind} on {name}: nothing to do ({why})")
             elif left is not None and left > 0 and acted:
-                out.print(f"  {kind} on {name}: {registry[name].format(left)} still open after acting")
+                _item(out, f"  {kind} on {name}: {registry[name].format(left)} still open after acting")
 
     acted_on = {d.pod for d in execution.decisions}
     untouched = [p for p in state.pods if p.key not in acted_on]
@@ -436,4 +443,4 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
             default = "not throttled" if restoring_only else "not needed: the gaps closed without it"
             why = execution.skipped.get(pod_state.key, default)
             pod = pod_state.pod
-            out.print(f"  {pod_state.key} (priority {pod.priority}, {pod.qos_class}): {why}")
+            _item(out, f"  {pod_state.key} (priority {pod.priority}, {pod.qos_class}): {why}")
