@@ -140,3 +140,17 @@ def test_the_sweep_bar_counts_running_runs_as_well_as_finished_ones(tmp_path):
     assert "loading the demo scenario" in stderr
     assert "0/6 done, 2 running (local, 2 workers)" in stderr
     assert "demo: 3 settings x 2 seeds; ran 6" in stdout
+
+
+def test_an_interrupted_sweep_stops_its_runs_and_says_what_it_kept(tmp_path):
+    args = ["sweep", "--grid", "max-drain-parallelism=1,2", "--seeds", "1", "--duration", "240h"]
+    code, stdout, stderr = in_terminal(
+        [*args, "--out", "out", "--workers", "2"], tmp_path, re.compile(rb"0/3 done, 2 running")
+    )
+    assert code == 130, stderr
+    assert stdout == ""
+    assert (
+        "kubetide: interrupted: 0 complete runs kept in out/runs/ (the same command resumes from them); "
+        "summary.csv, sweep.json and report.html not updated"
+    ) in stderr
+    assert list((tmp_path / "out").rglob("summary.json")) == []

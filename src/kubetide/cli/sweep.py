@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -167,20 +168,31 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
     store = RunStore(out_dir)
-    with writing_into(out_dir, "--out"):
-        store.claim(fingerprint(scenario_bytes, scenario.duration))
-        sweep = run_sweep(
-            scenario,
-            grid,
-            settings,
-            own,
-            seeds,
-            store,
-            engine,
-            display=display,
-            scenarios=scenarios,
-            trace_labels={a.id: a.label for a in alternatives},
+    try:
+        with writing_into(out_dir, "--out"):
+            store.claim(fingerprint(scenario_bytes, scenario.duration))
+            sweep = run_sweep(
+                scenario,
+                grid,
+                settings,
+                own,
+                seeds,
+                store,
+                engine,
+                display=display,
+                scenarios=scenarios,
+                trace_labels={a.id: a.label for a in alternatives},
+            )
+    except KeyboardInterrupt:
+        # Each run's summary.json is stored whole as it finishes (RunStore.save): those are kept,
+        # and the same command resumes from them.
+        display.close()
+        stored = sum(1 for _ in (out_dir / "runs").rglob("summary.json"))
+        sys.stderr.write(
+            f"kubetide: interrupted: {stored} complete runs kept in {out_dir}/runs/ (the same command "
+            "resumes from them); summary.csv, sweep.json and report.html not updated\n"
         )
+        return 130
     display.close()
     if args.json:
         print_json(sweep)

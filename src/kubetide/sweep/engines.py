@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +108,8 @@ class LocalEngine:
             return
         pool = ProcessPoolExecutor(self.workers, initializer=_install, initargs=(shared,))
         try:
-            futures = {pool.submit(_call, function, item): item for item in items}
+            with _sigint_deferred():  # the first submit forks the workers
+                futures = {pool.submit(_call, function, item): item for item in items}
             for future in as_completed(futures):
                 error = future.exception()
                 yield futures[future], (None if error is not None else future.result()), error
@@ -118,6 +120,24 @@ class LocalEngine:
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C back until the block is done, then raise it. A KeyboardInterrupt raised while
+    os.fork runs its at-fork hooks is printed and dropped by Python, so a Ctrl-C just as the pool
+    starts its workers would otherwise be lost and every run would go on to its end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
