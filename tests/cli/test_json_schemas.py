@@ -153,6 +153,13 @@ def test_a_document_off_its_schema_is_caught():
     assert not validator.is_valid({**good, "apiVersion": "v1"})
 
 
+def test_the_sweep_schema_names_the_metrics_a_pareto_front_can_be_over():
+    from kubetide.sweep.front import TRADE_OFFS
+
+    metrics = schema("sweep")["properties"]["pareto_front_metrics"]
+    assert metrics["items"]["enum"] == list(TRADE_OFFS)
+
+
 def test_the_plan_schema_names_every_reason_the_autoscaler_gives():
     node = schema("plan")["properties"]["scale_down"]["properties"]["nodes"]["additionalProperties"]
     reasons = node["properties"]["reason"]["anyOf"][0]["enum"]

@@ -16,8 +16,9 @@ from kubetide.cli.sweep import run_sweep
 from kubetide.errors import UserError
 from kubetide.sim.spec.scenario import load_scenario
 from kubetide.sweep.engines import DaskEngine, LocalEngine
+from kubetide.sweep.front import pareto_front
 from kubetide.sweep.grid import Setting, build_settings, parse_grid, scenario_setting
-from kubetide.sweep.results import RunStore, better_everywhere, pareto_front
+from kubetide.sweep.results import RunStore, better_everywhere
 
 SMALL = Path(__file__).parent / "small.yaml"
 GRID = ["--grid", "scale-down-unneeded-time=2m,5m", "--grid", "expander=least-waste,random"]
@@ -233,8 +234,22 @@ def test_pareto_front_and_settings_better_than_the_scenarios_everywhere():
         _row("worse", 11, 110),
         _row("mixed", 9, 90, rest=2.0),
     ]
-    assert pareto_front(rows) == ["cheap", "better", "mixed"]
+    # "mixed" ties "better" on cost and pending but evicts twice as many pods: off the front, which
+    # is over the three trade-offs that vary (cost vs pending alone had it on).
+    assert pareto_front(rows) == (["cost", "pending_pod_seconds", "evictions"], ["cheap", "better"])
     assert better_everywhere(rows, "own") == ["better"]
+
+
+def test_sweep_json_and_the_report_give_the_same_front(local_sweep):
+    from kubetide.sweep.front import front, varying
+
+    sweep = json.loads((local_sweep / "sweep.json").read_text())
+    metrics = varying(sweep["settings"])
+    assert metrics and sweep["pareto_front_metrics"] == metrics
+    assert sweep["pareto_front"] == front(sweep["settings"], metrics)
+    page = (local_sweep / "report.html").read_text()
+    assert page.count('title="on the Pareto front"') == len(sweep["pareto_front"])
+    assert f"Pareto front: {len(sweep['pareto_front'])} of {len(sweep['settings'])} settings" in page
 
 
 def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):

@@ -234,8 +234,9 @@ def run_sweep(
     `scenarios` maps trace ids to the scenarios to run (the --trace alternatives, labelled by
     `trace_labels`); by default the scenario as written."""
     from kubetide.sweep.engines import Task
+    from kubetide.sweep.front import pareto_front
     from kubetide.sweep.report import render
-    from kubetide.sweep.results import aggregate, better_everywhere, execute, pareto_front, write_summary_csv
+    from kubetide.sweep.results import aggregate, better_everywhere, execute, write_summary_csv
     from kubetide.sweep.traces import SCENARIOS_OWN
 
     scenarios = scenarios or {SCENARIOS_OWN: scenario}
@@ -248,6 +249,7 @@ def run_sweep(
         runs = execute(scenarios, tasks, store, engine)
     wall = time.perf_counter() - started
     rows = aggregate(settings, seeds, runs.summaries, traces)
+    front_metrics, front = pareto_front(rows)
     ran = len(runs.summaries) - runs.reused
     sweep = document(
         "SweepResult",
@@ -259,7 +261,8 @@ def run_sweep(
             "traces": [{"id": trace, "trace": label} for trace, label in (trace_labels or {}).items()],
             "scenario_setting": own.id,
             "settings": rows,
-            "pareto_front": pareto_front(rows),
+            "pareto_front": front,
+            "pareto_front_metrics": front_metrics,
             "better_than_scenario_everywhere": better_everywhere(rows, own.id),
             "failures": [
                 {
@@ -337,7 +340,12 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
     for line in under:
         out.print(line)
     labels = short_labels(sweep["settings"])
-    out.print("* the scenario's own setting")
+    own = sweep["scenario_setting"]
+    added = _own_setting_added(sweep)
+    if added:
+        # Its label would name a value nobody gave (`startup-taint=scenario's`): say what it is.
+        labels[own] = "the scenario's own setting"
+    out.print("* the scenario's own setting" + (" (not in the grid: run as the baseline)" if added else ""))
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
@@ -348,11 +356,40 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
         label = labels.get(failure["setting"], failure["setting"])
         trace = f", trace {failure['trace']}" if "trace" in failure else ""
         out.print(f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}")
-    out.print(
-        "Pareto front (cost vs pending pod-seconds): " + "; ".join(labels[i] for i in sweep["pareto_front"])
-    )
+    out.print(_front_line(sweep, labels))
     for better in sweep["better_than_scenario_everywhere"]:
         out.print(
             f"[green]{labels[better]} is no worse than the scenario's own setting on every metric, and better on some[/]",
         )
     out.print(f"wrote summary.csv, sweep.json, report.html and runs/ to {out_dir}/")
+
+
+# sweep.json's pareto_front_metrics (sweep/front.py TRADE_OFFS) as a sentence says them
+_FRONT_METRICS = {"cost": "cost", "pending_pod_seconds": "pending pod-seconds", "evictions": "evictions"}
+
+
+def _listed(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def _own_setting_added(sweep: dict) -> bool:
+    """Whether the scenario's own setting is none of the grid's (or spec.compare's): the sweep
+    added it as the baseline of "better everywhere"."""
+    own = next(row for row in sweep["settings"] if row["id"] == sweep["scenario_setting"])
+    return not own["flags"] and len(sweep["settings"]) > 1
+
+
+def _front_line(sweep: dict, labels: dict[str, str]) -> str:
+    """The Pareto front over the metrics it is over (report.html's front, from sweep.json). When
+    the settings tie on every trade-off, each is "on the front" and naming them all says nothing:
+    the tie is said instead."""
+    from kubetide.sweep.front import TRADE_OFFS
+
+    metrics = sweep["pareto_front_metrics"]
+    if not metrics:
+        return "No Pareto front: every setting has the same " + _listed(
+            [_FRONT_METRICS[key] for key in TRADE_OFFS]
+        )
+    return f"Pareto front ({_listed([_FRONT_METRICS[key] for key in metrics])}): " + "; ".join(
+        labels[i] for i in sweep["pareto_front"]
+    )

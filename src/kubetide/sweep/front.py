@@ -4,7 +4,8 @@ A setting is on the front when no other setting is at least as good on every cho
 better on one (medians over its runs; lower is better). The metrics are cost, pending
 pod-seconds and evictions (cheap nights that evict twice as many pods are a real trade-off), but
 only those the data varies on: a metric equal for every setting decides nothing, and drawing it
-collapses a plot to a line.
+collapses a plot to a line. sweep.json, the sweep's console and report.html all take the front
+from `pareto_front`, so the three cannot disagree.
 """
 
 from __future__ import annotations
@@ -37,3 +38,9 @@ def front(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[str]:
         )
 
     return [key for key, point in points.items() if not dominated(point)]
+
+
+def pareto_front(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """(the metrics the front is over: those of TRADE_OFFS that vary, the ids of the settings on it)."""
+    axes = varying(rows)
+    return axes, front(rows, axes)

@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from kubetide.durations import format_duration
 from kubetide.sim.report.plotting import TEMPLATE, colour, page, plot_div
-from kubetide.sweep.front import TRADE_OFFS, front, varying
+from kubetide.sweep.front import TRADE_OFFS, pareto_front
 from kubetide.sweep.results import METRICS, run_metrics
 
 _FRONT = "#dc2626"
@@ -90,8 +90,8 @@ def build_sweep_figure(
     """The trade-off plots across the top, then one row per --grid flag: its effect on each
     metric the settings differ on."""
     rows = [r for r in sweep["settings"] if r["runs"]]
-    axes = varying(rows)
-    on_front = set(front(rows, axes))
+    axes, on_front_ids = pareto_front(rows)
+    on_front = set(on_front_ids)
     pairs = trade_off_pairs(axes)
     flags = list(sweep["grid"])
     effects = axes or ["cost"]
@@ -310,8 +310,8 @@ def _table(sweep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], on_front
 
 def render(sweep: Mapping[str, Any], runs_by_setting: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     rows = [r for r in sweep["settings"] if r["runs"]]
-    axes = varying(rows)
-    on_front = set(front(rows, axes))
+    axes, on_front_ids = pareto_front(rows)
+    on_front = set(on_front_ids)
     seeds = len(sweep["seeds"])
     same = [key for key in TRADE_OFFS if key not in axes]
     names = [_AXES[key][0] for key in axes]

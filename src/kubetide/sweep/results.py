@@ -1,4 +1,5 @@
-"""A sweep's runs on disk, and what is decided from them: per-setting spreads, the Pareto front.
+"""A sweep's runs on disk, and what is decided from them: per-setting spreads, the settings better
+than the scenario's own everywhere (the Pareto front is front.py's).
 
 Each run's summary.json is stored as runs/<setting id>/seed-<n>/summary.json, or
 runs/<setting id>/trace-<trace id>/seed-<n>/summary.json on a --trace alternative (written to a
@@ -194,20 +195,6 @@ def better_everywhere(rows: list[dict[str, Any]], own_id: str) -> list[str]:
         if all(m <= b for m, b in zip(medians, base)) and any(m < b for m, b in zip(medians, base)):
             found.append(row["id"])
     return found
-
-
-def pareto_front(rows: list[dict[str, Any]]) -> list[str]:
-    """Settings no other setting beats on both median cost and median pending pod-seconds."""
-    points = {
-        r["id"]: (r["metrics"]["cost"]["median"], r["metrics"]["pending_pod_seconds"]["median"])
-        for r in rows
-        if r["runs"]
-    }
-
-    def dominated(a: tuple[float, float]) -> bool:
-        return any(b[0] <= a[0] and b[1] <= a[1] and b != a for b in points.values())
-
-    return [key for key, point in points.items() if not dominated(point)]
 
 
 def write_summary_csv(
