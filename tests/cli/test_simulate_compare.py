@@ -461,3 +461,62 @@ def test_each_runs_progress_reaches_this_process(tmp_path, workers):
     for updates in seen.values():
         assert updates == sorted(updates) and len(updates) > 10
         assert updates[-1] == scenario.duration
+
+
+# -- approximated and infrastructure flags are said, as `plan --set` says them ----------------------
+
+APPROXIMATED = "approximated: a Ready node with the taint counts as not started"
+INFRASTRUCTURE = "ignored, an infrastructure flag: the API server connection"
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("kubetide: warning: ")]
+
+
+def test_set_says_approximated_and_infrastructure_flags(simulate):
+    code, _, err = simulate(
+        "--set", "startup-taint=example.com/booting", "--set", "kubeconfig=/x", "--json", "--no-report"
+    )
+    assert code == 0, err
+    said = _warnings(err)
+    assert len(said) == 2
+    assert said[0].startswith(f"kubetide: warning: --set startup-taint: {APPROXIMATED}")
+    assert said[1].startswith(f"kubetide: warning: --set kubeconfig: {INFRASTRUCTURE}")
+
+
+def test_compare_says_each_flags_warning_once_whichever_settings_give_it(simulate):
+    code, _, err = simulate(
+        "--compare",
+        "a:startup-taint=x,scan-interval=20s",
+        "--compare",
+        "b:startup-taint=y",
+        "--json",
+        "--no-report",
+    )
+    assert code == 0, err
+    (said,) = _warnings(err)
+    assert said.startswith(f"kubetide: warning: --compare a:startup-taint: {APPROXIMATED}")
+
+
+def test_a_grid_says_each_flags_warning_once_not_once_per_value_or_run(sweep, tmp_path):
+    code, _, err = sweep(
+        "--no-compare",
+        "--grid",
+        "startup-taint=x,y",
+        "--grid",
+        "kubeconfig=/a,/b",
+        "--json",
+        scenario=SCENARIO,
+    )
+    assert code == 0, err
+    said = _warnings(err)
+    assert len(said) == 2
+    assert said[0].startswith(f"kubetide: warning: --grid startup-taint: {APPROXIMATED}")
+    assert said[1].startswith(f"kubetide: warning: --grid kubeconfig: {INFRASTRUCTURE}")
+
+
+def test_implemented_flags_are_not_warned_of(simulate, sweep):
+    code, _, err = simulate("--set", "scan-interval=20s", "--json", "--no-report")
+    assert code == 0 and _warnings(err) == []
+    code, _, err = sweep("--no-compare", "--grid", "scan-interval=10s,20s", "--json", scenario=SCENARIO)
+    assert code == 0 and _warnings(err) == []

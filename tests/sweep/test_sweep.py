@@ -331,3 +331,15 @@ def test_the_cli_runs_on_a_tls_scheduler_with_certificates_from_dask_config(loca
     assert code == 0
     remote = json.loads((out / "sweep.json").read_text())
     assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+
+
+def test_grid_flags_are_checked_and_warned_of_once_per_flag():
+    warnings: list[str] = []
+    settings = build_settings(
+        {"startup-taint": ["a", "b"], "kubeconfig": ["/x", "/y"], "scan-interval": ["5s", "10s"]},
+        AutoscalerOptions(),
+        warnings,
+    )
+    assert len(settings) == 8
+    assert [w.split(":")[0] for w in warnings] == ["--grid startup-taint", "--grid kubeconfig"]
+    assert "approximated" in warnings[0] and "ignored, an infrastructure flag" in warnings[1]

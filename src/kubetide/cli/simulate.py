@@ -110,9 +110,10 @@ def _run(args: argparse.Namespace, display: Display) -> int:
         raise UserError(f"--workers {args.workers}: must be at least 1")
     if args.compare and (args.no_compare or args.no_autoscaler):
         raise UserError(f"--compare: not with {'--no-compare' if args.no_compare else '--no-autoscaler'}")
-    scenario = with_options(scenario, parse_set(args.set, scenario.options))
+    flag_warnings: list[str] = []  # approximated and infrastructure flags, as `plan --set` says them
+    scenario = with_options(scenario, parse_set(args.set, scenario.options, flag_warnings))
     if args.compare:
-        variants = parse_compare(args.compare, scenario.options)
+        variants = parse_compare(args.compare, scenario.options, flag_warnings)
     elif args.no_compare or args.no_autoscaler:
         variants = []
     else:
@@ -121,6 +122,7 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     created = not out_dir.exists()
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
+    warn(flag_warnings)
     if variants:
         return _run_comparison(args, scenario, variants, out_dir, display, created=created)
     if args.workers is not None:

@@ -163,10 +163,14 @@ def _run(args: argparse.Namespace, display: Display) -> int:
         scenario = scenario.with_duration(duration_flag(args.duration))
     alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
     compared = sweep_settings(scenario, grid, args.no_compare)
-    settings, own = scenario_setting(compared or build_settings(grid, scenario.options), scenario.options)
+    flag_warnings: list[str] = []  # approximated and infrastructure flags, as `plan --set` says them
+    settings, own = scenario_setting(
+        compared or build_settings(grid, scenario.options, flag_warnings), scenario.options
+    )
     out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
+    warn(flag_warnings)
     store = RunStore(out_dir)
     try:
         with writing_into(out_dir, "--out"):

@@ -63,23 +63,28 @@ class Variant:
         return scenario
 
 
-def parse_set(items: Sequence[str], base: Any) -> Setting:
+def parse_set(items: Sequence[str], base: Any, warnings: list[str] | None = None) -> Setting:
     """`--set FLAG=VALUE` items (`--set --flag=value` too) into one Setting, checked against `base`
-    (the scenario's AutoscalerOptions) with the parser of spec.autoscaler."""
+    (the scenario's AutoscalerOptions) with the parser of spec.autoscaler; what the user should
+    be told of the flags (check_flags) goes to `warnings`."""
     flags: dict[str, str] = {}
     for item in items:
         name, value = _flag(item, "--set ", "--set scale-down-unneeded-time=5m")
         flags[name] = value  # the last one wins, as on a command line
     setting = Setting(tuple(flags.items()))
-    check_flags(setting.flags, base, "--set ")
+    said = check_flags(setting.flags, base, "--set ")
+    if warnings is not None:
+        warnings += said
     return setting
 
 
-def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
+def parse_compare(items: Sequence[str], base: Any, warnings: list[str] | None = None) -> list[Variant]:
     """`--compare NAME:FLAG=VALUE,FLAG=VALUE` items into variants. A piece without `=` belongs to
     the value before it, so `expander=priority,least-waste` stays one value. `NAME:` alone is the
-    scenario's own setting."""
+    scenario's own setting. What the user should be told of the flags goes to `warnings`, once
+    per flag whichever variants give it."""
     variants = []
+    warned: set[str] = set()
     for item in items:
         name, sep, rest = item.partition(":")
         name = name.strip()
@@ -97,7 +102,12 @@ def parse_compare(items: Sequence[str], base: Any) -> list[Variant]:
         prefix = f"--compare {name}:"
         flags = dict(_flag(piece, prefix, "--compare fast:scale-down-unneeded-time=2m") for piece in pieces)
         setting = Setting(tuple(flags.items()))
-        check_flags(setting.flags, base, prefix)
+        said = check_flags(setting.flags, base, prefix)
+        for flag, _ in setting.flags:
+            if flag not in warned:
+                warned.add(flag)
+                if warnings is not None:
+                    warnings += [w for w in said if w.startswith(f"{prefix}{flag}:")]
         variants.append(Variant(name, setting))
     _unique(variants, "--compare")
     return variants

@@ -57,19 +57,35 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
     return grid
 
 
-def check_flags(flags: Iterable[tuple[str, Any]], base: AutoscalerOptions, prefix: str) -> None:
+def check_flags(flags: Iterable[tuple[str, Any]], base: AutoscalerOptions, prefix: str) -> list[str]:
     """Each FLAG=VALUE parsed as spec.autoscaler's are (over `base`); the first bad one is one
-    line, `{prefix}FLAG=VALUE: message`, with spec.autoscaler's message (did-you-mean included)."""
+    line, `{prefix}FLAG=VALUE: message`, with spec.autoscaler's message (did-you-mean included).
+
+    Returns the warnings for the caller to show, as `plan --set` shows them: an approximated or
+    infrastructure flag, a deprecated alias, each `{prefix}FLAG: ...` and once per flag however
+    many values it is given (a grid's values all run the same approximation)."""
+    warnings: list[str] = []
+    warned: set[str] = set()
     for name, value in flags:
+        said: list[str] = []
         try:
-            parse_options({name: value}, prefix.strip(), field="", base=base)
+            parse_options({name: value}, prefix.strip(), field="", base=base, warnings=said)
         except ManifestError as exc:
             raise UserError(f"{prefix}{exc.field}={value}: {exc.message}") from None
+        if name not in warned:
+            warned.add(name)
+            warnings += [f"{prefix}{message}" for message in said]
+    return warnings
 
 
-def build_settings(grid: dict[str, list[str]], base: AutoscalerOptions) -> list[Setting]:
-    """Every combination of the grid's values, each checked with the flag parser before any run."""
-    check_flags(((name, value) for name, values in grid.items() for value in values), base, "--grid ")
+def build_settings(
+    grid: dict[str, list[str]], base: AutoscalerOptions, warnings: list[str] | None = None
+) -> list[Setting]:
+    """Every combination of the grid's values, each checked with the flag parser before any run;
+    what the user should be told of the flags (check_flags) goes to `warnings`."""
+    said = check_flags(((name, value) for name, values in grid.items() for value in values), base, "--grid ")
+    if warnings is not None:
+        warnings += said
     names = list(grid)
     return [Setting(tuple(zip(names, combo))) for combo in itertools.product(*(grid[n] for n in names))]
 
