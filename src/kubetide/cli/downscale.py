@@ -18,6 +18,7 @@ from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.json_output import document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn
+from kubetide.cli.progress import Display
 from kubetide.errors import UserError
 from kubetide.model import Pod
 from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
@@ -59,8 +60,17 @@ def run(args) -> int:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
     parse_now(args.now)  # a bad --now fails before any file is read
     source = ", ".join(map(source_name, args.files))
-    manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
-    warn(manifests.warnings)
+    # Thousands of pods take seconds to read and rank: a spinner says so on a terminal (not with --json).
+    with Display(not args.json) as display:
+        display.stage(f"loading {source}")
+        manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
+        warn(manifests.warnings)
+        display.stage(f"ranking the pods of {args.owner or 'the owner'}")
+        return _run(args, source, manifests, display)
+
+
+def _run(args, source: str, manifests, display: Display) -> int:
+    """Rank the owner's pods, take the display off the terminal, print the answer."""
     now, now_source = resolve_now(args.now, manifests)
     target = resolve_owner(manifests, args.owner, source)
     current = len(target.pods)
@@ -86,6 +96,7 @@ def run(args) -> int:
         deleted, kept = ranking.order[:diff], ranking.order[diff:]
         reasons = [r for _, r in explain_ranking(ranking, diff)]
 
+    display.close()
     if args.json:
         print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept))
         return 0

@@ -26,6 +26,7 @@ from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, read_i
 from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn, wrap
+from kubetide.cli.progress import Display
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
@@ -258,6 +259,14 @@ def fallback_note(state: NodeState) -> str | None:
 
 def run(args) -> int:
     parse_now(args.now)  # a bad --now fails before any file is read
+    # A node with thousands of pods takes seconds to read: a spinner says so on a terminal (not with --json).
+    with Display(not args.json) as display:
+        display.stage(f"loading {source_name(args.state)}")
+        return _run(args, display)
+
+
+def _run(args, display: Display) -> int:
+    """One dry-run round of the agent; the display is taken off the terminal before the answer."""
     manifests, paths = _load(args)
     warn(manifests.warnings)
     config = QosConfig.from_manifests(manifests)
@@ -273,7 +282,9 @@ def run(args) -> int:
         AgentOptions(precise=args.precise, execute_excess_percent=args.execute_excess, one_sample=True),
     )
     now, now_source = resolve_now(args.now, manifests)
+    display.stage(f"one round of the QoS agent on {state.node.name}")
     result = agent.step(state, _DryRun(manifests.pdbs), now=now)
+    display.close()
     if args.json:
         print_json(to_json(result, config.registry, state))
     else:

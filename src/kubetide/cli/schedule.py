@@ -18,6 +18,7 @@ from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.json_output import document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn
+from kubetide.cli.progress import Display
 from kubetide.durations import rfc3339
 from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
@@ -43,16 +44,22 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     parse_now(args.now)  # a bad --now fails before any file is read
     source = ", ".join(map(source_name, args.files))
-    manifests = load_manifests("schedule", (args.files, SCHEDULE_KINDS, "a cluster dump (Nodes and Pods)"))
-    warn(manifests.warnings)
-    snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
-    warn(messages)
+    # A large dump takes seconds to read and place: a spinner says so on a terminal (not with --json).
+    with Display(not args.json) as display:
+        display.stage(f"loading {source}")
+        manifests = load_manifests(
+            "schedule", (args.files, SCHEDULE_KINDS, "a cluster dump (Nodes and Pods)")
+        )
+        warn(manifests.warnings)
+        snapshot, pending, messages = snapshot_from_dump(manifests.nodes, manifests.pods, source)
+        warn(messages)
 
-    namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
-    with PredicateChecker(snapshot, namespaces) as checker:
-        placements = schedule_pods(snapshot, pending, checker)
-        order = sorted(pending, key=queue_order)
-        unschedulable = {p.key: checker.explain(p) for p in order if placements[p.uid] is None}
+        display.stage(f"placing {len(pending)} pending pods on {len(snapshot)} nodes")
+        namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
+        with PredicateChecker(snapshot, namespaces) as checker:
+            placements = schedule_pods(snapshot, pending, checker)
+            order = sorted(pending, key=queue_order)
+            unschedulable = {p.key: checker.explain(p) for p in order if placements[p.uid] is None}
 
     if args.json:
         print_json(
