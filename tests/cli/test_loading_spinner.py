@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_interrupt import in_terminal  # a sibling module: pytest puts tests/cli on sys.path
 
 from kubetide.cli import main as cli_main
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_interrupt import in_terminal  # noqa: E402  (a sibling test module, not a package)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 

@@ -349,7 +349,8 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
     if added:
         # Its label would name a value nobody gave (`startup-taint=scenario's`): say what it is.
         labels[own] = "the scenario's own setting"
-    out.print("* the scenario's own setting" + (" (not in the grid: run as the baseline)" if added else ""))
+    where = "not in the grid" if sweep["grid"] else "none of spec.compare's"
+    out.print("* the scenario's own setting" + (f" ({where}: run as the baseline)" if added else ""))
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
