@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import bench_scaledown, bench_scaleup, bench_scheduling
+from benchmarks import bench_downscale, bench_scaledown, bench_scaleup, bench_scheduling
 from kubetide.cloud.schema import NODE_GROUP_LABEL
 from kubetide.model import Node, OwnerReference, Pod
 from kubetide.model.pod import PodAffinityTerm, TopologySpreadConstraint
@@ -542,7 +542,7 @@ def scale_down(directory: str | Path, fmt: str = "json") -> Path:
 BINPACKING_GROUPS = "binpacking-groups.yaml"
 
 
-def binpacking(directory: str | Path, fmt: str = "json") -> Path:
+def binpacking(directory: str | Path, fmt: str = "json", full: bool = False) -> Path:
     """bench_scaleup's binpacking case: 50,000 pods of 50m / 100 bytes and 1,000 of 95m / 190 bytes,
     pending, and one node group (written to BINPACKING_GROUPS) of 1000m / 5000 bytes / 100 pods."""
     directory = Path(directory)
@@ -561,15 +561,29 @@ def binpacking(directory: str | Path, fmt: str = "json") -> Path:
     }
     directory.mkdir(parents=True, exist_ok=True)
     (directory / BINPACKING_GROUPS).write_text(yaml.safe_dump(groups, sort_keys=False), encoding="utf-8")
+    stem = "binpacking-full" if full else "binpacking"
     small, big = bench_scaleup._proto("small", 50, 100), bench_scaleup._proto("big", 95, 190)
     pods = ((small, f"small-{i}") for i in range(50_000))
     bigs = ((big, f"big-{i}") for i in range(1_000))
 
     def items() -> Iterator[dict[str, Any]]:
         for index, (proto, name) in enumerate((*pods, *bigs)):
-            yield pod_manifest(bench_scaleup._stamp(proto, name), index, full=False)
+            pod = bench_scaleup._stamp(proto, name)
+            if full:
+                # Two Deployments' ReplicaSets own the pods, as in a real cluster's pending burst.
+                owner = name.split("-")[0]
+                ref = OwnerReference("ReplicaSet", f"{owner}-5d8f7c9b4", _uid("ReplicaSet", len(owner)), True)
+                pod = replace(pod, meta=replace(pod.meta, owner_references=(ref,)))
+            yield pod_manifest(pod, index, full=full)
 
-    return write_list(directory / f"binpacking.{fmt}", items(), fmt)
+    return write_list(directory / f"{stem}.{fmt}", items(), fmt)
+
+
+def binpacking_full(directory: str | Path, fmt: str = "json") -> Path:
+    """The binpacking case with the metadata a real cluster prints (owner references, uid,
+    managedFields, annotations, status conditions): what `kubectl get pods -o json` gives for a
+    burst of pending Deployment pods (issue 30)."""
+    return binpacking(directory, fmt, full=True)
 
 
 def large_items() -> Iterator[dict[str, Any]]:
@@ -639,12 +653,45 @@ def large(directory: str | Path, fmt: str = "json") -> Path:
     return write_list(Path(directory) / f"large.{fmt}", large_items(), fmt)
 
 
+def downscale(directory: str | Path, fmt: str = "json") -> Path:
+    """bench_downscale's 100,000 pods of one ReplicaSet over 2,000 nodes (creation and ready times,
+    restarts, deletion costs), and the ReplicaSet: for `kubetide downscale downscale.json
+    --replicas 50000 --json` (issue 30's output target)."""
+    pods = bench_downscale.make_pods(100_000, 2_000)
+    owner = pods[0].meta.owner_references[0]
+
+    def items() -> Iterator[dict[str, Any]]:
+        for index, pod in enumerate(pods):
+            item = pod_manifest(pod, index, full=False)
+            meta, status = item["metadata"], item["status"]
+            meta["uid"] = pod.uid
+            meta["creationTimestamp"] = _rfc3339(pod.meta.creation_timestamp or 0.0)
+            if pod.annotations:
+                meta["annotations"] = dict(pod.annotations)
+            status["phase"] = pod.phase
+            if pod.ready_transition is not None:
+                ready = {"type": "Ready", "status": "True", "lastProbeTime": None}
+                status["conditions"].append({**ready, "lastTransitionTime": _rfc3339(pod.ready_transition)})
+            status["containerStatuses"] = [{"name": "app", "ready": pod.ready, "restartCount": pod.restarts}]
+            yield item
+        selector = LabelSelector(tuple(sorted(pods[0].labels.items())))
+        yield replicaset_manifest(owner.name, owner.uid, 0, selector, pods[0], len(pods), full=False)
+
+    return write_list(Path(directory) / f"downscale.{fmt}", items(), fmt)
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 CASES: dict[str, Callable[..., Path]] = {
     "fos_1000": fos_1000,
     "fos_200": fos_200,
     "scale_down": scale_down,
     "binpacking": binpacking,
+    "binpacking_full": binpacking_full,
     "large": large,
+    "downscale": downscale,
 }
 
 

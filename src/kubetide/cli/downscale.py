@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from kubetide.cli.inputs import load_manifests, source_name
-from kubetide.cli.json_output import document, rfc3339
+from kubetide.cli.json_output import add_json_argument, document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn
 from kubetide.cli.progress import Display
@@ -51,7 +51,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="rank by exact timestamps, newest first (before LogarithmicScaleDown), for comparison",
     )
-    parser.add_argument("--json", action="store_true", help="print a DownscaleResult (docs/json-output.md)")
+    add_json_argument(parser, "a DownscaleResult")
     parser.set_defaults(run=run)
 
 
@@ -98,7 +98,7 @@ def _run(args, source: str, manifests, display: Display) -> int:
 
     display.close()
     if args.json:
-        print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept))
+        print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept), args.json)
         return 0
     ranks = ranking.node_counts if ranking is not None else None
     _print_human(target, args.replicas, (now, now_source), logarithmic, deleted, reasons, kept, ranks)

@@ -1,11 +1,23 @@
 """What every `--json` output shares (docs/json-output.md): `apiVersion` and `kind` saying what the
-document is, times in RFC 3339, and resource amounts as Kubernetes quantity strings."""
+document is, times in RFC 3339, and resource amounts as Kubernetes quantity strings; and how the
+document is written: encoded by msgspec (in C), indented where a person reads it (a terminal, or
+`--json=pretty`), compact where a program does (a pipe or a file, or `--json=compact`)."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
 
+import msgspec
+
 from kubetide import API_VERSION, durations
+
+# `--json` alone: pretty on a terminal, compact otherwise.
+AUTO, PRETTY, COMPACT = "auto", "pretty", "compact"
+INDENT = 2
+
+_ENCODER = msgspec.json.Encoder()
 
 
 def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -16,3 +28,42 @@ def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 def rfc3339(seconds: float | None) -> str | None:
     """A Unix time (or None) as RFC 3339 in UTC, with a fraction only when there is one."""
     return None if seconds is None else durations.rfc3339(seconds, keep_fraction=True)
+
+
+def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--json`, `--json=pretty` and `--json=compact`, all into `args.json` (None without them).
+    The two spelled with `=` are option strings of their own, so `--json` never takes the next
+    word as its value: `kubetide plan --json dump.yaml` reads dump.yaml as before."""
+    parser.add_argument(
+        "--json",
+        action="store_const",
+        const=AUTO,
+        help=f"print {what} (docs/json-output.md): indented on a terminal, one line otherwise; "
+        "--json=pretty or --json=compact to choose",
+    )
+    for style in (PRETTY, COMPACT):
+        parser.add_argument(
+            f"--json={style}", dest="json", action="store_const", const=style, help=argparse.SUPPRESS
+        )
+
+
+def encode(data: Any, style: str = AUTO, terminal: bool = False) -> bytes:
+    """The document as UTF-8 JSON text ending in a newline; `terminal` says where AUTO goes."""
+    text = _ENCODER.encode(data)
+    if style == PRETTY or (style == AUTO and terminal):
+        text = msgspec.json.format(text, indent=INDENT)
+    return text + b"\n"
+
+
+def print_json(data: Any, style: str | None = AUTO) -> None:
+    """Write the document on stdout, as bytes where stdout has a buffer (no text-layer copy)."""
+    stdout = sys.stdout
+    terminal = bool(getattr(stdout, "isatty", lambda: False)())
+    text = encode(data, style or AUTO, terminal)
+    buffer = getattr(stdout, "buffer", None)
+    if buffer is None:
+        stdout.write(text.decode("utf-8"))
+        return
+    stdout.flush()  # whatever was printed as text before goes first
+    buffer.write(text)
+    buffer.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -14,11 +13,14 @@ from typing import Any
 
 from rich.console import Console
 
+from kubetide.cli import json_output
+from kubetide.cli.json_output import AUTO
 from kubetide.errors import UserError
 
 
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+def print_json(data: Any, style: str | None = AUTO) -> None:
+    """The document on stdout, as `--json` chose (cli/json_output.py)."""
+    json_output.print_json(data, style)
 
 
 def warn(messages: Iterable[str]) -> None:

@@ -61,7 +61,7 @@ from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
-from kubetide.cli.json_output import document, rfc3339
+from kubetide.cli.json_output import add_json_argument, document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
@@ -127,7 +127,7 @@ def add_parser(subparsers) -> None:
         help="real usage and QoS watermarks: PodMetrics / NodeMetrics (metrics.k8s.io) and crane's NodeQOS / "
         "AvoidanceAction objects; scale-down then keeps destinations under their watermarks; repeatable",
     )
-    parser.add_argument("--json", action="store_true", help="print a PlanResult (docs/json-output.md)")
+    add_json_argument(parser, "a PlanResult")
     parser.set_defaults(run=run)
 
 
@@ -183,7 +183,7 @@ def run(args) -> int:
     if result.unhealthy and args.json:
         warn([result.unhealthy])
     if args.json:
-        print_json(plan_json(result, cloud, snapshot, now, now_source, untried))
+        print_json(plan_json(result, cloud, snapshot, now, now_source, untried), args.json)
         return 0
     _print_human(
         result,

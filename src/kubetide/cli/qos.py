@@ -23,7 +23,7 @@ from typing import Any
 
 from kubetide.agent.usage import Usage, parse_summary
 from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, read_input, source_name
-from kubetide.cli.json_output import document
+from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn, wrap
 from kubetide.cli.progress import Display
@@ -72,7 +72,7 @@ def add_parser(subparsers) -> None:
         help="the kubelet's /stats/summary for the node: its own usage when there is no NodeMetrics",
     )
     add_now_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print a QOSResult (docs/json-output.md)")
+    add_json_argument(parser, "a QOSResult")
     parser.add_argument(
         "--no-precise",
         dest="precise",
@@ -286,7 +286,7 @@ def _run(args, display: Display) -> int:
     result = agent.step(state, _DryRun(manifests.pdbs), now=now)
     display.close()
     if args.json:
-        print_json(to_json(result, config.registry, state))
+        print_json(to_json(result, config.registry, state), args.json)
     else:
         render(result, state, config, origin, args, now_source=now_source)
     return 0

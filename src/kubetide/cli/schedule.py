@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubetide.cli.inputs import load_manifests, source_name
-from kubetide.cli.json_output import document
+from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn
 from kubetide.cli.progress import Display
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
         "files", metavar="CLUSTER.yaml", nargs="+", help="nodes and pods (a kubectl dump); - for stdin"
     )
     add_now_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print a ScheduleResult (docs/json-output.md)")
+    add_json_argument(parser, "a ScheduleResult")
     parser.set_defaults(run=run)
 
 
@@ -69,7 +69,8 @@ def run(args) -> int:
                     "placements": {p.key: placements[p.uid] for p in order},
                     "unschedulable": unschedulable,
                 },
-            )
+            ),
+            args.json,
         )
         return 0
     now, now_source = resolve_now(args.now, manifests)

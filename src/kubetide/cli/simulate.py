@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
+from kubetide.cli.json_output import add_json_argument
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.progress import Display
 from kubetide.cli.simulate_summary import print_summary
@@ -48,9 +49,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>/)"
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print summary.json (a SimulationSummary) instead of a table"
-    )
+    add_json_argument(parser, "summary.json (a SimulationSummary) instead of a table")
     parser.add_argument(
         "--duration", metavar="DURATION", help="simulate only this long (e.g. 30m); later events are dropped"
     )
@@ -237,7 +236,7 @@ def _run_comparison(
         shown.update(fresh)
         warn(fresh)
     if args.json:
-        print_json(data)
+        print_json(data, args.json)
     else:
         _print_comparison(data, out_dir, report=not args.no_report)
     return 0

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kubetide.cli.inputs import read_scenario
-from kubetide.cli.json_output import document
+from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.progress import Display
 from kubetide.cli.simulate import DEMO, duration_flag
@@ -72,9 +72,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output directory (default: ./kubetide-out/<scenario name>-sweep/)"
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print sweep.json (a SweepResult) instead of tables"
-    )
+    add_json_argument(parser, "sweep.json (a SweepResult) instead of tables")
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="where runs execute")
     parser.add_argument(
         "--scheduler-address",
@@ -199,7 +197,7 @@ def _run(args: argparse.Namespace, display: Display) -> int:
         return 130
     display.close()
     if args.json:
-        print_json(sweep)
+        print_json(sweep, args.json)
     else:
         _print_sweep(sweep, out_dir)
     return 0
