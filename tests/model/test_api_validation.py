@@ -14,7 +14,7 @@ import pytest
 from kubetide.cli.main import main
 from kubetide.errors import ManifestError
 from kubetide.model import load_files
-from kubetide.model.pod_fast import fast_pod
+from kubetide.model.pod_typed import convert_pod
 from kubetide.model.validation import label_key_problem, label_value_problem, labels_problem
 
 NODE = {
@@ -196,7 +196,7 @@ def test_what_the_api_server_refuses_is_one_error_naming_object_and_field(tmp_pa
     ids=[name for name, case in CASES.items() if case[0]["kind"] == "Pod"],
 )
 def test_the_fast_pod_parser_hands_every_such_pod_to_the_reader(obj, expected):
-    assert fast_pod(obj, "dump.yaml", "items[0]") is None
+    assert convert_pod(obj, "dump.yaml", "items[0]") is None
 
 
 @pytest.mark.parametrize("name", ["duplicate container names", "Bad_Name pod", "replicas 2147483648"])

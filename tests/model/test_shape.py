@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kubetide.autoscaler.scaledown.placement import _standin_key
 from kubetide.autoscaler.scaleup.equivalence import group_pods
 from kubetide.model.pod import parse_pod
-from kubetide.model.pod_fast import fast_pod
+from kubetide.model.pod_typed import convert_pod
 from kubetide.model.reader import Reader
 from kubetide.model.shape import PodShape, Resources
 from kubetide.scheduling.classes import class_key, fit_key, static_key
@@ -132,7 +132,7 @@ ROWS = [
 def parsed(data):
     """The pod from each parser (the fast one may step aside: then the Reader's only)."""
     slow = parse_pod(Reader(copy.deepcopy(data), "test.yaml"))
-    fast = fast_pod(copy.deepcopy(data), "test.yaml", "")
+    fast = convert_pod(copy.deepcopy(data), "test.yaml", "")
     return [slow] if fast is None else [slow, fast]
 
 
@@ -186,7 +186,7 @@ def test_consumers_see_pods_of_one_template_as_one_whichever_parser_read_them():
     second["metadata"].update(name="web-b", uid="uid-b")
     second["spec"]["nodeName"] = "node-2"
     readers = [parse_pod(Reader(copy.deepcopy(d), "t.yaml")) for d in (BASE, second)]
-    fasts = [fast_pod(copy.deepcopy(d), "t.yaml", "") for d in (BASE, second)]
+    fasts = [convert_pod(copy.deepcopy(d), "t.yaml", "") for d in (BASE, second)]
     pods = [*readers, *fasts]
     assert readers[0].requests is not readers[1].requests  # the Reader path shares no objects
     assert len(group_pods([dataclasses.replace(p, node_name="") for p in pods])) == 1

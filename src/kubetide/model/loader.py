@@ -32,7 +32,7 @@ from kubetide.model.hpa import parse_hpa
 from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node, parse_node
 from kubetide.model.pod import Pod
-from kubetide.model.pod_fast import parse_pod_fast
+from kubetide.model.pod_typed import decode_pod, labelled_pod, parse_pod_typed
 from kubetide.model.policy import (
     SYSTEM_PRIORITY_CLASSES,
     ConfigMap,
@@ -46,7 +46,7 @@ from kubetide.model.policy import (
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
-from kubetide.model.stream import FIELD, ITEM, ITEMS, NotStreamable
+from kubetide.model.stream import FIELD, ITEM, ITEMS, JsonPod, NotStreamable
 from kubetide.model.stream import members as stream_members
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
 
@@ -62,7 +62,7 @@ Parser = Callable[[Reader], Any]
 
 PARSERS: dict[str, Parser] = {
     "Node": parse_node,
-    "Pod": parse_pod_fast,
+    "Pod": parse_pod_typed,
     "PodDisruptionBudget": parse_pdb,
     "PriorityClass": parse_priority_class,
     "Namespace": parse_namespace,
@@ -232,6 +232,8 @@ def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> I
     for what, key, value in members:
         if what == FIELD and key == "kind" and isinstance(value, str):
             list_kind = value.removesuffix("List") if value != "List" else ""
+        elif what == ITEM and isinstance(value, JsonPod):
+            kinds.add("Pod")
         elif what == ITEM and isinstance(value, dict):
             kind = value.get("kind") or list_kind
             if isinstance(kind, str) and kind:
@@ -268,6 +270,13 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
         if what == ITEMS:
             has_items = True
             continue
+        if isinstance(value, JsonPod) and key < MAX_OBJECTS:
+            decoded = decode_pod(value.raw()) if value.wire is None else labelled_pod(value.wire)
+            if decoded is not None:
+                where = f"items[{key}] ({decoded[1]})"
+                result.add("Pod", decoded[0], f"{source}: {where}")
+                continue
+            value = json.loads(bytes(value.raw()))  # the Reader words the error, or reads the odd form
         if not isinstance(value, dict) or key >= MAX_OBJECTS:
             raise NotStreamable
         if "kind" not in value:

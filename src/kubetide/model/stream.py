@@ -23,9 +23,11 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+import msgspec
 import yaml
 
 from kubetide.model.bounds import MAX_NESTING
+from kubetide.model.wire import KindWire, PodWire
 
 # Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
 CHUNK_CHARS = 1 << 20
@@ -124,12 +126,10 @@ class _JsonCursor:
         if cut < 0:
             return []
         end = cut + len(boundary) - 1  # just past the "}"
-        try:
-            values = _DECODER.decode("[" + self.buffer[self.pos : end] + "]")
-        except (json.JSONDecodeError, RecursionError):
-            return None
-        self.pos = end + 1
-        return values  # type: ignore[no-any-return]
+        values = _batch("[" + self.buffer[self.pos : end] + "]")
+        if values is not None:
+            self.pos = end + 1
+        return values
 
     def value(self) -> Any:
         self.peek()
@@ -144,6 +144,66 @@ class _JsonCursor:
                 continue  # a number may go on in the next chunk
             self.pos = end
             return value
+
+
+class JsonPod:
+    """A pod of a JSON List, decoded into the wire schema (model/wire.py) for the loader; `raw()`
+    is its text, for the Reader when the wire schema does not take it."""
+
+    __slots__ = ("batch", "index", "wire")
+
+    def __init__(self, wire: PodWire | None, batch: _Batch, index: int):
+        self.wire = wire
+        self.batch = batch
+        self.index = index
+
+    def raw(self) -> msgspec.Raw:
+        return self.batch.raw(self.index)
+
+
+class _Batch:
+    """The text of some List items, split into each item's text only when one is asked for."""
+
+    __slots__ = ("_raws", "text")
+
+    def __init__(self, text: str, raws: list[msgspec.Raw] | None = None):
+        self.text = text
+        self._raws = raws
+
+    def raw(self, index: int) -> msgspec.Raw:
+        if self._raws is None:
+            self._raws = _RAW_ITEMS.decode(self.text)
+        return self._raws[index]
+
+
+_POD_ITEMS = msgspec.json.Decoder(list[PodWire])
+_RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
+_KIND = msgspec.json.Decoder(KindWire)
+
+
+def _batch(text: str) -> list[Any] | None:
+    """The values of a JSON array's text: pods decoded into the wire schema (JsonPod), anything
+    else decoded by the standard library's decoder as before; None when msgspec and the standard
+    library might not read the text alike (NaN, a number too large for int64, nesting...):
+    value() reads it then, one value at a time. A run of pods, the bulk of a dump, is decoded in
+    one pass as pods; a batch that is not all pods is split into items first."""
+    try:
+        wires = _POD_ITEMS.decode(text)
+    except (msgspec.MsgspecError, RecursionError):
+        wires = None
+    if wires is not None and all(wire.kind == "Pod" for wire in wires):
+        batch = _Batch(text)
+        return [JsonPod(wire, batch, index) for index, wire in enumerate(wires)]
+    try:
+        raws = _RAW_ITEMS.decode(text)
+        kinds = [_KIND.decode(raw).kind for raw in raws]
+        batch = _Batch(text, raws)
+        return [
+            JsonPod(None, batch, index) if kind == "Pod" else _DECODER.decode(bytes(raw).decode("utf-8"))
+            for index, (raw, kind) in enumerate(zip(raws, kinds, strict=True))
+        ]
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        return None
 
 
 def _json_members(cursor: _JsonCursor) -> Iterator[tuple[str, Any, Any]]:

@@ -7,7 +7,7 @@ policy validation): object names are RFC 1123 subdomains (namespaces and contain
 labels), label keys are qualified names and label values at most 63 characters of a fixed
 alphabet, at most one owner reference is the controller, int32 fields hold an int32. Each check
 returns the problem in words, or None, so that the Reader path can raise it with the field's path
-and the pod parser's fast path (model/pod_fast.py) can hand the pod to the Reader path instead.
+and the wire-schema path (model/pod_typed.py) can hand the object to the Reader path instead.
 The checks on strings that recur in every object of a dump (label keys and values) are cached.
 """
 
