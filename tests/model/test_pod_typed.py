@@ -224,3 +224,37 @@ def test_pods_of_one_template_share_their_spec_objects_and_shape():
     assert third.containers is not first.containers
     assert list(third.containers[0].requests)[:2] == ["memory", "cpu"]
     assert third == slow(other)
+
+
+@pytest.mark.parametrize(
+    "volumes",
+    [
+        [{"name": "data", "hostPath": {"path": "/data", "type": "Directory"}}],
+        [{"name": "scratch", "emptyDir": {}}, {"name": "tmp", "emptyDir": None}],
+        [{"name": "claim", "persistentVolumeClaim": {"claimName": "c"}}],
+        [{"name": "api", "downwardAPI": {"items": []}}, {"name": "io", "scaleIO": {"system": "s"}}],
+        [{"name": "bare"}],  # no source: the Reader calls it "unknown"
+        [{"name": "two", "secret": {}, "configMap": {}}],  # two sources: the manifest's order decides
+        [{"name": "new", "someFutureSource": {}}],  # a source the schema does not list
+        [{"name": "odd", "hostPath": "not a mapping"}],
+        [{"name": 7, "emptyDir": {}}],
+    ],
+)
+def test_volumes_read_through_the_schema_are_what_the_reader_reads(volumes):
+    data = copy.deepcopy(FULL_POD)
+    data["spec"]["volumes"] = volumes
+    result = fast(data)
+    assert result is None or result == slow(data)
+    assert parse_pod_typed(Reader(copy.deepcopy(data), "dump.json", "")).volumes == slow(data).volumes
+
+
+def test_a_canonical_volume_list_takes_the_schema_path():
+    data = copy.deepcopy(FULL_POD)
+    data["spec"]["volumes"] = [
+        {"name": "api", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+        {"name": "data", "hostPath": {"path": "/data"}},
+    ]
+    result = fast(data)
+    assert result is not None
+    assert [(v.name, v.kind) for v in result.volumes] == [("api", "projected"), ("data", "hostPath")]
+    assert result == slow(data)

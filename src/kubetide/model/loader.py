@@ -30,7 +30,8 @@ from kubetide.model.bounds import MAX_NESTING, check_text
 from kubetide.model.cronjob import parse_cronjob
 from kubetide.model.hpa import parse_hpa
 from kubetide.model.meta import ObjectMeta
-from kubetide.model.node import Node, parse_node
+from kubetide.model.node import Node
+from kubetide.model.node_typed import decode_node, parse_node_typed
 from kubetide.model.pod import Pod
 from kubetide.model.pod_typed import decode_pod, labelled_pod, parse_pod_typed
 from kubetide.model.policy import (
@@ -46,7 +47,7 @@ from kubetide.model.policy import (
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
-from kubetide.model.stream import FIELD, ITEM, ITEMS, JsonPod, NotStreamable
+from kubetide.model.stream import FIELD, ITEM, ITEMS, JsonObject, NotStreamable
 from kubetide.model.stream import members as stream_members
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
 
@@ -61,7 +62,7 @@ def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
 Parser = Callable[[Reader], Any]
 
 PARSERS: dict[str, Parser] = {
-    "Node": parse_node,
+    "Node": parse_node_typed,
     "Pod": parse_pod_typed,
     "PodDisruptionBudget": parse_pdb,
     "PriorityClass": parse_priority_class,
@@ -232,8 +233,8 @@ def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> I
     for what, key, value in members:
         if what == FIELD and key == "kind" and isinstance(value, str):
             list_kind = value.removesuffix("List") if value != "List" else ""
-        elif what == ITEM and isinstance(value, JsonPod):
-            kinds.add("Pod")
+        elif what == ITEM and isinstance(value, JsonObject):
+            kinds.add(value.kind)
         elif what == ITEM and isinstance(value, dict):
             kind = value.get("kind") or list_kind
             if isinstance(kind, str) and kind:
@@ -270,11 +271,11 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
         if what == ITEMS:
             has_items = True
             continue
-        if isinstance(value, JsonPod) and key < MAX_OBJECTS:
-            decoded = decode_pod(value.raw()) if value.wire is None else labelled_pod(value.wire)
+        if isinstance(value, JsonObject) and key < MAX_OBJECTS:
+            decoded = _typed(value)
             if decoded is not None:
                 where = f"items[{key}] ({decoded[1]})"
-                result.add("Pod", decoded[0], f"{source}: {where}")
+                result.add(value.kind, decoded[0], f"{source}: {where}")
                 continue
             value = json.loads(bytes(value.raw()))  # the Reader words the error, or reads the odd form
         if not isinstance(value, dict) or key >= MAX_OBJECTS:
@@ -290,6 +291,14 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
     if not (has_items and isinstance(kind, str) and kind.endswith("List")):
         raise NotStreamable
     _warn_skipped(result, source, skipped)
+
+
+def _typed(value: JsonObject) -> tuple[Any, str] | None:
+    """The model object of a List item decoded into the wire schema, and the loader's name for it;
+    None when the Reader must read it."""
+    if value.kind == "Pod":
+        return decode_pod(value.raw()) if value.wire is None else labelled_pod(value.wire)
+    return decode_node(value.raw())
 
 
 # Every input is read whole (or, for a List dump, streamed once its size is known), so a size cap

@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 import msgspec
 
 from kubetide.errors import ManifestError
-from kubetide.model.meta import ObjectMeta, OwnerReference, synthetic_uid
 from kubetide.model.node import Toleration, parse_toleration
 from kubetide.model.pod import (
     DEFAULT_GRACE_PERIOD,
@@ -36,29 +35,28 @@ from kubetide.model.pod import (
     Volume,
     _parse_affinity,
     _parse_spread,
-    _parse_volume,
     effective_requests,
     parse_pod,
 )
-from kubetide.model.quantity import MAX_UNITS, PODS, QuantityError, parse_quantity, to_units
-from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader, parse_time
+from kubetide.model.quantity import MAX_UNITS, PODS
+from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader
 from kubetide.model.shape import PodShape
+from kubetide.model.typed import Declined, label, timestamp, typed_meta, units
 from kubetide.model.validation import (
     INT32_MAX,
     INT32_MIN,
     dns1123_label_problem,
     duplicate_name,
-    labels_problem,
-    namespace_problem,
-    object_name_problem,
 )
-from kubetide.model.wire import ContainerWire, ObjectMetaWire, PodWire
+from kubetide.model.wire import (
+    VOLUME_SOURCES,
+    ContainerWire,
+    EmptyDirWire,
+    PodWire,
+    VolumeWire,
+)
 
 _POD_DECODER = msgspec.json.Decoder(PodWire)
-
-
-class _Declined(Exception):
-    """The pod needs the Reader path (to be parsed, or to have its error worded)."""
 
 
 def decode_pod(text: bytes | str | msgspec.Raw) -> tuple[Pod, str] | None:
@@ -77,8 +75,7 @@ def labelled_pod(wire: PodWire) -> tuple[Pod, str] | None:
     pod = typed_pod(wire, "", "")
     if pod is None:
         return None
-    namespace = wire.metadata.namespace
-    return pod, f"Pod {namespace}/{pod.name}" if namespace else f"Pod {pod.name}"
+    return pod, label("Pod", wire.metadata)
 
 
 def convert_pod(data: Any, source: str, location: str) -> Pod | None:
@@ -99,32 +96,8 @@ def parse_pod_typed(reader: Reader) -> Pod:
 def typed_pod(wire: PodWire, source: str, location: str) -> Pod | None:
     try:
         return _pod(wire, source, location)
-    except (_Declined, ManifestError):
+    except (Declined, ManifestError):
         return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _units(resource: str, text: str) -> int:
-    """Integer units of one quantity string; the same few strings recur in every pod of a dump."""
-    try:
-        amount = parse_quantity(text)
-    except QuantityError:
-        raise _Declined from None
-    if amount < 0:
-        raise _Declined
-    return to_units(resource, amount)
-
-
-@functools.lru_cache(maxsize=4096)
-def _time(text: str) -> float:
-    try:
-        return parse_time(text)
-    except ValueError:
-        raise _Declined from None
-
-
-def _timestamp(text: str | None) -> float | None:
-    return None if text is None else _time(text)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -132,46 +105,11 @@ def _toleration(fields: tuple[tuple[str, Any], ...]) -> Toleration:
     try:
         return parse_toleration(Reader(dict(fields), ""))
     except ManifestError:
-        raise _Declined from None
-
-
-@functools.lru_cache(maxsize=4096)
-def _owner_references(refs: tuple[tuple[str, str, str, bool], ...]) -> tuple[OwnerReference, ...]:
-    """The pods of one controller name the same owner: one (immutable) tuple for all of them."""
-    return tuple(OwnerReference(*ref) for ref in refs)
-
-
-def typed_meta(meta: ObjectMetaWire, kind: str, namespaced: bool) -> ObjectMeta:
-    """parse_meta's result for metadata as the API server writes it; _Declined otherwise."""
-    name = meta.name
-    if not name or object_name_problem(kind, name) is not None:
-        raise _Declined
-    namespace = (meta.namespace or "default") if namespaced else ""
-    if namespaced and namespace_problem(namespace) is not None:
-        raise _Declined
-    owners: tuple[OwnerReference, ...] = ()
-    if meta.owner_references:
-        refs = tuple((r.kind, r.name, r.uid, bool(r.controller)) for r in meta.owner_references)
-        if sum(ref[3] for ref in refs) > 1:
-            raise _Declined
-        owners = _owner_references(refs)
-    labels = meta.labels or {}
-    if labels and labels_problem(labels) is not None:
-        raise _Declined
-    return ObjectMeta(
-        name=name,
-        namespace=namespace,
-        uid=meta.uid or synthetic_uid(kind, namespace, name),
-        labels=dict(labels),
-        annotations=dict(meta.annotations or {}),
-        owner_references=owners,
-        creation_timestamp=_timestamp(meta.creation_timestamp),
-        deletion_timestamp=_timestamp(meta.deletion_timestamp),
-    )
+        raise Declined from None
 
 
 def _resources(amounts: dict[str, str] | None) -> dict[str, int]:
-    return {name: _units(name, text) for name, text in amounts.items()} if amounts else {}
+    return {name: units(name, text) for name, text in amounts.items()} if amounts else {}
 
 
 ContainerKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
@@ -180,17 +118,17 @@ ContainerKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ..
 def _container(container: ContainerWire) -> ContainerKey:
     """A container's name, requests and limits (in the manifest's order), as a hashable key."""
     if container.restart_policy is not None:
-        raise _Declined
+        raise Declined
     for port in container.ports or ():
         if port.host_port is not None:
-            raise _Declined
+            raise Declined
     resources = container.resources
     limits = _resources(resources.limits) if resources else {}
     requests = _resources(resources.requests) if resources else {}
     for r, v in limits.items():
         requests.setdefault(r, v)
         if requests[r] > v:
-            raise _Declined
+            raise Declined
     return container.name, tuple(requests.items()), tuple(limits.items())
 
 
@@ -200,14 +138,14 @@ def _containers(
     """Containers and pod-level requests and limits of one container list."""
     names = [name for name, _, _ in keys]
     if duplicate_name(names) is not None or any(dns1123_label_problem(name) for name in names):
-        raise _Declined
+        raise Declined
     containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
     requests = effective_requests(containers, (), {}, "requests")
     requests[PODS] = 1
     limits = effective_requests(containers, (), {}, "limits")
     for totals in (requests, limits):
         if any(amount > MAX_UNITS for amount in totals.values()):
-            raise _Declined
+            raise Declined
     return containers, requests, limits
 
 
@@ -242,9 +180,22 @@ def _template(
     return _Template(containers, requests, limits, node_selector, tolerations, shape)
 
 
+@functools.lru_cache(maxsize=4096)
+def _volume(volume: VolumeWire) -> Volume:
+    """What _parse_volume makes of a volume: its name, its source's kind, an emptyDir's medium.
+    Pods of one template mount the same volumes (frozen Structs, hashed in C): one Volume for all
+    of them."""
+    sources = [key for attribute, key in VOLUME_SOURCES if getattr(volume, attribute) is not msgspec.UNSET]
+    if len(sources) > 1:
+        raise Declined  # the Reader takes the first in the manifest's order, which Structs do not keep
+    empty_dir = volume.empty_dir
+    medium = (empty_dir.medium or "") if isinstance(empty_dir, EmptyDirWire) else ""
+    return Volume(volume.name, sources[0] if sources else "unknown", medium)
+
+
 def _int64(value: int | None) -> int | None:
     if value is not None and not INT64_MIN <= value <= INT64_MAX:
-        raise _Declined
+        raise Declined
     return value
 
 
@@ -252,44 +203,44 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
     meta = typed_meta(wire.metadata, "Pod", namespaced=True)
     spec = wire.spec
     if spec.init_containers is not None or spec.overhead is not None or spec.host_network is not None:
-        raise _Declined
+        raise Declined
     if not spec.containers:
-        raise _Declined
+        raise Declined
     keys = tuple(_container(c) for c in spec.containers)
     toleration_fields = tuple(tuple(t.items()) for t in spec.tolerations) if spec.tolerations else ()
     selector = tuple(spec.node_selector.items()) if spec.node_selector else ()
     template = _template(keys, selector, toleration_fields)
     grace = _int64(spec.termination_grace_period_seconds)
     if grace is not None and grace < 0:
-        raise _Declined
+        raise Declined
     priority = spec.priority
     if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
-        raise _Declined
+        raise Declined
 
     fields: dict[str, Any] = {}
     status = wire.status
     if status is not None:
         phase = "Pending" if status.phase is None else status.phase
         if phase not in PHASES:
-            raise _Declined
+            raise Declined
         fields["phase"] = phase
         for condition in status.conditions or ():
             kind = condition.type
             if kind == "Ready":
                 fields["ready"] = condition.status == "True"
-                fields["ready_transition"] = _timestamp(condition.last_transition_time)
+                fields["ready_transition"] = timestamp(condition.last_transition_time)
             elif kind == "PodScheduled":
                 fields["scheduled_status"] = condition.status or ""
                 fields["scheduled_reason"] = condition.reason or ""
-                fields["scheduled_transition"] = _timestamp(condition.last_transition_time)
-        fields["start_time"] = _timestamp(status.start_time)
+                fields["scheduled_transition"] = timestamp(condition.last_transition_time)
+        fields["start_time"] = timestamp(status.start_time)
         fields["nominated_node_name"] = status.nominated_node_name or ""
         fields["restarts"] = max(
             (_int64(s.restart_count) or 0 for s in status.container_statuses or ()),
             default=0,
         )
         if status.init_container_statuses is not None:
-            raise _Declined
+            raise Declined
     else:
         # parse_pod reads an absent status as an empty one
         fields.update(phase="Pending", start_time=None, nominated_node_name="", restarts=0)
@@ -298,17 +249,14 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
     affinity = NO_AFFINITY
     spread: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[Volume, ...] = ()
-    if spec.affinity is not None or spec.topology_spread_constraints is not None or spec.volumes is not None:
-        rare = {
-            "affinity": spec.affinity,
-            "topologySpreadConstraints": spec.topology_spread_constraints,
-            "volumes": spec.volumes,
-        }
+    if spec.affinity is not None or spec.topology_spread_constraints is not None:
+        rare = {"affinity": spec.affinity, "topologySpreadConstraints": spec.topology_spread_constraints}
         spec_reader = Reader(rare, source, location, "spec")
         if spec.affinity is not None:
             affinity = _parse_affinity(spec_reader)
         spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
-        volumes = tuple(_parse_volume(v) for v in spec_reader.items("volumes"))
+    if spec.volumes:
+        volumes = tuple(_volume(v) for v in spec.volumes)
     shape = template.shape
     if affinity is not NO_AFFINITY or spread:
         shape = PodShape.of(

@@ -146,19 +146,25 @@ class _JsonCursor:
             return value
 
 
-class JsonPod:
-    """A pod of a JSON List, decoded into the wire schema (model/wire.py) for the loader; `raw()`
-    is its text, for the Reader when the wire schema does not take it."""
+class JsonObject:
+    """A Pod or Node of a JSON List (TYPED_KINDS), for the loader to build from the wire schema
+    (model/wire.py): `wire` when the batch was decoded as pods, else None; `raw()` is its text, to
+    decode into the wire schema, or into dicts for the Reader when the wire schema does not take it."""
 
-    __slots__ = ("batch", "index", "wire")
+    __slots__ = ("batch", "index", "kind", "wire")
 
-    def __init__(self, wire: PodWire | None, batch: _Batch, index: int):
+    def __init__(self, kind: str, wire: PodWire | None, batch: _Batch, index: int):
+        self.kind = kind
         self.wire = wire
         self.batch = batch
         self.index = index
 
     def raw(self) -> msgspec.Raw:
         return self.batch.raw(self.index)
+
+
+# The kinds decoded straight from their text into the wire schema.
+TYPED_KINDS = frozenset({"Pod", "Node"})
 
 
 class _Batch:
@@ -182,8 +188,8 @@ _KIND = msgspec.json.Decoder(KindWire)
 
 
 def _batch(text: str) -> list[Any] | None:
-    """The values of a JSON array's text: pods decoded into the wire schema (JsonPod), anything
-    else decoded by the standard library's decoder as before; None when msgspec and the standard
+    """The values of a JSON array's text: pods and nodes as JsonObjects for the wire schema,
+    anything else decoded by the standard library's decoder as before; None when msgspec and the standard
     library might not read the text alike (NaN, a number too large for int64, nesting...):
     value() reads it then, one value at a time. A run of pods, the bulk of a dump, is decoded in
     one pass as pods; a batch that is not all pods is split into items first."""
@@ -193,13 +199,15 @@ def _batch(text: str) -> list[Any] | None:
         wires = None
     if wires is not None and all(wire.kind == "Pod" for wire in wires):
         batch = _Batch(text)
-        return [JsonPod(wire, batch, index) for index, wire in enumerate(wires)]
+        return [JsonObject("Pod", wire, batch, index) for index, wire in enumerate(wires)]
     try:
         raws = _RAW_ITEMS.decode(text)
         kinds = [_KIND.decode(raw).kind for raw in raws]
         batch = _Batch(text, raws)
         return [
-            JsonPod(None, batch, index) if kind == "Pod" else _DECODER.decode(bytes(raw).decode("utf-8"))
+            JsonObject(kind, None, batch, index)
+            if kind in TYPED_KINDS
+            else _DECODER.decode(bytes(raw).decode("utf-8"))
             for index, (raw, kind) in enumerate(zip(raws, kinds, strict=True))
         ]
     except (msgspec.MsgspecError, ValueError, RecursionError):
@@ -230,9 +238,11 @@ def _json_members(cursor: _JsonCursor) -> Iterator[tuple[str, Any, Any]]:
                         batch = cursor.values_before(boundary) if boundary else []
                         if batch is None:
                             boundary = None  # laid out otherwise: every later try would fail too
-                        for value in batch or ():
-                            yield ITEM, index, value
-                            index += 1
+                        if batch:
+                            for value in batch:
+                                yield ITEM, index, value
+                                index += 1
+                            continue  # the batch ended past a comma: the next batch starts here
                         yield ITEM, index, cursor.value()
                         index += 1
                         separator = cursor.take()

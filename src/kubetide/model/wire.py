@@ -60,6 +60,62 @@ class ContainerWire(msgspec.Struct, **_OPTIONS):
     restart_policy: str | None = None
 
 
+class _Present(msgspec.Struct, **_OPTIONS):
+    """A volume source whose content kubetide does not read: decoded by skipping it."""
+
+
+class EmptyDirWire(msgspec.Struct, **_OPTIONS):
+    medium: str | None = None
+
+
+_Source = _Present | None | msgspec.UnsetType
+
+
+class VolumeWire(msgspec.Struct, forbid_unknown_fields=True, **_OPTIONS):
+    """A volume: its name and which source it has (the Reader takes the first key after the name;
+    any key not listed here fails the decode, and the Reader reads the pod)."""
+
+    name: str
+    empty_dir: EmptyDirWire | msgspec.UnsetType | None = msgspec.UNSET
+    host_path: _Source = msgspec.UNSET
+    persistent_volume_claim: _Source = msgspec.UNSET
+    config_map: _Source = msgspec.UNSET
+    secret: _Source = msgspec.UNSET
+    projected: _Source = msgspec.UNSET
+    downward_api: _Source = msgspec.field(default=msgspec.UNSET, name="downwardAPI")
+    csi: _Source = msgspec.UNSET
+    ephemeral: _Source = msgspec.UNSET
+    image: _Source = msgspec.UNSET
+    nfs: _Source = msgspec.UNSET
+    iscsi: _Source = msgspec.UNSET
+    fc: _Source = msgspec.UNSET
+    rbd: _Source = msgspec.UNSET
+    cephfs: _Source = msgspec.UNSET
+    cinder: _Source = msgspec.UNSET
+    glusterfs: _Source = msgspec.UNSET
+    git_repo: _Source = msgspec.UNSET
+    flex_volume: _Source = msgspec.UNSET
+    flocker: _Source = msgspec.UNSET
+    gce_persistent_disk: _Source = msgspec.UNSET
+    aws_elastic_block_store: _Source = msgspec.UNSET
+    azure_file: _Source = msgspec.UNSET
+    azure_disk: _Source = msgspec.UNSET
+    vsphere_volume: _Source = msgspec.UNSET
+    quobyte: _Source = msgspec.UNSET
+    photon_persistent_disk: _Source = msgspec.UNSET
+    portworx_volume: _Source = msgspec.UNSET
+    scale_io: _Source = msgspec.field(default=msgspec.UNSET, name="scaleIO")
+    storageos: _Source = msgspec.UNSET
+
+
+# (attribute, the manifest's key) of every volume source, for the source's kind.
+VOLUME_SOURCES = tuple(
+    (name, encoded)
+    for name, encoded in zip(VolumeWire.__struct_fields__, VolumeWire.__struct_encode_fields__, strict=True)
+    if name != "name"
+)
+
+
 class PodSpecWire(msgspec.Struct, **_OPTIONS):
     containers: list[ContainerWire] | None = None
     node_name: str | None = None
@@ -72,7 +128,7 @@ class PodSpecWire(msgspec.Struct, **_OPTIONS):
     # Read by the Reader's parsers (their field paths), or, when set, the whole pod is.
     affinity: Any = None
     topology_spread_constraints: Any = None
-    volumes: Any = None
+    volumes: list[VolumeWire] | None = None
     init_containers: Any = None
     overhead: Any = None
     host_network: Any = None
@@ -111,3 +167,35 @@ class KindWire(msgspec.Struct, **_OPTIONS):
     """Only an object's kind: what a List item is, read without decoding the rest of it."""
 
     kind: Any = None
+
+
+class TaintWire(msgspec.Struct, **_OPTIONS):
+    key: str
+    effect: str
+    value: str | None = None
+    time_added: str | None = None
+
+
+class NodeSpecWire(msgspec.Struct, **_OPTIONS):
+    taints: list[TaintWire] | None = None
+    unschedulable: bool | None = None
+    provider_id: str | None = msgspec.field(default=None, name="providerID")
+
+
+class NodeConditionWire(msgspec.Struct, **_OPTIONS):
+    type: str | None = None
+    status: str | None = None
+    last_transition_time: str | None = None
+
+
+class NodeStatusWire(msgspec.Struct, **_OPTIONS):
+    capacity: dict[str, str] | None = None
+    allocatable: dict[str, str] | None = None
+    conditions: list[NodeConditionWire] | None = None
+
+
+class NodeWire(msgspec.Struct, **_OPTIONS):
+    metadata: ObjectMetaWire
+    spec: NodeSpecWire | None = None
+    status: NodeStatusWire | None = None
+    kind: str = ""
