@@ -30,7 +30,11 @@ FULL_NODE = {
         "podCIDR": "10.0.1.0/24",
         "taints": [
             {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute", "timeAdded": "2026-11-01T00:05:00Z"},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "effect": "NoExecute",
+                "timeAdded": "2026-11-01T00:05:00Z",
+            },
         ],
     },
     "status": {
