@@ -195,7 +195,7 @@ def test_what_the_api_server_refuses_is_one_error_naming_object_and_field(tmp_pa
     [case for case in CASES.values() if case[0]["kind"] == "Pod"],
     ids=[name for name, case in CASES.items() if case[0]["kind"] == "Pod"],
 )
-def test_the_fast_pod_parser_hands_every_such_pod_to_the_reader(obj, expected):
+def test_the_wire_schema_path_hands_every_such_pod_to_the_reader(obj, expected):
     assert convert_pod(obj, "dump.yaml", "items[0]") is None
 
 
