@@ -278,3 +278,39 @@ def test_json_laid_out_otherwise_streams_to_the_same_result(tmp_path, monkeypatc
     assert [n.name for n in loaded.namespaces] == [n.name for n in whole_file(path).namespaces]
     assert len(loaded.namespaces) in (2, 30)
     assert len(calls) <= 2  # a cut that failed once is not tried again on every item
+
+
+def test_json_items_read_through_the_wire_schema_are_the_whole_file_load(tmp_path, monkeypatch, streamed):
+    """Runs of pods decoded as pods in one pass, batches of mixed kinds split first, items the
+    schema refuses (a number as a label value, an init container, NaN) read by the Reader: the
+    same objects and the same names as the whole-file load."""
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 512)
+    odd = [
+        pod("label-number", "n1", metadata={"name": "label-number", "labels": {"tier": 1}}),
+        pod("init", "n2", spec={"containers": [{"name": "a"}], "initContainers": [{"name": "i"}]}),
+        pod("nan", "n3", x_unread=float("nan")),  # a field nobody reads; msgspec refuses NaN
+    ]
+    items = [node(f"n{i}") for i in range(20)] + [pod(f"p{i}", f"n{i % 20}") for i in range(120)]
+    items[60:60] = odd
+    items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b"}})
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(dump(items), indent=4))  # NaN as Python's json writes it
+    batches = []
+    original = stream_module._batch
+
+    def recording(text):
+        values = original(text)
+        batches.append(None if values is None else [type(v).__name__ for v in values])
+        return values
+
+    monkeypatch.setattr(stream_module, "_batch", recording)
+    loaded = load_file(path)
+    reference = whole_file(path)
+    assert streamed == [str(path)]
+    assert loaded.pods == reference.pods and loaded.nodes == reference.nodes
+    assert loaded.origins == reference.origins
+    assert len(loaded.pods) == 123 and len(loaded.nodes) == 20 and len(loaded.pdbs) == 1
+    by_name = {p.name: p for p in loaded.pods}
+    assert by_name["label-number"].labels["tier"] == "1" and by_name["init"].init_containers
+    assert None in batches  # the NaN batch went to the standard library's decoder
+    assert any(b and set(b) == {"JsonObject"} for b in batches)  # pods (or nodes) through the schema
