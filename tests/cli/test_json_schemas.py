@@ -163,7 +163,9 @@ def test_the_sweep_schema_names_the_metrics_a_pareto_front_can_be_over():
 def test_the_plan_schema_names_every_reason_the_autoscaler_gives():
     node = schema("plan")["properties"]["scale_down"]["properties"]["nodes"]["additionalProperties"]
     reasons = node["properties"]["reason"]["anyOf"][0]["enum"]
-    blocking = node["properties"]["blocking_pod"]["anyOf"][0]["properties"]["reason"]["enum"]
+    blocking = schema("plan")["$defs"]["blockingPod"]["properties"]["reason"]["enum"]
+    assert node["properties"]["blocking_pod"]["anyOf"][0] == {"$ref": "#/$defs/blockingPod"}
+    assert node["properties"]["blocking_pods"]["items"] == {"$ref": "#/$defs/blockingPod"}
     assert set(reasons) == {str(r) for r in NodeReason}
     assert set(blocking) == {str(r) for r in PodReason}
 

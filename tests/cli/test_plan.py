@@ -90,14 +90,18 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
             "utilization",
             "reason",
             "blocking_pod",
+            "blocking_pods",
             "estimated_drain_seconds",
             "drain_estimate",
+            "unblock",
             "node_group",
             "why",
         ]
         assert entry["why"]
         assert entry["status"] in ("removable", "unremovable", "being_deleted")
-        assert entry["blocking_pod"] is None or list(entry["blocking_pod"]) == ["pod", "reason"]
+        assert entry["blocking_pod"] is None or list(entry["blocking_pod"])[:2] == ["pod", "reason"]
+        assert entry["blocking_pod"] == (entry["blocking_pods"][0] if entry["blocking_pods"] else None)
+        assert (entry["unblock"] is None) == (entry["status"] != "unremovable")
 
 
 # -- the example, node by node -----------------------------------------------------------------------
@@ -107,10 +111,12 @@ def test_every_blocking_reason_follows_from_the_dump(kubetide, dump):
     nodes = plan_json(kubetide, "--node-groups", GROUPS)["scale_down"]["nodes"]
     now = parse_time(NOW)
 
-    def blocked(node, pod_key, reason):
+    def blocked(node, pod_key, reason, pdb=None):
         assert nodes[node]["status"] == "unremovable"
         assert nodes[node]["reason"] == "BlockedByPod"
-        assert nodes[node]["blocking_pod"] == {"pod": pod_key, "reason": reason}
+        blocking = {"pod": pod_key, "reason": reason} | ({"pdb": pdb} if pdb else {})
+        assert nodes[node]["blocking_pod"] == blocking
+        assert nodes[node]["blocking_pods"][0] == blocking
 
     pdb_names = {(p.meta.namespace, p.meta.name) for p in dump.pdbs}
     system = the_pod(dump, "general-b2", lambda p: p.namespace == "kube-system")
@@ -132,7 +138,7 @@ def test_every_blocking_reason_follows_from_the_dump(kubetide, dump):
     (checkout_pdb,) = [p for p in dump.pdbs if p.meta.name == "checkout"]
     assert checkout_pdb.disruptions_allowed == 0 and ("shop", "checkout") in pdb_names
     guarded = the_pod(dump, "general-a3", checkout_pdb.matches)
-    blocked("general-a3", guarded, "NotEnoughPdb")
+    blocked("general-a3", guarded, "NotEnoughPdb", "shop/checkout")
 
     (c2,) = [n for n in dump.nodes if n.name == "general-c2"]
     assert c2.annotations[SCALE_DOWN_DISABLED_ANNOTATION] == "true"
@@ -166,8 +172,10 @@ def test_removable_nodes_and_what_would_be_deleted(kubetide, dump):
         "utilization": down["nodes"]["general-b1"]["utilization"],
         "reason": None,
         "blocking_pod": None,
+        "blocking_pods": [],
         "estimated_drain_seconds": None,
         "drain_estimate": None,
+        "unblock": None,
         "node_group": "general",
         "why": "empty: deleted without a drain",
     }

@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from rich.markup import escape
 
@@ -58,6 +58,7 @@ from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.unblocking import find_unblocks
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
@@ -178,6 +179,7 @@ def run(args) -> int:
         expire_timers=not args.no_expire_timers,
         controllers_known=not missing,
         usage=usage,
+        unblock_nodes=args.explain_nodes or None,
     )
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
     if result.unhealthy and args.json:
@@ -339,6 +341,8 @@ def plan_loop(
     expire_timers: bool = True,
     controllers_known: bool = True,
     usage: UsageSample | None = None,
+    unblock: bool = True,
+    unblock_nodes: Collection[str] | None = None,
 ) -> PlanResult:
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
@@ -362,11 +366,26 @@ def plan_loop(
     )
     with PredicateChecker(snapshot, namespaces) as checker:
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
-    by_key = {p.key: p for p in pending}
-    for key, node in decision.bound.items():
-        snapshot.add_pod(
-            dataclasses.replace(by_key[key], node_name=node, parsed_shape=by_key[key].shape), node
-        )
+        by_key = {p.key: p for p in pending}
+        for key, node in decision.bound.items():
+            snapshot.add_pod(
+                dataclasses.replace(by_key[key], node_name=node, parsed_shape=by_key[key].shape), node
+            )
+        if unblock and decision.scale_down is not None:
+            # What would unblock each unremovable node: the planner again, on the cluster as the
+            # scheduler leaves it, with each suggested change applied (unblocking.py).
+            plan = decision.scale_down
+            answers = find_unblocks(
+                inputs,
+                options,
+                cloud,
+                plan=plan,
+                checker=checker,
+                timer=time.perf_counter,
+                nodes=unblock_nodes,
+            )
+            for name, answer in answers.items():
+                plan.nodes[name].unblock = answer
     budget = decision.budget or crop([], [], options)
     return PlanResult(decision, budget, options=options)
 

@@ -77,8 +77,10 @@ def test_blocking_pod_is_reported_with_its_reason():
         "utilization": 0.2,
         "reason": "BlockedByPod",
         "blocking_pod": {"pod": "kube-system/metrics", "reason": "UnmovableKubeSystemPod"},
+        "blocking_pods": [{"pod": "kube-system/metrics", "reason": "UnmovableKubeSystemPod"}],
         "estimated_drain_seconds": None,
         "drain_estimate": None,
+        "unblock": None,
     }
 
 
@@ -452,6 +454,7 @@ def test_plan_json_has_the_documented_shape():
                 "utilization": 0.3,
                 "reason": None,
                 "blocking_pod": None,
+                "blocking_pods": [],
                 # default grace 30 s + node-delete-delay-after-taint 5 s, one wave
                 "estimated_drain_seconds": 35.0,
                 "drain_estimate": {
@@ -461,6 +464,7 @@ def test_plan_json_has_the_documented_shape():
                     "replacement_ready_seconds": 30.0,
                     "replacement_ready_from": "default",
                 },
+                "unblock": None,
             },
             "b": {
                 "status": "unremovable",
@@ -468,8 +472,10 @@ def test_plan_json_has_the_documented_shape():
                 "utilization": 0.0,
                 "reason": "ScaleDownDisabledAnnotation",
                 "blocking_pod": None,
+                "blocking_pods": [],
                 "estimated_drain_seconds": None,
                 "drain_estimate": None,
+                "unblock": None,
             },
         },
         "candidate_set": ["a"],

@@ -19,6 +19,7 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -142,7 +143,9 @@ def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, 
                 util,
                 e.reason,
                 old.blocking_pod,
-                f"simulation at {rfc3339(old.at)} failed with {old.reason}"
+                blockers=old.blockers,
+                unplaced=old.unplaced,
+                detail=f"simulation at {rfc3339(old.at)} failed with {old.reason}"
                 + (f" ({old.detail})" if old.detail else "")
                 + f"; simulated again after {rfc3339(unremovable.recheck_at(name))}",
             )
@@ -275,8 +278,11 @@ def search_candidates(
             u.mark(node, drain.empty, reason)
             continue
         if drain.blocking is not None:
-            new_unremovable[name] = Unremovable(now, NodeReason.BLOCKED_BY_POD, drain.blocking)
-            u.mark(node, False, NodeReason.BLOCKED_BY_POD, drain.blocking)
+            blockers = blockers_of(u, name, drain)
+            new_unremovable[name] = Unremovable(
+                now, NodeReason.BLOCKED_BY_POD, blockers[0], blockers=blockers
+            )
+            u.mark(node, False, NodeReason.BLOCKED_BY_POD, blockers[0], blockers=blockers)
             continue
         # The node's own pods and those the simulation put here (a destination is a candidate
         # when they all fit elsewhere, as in CA), in one order. Received pods were charged to
@@ -288,10 +294,24 @@ def search_candidates(
             # Cannot fit by requests anywhere: the simulation would fail, so it is not run. A
             # budget that refuses the node for good says so first.
             refused = _pdb_block(now, drain.movable, tracker) or Unremovable(
-                now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, _too_big(name, to_move, *short)
+                now,
+                NodeReason.NO_PLACE_TO_MOVE_PODS,
+                None,
+                _too_big(name, to_move, *short),
+                unplaced=min(to_move, key=lambda r: pod_order(r.pod)).pod.key,
             )
+            if refused.blocking_pod is not None:
+                refused = _with_blockers(refused, blockers_of(u, name, drain))
             new_unremovable[name] = refused
-            u.mark(node, drain.empty, refused.reason, refused.blocking_pod, refused.detail)
+            u.mark(
+                node,
+                drain.empty,
+                refused.reason,
+                refused.blocking_pod,
+                refused.detail,
+                refused.blockers,
+                refused.unplaced,
+            )
             continue
         free_before = room.free(name)
         plan.simulated += 1
@@ -321,22 +341,33 @@ def _not_a_candidate(
     name = node.name
     if removal.failed is not None:
         failed = removal.failed
+        if failed.blocking_pod is not None:  # a budget refused it: name every pod it refuses
+            failed = _with_blockers(failed, blockers_of(u, name, drain))
         new_unremovable[name] = failed
-        u.mark(node, drain.empty, failed.reason, failed.blocking_pod, failed.detail)
+        u.mark(
+            node,
+            drain.empty,
+            failed.reason,
+            failed.blocking_pod,
+            failed.detail,
+            failed.blockers,
+            failed.unplaced,
+        )
         return
     # Unneeded, but the budget is used up for now by other drains or pods not Ready yet: the
     # node keeps its unneeded time and goes as soon as the budget is back (kubetide's own; as
     # CA, it is a non-candidate until the recheck time).
     refusal = removal.waiting
     assert refusal is not None
-    blocking = BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB)
+    blockers = blockers_of(u, name, drain) or (BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),)
+    blocking = blockers[0]
     keeps_timer = u.options.scale_down_budget_wait_keeps_unneeded_time
     detail = _waiting(refusal, keeps_timer)
     if keeps_timer:
         found.waiting.append(name)
     else:
-        new_unremovable[name] = Unremovable(u.now, NodeReason.BLOCKED_BY_POD, blocking, detail)
-    u.mark(node, drain.empty, NodeReason.BLOCKED_BY_POD, blocking, detail)
+        new_unremovable[name] = Unremovable(u.now, NodeReason.BLOCKED_BY_POD, blocking, detail, blockers)
+    u.mark(node, drain.empty, NodeReason.BLOCKED_BY_POD, blocking, detail, blockers)
 
 
 def _take_candidate(u: Update, node: Node, drain: NodeDrain, removal: Removal, found: Search) -> None:
@@ -361,6 +392,33 @@ def _take_candidate(u: Update, node: Node, drain: NodeDrain, removal: Removal, f
     if surge is not None:
         found.surges[name] = surge
         status.detail = "; ".join(part for part in (surge.words(), status.detail) if part)
+
+
+def blockers_of(u: Update, name: str, drain: NodeDrain) -> tuple[BlockingPod, ...]:
+    """Every pod that forbids the node's drain now, in CA's order: the node's pod order, each pod
+    named by its first refusing rule, the drainability rules before its budget (CA's PDB rule is
+    the last of its drainability rules). Budgets are read as they stand after the drains under
+    way and the candidates before this node, and nothing is charged."""
+    tracker = u.ctx.pdbs
+    refused = [
+        BlockingPod(p, PodReason.NOT_ENOUGH_PDB, budget.key, left)
+        for p in drain.movable
+        if (refusal := tracker.refuses(p)) is not None
+        for budget, left in (refusal,)
+    ]
+    if not refused:
+        return tuple(drain.blockers)
+    if not drain.blockers:
+        return tuple(refused)
+    position = {uid: i for i, uid in enumerate(u.snapshot.pods_on(name))}
+    return tuple(sorted([*drain.blockers, *refused], key=lambda b: position.get(b.pod.uid, len(position))))
+
+
+def _with_blockers(failed: Unremovable, blockers: tuple[BlockingPod, ...]) -> Unremovable:
+    """A budget refusal naming every pod the budgets refuse; the first in CA's order leads."""
+    if not blockers:
+        return failed
+    return dataclasses.replace(failed, blocking_pod=blockers[0], blockers=blockers)
 
 
 def _pdb_block(now: float, movable: Sequence[Pod], tracker: PdbTracker) -> Unremovable | None:
@@ -388,7 +446,11 @@ def _too_big(name: str, to_move: list[Received], resource: str, need: int, free:
 def _no_place(now: float, pod: Pod, came_from: str, refused: Refusal | None) -> Unremovable:
     if refused is None:
         return Unremovable(
-            now, NodeReason.NO_PLACE_TO_MOVE_PODS, None, f"no node can take pod {pod.key}{came_from}"
+            now,
+            NodeReason.NO_PLACE_TO_MOVE_PODS,
+            None,
+            f"no node can take pod {pod.key}{came_from}",
+            unplaced=pod.key,
         )
     c = refused.ceiling
     return Unremovable(
@@ -398,6 +460,7 @@ def _no_place(now: float, pod: Pod, came_from: str, refused: Refusal | None) -> 
         f"pod {pod.key}{came_from} fits only on nodes its usage would push over a QoS watermark,"
         f" e.g. {refused.node}: {c.resource} usage {format_units(c.resource, refused.projected)}"
         f" > {format_units(c.resource, c.amount)} ({c.source})",
+        unplaced=pod.key,
     )
 
 

@@ -111,9 +111,15 @@ class DrainContext:
 class BlockingPod:
     pod: Pod
     reason: PodReason
+    # NotEnoughPdb: the budget that refuses the pod, and the disruptions it had left
+    pdb: str = ""
+    left: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod.key, "reason": str(self.reason)}
+        data: dict[str, Any] = {"pod": self.pod.key, "reason": str(self.reason)}
+        if self.pdb:
+            data["pdb"] = self.pdb
+        return data
 
 
 @dataclass(slots=True)
@@ -124,7 +130,14 @@ class NodeDrain:
     terminal: list[Pod] = field(default_factory=list)
     daemonset: list[Pod] = field(default_factory=list)
     skipped: list[Pod] = field(default_factory=list)
-    blocking: BlockingPod | None = None
+    # Every pod that forbids the drain, in the node's pod order: the order CA's GetPodsToMove
+    # walks them in, so the first is the one CA names.
+    blockers: list[BlockingPod] = field(default_factory=list)
+
+    @property
+    def blocking(self) -> BlockingPod | None:
+        """The pod that decides the node: the first blocker, as CA names it."""
+        return self.blockers[0] if self.blockers else None
 
     @property
     def empty(self) -> bool:
@@ -217,14 +230,15 @@ _MOVE = Verdict(Outcome.MOVE, "default")
 
 
 def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
-    """Sort a node's pods by verdict; stop at the first blocking pod (it decides the node)."""
+    """Sort a node's pods by verdict. Every blocking pod is listed (what would unblock the node
+    needs them all); the first decides the node's reason."""
     result = NodeDrain()
     for pod in pods:
         try:
             v = verdict(pod, ctx)
         except Exception:  # a malformed object must block its node, never crash the loop
-            result.blocking = BlockingPod(pod, PodReason.UNEXPECTED_ERROR)
-            return result
+            result.blockers.append(BlockingPod(pod, PodReason.UNEXPECTED_ERROR))
+            continue
         outcome = v.outcome
         if outcome is Outcome.MOVE:
             result.movable.append(pod)
@@ -236,8 +250,7 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
             result.terminal.append(pod)
         else:
             assert v.reason is not None  # every blocking verdict names its reason
-            result.blocking = BlockingPod(pod, v.reason)
-            return result
+            result.blockers.append(BlockingPod(pod, v.reason))
     return result
 
 

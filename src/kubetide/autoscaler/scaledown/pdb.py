@@ -176,6 +176,16 @@ class PdbTracker:
             self._set(i, self.remaining[i] - n)
         return NodeCharge(None, shortfalls)
 
+    def refuses(self, pod: Pod) -> tuple[PodDisruptionBudget, int] | None:
+        """The first budget that would refuse this pod's eviction now (CA's per-pod PDB rule, with
+        kubetide's healthy/unhealthy accounting) and the disruptions it has left, or None.
+        Charges nothing."""
+        healthy = is_healthy(pod)
+        for i in self.matching(pod):
+            if not self._allows(i, healthy):
+                return self.pdbs[i], self.remaining[i]
+        return None
+
     def waves(self, pods: Iterable[Pod]) -> int:
         """How many budget waves evicting these pods takes at best: a budget that allows f
         disruptions when its pods are healthy lets f of them go, then waits for their replacements

@@ -16,6 +16,7 @@ from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
 from kubetide.autoscaler.scaledown.estimate import DrainEstimate
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.surge import Surge
+from kubetide.autoscaler.scaledown.unblock import Unblock
 
 REMOVABLE = "removable"
 UNREMOVABLE = "unremovable"
@@ -32,6 +33,11 @@ class NodeStatus:
     blocking_pod: BlockingPod | None = None
     detail: str = ""
     estimate: DrainEstimate | None = None  # candidates: how long the node takes to empty
+    # Every pod that forbids the drain, in CA's pod order (the node's pod order, the drainability
+    # rules then the budgets per pod): `blocking_pod` is the first of them when a pod decided.
+    blockers: tuple[BlockingPod, ...] = ()
+    unplaced: str = ""  # NoPlaceToMovePods: the pod (key) that found no other node
+    unblock: Unblock | None = None  # the smallest change that would make it removable, if asked
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,9 +46,16 @@ class NodeStatus:
             "utilization": None if self.utilization is None else round(self.utilization, 4),
             "reason": None if self.reason is None else str(self.reason),
             "blocking_pod": None if self.blocking_pod is None else self.blocking_pod.to_json(),
+            "blocking_pods": [b.to_json() for b in self.blockers],
             "estimated_drain_seconds": None if self.estimate is None else self.estimate.seconds,
             "drain_estimate": None if self.estimate is None else self.estimate.to_json(),
+            "unblock": None if self.unblock is None else self.unblock.to_json(),
         }
+
+    def more_blockers(self) -> str:
+        """ " +N more" when other pods block the drain too, else ""."""
+        more = len(self.blockers) - 1
+        return f" +{more} more" if more > 0 else ""
 
     def explain(self) -> str:
         """One line answering "why is this node (not) scaled down?"."""
@@ -52,7 +65,7 @@ class NodeStatus:
             return head + (f": {self.detail}" if self.detail else "")
         why = str(self.reason)
         if self.blocking_pod is not None:
-            why += f" (pod {self.blocking_pod.pod.key}: {self.blocking_pod.reason})"
+            why += f" (pod {self.blocking_pod.pod.key}: {self.blocking_pod.reason}{self.more_blockers()})"
         if self.detail:
             why += f": {self.detail}"
         return f"{head}: {why}"

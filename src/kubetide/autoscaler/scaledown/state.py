@@ -28,6 +28,8 @@ class Unremovable:
     reason: NodeReason
     blocking_pod: BlockingPod | None = None
     detail: str = ""
+    blockers: tuple[BlockingPod, ...] = ()  # every blocking pod, in CA's pod order
+    unplaced: str = ""  # NoPlaceToMovePods: the pod (key) that found no other node
 
 
 class UnneededNodes(Mapping[str, float]):

@@ -60,14 +60,19 @@ class Update:
         reason: NodeReason,
         blocking: BlockingPod | None = None,
         detail: str = "",
+        blockers: tuple[BlockingPod, ...] = (),
+        unplaced: str = "",
     ) -> None:
-        """Record why an eligible node is not in the candidate set."""
+        """Record why an eligible node is not in the candidate set (`blockers`: every pod that
+        forbids its drain, in CA's pod order; `blocking` is the one the reason names)."""
         status = self.plan.nodes[node.name]
         status.status = UNREMOVABLE
         status.empty = empty
         status.reason = reason
         status.blocking_pod = blocking
         status.detail = detail
+        status.blockers = blockers if blockers or blocking is None else (blocking,)
+        status.unplaced = unplaced
 
 
 def pod_order(pod: Pod) -> tuple[int, int, str, str]:

@@ -1,0 +1,584 @@
+"""Finding what would unblock each unremovable node, by asking the planner itself.
+
+For a node the planner left out, `find_unblocks` proposes the change its reason and blocking
+pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of the snapshot
+(pods, PodDisruptionBudgets, flags, nodes and node groups as the change says), runs a fresh
+planner with its timers run out, and looks at the node again. A change that does not suffice is
+kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.
+Where there are alternatives (surge before evict or a bigger budget; which node group grows),
+each is simulated in turn and the first that makes the node removable is taken.
+
+Every answer is therefore a planner run, never a guess, and costs one: `limit` bounds how many
+nodes are looked at per call (the rest get no answer), and the loop only asks when
+--annotate-scale-down-blockers is on.
+
+A node added by a change carries scale-down-disabled in the simulation: a real new node is not
+removed for scale-down-delay-after-add and scale-down-unneeded-time, which is the window in
+which the blocked node's pods move to it. Tests that apply the change do the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from kubetide.autoscaler.inputs import LoopInputs
+from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
+from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup
+from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT, SAFE_TO_EVICT_LOCAL_VOLUMES, BlockingPod
+from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
+from kubetide.autoscaler.scaledown.plan import BEING_DELETED, UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.unblock import MAX_ROUNDS, Change, ChangeKind, Unblock, unblock_text
+from kubetide.clock import Timer
+from kubetide.model import Node, Pod, PodDisruptionBudget
+from kubetide.scheduling.checker import PredicateChecker
+
+# Nodes answered per call: each costs a few planner runs.
+UNBLOCK_LIMIT = 50
+# Node groups tried for a pod that fits nowhere.
+GROUPS_TRIED = 3
+NEW_NODE_PREFIX = "kubetide-unblock-"
+
+
+def find_unblocks(
+    inputs: LoopInputs,
+    options: AutoscalerOptions,
+    cloud: CloudProvider,
+    *,
+    plan: ScaleDownPlan,
+    checker: PredicateChecker,
+    timer: Timer,
+    nodes: Collection[str] | None = None,
+    limit: int = UNBLOCK_LIMIT,
+) -> dict[str, Unblock]:
+    """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
+    most `limit` of them, in the plan's order). `inputs` are the planner's (its snapshot with the
+    pods the scheduler will bind, left as found); `checker` must observe that snapshot."""
+    search = _Search(inputs, options, cloud, checker, timer, plan)
+    answers: dict[str, Unblock] = {}
+    for name, status in plan.nodes.items():
+        if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
+            continue
+        if len(answers) >= limit:
+            break
+        answers[name] = search.unblock(status)
+    return answers
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    removable: bool
+    status: NodeStatus | None
+
+
+class _Search:
+    def __init__(
+        self,
+        inputs: LoopInputs,
+        options: AutoscalerOptions,
+        cloud: CloudProvider,
+        checker: PredicateChecker,
+        timer: Timer,
+        plan: ScaleDownPlan,
+    ):
+        self.inputs, self.options, self.cloud = inputs, options, cloud
+        self.checker, self.timer = checker, timer
+        self.being_deleted = {n for n, s in plan.nodes.items() if s.status == BEING_DELETED}
+        self._baseline: ScaleDownPlan | None = None
+
+    # -- one node -------------------------------------------------------------------------------
+    def unblock(self, status: NodeStatus) -> Unblock:
+        name = status.name
+        waiting = _no_change(status)
+        if waiting is not None:
+            return Unblock(name, text=waiting)
+        # The loop's own status may be a remembered one (RecentlyUnremovable) or a timer's: start
+        # from what a fresh planner says now.
+        if status.reason in _FRESH_LOOK:
+            fresh = self.baseline().nodes.get(name)
+            if fresh is None or fresh.status != UNREMOVABLE:
+                return Unblock(name, text=f"{status.reason}: {status.detail}" if status.detail else "")
+            status = fresh
+            waiting = _no_change(status)
+            if waiting is not None:
+                return Unblock(name, text=waiting)
+        changes: tuple[Change, ...] = ()
+        for _ in range(MAX_ROUNDS):
+            alternatives = self.propose(status, changes)
+            if not alternatives:
+                break
+            outcome = None
+            for alternative in alternatives:
+                outcome = self.replan(name, self._merged((*changes, *alternative)))
+                if outcome.removable:
+                    changes = self._smallest(name, self._merged((*changes, *alternative)))
+                    return Unblock(name, changes, True, unblock_text(changes, True))
+            assert outcome is not None
+            changes = self._merged((*changes, *alternatives[0]))
+            if outcome.status is None or outcome.status.status != UNREMOVABLE:
+                break
+            status = outcome.status
+        if not changes:
+            return Unblock(name, text=_nothing_to_change(status))
+        return Unblock(name, changes, False, f"{unblock_text(changes, False)} (then {_reason_words(status)})")
+
+    def _merged(self, changes: tuple[Change, ...]) -> tuple[Change, ...]:
+        """Changes to the same budget added up into one, where the first was."""
+        more: dict[str, int] = {}
+        for c in changes:
+            if c.kind is ChangeKind.PDB:
+                more[c.target] = more.get(c.target, 0) + int(c.value)
+        by_key = {pdb.key: pdb for pdb in self.inputs.pdbs}
+        merged: list[Change] = []
+        for c in changes:
+            if c.kind is not ChangeKind.PDB:
+                merged.append(c)
+            elif c.target in more:
+                merged.append(_pdb_change(by_key[c.target], more.pop(c.target)))
+        return tuple(merged)
+
+    def _smallest(self, name: str, changes: tuple[Change, ...]) -> tuple[Change, ...]:
+        """Drop the earlier rounds' changes the last ones made unnecessary (a new node raises its
+        group above its min size, ...): each is simulated without it."""
+        kept = changes
+        for change in changes[:-1]:
+            trial = tuple(c for c in kept if c is not change)
+            if self.replan(name, trial).removable:
+                kept = trial
+        return kept
+
+    # -- what to change -----------------------------------------------------------------------------
+    def propose(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
+        """Alternative change sets for the node's current reason, best first."""
+        reason = status.reason
+        if reason is NodeReason.BLOCKED_BY_POD:
+            return self._for_pods(status, done)
+        if reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
+            return [(_threshold(status),)]
+        if reason in (NodeReason.NO_PLACE_TO_MOVE_PODS, NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK):
+            return [(c,) for c in self._new_nodes(status, done)]
+        if reason is NodeReason.SCALE_DOWN_DISABLED_ANNOTATION:
+            return [
+                (
+                    Change(
+                        ChangeKind.NODE_ANNOTATION,
+                        f"Node {status.name}",
+                        f"remove {SCALE_DOWN_DISABLED_ANNOTATION}",
+                        f'node {status.name} is annotated {SCALE_DOWN_DISABLED_ANNOTATION}: "true": remove it',
+                        target=status.name,
+                    ),
+                )
+            ]
+        if reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED:
+            group = self._group_of(status.name)
+            if group is None or group.min_size == 0:
+                return []
+            new_min = min(group.min_size, group.target_size()) - 1
+            return [
+                (
+                    Change(
+                        ChangeKind.NODE_GROUP_MIN_SIZE,
+                        f"node group {group.id}",
+                        f"minSize: {new_min}",
+                        f"node group {group.id} is at its min size {group.min_size}: lower it to {new_min}",
+                        target=group.id,
+                        value=str(new_min),
+                    ),
+                )
+            ]
+        if reason is NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED:
+            return [
+                (
+                    _flag(
+                        self.options,
+                        "cores-total",
+                        f"0:{self.options.cores_total.max}",
+                        "the cluster's minimum cores",
+                    ),
+                    _flag(
+                        self.options,
+                        "memory-total",
+                        f"0:{self.options.memory_total.max}",
+                        "the cluster's minimum memory",
+                    ),
+                )
+            ]
+        if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" in status.detail:
+            return [
+                (
+                    _flag(
+                        self.options,
+                        "scale-down-unready-enabled",
+                        "true",
+                        "unready nodes are not scaled down",
+                    ),
+                )
+            ]
+        return []
+
+    def _for_pods(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
+        blockers = status.blockers or ((status.blocking_pod,) if status.blocking_pod is not None else ())
+        by_rule = [b for b in blockers if b.reason is not PodReason.NOT_ENOUGH_PDB]
+        by_budget = [b for b in blockers if b.reason is PodReason.NOT_ENOUGH_PDB]
+        pod_changes: list[Change] = []
+        for blocker in by_rule:
+            change = _pod_change(blocker, self.options, self.inputs)
+            if change is not None and change not in pod_changes:
+                pod_changes.append(change)
+        if not by_budget:
+            return [tuple(pod_changes)] if pod_changes else []
+        budget_changes = self._budgets(by_budget, done)
+        alternatives = []
+        if not self.options.surge_before_evict and not any(c.target == "surge-before-evict" for c in done):
+            surge = _flag(
+                self.options,
+                "surge-before-evict",
+                "true",
+                "its budget-pinned pods would leave by a surge of their Deployment",
+                words="with --surge-before-evict it would go (its Deployments start a replacement first)",
+            )
+            alternatives.append((*pod_changes, surge))
+        if budget_changes:
+            alternatives.insert(0, (*pod_changes, *budget_changes))
+        return alternatives
+
+    def _budgets(self, blockers: Sequence[BlockingPod], done: tuple[Change, ...]) -> list[Change]:
+        """One change per budget refusing these pods: the disruptions it lacks for the node (it
+        needs one left when the node's turn comes, after the drains under way and the
+        candidates before it)."""
+        left: dict[str, int] = {}
+        for b in blockers:
+            if b.pdb:
+                left[b.pdb] = min(left.get(b.pdb, b.left), b.left)
+        by_key = {pdb.key: pdb for pdb in self.inputs.pdbs}
+        return [_pdb_change(by_key[key], 1 - n) for key, n in left.items() if key in by_key]
+
+    def _new_nodes(self, status: NodeStatus, done: tuple[Change, ...]) -> list[Change]:
+        """One more node of a group, for each group worth trying: the node's own group first."""
+        own = self._group_of(status.name)
+        groups = [g for g in self.cloud.node_groups() if g is not own]
+        groups.sort(key=lambda g: (g.target_size() >= g.max_size, g.id))
+        if own is not None:
+            groups.insert(0, own)
+        added = sum(1 for c in done if c.kind is ChangeKind.ADD_NODE)
+        pod = status.unplaced or "its pods"
+        subject = f"pod {pod}" if status.unplaced else pod
+        return [
+            Change(
+                ChangeKind.ADD_NODE,
+                f"node group {g.id}",
+                "+1 node",
+                f"{subject} fits on no other node: one more node of group {g.id} would take it",
+                target=g.id,
+                value=f"{NEW_NODE_PREFIX}{added + 1}",
+            )
+            for g in groups[:GROUPS_TRIED]
+        ]
+
+    def _group_of(self, name: str) -> NodeGroup | None:
+        snapshot = self.inputs.snapshot
+        return self.cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+
+    # -- simulate ---------------------------------------------------------------------------------
+    def baseline(self) -> ScaleDownPlan:
+        if self._baseline is None:
+            self._baseline = self._plan(())
+        return self._baseline
+
+    def replan(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
+        plan = self._plan(changes)
+        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+
+    def _plan(self, changes: tuple[Change, ...]) -> ScaleDownPlan:
+        inputs, snapshot = self.inputs, self.inputs.snapshot
+        options, pdbs, cloud = self.options, list(inputs.pdbs), self.cloud
+        added: dict[str, NodeGroup] = {}
+        min_sizes: dict[str, int] = {}
+        snapshot.fork()
+        try:
+            for c in changes:
+                if c.kind is ChangeKind.SAFE_TO_EVICT or c.kind is ChangeKind.LOCAL_VOLUMES:
+                    key = SAFE_TO_EVICT if c.kind is ChangeKind.SAFE_TO_EVICT else SAFE_TO_EVICT_LOCAL_VOLUMES
+                    if snapshot.has_pod(c.target):
+                        snapshot.update_pod(annotated(snapshot.pod(c.target), key, c.value))
+                elif c.kind is ChangeKind.PDB:
+                    pdbs = [more_disruptions(p, int(c.value)) if p.key == c.target else p for p in pdbs]
+                elif c.kind is ChangeKind.FLAG:
+                    field = c.target.replace("-", "_")
+                    options = options.with_values(**{field: parse_flag(c.target, c.value)})
+                elif c.kind is ChangeKind.ADD_NODE:
+                    group = next(g for g in cloud.node_groups() if g.id == c.target)
+                    node = new_node(group, c.value)
+                    snapshot.add_node(node)
+                    added[node.name] = group
+                elif c.kind is ChangeKind.NODE_GROUP_MIN_SIZE:
+                    min_sizes[c.target] = int(c.value)
+                elif c.kind is ChangeKind.NODE_ANNOTATION and c.target in snapshot:
+                    node = snapshot.node(c.target)
+                    annotations = {
+                        k: v for k, v in node.meta.annotations.items() if k != SCALE_DOWN_DISABLED_ANNOTATION
+                    }
+                    snapshot.replace_node(replace(node, meta=replace(node.meta, annotations=annotations)))
+            changed_cloud = _ChangedCloud(cloud, added, min_sizes) if added or min_sizes else cloud
+            planner = Planner(options, timers_expired=True, timer=self.timer)
+            return planner.update(
+                replace(inputs, pdbs=pdbs, being_deleted=self.being_deleted),
+                cloud=changed_cloud,
+                checker=self.checker,
+            )
+        finally:
+            snapshot.revert()
+
+
+# -- the changes ------------------------------------------------------------------------------------
+
+# Reasons a fresh planner may answer differently (remembered failures, timers, budgets in use).
+_FRESH_LOOK = {
+    NodeReason.RECENTLY_UNREMOVABLE,
+    NodeReason.NOT_UNNEEDED_LONG_ENOUGH,
+    NodeReason.NOT_UNREADY_LONG_ENOUGH,
+}
+
+
+def _no_change(status: NodeStatus) -> str | None:
+    """The words for a node that no change to the cluster unblocks: it waits, or cannot go."""
+    reason = status.reason
+    if reason is NodeReason.NOT_AUTOSCALED:
+        return "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
+    if reason in (
+        NodeReason.NOT_UNNEEDED_LONG_ENOUGH,
+        NodeReason.NOT_UNREADY_LONG_ENOUGH,
+    ) and "paused" not in (status.detail):
+        return None  # looked at afresh
+    if status.detail.startswith("waiting for budget"):
+        return f"nothing to change: {status.detail}"
+    if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
+        return f"nothing to change: {status.detail}" if status.detail else "nothing to change"
+    return None
+
+
+def _nothing_to_change(status: NodeStatus) -> str:
+    return f"no change found that kubetide can simulate ({_reason_words(status)})"
+
+
+def _reason_words(status: NodeStatus) -> str:
+    blocking = status.blocking_pod
+    pod = f" by {blocking.pod.key} ({blocking.reason})" if blocking is not None else ""
+    return f"{status.reason}{pod}" + (f": {status.detail}" if status.detail else "")
+
+
+def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopInputs) -> Change | None:
+    pod, reason = blocker.pod, blocker.reason
+    subject = f"Pod {pod.key}"
+    safe = f'{SAFE_TO_EVICT}: "true"'
+    if reason is PodReason.NOT_REPLICATED:
+        text = f"pod {pod.key} is bare: give it a controller or annotate {safe}"
+    elif reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION:
+        text = f'pod {pod.key} is annotated {SAFE_TO_EVICT}: "false": make it "true" if it may move'
+    elif reason is PodReason.UNMOVABLE_KUBE_SYSTEM_POD:
+        text = f"kube-system pod {pod.key} has no PodDisruptionBudget: give it one or annotate {safe}"
+    elif reason is PodReason.UNEXPECTED_ERROR:
+        text = f"pod {pod.key} could not be checked: annotate {safe} if it may move"
+    elif reason is PodReason.LOCAL_STORAGE_REQUESTED:
+        local = ",".join(v.name for v in pod.volumes if v.is_local_storage)
+        return Change(
+            ChangeKind.LOCAL_VOLUMES,
+            subject,
+            f'{SAFE_TO_EVICT_LOCAL_VOLUMES}: "{local}"',
+            f'pod {pod.key} uses local storage: annotate {SAFE_TO_EVICT_LOCAL_VOLUMES}: "{local}" if its data may go',
+            target=pod.uid,
+            value=local,
+        )
+    elif reason is PodReason.MIN_REPLICAS_REACHED:
+        replicas = _replicas_of(pod, inputs)
+        return _flag(
+            options,
+            "min-replica-count",
+            str(replicas if replicas is not None else 0),
+            f"pod {pod.key}'s ReplicaSet has fewer replicas than min-replica-count {options.min_replica_count}",
+        )
+    elif reason is PodReason.CONTROLLER_NOT_FOUND:
+        ref = pod.controller
+        owner = f"{ref.kind} {ref.name}" if ref is not None else "its controller"
+        return _flag(
+            options,
+            "skip-nodes-with-custom-controller-pods",
+            "false",
+            f"pod {pod.key}'s controller {owner} does not exist",
+        )
+    else:
+        return None
+    return Change(ChangeKind.SAFE_TO_EVICT, subject, safe, text, target=pod.uid, value="true")
+
+
+def _flag(options: AutoscalerOptions, name: str, value: str, why: str, *, words: str = "") -> Change:
+    return Change(
+        ChangeKind.FLAG,
+        f"flag {name}",
+        f"{name}={value}",
+        words or f"{why}: --{name}={value} would let it go",
+        target=name,
+        value=value,
+    )
+
+
+def _threshold(status: NodeStatus) -> Change:
+    """The smallest threshold, at two decimals, above the node's utilization."""
+    util = status.utilization or 0.0
+    resource = status.detail.split(" ", 1)[0] if status.detail else "cpu"
+    flag = (
+        "scale-down-gpu-utilization-threshold"
+        if is_gpu_resource(resource)
+        else "scale-down-utilization-threshold"
+    )
+    threshold = _threshold_in(status.detail)
+    new = math.floor(util * 100 + 1e-9) / 100 + 0.01
+    new = min(1.0, round(new, 2))
+    above = "" if threshold is None else f": {util - threshold:.2f} above the threshold {threshold:g}"
+    return Change(
+        ChangeKind.FLAG,
+        f"flag {flag}",
+        f"{flag}={new:g}",
+        f"utilization {util:.2f}{above} ({flag}={new:g} would let it go, or free that much of its requests)",
+        target=flag,
+        value=f"{new:g}",
+    )
+
+
+def _threshold_in(detail: str) -> float | None:
+    _, _, tail = detail.partition("threshold ")
+    try:
+        return float(tail.split()[0]) if tail else None
+    except ValueError:
+        return None
+
+
+def _pdb_change(pdb: PodDisruptionBudget, more: int) -> Change:
+    spec = _spec_after(pdb, more)
+    plural = "disruption" if more == 1 else "disruptions"
+    return Change(
+        ChangeKind.PDB,
+        f"PodDisruptionBudget {pdb.key}",
+        spec,
+        f"PodDisruptionBudget {pdb.key} needs {more} more {plural} ({spec})",
+        target=pdb.key,
+        value=str(more),
+    )
+
+
+def _spec_after(pdb: PodDisruptionBudget, more: int) -> str:
+    if isinstance(pdb.max_unavailable, int):
+        return f"maxUnavailable {pdb.max_unavailable + more}"
+    if isinstance(pdb.min_available, int):
+        return f"minAvailable {max(0, pdb.min_available - more)}"
+    if pdb.max_unavailable is not None:
+        return f"maxUnavailable: {more} more than {pdb.max_unavailable} allows now"
+    if pdb.min_available is not None:
+        return f"minAvailable: {more} fewer than {pdb.min_available} requires now"
+    return f"{more} more allowed"
+
+
+def more_disruptions(pdb: PodDisruptionBudget, more: int) -> PodDisruptionBudget:
+    """The budget with `more` disruptions allowed: its spec and the status the disruption
+    controller would then write."""
+    max_unavailable, min_available = pdb.max_unavailable, pdb.min_available
+    if isinstance(max_unavailable, int):
+        max_unavailable += more
+    elif isinstance(min_available, int):
+        min_available = max(0, min_available - more)
+    return replace(
+        pdb,
+        max_unavailable=max_unavailable,
+        min_available=min_available,
+        disruptions_allowed=None if pdb.disruptions_allowed is None else pdb.disruptions_allowed + more,
+        desired_healthy=None if pdb.desired_healthy is None else max(0, pdb.desired_healthy - more),
+    )
+
+
+def annotated(pod: Pod, key: str, value: str) -> Pod:
+    meta = replace(pod.meta, annotations={**pod.meta.annotations, key: value})
+    return replace(pod, meta=meta, parsed_shape=pod.shape)
+
+
+def new_node(group: NodeGroup, name: str) -> Node:
+    """A new node of the group, kept from scale-down as a new node is (see the module's note)."""
+    template = group.template_node()
+    labels = {**template.meta.labels, "kubernetes.io/hostname": name}
+    annotations = {**template.meta.annotations, SCALE_DOWN_DISABLED_ANNOTATION: "true"}
+    return replace(
+        template, meta=replace(template.meta, name=name, uid=name, labels=labels, annotations=annotations)
+    )
+
+
+def _replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
+    ref = pod.controller
+    if ref is None or inputs.workloads is None:
+        return None
+    for w in inputs.workloads:
+        if w.kind == ref.kind and w.namespace == pod.namespace and w.name == ref.name:
+            return w.replicas
+    return None
+
+
+class _ChangedGroup:
+    """A node group with nodes added by changes, or a lower min size."""
+
+    def __init__(self, group: NodeGroup, added: int, min_size: int | None):
+        self._group, self._added, self._min = group, added, min_size
+
+    @property
+    def id(self) -> str:
+        return self._group.id
+
+    @property
+    def min_size(self) -> int:
+        return self._group.min_size if self._min is None else self._min
+
+    @property
+    def max_size(self) -> int:
+        return max(self._group.max_size, self._group.target_size() + self._added)
+
+    def target_size(self) -> int:
+        return self._group.target_size() + self._added
+
+    def increase_size(self, delta: int) -> None:
+        raise NotImplementedError("a what-if group is never resized")
+
+    def decrease_target_size(self, delta: int) -> None:
+        raise NotImplementedError("a what-if group is never resized")
+
+    def delete_nodes(self, nodes: Sequence[Node]) -> None:
+        raise NotImplementedError("a what-if group deletes nothing")
+
+    def instances(self) -> Sequence[Instance]:
+        return self._group.instances()
+
+    def template_node(self) -> Node:
+        return self._group.template_node()
+
+    def price_per_hour(self) -> float:
+        return self._group.price_per_hour()
+
+
+class _ChangedCloud:
+    """The cloud as the changes leave it: added nodes belong to their groups."""
+
+    def __init__(self, cloud: CloudProvider, added: Mapping[str, NodeGroup], min_sizes: Mapping[str, int]):
+        self._cloud = cloud
+        self._added = dict(added)
+        counts: dict[str, int] = {}
+        for group in added.values():
+            counts[group.id] = counts.get(group.id, 0) + 1
+        self._groups = {
+            g.id: _ChangedGroup(g, counts.get(g.id, 0), min_sizes.get(g.id)) for g in cloud.node_groups()
+        }
+
+    def node_groups(self) -> Sequence[NodeGroup]:
+        return list(self._groups.values())
+
+    def node_group_for(self, node: Node) -> NodeGroup | None:
+        group = self._added.get(node.name) or self._cloud.node_group_for(node)
+        return None if group is None else self._groups.get(group.id)
