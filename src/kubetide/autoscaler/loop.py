@@ -19,6 +19,7 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -47,14 +48,17 @@ from kubetide.autoscaler.scaledown import (
     release_orphans,
     update_soft_taints,
 )
+from kubetide.autoscaler.scaledown.blockers import annotation_changes, blocking_pods_text
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
+from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblocking import UnblockMemo, find_unblocks
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
-from kubetide.autoscaler.status import DrainStatus, WaitingNode
+from kubetide.autoscaler.status import DrainStatus, UnremovableNode, WaitingNode
 from kubetide.clock import Clock, Timer, timed
-from kubetide.model import PodDisruptionBudget, Workload
+from kubetide.model import Node, PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -126,6 +130,8 @@ class Autoscaler:
         # Skips the soft-taint pass while nodes and the candidate set stay as a quiet pass left
         # them (a walk over every node's taints each loop otherwise).
         self._soft_taints = SoftTaintMemo()
+        # What would unblock each blocked node, kept while it stays blocked the same way.
+        self._unblocks = UnblockMemo(options.unremovable_node_recheck_timeout)
 
     def close(self) -> None:
         if self._checker is not None:
@@ -156,30 +162,33 @@ class Autoscaler:
         if self.options.scale_down_enabled:
             self._drive_deletions_in_progress(snapshot, pdbs, workloads, now, result)
         usage = self.usage.sample() if self.usage is not None and self.options.scale_down_enabled else None
+        inputs = LoopInputs(
+            now,
+            snapshot,
+            pending=self.view.pending_pods(),
+            pdbs=pdbs,
+            workloads=workloads,
+            # CA reads it from its --namespace, beside the status ConfigMap.
+            priorities=self.view.configmap(self.options.namespace, PRIORITY_CONFIGMAP),
+            usage=usage,
+            being_deleted=self.actuator.being_deleted(),
+            deletions_in_progress=self.actuator.in_progress(),
+        )
         decision = decide(
-            self.state,
-            LoopInputs(
-                now,
-                snapshot,
-                pending=self.view.pending_pods(),
-                pdbs=pdbs,
-                workloads=workloads,
-                # CA reads it from its --namespace, beside the status ConfigMap.
-                priorities=self.view.configmap(self.options.namespace, PRIORITY_CONFIGMAP),
-                usage=usage,
-                being_deleted=self.actuator.being_deleted(),
-                deletions_in_progress=self.actuator.in_progress(),
-            ),
-            cloud=self.cloud,
-            checker=self._checker_for(snapshot),
-            observed=observed,
+            self.state, inputs, cloud=self.cloud, checker=self._checker_for(snapshot), observed=observed
         )
         result.durations.update(decision.durations)  # scaleUp (its plan) and findUnneeded, ...
+        if self.options.annotate_scale_down_blockers and decision.scale_down is not None:
+            with timed(result.durations, "scaleDown:unblock", self.timer):
+                self._find_unblocks(inputs, decision)
         with timed(result.durations, "scaleUp", self.timer):
             self._scale_up(decision, now, result)
         if decision.scale_down is not None:
             with timed(result.durations, "scaleDown", self.timer):
                 self._scale_down(snapshot, decision, now, result)
+            if self.options.annotate_scale_down_blockers:
+                # After the actuator has started its nodes: their validation compares annotations.
+                self._annotate_blockers(decision.scale_down, snapshot.nodes())
         self._write_status(now, result=result)
         return result
 
@@ -332,6 +341,38 @@ class Autoscaler:
                 memo=self._soft_taints,
             )
 
+    def _find_unblocks(self, inputs: LoopInputs, decision: LoopDecision) -> None:
+        """What would unblock each unremovable node (unblocking.py), on the cluster as the
+        scheduler will leave it (the pods the decision bound), into the plan's statuses."""
+        plan, snapshot = decision.scale_down, inputs.snapshot
+        assert plan is not None
+        by_key = {pod.key: pod for pod in inputs.pending}
+        checker = self._checker_for(snapshot)
+        snapshot.fork()
+        try:
+            for key, node in decision.bound.items():
+                pod = by_key[key]
+                snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
+            due = self._unblocks.due(plan, inputs.now)
+            answers = (
+                find_unblocks(
+                    inputs, self.options, self.cloud, plan=plan, checker=checker, timer=self.timer, nodes=due
+                )
+                if due
+                else {}
+            )
+        finally:
+            snapshot.revert()
+        self._unblocks.store(plan, answers, inputs.now)
+
+    def _annotate_blockers(self, plan: ScaleDownPlan, nodes: Iterable[Node]) -> None:
+        """kubetide.io/scale-down-blocker on each blocked node, off the others (blockers.py)."""
+        for name, value in annotation_changes(plan, nodes).items():
+            try:
+                self.actions.annotate_node(name, BLOCKER_ANNOTATION, value)
+            except ActionError:
+                continue  # a report, not an action: the next loop sees the node unchanged and retries
+
     def _write_status(self, now: float, *, result: LoopResult | None = None, message: str = "") -> None:
         scale_up = ScaleUpSummary()
         scale_down = ScaleDownSummary()
@@ -392,4 +433,18 @@ def _scale_down_summary(
         if (estimate := plan.nodes[name].estimate) is not None
     )
     waiting = tuple(WaitingNode(name, plan.nodes[name].detail) for name in plan.waiting_for_budget)
-    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting)
+    unremovable = tuple(
+        UnremovableNode(
+            s.name,
+            str(s.reason),
+            blocking_pods_text(s),
+            s.unblock.text if s.unblock is not None else "",
+        )
+        for s in plan.nodes.values()
+        if s.blocking_pod is not None or (s.unblock is not None and s.unblock.changes)
+    )[:UNREMOVABLE_IN_STATUS]
+    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting, unremovable)
+
+
+# Unremovable nodes the status lists (the ConfigMap must stay far below the API's 1 MiB).
+UNREMOVABLE_IN_STATUS = 50

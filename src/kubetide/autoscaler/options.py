@@ -151,6 +151,9 @@ class AutoscalerOptions:
     # kubetide's own: a pod a budget pins for good leaves by its Deployment's rollout (replacement
     # first) when the Deployment allows a surge (autoscaler/scaledown/surge.py)
     surge_before_evict: bool = False
+    # kubetide's own: unremovable nodes carry kubetide.io/scale-down-blocker, the reason and what
+    # would unblock them in one line (autoscaler/scaledown/unblocking.py; a few planner runs a node)
+    annotate_scale_down_blockers: bool = False
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"

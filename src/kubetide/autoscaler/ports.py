@@ -123,6 +123,11 @@ class ClusterActions(Protocol):
         `event.at`, the decision's time, however late the adapter writes it."""
         ...
 
+    def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
+        """Set the node's annotation `key` to `value`, or remove it (None); nothing is written
+        when it already is so. Raises ActionError (no such node, API error)."""
+        ...
+
     def restart_deployment(self, namespace: str, name: str, at: float) -> None:
         """`kubectl rollout restart`: set the Deployment's pod template annotation
         kubectl.kubernetes.io/restartedAt to `at` (Unix seconds, written as RFC 3339), which

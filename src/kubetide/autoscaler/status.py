@@ -13,8 +13,10 @@ written, so a document parsed back compares equal to the one built.
 Differences from CA, on purpose: counts and candidates are written even when zero (CA omits some
 zero values); ``backoffInfo`` is written only when the group is in Backoff. The cluster-wide
 ``scaleDown`` also lists, kubetide's own and only when there are any, the ``drains`` the planner
-would start (estimated time, PodDisruptionBudget waves, why a node is risky) and the nodes
-``waitingForBudget``. ``resourceUnready`` is
+would start (estimated time, PodDisruptionBudget waves, why a node is risky), the nodes
+``waitingForBudget``, and ``unremovable`` nodes (at most 50): those blocked by pods, with the
+first blocking pod in the Cluster Autoscaler's order and "+N more", and what would unblock each
+when --annotate-scale-down-blockers has the planner find it. ``resourceUnready`` is
 always 0: kubetide does not model nodes unready for lack of a device plugin resource.
 """
 
@@ -139,10 +141,22 @@ class WaitingNode:
 
 
 @dataclass(frozen=True, slots=True)
+class UnremovableNode:
+    """kubetide's own: a node blocked by pods, or one the planner found a way to unblock."""
+
+    node: str = ""
+    reason: str = ""
+    # the first blocking pod as the Cluster Autoscaler orders them, then "+N more"
+    blocking_pods: str = ""
+    unblock: str = ""  # what would unblock it (--annotate-scale-down-blockers), in one line
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterScaleDownCondition(ScaleDownCondition):
     # kubetide's own, written only when there is something to say (None otherwise).
     drains: tuple[DrainStatus, ...] | None = None
     waiting_for_budget: tuple[WaitingNode, ...] | None = None
+    unremovable: tuple[UnremovableNode, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -718,6 +718,9 @@ def _print_human(
         say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
+    if not explain:
+        for line in unblock_lines(sd):
+            say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
     if held := result.decision.held:
         one = len(held) == 1
         say(
@@ -736,8 +739,22 @@ def why_text(status: NodeStatus, group: StaticNodeGroup | None, options: Autosca
     detail = node_detail(status, group, options)
     if status.blocking_pod is None:
         return detail
-    pod = f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason})"
+    pod = f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason}){status.more_blockers()}"
     return f"blocked by {pod}" + (f": {detail}" if detail else "")
+
+
+def unblock_lines(plan: ScaleDownPlan) -> list[str]:
+    """One line per unremovable node: what would make it removable, found by the planner."""
+    lines = []
+    for name, status in plan.nodes.items():
+        answer = status.unblock
+        if answer is None or not answer.text:
+            continue
+        mark = "" if answer.removable or not answer.changes else " [not enough]"
+        lines.append(f"  {name}: {answer.text}{mark}")
+    if not lines:
+        return []
+    return ["What would unblock them (each change checked by running the planner again with it):", *lines]
 
 
 def _node_table(
@@ -796,6 +813,11 @@ def node_explanation(
         util = "-" if status.utilization is None else f"{status.utilization:.0%}"
         lines.append((f"utilization: {util} (requests: {', '.join(shares)})", "  "))
     lines.append((f"why: {why_text(status, group, result.options) or '-'}", "  "))
+    if status.unblock is not None and status.unblock.text:
+        enough = status.unblock.removable or not status.unblock.changes
+        lines.append(
+            (f"what would unblock it: {status.unblock.text}{'' if enough else ' [not enough]'}", "  ")
+        )
     deleted = "empty" if name in result.budget.empty else "drain" if name in result.budget.drain else None
     if deleted is not None:
         lines.append((f"would delete it now ({deleted})", "  "))
@@ -803,10 +825,10 @@ def node_explanation(
         lines.append(("removable, but waiting for the parallelism budgets", "  "))
     pods = sorted(snapshot.pods_on(name).values(), key=lambda p: p.key) if node is not None else []
     lines.append((f"pods ({len(pods)}):", "  "))
-    blocking = status.blocking_pod
+    blocking = {b.pod.key: b for b in status.blockers}
     for pod in pods:
-        if blocking is not None and pod.key == blocking.pod.key:
-            fate = f"blocks the drain ({blocking.reason})"
+        if pod.key in blocking:
+            fate = f"blocks the drain ({blocking[pod.key].reason})"
         elif pod.is_daemonset or pod.is_mirror:
             fate = "DaemonSet pod: not moved" if pod.is_daemonset else "mirror pod: not moved"
         elif pod.key in sd.destinations:

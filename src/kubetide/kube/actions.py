@@ -114,6 +114,34 @@ class KubeClusterActions:
 
         self._update_taints(node_name, change, f"untaint {key}")
 
+    def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
+        """Read, change, replace (update, as the taints are: the install grants no patch on
+        nodes), retried on conflicts; nothing is written when the annotation already is so."""
+        what = f"annotate {key}"
+        path = f"/api/v1/nodes/{node_name}"
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                node = self.client.request("GET", path)
+                metadata = node.setdefault("metadata", {})
+                annotations = dict(metadata.get("annotations") or {})
+                if annotations.get(key) == value:
+                    return
+                if value is None:
+                    del annotations[key]
+                else:
+                    annotations[key] = value
+                metadata["annotations"] = annotations
+                self._check_leader(f"{what} on node {node_name}")
+                self.client.request("PUT", path, body=node)
+                return
+            except ApiError as exc:
+                if exc.status == 409:
+                    continue
+                if exc.status == 404:
+                    raise ActionError(f'nodes "{node_name}" not found') from None
+                raise ActionError(f"{what} on node {node_name}: {exc}") from None
+        raise ActionError(f"{what} on node {node_name}: still conflicting after {CONFLICT_RETRIES} tries")
+
     def _update_taints(
         self, node_name: str, change: Callable[[list[dict]], list[dict] | None], what: str
     ) -> None:

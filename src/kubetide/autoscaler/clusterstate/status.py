@@ -35,6 +35,7 @@ from kubetide.autoscaler.status import (
     RegisteredNodeCount,
     RegisteredUnreadyNodeCount,
     ScaleDownCondition,
+    UnremovableNode,
     WaitingNode,
     status_time,
     status_yaml,
@@ -71,6 +72,7 @@ class ScaleDownSummary:
     candidates: Mapping[str, Sequence[str]] = field(default_factory=dict)
     drains: tuple[DrainStatus, ...] = ()
     waiting_for_budget: tuple[WaitingNode, ...] = ()
+    unremovable: tuple[UnremovableNode, ...] = ()
 
 
 class StatusBuilder:
@@ -173,6 +175,7 @@ class StatusBuilder:
             condition.last_transition_time,
             drains=self._scale_down.drains or None,
             waiting_for_budget=self._scale_down.waiting_for_budget or None,
+            unremovable=self._scale_down.unremovable or None,
         )
 
     def _scale_down_condition(self, scope: str, candidates: int, probe: float) -> ScaleDownCondition:

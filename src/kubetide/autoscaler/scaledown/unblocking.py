@@ -68,6 +68,44 @@ def find_unblocks(
     return answers
 
 
+class UnblockMemo:
+    """The loop's answers, kept per node while its reason and blocking pods stay the same, and
+    for at most `refresh` seconds: each answer costs a few planner runs, and a blocked node is
+    usually blocked the same way loop after loop. `per_loop` bounds the new answers a loop
+    computes, so a cluster that turns blocked at once is answered over a few loops."""
+
+    def __init__(self, refresh: float, per_loop: int = 2):
+        self.refresh, self.per_loop = refresh, per_loop
+        self._kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
+
+    def due(self, plan: ScaleDownPlan, now: float) -> list[str]:
+        """Unremovable nodes whose answer is missing, outdated or too old, at most `per_loop`.
+        The others get their kept answer."""
+        due: list[str] = []
+        kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
+        for name, status in plan.nodes.items():
+            if status.status != UNREMOVABLE:
+                continue
+            entry = self._kept.get(name)
+            if entry is not None and entry[0] == _signature(status) and now < entry[1] + self.refresh:
+                status.unblock = entry[2]
+                kept[name] = entry
+            elif len(due) < self.per_loop:
+                due.append(name)
+        self._kept = kept  # nodes no longer unremovable are forgotten
+        return due
+
+    def store(self, plan: ScaleDownPlan, answers: Mapping[str, Unblock], now: float) -> None:
+        for name, answer in answers.items():
+            status = plan.nodes[name]
+            status.unblock = answer
+            self._kept[name] = (_signature(status), now, answer)
+
+
+def _signature(status: NodeStatus) -> tuple[object, ...]:
+    return (status.reason, tuple((b.pod.uid, b.reason) for b in status.blockers), status.unplaced)
+
+
 @dataclass(frozen=True, slots=True)
 class _Outcome:
     removable: bool
@@ -435,14 +473,14 @@ def _threshold(status: NodeStatus) -> Change:
         else "scale-down-utilization-threshold"
     )
     threshold = _threshold_in(status.detail)
-    new = math.floor(util * 100 + 1e-9) / 100 + 0.01
-    new = min(1.0, round(new, 2))
+    new = min(1.0, round(math.floor(util * 100 + 1e-9) / 100 + 0.01, 2))
+    shown = f"{util:.2f}" if round(util, 2) < new else f"{util:.4f}"  # never "0.64 ... threshold 0.64"
     above = "" if threshold is None else f": {util - threshold:.2f} above the threshold {threshold:g}"
     return Change(
         ChangeKind.FLAG,
         f"flag {flag}",
         f"{flag}={new:g}",
-        f"utilization {util:.2f}{above} ({flag}={new:g} would let it go, or free that much of its requests)",
+        f"utilization {shown}{above} ({flag}={new:g} would let it go, or free that much of its requests)",
         target=flag,
         value=f"{new:g}",
     )

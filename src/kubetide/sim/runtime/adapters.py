@@ -192,6 +192,15 @@ class SimClusterActions:
         if len(kept) != len(node.taints):
             self.world.update_node(dataclasses.replace(node, taints=kept))
 
+    def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
+        node = self._node(node_name)
+        annotations = {k: v for k, v in node.meta.annotations.items() if k != key}
+        if value is not None:
+            annotations[key] = value
+        if annotations != node.meta.annotations:
+            meta = dataclasses.replace(node.meta, annotations=annotations)
+            self.world.update_node(dataclasses.replace(node, meta=meta))
+
     def evict(self, pod: Pod, grace_period_seconds: int) -> EvictionOutcome:
         outcome = self.eviction.evict(pod.uid, grace_period_seconds)
         if outcome is EvictionOutcome.EVICTED:

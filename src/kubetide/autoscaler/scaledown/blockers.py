@@ -1,0 +1,61 @@
+"""The one line that says what keeps a node from being scaled down, for the node annotation
+(`kubetide.io/scale-down-blocker`, --annotate-scale-down-blockers) and the status document.
+
+A node is *blocked* when the plan finds it unremovable for a reason other than a running timer:
+a candidate waiting out scale-down-unneeded-time or a pause is on its way out, and a node being
+deleted is going. The line names the reason, the first blocking pod as the Cluster Autoscaler
+orders them with "+N more", and what would unblock it when the planner found that
+(unblocking.py), else the planner's detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.model import Node
+
+# Annotation values are small by convention; a line longer than this is cut with an ellipsis.
+MAX_LINE = 512
+_TIMERS = {NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH}
+
+
+def blocking_pods_text(status: NodeStatus) -> str:
+    """'ns/pod (Reason) +N more', or '' when no pod blocks the node."""
+    first = status.blocking_pod
+    if first is None:
+        return ""
+    return f"{first.pod.key} ({first.reason}){status.more_blockers()}"
+
+
+def blocker_line(status: NodeStatus, plan: ScaleDownPlan) -> str | None:
+    """The node's one line, or None when nothing blocks it."""
+    if status.status != UNREMOVABLE or status.reason is None or status.reason in _TIMERS:
+        return None
+    if status.name in plan.candidate_set:  # unneeded, held only by a pause
+        return None
+    line = str(status.reason)
+    pods = blocking_pods_text(status)
+    if pods:
+        line += f" by {pods}"
+    answer = status.unblock
+    if answer is not None and answer.text:
+        line += f"; to unblock: {answer.text}" + (" [not enough]" if answer.needs_more else "")
+    elif status.detail:
+        line += f": {status.detail}"
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
+
+
+def annotation_changes(plan: ScaleDownPlan, nodes: Iterable[Node]) -> dict[str, str | None]:
+    """Node name -> the annotation value to write (None: remove it), for the nodes whose
+    annotation is not what the plan says. Read from the nodes themselves, so a restarted
+    process neither rewrites what is there nor leaves stale lines behind."""
+    changes: dict[str, str | None] = {}
+    for node in nodes:
+        status = plan.nodes.get(node.name)
+        want = blocker_line(status, plan) if status is not None else None
+        if node.meta.annotations.get(BLOCKER_ANNOTATION) != want:
+            changes[node.name] = want
+    return changes
