@@ -474,7 +474,7 @@ def _threshold(status: NodeStatus) -> Change:
     )
     threshold = _threshold_in(status.detail)
     new = min(1.0, round(math.floor(util * 100 + 1e-9) / 100 + 0.01, 2))
-    shown = f"{util:.2f}" if round(util, 2) < new else f"{util:.4f}"  # never "0.64 ... threshold 0.64"
+    shown = f"{util:.2f}" if float(f"{util:.2f}") < new else f"{util:.3f}"  # never "0.64 ... threshold 0.64"
     above = "" if threshold is None else f": {util - threshold:.2f} above the threshold {threshold:g}"
     return Change(
         ChangeKind.FLAG,
