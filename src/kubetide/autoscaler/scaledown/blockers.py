@@ -2,8 +2,9 @@
 (`kubetide.io/scale-down-blocker`, --annotate-scale-down-blockers) and the status document.
 
 A node is *blocked* when the plan finds it unremovable for a reason other than a running timer:
-a candidate waiting out scale-down-unneeded-time or a pause is on its way out, and a node being
-deleted is going. The line names the reason, the first blocking pod as the Cluster Autoscaler
+a candidate waiting out scale-down-unneeded-time or a pause is on its way out, a node being
+deleted is going, a node of no node group is not the autoscaler's, and one annotated
+scale-down-disabled says so itself. The line names the reason, the first blocking pod as the Cluster Autoscaler
 orders them with "+N more", and what would unblock it when the planner found that
 (unblocking.py), else the planner's detail.
 """
@@ -19,7 +20,15 @@ from kubetide.model import Node
 
 # Annotation values are small by convention; a line longer than this is cut with an ellipsis.
 MAX_LINE = 512
-_TIMERS = {NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH}
+# Not blocks: a running timer (the node is on its way out), a node no group manages (not the
+# autoscaler's to annotate: CA leaves such nodes alone too), and a node its operator annotated
+# scale-down-disabled (their own choice, already written on the node).
+_NOT_BLOCKED = {
+    NodeReason.NOT_UNNEEDED_LONG_ENOUGH,
+    NodeReason.NOT_UNREADY_LONG_ENOUGH,
+    NodeReason.NOT_AUTOSCALED,
+    NodeReason.SCALE_DOWN_DISABLED_ANNOTATION,
+}
 
 
 def blocking_pods_text(status: NodeStatus) -> str:
@@ -32,7 +41,7 @@ def blocking_pods_text(status: NodeStatus) -> str:
 
 def blocker_line(status: NodeStatus, plan: ScaleDownPlan) -> str | None:
     """The node's one line, or None when nothing blocks it."""
-    if status.status != UNREMOVABLE or status.reason is None or status.reason in _TIMERS:
+    if status.status != UNREMOVABLE or status.reason is None or status.reason in _NOT_BLOCKED:
         return None
     if status.name in plan.candidate_set:  # unneeded, held only by a pause
         return None
