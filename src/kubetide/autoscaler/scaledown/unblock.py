@@ -75,7 +75,10 @@ def unblock_text(changes: tuple[Change, ...], removable: bool) -> str:
     """One line for a list of changes: each change's words, then whether they suffice."""
     if not changes:
         return ""
-    words = "; ".join(c.text for c in changes)
+    counts: dict[str, int] = {}
+    for c in changes:  # the same change twice (two more nodes of a group) is said once
+        counts[c.text] = counts.get(c.text, 0) + 1
+    words = "; ".join(text if n == 1 else f"{text} (x{n})" for text, n in counts.items())
     if removable:
         return words if len(changes) == 1 else f"{len(changes)} changes: {words}"
     return f"{words}; and more: still not removable after {MAX_ROUNDS} rounds of changes"

@@ -148,13 +148,15 @@ class _Search:
             alternatives = self.propose(status, changes)
             if not alternatives:
                 break
-            outcome = None
+            first = None  # the best alternative's outcome: the next round goes on from it
             for alternative in alternatives:
                 outcome = self.replan(name, self._merged((*changes, *alternative)))
                 if outcome.removable:
                     changes = self._smallest(name, self._merged((*changes, *alternative)))
                     return Unblock(name, changes, True, unblock_text(changes, True))
-            assert outcome is not None
+                first = first or outcome
+            assert first is not None
+            outcome = first
             changes = self._merged((*changes, *alternatives[0]))
             if outcome.status is None or outcome.status.status != UNREMOVABLE:
                 break
