@@ -36,8 +36,10 @@ from kubetide.clock import Timer
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.scheduling.checker import PredicateChecker
 
-# Nodes answered per call: each costs a few planner runs.
+# Nodes answered per call, and the seconds (by the caller's Timer) spent on them: each answer costs
+# a few planner runs, and on a large cluster a planner run costs a loop.
 UNBLOCK_LIMIT = 50
+UNBLOCK_BUDGET = 10.0
 # Node groups tried for a pod that fits nowhere.
 GROUPS_TRIED = 3
 NEW_NODE_PREFIX = "kubetide-unblock-"
@@ -53,19 +55,29 @@ def find_unblocks(
     timer: Timer,
     nodes: Collection[str] | None = None,
     limit: int = UNBLOCK_LIMIT,
+    budget: float = UNBLOCK_BUDGET,
 ) -> dict[str, Unblock]:
     """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
-    most `limit` of them, in the plan's order). `inputs` are the planner's (its snapshot with the
-    pods the scheduler will bind, left as found); `checker` must observe that snapshot."""
+    most `limit` of them, in the plan's order, started within `budget` seconds of the timer; the
+    others are answered "not computed"). `inputs` are the planner's (its snapshot with the pods
+    the scheduler will bind, left as found); `checker` must observe that snapshot."""
     search = _Search(inputs, options, cloud, checker, timer, plan)
     answers: dict[str, Unblock] = {}
+    deadline = timer() + budget
     for name, status in plan.nodes.items():
         if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
             continue
-        if len(answers) >= limit:
-            break
+        if len(answers) >= limit or timer() > deadline:
+            answers[name] = Unblock(name, text=NOT_COMPUTED)
+            continue
         answers[name] = search.unblock(status)
     return answers
+
+
+NOT_COMPUTED = (
+    f"not computed: the answers' budget ({UNBLOCK_LIMIT} nodes, {UNBLOCK_BUDGET:g}s) ran out first;"
+    " ask about this node alone (plan --node NAME)"
+)
 
 
 class UnblockMemo:
@@ -99,7 +111,8 @@ class UnblockMemo:
         for name, answer in answers.items():
             status = plan.nodes[name]
             status.unblock = answer
-            self._kept[name] = (_signature(status), now, answer)
+            if answer.text != NOT_COMPUTED:  # asked again next loop
+                self._kept[name] = (_signature(status), now, answer)
 
 
 def _signature(status: NodeStatus) -> tuple[object, ...]:
