@@ -41,11 +41,12 @@ def blocking_pods_text(status: NodeStatus) -> str:
 
 def blocker_line(status: NodeStatus, plan: ScaleDownPlan) -> str | None:
     """The node's one line, or None when nothing blocks it."""
-    if status.status != UNREMOVABLE or status.reason is None or status.reason in _NOT_BLOCKED:
+    reason = status.blocked_by
+    if status.status != UNREMOVABLE or reason is None or reason in _NOT_BLOCKED:
         return None
     if status.name in plan.candidate_set:  # unneeded, held only by a pause
         return None
-    line = str(status.reason)
+    line = str(reason)
     pods = blocking_pods_text(status)
     if pods:
         line += f" by {pods}"

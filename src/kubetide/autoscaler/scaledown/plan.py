@@ -52,6 +52,17 @@ class NodeStatus:
             "unblock": None if self.unblock is None else self.unblock.to_json(),
         }
 
+    @property
+    def blocked_by(self) -> NodeReason | None:
+        """The reason, with a remembered failure (RecentlyUnremovable, until its recheck) named
+        by what failed, so that what is shown of a node does not flip between loops."""
+        if self.reason is NodeReason.RECENTLY_UNREMOVABLE:
+            if self.blockers:
+                return NodeReason.BLOCKED_BY_POD
+            if self.unplaced:
+                return NodeReason.NO_PLACE_TO_MOVE_PODS
+        return self.reason
+
     def more_blockers(self) -> str:
         """ " +N more" when other pods block the drain too, else ""."""
         more = len(self.blockers) - 1

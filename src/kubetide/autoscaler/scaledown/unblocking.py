@@ -116,7 +116,7 @@ class UnblockMemo:
 
 
 def _signature(status: NodeStatus) -> tuple[object, ...]:
-    return (status.reason, tuple((b.pod.uid, b.reason) for b in status.blockers), status.unplaced)
+    return (status.blocked_by, tuple((b.pod.uid, b.reason) for b in status.blockers), status.unplaced)
 
 
 @dataclass(frozen=True, slots=True)
