@@ -27,6 +27,11 @@ def not_safe(c: Cluster) -> None:
     c.pod("web-1", "a", app="web", annotations={SAFE_TO_EVICT: "false"})
 
 
+def do_not_disrupt(c: Cluster) -> None:
+    c.replicaset("web", 1)
+    c.pod("web-1", "a", app="web", annotations={"karpenter.sh/do-not-disrupt": "true"})
+
+
 def kube_system(c: Cluster) -> None:
     c.replicaset("dns", 1, namespace="kube-system")
     c.pod("dns-1", "a", app="dns", namespace="kube-system")
@@ -74,6 +79,14 @@ def two_blockers(c: Cluster) -> None:
 CASES = [
     ("bare pod", bare, 0, "BlockedByPod", ["safe-to-evict"], "pod prod/debug is bare: give it a controller"),
     ("safe-to-evict false", not_safe, 0, "BlockedByPod", ["safe-to-evict"], 'safe-to-evict: "false"'),
+    (
+        "karpenter do-not-disrupt",
+        do_not_disrupt,
+        0,
+        "BlockedByPod",
+        ["safe-to-evict"],
+        "karpenter.sh/do-not-disrupt",
+    ),
     ("kube-system pod", kube_system, 0, "BlockedByPod", ["safe-to-evict"], "has no PodDisruptionBudget"),
     ("local storage", local_storage, 0, "BlockedByPod", ["safe-to-evict-local-volumes"], '"scratch"'),
     (

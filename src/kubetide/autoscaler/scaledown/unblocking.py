@@ -26,7 +26,12 @@ from dataclasses import dataclass, replace
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
 from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup
-from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT, SAFE_TO_EVICT_LOCAL_VOLUMES, BlockingPod
+from kubetide.autoscaler.scaledown.drainability import (
+    DO_NOT_DISRUPT,
+    SAFE_TO_EVICT,
+    SAFE_TO_EVICT_LOCAL_VOLUMES,
+    BlockingPod,
+)
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planner import Planner
@@ -429,6 +434,10 @@ def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopIn
     safe = f'{SAFE_TO_EVICT}: "true"'
     if reason is PodReason.NOT_REPLICATED:
         text = f"pod {pod.key} is bare: give it a controller or annotate {safe}"
+    elif reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION and pod.annotations.get(SAFE_TO_EVICT) != "false":
+        # Karpenter's do-not-disrupt, honoured like safe-to-evict "false"; safe-to-evict "true"
+        # is looked at first, so it lets the pod go either way
+        text = f'pod {pod.key} is annotated {DO_NOT_DISRUPT}: "true": remove it or annotate {safe} if it may move'
     elif reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION:
         text = f'pod {pod.key} is annotated {SAFE_TO_EVICT}: "false": make it "true" if it may move'
     elif reason is PodReason.UNMOVABLE_KUBE_SYSTEM_POD:
