@@ -120,7 +120,7 @@ def render() -> str:
         "every node, whether it would go and, when not, the reason in the Cluster Autoscaler's words,",
         "every pod that blocks it (the first as CA names it), and **what would unblock it**: the",
         "smallest change kubetide found that makes the node removable. That change is not guessed:",
-        "the planner runs again with it applied (up to three rounds of changes), and the answer says",
+        "the planner runs again with it applied (up to four rounds of changes), and the answer says",
         "when even that was not enough.",
         "",
         "```sh",

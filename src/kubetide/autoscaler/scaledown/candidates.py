@@ -28,7 +28,7 @@ from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
 from kubetide.autoscaler.scaledown.estimate import estimate_drain
-from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall
+from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall, is_healthy
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.room import FreeRoom
@@ -359,8 +359,10 @@ def _not_a_candidate(
     # CA, it is a non-candidate until the recheck time).
     refusal = removal.waiting
     assert refusal is not None
-    blockers = blockers_of(u, name, drain) or (BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB),)
-    blocking = blockers[0]
+    # Not every pod of the budget: the budget is what waits, and it comes back by itself (listing
+    # them all cost a tenth of the update on 2 000 nodes waiting for budget).
+    blocking = BlockingPod(refusal.pod, PodReason.NOT_ENOUGH_PDB, refusal.pdb.key, refusal.left)
+    blockers = (blocking,)
     keeps_timer = u.options.scale_down_budget_wait_keeps_unneeded_time
     detail = _waiting(refusal, keeps_timer)
     if keeps_timer:
@@ -400,12 +402,21 @@ def blockers_of(u: Update, name: str, drain: NodeDrain) -> tuple[BlockingPod, ..
     the last of its drainability rules). Budgets are read as they stand after the drains under
     way and the candidates before this node, and nothing is charged."""
     tracker = u.ctx.pdbs
-    refused = [
-        BlockingPod(p, PodReason.NOT_ENOUGH_PDB, budget.key, left)
-        for p in drain.movable
-        if (refusal := tracker.refuses(p)) is not None
-        for budget, left in (refusal,)
-    ]
+    refused: list[BlockingPod] = []
+    # Pods of one workload share their budgets and usually their health: one answer each (a node
+    # waiting for budget asks this for every one of its pods, every loop).
+    answers: dict[tuple[tuple[int, ...], bool], tuple[str, int] | None] = {}
+    for pod in drain.movable:
+        key = (tracker.matching(pod), is_healthy(pod))
+        if not key[0]:
+            continue
+        if key in answers:
+            answer = answers[key]
+        else:
+            refusal = tracker.refuses(pod)
+            answer = answers[key] = None if refusal is None else (refusal[0].key, refusal[1])
+        if answer is not None:
+            refused.append(BlockingPod(pod, PodReason.NOT_ENOUGH_PDB, *answer))
     if not refused:
         return tuple(drain.blockers)
     if not drain.blockers:

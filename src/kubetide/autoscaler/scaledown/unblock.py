@@ -21,7 +21,7 @@ from typing import Any
 # (`--annotate-scale-down-blockers`), so `kubectl get nodes -L` can show it.
 BLOCKER_ANNOTATION = "kubetide.io/scale-down-blocker"
 # Re-simulations per node: a node needing more is reported as needing more.
-MAX_ROUNDS = 3
+MAX_ROUNDS = 4
 
 
 class ChangeKind(enum.StrEnum):
