@@ -51,7 +51,7 @@ from kubetide.autoscaler.scaledown import (
 from kubetide.autoscaler.scaledown.blockers import annotation_changes, blocking_pods_text
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
 from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
-from kubetide.autoscaler.scaledown.unblocking import UnblockMemo, find_unblocks
+from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_REFRESH, UnblockMemo, find_unblocks
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
@@ -131,7 +131,7 @@ class Autoscaler:
         # them (a walk over every node's taints each loop otherwise).
         self._soft_taints = SoftTaintMemo()
         # What would unblock each blocked node, kept while it stays blocked the same way.
-        self._unblocks = UnblockMemo(options.unremovable_node_recheck_timeout)
+        self._unblocks = UnblockMemo(UNBLOCK_REFRESH)
 
     def close(self) -> None:
         if self._checker is not None:

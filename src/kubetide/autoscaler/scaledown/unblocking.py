@@ -45,6 +45,8 @@ from kubetide.scheduling.checker import PredicateChecker
 # a few planner runs, and on a large cluster a planner run costs a loop.
 UNBLOCK_LIMIT = 50
 UNBLOCK_BUDGET = 10.0
+# How long the loop keeps an answer while the node stays blocked the same way (seconds).
+UNBLOCK_REFRESH = 1800.0
 # Node groups tried for a pod that fits nowhere.
 GROUPS_TRIED = 3
 NEW_NODE_PREFIX = "kubetide-unblock-"
@@ -86,9 +88,10 @@ NOT_COMPUTED = (
 
 
 class UnblockMemo:
-    """The loop's answers, kept per node while its reason and blocking pods stay the same, and
-    for at most `refresh` seconds: each answer costs a few planner runs, and a blocked node is
-    usually blocked the same way loop after loop. `per_loop` bounds the new answers a loop
+    """The loop's answers, kept per node while its reason, blocking pods and utilization (to two
+    decimals) stay the same, and for at most `refresh` seconds (the rest of the cluster moves
+    too): each answer costs a few planner runs, and a blocked node is usually blocked the same
+    way loop after loop. `per_loop` bounds the new answers a loop
     computes, so a cluster that turns blocked at once is answered over a few loops."""
 
     def __init__(self, refresh: float, per_loop: int = 2):
@@ -121,7 +124,8 @@ class UnblockMemo:
 
 
 def _signature(status: NodeStatus) -> tuple[object, ...]:
-    return (status.blocked_by, tuple((b.pod.uid, b.reason) for b in status.blockers), status.unplaced)
+    util = None if status.utilization is None else round(status.utilization, 2)
+    return (status.blocked_by, tuple((b.pod.uid, b.reason) for b in status.blockers), status.unplaced, util)
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,12 +397,8 @@ class _Search:
 
 # -- the changes ------------------------------------------------------------------------------------
 
-# Reasons a fresh planner may answer differently (remembered failures, timers, budgets in use).
-_FRESH_LOOK = {
-    NodeReason.RECENTLY_UNREMOVABLE,
-    NodeReason.NOT_UNNEEDED_LONG_ENOUGH,
-    NodeReason.NOT_UNREADY_LONG_ENOUGH,
-}
+# A remembered failure: a fresh planner looks at the node as it is now.
+_FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
 def _no_change(status: NodeStatus) -> str | None:
@@ -406,11 +406,8 @@ def _no_change(status: NodeStatus) -> str | None:
     reason = status.reason
     if reason is NodeReason.NOT_AUTOSCALED:
         return "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
-    if reason in (
-        NodeReason.NOT_UNNEEDED_LONG_ENOUGH,
-        NodeReason.NOT_UNREADY_LONG_ENOUGH,
-    ) and "paused" not in (status.detail):
-        return None  # looked at afresh
+    if reason in (NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH):
+        return f"nothing to change: unneeded, it goes when its timer runs out ({status.detail})"
     if status.detail.startswith("waiting for budget"):
         return f"nothing to change: {status.detail}"
     if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
