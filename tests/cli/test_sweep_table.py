@@ -74,25 +74,109 @@ def test_only_differing_flags_name_the_settings():
     assert short_labels(rows)["s0"] == "unneeded-time=5m drain-parallelism=1"
 
 
+def _printed(above, table, under, width=100) -> list[str]:
+    console = Console(width=width, record=True, color_system=None)
+    for line in [*above, table, *under]:
+        console.print(line)
+    return console.export_text().splitlines()
+
+
 def test_the_table_fits_100_columns_and_says_equal_metrics_once():
     above, table, under = sweep_table(_sweep())
-    console = Console(width=100, record=True, color_system=None)
-    for line in above:
-        console.print(line)
-    console.print(table)
-    for line in under:
-        console.print(line)
-    text = console.export_text()
-    assert max(len(line.rstrip()) for line in text.splitlines()) <= 100
-    header = next(line for line in text.splitlines() if line.startswith("unneeded-time"))
-    assert header.split() == ["unneeded-time", "drain-parallelism", "cost", "drain", "evictions", "breaks"]
-    assert "expander" not in text  # the same in every setting
-    lines = text.splitlines()
+    lines = _printed(above, table, under)
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    assert "…" not in "\n".join(lines)
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert header.split() == ["#", "unneeded-time", "drain-parallelism", "cost", "evictions"]
+    assert lines[lines.index(header) - 1].split() == ["drain"]  # the headings' first lines
+    assert "expander" not in "\n".join(lines)  # the same in every setting
     first = lines.index(header) + 1
-    assert lines[first].split() == ["5m", "1", "$30.5", "150", "0"]
-    assert lines[first + 1].split() == ["($30.3-$30.7)"]
-    assert "10m            5 *" in text  # the scenario's own setting
+    assert lines[first].split() == ["1", "5m", "1", "$30.5", "150"]
+    assert lines[first + 1].split() == ["$30.3-30.7"]  # the range writes its unit once
+    assert lines[first + 8].split() == ["5*", "10m", "5", "$34.5", "154"]  # the scenario's own
     assert under == [
         "the same for every setting: node-hours 163 [dim](162-164)[/dim], pending pod-s 0, max pending 0, "
-        "drain time 55m [dim](53m-56m)[/dim]"
+        "drain time 55m [dim](53m-56m)[/dim], invariant breaks 0"
+    ]
+
+
+def test_a_setting_that_leaves_a_flag_alone_shows_the_scenarios_value():
+    sweep = _sweep()
+    baseline = _row("own", {}, 29.5, 140)
+    sweep["settings"].insert(0, baseline)
+    sweep["scenario_setting"] = "own"
+    own_values = {"scale-down-unneeded-time": "7m", "max-drain-parallelism": "10", "expander": "least-waste"}
+    lines = _printed(*sweep_table(sweep, own_values))
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert header.split()[:4] == ["#", "unneeded-time", "drain-parallelism", "expander"]
+    baseline_line = lines[lines.index(header) + 1]
+    assert baseline_line.split() == ["1*", "7m", "10", "least-waste", "$29.5", "140"]
+    assert "scenario's" not in "\n".join(lines)
+    assert short_labels(sweep["settings"], own_values)["own"] == (
+        "unneeded-time=7m drain-parallelism=10 expander=least-waste"
+    )
+
+
+def _wide_sweep(flag_count: int, spread: float):
+    """Settings over `flag_count` long-named flags, every metric varying, seeds `spread` apart."""
+    names = [
+        "scale-down-unneeded-time",
+        "max-drain-parallelism",
+        "scale-down-utilization-threshold",
+        "scale-down-delay-after-add",
+    ][:flag_count]
+    rows = []
+    for index in range(4):
+        flags = {name: f"{index + 1}{'m' if name.endswith(('time', 'add')) else ''}" for name in names}
+        row = _row(f"s{index}", flags, 1234.5 + index, 1000 + index)
+        row["metrics"] = {
+            key: {"median": 5000.0 + index, "p10": 4000.0 + index - spread, "p90": 6100.0 + index + spread}
+            for key in row["metrics"]
+        }
+        row["metrics"]["drain_makespan"] = {"median": 500.0 + index, "p10": 401.0, "p90": 599.0 + index}
+        row["invariant_breaks"] = [{"invariant": "x", "count": 1, "seed": 1}] * index
+        rows.append(row)
+    return {"settings": rows, "scenario_setting": "s0"}
+
+
+def test_layouts_give_up_flag_columns_before_percentiles_and_never_cut_a_cell():
+    for flag_count in (1, 2, 3, 4):
+        above, table, under = sweep_table(_wide_sweep(flag_count, 0.0))
+        lines = _printed(above, table, under)
+        text = "\n".join(lines)
+        assert max(len(line.rstrip()) for line in lines) <= 100, text
+        assert "…" not in text
+        assert above[-1] == "each cell: the median over the seeds, the 10th-90th percentile under it"
+        assert "6m41s-9m59s" in text and "$4.0k-6.1k" in text
+        header = next(line for line in lines if line.lstrip().startswith("#"))
+        if flag_count == 1:
+            assert header.split()[:2] == ["#", "unneeded-time"]
+        else:  # the values side by side, aligned, the flags' order said above
+            assert header.split()[:2] == ["#", "setting"]
+            assert above[0] == "setting = " + " ".join(_wide_sweep(flag_count, 0.0)["settings"][0]["flags"])
+            row = lines[lines.index(header) + 1].split()
+            assert row[: flag_count + 1] == ["1*", "1m", "1", "1", "1m"][: flag_count + 1]
+
+
+def test_percentiles_go_to_a_note_when_no_layout_fits_them():
+    above, table, under = sweep_table(_wide_sweep(4, 0.0), width=80)
+    lines = _printed(above, table, under, width=80)
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert above[-1] == "each cell: the median over the seeds (their 10th-90th percentiles: report.html)"
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    body = lines[lines.index(header) + 1 :]
+    assert len(body) == 4  # one line a setting, no percentile under any
+    assert body[0].split() == [
+        "1*",
+        "1m",
+        "1",
+        "1",
+        "1m",
+        "$5.0k",
+        "5.0k",
+        "5.0k",
+        "5.0k",
+        "5.0k",
+        "8m20s",
+        "0",
     ]

@@ -35,7 +35,7 @@ from kubetide.autoscaler.ca_flags import (
     CaFlag,
     Treatment,
 )
-from kubetide.durations import parse_duration
+from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import ManifestError
 
 EXPANDERS = ("random", "most-pods", "least-nodes", "least-waste", "price", "priority", "grpc")
@@ -237,6 +237,23 @@ def parse_flag(name: str, value: Any) -> Any:
     if name == "max-total-unready-percentage" and not 0 <= parsed <= 100:
         raise ValueError(f"must be between 0 and 100, got {value!r}")
     return parsed
+
+
+def format_flag(name: str, value: Any) -> str:
+    """An option's value as the flag would be written (parse_flag's inverse): `10m`, `0.5`,
+    `true`, `least-waste,random`, `0:320000`; what the sweep's table shows for a setting that
+    leaves the flag at the scenario's value."""
+    if name in _DURATION_FLAGS:
+        return format_duration(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, ResourceRange):
+        return f"{value.min}:{value.max}"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
 
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -162,9 +162,8 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
     compared = sweep_settings(scenario, grid, args.no_compare)
     flag_warnings: list[str] = []  # approximated and infrastructure flags, as `plan --set` says them
-    settings, own = scenario_setting(
-        compared or build_settings(grid, scenario.options, flag_warnings), scenario.options
-    )
+    chosen = compared or build_settings(grid, scenario.options, flag_warnings)
+    settings, own = scenario_setting(chosen, scenario.options)
     out_dir = Path(args.out) if args.out is not None else Path("kubetide-out") / f"{scenario.name}-sweep"
     ensure_output_dir(out_dir, "--out")
     warn(scenario.warnings)
@@ -199,7 +198,10 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     if args.json:
         print_json(sweep, args.json)
     else:
-        _print_sweep(sweep, out_dir)
+        from kubetide.cli.sweep_table import scenario_values
+
+        flags = {name for row in sweep["settings"] for name in row["flags"]}
+        _print_sweep(sweep, out_dir, scenario_values(flags, scenario.options), own not in chosen)
     return 0
 
 
@@ -324,8 +326,13 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _print_sweep(sweep: dict, out_dir: Path) -> None:
-    from kubetide.cli.sweep_table import short_labels, sweep_table
+def _print_sweep(sweep: dict, out_dir: Path, own_values: dict[str, str], own_added: bool) -> None:
+    """The table, then lines naming settings by their row in it (a setting's flags can take half
+    a line; its row has them). `own_values`: the scenario's values of the swept flags;
+    `own_added`: whether the scenario's own setting is none of the grid's (or spec.compare's), so
+    the sweep added it as the baseline of "better everywhere"."""
+    from kubetide.cli.output import line_width
+    from kubetide.cli.sweep_table import row_numbers, sweep_table
 
     out = console()
     timing = sweep["timing"]
@@ -335,34 +342,33 @@ def _print_sweep(sweep: dict, out_dir: Path) -> None:
         f"ran {timing['runs']} ({timing['reused']} already stored) in {timing['wall_seconds']:.1f}s "
         f"on {timing['engine']} ({timing['workers']} workers)",
     )
-    above, table, under = sweep_table(sweep)
+    above, table, under = sweep_table(sweep, own_values, line_width(out))
     for line in above:
         out.print(line)
     out.print(table)
     for line in under:
         out.print(line)
-    labels = short_labels(sweep["settings"])
+    rows = row_numbers(sweep)
     own = sweep["scenario_setting"]
-    added = _own_setting_added(sweep)
-    if added:
-        # Its label would name a value nobody gave (`startup-taint=scenario's`): say what it is.
-        labels[own] = "the scenario's own setting"
     where = "not in the grid" if sweep["grid"] else "none of spec.compare's"
-    out.print("* the scenario's own setting" + (f" ({where}: run as the baseline)" if added else ""))
+    baseline = f" ({where}: run as the baseline)" if own_added else ""
+    out.print(f"* row {rows[own]}: the scenario's own setting{baseline}")
     for row in sweep["settings"]:
         for b in row["invariant_breaks"]:
             out.print(
-                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: {labels[row['id']]}, seed {b['seed']}"
+                f"[bold red]invariant {b['invariant']} broken {b['count']}x[/]: row {rows[row['id']]}, seed {b['seed']}"
                 + (f", trace {b['trace']}" if "trace" in b else ""),
             )
     for failure in sweep["failures"]:
-        label = labels.get(failure["setting"], failure["setting"])
         trace = f", trace {failure['trace']}" if "trace" in failure else ""
-        out.print(f"[red]run failed[/]: {label}, seed {failure['seed']}{trace}: {failure['error']}")
-    out.print(_front_line(sweep, labels))
+        out.print(
+            f"[red]run failed[/]: row {rows[failure['setting']]}, seed {failure['seed']}{trace}: {failure['error']}"
+        )
+    out.print(_front_line(sweep, rows))
     for better in sweep["better_than_scenario_everywhere"]:
         out.print(
-            f"[green]{labels[better]} is no worse than the scenario's own setting on every metric, and better on some[/]",
+            f"[green]row {rows[better]} is no worse than row {rows[own]} (the scenario's own setting) on every "
+            "metric, and better on some[/]",
         )
     out.print(f"wrote summary.csv, sweep.json, report.html and runs/ to {out_dir}/")
 
@@ -375,17 +381,10 @@ def _listed(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
-def _own_setting_added(sweep: dict) -> bool:
-    """Whether the scenario's own setting is none of the grid's (or spec.compare's): the sweep
-    added it as the baseline of "better everywhere"."""
-    own = next(row for row in sweep["settings"] if row["id"] == sweep["scenario_setting"])
-    return not own["flags"] and len(sweep["settings"]) > 1
-
-
-def _front_line(sweep: dict, labels: dict[str, str]) -> str:
-    """The Pareto front over the metrics it is over (report.html's front, from sweep.json). When
-    the settings tie on every trade-off, each is "on the front" and naming them all says nothing:
-    the tie is said instead."""
+def _front_line(sweep: dict, rows: dict[str, int]) -> str:
+    """The Pareto front over the metrics it is over (report.html's front, from sweep.json), by
+    row number. When the settings tie on every trade-off, each is "on the front" and naming them
+    all says nothing: the tie is said instead."""
     from kubetide.sweep.front import TRADE_OFFS
 
     metrics = sweep["pareto_front_metrics"]
@@ -393,6 +392,8 @@ def _front_line(sweep: dict, labels: dict[str, str]) -> str:
         return "No Pareto front: every setting has the same " + _listed(
             [_FRONT_METRICS[key] for key in TRADE_OFFS]
         )
-    return f"Pareto front ({_listed([_FRONT_METRICS[key] for key in metrics])}): " + "; ".join(
-        labels[i] for i in sweep["pareto_front"]
+    front = sorted(rows[i] for i in sweep["pareto_front"])
+    return (
+        f"Pareto front ({_listed([_FRONT_METRICS[key] for key in metrics])}): "
+        f"{'row' if len(front) == 1 else 'rows'} {', '.join(map(str, front))}"
     )

@@ -1,25 +1,37 @@
-"""The sweep's console table, laid out for 100 columns.
+"""The sweep's console table, laid out to fit the console's width (100 columns in the README).
 
 Every setting of a grid carries the same flag names, so its full label (`scale-down-unneeded-time=5m
 max-drain-parallelism=10`) says little and takes a whole line: a setting is named by the values of
 the flags that differ between settings, one column per such flag (headed by the flag's shortest
-unambiguous tail, the full names said above the table). Each metric cell is the median over the
-seeds, numbers abbreviated with their unit (`$31.0`, `3.3k`, `55m`), with the 10th-90th percentile
-under it when the seeds disagree; a metric that is the same for every setting is said once, under
-the table, instead of taking a column.
+unambiguous tail, the full names said above the table). A setting that leaves a flag as the
+scenario has it (the baseline the sweep adds when no grid setting is the scenario's own) shows the
+value the scenario runs with. Rows are numbered, so the lines under the table name settings by
+their row. Each metric cell is the median over the seeds, numbers abbreviated with their unit
+(`$31.0`, `3.3k`, `55m`), with the 10th-90th percentile under it when the seeds disagree; a metric
+that is the same for every setting is said once, under the table, instead of taking a column.
+
+When that does not fit the width, the table gives up, in this order (what a reader of a narrow
+terminal misses least first): one-line flag headings (wrapped at a hyphen), one column per flag
+(the values side by side in one aligned "setting" column, the flags' order said above), then the
+percentiles (said in a note: report.html has them). Nothing is ever cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kubetide.autoscaler.ca_flags import CA_FLAGS, Treatment
+from kubetide.autoscaler.options import DEPRECATED_ALIASES, FLAGS, AutoscalerOptions, format_flag
 from kubetide.durations import format_duration
 
-SCENARIOS_OWN_VALUE = "scenario's"  # a flag a setting leaves as the scenario sets it
+OWN_MARK = "*"  # after the row number of the scenario's own setting
+UNKNOWN_VALUE = "-"  # a flag whose scenario value kubetide does not keep (scenario_values)
 
 
 def abbreviate(value: float) -> str:
@@ -47,7 +59,8 @@ def _seconds(value: float) -> str:
     return format_duration(rounded)
 
 
-# metric key (sweep/results.py METRICS) -> (heading, how a value is written)
+# metric key (sweep/results.py METRICS) -> (heading, how a value is written). Headings are two
+# short lines (as "invariant breaks"), so that a column is as wide as its numbers.
 COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "cost": ("cost", _money),
     "node_hours": ("node-hours", abbreviate),
@@ -56,14 +69,48 @@ COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "evictions": ("drain evictions", abbreviate),
     "drain_makespan": ("drain time", _seconds),
 }
+_BREAKS = "invariant breaks"
 
 
-def differing_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def scenario_values(flags: Iterable[str], options: AutoscalerOptions) -> dict[str, str]:
+    """Each flag's value in the scenario's own setting (its spec.autoscaler over kubetide's
+    defaults), written as the flag would be. A CA flag that is no option field changes nothing
+    kubetide decides and keeps no value: a refused flag's inert value or an implemented one's only
+    choice when there is one, else UNKNOWN_VALUE."""
+    values = {}
+    for flag in flags:
+        name = DEPRECATED_ALIASES.get(flag, flag)
+        if name in FLAGS:
+            values[flag] = format_flag(name, getattr(options, FLAGS[name].name))
+            continue
+        ca_flag = CA_FLAGS.get(name)
+        if ca_flag is not None and ca_flag.treatment is Treatment.REFUSED and ca_flag.inert is not None:
+            values[flag] = ca_flag.inert
+        elif ca_flag is not None and ca_flag.choices:
+            values[flag] = ca_flag.choices[0]
+        else:
+            values[flag] = UNKNOWN_VALUE
+    return values
+
+
+def flag_values(row: Mapping[str, Any], own_values: Mapping[str, str]) -> dict[str, str]:
+    """The row's setting's flags, each flag it leaves alone at the scenario's value."""
+    return {**own_values, **row["flags"]}
+
+
+def differing_flags(
+    rows: Sequence[Mapping[str, Any]], own_values: Mapping[str, str] | None = None
+) -> list[str]:
     """The flags whose value is not the same in every setting, in first-seen order."""
+    own_values = own_values or {}
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row["flags"]))
-    return [name for name in names if len({row["flags"].get(name, SCENARIOS_OWN_VALUE) for row in rows}) > 1]
+    return [
+        name
+        for name in names
+        if len({flag_values(row, own_values).get(name, UNKNOWN_VALUE) for row in rows}) > 1
+    ]
 
 
 def short_names(flags: Sequence[str]) -> dict[str, str]:
@@ -81,22 +128,37 @@ def short_names(flags: Sequence[str]) -> dict[str, str]:
     return short
 
 
-def short_labels(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def short_labels(
+    rows: Sequence[Mapping[str, Any]], own_values: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Setting id -> its differing flags' values by their short names (`unneeded-time=5m
     drain-parallelism=10`), for sentences about settings; the full label when no flag differs."""
-    flags = differing_flags(rows)
+    own_values = own_values or {}
+    flags = differing_flags(rows, own_values)
     short = short_names(flags)
     return {
-        row["id"]: " ".join(f"{short[f]}={row['flags'].get(f, SCENARIOS_OWN_VALUE)}" for f in flags)
+        row["id"]: " ".join(f"{short[f]}={flag_values(row, own_values).get(f, UNKNOWN_VALUE)}" for f in flags)
         or row["label"]
         for row in rows
     }
 
 
-def _spread_cell(spread: Mapping[str, float], write: Callable[[float], str], under: str = "\n") -> str:
+def row_numbers(sweep: Mapping[str, Any]) -> dict[str, int]:
+    """Setting id -> its row in the table, from 1."""
+    return {row["id"]: number for number, row in enumerate(sweep["settings"], start=1)}
+
+
+def _spread_cell(spread: Mapping[str, float], write: Callable[[float], str], under: str | None = "\n") -> str:
+    """The median, and `under` it the 10th-90th percentile when the seeds disagree (None: the
+    median alone). The range's second end drops a `$` the first one has; on a line of its own
+    (dim on a terminal) it needs no parentheses, beside the median it has them."""
     median, low, high = (write(spread[k]) for k in ("median", "p10", "p90"))
-    if low == high:
+    if low == high or under is None:
         return median
+    if low.startswith("$"):
+        high = high.removeprefix("$")
+    if under == "\n":
+        return f"{median}\n[dim]{low}-{high}[/dim]"
     return f"{median}{under}[dim]({low}-{high})[/dim]"
 
 
@@ -112,46 +174,118 @@ def constant_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str
     }
 
 
-def sweep_table(sweep: Mapping[str, Any]) -> tuple[list[str], Table, list[str]]:
-    """The lines said above the table (the flags' full names), the table, and the lines under it
-    (the metrics the same everywhere)."""
+def _two_lines(heading: str) -> str:
+    """A heading broken at the space or hyphen that makes its longest line shortest (the hyphen
+    kept): `utilization-threshold` -> `utilization-` / `threshold`."""
+    best = heading
+    for index, char in enumerate(heading):
+        if char not in " -":
+            continue
+        first = heading[: index + 1] if char == "-" else heading[:index]
+        candidate = f"{first}\n{heading[index + 1 :]}"
+        if max(map(len, candidate.splitlines())) < max(map(len, best.splitlines())):
+            best = candidate
+    return best
+
+
+@dataclass(frozen=True)
+class _Layout:
+    wrap_flag_headings: bool  # flag headings on two lines
+    fold_flags: bool  # the flags' values in one "setting" column
+    spreads: bool  # the 10th-90th percentile under each median
+
+
+# Most readable first; the first that fits the width is taken (the last one whatever its width).
+_LAYOUTS = (
+    _Layout(wrap_flag_headings=False, fold_flags=False, spreads=True),
+    _Layout(wrap_flag_headings=True, fold_flags=False, spreads=True),
+    _Layout(wrap_flag_headings=True, fold_flags=True, spreads=True),
+    _Layout(wrap_flag_headings=True, fold_flags=False, spreads=False),
+    _Layout(wrap_flag_headings=True, fold_flags=True, spreads=False),
+)
+
+
+def sweep_table(
+    sweep: Mapping[str, Any], own_values: Mapping[str, str] | None = None, width: int = 100
+) -> tuple[list[str], Table, list[str]]:
+    """The lines said above the table (the flags' full names, how to read a cell), the table in
+    the first layout that fits `width`, and the lines under it (the metrics the same everywhere).
+    `own_values` are the scenario's values of the swept flags (scenario_values), shown for a
+    setting that leaves a flag as the scenario has it."""
+    own_values = own_values or {}
+    for layout in _LAYOUTS:
+        above, table, under = _laid_out(sweep, own_values, layout)
+        if _natural_width(table) <= width:
+            break
+    return above, table, under
+
+
+def _natural_width(table: Table) -> int:
+    return Console(width=10_000).measure(table).maximum
+
+
+def _laid_out(
+    sweep: Mapping[str, Any], own_values: Mapping[str, str], layout: _Layout
+) -> tuple[list[str], Table, list[str]]:
     rows = sweep["settings"]
-    flags = differing_flags(rows)
+    flags = differing_flags(rows, own_values)
     short = short_names(flags)
     same = constant_metrics(rows)
     shown = [key for key in COLUMNS if key not in same]
+    ran = [row for row in rows if row["runs"]]
+    breaks_same = len(ran) > 1 and len({len(row["invariant_breaks"]) for row in ran}) == 1
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    if flags:
-        for flag in flags:
-            table.add_column(escape(short[flag]), no_wrap=True)
-    else:
+    table.add_column("#", justify="right", no_wrap=True)
+    fold = layout.fold_flags and len(flags) > 1
+    values = {row["id"]: flag_values(row, own_values) for row in rows}
+    widths = {
+        flag: max(len(str(values[row["id"]].get(flag, UNKNOWN_VALUE))) for row in rows) for flag in flags
+    }
+    if not flags:
         table.add_column("setting")
+    elif fold:
+        table.add_column("setting", no_wrap=True)
+    else:
+        for flag in flags:
+            heading = _two_lines(short[flag]) if layout.wrap_flag_headings else short[flag]
+            table.add_column(escape(heading), no_wrap=True)
     for key in shown:
-        table.add_column(COLUMNS[key][0], justify="right")
-    table.add_column("invariant\nbreaks", justify="right")
-    for row in rows:
-        own = " *" if row["id"] == sweep["scenario_setting"] else ""
-        if flags:
-            names = [escape(str(row["flags"].get(flag, SCENARIOS_OWN_VALUE))) for flag in flags]
-            names[-1] += own
-        else:
-            names = [escape(row["label"]) + own]
-        if not row["runs"]:
-            table.add_row(*names, *("-" for _ in shown), "-")
-            continue
-        cells = [_spread_cell(row["metrics"][key], COLUMNS[key][1]) for key in shown]
-        breaks = len(row["invariant_breaks"])
-        table.add_row(*names, *cells, f"[{'green' if breaks == 0 else 'bold red'}]{breaks}[/]")
-    above = []
-    if flags and any(short[f] != f for f in flags):
-        above.append("settings by " + ", ".join(escape(f) for f in flags))
-    above.append("each cell: the median over the seeds, the 10th-90th percentile under it")
-    under = []
-    if same:
-        under.append(
-            "the same for every setting: "
-            + ", ".join(
-                f"{COLUMNS[key][0]} {_spread_cell(s, COLUMNS[key][1], ' ')}" for key, s in same.items()
+        table.add_column(_two_lines(COLUMNS[key][0]), justify="right", no_wrap=True)
+    if not breaks_same:
+        table.add_column(_two_lines(_BREAKS), justify="right", no_wrap=True)
+    own = sweep["scenario_setting"]
+    for number, row in enumerate(rows, start=1):
+        cells = [f"{number}{OWN_MARK if row['id'] == own else ' '}"]
+        texts = [str(values[row["id"]].get(flag, UNKNOWN_VALUE)) for flag in flags]
+        if not flags:
+            cells.append(escape(row["label"]))
+        elif fold:
+            cells.append(
+                escape(" ".join(text.ljust(widths[flag]) for flag, text in zip(flags, texts)).rstrip())
             )
-        )
-    return above, table, under
+        else:
+            cells += [escape(text) for text in texts]
+        breaks = [] if breaks_same else ["-"]
+        if not row["runs"]:
+            table.add_row(*cells, *("-" for _ in shown), *breaks)
+            continue
+        under = "\n" if layout.spreads else None
+        cells += [_spread_cell(row["metrics"][key], COLUMNS[key][1], under) for key in shown]
+        if not breaks_same:
+            count = len(row["invariant_breaks"])
+            cells.append(f"[{'green' if count == 0 else 'bold red'}]{count}[/]")
+        table.add_row(*cells)
+    above = []
+    if fold:
+        above.append("setting = " + " ".join(escape(f) for f in flags))
+    elif flags and any(short[f] != f for f in flags):
+        above.append("settings by " + ", ".join(escape(f) for f in flags))
+    if layout.spreads:
+        above.append("each cell: the median over the seeds, the 10th-90th percentile under it")
+    else:
+        above.append("each cell: the median over the seeds (their 10th-90th percentiles: report.html)")
+    said = [f"{COLUMNS[key][0]} {_spread_cell(s, COLUMNS[key][1], ' ')}" for key, s in same.items()]
+    if breaks_same:
+        said.append(f"{_BREAKS} {len(ran[0]['invariant_breaks'])}")
+    under_lines = ["the same for every setting: " + ", ".join(said)] if said else []
+    return above, table, under_lines
