@@ -2,7 +2,15 @@
 
 from rich.console import Console
 
-from kubetide.cli.sweep_table import abbreviate, differing_flags, short_labels, short_names, sweep_table
+from kubetide.autoscaler.options import FLAGS, parse_flag, parse_options
+from kubetide.cli.sweep_table import (
+    abbreviate,
+    differing_flags,
+    scenario_values,
+    short_labels,
+    short_names,
+    sweep_table,
+)
 
 
 def test_numbers_are_abbreviated_to_three_figures_with_k_and_m():
@@ -180,3 +188,31 @@ def test_percentiles_go_to_a_note_when_no_layout_fits_them():
         "8m20s",
         "0",
     ]
+
+
+def test_the_scenarios_values_are_written_as_the_flags_take_them():
+    """Every option's value, written back as its flag, parses to the same value (the baseline's row
+    shows what the scenario runs with, in the syntax the grid's values use)."""
+    options = parse_options(
+        {"scale-down-unneeded-time": "1h30m", "expander": "priority,least-waste", "cores-total": "4:64"},
+        "test",
+        warnings=[],
+    )
+    values = scenario_values(FLAGS, options)
+    for name, field in FLAGS.items():
+        if getattr(options, field.name) in ((), ""):
+            assert values[name] == "none"  # no flag syntax for an empty list or an unset address
+        else:
+            assert parse_flag(name, values[name]) == getattr(options, field.name), name
+    assert values["scale-down-unneeded-time"] == "1h30m"
+    assert values["scale-down-utilization-threshold"] == "0.5"
+    assert values["max-drain-parallelism"] == "10"
+    assert values["skip-nodes-with-system-pods"] == "true"
+    assert values["expander"] == "priority,least-waste" and values["cores-total"] == "4:64"
+    # CA flags without an option: a refused flag's inert value, an implemented one's only choice,
+    # else no value kubetide keeps
+    assert scenario_values(["enable-provisioning-requests", "estimator", "gpu-total"], options) == {
+        "enable-provisioning-requests": "false",
+        "estimator": "binpacking",
+        "gpu-total": "-",
+    }

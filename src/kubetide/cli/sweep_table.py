@@ -32,6 +32,7 @@ from kubetide.durations import format_duration
 
 OWN_MARK = "*"  # after the row number of the scenario's own setting
 UNKNOWN_VALUE = "-"  # a flag whose scenario value kubetide does not keep (scenario_values)
+NO_VALUES = "none"  # a list or text flag the scenario leaves empty
 
 
 def abbreviate(value: float) -> str:
@@ -81,7 +82,8 @@ def scenario_values(flags: Iterable[str], options: AutoscalerOptions) -> dict[st
     for flag in flags:
         name = DEPRECATED_ALIASES.get(flag, flag)
         if name in FLAGS:
-            values[flag] = format_flag(name, getattr(options, FLAGS[name].name))
+            # An empty list (no startup taints) or an unset address has no flag syntax: NO_VALUES.
+            values[flag] = format_flag(name, getattr(options, FLAGS[name].name)) or NO_VALUES
             continue
         ca_flag = CA_FLAGS.get(name)
         if ca_flag is not None and ca_flag.treatment is Treatment.REFUSED and ca_flag.inert is not None:
@@ -280,7 +282,9 @@ def _laid_out(
         above.append("setting = " + " ".join(escape(f) for f in flags))
     elif flags and any(short[f] != f for f in flags):
         above.append("settings by " + ", ".join(escape(f) for f in flags))
-    if layout.spreads:
+    if not shown:
+        pass  # no metric column: nothing to read a cell of
+    elif layout.spreads:
         above.append("each cell: the median over the seeds, the 10th-90th percentile under it")
     else:
         above.append("each cell: the median over the seeds (their 10th-90th percentiles: report.html)")
