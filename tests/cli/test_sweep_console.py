@@ -137,3 +137,17 @@ def test_settings_that_tie_everywhere_have_no_front_to_name(capsys, tmp_path):
         "No Pareto front: every setting has the same cost, pending pod-seconds and evictions"
     )
     assert "(scenario's own)" not in stdout
+
+
+def test_a_sweep_of_one_setting_says_it_above_the_table_and_names_no_front(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    stdout, _, sweep = _sweep(capsys, tmp_path, "--grid", "scale-down-unneeded-time=5m", seeds="1,2")
+    lines = stdout.splitlines()
+    assert len(sweep["settings"]) == 1
+    assert "setting: scale-down-unneeded-time=5m" in lines
+    assert "each cell: the median over the seeds, the 10th-90th percentile under it" in lines  # it fits
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert header.split()[:2] == ["#", "cost"]
+    assert "* row 1: the scenario's own setting" in lines
+    assert "Pareto" not in stdout  # one setting: nothing to trade off
+    assert max(len(line) for line in lines) <= 100

@@ -364,7 +364,8 @@ def _print_sweep(sweep: dict, out_dir: Path, own_values: dict[str, str], own_add
         out.print(
             f"[red]run failed[/]: row {rows[failure['setting']]}, seed {failure['seed']}{trace}: {failure['error']}"
         )
-    out.print(_front_line(sweep, rows))
+    if len(rows) > 1:
+        out.print(_front_line(sweep, rows))
     for better in sweep["better_than_scenario_everywhere"]:
         out.print(
             f"[green]row {rows[better]} is no worse than row {rows[own]} (the scenario's own setting) on every "

@@ -244,7 +244,7 @@ def _laid_out(
         flag: max(len(str(values[row["id"]].get(flag, UNKNOWN_VALUE))) for row in rows) for flag in flags
     }
     if not flags:
-        table.add_column("setting")
+        pass  # one setting (nothing differs): its label is said above the table
     elif fold:
         table.add_column("setting", no_wrap=True)
     else:
@@ -260,7 +260,7 @@ def _laid_out(
         cells = [f"{number}{OWN_MARK if row['id'] == own else ' '}"]
         texts = [str(values[row["id"]].get(flag, UNKNOWN_VALUE)) for flag in flags]
         if not flags:
-            cells.append(escape(row["label"]))
+            pass
         elif fold:
             cells.append(
                 escape(" ".join(text.ljust(widths[flag]) for flag, text in zip(flags, texts)).rstrip())
@@ -278,7 +278,9 @@ def _laid_out(
             cells.append(f"[{'green' if count == 0 else 'bold red'}]{count}[/]")
         table.add_row(*cells)
     above = []
-    if fold:
+    if not flags:
+        above += [f"setting: {escape(row['label'])}" for row in rows if row["flags"]]
+    elif fold:
         above.append("setting = " + " ".join(escape(f) for f in flags))
     elif flags and any(short[f] != f for f in flags):
         above.append("settings by " + ", ".join(escape(f) for f in flags))
