@@ -130,21 +130,6 @@ def short_names(flags: Sequence[str]) -> dict[str, str]:
     return short
 
 
-def short_labels(
-    rows: Sequence[Mapping[str, Any]], own_values: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Setting id -> its differing flags' values by their short names (`unneeded-time=5m
-    drain-parallelism=10`), for sentences about settings; the full label when no flag differs."""
-    own_values = own_values or {}
-    flags = differing_flags(rows, own_values)
-    short = short_names(flags)
-    return {
-        row["id"]: " ".join(f"{short[f]}={flag_values(row, own_values).get(f, UNKNOWN_VALUE)}" for f in flags)
-        or row["label"]
-        for row in rows
-    }
-
-
 def row_numbers(sweep: Mapping[str, Any]) -> dict[str, int]:
     """Setting id -> its row in the table, from 1."""
     return {row["id"]: number for number, row in enumerate(sweep["settings"], start=1)}
