@@ -44,6 +44,16 @@ def test_the_pareto_line_is_sweep_jsons_front_by_row(capsys, tmp_path, monkeypat
     assert len(sweep["settings"]) == 3 and rows[sweep["scenario_setting"]] == 1
     assert "* row 1: the scenario's own setting (not in the grid: run as the baseline)" in stdout
     assert _pareto_line(stdout) == f"Pareto front ({over}): rows " + ", ".join(map(str, front))
+    assert len(front) == 2  # two rows in a row are listed, not a range
+
+
+def _listed_rows(text: str) -> list[int]:
+    """`1-9, 12` -> [1, ..., 9, 12]"""
+    numbers: list[int] = []
+    for part in text.split(", "):
+        first, _, last = part.partition("-")
+        numbers += range(int(first), int(last or first) + 1)
+    return numbers
 
 
 GRID = (
@@ -85,8 +95,9 @@ def test_every_line_fits_100_columns_whole_with_1_to_4_differing_flags(
     rows = _rows(sweep)
     front = sorted(rows[i] for i in sweep["pareto_front"])
     if sweep["pareto_front_metrics"]:
-        named = ("row " if len(front) == 1 else "rows ") + ", ".join(map(str, front))
-        assert _pareto_line(stdout).endswith(f"): {named}")
+        named = _pareto_line(stdout).partition("): ")[2]
+        assert named.startswith("row " if len(front) == 1 else "rows ")
+        assert _listed_rows(named.partition(" ")[2]) == front
     assert sum("Pareto front" in line for line in lines) == 1
     assert lines[lines.index(_pareto_line(stdout)) + 1].startswith(("row ", "wrote "))  # one line
 
@@ -151,3 +162,11 @@ def test_a_sweep_of_one_setting_says_it_above_the_table_and_names_no_front(capsy
     assert "* row 1: the scenario's own setting" in lines
     assert "Pareto" not in stdout  # one setting: nothing to trade off
     assert max(len(line) for line in lines) <= 100
+
+
+def test_rows_in_a_row_are_a_range():
+    from kubetide.cli.sweep import _row_ranges
+
+    assert _row_ranges([1, 2, 3, 4, 5, 6, 7, 8, 9]) == "1-9"
+    assert _row_ranges([1, 3, 4, 6, 7, 8, 12]) == "1, 3, 4, 6-8, 12"
+    assert _row_ranges([5]) == "5"

@@ -396,5 +396,16 @@ def _front_line(sweep: dict, rows: dict[str, int]) -> str:
     front = sorted(rows[i] for i in sweep["pareto_front"])
     return (
         f"Pareto front ({_listed([_FRONT_METRICS[key] for key in metrics])}): "
-        f"{'row' if len(front) == 1 else 'rows'} {', '.join(map(str, front))}"
+        f"{'row' if len(front) == 1 else 'rows'} {_row_ranges(front)}"
     )
+
+
+def _row_ranges(numbers: list[int]) -> str:
+    """Sorted row numbers, three or more in a row as a range: 1-9, 12, 14."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) >= 3 else ", ".join(map(str, run)) for run in runs)
