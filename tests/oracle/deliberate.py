@@ -1,0 +1,59 @@
+"""The deliberate differences from the Cluster Autoscaler 1.30.7, one named predicate each.
+
+A differential test may accept a difference only through one of these; each says why kubetide
+differs on purpose, and docs/differences.md lists the same classes for users. A difference in no
+class fails its test: it is a bug in kubetide (or a new class to argue for in the docs first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ca_oracle import SAFE_TO_EVICT
+
+Doc = dict[str, Any]
+
+
+def pods_on(items: list[Doc], node: str) -> list[Doc]:
+    return [i for i in items if i["kind"] == "Pod" and i["spec"].get("nodeName") == node]
+
+
+def safe_to_evict_at_zero(items: list[Doc], node: str, why: str) -> bool:
+    """CA removes, kubetide keeps: the node holds a safe-to-evict "true" pod of a budget with no
+    disruption left for it (at the start, or after earlier candidates), and that budget is what
+    kubetide refuses or waits for. CA never charges safe-to-evict pods to PDBs and then meets 429s
+    on eviction until max-pod-eviction-time; kubetide does not plan a drain the API server will
+    refuse (the drains issue, #24)."""
+    budgets = {
+        (i["metadata"]["namespace"], i["metadata"]["name"])
+        for i in items
+        if i["kind"] == "PodDisruptionBudget"
+    }
+    return any(
+        p["metadata"]["annotations"].get(SAFE_TO_EVICT) == "true"
+        and (p["metadata"]["namespace"], p["metadata"]["labels"]["app"]) in budgets
+        and f"PodDisruptionBudget {p['metadata']['namespace']}/{p['metadata']['labels']['app']} " in why
+        for p in pods_on(items, node)
+    )
+
+
+def risky_node(ours: Doc, node: str, ca: Doc) -> bool:
+    """kubetide removes, CA refuses with NotEnoughPdb: the node holds more pods of one budget than
+    the budget allows at once. CA refuses the whole node; kubetide drains it pod by pod, each
+    eviction waiting for the replacement to be healthy (the drains issue's risky-node rule)."""
+    return node in ours["risky"] and ca.get("pod_reason") == "NotEnoughPdb"
+
+
+def kube_system_1_30(ca: Doc) -> bool:
+    """kubetide removes, CA 1.30 refuses with UnmovableKubeSystemPod: CA 1.30 blocks on every
+    kube-system pod without a PDB whatever its age; newer CA, and kubetide, only while the pod is
+    younger than blocking-system-pod-distruption-timeout (1h). Setting that flag above the pods'
+    age restores 1.30's rule (tested)."""
+    return ca.get("reason") == "BlockedByPod" and ca.get("pod_reason") == "UnmovableKubeSystemPod"
+
+
+def another_blocker_named(ours_node: Doc, ca: Doc) -> bool:
+    """Both refuse the node for a blocking pod, and CA names a pod kubetide also reports as
+    blocking (kubetide reports them all; CA names the first it met)."""
+    blockers = ours_node.get("blocking_pods") or [ours_node["blocking_pod"]]
+    return {"pod": ca.get("blocking_pod"), "reason": ca.get("pod_reason")} in blockers
