@@ -1,0 +1,78 @@
+"""Differential test of the scale-up estimate against the real Cluster Autoscaler 1.30.7
+(../shared/ca-oracle: BinpackingNodeEstimator on a template copied from each group's first node).
+
+CA 1.30's estimator is not deterministic (it meets equivalence groups in Go map order), so its
+answer is the set of outcomes over ORACLE_RUNS runs. For every node group, kubetide helps the same
+pods, and asks for a node count CA reached in one of its runs, or for fewer: the deliberate class
+`fewer_nodes_than_ca` (kubetide's estimator tries CA's first-fit-decreasing order and a few others
+and keeps the best; docs/differences.md).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from ca_oracle import GROUP_LABEL, kubetide_json, node, pod, replicaset, run_oracle, write_dump
+
+CLUSTERS = 20
+ORACLE_RUNS = 4
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def cluster(seed: int) -> list[dict]:
+    """Two groups (4 and 8 cpu) whose nodes are full, and 10-40 pending pods of 2-4 shapes; some
+    shapes want the big group, some one node each (hostname anti-affinity)."""
+    rng = random.Random(seed)
+    items: list[dict] = []
+    for group, cpu, count in (("general", "4", rng.randint(2, 3)), ("big", "8", rng.randint(1, 2))):
+        for i in range(count):
+            name = f"{group}-{i}"
+            items.append(node(name, group, cpu=cpu, memory="32Gi"))
+            items += [
+                pod(f"fill-{name}-{j}", name, "fill", "1950m" if cpu == "4" else "3950m") for j in range(2)
+            ]
+    items.append(replicaset("fill", sum(1 for i in items if i["kind"] == "Pod")))
+    for s in range(rng.randint(2, 4)):
+        app = f"shape{s}"
+        replicas = rng.randint(3, 12)
+        cpu = rng.choice(["300m", "700m", "1100m", "2500m", "3"])
+        memory = rng.choice(["256Mi", "1Gi", "6Gi"])
+        spec: dict = {}
+        roll = rng.random()
+        if roll < 0.25:
+            spec["nodeSelector"] = {GROUP_LABEL: "big"}
+        elif roll < 0.4:
+            replicas = min(replicas, 6)
+            term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        items += [pod(f"{app}-{i}", None, app, cpu, memory=memory, spec=spec) for i in range(replicas)]
+        items.append(replicaset(app, replicas))
+    return items
+
+
+@pytest.mark.parametrize("seed", range(CLUSTERS))
+def test_every_estimate_is_one_of_the_cluster_autoscalers_or_fewer_nodes(oracle, tmp_path, seed):
+    items = cluster(seed)
+    path = write_dump(tmp_path, items)
+    pending = {
+        f"prod/{i['metadata']['name']}" for i in items if i["kind"] == "Pod" and "nodeName" not in i["spec"]
+    }
+    groups = tmp_path / "groups.json"  # no group limit cuts an estimate short: CA's -max-nodes is 1000
+    groups.write_text(json.dumps({"nodeGroups": [{"name": g, "maxSize": 1000} for g in ("general", "big")]}))
+    plan = kubetide_json("plan", str(path), "--node-groups", str(groups))["scale_up"]
+    assert set(plan["pending"]) == pending  # nothing fits the full nodes: both estimate every pod
+    ours = {o["node_group"]: o for o in plan["options"]}
+    outcomes: dict[str, set[tuple[int, frozenset[str]]]] = {}
+    for _ in range(ORACLE_RUNS):
+        for estimate in run_oracle(oracle, path, "estimate", "-group-templates")["estimate"]:
+            group = estimate["template"].removeprefix("template-node-for-")
+            outcomes.setdefault(group, set()).add((estimate["nodes"], frozenset(estimate["scheduled"])))
+    assert set(outcomes) == {"general", "big"}
+    for group, theirs in outcomes.items():
+        helped = frozenset(ours[group]["pods"]) if group in ours else frozenset()
+        count = ours[group]["node_count"] if group in ours else 0
+        assert {scheduled for _, scheduled in theirs} == {helped}, group
+        counts = {nodes for nodes, _ in theirs}
+        assert count in counts or count < min(counts), (group, count, sorted(counts))
