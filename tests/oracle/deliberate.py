@@ -55,5 +55,36 @@ def kube_system_1_30(ca: Doc) -> bool:
 def another_blocker_named(ours_node: Doc, ca: Doc) -> bool:
     """Both refuse the node for a blocking pod, and CA names a pod kubetide also reports as
     blocking (kubetide reports them all; CA names the first it met)."""
-    blockers = ours_node.get("blocking_pods") or [ours_node["blocking_pod"]]
-    return {"pod": ca.get("blocking_pod"), "reason": ca.get("pod_reason")} in blockers
+    named = {(b["pod"], b["reason"]) for b in ours_node["blocking_pods"]}
+    return (ca.get("blocking_pod"), ca.get("pod_reason")) in named
+
+
+def budget_used_in_this_pass(items: list[Doc], ca: Doc) -> bool:
+    """CA refuses the node for a pod its budget refuses, but that budget allowed a disruption when
+    the pass began: another node's simulated drain used it first. Which of two nodes sharing a
+    budget a pass meets first differs (kubetide checks blocked nodes as it meets them, CA meets
+    candidates in Go map order), so one removes the node the other refuses, or names another
+    blocker; and where the node's pods fit nowhere anyway kubetide says NoPlaceToMovePods, the
+    refusal that does not go away by itself, rather than a budget that comes back."""
+    if ca.get("pod_reason") != "NotEnoughPdb":
+        return False
+    namespace, _, name = ca["blocking_pod"].partition("/")
+    pod = next(
+        p
+        for p in items
+        if p["kind"] == "Pod" and (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name)
+    )
+    return any(
+        b["kind"] == "PodDisruptionBudget"
+        and b["metadata"]["namespace"] == namespace
+        and b["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        and b["status"]["disruptionsAllowed"] >= 1
+        for b in items
+    )
+
+
+def waiting_for_budget(ours: Doc, node: str) -> bool:
+    """CA removes the node, kubetide waits for budget: the same budget order, seen from the other
+    side (kubetide's earlier candidates used the budget; CA met this node first). kubetide keeps
+    the node's unneeded time and drains it as soon as the budget is back."""
+    return node in ours["waiting_for_budget"]

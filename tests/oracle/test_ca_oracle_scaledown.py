@@ -16,7 +16,14 @@ import random
 
 import pytest
 from ca_oracle import SAFE_TO_EVICT, ca_scaledown, kubetide_json, node, pdb, pod, replicaset, write_dump
-from deliberate import another_blocker_named, kube_system_1_30, risky_node, safe_to_evict_at_zero
+from deliberate import (
+    another_blocker_named,
+    budget_used_in_this_pass,
+    kube_system_1_30,
+    risky_node,
+    safe_to_evict_at_zero,
+    waiting_for_budget,
+)
 
 CLUSTERS = 30
 ORACLE_RUNS = 8
@@ -93,12 +100,20 @@ def differences(items: list[dict], ours: dict, ca: dict, system_rule_of_1_30: bo
         removable, ca_removable = name in ours["candidate_set"], name in ca["unneeded"]
         theirs = ca["unremovable"].get(name, {})
         if ca_removable and not removable:
-            if not safe_to_evict_at_zero(items, name, verdict["why"]):
+            if not (safe_to_evict_at_zero(items, name, verdict["why"]) or waiting_for_budget(ours, name)):
                 found[name] = f"CA removes it; kubetide: {verdict['why']}"
         elif removable and not ca_removable:
-            if not (risky_node(ours, name, theirs) or (kube_system_1_30(theirs) and not system_rule_of_1_30)):
+            if not (
+                risky_node(ours, name, theirs)
+                or budget_used_in_this_pass(items, theirs)
+                or (kube_system_1_30(theirs) and not system_rule_of_1_30)
+            ):
                 found[name] = f"kubetide removes it; CA: {theirs}"
         elif not removable and not ca_removable and name not in ours["waiting_for_budget"]:
+            if budget_used_in_this_pass(items, theirs):
+                continue
+            if kube_system_1_30(theirs) and not system_rule_of_1_30:
+                continue
             if verdict["reason"] != theirs.get("reason"):
                 found[name] = f"kubetide: {verdict['reason']} ({verdict['why']}); CA: {theirs}"
             elif theirs.get("blocking_pod") and not another_blocker_named(verdict, theirs):
