@@ -54,7 +54,10 @@ def kube_system_1_30(ca: Doc) -> bool:
 
 def another_blocker_named(ours_node: Doc, ca: Doc) -> bool:
     """Both refuse the node for a blocking pod, and CA names a pod kubetide also reports as
-    blocking (kubetide reports them all; CA names the first it met)."""
+    blocking, with the same reason. kubetide reports them all, the first in the node's pod order
+    as CA walks it (test_ca_oracle_blocking_pods.py holds it to CA's first where no simulated move
+    came before); after other nodes' simulated drains CA may meet a node's pods in another order
+    (pods moved there and back), or a kube-system pod before a pinned one under 1.30's rule."""
     named = {(b["pod"], b["reason"]) for b in ours_node["blocking_pods"]}
     return (ca.get("blocking_pod"), ca.get("pod_reason")) in named
 

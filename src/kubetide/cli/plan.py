@@ -445,7 +445,8 @@ def plan_json(
 # Why a pod blocks its node, in words, with the flag that would change the answer.
 POD_REASON_WORDS = {
     PodReason.UNMOVABLE_KUBE_SYSTEM_POD: "a kube-system pod without a PodDisruptionBudget "
-    "(skip-nodes-with-system-pods; blocks while the pod is younger than 1h)",
+    "(skip-nodes-with-system-pods; blocks while the pod is younger than {timeout}:"
+    " blocking-system-pod-distruption-timeout)",
     PodReason.LOCAL_STORAGE_REQUESTED: "the pod uses local storage (emptyDir or hostPath) not listed in "
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes (skip-nodes-with-local-storage)",
     PodReason.NOT_SAFE_TO_EVICT_ANNOTATION: 'the pod is annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false" '
@@ -555,7 +556,8 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
         estimate = f"; {status.estimate.words()}" if status.estimate is not None else ""
         return "its pods fit on other nodes" + estimate
     if status.blocking_pod is not None:
-        return POD_REASON_WORDS.get(status.blocking_pod.reason, "")
+        timeout = format_duration(options.blocking_system_pod_distruption_timeout)
+        return POD_REASON_WORDS.get(status.blocking_pod.reason, "").format(timeout=timeout)
     if status.reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED and group is not None:
         return f"removing it would take node group {group.id} below its min size {group.min_size}"
     return NODE_REASON_WORDS.get(status.reason, "") if status.reason is not None else ""
