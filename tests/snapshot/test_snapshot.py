@@ -191,9 +191,10 @@ def test_random_operations_revert_to_the_forked_state(ops):
         assert s.requested(n.name).get("cpu", 0) == total
 
 
-def test_stamps_change_with_every_change_and_never_repeat():
-    """Stamps key per-node caches: any change to a node or its pods, the inverse changes of a
-    revert included, gives the node a stamp it never had before."""
+def test_stamps_change_with_every_change_and_a_revert_gives_the_old_ones_back():
+    """Stamps key per-node caches: any change to a node or its pods gives it a stamp never issued
+    before; a revert restores the content and with it the stamps the fork found (what was cached
+    before a what-if stays valid after it), nested forks included."""
     s = ClusterSnapshot([node("n1"), node("n2")])
     seen = {s.stamp("n1"), s.stamp("n2")}
     assert len(seen) == 2
@@ -207,22 +208,32 @@ def test_stamps_change_with_every_change_and_never_repeat():
     s.add_pod(pod("a"), "n1")
     changed("n1")
     assert s.stamp("n2") == untouched
+    before = (s.stamp("n1"), s.stamp("n2"))
     s.fork()
     s.add_pod(pod("b"), "n1")
     changed("n1")
+    s.fork()
     s.move_pod("uid-a", "n2")
     changed("n1")
     changed("n2")
-    s.revert()  # back to the same pods, but never to an old stamp
+    inner = (s.stamp("n1"), s.stamp("n2"))
+    s.fork()
+    s.remove_pod("uid-b")
     changed("n1")
-    changed("n2")
+    s.revert()  # the innermost: back to the stamps after the move
+    assert (s.stamp("n1"), s.stamp("n2")) == inner
+    s.commit()  # the move stays, inside the outer fork
+    assert (s.stamp("n1"), s.stamp("n2")) == inner
+    s.revert()  # back to the same pods, and to their stamps
+    assert (s.stamp("n1"), s.stamp("n2")) == before
     s.fork()
     s.replace_node(node("n2", cpu=1))
     changed("n2")
     s.remove_node("n1")
+    s.add_node(node("n3"))
     s.revert()
-    changed("n1")
-    changed("n2")
+    assert (s.stamp("n1"), s.stamp("n2")) == before
+    assert "n3" not in s
     s.update_pod(pod("a", 200))  # a is back on n1
     changed("n1")
     assert [(n.name, st) for n, st in s.stamps()] == [("n1", s.stamp("n1")), ("n2", s.stamp("n2"))]

@@ -46,7 +46,8 @@ _FREE_SLOT: dict[str, Pod] = {}
 
 # Change stamps come from one counter shared by every snapshot, so a stamp is issued once per
 # process: a value cached under (node object, stamp) can never be mistaken for another
-# snapshot's, or for the same node after any later change, a revert's inverse changes included.
+# snapshot's, or for the same node after any later change. A revert hands back the stamps of the
+# state it restores (the same content), never new ones.
 _STAMPS = itertools.count(1)
 
 
@@ -110,6 +111,10 @@ class ClusterSnapshot:
         self._pending_removals: list[tuple[int, _Sparse]] = []
         self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
+        # Per open fork: the stamps as they were when it was made. A revert gives every node back
+        # its stamp from then, since it gives back its content: what was cached under those
+        # stamps before a what-if (the planner's, every loop) stays valid after it.
+        self._fork_stamps: list[list[int]] = []
         self._observers: list[SnapshotObserver] = []
         for node in nodes:
             self.add_node(node)
@@ -142,9 +147,9 @@ class ClusterSnapshot:
 
     def stamp(self, name: str) -> int:
         """A number that changes whenever the node or the pods bound to it change (add, remove,
-        replace, and the inverse changes a revert makes). Stamps never repeat, even across
-        snapshots, so anything derived from a node and its pods can be cached under
-        (node object, stamp) and reused as long as both are the same."""
+        replace). A revert gives back the stamps a fork found, with the content they stood for.
+        Stamps are issued once, even across snapshots, so anything derived from a node and its
+        pods can be cached under (node object, stamp) and reused as long as both are the same."""
         return self._stamp[self._slot[name]]
 
     def stamps(self) -> Iterator[tuple[Node, int]]:
@@ -257,6 +262,7 @@ class ClusterSnapshot:
     # -- transactions ----------------------------------------------------------------------
     def fork(self) -> None:
         self._marks.append(len(self._log))
+        self._fork_stamps.append(self._stamp.copy())
 
     def revert(self) -> None:
         if not self._marks:
@@ -283,16 +289,18 @@ class ClusterSnapshot:
                 base = slot * self._width  # the width may have grown since the add
                 for column, amount in sparse:
                     used[base + column] -= amount
-            stamps[slot] = next(_STAMPS)
             if observers:
                 node = self._node_at[slot]
                 for observer in observers:
                     observer.pod_removed(pod, node)
+        saved = self._fork_stamps.pop()
+        stamps[: len(saved)] = saved  # slots added since (by a grow) hold no node after the undo
 
     def commit(self) -> None:
         if not self._marks:
             raise SnapshotError("commit() without a fork()")
         self._marks.pop()
+        self._fork_stamps.pop()
         if not self._marks:
             self._log = []
 
