@@ -24,6 +24,11 @@ one module each, sharing the update's working state (update.py):
 5. timers.py: timers and pauses decide which candidates are removable now.
 Budgets (budgets.py) then crop what the actuator starts.
 
+Steps 1-4 are skipped when nothing they read changed since the last update (reuse.py): their
+outcome is replayed, and step 5 runs on it with this loop's `now`. On a cluster that did not change
+between two loops, an update then costs a pass over the nodes' change stamps. `incremental=False`
+always recomputes (the property tests compare the two).
+
 With a usage sample (the UsageSource port) and scale-down-respect-qos-watermarks, the candidate
 search also keeps every destination's projected usage under its QoS watermarks (usage.py); the
 usage peaks it counts are kept between loops over scale-down-usage-window.
@@ -51,6 +56,7 @@ from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.reuse import SearchKey, SearchRecord, frozen_mapping, group_facts, time_edges
 from kubetide.autoscaler.scaledown.revalidate import revalidate_deleted
 from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
 from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
@@ -68,6 +74,7 @@ class _Scanned:
 
     tainted: bool  # carries ToBeDeletedByClusterAutoscaler
     expendable: tuple[Pod, ...]  # in the node's pod order
+    time_edges: tuple[float, ...]  # when a verdict on one of its pods flips with time (reuse.py)
 
 
 class Planner:
@@ -86,6 +93,7 @@ class Planner:
         *,
         timers_expired: bool = False,
         timer: Timer,
+        incremental: bool = True,
     ):
         self.options = options
         self.timers_expired = timers_expired
@@ -110,6 +118,9 @@ class Planner:
         self._cached_options = options
         self._scanned: Memo[str, _Scanned] = Memo()
         self._checked: Memo[str, Checked] = Memo()
+        self.incremental = incremental
+        self._last_search: SearchRecord | None = None
+        self.reused = 0  # updates whose steps 1-4 were replayed (reuse.py)
 
     # -- what the loop and the actuator tell the planner ---------------------------------------
     def note_scale_up(self, now: float) -> None:
@@ -164,18 +175,30 @@ class Planner:
             self._cached_options = o
             self._scanned.clear()
             self._checked.clear()
+            self._last_search = None
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
-        tainted, expendable = self._scan(snapshot)
+        tainted, expendable, stamps, edges = self._scan(snapshot)
         deleted.update(name for name in tainted if name not in resume_set)
         self.recent_evictions.expire(now)
-        index = index_workloads(workloads) if workloads is not None else None
         plan = ScaleDownPlan(now=now)
         if not o.scale_down_respect_qos_watermarks:
             usage = None
         if usage is not None:
             self.usage_history.window = o.scale_down_usage_window
             self.usage_history.observe(now, usage, snapshot.pods())
+        key = None
+        if self.incremental and usage is None:
+            key = self._key(inputs, cloud, stamps, edges, deleted, resume_set)
+            last = self._last_search
+            if last is not None and last.key == key:
+                self.reused += 1
+                found, failures = last.replay(plan)
+                self.hints = last.hints
+                self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
+                self.last_plan = plan
+                return plan
+        index = index_workloads(workloads) if workloads is not None else None
 
         depth = snapshot.depth
         snapshot.fork()
@@ -192,8 +215,17 @@ class Planner:
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
             mover = PodMover(snapshot, checker, self._homeless, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
-            self._update(u, deadline, scaling_up)
+            found, failures = self._search(u, deadline)
             plan.pdb_remaining = tracker.by_key()
+            self.hints = u.new_hints
+            self._last_search = (
+                SearchRecord.of(key, plan, found, failures, u.new_hints)
+                if key is not None and not plan.timed_out
+                else None
+            )
+            # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
+            # fork leaves as found.
+            self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
@@ -202,9 +234,45 @@ class Planner:
         self.last_plan = plan
         return plan
 
-    def _update(self, u: Update, deadline: float, scaling_up: bool) -> None:
-        """The design's steps on the forked snapshot, and the state they leave for next loop."""
-        plan, now = u.plan, u.now
+    def _key(
+        self,
+        inputs: LoopInputs,
+        cloud: CloudProvider,
+        stamps: tuple[int, ...],
+        edges: list[float],
+        deleted: set[str],
+        resume: set[str],
+    ) -> SearchKey:
+        """What steps 1-4 of this update read (reuse.py)."""
+        now, snapshot = inputs.now, inputs.snapshot
+        sizes, instances = group_facts(cloud, deleted)
+        node_group_for = cloud.node_group_for
+        workloads, namespaces = inputs.controllers, inputs.namespaces
+        nominated = tuple(p for p in inputs.pending if p.nominated_node_name)
+        unremovable = self.unremovable
+        return SearchKey(
+            stamps=stamps,
+            groups=tuple(node_group_for(node) for node in snapshot.nodes()),
+            group_sizes=sizes,
+            instances=instances,
+            time_flips=tuple(now > edge for edge in [*edges, *time_edges(nominated, self._system_timeout())]),
+            deleted=frozenset(deleted),
+            resume=frozenset(resume),
+            pdbs=tuple(inputs.pdbs),
+            workloads=tuple(workloads) if workloads is not None else None,
+            namespaces=frozen_mapping(namespaces) if namespaces is not None else None,
+            nominated=nominated,
+            recent_evictions=tuple(self.recent_evictions.by_uid.items()),
+            hints=frozen_mapping(self.hints),
+            unneeded_since=tuple(self.unneeded_since.items()),
+            unremovable=tuple(
+                (name, failed) for name, failed in unremovable.items() if unremovable.recent(name, now) is not None
+            ),
+        )
+
+    def _search(self, u: Update, deadline: float) -> tuple[Search, dict[str, Unremovable]]:
+        """Steps 1-4 on the forked snapshot: the candidate search and its failures."""
+        plan = u.plan
         failure = revalidate_deleted(u)
         if failure is None:
             failure = inject_recent_evictions(u, self.recent_evictions)
@@ -219,32 +287,52 @@ class Planner:
             for node, _, _, drain in eligible:
                 u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=failure)
 
-        self.unremovable.renew(
-            new_unremovable, now=now, exists=u.snapshot.__contains__, candidates=found.candidates
-        )
-        # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
-        # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
-        self.unneeded_since.renew([*found.candidates, *found.waiting], now)
-        self.hints = u.new_hints
         plan.candidate_set = found.candidates
         plan.waiting_for_budget = found.waiting
         plan.surges = found.surges
         plan.risky = found.risky
+        return found, new_unremovable
+
+    def _after_search(
+        self,
+        plan: ScaleDownPlan,
+        snapshot: ClusterSnapshot,
+        resume: set[str],
+        found: Search,
+        failures: dict[str, Unremovable],
+        scaling_up: bool,
+    ) -> None:
+        """The state the search leaves for next loop, then step 5 (timers)."""
+        now = plan.now
+        self.unremovable.renew(failures, now=now, exists=snapshot.__contains__, candidates=found.candidates)
+        # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
+        # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
+        self.unneeded_since.renew([*found.candidates, *found.waiting], now)
         last_scale_up = self.last_scale_up
         if scaling_up and not self.timers_expired:
             last_scale_up = max(last_scale_up, now)
         paused = cooldown(self.options, now, last_scale_up, self.last_deletion, self.last_failure)
-        decide_removals(u, self.unneeded_since, paused, self.timers_expired)
+        decide_removals(plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired)
 
-    def _scan(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[Pod]]:
-        """Nodes tainted ToBeDeleted, and the expendable pods in `snapshot.pods()` order, from
-        per-node entries that are recomputed only for nodes whose stamp changed."""
+    def _system_timeout(self) -> float | None:
+        """How long a kube-system pod blocks its node's drain, if it does (drain rule 8)."""
+        o = self.options
+        return o.blocking_system_pod_distruption_timeout if o.skip_nodes_with_system_pods else None
+
+    def _scan(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[Pod], tuple[int, ...], list[float]]:
+        """Nodes tainted ToBeDeleted, the expendable pods in `snapshot.pods()` order, every
+        node's stamp and the pods' time edges (reuse.py), from per-node entries that are
+        recomputed only for nodes whose stamp changed."""
         cutoff = self.options.expendable_pods_priority_cutoff
+        system_timeout = self._system_timeout()
         memo = self._scanned
         memo.new_pass()
         tainted: list[str] = []
         expendable: list[Pod] = []
+        stamps: list[int] = []
+        edges: list[float] = []
         for name, stamp, pods in snapshot.pods_by_node():
+            stamps.append(stamp)
             entry = memo.get(name, stamp)
             if entry is None:
                 entry = memo.put(
@@ -252,6 +340,7 @@ class Planner:
                     _Scanned(
                         snapshot.node(name).has_taint(TO_BE_DELETED_TAINT),
                         tuple(pod for pod in pods.values() if is_expendable(pod, cutoff)),
+                        time_edges(pods.values(), system_timeout),
                     ),
                     stamp,
                 )
@@ -259,7 +348,9 @@ class Planner:
                 tainted.append(name)
             if entry.expendable:
                 expendable.extend(entry.expendable)
-        return tainted, expendable
+            if entry.time_edges:
+                edges.extend(entry.time_edges)
+        return tainted, expendable, tuple(stamps), edges
 
 
 def _add_nominated(snapshot: ClusterSnapshot, pending: Sequence[Pod], cutoff: int) -> None:

@@ -7,10 +7,13 @@ scale-down-delay-after-add / -delete / -failure of the last such event.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.state import UnneededNodes
-from kubetide.autoscaler.scaledown.update import Update
+from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.snapshot import ClusterSnapshot
 from kubetide.durations import format_duration, rfc3339
 
 
@@ -32,17 +35,23 @@ def cooldown(
 
 
 def decide_removals(
-    u: Update, unneeded_since: UnneededNodes, paused: str | None, timers_expired: bool
+    plan: ScaleDownPlan,
+    snapshot: ClusterSnapshot,
+    resume: Collection[str],
+    options: AutoscalerOptions,
+    unneeded_since: UnneededNodes,
+    paused: str | None,
+    timers_expired: bool,
 ) -> None:
     """Fill the plan's empty_to_delete / drain_to_delete, and say why other candidates wait."""
-    plan, now, o = u.plan, u.now, u.options
+    now, o = plan.now, options
     plan.cooldown = paused
     for name in plan.candidate_set:
         status = plan.nodes[name]
-        node = u.snapshot.node(name)
+        node = snapshot.node(name)
         since = unneeded_since[name]
         removable_at = unneeded_since.removable_at(name, ready=node.ready, options=o)
-        expired = timers_expired or name in u.resume or now >= removable_at
+        expired = timers_expired or name in resume or now >= removable_at
         if not expired:
             status.reason = (
                 NodeReason.NOT_UNNEEDED_LONG_ENOUGH if node.ready else NodeReason.NOT_UNREADY_LONG_ENOUGH
