@@ -242,6 +242,27 @@ def test_stamps_change_with_every_change_and_a_revert_gives_the_old_ones_back():
     assert other.stamp("n1") not in seen
 
 
+def test_version_moves_with_any_change_and_a_revert_gives_it_back():
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    start = s.version
+    s.add_pod(pod("a"), "n1")
+    added = s.version
+    assert added > start and added == s.stamp("n1")
+    s.fork()
+    s.move_pod("uid-a", "n2")
+    assert s.version not in (start, added)
+    s.revert()
+    assert s.version == added
+    s.fork()
+    s.replace_node(node("n2", cpu=1))
+    replaced = s.version
+    s.commit()
+    assert s.version == replaced != added
+    s.remove_pod("uid-a")
+    s.add_pod(pod("a"), "n1")  # the same content again, but a change: never an old version
+    assert s.version > replaced
+
+
 def test_pods_by_node_follows_pods_order():
     s = ClusterSnapshot([node("n1"), node("n2"), node("n3")])
     s.add_pod(pod("a"), "n2")

@@ -114,7 +114,9 @@ class ClusterSnapshot:
         # Per open fork: the stamps as they were when it was made. A revert gives every node back
         # its stamp from then, since it gives back its content: what was cached under those
         # stamps before a what-if (the planner's, every loop) stays valid after it.
-        self._fork_stamps: list[list[int]] = []
+        self._fork_stamps: list[tuple[list[int], int]] = []
+        # The latest stamp of any node here (see `version`).
+        self._version = 0
         self._observers: list[SnapshotObserver] = []
         for node in nodes:
             self.add_node(node)
@@ -151,6 +153,13 @@ class ClusterSnapshot:
         Stamps are issued once, even across snapshots, so anything derived from a node and its
         pods can be cached under (node object, stamp) and reused as long as both are the same."""
         return self._stamp[self._slot[name]]
+
+    @property
+    def version(self) -> int:
+        """The latest stamp given to any node of this snapshot: unchanged exactly while no node
+        and no pod changed (a revert gives back the version the fork found, with its content),
+        so a caller that saw this version has seen every node's stamp as it still is."""
+        return self._version
 
     def stamps(self) -> Iterator[tuple[Node, int]]:
         """(node, stamp) in slot order: what a per-node cache checks once per loop."""
@@ -262,7 +271,7 @@ class ClusterSnapshot:
     # -- transactions ----------------------------------------------------------------------
     def fork(self) -> None:
         self._marks.append(len(self._log))
-        self._fork_stamps.append(self._stamp.copy())
+        self._fork_stamps.append((self._stamp.copy(), self._version))
 
     def revert(self) -> None:
         if not self._marks:
@@ -293,7 +302,7 @@ class ClusterSnapshot:
                 node = self._node_at[slot]
                 for observer in observers:
                     observer.pod_removed(pod, node)
-        saved = self._fork_stamps.pop()
+        saved, self._version = self._fork_stamps.pop()
         stamps[: len(saved)] = saved  # slots added since (by a grow) hold no node after the undo
 
     def commit(self) -> None:
@@ -366,7 +375,7 @@ class ClusterSnapshot:
         pending.append(change)  # an undo compares it by identity (see `revert`)
         if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
             self._apply_pending()
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
@@ -401,7 +410,7 @@ class ClusterSnapshot:
         self._node_of[uid] = node_name
         sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the row offset comes after
         self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse))
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
@@ -416,7 +425,7 @@ class ClusterSnapshot:
         self._pending_removals.append((slot * self._width, sparse))
         if len(self._pending_removals) > _MAX_PENDING:
             self._apply_pending()
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
@@ -442,7 +451,7 @@ class ClusterSnapshot:
         name = node.meta.name
         self._slot[name] = slot
         self._node_at[slot] = node
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         self._pods_on[name] = self._pods_at[slot] = {}
         alloc = self._alloc_view
         base = slot * self._width
@@ -460,7 +469,7 @@ class ClusterSnapshot:
         del self._pods_on[name]
         self._pods_at[slot] = _FREE_SLOT
         self._node_at[slot] = None
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         alloc = self._alloc_view
         base = slot * self._width
         for column, _ in self._node_sparse_of(node):
@@ -484,7 +493,7 @@ class ClusterSnapshot:
             observer.node_removed(old)
         self._ensure_columns(node.allocatable)
         self._node_at[slot] = node
-        self._stamp[slot] = next(_STAMPS)
+        self._stamp[slot] = self._version = next(_STAMPS)
         self.alloc[slot] = self.vector(node.allocatable)
         for observer in self._observers:
             observer.node_added(node)

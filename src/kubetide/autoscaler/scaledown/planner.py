@@ -77,6 +77,10 @@ class _Scanned:
     time_edges: tuple[float, ...]  # when a verdict on one of its pods flips with time (reuse.py)
 
 
+# What `_scan` finds: tainted nodes, expendable pods, every node's stamp, the pods' time edges.
+_ScanResult = tuple[list[str], list[Pod], tuple[int, ...], list[float]]
+
+
 class Planner:
     """Keeps the scale-down state and updates it once per loop (`update`).
 
@@ -117,6 +121,9 @@ class Planner:
         # Both depend on the options, so they are dropped if the options object is replaced.
         self._cached_options = options
         self._scanned: Memo[str, _Scanned] = Memo()
+        # The snapshot, its version and what `_scan` found there: a loop over a snapshot that did
+        # not change at all reads none of its nodes.
+        self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
         self._checked: Memo[str, Checked] = Memo()
         self.incremental = incremental
         self._last_search: SearchRecord | None = None
@@ -175,7 +182,7 @@ class Planner:
             self._cached_options = o
             self._scanned.clear()
             self._checked.clear()
-            self._last_search = None
+            self._last_search = self._last_scan = None
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
         tainted, expendable, stamps, edges = self._scan(snapshot)
@@ -250,12 +257,14 @@ class Planner:
         workloads, namespaces = inputs.controllers, inputs.namespaces
         nominated = tuple(p for p in inputs.pending if p.nominated_node_name)
         unremovable = self.unremovable
+        # Pods the update puts into its fork have ages too (an evicted pod may be terminating).
+        outside = [*nominated, *(e.pod for e in self.recent_evictions.by_uid.values())]
         return SearchKey(
             stamps=stamps,
             groups=tuple(node_group_for(node) for node in snapshot.nodes()),
             group_sizes=sizes,
             instances=instances,
-            time_flips=tuple(now > edge for edge in [*edges, *time_edges(nominated, self._system_timeout())]),
+            time_flips=tuple(now > edge for edge in [*edges, *time_edges(outside, self._system_timeout())]),
             deleted=frozenset(deleted),
             resume=frozenset(resume),
             pdbs=tuple(inputs.pdbs),
@@ -319,10 +328,13 @@ class Planner:
         o = self.options
         return o.blocking_system_pod_distruption_timeout if o.skip_nodes_with_system_pods else None
 
-    def _scan(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[Pod], tuple[int, ...], list[float]]:
+    def _scan(self, snapshot: ClusterSnapshot) -> _ScanResult:
         """Nodes tainted ToBeDeleted, the expendable pods in `snapshot.pods()` order, every
         node's stamp and the pods' time edges (reuse.py), from per-node entries that are
         recomputed only for nodes whose stamp changed."""
+        last = self._last_scan
+        if last is not None and last[0] is snapshot and last[1] == snapshot.version:
+            return last[2]  # no node and no pod changed since
         cutoff = self.options.expendable_pods_priority_cutoff
         system_timeout = self._system_timeout()
         memo = self._scanned
@@ -350,7 +362,9 @@ class Planner:
                 expendable.extend(entry.expendable)
             if entry.time_edges:
                 edges.extend(entry.time_edges)
-        return tainted, expendable, tuple(stamps), edges
+        scanned = (tainted, expendable, tuple(stamps), edges)
+        self._last_scan = (snapshot, snapshot.version, scanned)
+        return scanned
 
 
 def _add_nominated(snapshot: ClusterSnapshot, pending: Sequence[Pod], cutoff: int) -> None:

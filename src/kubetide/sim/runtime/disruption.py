@@ -54,6 +54,8 @@ class Budgets(WorldObserver):
         # Controller UID -> budgets selecting its pods. Pods stamped from one template share their
         # labels (StatefulSets add per-pod ones, so theirs are matched pod by pod).
         self._of_owner: dict[str, list[BudgetState]] = {}
+        # id(state) -> (its PDB, the status, the PDB with that status): see `with_status`.
+        self._with_status: dict[int, tuple[PodDisruptionBudget, BudgetStatus, PodDisruptionBudget]] = {}
         world.subscribe(self)
 
     # -- objects ---------------------------------------------------------------------------
@@ -73,6 +75,7 @@ class Budgets(WorldObserver):
         self._of_owner.clear()
         if state is None:
             return
+        self._with_status.pop(id(state), None)
         for uid in state.pods:
             budgets = self._of_pod.get(uid)
             if budgets is not None:
@@ -130,13 +133,20 @@ class Budgets(WorldObserver):
 
     def with_status(self, state: BudgetState) -> PodDisruptionBudget:
         status = self.status(state)
-        return dataclasses.replace(
+        # The same object while the status holds: the autoscaler asks every loop, and its planner
+        # compares PDBs to tell a quiet loop (identity is the cheap case of that comparison).
+        last = self._with_status.get(id(state))
+        if last is not None and last[0] is state.pdb and last[1] == status:
+            return last[2]
+        current = dataclasses.replace(
             state.pdb,
             disruptions_allowed=status.disruptions_allowed,
             current_healthy=status.current_healthy,
             desired_healthy=status.desired_healthy,
             expected_pods=status.expected_pods,
         )
+        self._with_status[id(state)] = (state.pdb, status, current)
+        return current
 
     # -- pod index ---------------------------------------------------------------------------
     def _add(self, state: BudgetState, pod: Pod) -> None:
