@@ -111,10 +111,11 @@ class ClusterSnapshot:
         self._pending_removals: list[tuple[int, _Sparse]] = []
         self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
-        # Per open fork: the stamps as they were when it was made. A revert gives every node back
-        # its stamp from then, since it gives back its content: what was cached under those
+        # Per open fork: the stamps its changes replaced (slot -> stamp when the fork was made,
+        # kept at the first change to the slot) and the version then. A revert gives every node
+        # back its stamp from then, since it gives back its content: what was cached under those
         # stamps before a what-if (the planner's, every loop) stays valid after it.
-        self._fork_stamps: list[tuple[list[int], int]] = []
+        self._fork_stamps: list[tuple[dict[int, int], int]] = []
         # The latest stamp of any node here (see `version`).
         self._version = 0
         self._observers: list[SnapshotObserver] = []
@@ -271,7 +272,7 @@ class ClusterSnapshot:
     # -- transactions ----------------------------------------------------------------------
     def fork(self) -> None:
         self._marks.append(len(self._log))
-        self._fork_stamps.append((self._stamp.copy(), self._version))
+        self._fork_stamps.append(({}, self._version))
 
     def revert(self) -> None:
         if not self._marks:
@@ -303,15 +304,27 @@ class ClusterSnapshot:
                 for observer in observers:
                     observer.pod_removed(pod, node)
         saved, self._version = self._fork_stamps.pop()
-        stamps[: len(saved)] = saved  # slots added since (by a grow) hold no node after the undo
+        for slot, stamp in saved.items():
+            stamps[slot] = stamp
 
     def commit(self) -> None:
         if not self._marks:
             raise SnapshotError("commit() without a fork()")
         self._marks.pop()
-        self._fork_stamps.pop()
+        saved, _ = self._fork_stamps.pop()
+        if self._fork_stamps:  # the enclosing fork keeps what it saved first
+            outer = self._fork_stamps[-1][0]
+            for slot, stamp in saved.items():
+                outer.setdefault(slot, stamp)
         if not self._marks:
             self._log = []
+
+    def _keep_stamp(self, slot: int) -> None:
+        """Before a change to `slot` inside a fork: remember its stamp for the revert."""
+        if self._marks:
+            saved = self._fork_stamps[-1][0]
+            if slot not in saved:
+                saved[slot] = self._stamp[slot]
 
     @property
     def depth(self) -> int:
@@ -335,6 +348,7 @@ class ClusterSnapshot:
         if name in self._slot:
             raise SnapshotError(f"node {name!r} is already in the snapshot")
         slot = self._take_slot()
+        self._keep_stamp(slot)
         self._install_node(node, slot)
         if self._marks:
             self._log.append((_ADD_NODE, name))
@@ -345,6 +359,7 @@ class ClusterSnapshot:
         for uid in list(self._pods_on[name]):
             self.remove_pod(uid)
         slot = self._slot[name]
+        self._keep_stamp(slot)
         self._drop_node(name)
         if self._marks:
             self._log.append((_REMOVE_NODE, node, slot))
@@ -352,6 +367,7 @@ class ClusterSnapshot:
     def replace_node(self, node: Node) -> None:
         """Swap in a new version of a node (labels, taints, readiness); its pods stay."""
         old = self.node(node.name)
+        self._keep_stamp(self._slot[node.name])
         self._swap_node(node)
         if self._marks:
             self._log.append((_REPLACE_NODE, old))
@@ -375,6 +391,10 @@ class ClusterSnapshot:
         pending.append(change)  # an undo compares it by identity (see `revert`)
         if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
             self._apply_pending()
+        if self._marks:
+            saved = self._fork_stamps[-1][0]
+            if slot not in saved:
+                saved[slot] = self._stamp[slot]
         self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -388,6 +408,8 @@ class ClusterSnapshot:
         node_name = self._node_of.get(uid)
         if node_name is None:
             raise SnapshotError(f"no pod with UID {uid!r} in the snapshot")
+        if self._marks:
+            self._keep_stamp(self._slot[node_name])
         pod = self._unplace(uid)
         if self._marks:
             self._log.append((_REMOVE_POD, pod, node_name))
