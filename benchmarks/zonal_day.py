@@ -35,7 +35,9 @@ NAMESPACES: dict[str, tuple[str, int, tuple[int, ...], tuple[int, ...]]] = {
     "platform": ("infra", 3, (50, 150), (128, 256)),
 }
 STEP = 5 * 60  # the load curve moves every 5 minutes
-START = 0  # simulated time 0 is midnight, the low: a 6 h run consolidates the night, then climbs to the morning
+START = (
+    0  # simulated time 0 is midnight, the low: a 6 h run consolidates the night, then climbs to the morning
+)
 
 
 def _labels(namespace: str, name: str, team: str, version: str) -> dict[str, str]:
@@ -96,7 +98,9 @@ def _service(rng: random.Random, namespace: str, index: int, replicas: int) -> t
         workload["spec"]["serviceName"] = name
     objects = [workload]
     if namespace != "platform":
-        budget = {"minAvailable": "80%"} if rng.random() < 0.5 else {"maxUnavailable": rng.choice((1, 2, "10%"))}
+        budget = (
+            {"minAvailable": "80%"} if rng.random() < 0.5 else {"maxUnavailable": rng.choice((1, 2, "10%"))}
+        )
         objects.append(
             {
                 "apiVersion": "policy/v1",
@@ -193,7 +197,8 @@ def scenario(nodes: int, pods: int, hours: float, seed: int = 30) -> dict:
 
     # `base` is the daily mean; the replicas at t=0 sum to about `pods`.
     base = {
-        svc: max(2, round(pods * w / total / factor(svc, 0))) for svc, w in zip(services, weights, strict=True)
+        svc: max(2, round(pods * w / total / factor(svc, 0)))
+        for svc, w in zip(services, weights, strict=True)
     }
     objects: list[dict] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": team}}}
@@ -261,7 +266,9 @@ def scenario(nodes: int, pods: int, hours: float, seed: int = 30) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.zonal_day", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.zonal_day", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--nodes", type=int, default=300)
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--hours", type=float, default=6.0)

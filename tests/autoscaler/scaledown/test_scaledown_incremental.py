@@ -65,7 +65,7 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         self.incremental = Planner(OPTIONS, timer=WorkTimer(1e-3))
         self.full = Planner(OPTIONS, timer=WorkTimer(1e-3), incremental=False)
         self.being_deleted: set[str] = set()
-        for i in range(4):
+        for _ in range(4):
             self._add_node(cpu=1000)
         for i in range(6):
             self._add_pod(f"n{i % 4}", 200, APPS[i % 3])

@@ -56,7 +56,13 @@ from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.reuse import SearchKey, SearchRecord, frozen_mapping, group_facts, time_edges
+from kubetide.autoscaler.scaledown.reuse import (
+    SearchKey,
+    SearchRecord,
+    frozen_mapping,
+    group_facts,
+    time_edges,
+)
 from kubetide.autoscaler.scaledown.revalidate import revalidate_deleted
 from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
 from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
@@ -275,7 +281,9 @@ class Planner:
             hints=frozen_mapping(self.hints),
             unneeded_since=tuple(self.unneeded_since.items()),
             unremovable=tuple(
-                (name, failed) for name, failed in unremovable.items() if unremovable.recent(name, now) is not None
+                (name, failed)
+                for name, failed in unremovable.items()
+                if unremovable.recent(name, now) is not None
             ),
         )
 
@@ -321,7 +329,9 @@ class Planner:
         if scaling_up and not self.timers_expired:
             last_scale_up = max(last_scale_up, now)
         paused = cooldown(self.options, now, last_scale_up, self.last_deletion, self.last_failure)
-        decide_removals(plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired)
+        decide_removals(
+            plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired
+        )
 
     def _system_timeout(self) -> float | None:
         """How long a kube-system pod blocks its node's drain, if it does (drain rule 8)."""

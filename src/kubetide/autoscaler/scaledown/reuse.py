@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown.candidates import Search
-from kubetide.autoscaler.scaledown.drainability import LONG_TERMINATING_EXTRA, KUBE_SYSTEM, NodeDrain
+from kubetide.autoscaler.scaledown.drainability import KUBE_SYSTEM, LONG_TERMINATING_EXTRA, NodeDrain
 from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.state import Unremovable
 from kubetide.model import Pod, PodDisruptionBudget, Workload
@@ -148,9 +148,12 @@ class SearchRecord:
         plan.surges = dict(found.surges)
         plan.risky = dict(found.risky)
         failures = {
-            name: Unremovable(plan.now, f.reason, f.blocking_pod, f.detail) for name, f in self.failures.items()
+            name: Unremovable(plan.now, f.reason, f.blocking_pod, f.detail)
+            for name, f in self.failures.items()
         }
-        return Search(list(found.candidates), dict(found.risky), list(found.waiting), dict(found.surges)), failures
+        return Search(
+            list(found.candidates), dict(found.risky), list(found.waiting), dict(found.surges)
+        ), failures
 
 
 def _amended(found: Search) -> Sequence[str]:

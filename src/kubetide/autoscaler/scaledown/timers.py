@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.state import UnneededNodes
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.snapshot import ClusterSnapshot
 from kubetide.durations import format_duration, rfc3339
+from kubetide.snapshot import ClusterSnapshot
 
 
 def cooldown(
