@@ -47,7 +47,8 @@ _FREE_SLOT: dict[str, Pod] = {}
 # Change stamps come from one counter shared by every snapshot, so a stamp is issued once per
 # process: a value cached under (node object, stamp) can never be mistaken for another
 # snapshot's, or for the same node after any later change. A revert hands back the stamps of the
-# state it restores (the same content), never new ones.
+# state it restores (the same content), never new ones: each undo record keeps the stamp its
+# change replaced.
 _STAMPS = itertools.count(1)
 
 
@@ -107,17 +108,13 @@ class ClusterSnapshot:
         self._valid_view = self.valid.data
         # Queued `used` deltas, applied when `used` is read: pod adds as their undo record
         # (_ADD_POD, uid, slot, row offset, resource list), removals as (row offset, list).
-        self._pending: list[tuple[int, str, int, int, _Sparse]] = []
+        self._pending: list[tuple[int, str, int, int, _Sparse, int]] = []
         self._pending_removals: list[tuple[int, _Sparse]] = []
         self._log: list[tuple[Any, ...]] = []  # (operation, its arguments...)
         self._marks: list[int] = []
-        # Per open fork: the stamps its changes replaced (slot -> stamp when the fork was made,
-        # kept at the first change to the slot) and the version then. A revert gives every node
-        # back its stamp from then, since it gives back its content: what was cached under those
-        # stamps before a what-if (the planner's, every loop) stays valid after it.
-        self._fork_stamps: list[tuple[dict[int, int], int]] = []
-        # The latest stamp of any node here (see `version`).
+        # The latest stamp of any node here (see `version`), and its value at each open fork.
         self._version = 0
+        self._fork_versions: list[int] = []
         self._observers: list[SnapshotObserver] = []
         for node in nodes:
             self.add_node(node)
@@ -272,7 +269,7 @@ class ClusterSnapshot:
     # -- transactions ----------------------------------------------------------------------
     def fork(self) -> None:
         self._marks.append(len(self._log))
-        self._fork_stamps.append(({}, self._version))
+        self._fork_versions.append(self._version)
 
     def revert(self) -> None:
         if not self._marks:
@@ -289,7 +286,7 @@ class ClusterSnapshot:
                 continue
             # Undoing an add is by far the commonest step of a what-if: inlined, using what the
             # add recorded (slot, resource list) instead of looking it up again.
-            _, uid, slot, _, sparse = entry
+            _, uid, slot, _, sparse, stamp = entry
             del node_of[uid]
             pod = pods_at[slot].pop(uid)
             if pending and pending[-1] is entry:
@@ -299,32 +296,20 @@ class ClusterSnapshot:
                 base = slot * self._width  # the width may have grown since the add
                 for column, amount in sparse:
                     used[base + column] -= amount
+            stamps[slot] = stamp  # the one it had before the add: same pods, same stamp
             if observers:
                 node = self._node_at[slot]
                 for observer in observers:
                     observer.pod_removed(pod, node)
-        saved, self._version = self._fork_stamps.pop()
-        for slot, stamp in saved.items():
-            stamps[slot] = stamp
+        self._version = self._fork_versions.pop()
 
     def commit(self) -> None:
         if not self._marks:
             raise SnapshotError("commit() without a fork()")
         self._marks.pop()
-        saved, _ = self._fork_stamps.pop()
-        if self._fork_stamps:  # the enclosing fork keeps what it saved first
-            outer = self._fork_stamps[-1][0]
-            for slot, stamp in saved.items():
-                outer.setdefault(slot, stamp)
+        self._fork_versions.pop()
         if not self._marks:
             self._log = []
-
-    def _keep_stamp(self, slot: int) -> None:
-        """Before a change to `slot` inside a fork: remember its stamp for the revert."""
-        if self._marks:
-            saved = self._fork_stamps[-1][0]
-            if slot not in saved:
-                saved[slot] = self._stamp[slot]
 
     @property
     def depth(self) -> int:
@@ -332,15 +317,22 @@ class ClusterSnapshot:
         return len(self._marks)
 
     def _undo(self, entry: tuple[Any, ...]) -> None:
+        """Undo one change and give its slot back the stamp the change replaced (the last item
+        of every record)."""
         op = entry[0]
         if op == _REMOVE_POD:
-            self._place(entry[1], entry[2], self._slot[entry[2]])
+            slot = self._slot[entry[2]]
+            self._place(entry[1], entry[2], slot)
         elif op == _ADD_NODE:
+            slot = self._slot[entry[1]]
             self._drop_node(entry[1])
         elif op == _REMOVE_NODE:
-            self._install_node(entry[1], entry[2])
+            slot = entry[2]
+            self._install_node(entry[1], slot)
         else:  # _REPLACE_NODE
+            slot = self._slot[entry[1].name]
             self._swap_node(entry[1])
+        self._stamp[slot] = entry[-1]
 
     # -- writing ---------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -348,10 +340,10 @@ class ClusterSnapshot:
         if name in self._slot:
             raise SnapshotError(f"node {name!r} is already in the snapshot")
         slot = self._take_slot()
-        self._keep_stamp(slot)
+        stamp = self._stamp[slot]
         self._install_node(node, slot)
         if self._marks:
-            self._log.append((_ADD_NODE, name))
+            self._log.append((_ADD_NODE, name, stamp))
 
     def remove_node(self, name: str) -> None:
         """Remove a node and every pod bound to it."""
@@ -359,18 +351,18 @@ class ClusterSnapshot:
         for uid in list(self._pods_on[name]):
             self.remove_pod(uid)
         slot = self._slot[name]
-        self._keep_stamp(slot)
+        stamp = self._stamp[slot]
         self._drop_node(name)
         if self._marks:
-            self._log.append((_REMOVE_NODE, node, slot))
+            self._log.append((_REMOVE_NODE, node, slot, stamp))
 
     def replace_node(self, node: Node) -> None:
         """Swap in a new version of a node (labels, taints, readiness); its pods stay."""
         old = self.node(node.name)
-        self._keep_stamp(self._slot[node.name])
+        stamp = self._stamp[self._slot[node.name]]
         self._swap_node(node)
         if self._marks:
-            self._log.append((_REPLACE_NODE, old))
+            self._log.append((_REPLACE_NODE, old, stamp))
 
     def add_pod(self, pod: Pod, node_name: str) -> None:
         uid = pod.meta.uid
@@ -386,16 +378,13 @@ class ClusterSnapshot:
             sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the offset comes after
         self._pods_at[slot][uid] = pod
         node_of[uid] = node_name
-        change = (_ADD_POD, uid, slot, slot * self._width, sparse)
+        stamps = self._stamp
+        change = (_ADD_POD, uid, slot, slot * self._width, sparse, stamps[slot])
         pending = self._pending
         pending.append(change)  # an undo compares it by identity (see `revert`)
         if len(pending) > _MAX_PENDING:  # a writer that never reads must not grow the queue
             self._apply_pending()
-        if self._marks:
-            saved = self._fork_stamps[-1][0]
-            if slot not in saved:
-                saved[slot] = self._stamp[slot]
-        self._stamp[slot] = self._version = next(_STAMPS)
+        stamps[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
@@ -408,11 +397,11 @@ class ClusterSnapshot:
         node_name = self._node_of.get(uid)
         if node_name is None:
             raise SnapshotError(f"no pod with UID {uid!r} in the snapshot")
-        if self._marks:
-            self._keep_stamp(self._slot[node_name])
+        if not self._marks:
+            return self._unplace(uid)
+        stamp = self._stamp[self._slot[node_name]]
         pod = self._unplace(uid)
-        if self._marks:
-            self._log.append((_REMOVE_POD, pod, node_name))
+        self._log.append((_REMOVE_POD, pod, node_name, stamp))
         return pod
 
     def move_pod(self, uid: str, node_name: str) -> None:
@@ -431,7 +420,7 @@ class ClusterSnapshot:
         self._pods_on[node_name][uid] = pod
         self._node_of[uid] = node_name
         sparse = self._pod_sparse(pod.shape.requests)  # may add columns: the row offset comes after
-        self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse))
+        self._pending.append((_ADD_POD, uid, slot, slot * self._width, sparse, 0))  # never undone
         self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
@@ -457,7 +446,7 @@ class ClusterSnapshot:
 
     def _apply_pending(self) -> None:
         used = self._used_view
-        for _, _, _, base, sparse in self._pending:
+        for _, _, _, base, sparse, _ in self._pending:
             for column, amount in sparse:
                 used[base + column] += amount
         for base, sparse in self._pending_removals:
