@@ -397,11 +397,9 @@ class ClusterSnapshot:
         node_name = self._node_of.get(uid)
         if node_name is None:
             raise SnapshotError(f"no pod with UID {uid!r} in the snapshot")
-        if not self._marks:
-            return self._unplace(uid)
-        stamp = self._stamp[self._slot[node_name]]
-        pod = self._unplace(uid)
-        self._log.append((_REMOVE_POD, pod, node_name, stamp))
+        pod, stamp = self._unplace(uid)
+        if self._marks:
+            self._log.append((_REMOVE_POD, pod, node_name, stamp))
         return pod
 
     def move_pod(self, uid: str, node_name: str) -> None:
@@ -428,7 +426,8 @@ class ClusterSnapshot:
             for observer in self._observers:
                 observer.pod_added(pod, node)
 
-    def _unplace(self, uid: str) -> Pod:
+    def _unplace(self, uid: str) -> tuple[Pod, int]:
+        """Take a pod off its node; returns it and the stamp its node had before."""
         node_name = self._node_of.pop(uid)
         slot = self._slot[node_name]
         pod = self._pods_on[node_name].pop(uid)
@@ -436,13 +435,14 @@ class ClusterSnapshot:
         self._pending_removals.append((slot * self._width, sparse))
         if len(self._pending_removals) > _MAX_PENDING:
             self._apply_pending()
+        stamp = self._stamp[slot]
         self._stamp[slot] = self._version = next(_STAMPS)
         if self._observers:
             node = self._node_at[slot]
             assert node is not None  # the slot of a node that holds a pod
             for observer in self._observers:
                 observer.pod_removed(pod, node)
-        return pod
+        return pod, stamp
 
     def _apply_pending(self) -> None:
         used = self._used_view
