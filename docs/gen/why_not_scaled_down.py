@@ -47,7 +47,9 @@ REASONS: dict[str, str] = {
     ),
     "NoPlaceToMovePods": (
         "Some pod fits on no other node: resources, affinity, anti-affinity, taints, topology spread."
-        " kubetide names the pod and the node group one more node of which would take it."
+        " kubetide names the pod, the kube-scheduler filter that refuses it on the other nodes (in"
+        " kube-scheduler's words, with the nodes, and the term for inter-pod affinity), and the node"
+        " group one more node of which would take it."
     ),
     "NodeGroupMinSizeReached": (
         "Removing the node would take its group below `minSize`. Lowering the min size is the change"

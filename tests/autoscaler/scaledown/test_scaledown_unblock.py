@@ -111,7 +111,8 @@ CASES = [
         0,
         "NoPlaceToMovePods",
         ["add-node"],
-        "pod prod/web-1 fits on no other node: one more node of group general would take it",
+        "pod prod/web-1 fits on no other node (1 node(s) didn't match pod anti-affinity rules"
+        " (term app=web on kubernetes.io/hostname): b): one more node of group general would take it",
     ),
     ("scale-down-disabled", disabled, 0, "ScaleDownDisabledAnnotation", ["node-annotation"], "remove it"),
     (

@@ -33,6 +33,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     BlockingPod,
 )
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
+from kubetide.autoscaler.scaledown.nowhere import refusal
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
@@ -148,6 +149,8 @@ class _Search:
         self.checker, self.timer = checker, timer
         self.being_deleted = {n for n, s in plan.nodes.items() if s.status == BEING_DELETED}
         self._baseline: ScaleDownPlan | None = None
+        self._plan_seen = plan
+        self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
 
     # -- one node -------------------------------------------------------------------------------
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -184,7 +187,8 @@ class _Search:
                 break
             status = outcome.status
         if not changes:
-            return Unblock(name, text=_nothing_to_change(status))
+            refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
+            return Unblock(name, text=_nothing_to_change(status) + (f": {refused}" if refused else ""))
         return Unblock(name, changes, False, f"{unblock_text(changes, False)} (then {_reason_words(status)})")
 
     def _merged(self, changes: tuple[Change, ...]) -> tuple[Change, ...]:
@@ -328,17 +332,38 @@ class _Search:
         added = sum(1 for c in done if c.kind is ChangeKind.ADD_NODE)
         pod = status.unplaced or "its pods"
         subject = f"pod {pod}" if status.unplaced else pod
+        refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
+        why = f" ({refused})" if refused else ""
         return [
             Change(
                 ChangeKind.ADD_NODE,
                 f"node group {g.id}",
                 "+1 node",
-                f"{subject} fits on no other node: one more node of group {g.id} would take it",
+                f"{subject} fits on no other node{why}: one more node of group {g.id} would take it",
                 target=g.id,
                 value=f"{NEW_NODE_PREFIX}{added + 1}",
             )
             for g in groups[:GROUPS_TRIED]
         ]
+
+    def refusal(self, status: NodeStatus) -> str:
+        """kube-scheduler's reasons, node by node, for the pod that fits on no other node
+        (nowhere.py), on the cluster as the loop's plan leaves it; once per pod."""
+        key = status.unplaced
+        if not key:
+            return ""
+        if key not in self._refusals:
+            plan = self._plan_seen
+            self._refusals[key] = refusal(
+                self.inputs.snapshot,
+                self.checker,
+                key,
+                node=status.name,
+                gone=[*plan.candidate_set, *self.being_deleted],
+                destinations=plan.destinations,
+                namespaces=self.inputs.namespaces,
+            )
+        return self._refusals[key]
 
     def _group_of(self, name: str) -> NodeGroup | None:
         snapshot = self.inputs.snapshot
