@@ -24,6 +24,7 @@ from kubetide.sim.report.figures import (
 )
 from kubetide.sim.report.plotting import page, plot_div
 from kubetide.sim.report.qos import counts_table, mode_heading
+from kubetide.sim.report.unblocked import unremovable_section
 from kubetide.sim.report.why import FITS_NO_GROUP, has_decisions, peak_count, pod_seconds, unremovable_reasons
 from kubetide.sim.runtime.decisions import UNREMOVABLE_PREFIX
 from kubetide.sim.runtime.simulation import SimulationResult
@@ -102,6 +103,8 @@ def _table(summary: dict) -> str:
     rows = []
 
     def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, list):  # rows with their own table (unremovable_at_end.nodes)
+            return
         if isinstance(value, dict):
             for key, inner in value.items():
                 walk(f"{prefix}.{key}" if prefix else str(key), inner)
@@ -204,6 +207,7 @@ def render(result: SimulationResult) -> str:
     main = f"""<div class="cards">{_cards(summary, pod_seconds(result, FITS_NO_GROUP))}</div>
 {warning_block}
 <section>{plot_div(build_figure(result), "timeline")}{_unfit_note(result)}</section>
+{unremovable_section([(scenario.name, result)])}
 {_qos_section(result)}
 {_hpa_section([("replicas", result)])}
 <div class="cols events-wide">
@@ -276,6 +280,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     main = f"""<section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table>
 {_why_pending_note(runs)}</section>
 <section>{plot}</section>
+{unremovable_section(runs)}
 {_qos_comparison(settings, qos_plot)}
 {_hpa_section(runs)}
 <section><h2>Events by reason</h2><div class="scroll"><table class="compare">{head}{"".join(event_rows)}</table></div></section>"""

@@ -343,6 +343,8 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-
 .front{color:#dc2626;font-size:15px}
 .events tr.warn td{color:#b91c1c}
 .note{font-size:12px;color:#6b7280;margin:4px 0 0}
+.unblock td{font-size:12px}.unblock td:nth-child(-n+3){white-space:nowrap}.unblock h3{font-size:14px;margin:14px 0 4px}
+.unblock .scroll{max-height:640px}.dot{display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:6px}
 footer{color:#9ca3af;font-size:12px;text-align:center;padding-bottom:30px}
 """
 

@@ -128,8 +128,13 @@ class Simulation:
         seed: int | None = None,
         autoscaler_factory: AutoscalerFactory | None = None,
         autoscaler_name: str | None = None,
+        explain_unremovable: bool = True,
     ):
         self.scenario = scenario
+        # Whether run() asks, once at the end, what would unblock the nodes still unremovable
+        # (runtime/unremovable.py; kubetide's autoscaler only).
+        self.explain_unremovable = explain_unremovable
+        self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
         self.seed = scenario.seed if seed is None else seed
         if autoscaler_factory is None:
             autoscaler_factory, default_name = default_autoscaler_factory(self.seed)
@@ -495,6 +500,9 @@ class Simulation:
             from kubetide.sim.runtime.qosguard import guard_summary
 
             summary["qos"]["scale_down_guard"] = guard_summary(self.scenario, summary)
+        unremovable = self._unremovable_at_end()
+        if unremovable is not None:
+            summary["scale_down"]["unremovable_at_end"] = unremovable
         return SimulationResult(
             scenario=self.scenario,
             summary=summary,
@@ -505,6 +513,29 @@ class Simulation:
             status_yaml=self._status_yaml(),
             unfit_pods=dict(self.decisions.unfit),
         )
+
+    def _unremovable_at_end(self) -> dict[str, Any] | None:
+        """The nodes kubetide's autoscaler could not remove at the end, and what would unblock each
+        (runtime/unremovable.py), or None (another autoscaler, scale-down off, not asked)."""
+        from kubetide.autoscaler.loop import Autoscaler
+
+        if not (self.explain_unremovable and isinstance(self.autoscaler, Autoscaler)):
+            return None
+        from kubetide.sim.runtime.unremovable import unremovable_at_end
+
+        started = time.process_time()
+        try:
+            return unremovable_at_end(
+                self.scenario.options,
+                self.view,
+                self.cloud,
+                self.engine.now(),
+                timer=work_timer(),
+                usage=self.usage if self.usage_attached else None,
+                namespaces={ns.name: ns.labels for ns in self.scenario.objects.namespaces},
+            )
+        finally:
+            self.explain_seconds = time.process_time() - started
 
     def _status_yaml(self) -> str | None:
         where = self.view.status_object

@@ -1,0 +1,119 @@
+"""The nodes still unremovable when a run ends, and what would unblock each: summary.json's
+`scale_down.unremovable_at_end` and the report's table.
+
+Asked once, on the cluster as the run leaves it, as `kubetide plan` would ask it of a real cluster:
+a fresh loop decision (timers taken as run out, so nodes merely waiting out
+scale-down-unneeded-time are not listed), the pending pods that fit bound where the scheduler
+would put them, then `find_unblocks` for the blocked nodes. Asking it in every loop
+(--annotate-scale-down-blockers) costs about twelve times a loop; asking it once costs a few
+planner runs per blocked node, within the search's own caps (`UNBLOCK_LIMIT` nodes,
+`UNBLOCK_BUDGET` on the simulator's work timer, so the same run gives the same answers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kubetide.autoscaler.decision import LoopState, decide
+from kubetide.autoscaler.inputs import LoopInputs
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import CloudProvider, ClusterView, UsageSource
+from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.unblocking import NOT_COMPUTED, UNBLOCK_LIMIT, find_unblocks
+from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+from kubetide.clock import Timer
+from kubetide.scheduling.checker import PredicateChecker
+
+# On their way out, not blocked: a running timer.
+_WAITING = frozenset({NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH})
+_NOT_COMPUTED_HERE = "not computed: the answers' budget ran out first"
+
+
+def unremovable_at_end(
+    options: AutoscalerOptions,
+    view: ClusterView,
+    cloud: CloudProvider,
+    now: float,
+    *,
+    timer: Timer,
+    usage: UsageSource | None = None,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any] | None:
+    """{count, by_reason, nodes: [{node, group, reason, utilization, blocking_pods, unblock}]}
+    for the nodes a fresh plan finds unremovable (at most `UNBLOCK_LIMIT` listed, in the plan's
+    order), or None when scale-down is off or the loop would not get that far."""
+    if not options.scale_down_enabled:
+        return None
+    snapshot = view.snapshot()
+    inputs = LoopInputs(
+        now,
+        snapshot,
+        pending=view.pending_pods(),
+        pdbs=view.pdbs(),
+        workloads=view.workloads(),
+        namespaces=namespaces,
+        priorities=view.configmap(options.namespace, PRIORITY_CONFIGMAP),
+        usage=usage.sample() if usage is not None else None,
+    )
+    state = LoopState(options, timer=timer, timers_expired=True)
+    snapshot.fork()
+    try:
+        with PredicateChecker(snapshot, namespaces) as checker:
+            decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
+            plan = decision.scale_down
+            if plan is None:
+                return None
+            pending = {p.key: p for p in inputs.pending}
+            for key, node in decision.bound.items():
+                pod = pending[key]
+                snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
+            blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
+            listed = blocked[:UNBLOCK_LIMIT]
+            answers = find_unblocks(
+                inputs, options, cloud, plan=plan, checker=checker, timer=timer, nodes={s.name for s in listed}
+            )
+            for name, answer in answers.items():
+                plan.nodes[name].unblock = answer
+            groups = {s.name: _group_of(cloud, snapshot, s.name) for s in listed}
+    finally:
+        snapshot.revert()
+    by_reason: dict[str, int] = {}
+    for s in blocked:
+        by_reason[_reason(s)] = by_reason.get(_reason(s), 0) + 1
+    return {
+        "count": len(blocked),
+        "by_reason": dict(sorted(by_reason.items())),
+        "nodes": [_row(s, groups[s.name]) for s in listed],
+    }
+
+
+def _blocked(status: NodeStatus, plan: ScaleDownPlan) -> bool:
+    return status.status == UNREMOVABLE and status.reason not in _WAITING and status.name not in plan.candidate_set
+
+
+def _reason(status: NodeStatus) -> str:
+    return str(status.blocked_by)
+
+
+def _group_of(cloud: CloudProvider, snapshot: Any, name: str) -> str | None:
+    group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+    return None if group is None else group.id
+
+
+def _row(status: NodeStatus, group: str | None) -> dict[str, Any]:
+    unblock = status.unblock
+    answer = None if unblock is None else unblock.to_json()
+    if answer is not None and answer["text"] == NOT_COMPUTED:  # its advice is plan's
+        answer["text"] = _NOT_COMPUTED_HERE
+    return {
+        "node": status.name,
+        "group": group,
+        "reason": _reason(status),
+        "utilization": None if status.utilization is None else round(status.utilization, 4),
+        "blocking_pods": [b.to_json() for b in status.blockers],
+        "detail": status.detail,
+        "unblock": answer,
+    }
