@@ -181,3 +181,18 @@ def test_a_node_not_autoscaled_has_nothing_to_change(tmp_path):
         "text": "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)",
         "changes": [],
     }
+
+
+def test_a_full_node_is_not_offered_a_threshold_it_cannot_pass(tmp_path):
+    """At 100% no threshold (at most 1) lets the node go: the search says it found no change,
+    rather than offering scale-down-utilization-threshold=1 round after round."""
+    cluster = two_nodes()
+    cluster.replicaset("batch", 1)
+    cluster.pod("batch-1", "a", "4", app="batch")
+    a = cluster.plan(tmp_path)["scale_down"]["nodes"]["a"]
+    assert a["reason"] == "NotUnderutilized"
+    assert a["unblock"] == {
+        "removable": False,
+        "text": "no change found that kubetide can simulate (NotUnderutilized: cpu utilization 1.00 >= threshold 0.5)",
+        "changes": [],
+    }

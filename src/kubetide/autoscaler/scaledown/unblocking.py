@@ -223,7 +223,15 @@ class _Search:
         if reason is NodeReason.BLOCKED_BY_POD:
             return self._for_pods(status, done)
         if reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
-            return [(_threshold(status),)]
+            change = _threshold(status)
+            # A node at 100% has no threshold above it (the flag is at most 1), and a threshold
+            # already tried is not tried again: only freeing requests would help, which the
+            # search cannot simulate.
+            if status.utilization >= 1.0 or any(
+                c.target == change.target and c.value == change.value for c in done
+            ):
+                return []
+            return [(change,)]
         if reason in (NodeReason.NO_PLACE_TO_MOVE_PODS, NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK):
             return [(c,) for c in self._new_nodes(status, done)]
         if reason is NodeReason.SCALE_DOWN_DISABLED_ANNOTATION:
