@@ -61,15 +61,15 @@ def _table(found: Mapping[str, Any]) -> str:
 def _row(node: Mapping[str, Any]) -> str:
     reason = node["reason"]
     colour = REASON_COLOURS.get(reason, "#6b7280")
-    pods = "<br>".join(html.escape(f"{b['pod']} ({b['reason']})") for b in node["blocking_pods"]) or "–"
+    pods = "<br>".join(html.escape(f"{b['pod']} ({b['reason']})") for b in node["blocking_pods"]) or "—"
     unblock = node["unblock"]
     if unblock is None:
-        answer, enough = html.escape(node.get("detail") or ""), "–"
+        answer, enough = html.escape(node.get("detail") or ""), "—"
     else:
         answer = html.escape(unblock["text"])
-        enough = "yes" if unblock["removable"] else ("no" if unblock["changes"] else "–")
+        enough = "yes" if unblock["removable"] else ("no" if unblock["changes"] else "—")
     return (
-        f"<tr><td>{html.escape(node['node'])}</td><td>{html.escape(node['group'] or '–')}</td>"
+        f"<tr><td>{html.escape(node['node'])}</td><td>{html.escape(node['group'] or '—')}</td>"
         f'<td><span class="dot" style="background:{colour}"></span>{html.escape(reason)}</td>'
         f"<td>{pods}</td><td>{answer}</td><td>{enough}</td></tr>"
     )

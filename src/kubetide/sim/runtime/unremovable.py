@@ -73,7 +73,13 @@ def unremovable_at_end(
             blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
             listed = blocked[:UNBLOCK_LIMIT]
             answers = find_unblocks(
-                inputs, options, cloud, plan=plan, checker=checker, timer=timer, nodes={s.name for s in listed}
+                inputs,
+                options,
+                cloud,
+                plan=plan,
+                checker=checker,
+                timer=timer,
+                nodes={s.name for s in listed},
             )
             for name, answer in answers.items():
                 plan.nodes[name].unblock = answer
@@ -91,7 +97,11 @@ def unremovable_at_end(
 
 
 def _blocked(status: NodeStatus, plan: ScaleDownPlan) -> bool:
-    return status.status == UNREMOVABLE and status.reason not in _WAITING and status.name not in plan.candidate_set
+    return (
+        status.status == UNREMOVABLE
+        and status.reason not in _WAITING
+        and status.name not in plan.candidate_set
+    )
 
 
 def _reason(status: NodeStatus) -> str:
