@@ -100,6 +100,16 @@ def test_simulate_output_and_summary_json_validate(capsys, tmp_path):
     validate("simulate", document)
 
 
+def test_summary_json_lists_the_nodes_unremovable_at_the_end_and_validates(capsys, tmp_path):
+    """scale_down.unremovable_at_end, with blocking pods and what would unblock each node."""
+    scenario = EXAMPLES / "nightly-scale-down.yaml"
+    document = run_json(capsys, ["simulate", scenario, "--duration", "40m", "--no-report", "--out", tmp_path])
+    found = document["scale_down"]["unremovable_at_end"]
+    assert found["count"] == sum(found["by_reason"].values()) >= len(found["nodes"]) > 0
+    assert all(node["unblock"] is not None for node in found["nodes"])
+    validate("simulate", document)
+
+
 def test_sweep_output_and_sweep_json_validate(capsys, tmp_path):
     argv = [
         "sweep",
