@@ -41,7 +41,7 @@ def unremovable_section(runs: Sequence[tuple[str, SimulationResult]]) -> str:
         ' "enough? yes": with every change listed, the planner finds the node removable.'
     )
     return (
-        '<section class="unblock"><h2>Nodes still unremovable at the end, and what would unblock them</h2>'
+        '<section class="unblock" id="unremovable-at-end"><h2>Nodes still unremovable at the end, and what would unblock them</h2>'
         + "".join(parts)
         + f'<p class="note">{note}</p></section>'
     )
