@@ -38,7 +38,7 @@ def at_end(result):
 
 
 def test_the_node_a_bare_pod_keeps_is_listed_with_what_would_unblock_it():
-    result = Simulation(scenario()).run()
+    result = Simulation(scenario(), explain_unremovable=True).run()
     assert result.summary["nodes"]["final"] == 1  # the empty node went
     found = at_end(result)
     assert (found["count"], found["by_reason"]) == (1, {"BlockedByPod": 1})
@@ -54,7 +54,7 @@ def test_the_node_a_bare_pod_keeps_is_listed_with_what_would_unblock_it():
 
 
 def test_applying_the_change_takes_the_blocker_away():
-    result = Simulation(scenario({SAFE_TO_EVICT: "true"})).run()
+    result = Simulation(scenario({SAFE_TO_EVICT: "true"}), explain_unremovable=True).run()
     (row,) = at_end(result)["nodes"]
     assert row["reason"] == "NoPlaceToMovePods"  # no longer blocked by the pod: it needs a home
     assert row["blocking_pods"] == []
@@ -62,22 +62,25 @@ def test_applying_the_change_takes_the_blocker_away():
 
 
 def test_the_same_run_gives_the_same_answers_byte_for_byte():
-    first, second = (Simulation(scenario()).run() for _ in range(2))
+    first, second = (Simulation(scenario(), explain_unremovable=True).run() for _ in range(2))
     for result in (first, second):
         result.summary["wall_seconds"] = 0
     assert summary_json(first.summary) == summary_json(second.summary)
 
 
-def test_not_asked_without_kubetides_autoscaler_or_scale_down():
-    none = Simulation(scenario(), autoscaler_factory=NoAutoscaler, autoscaler_name="none").run()
-    off = Simulation(scenario(**{"scale-down-enabled": "false"})).run()
-    for result in (none, off):
+def test_not_asked_without_kubetides_autoscaler_or_scale_down_or_the_ask():
+    none = Simulation(
+        scenario(), autoscaler_factory=NoAutoscaler, autoscaler_name="none", explain_unremovable=True
+    ).run()
+    off = Simulation(scenario(**{"scale-down-enabled": "false"}), explain_unremovable=True).run()
+    unasked = Simulation(scenario()).run()  # sweeps and benchmarks: not asked, not paid for
+    for result in (none, off, unasked):
         assert "unremovable_at_end" not in result.summary["scale_down"]
         assert "Nodes still unremovable at the end" not in render(result)
 
 
 def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
-    result = Simulation(scenario()).run()
+    result = Simulation(scenario(), explain_unremovable=True).run()
     page = render(result)
     assert "Nodes still unremovable at the end, and what would unblock them" in page
     assert "default/debug (NotReplicated)" in page and "pod default/debug is bare" in page
@@ -92,7 +95,7 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
         Variant("own", Setting(())),
         Variant("high", Setting((("scale-down-utilization-threshold", "0.7"),))),
     ]
-    results = [Simulation(v.apply(busy)).run() for v in variants]
+    results = [Simulation(v.apply(busy), explain_unremovable=True).run() for v in variants]
     document = comparison(busy, 1, list(zip(variants, results, strict=True)))
     page = render_comparison(document, results)
     assert page.count("<h3>own</h3>") == 1 and page.count("<h3>high</h3>") == 1

@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace, display: Display) -> int:
                 scenario, seed=args.seed, autoscaler_factory=NoAutoscaler, autoscaler_name="none"
             )
         else:
-            simulation = Simulation(scenario, seed=args.seed)
+            simulation = Simulation(scenario, seed=args.seed, explain_unremovable=True)
         total = format_duration(scenario.duration)
         bar = display.add_bar(f"simulating {scenario.name}", scenario.duration, f"0s / {total}")
 

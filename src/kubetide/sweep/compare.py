@@ -2,7 +2,7 @@
 
 A `Variant` is a named setting: autoscaler flags over the scenario's spec.autoscaler (a sweep
 `Setting`, validated by the same flag parser) and, for the node QoS agent, spec.qos.precise. Each
-variant's run is exactly `Simulation(variant.apply(scenario), seed).run()`, which is what
+variant's run is exactly `Simulation(variant.apply(scenario), seed, explain_unremovable=True).run()`, which is what
 `kubetide simulate --set FLAG=VALUE ...` runs for those flags alone, so a compared run's files are
 byte-identical to the lone run's (but for summary.json's wall_seconds).
 
@@ -224,7 +224,7 @@ def run_variant(shared: tuple[Any, int | None, Path, Any], variant: Variant) -> 
 
     scenario, seed, out_dir, updates = shared
     progress = None if updates is None else (lambda elapsed: updates.put((variant.name, elapsed)))
-    result = Simulation(variant.apply(scenario), seed=seed).run(progress=progress)
+    result = Simulation(variant.apply(scenario), seed=seed, explain_unremovable=True).run(progress=progress)
     # Written beside, then moved into place: an interrupted run leaves no half-written directory.
     partial = partial_dir(out_dir, variant.name)
     shutil.rmtree(partial, ignore_errors=True)

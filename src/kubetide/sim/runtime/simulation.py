@@ -128,11 +128,13 @@ class Simulation:
         seed: int | None = None,
         autoscaler_factory: AutoscalerFactory | None = None,
         autoscaler_name: str | None = None,
-        explain_unremovable: bool = True,
+        explain_unremovable: bool = False,
     ):
         self.scenario = scenario
         # Whether run() asks, once at the end, what would unblock the nodes still unremovable
-        # (runtime/unremovable.py; kubetide's autoscaler only).
+        # (runtime/unremovable.py; kubetide's autoscaler only). `kubetide simulate` (and each
+        # compared setting) asks; sweeps and benchmarks do not: it costs a few planner runs per
+        # blocked node, up to find_unblocks' caps, which on a short run can exceed the run.
         self.explain_unremovable = explain_unremovable
         self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
         self.seed = scenario.seed if seed is None else seed
