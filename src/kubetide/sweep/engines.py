@@ -46,7 +46,8 @@ def simulate_one(scenario, setting: Setting, seed: int) -> tuple[str | None, str
     from kubetide.sim.runtime.simulation import Simulation
 
     try:
-        result = Simulation(with_options(scenario, setting), seed=seed).run()
+        # Asked as `kubetide simulate` asks it, so a sweep run's summary.json is the lone run's.
+        result = Simulation(with_options(scenario, setting), seed=seed, explain_unremovable=True).run()
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return summary_json(result.summary), None

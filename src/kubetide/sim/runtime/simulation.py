@@ -132,8 +132,9 @@ class Simulation:
     ):
         self.scenario = scenario
         # Whether run() asks, once at the end, what would unblock the nodes still unremovable
-        # (runtime/unremovable.py; kubetide's autoscaler only). `kubetide simulate` (and each
-        # compared setting) asks; sweeps and benchmarks do not: it costs a few planner runs per
+        # (runtime/unremovable.py; kubetide's autoscaler only). `kubetide simulate`, each compared
+        # setting and each sweep run ask (their summary.json files are the same run's); the
+        # benchmarks and tests that time the simulation do not: it costs a few planner runs per
         # blocked node, up to find_unblocks' caps, which on a short run can exceed the run.
         self.explain_unremovable = explain_unremovable
         self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
