@@ -6,8 +6,10 @@ a fresh loop decision (timers taken as run out, so nodes merely waiting out
 scale-down-unneeded-time are not listed), the pending pods that fit bound where the scheduler
 would put them, then `find_unblocks` for the blocked nodes. Asking it in every loop
 (--annotate-scale-down-blockers) costs about twelve times a loop; asking it once costs a few
-planner runs per blocked node, within the search's own caps (`UNBLOCK_LIMIT` nodes,
-`UNBLOCK_BUDGET` on the simulator's work timer, so the same run gives the same answers).
+planner runs per blocked node (each a whole planner update), so only the first
+`END_OF_RUN_LIMIT` blocked nodes are answered, within `END_OF_RUN_BUDGET` of the simulator's work
+timer (so the same run gives the same answers); `kubetide plan` on the final cluster answers the
+rest.
 """
 
 from __future__ import annotations
@@ -22,13 +24,19 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterView, UsageSource
 from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.unblocking import NOT_COMPUTED, UNBLOCK_LIMIT, find_unblocks
+from kubetide.autoscaler.scaledown.unblocking import NOT_COMPUTED, find_unblocks
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.clock import Timer
 from kubetide.scheduling.checker import PredicateChecker
 
 # On their way out, not blocked: a running timer.
 _WAITING = frozenset({NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH})
+# Every simulate, compared setting and sweep run pays for these answers once, so they are kept to
+# what a reader takes in: the first nodes in the plan's order, within a small budget of the work
+# timer (the full caps tripled a 300-node run's CPU; `kubetide plan` on the final cluster answers
+# every node).
+END_OF_RUN_LIMIT = 3
+END_OF_RUN_BUDGET = 2.0
 _NOT_COMPUTED_HERE = "not computed: the answers' budget ran out first"
 
 
@@ -43,8 +51,8 @@ def unremovable_at_end(
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any] | None:
     """{count, by_reason, nodes: [{node, group, reason, utilization, blocking_pods, unblock}]}
-    for the nodes a fresh plan finds unremovable (at most `UNBLOCK_LIMIT` listed, in the plan's
-    order), or None when scale-down is off or the loop would not get that far."""
+    for the nodes a fresh plan finds unremovable (at most `END_OF_RUN_LIMIT` listed, in the
+    plan's order), or None when scale-down is off or the loop would not get that far."""
     if not options.scale_down_enabled:
         return None
     snapshot = view.snapshot()
@@ -71,7 +79,7 @@ def unremovable_at_end(
                 pod = pending[key]
                 snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
             blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
-            listed = blocked[:UNBLOCK_LIMIT]
+            listed = blocked[:END_OF_RUN_LIMIT]
             answers = find_unblocks(
                 inputs,
                 options,
@@ -80,6 +88,8 @@ def unremovable_at_end(
                 checker=checker,
                 timer=timer,
                 nodes={s.name for s in listed},
+                limit=END_OF_RUN_LIMIT,
+                budget=END_OF_RUN_BUDGET,
             )
             for name, answer in answers.items():
                 plan.nodes[name].unblock = answer
