@@ -6,8 +6,18 @@ import argparse
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kubetide.cli.json_output import COMPACT, PRETTY, add_json_argument, encode, print_json
+from kubetide.cli.json_output import (
+    COMPACT,
+    PRETTY,
+    add_json_argument,
+    encode,
+    print_json,
+    rfc3339,
+    rfc3339_all,
+)
 
 DOC = {"apiVersion": "kubetide.io/v1alpha1", "kind": "X", "pods": [{"pod": "a/b", "node": None}], "empty": []}
 
@@ -60,3 +70,16 @@ def test_print_json_writes_after_what_was_printed_as_text(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "before"
     assert json.loads(out.splitlines()[1]) == DOC
+
+
+_MOMENTS = st.one_of(
+    st.none(),
+    st.integers(-(4 * 10**9), 4 * 10**9),  # whole seconds on both sides of NumPy's limit
+    st.floats(-4e9, 4.1e9, allow_nan=False),  # fractions and whole floats
+    st.sampled_from([0, 0.0, -1, 1.5, 1e9 + 1e-6, 4.0e9, 253402300799]),
+)
+
+
+@given(st.lists(_MOMENTS, max_size=30))
+def test_writing_times_together_gives_each_ones_text(moments):
+    assert rfc3339_all(moments) == [rfc3339(m) for m in moments]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from kubetide import API_VERSION, durations
 
@@ -28,6 +30,30 @@ def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 def rfc3339(seconds: float | None) -> str | None:
     """A Unix time (or None) as RFC 3339 in UTC, with a fraction only when there is one."""
     return None if seconds is None else durations.rfc3339(seconds, keep_fraction=True)
+
+
+# Whole seconds within this many of the epoch (years 1843-2096) are written by NumPy, all at once.
+_VECTOR_LIMIT = 4.0e9
+
+
+def rfc3339_all(moments: Sequence[float | None]) -> list[str | None]:
+    """`rfc3339` of each moment, the same text: a list of whole seconds (Kubernetes' timestamps are)
+    is formatted by NumPy in C, ~10x faster than datetime per item; any other moment goes one by one."""
+    written: list[str | None] = [None] * len(moments)
+    whole = [
+        i
+        for i, moment in enumerate(moments)
+        if moment is not None and float(moment).is_integer() and abs(moment) < _VECTOR_LIMIT
+    ]
+    if whole:
+        seconds = np.array([moments[i] for i in whole], dtype=np.int64).astype("datetime64[s]")
+        for i, text in zip(whole, np.datetime_as_string(seconds).tolist(), strict=True):
+            written[i] = text + "Z"
+    if len(whole) < len(moments):
+        for i, moment in enumerate(moments):
+            if written[i] is None and moment is not None:
+                written[i] = rfc3339(moment)
+    return written
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
