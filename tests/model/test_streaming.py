@@ -314,3 +314,52 @@ def test_json_items_read_through_the_wire_schema_are_the_whole_file_load(tmp_pat
     assert by_name["label-number"].labels["tier"] == "1" and by_name["init"].init_containers
     assert None in batches  # the NaN batch went to the standard library's decoder
     assert any(b and set(b) == {"JsonObject"} for b in batches)  # pods (or nodes) through the schema
+
+
+@pytest.mark.parametrize("indent", [4, None], ids=["pretty", "compact"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_json_read_as_bytes_with_text_beyond_ascii_is_the_whole_file_load(
+    tmp_path, monkeypatch, indent, newline
+):
+    """A JSON List is read as bytes: names, labels and annotations beyond ASCII (some straddling
+    a chunk's end) and Windows line ends stream to what the whole-file load (text) reads."""
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 256)
+    monkeypatch.setattr(stream_module, "CHUNK_CHARS", 1000)
+    items = [node("n1")] + [
+        pod(f"p{i}", "n1", metadata={"name": f"p{i}", "annotations": {"note": "é€😀" * i}}) for i in range(40)
+    ]
+    items.append({"kind": "Namespace", "metadata": {"name": "ns", "annotations": {"owner": "Zoë"}}})
+    path = tmp_path / "dump.json"
+    path.write_bytes(
+        json.dumps(dump(items), indent=indent, ensure_ascii=False).replace("\n", newline).encode()
+    )
+    calls = []
+    original = loader_module._load_members
+
+    def recording(members, source, result):
+        original(members, source, result)
+        calls.append(source)
+
+    monkeypatch.setattr(loader_module, "_load_members", recording)
+    loaded = load_file(path)
+    reference = whole_file(path)
+    assert calls == [str(path)]
+    assert loaded.pods == reference.pods and loaded.namespaces == reference.namespaces
+    assert loaded.pods[39].annotations["note"] == "é€😀" * 39
+
+
+@pytest.mark.parametrize("indent", [4, None], ids=["pretty", "compact"])
+def test_bytes_that_are_not_utf8_in_a_field_nobody_reads_are_refused_as_before(tmp_path, monkeypatch, indent):
+    """msgspec skips unread strings without checking them: the reader checks every batch's bytes,
+    so a file that is not UTF-8 is refused exactly as the whole-file load refuses it."""
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 64)
+    items = [pod(f"p{i}") for i in range(40)] + [pod("a", x_unread="PLACEHOLDER"), pod("b"), pod("c")]
+    text = json.dumps(dump(items), indent=indent).encode()
+    path = tmp_path / "dump.json"
+    path.write_bytes(text.replace(b"PLACEHOLDER", b"\xff\xfe"))
+    with pytest.raises(ManifestError) as streamed_error:
+        load_file(path)
+    with pytest.raises(ManifestError) as reference:
+        whole_file(path)
+    assert str(streamed_error.value) == str(reference.value)
+    assert "UTF-8" in str(streamed_error.value) or "utf-8" in str(streamed_error.value)

@@ -206,7 +206,7 @@ def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str]
         staged = into.staged()
         kinds: set[str] = set()
         try:
-            with Path(path).open(encoding="utf-8") as stream:
+            with Path(path).open("rb") as stream:  # JSON is read as bytes, YAML as text (stream.py)
                 members = stream_members(stream, yaml_loader(), fast_yaml=fast_yaml)
                 _load_members(_noting_kinds(members, kinds), source, staged)
         except yaml_chunks.Declined:

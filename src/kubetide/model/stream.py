@@ -20,6 +20,8 @@ are the reference. Streaming is only ever a faster way to the same result.
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -38,6 +40,7 @@ CHUNK_CHARS = 1 << 20
 BATCH_CHARS = 1 << 18
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_WHITESPACE_BYTES = re.compile(rb"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
@@ -51,13 +54,25 @@ FastYaml = Callable[[IO[str], str, type], Iterator[tuple[str, Any, Any]]]
 
 
 def members(
-    stream: IO[str], loader: type, fast_yaml: FastYaml | None = None
+    stream: IO[str] | IO[bytes], loader: type, fast_yaml: FastYaml | None = None
 ) -> Iterator[tuple[str, Any, Any]]:
     """(FIELD, key, value), (ITEMS, None, None) and (ITEM, index, object) for the root mapping of a
     JSON or YAML text; `loader` is the YAML loader class (its parser gives the events). YAML goes
     to `fast_yaml` when given (model/yaml_chunks.members: the text read so far, the stream, the
-    loader), which may decline, possibly after some members, with an exception of its own."""
+    loader), which may decline, possibly after some members, with an exception of its own.
+
+    A binary stream (a file opened "rb": it must be seekable) is read as bytes when it holds JSON:
+    msgspec decodes UTF-8 itself, so the text of a 450 MB dump is never made into str objects;
+    YAML is read through a text wrapper from the start again."""
     head = stream.read(CHUNK_CHARS)
+    if isinstance(head, bytes):
+        blank_bytes = _WHITESPACE_BYTES.match(head)
+        start = blank_bytes.end() if blank_bytes else 0
+        if head[start : start + 1] == b"{":
+            return _json_members(_JsonCursor(stream, head))
+        stream.seek(0)
+        stream = io.TextIOWrapper(stream, encoding="utf-8")  # type: ignore[arg-type]
+        head = stream.read(CHUNK_CHARS)
     blank = _WHITESPACE.match(head)
     first = head[blank.end() : blank.end() + 1] if blank else ""
     if first == "{":
@@ -73,11 +88,16 @@ def members(
 
 
 class _JsonCursor:
-    """A position in a JSON text read in chunks; values are decoded from a buffer that slides on."""
+    """A position in a JSON text read in chunks; values are decoded from a buffer that slides on.
+    The buffer holds str (a text stream) or bytes (a binary one); the bytes of every value are
+    checked to be UTF-8, as reading them as text would, since msgspec does not check the strings
+    it skips."""
 
-    def __init__(self, stream: IO[str], head: str):
+    def __init__(self, stream: IO[str] | IO[bytes], head: str | bytes):
         self.stream = stream
-        self.buffer = head
+        self.buffer: Any = head
+        self.binary = isinstance(head, bytes)
+        self.whitespace: Any = _WHITESPACE_BYTES if self.binary else _WHITESPACE
         self.pos = 0
         self.eof = False
 
@@ -94,12 +114,14 @@ class _JsonCursor:
         return True
 
     def peek(self) -> str:
-        """The next character that is not whitespace ("" at the end of the text)."""
+        """The next character that is not whitespace ("" at the end of the text; in bytes, its
+        first byte as a character: only ever compared with JSON's punctuation)."""
         while True:
-            blank = _WHITESPACE.match(self.buffer, self.pos)
+            blank = self.whitespace.match(self.buffer, self.pos)
             self.pos = blank.end() if blank else self.pos
             if self.pos < len(self.buffer) or not self._more():
-                return self.buffer[self.pos : self.pos + 1]
+                char = self.buffer[self.pos : self.pos + 1]
+                return char.decode("latin-1") if self.binary else char
 
     def take(self) -> str:
         char = self.peek()
@@ -109,13 +131,19 @@ class _JsonCursor:
     def item_boundary(self) -> str | None:
         """Where one item of a pretty-printed array ends and the next begins (`\n        },`),
         judged by the first item, which the cursor is at: an object alone on its line."""
+        if self.binary:
+            line = self.buffer.rfind(b"\n", 0, self.pos) + 1
+            indent = self.buffer[line : self.pos]
+            if not line or indent.strip(b" ") or self.buffer[self.pos : self.pos + 1] != b"{":
+                return None
+            return b"\n" + indent + b"},"
         line = self.buffer.rfind("\n", 0, self.pos) + 1
         indent = self.buffer[line : self.pos]
         if not line or indent.strip(" ") or self.buffer[self.pos : self.pos + 1] != "{":
             return None
         return "\n" + indent + "},"
 
-    def values_before(self, boundary: str) -> list[Any] | None:
+    def values_before(self, boundary: Any) -> list[Any] | None:
         """The values up to a `boundary` about BATCH_CHARS on, decoded as one array, and the cursor
         moved past its comma; [] when the buffer holds no boundary, None when the cut is not
         between values. JSON strings hold no newline, so text ending at the boundary that decodes
@@ -128,13 +156,21 @@ class _JsonCursor:
         if cut < 0:
             return []
         end = cut + len(boundary) - 1  # just past the "}"
-        values = _batch("[" + self.buffer[self.pos : end] + "]")
+        if self.binary:
+            text = b"[" + self.buffer[self.pos : end] + b"]"
+            if not text.isascii():
+                text.decode("utf-8")  # raises where reading the file as text would
+        else:
+            text = "[" + self.buffer[self.pos : end] + "]"
+        values = _batch(text)
         if values is not None:
             self.pos = end + 1
         return values
 
     def value(self) -> Any:
         self.peek()
+        if self.binary:
+            return self._value_of_bytes()
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buffer, self.pos)
@@ -145,6 +181,28 @@ class _JsonCursor:
             if end == len(self.buffer) and self._more():
                 continue  # a number may go on in the next chunk
             self.pos = end
+            return value
+
+    def _value_of_bytes(self) -> Any:
+        """value() in a bytes buffer: the standard library's decoder reads text, so a window of
+        the bytes is decoded (widened until the value fits) and the value's length in bytes taken."""
+        window = 1 << 12
+        while True:
+            text = codecs.getincrementaldecoder("utf-8")().decode(self.buffer[self.pos : self.pos + window])
+            widen = self.pos + window < len(self.buffer)
+            try:
+                value, end = _DECODER.raw_decode(text)
+            except json.JSONDecodeError:
+                if widen:
+                    window *= 4
+                    continue
+                if self._more():
+                    continue  # the value goes on in the next chunk
+                raise NotStreamable from None
+            if end == len(text) and (widen or self._more()):
+                window *= 4  # a number may go on
+                continue
+            self.pos += len(text[:end].encode("utf-8"))
             return value
 
 
@@ -174,7 +232,7 @@ class _Batch:
 
     __slots__ = ("_raws", "text")
 
-    def __init__(self, text: str, raws: list[msgspec.Raw] | None = None):
+    def __init__(self, text: str | bytes, raws: list[msgspec.Raw] | None = None):
         self.text = text
         self._raws = raws
 
@@ -189,7 +247,7 @@ _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _KIND = msgspec.json.Decoder(KindWire)
 
 
-def _batch(text: str) -> list[Any] | None:
+def _batch(text: str | bytes) -> list[Any] | None:
     """The values of a JSON array's text: pods and nodes as JsonObjects for the wire schema,
     anything else decoded by the standard library's decoder as before; None when msgspec and the standard
     library might not read the text alike (NaN, a number too large for int64, nesting...):
