@@ -117,11 +117,12 @@ def downscale_json(
     kept_keys = [p.key for p in kept]
     pods = list(deleted) + list(kept)
     if ranking is None:
-        times = itertools.repeat((None, None))
+        times = itertools.repeat((None, None, None))
     else:
         ready_times = rfc3339_all([p.ready_transition if p.ready else None for p in pods])
         creation_times = rfc3339_all([p.meta.creation_timestamp for p in pods])
-        times = zip(ready_times, creation_times, strict=True)
+        # deleted + kept is the ranking's order, whose keys come in that order
+        times = zip(ranking.keys(), ready_times, creation_times, strict=True)
     decisions = [(key, "delete", why.text) for key, why in zip(deleted_keys, reasons, strict=True)]
     decisions += [(key, "keep", None) for key in kept_keys]
     return document(
@@ -142,18 +143,21 @@ def downscale_json(
                     "node": pod.node_name or None,
                     "decision": decision,
                     "why": why,
-                    "rank_keys": None if ranking is None else _rank_keys(pod, ranking, ready, created),
+                    "rank_keys": None
+                    if ranking is None
+                    else _rank_keys(pod, ranking, sort_key, ready, created),
                 }
-                for pod, (key, decision, why), (ready, created) in zip(pods, decisions, times)
+                for pod, (key, decision, why), (sort_key, ready, created) in zip(pods, decisions, times)
             ],
         },
     )
 
 
-def _rank_keys(pod: Pod, ranking: Ranking, ready_time: str | None, creation_time: str | None) -> dict:
+def _rank_keys(
+    pod: Pod, ranking: Ranking, key: tuple[int, ...], ready_time: str | None, creation_time: str | None
+) -> dict:
     """What kube-controller-manager compares, criterion by criterion (kubetide.workloads.ranking),
-    and the sort key itself. Age buckets exist only in the logarithmic ranking."""
-    key = ranking.key(pod)
+    and the sort key itself (`key`, ranking.key(pod)). Age buckets exist only in the logarithmic ranking."""
     logarithmic = ranking.logarithmic
     return {
         "assigned": bool(pod.node_name),
