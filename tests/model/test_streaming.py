@@ -363,3 +363,68 @@ def test_bytes_that_are_not_utf8_in_a_field_nobody_reads_are_refused_as_before(t
         whole_file(path)
     assert str(streamed_error.value) == str(reference.value)
     assert "UTF-8" in str(streamed_error.value) or "utf-8" in str(streamed_error.value)
+
+
+def test_namespaces_and_priority_classes_through_the_wire_schema_are_the_whole_file_load(
+    tmp_path, monkeypatch
+):
+    """Namespaces and PriorityClasses of a JSON List are decoded into the wire schema; the forms it
+    does not take (a number as a label value, a value out of range, the value as a string)
+    are read by the Reader: the same objects, names and origins as the whole-file load."""
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 256)
+    decoded = []
+    for name in ("decode_namespace", "decode_priority_class"):
+        original = getattr(loader_module, name)
+
+        def recording(raw, original=original):
+            result = original(raw)
+            decoded.append(result is not None)
+            return result
+
+        monkeypatch.setattr(loader_module, name, recording)
+    monkeypatch.setitem(loader_module._TYPED_DECODERS, "Namespace", loader_module.decode_namespace)
+    monkeypatch.setitem(loader_module._TYPED_DECODERS, "PriorityClass", loader_module.decode_priority_class)
+
+    def priority_class(name, value, **extra):
+        return {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            **extra,
+        }
+
+    items = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns{i}", "labels": {"team": "a"}}}
+        for i in range(10)
+    ]
+    items += [
+        {"kind": "Namespace", "metadata": {"name": "odd", "labels": {"tier": 1}}},
+        priority_class("high", 1000, globalDefault=True, preemptionPolicy="Never"),
+        priority_class("low", -5),
+        priority_class("system-huge", 2_000_000_500),
+        priority_class("value-as-text", "7"),
+        pod("a"),
+    ]
+    path = write(tmp_path / "dump.json", dump(items), "json")
+    loaded = load_file(path)
+    reference = whole_file(path)
+    assert loaded.namespaces == reference.namespaces and loaded.priority_classes == reference.priority_classes
+    assert loaded.origins == reference.origins
+    assert loaded.namespaces[0].labels == {"team": "a", "kubernetes.io/metadata.name": "ns0"}
+    assert decoded.count(True) == 13 and decoded.count(False) == 2  # "odd" and "value-as-text"
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ({"kind": "PriorityClass", "metadata": {"name": "big"}, "value": 2_000_000_000}, "value"),
+        ({"kind": "PriorityClass", "metadata": {"name": "none"}}, "value"),
+        ({"kind": "Namespace", "metadata": {"name": "Not_A_Name"}}, "metadata.name"),
+    ],
+    ids=["priority-out-of-range", "priority-without-value", "namespace-bad-name"],
+)
+def test_a_namespace_or_priority_class_error_names_the_item_as_before(tmp_path, item, expected):
+    path = write(tmp_path / "bad.json", dump([pod("a"), item]), "json")
+    message = same_error_as_whole_file(path)
+    assert "items[1]" in message and expected in message

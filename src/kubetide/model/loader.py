@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import yaml
 
 from kubetide.errors import ManifestError, UserError
@@ -41,9 +42,13 @@ from kubetide.model.policy import (
     PodDisruptionBudget,
     PriorityClass,
     parse_configmap,
-    parse_namespace,
     parse_pdb,
-    parse_priority_class,
+)
+from kubetide.model.policy_typed import (
+    decode_namespace,
+    decode_priority_class,
+    parse_namespace_typed,
+    parse_priority_class_typed,
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
@@ -65,8 +70,8 @@ PARSERS: dict[str, Parser] = {
     "Node": parse_node_typed,
     "Pod": parse_pod_typed,
     "PodDisruptionBudget": parse_pdb,
-    "PriorityClass": parse_priority_class,
-    "Namespace": parse_namespace,
+    "PriorityClass": parse_priority_class_typed,
+    "Namespace": parse_namespace_typed,
     "ConfigMap": parse_configmap,
     "HorizontalPodAutoscaler": parse_hpa,
     "CronJob": parse_cronjob,
@@ -298,7 +303,15 @@ def _typed(value: JsonObject) -> tuple[Any, str] | None:
     None when the Reader must read it."""
     if value.kind == "Pod":
         return decode_pod(value.raw()) if value.wire is None else labelled_pod(value.wire)
-    return decode_node(value.raw())
+    return _TYPED_DECODERS[value.kind](value.raw())
+
+
+# The decoder of each of stream.TYPED_KINDS but Pod (decoded by runs, above).
+_TYPED_DECODERS: dict[str, Callable[[msgspec.Raw], tuple[Any, str] | None]] = {
+    "Node": decode_node,
+    "Namespace": decode_namespace,
+    "PriorityClass": decode_priority_class,
+}
 
 
 # Every input is read whole (or, for a List dump, streamed once its size is known), so a size cap

@@ -207,7 +207,7 @@ class _JsonCursor:
 
 
 class JsonObject:
-    """A Pod or Node of a JSON List (TYPED_KINDS), for the loader to build from the wire schema
+    """An object of a JSON List of one of the TYPED_KINDS, for the loader to build from the wire schema
     (model/wire.py): `wire` when the batch was decoded as pods, else None; `raw()` is its text, to
     decode into the wire schema, or into dicts for the Reader when the wire schema does not take it."""
 
@@ -224,7 +224,7 @@ class JsonObject:
 
 
 # The kinds decoded straight from their text into the wire schema.
-TYPED_KINDS = frozenset({"Pod", "Node"})
+TYPED_KINDS = frozenset({"Pod", "Node", "Namespace", "PriorityClass"})
 
 
 class _Batch:

@@ -199,3 +199,16 @@ class NodeWire(msgspec.Struct, **_OPTIONS):
     spec: NodeSpecWire | None = None
     status: NodeStatusWire | None = None
     kind: str = ""
+
+
+class NamespaceWire(msgspec.Struct, **_OPTIONS):
+    metadata: ObjectMetaWire
+    kind: str = ""
+
+
+class PriorityClassWire(msgspec.Struct, **_OPTIONS):
+    metadata: ObjectMetaWire
+    value: int
+    global_default: bool | None = None
+    preemption_policy: str | None = None
+    kind: str = ""
