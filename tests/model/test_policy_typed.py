@@ -1,4 +1,4 @@
-"""Namespaces and PriorityClasses through the wire schema (model/policy_typed.py) are what the
+"""PodDisruptionBudgets, Namespaces and PriorityClasses through the wire schema (model/policy_typed.py) are what the
 Reader's parsers make of them, and what the Reader refuses is still refused in its words."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kubetide.errors import ManifestError
-from kubetide.model.policy import parse_namespace, parse_priority_class
-from kubetide.model.policy_typed import parse_namespace_typed, parse_priority_class_typed
+from kubetide.model.policy import parse_namespace, parse_pdb, parse_priority_class
+from kubetide.model.policy_typed import parse_namespace_typed, parse_pdb_typed, parse_priority_class_typed
 from kubetide.model.reader import Reader
 
 CREATED = datetime(2026, 11, 1, tzinfo=UTC)  # as PyYAML reads an unquoted timestamp
@@ -72,4 +72,58 @@ def test_what_the_reader_refuses_is_refused_in_its_words(data, parse):
         reference(Reader(data, "f.yaml", "x"))
     with pytest.raises(ManifestError) as refused:
         parse(Reader(data, "f.yaml", "x"))
+    assert str(refused.value) == str(expected.value)
+
+
+def pdb(name="b", spec=None, status=None):
+    data = {"kind": "PodDisruptionBudget", "metadata": meta(name, namespace="shop")}
+    if spec is not None:
+        data["spec"] = spec
+    if status is not None:
+        data["status"] = status
+    return data
+
+
+SELECTOR = {
+    "matchLabels": {"app": "web"},
+    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}],
+}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pdb(spec={"minAvailable": 2, "selector": SELECTOR}),
+        pdb(spec={"maxUnavailable": "30%", "selector": {}, "unhealthyPodEvictionPolicy": "AlwaysAllow"}),
+        pdb(spec={"minAvailable": "3", "selector": SELECTOR}),  # IntOrString's integer as text
+        pdb(spec={"minAvailable": 1}),  # no selector: selects nothing
+        pdb(),
+        pdb(
+            spec={"maxUnavailable": 1, "selector": SELECTOR},
+            status={"disruptionsAllowed": 1, "expectedPods": 3},
+        ),
+        pdb(spec={"maxUnavailable": 1}, status={"currentHealthy": "2"}),  # a number as text: the Reader's
+    ],
+)
+def test_a_pdb_is_what_the_reader_makes_of_it(data):
+    assert parse_pdb_typed(Reader(data, "f.yaml", "pdb")) == parse_pdb(Reader(data, "f.yaml", "pdb"))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pdb(spec={"minAvailable": 1, "maxUnavailable": 1}),
+        pdb(spec={"minAvailable": "150%"}),
+        pdb(spec={"minAvailable": -1}),
+        pdb(spec={"minAvailable": True}),
+        pdb(spec={"unhealthyPodEvictionPolicy": "Never"}),
+        pdb(spec={"selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}),
+        pdb(spec={"maxUnavailable": 1}, status={"expectedPods": 2**70}),
+    ],
+)
+def test_a_pdb_the_reader_refuses_is_refused_in_its_words(data):
+    with pytest.raises(ManifestError) as expected:
+        parse_pdb(Reader(data, "f.yaml", "x"))
+    with pytest.raises(ManifestError) as refused:
+        parse_pdb_typed(Reader(data, "f.yaml", "x"))
     assert str(refused.value) == str(expected.value)

@@ -365,7 +365,7 @@ def test_bytes_that_are_not_utf8_in_a_field_nobody_reads_are_refused_as_before(t
     assert "UTF-8" in str(streamed_error.value) or "utf-8" in str(streamed_error.value)
 
 
-def test_namespaces_and_priority_classes_through_the_wire_schema_are_the_whole_file_load(
+def test_namespaces_priority_classes_and_pdbs_through_the_wire_schema_are_the_whole_file_load(
     tmp_path, monkeypatch
 ):
     """Namespaces and PriorityClasses of a JSON List are decoded into the wire schema; the forms it
@@ -373,7 +373,7 @@ def test_namespaces_and_priority_classes_through_the_wire_schema_are_the_whole_f
     are read by the Reader: the same objects, names and origins as the whole-file load."""
     monkeypatch.setattr(stream_module, "BATCH_CHARS", 256)
     decoded = []
-    for name in ("decode_namespace", "decode_priority_class"):
+    for name in ("decode_namespace", "decode_priority_class", "decode_pdb"):
         original = getattr(loader_module, name)
 
         def recording(raw, original=original):
@@ -384,6 +384,7 @@ def test_namespaces_and_priority_classes_through_the_wire_schema_are_the_whole_f
         monkeypatch.setattr(loader_module, name, recording)
     monkeypatch.setitem(loader_module._TYPED_DECODERS, "Namespace", loader_module.decode_namespace)
     monkeypatch.setitem(loader_module._TYPED_DECODERS, "PriorityClass", loader_module.decode_priority_class)
+    monkeypatch.setitem(loader_module._TYPED_DECODERS, "PodDisruptionBudget", loader_module.decode_pdb)
 
     def priority_class(name, value, **extra):
         return {
@@ -404,15 +405,25 @@ def test_namespaces_and_priority_classes_through_the_wire_schema_are_the_whole_f
         priority_class("low", -5),
         priority_class("system-huge", 2_000_000_500),
         priority_class("value-as-text", "7"),
-        pod("a"),
     ]
+    items += [
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"b{i}", "namespace": "shop"},
+            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"expectedPods": i},
+        }
+        for i in range(3)
+    ]
+    items.append(pod("a"))  # last: the last item is read by value(), not in a batch
     path = write(tmp_path / "dump.json", dump(items), "json")
     loaded = load_file(path)
     reference = whole_file(path)
     assert loaded.namespaces == reference.namespaces and loaded.priority_classes == reference.priority_classes
+    assert loaded.pdbs == reference.pdbs and len(loaded.pdbs) == 3
     assert loaded.origins == reference.origins
     assert loaded.namespaces[0].labels == {"team": "a", "kubernetes.io/metadata.name": "ns0"}
-    assert decoded.count(True) == 13 and decoded.count(False) == 2  # "odd" and "value-as-text"
+    assert decoded.count(True) == 16 and decoded.count(False) == 2  # "odd" and "value-as-text"
 
 
 @pytest.mark.parametrize(

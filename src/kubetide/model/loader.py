@@ -42,12 +42,13 @@ from kubetide.model.policy import (
     PodDisruptionBudget,
     PriorityClass,
     parse_configmap,
-    parse_pdb,
 )
 from kubetide.model.policy_typed import (
     decode_namespace,
+    decode_pdb,
     decode_priority_class,
     parse_namespace_typed,
+    parse_pdb_typed,
     parse_priority_class_typed,
 )
 from kubetide.model.quantity import MAX_UNITS
@@ -69,7 +70,7 @@ Parser = Callable[[Reader], Any]
 PARSERS: dict[str, Parser] = {
     "Node": parse_node_typed,
     "Pod": parse_pod_typed,
-    "PodDisruptionBudget": parse_pdb,
+    "PodDisruptionBudget": parse_pdb_typed,
     "PriorityClass": parse_priority_class_typed,
     "Namespace": parse_namespace_typed,
     "ConfigMap": parse_configmap,
@@ -311,6 +312,7 @@ _TYPED_DECODERS: dict[str, Callable[[msgspec.Raw], tuple[Any, str] | None]] = {
     "Node": decode_node,
     "Namespace": decode_namespace,
     "PriorityClass": decode_priority_class,
+    "PodDisruptionBudget": decode_pdb,
 }
 
 

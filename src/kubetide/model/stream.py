@@ -224,7 +224,7 @@ class JsonObject:
 
 
 # The kinds decoded straight from their text into the wire schema.
-TYPED_KINDS = frozenset({"Pod", "Node", "Namespace", "PriorityClass"})
+TYPED_KINDS = frozenset({"Pod", "Node", "Namespace", "PriorityClass", "PodDisruptionBudget"})
 
 
 class _Batch:

@@ -212,3 +212,24 @@ class PriorityClassWire(msgspec.Struct, **_OPTIONS):
     global_default: bool | None = None
     preemption_policy: str | None = None
     kind: str = ""
+
+
+class PodDisruptionBudgetSpecWire(msgspec.Struct, **_OPTIONS):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    unhealthy_pod_eviction_policy: str | None = None
+    selector: Any = None  # read by the Reader's selector parser (its field paths)
+
+
+class PodDisruptionBudgetStatusWire(msgspec.Struct, **_OPTIONS):
+    disruptions_allowed: int | None = None
+    current_healthy: int | None = None
+    desired_healthy: int | None = None
+    expected_pods: int | None = None
+
+
+class PodDisruptionBudgetWire(msgspec.Struct, **_OPTIONS):
+    metadata: ObjectMetaWire
+    spec: PodDisruptionBudgetSpecWire | None = None
+    status: PodDisruptionBudgetStatusWire | None = None
+    kind: str = ""
