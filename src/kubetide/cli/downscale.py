@@ -13,6 +13,7 @@ ReplicaSet with active pods); without it the file must hold pods of exactly one 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 from rich.markup import escape
 
@@ -116,8 +117,9 @@ def downscale_json(
     deleted_keys = [p.key for p in deleted]
     kept_keys = [p.key for p in kept]
     pods = list(deleted) + list(kept)
+    times: Iterable[tuple[tuple[int, ...], str | None, str | None]]
     if ranking is None:
-        times = itertools.repeat((None, None, None))
+        times = itertools.repeat(((), None, None))  # no rank keys are written
     else:
         ready_times = rfc3339_all([p.ready_transition if p.ready else None for p in pods])
         creation_times = rfc3339_all([p.meta.creation_timestamp for p in pods])

@@ -25,7 +25,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, cast
 
 import msgspec
 import yaml
@@ -64,24 +64,27 @@ def members(
     A binary stream (a file opened "rb": it must be seekable) is read as bytes when it holds JSON:
     msgspec decodes UTF-8 itself, so the text of a 450 MB dump is never made into str objects;
     YAML is read through a text wrapper from the start again."""
-    head = stream.read(CHUNK_CHARS)
-    if isinstance(head, bytes):
-        blank_bytes = _WHITESPACE_BYTES.match(head)
-        start = blank_bytes.end() if blank_bytes else 0
-        if head[start : start + 1] == b"{":
-            return _json_members(_JsonCursor(stream, head))
-        stream.seek(0)
-        stream = io.TextIOWrapper(stream, encoding="utf-8")  # type: ignore[arg-type]
-        head = stream.read(CHUNK_CHARS)
+    start = stream.read(CHUNK_CHARS)
+    if isinstance(start, bytes):
+        blank_bytes = _WHITESPACE_BYTES.match(start)
+        offset = blank_bytes.end() if blank_bytes else 0
+        if start[offset : offset + 1] == b"{":
+            return _json_members(_JsonCursor(stream, start))
+        binary = cast(BinaryIO, stream)
+        binary.seek(0)
+        text: IO[str] = io.TextIOWrapper(binary, encoding="utf-8")
+        head = text.read(CHUNK_CHARS)
+    else:
+        text, head = cast(IO[str], stream), start
     blank = _WHITESPACE.match(head)
     first = head[blank.end() : blank.end() + 1] if blank else ""
     if first == "{":
-        return _json_members(_JsonCursor(stream, head))
+        return _json_members(_JsonCursor(text, head))
     if first in ("", "[", "\ufeff"):
         raise NotStreamable
     if fast_yaml is not None:
-        return fast_yaml(stream, head, loader)
-    return _yaml_members(_Rewound(stream, head), loader)
+        return fast_yaml(text, head, loader)
+    return _yaml_members(_Rewound(text, head), loader)
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -120,15 +123,15 @@ class _JsonCursor:
             blank = self.whitespace.match(self.buffer, self.pos)
             self.pos = blank.end() if blank else self.pos
             if self.pos < len(self.buffer) or not self._more():
-                char = self.buffer[self.pos : self.pos + 1]
-                return char.decode("latin-1") if self.binary else char
+                char: str | bytes = self.buffer[self.pos : self.pos + 1]
+                return char.decode("latin-1") if isinstance(char, bytes) else char
 
     def take(self) -> str:
         char = self.peek()
         self.pos += 1
         return char
 
-    def item_boundary(self) -> str | None:
+    def item_boundary(self) -> str | bytes | None:
         """Where one item of a pretty-printed array ends and the next begins (`\n        },`),
         judged by the first item, which the cursor is at: an object alone on its line."""
         if self.binary:
@@ -136,12 +139,14 @@ class _JsonCursor:
             indent = self.buffer[line : self.pos]
             if not line or indent.strip(b" ") or self.buffer[self.pos : self.pos + 1] != b"{":
                 return None
-            return b"\n" + indent + b"},"
+            boundary: bytes = b"\n" + indent + b"},"
+            return boundary
         line = self.buffer.rfind("\n", 0, self.pos) + 1
         indent = self.buffer[line : self.pos]
         if not line or indent.strip(" ") or self.buffer[self.pos : self.pos + 1] != "{":
             return None
-        return "\n" + indent + "},"
+        text_boundary: str = "\n" + indent + "},"
+        return text_boundary
 
     def values_before(self, boundary: Any) -> list[Any] | None:
         """The values up to a `boundary` about BATCH_CHARS on, decoded as one array, and the cursor
