@@ -19,7 +19,9 @@ bench_scheduling and bench_scaleup; Go is not run here):
 - `kubetide plan` on filter-out-schedulable 200 / 200 / 60,000, JSON: under 5.5 s (Go CA);
 - the first two again with the dumps as YAML, to the same targets;
 - issue 30: `kubetide plan` on binpacking with full metadata (`binpacking_full`): under 1.5 s; and
-  `kubetide downscale --replicas 50000 --json` on 100,000 pods of one ReplicaSet: under 3 s;
+  `kubetide downscale --replicas 50000 --json` on 100,000 pods of one ReplicaSet: under 3 s; and
+  `kubetide plan` on 2,000 nodes x 20 pods of 20 shapes with 250 PDBs (benchmarks/pdb_shapes.py):
+  under 3 s;
 - with `--large`: `plan` and `schedule` on 5,000 nodes / 150,000 pods with full metadata
   (managedFields, ownerReferences, annotations, status conditions), as JSON and as YAML: under
   20 s and 2 GB each (the issue sets these for `plan`; `schedule` is held to the same).
@@ -48,7 +50,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import dumps
+from benchmarks import dumps, pdb_shapes
 
 GB = 10**9
 
@@ -87,12 +89,17 @@ CASES = [
     # time), and `downscale --json` on 100,000 pods (its output piped: compact).
     Case("plan-binpacking-full", "plan", "binpacking_full", "json", 1.5),
     Case("downscale-100k", "downscale", "downscale", "json", 3.0),
+    # Issue 30: scale-down planning under 250 budgets (benchmarks/pdb_shapes.py).
+    Case("plan-pdb-shapes", "plan", "pdb_shapes", "json", 3.0),
     *(
         Case(f"{command}-large-{fmt}", command, "large", fmt, 20.0, 2 * GB, large=True)
         for fmt in dumps.FORMATS
         for command in ("plan", "schedule")
     ),
 ]
+
+
+DUMPS = {**dumps.CASES, "pdb_shapes": pdb_shapes.write}
 
 
 @dataclass
@@ -112,7 +119,7 @@ def dump_for(case: Case, directory: Path) -> Path:
     if done.exists():
         return Path(done.read_text(encoding="utf-8"))
     folder.mkdir(parents=True, exist_ok=True)
-    path = dumps.CASES[case.dump](folder, case.fmt)
+    path = DUMPS[case.dump](folder, case.fmt)
     done.write_text(str(path), encoding="utf-8")  # last: an interrupted write is not reused
     return path
 
