@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubetide.model.meta import ObjectMeta, parse_meta
@@ -117,19 +118,21 @@ NOT_READY_TAINTS = frozenset(
 )
 
 
-def _readiness(status: Reader, taints: tuple[Taint, ...], created: float | None) -> tuple[bool, float | None]:
+def readiness(
+    conditions: Iterable[tuple[str | None, str | None, float | None]],
+    taints: tuple[Taint, ...],
+    created: float | None,
+) -> tuple[bool, float | None]:
     """Whether the node is ready, and since when it has been what it is: the latest transition of
-    those conditions and of those taints (the creation time without any). A node without a Ready
-    condition (a hand-written dump) counts as ready."""
+    those conditions ((type, status, lastTransitionTime) each) and of those taints (the creation
+    time without any). A node without a Ready condition (a hand-written dump) counts as ready.
+    Both node parsers (the Reader's here, the wire schema's in node_typed.py) decide it here."""
     ready, latest = True, None
-    for condition in status.items("conditions"):
-        kind = condition.str("type")
+    for kind, value, changed in conditions:
         if kind != "Ready" and kind not in TROUBLE_CONDITIONS:
             continue
-        value = condition.str("status")
         if (kind == "Ready") != (value == "True"):
             ready = False
-        changed = condition.timestamp("lastTransitionTime")
         if changed is not None and (latest is None or changed > latest):
             latest = changed
     for taint in taints:
@@ -149,7 +152,11 @@ def parse_node(reader: Reader) -> Node:
     for name, amount in capacity.items():
         allocatable.setdefault(name, amount)
     taints = tuple(parse_taint(t) for t in spec.items("taints"))
-    ready, transition = _readiness(status, taints, meta.creation_timestamp)
+    conditions = (
+        (c.str("type"), c.str("status"), c.timestamp("lastTransitionTime"))
+        for c in status.items("conditions")
+    )
+    ready, transition = readiness(conditions, taints, meta.creation_timestamp)
     labels = meta.labels
     if HOSTNAME_LABEL not in labels:
         labels[HOSTNAME_LABEL] = meta.name

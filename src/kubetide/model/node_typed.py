@@ -17,16 +17,15 @@ import msgspec
 from kubetide.errors import ManifestError
 from kubetide.model.node import (
     HOSTNAME_LABEL,
-    NOT_READY_TAINTS,
     TAINT_EFFECTS,
-    TROUBLE_CONDITIONS,
     Node,
     Taint,
     parse_node,
+    readiness,
 )
 from kubetide.model.reader import Reader
 from kubetide.model.typed import Declined, label, timestamp, typed_meta, units
-from kubetide.model.wire import NodeStatusWire, NodeWire, TaintWire
+from kubetide.model.wire import NodeWire, TaintWire
 
 _NODE_DECODER = msgspec.json.Decoder(NodeWire)
 
@@ -80,28 +79,6 @@ def _taint(wire: TaintWire) -> Taint:
     return Taint(wire.key, wire.value or "", wire.effect, timestamp(wire.time_added))
 
 
-def _readiness(
-    status: NodeStatusWire | None, taints: tuple[Taint, ...], created: float | None
-) -> tuple[bool, float | None]:
-    """model/node.py's _readiness, on the Structs."""
-    ready, latest = True, None
-    for condition in (status.conditions if status else None) or ():
-        kind = condition.type
-        if kind != "Ready" and kind not in TROUBLE_CONDITIONS:
-            continue
-        if (kind == "Ready") != (condition.status == "True"):
-            ready = False
-        changed = timestamp(condition.last_transition_time)
-        if changed is not None and (latest is None or changed > latest):
-            latest = changed
-    for taint in taints:
-        if taint.key in NOT_READY_TAINTS:
-            ready = False
-            if taint.time_added is not None and (latest is None or taint.time_added > latest):
-                latest = taint.time_added
-    return ready, created if latest is None else latest
-
-
 def _node(wire: NodeWire) -> Node:
     meta = typed_meta(wire.metadata, "Node", namespaced=False)
     spec, status = wire.spec, wire.status
@@ -110,7 +87,11 @@ def _node(wire: NodeWire) -> Node:
     for name, amount in capacity.items():
         allocatable.setdefault(name, amount)
     taints = tuple(_taint(t) for t in spec.taints) if spec and spec.taints else ()
-    ready, transition = _readiness(status, taints, meta.creation_timestamp)
+    conditions = (
+        (c.type, c.status, timestamp(c.last_transition_time))
+        for c in (status.conditions if status else None) or ()
+    )
+    ready, transition = readiness(conditions, taints, meta.creation_timestamp)
     if HOSTNAME_LABEL not in meta.labels:
         meta.labels[HOSTNAME_LABEL] = meta.name
     return Node(
