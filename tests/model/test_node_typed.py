@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import mutated, odd_values, paths
 
 from kubetide.errors import ManifestError
 from kubetide.model.node import parse_node
@@ -77,43 +78,13 @@ def test_a_minimal_node_matches_the_reader():
     assert fast(minimal) == slow(minimal)
 
 
-ODD_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.sampled_from(["", "x", "1", "-1", "100m", "1e3", "2026-11-01T00:00:00Z", "NoSchedule", "True"]),
-    st.just([]),
-    st.just({}),
-    st.just([{}]),
-)
-
-
-def _paths(data, prefix=()):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*prefix, key)
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield (*prefix, index)
-            yield from _paths(value, (*prefix, index))
-
-
-PATHS = list(_paths(FULL_NODE))
+PATHS = list(paths(FULL_NODE))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(PATHS), ODD_VALUES), min_size=1, max_size=3))
+@given(st.lists(st.tuples(st.sampled_from(PATHS), odd_values("NoSchedule")), min_size=1, max_size=3))
 def test_the_schema_path_is_the_reader_or_nothing(mutations):
-    data = copy.deepcopy(FULL_NODE)
-    for path, value in mutations:
-        target = data
-        try:
-            for key in path[:-1]:
-                target = target[key]
-            target[path[-1]] = copy.deepcopy(value)
-        except (KeyError, IndexError, TypeError):
-            continue  # an earlier mutation replaced a parent
+    data = mutated(FULL_NODE, mutations)
     result = fast(data)
     try:
         expected = slow(data)

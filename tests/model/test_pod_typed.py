@@ -8,6 +8,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import mutated, odd_values, paths
 
 from kubetide.errors import ManifestError
 from kubetide.model.pod import parse_pod
@@ -160,43 +161,13 @@ def test_anything_odd_leaves_the_pod_to_the_reader(path, value):
         assert parse_pod_typed(Reader(copy.deepcopy(data), "dump.json", "")) == slow(data) == expected
 
 
-ODD_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.sampled_from(["", "x", "1", "-1", "100m", "1e3", "2026-11-01T00:00:00Z", "Exists", "True"]),
-    st.just([]),
-    st.just({}),
-    st.just([{}]),
-)
-
-
-def _paths(data, prefix=()):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*prefix, key)
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield (*prefix, index)
-            yield from _paths(value, (*prefix, index))
-
-
-PATHS = list(_paths(FULL_POD))
+PATHS = list(paths(FULL_POD))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(PATHS), ODD_VALUES), min_size=1, max_size=3))
+@given(st.lists(st.tuples(st.sampled_from(PATHS), odd_values("Exists")), min_size=1, max_size=3))
 def test_fast_path_is_the_reader_or_nothing(mutations):
-    data = copy.deepcopy(FULL_POD)
-    for path, value in mutations:
-        target = data
-        try:
-            for key in path[:-1]:
-                target = target[key]
-            target[path[-1]] = copy.deepcopy(value)
-        except (KeyError, IndexError, TypeError):
-            continue  # an earlier mutation replaced a parent
+    data = mutated(FULL_POD, mutations)
     result = fast(data)
     try:
         expected = slow(data)
