@@ -172,12 +172,21 @@ def test_a_real_eks_args_list_is_taken_whole():
         "gpu-total",
         "cordon-node-before-terminating",
         "force-delete-unregistered-nodes",
-        "scale-down-non-empty-candidates-count",
-        "scale-down-candidates-pool-ratio",
-        "scale-down-candidates-pool-min-count",
         "drain-priority-config",
     ]
     assert all(": approximated: " in w for w in warnings)
+    # The legacy scale-down's candidate pool: read as CA reads it, and used, as by CA's planner,
+    # by no decision (scaledown/limit.py).
+    assert (
+        options.scale_down_non_empty_candidates_count,
+        options.scale_down_candidates_pool_ratio,
+        options.scale_down_candidates_pool_min_count,
+    ) == (30, 0.1, 50)
+
+
+def test_a_non_positive_candidates_count_is_cas_no_limit_and_accepted():
+    options = parse_options(["--scale-down-non-empty-candidates-count=-1"], "s.yaml")
+    assert options.scale_down_non_empty_candidates_count == -1
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli.main import main as kubetide_main
 
 ARCHIVE = Path(__file__).resolve().parents[2].parent / "shared" / "ca-oracle" / "ca-oracle.xz"
@@ -55,7 +56,13 @@ def run_oracle(binary: Path, dump: Path, what: str, *args: str) -> dict:
 
 def ca_scaledown(binary: Path, dump: Path, order: list[str], *args: str) -> dict:
     """CA's scale-down planner on `dump`, its candidates met in `order` (the greedy search is
-    order-dependent: give CA kubetide's order), the unneeded set uncapped."""
+    order-dependent: give CA kubetide's order), the unneeded set uncapped.
+
+    Like with like: kubetide's `plan` keeps CA's cap (scaledown/limit.py: 2 x
+    max-scale-down-parallelism on a first loop, 20 by default), which cannot bite on clusters of
+    fewer nodes than that; larger clusters here would need kubetide uncapped too."""
+    cap = 2 * AutoscalerOptions().max_scale_down_parallelism
+    assert len(order) < cap, f"{len(order)} nodes: kubetide's unneeded-nodes cap ({cap}) could bite"
     order_file = dump.with_suffix(".order")
     order_file.write_text("\n".join(order) + "\n")
     limits = ("-max-scale-down-parallelism", "0", "-order", str(order_file))

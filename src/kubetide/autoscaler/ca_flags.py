@@ -166,16 +166,6 @@ CA_FLAGS: dict[str, CaFlag] = {
     "startup-taint": _approx(_STARTUP),
     "ignore-taint": _approx(_STARTUP + " (deprecated spelling of startup-taint)"),
     "startup-taint-prefix": _approx(_STARTUP),
-    "scale-down-candidates-pool-ratio": _approx(
-        "not applied: every unneeded candidate is checked each loop, within scale-down-simulation-timeout"
-    ),
-    "scale-down-candidates-pool-min-count": _approx(
-        "not applied: every unneeded candidate is checked each loop, within scale-down-simulation-timeout"
-    ),
-    "scale-down-non-empty-candidates-count": _approx(
-        "not applied: every non-empty candidate is checked each loop, within scale-down-simulation-timeout",
-        INT,
-    ),
     "max-free-difference-ratio": _approx(
         "similar groups are compared on their templates, which have no free resources beyond "
         "allocatable (max-allocatable-difference-ratio)",

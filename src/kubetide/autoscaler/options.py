@@ -123,7 +123,10 @@ class AutoscalerOptions:
     node_deletion_delay_timeout: float = 120.0
     # CA batches the deletions of one node group for this long (0: each goes at once)
     node_deletion_batcher_interval: float = 0.0
-    # CA's pool of additional non-empty candidates: max(ceil(nodes x ratio), min-count)
+    # The legacy scale-down's candidate pool (non-empty count, max(ceil(nodes x ratio), min-count)):
+    # accepted and checked, read by no decision, as in CA's parallel-drain planner (1.31+: read
+    # nowhere). What bounds the search is CA's unneeded-nodes limit (scaledown/limit.py).
+    scale_down_non_empty_candidates_count: int = 30
     scale_down_candidates_pool_ratio: float = 0.1
     scale_down_candidates_pool_min_count: int = 50
     skip_nodes_with_system_pods: bool = True
@@ -198,6 +201,7 @@ _DURATION_FLAGS = {
 _NON_NEGATIVE = {name for name, f in FLAGS.items() if f.type in ("int", "float")}
 # Lower bounds beyond zero. A loop re-armed every nanosecond never lets simulated time advance.
 _MINIMUM_SECONDS = {"scan-interval": 1.0}
+_MAY_BE_NEGATIVE = {"expendable-pods-priority-cutoff", "scale-down-non-empty-candidates-count"}
 
 
 def parse_flag(name: str, value: Any) -> Any:
@@ -224,7 +228,8 @@ def parse_flag(name: str, value: Any) -> Any:
         parsed = _parse_names(value)
     else:  # pragma: no cover - every field type is handled above
         raise ValueError(f"unsupported flag type {kind}")
-    if name in _NON_NEGATIVE and parsed < 0 and name != "expendable-pods-priority-cutoff":
+    # CA takes a negative priority cutoff, and a non-positive candidates count as "no limit".
+    if name in _NON_NEGATIVE and parsed < 0 and name not in _MAY_BE_NEGATIVE:
         raise ValueError(f"must be non-negative, got {value!r}")
     if name in _MINIMUM_SECONDS and parsed < _MINIMUM_SECONDS[name]:
         raise ValueError(f"must be at least {_MINIMUM_SECONDS[name]:g}s, got {value!r}")

@@ -246,10 +246,13 @@ def search_candidates(
     timer: Timer,
     deadline: float,
     new_unremovable: dict[str, Unremovable],
+    limit: int | None = None,
 ) -> Search:
     """The greedy candidate search: eligible nodes in order, each removal simulated on a what-if
     kept when it succeeds, so that the candidate_set is removable together. Returns it in the
-    order it was built, and the nodes waiting for budget; failures go to `new_unremovable`."""
+    order it was built, and the nodes waiting for budget; failures go to `new_unremovable`.
+    Once `limit` candidates are found (CA's unneededNodesLimit, limit.py), nodes not already
+    unneeded (nor resumed) are not simulated."""
     found = Search()
     if not eligible:
         return found  # the limits below cost a pass over every node, for nobody
@@ -272,6 +275,14 @@ def search_candidates(
                 NodeReason.NOT_UNNEEDED_OTHER_REASON,
                 detail="not simulated: scale-down-simulation-timeout reached",
             )
+            continue
+        if (
+            limit is not None
+            and len(found.candidates) >= limit
+            and name not in unneeded_since
+            and name not in u.resume
+        ):
+            u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=_cut_off(limit))
             continue
         reason = limits.check(node, group)
         if reason is not None:
@@ -328,6 +339,13 @@ def search_candidates(
         room.take(free_before, need)
         _take_candidate(u, node, drain, removal, found)
     return found
+
+
+def _cut_off(limit: int) -> str:
+    return (
+        f"not simulated: {limit} unneeded node(s) found already this loop, as many as "
+        "max-scale-down-parallelism can delete in scale-down-unneeded-time (CA's limit)"
+    )
 
 
 def _not_a_candidate(

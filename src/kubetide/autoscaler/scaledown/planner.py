@@ -20,7 +20,8 @@ one module each, sharing the update's working state (update.py):
 2. evictions.py: recently evicted pods still short of a replacement are placed back the same way
    (if either fails, no new candidates this loop);
 3. candidates.py: every node's eligibility;
-4. candidates.py: the candidate search, within scale-down-simulation-timeout;
+4. candidates.py: the candidate search, within scale-down-simulation-timeout and CA's limit on
+   how many unneeded nodes are worth finding (limit.py);
 5. timers.py: timers and pauses decide which candidates are removable now.
 Budgets (budgets.py) then crop what the actuator starts.
 
@@ -52,6 +53,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     is_expendable,
 )
 from kubetide.autoscaler.scaledown.evictions import RecentEvictions, inject_recent_evictions
+from kubetide.autoscaler.scaledown.limit import UnneededLimit
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.placement import PodMover
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
@@ -134,6 +136,8 @@ class Planner:
         self.incremental = incremental
         self._last_search: SearchRecord | None = None
         self.reused = 0  # updates whose steps 1-4 were replayed (reuse.py)
+        # The shortest interval between updates, for CA's limit on the unneeded set (limit.py).
+        self._limit = UnneededLimit()
 
     # -- what the loop and the actuator tell the planner ---------------------------------------
     def note_scale_up(self, now: float) -> None:
@@ -183,6 +187,10 @@ class Planner:
         snapshot, now, pdbs, usage = inputs.snapshot, inputs.now, inputs.pdbs, inputs.usage
         workloads, namespaces = inputs.controllers, inputs.namespaces
         deadline = self.timer() + o.scale_down_simulation_timeout
+        self._limit.observe(now)
+        limit = self._limit.limit(
+            o.max_scale_down_parallelism, o.scale_down_unneeded_time, len(self.unneeded_since)
+        )
         self.unremovable.recheck_timeout = o.unremovable_node_recheck_timeout
         if self._cached_options is not o:
             self._cached_options = o
@@ -202,7 +210,7 @@ class Planner:
             self.usage_history.observe(now, usage, snapshot.pods())
         key = None
         if self.incremental and usage is None:
-            key = self._key(inputs, cloud, stamps, edges, deleted, resume_set)
+            key = self._key(inputs, cloud, stamps, edges, deleted, resume_set, limit)
             last = self._last_search
             if last is not None and last.key == key:
                 self.reused += 1
@@ -228,7 +236,7 @@ class Planner:
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
             mover = PodMover(snapshot, checker, self._homeless, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
-            found, failures = self._search(u, deadline)
+            found, failures = self._search(u, deadline, limit)
             plan.pdb_remaining = tracker.by_key()
             self.hints = u.new_hints
             self._last_search = (
@@ -255,6 +263,7 @@ class Planner:
         edges: list[float],
         deleted: set[str],
         resume: set[str],
+        limit: int,
     ) -> SearchKey:
         """What steps 1-4 of this update read (reuse.py)."""
         now, snapshot = inputs.now, inputs.snapshot
@@ -280,6 +289,7 @@ class Planner:
             recent_evictions=tuple(self.recent_evictions.by_uid.items()),
             hints=frozen_mapping(self.hints),
             unneeded_since=tuple(self.unneeded_since.items()),
+            limit=limit,
             unremovable=tuple(
                 (name, failed)
                 for name, failed in unremovable.items()
@@ -287,7 +297,7 @@ class Planner:
             ),
         )
 
-    def _search(self, u: Update, deadline: float) -> tuple[Search, dict[str, Unremovable]]:
+    def _search(self, u: Update, deadline: float, limit: int) -> tuple[Search, dict[str, Unremovable]]:
         """Steps 1-4 on the forked snapshot: the candidate search and its failures."""
         plan = u.plan
         failure = revalidate_deleted(u)
@@ -299,7 +309,9 @@ class Planner:
         found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
-            found = search_candidates(u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable)
+            found = search_candidates(
+                u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable, limit
+            )
         else:
             for node, _, _, drain in eligible:
                 u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=failure)

@@ -73,6 +73,7 @@ class SearchKey:
     hints: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     unneeded_since: tuple[tuple[str, float], ...]
     unremovable: tuple[tuple[str, Unremovable], ...]  # the non-candidates still waiting at `now`
+    limit: int  # how many unneeded nodes the search looks for (limit.py)
 
 
 def group_facts(
