@@ -693,3 +693,34 @@ def test_what_counts_as_available(ready, transition, terminating, min_ready, exp
     meta = ObjectMeta("p", "default", "u", deletion_timestamp=200.0 if terminating else None)
     pod = Pod(meta, {}, {}, phase="Running", ready=ready, ready_transition=transition)
     assert _available(pod, min_ready, now=110.0) is expected
+
+
+class CountsAgree(WorldObserver):
+    """After every pod change, the world's per-controller counts of active and of Ready active
+    pods (what the Deployment controller reads instead of its pods) equal a recount."""
+
+    def __init__(self, sim: Simulation):
+        self.world = sim.world
+        self.checks = 0
+        sim.world.subscribe(self)
+
+    def check(self, *_pods) -> None:
+        world = self.world
+        for uid in {*world.owned, *world.active, *world.ready}:
+            pods = [p for p in world.pods_of(uid) if not p.is_terminating and not p.is_terminal]
+            assert world.active.get(uid, 0) == len(pods), uid
+            assert world.ready.get(uid, 0) == sum(p.ready for p in pods), uid
+        self.checks += 1
+
+    pod_added = pod_updated = pod_removed = check
+
+
+@pytest.mark.parametrize("min_ready", [0, 10])
+def test_the_counts_a_rollout_reads_agree_with_its_pods(min_ready):
+    sim = rollout_sim(web(6, 2, 1, min_ready), [set_image("5m", "web:2"), set_image("20m", "web:3")])
+    counts = CountsAgree(sim)
+    advance(sim, 60 * 60)
+    assert counts.checks > 20  # both rollouts: 6 pods replaced twice, each added, Ready, removed
+    assert_all_on_the_new_template(sim)
+    d = sim.world.workloads[KEY]
+    assert revision(sim.deployments.current(d)) == 3

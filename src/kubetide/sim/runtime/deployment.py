@@ -200,18 +200,18 @@ class Deployments(Controller):
         owned = self.owned(deployment)
         new = self.current(deployment, owned)
         now = self.engine.now()
+        active = self.world.active
         replicas = ready = available = 0
         for rs in owned:
-            for pod in self._active(rs):
-                replicas += 1
-                ready += pod.ready
-                available += _available(pod, deployment.min_ready_seconds, now)
+            replicas += active.get(rs.meta.uid, 0)
+            ready += self.world.ready.get(rs.meta.uid, 0)
+            available += self._available(rs, deployment, now)
         return RolloutStatus(
             spec_replicas=deployment.replicas or 0,
             generation=self.generation.get(key, 1),
             observed_generation=self.observed.get(key, 0),
             replicas=replicas,
-            updated=0 if new is None else len(self._active(new)),
+            updated=0 if new is None else active.get(new.meta.uid, 0),
             ready=ready,
             available=available,
         )
@@ -415,6 +415,10 @@ class Deployments(Controller):
         return [p for p in self.world.pods_of(rs.meta.uid) if not p.is_terminating and not p.is_terminal]
 
     def _available(self, rs: Workload, d: Workload, now: float) -> int:
+        if d.min_ready_seconds <= 0:
+            # Available is Ready and active: the world keeps that count (a sync would otherwise
+            # pass over every pod of every ReplicaSet, a seventh of a 300-node simulation).
+            return self.world.ready.get(rs.meta.uid, 0)
         return sum(_available(p, d.min_ready_seconds, now) for p in self._active(rs))
 
     # -- watches -----------------------------------------------------------------------------

@@ -57,6 +57,10 @@ def _active(pod: Pod) -> bool:
     return pod.meta.deletion_timestamp is None and pod.phase not in ("Succeeded", "Failed")
 
 
+def _ready_active(pod: Pod) -> bool:
+    return pod.ready and _active(pod)
+
+
 class World:
     def __init__(self) -> None:
         self.snapshot = ClusterSnapshot()
@@ -65,6 +69,9 @@ class World:
         # controller UID -> how many of its pods are active (neither terminating nor finished),
         # what replica counts compare against
         self.active: dict[str, int] = {}
+        # controller UID -> how many of its active pods are Ready: a Deployment's ready and
+        # (without minReadySeconds) available counts, without a pass over its pods per sync
+        self.ready: dict[str, int] = {}
         self.workloads: dict[str, Workload] = {}  # "Kind/namespace/name"
         self.pdbs: dict[str, PodDisruptionBudget] = {}  # "namespace/name"
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
@@ -128,6 +135,8 @@ class World:
             self.owned.setdefault(ref.uid, {})[pod.uid] = pod
             if _active(pod):
                 self.active[ref.uid] = self.active.get(ref.uid, 0) + 1
+            if _ready_active(pod):
+                self.ready[ref.uid] = self.ready.get(ref.uid, 0) + 1
         if pod.node_name:
             self.snapshot.add_pod(pod, pod.node_name)
         else:
@@ -168,11 +177,14 @@ class World:
             old = self.snapshot.pod(uid)
             self.snapshot.update_pod(new)
         self._own(new)
-        was, now = _active(old), _active(new)
-        if was != now:
-            ref = new.meta.controller
-            if ref is not None:
+        ref = new.meta.controller
+        if ref is not None:
+            was, now = _active(old), _active(new)
+            if was != now:
                 self.active[ref.uid] = self.active.get(ref.uid, 0) + (1 if now else -1)
+            was, now = _ready_active(old), _ready_active(new)
+            if was != now:
+                self.ready[ref.uid] = self.ready.get(ref.uid, 0) + (1 if now else -1)
         for hook in self._hooks["pod_updated"]:
             hook(old, new)
 
@@ -191,6 +203,8 @@ class World:
                     del self.owned[ref.uid]
             if _active(pod):
                 self.active[ref.uid] -= 1
+            if _ready_active(pod):
+                self.ready[ref.uid] -= 1
         for hook in self._hooks["pod_removed"]:
             hook(pod)
         return pod
