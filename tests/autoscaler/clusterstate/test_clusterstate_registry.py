@@ -356,3 +356,28 @@ def test_reusing_records_answers_as_classifying_every_node(count, steps):
         elif op == "wait":
             now += 400.0
         both()
+
+
+def test_an_all_ready_cluster_that_did_not_change_gives_the_answers_a_fresh_pass_gives():
+    """The registry skips its per-node pass when the same Ready nodes come back (registry.py,
+    _still_all_ready); a registry seeing only the last loop must answer the same, and a node
+    whose instance starts being deleted must still be seen at once."""
+    group = FakeGroup("ng")
+    nodes = []
+    for i in range(5):
+        group.add(f"r{i}")
+        nodes.append(node(f"r{i}"))
+    group.target = 5
+    cloud = FakeCloud(group)
+    kept = make_registry()
+    for step in range(3):
+        kept.update(list(nodes), cloud, T0 + 100 + 10 * step)
+    fresh = make_registry()
+    fresh.update(list(nodes), cloud, T0 + 120)
+    assert kept.nodes() == fresh.nodes() and kept.node_counts() == fresh.node_counts()
+    assert kept.node_groups() == fresh.node_groups()
+    assert [r.readiness for r in kept.nodes()] == [Readiness.READY] * 5
+    group.delete_nodes([nodes[2]])
+    kept.update(list(nodes), cloud, T0 + 130)
+    assert kept.node("r2").readiness is Readiness.BEING_DELETED
+    assert kept.node_counts().ready == 4
