@@ -25,6 +25,7 @@ a loop that would otherwise simulate nodes' drains.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -148,10 +149,8 @@ class SearchRecord:
         plan.waiting_for_budget = list(found.waiting)
         plan.surges = dict(found.surges)
         plan.risky = dict(found.risky)
-        failures = {
-            name: Unremovable(plan.now, f.reason, f.blocking_pod, f.detail)
-            for name, f in self.failures.items()
-        }
+        # Stamped with this loop's `now`, every other field (blockers, the unplaced pod) as found.
+        failures = {name: dataclasses.replace(f, at=plan.now) for name, f in self.failures.items()}
         return Search(
             list(found.candidates), dict(found.risky), list(found.waiting), dict(found.surges)
         ), failures
