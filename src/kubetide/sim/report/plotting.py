@@ -325,11 +325,13 @@ section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px
 section h2{font-size:16px;margin:0 0 10px;font-weight:620}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #f1f5f9;vertical-align:top}
-.summary th{font-weight:500;color:#374151;width:40%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.summary{table-layout:fixed}
+.summary th{font-weight:500;color:#374151;width:55%;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:anywhere}
 .summary td{font-variant-numeric:tabular-nums}
 .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.6fr);gap:22px}
 .cols.events-wide{grid-template-columns:minmax(0,1fr) minmax(0,2.2fr)}
 .events{max-height:520px;overflow:auto}
+.events td:last-child{min-width:280px}
 .events td:nth-child(-n+2){white-space:nowrap;font-variant-numeric:tabular-nums;color:#6b7280}
 .events td.n,.compare td{text-align:right;font-variant-numeric:tabular-nums}
 .compare{width:auto;min-width:50%}
