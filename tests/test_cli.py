@@ -1,5 +1,8 @@
 """What every user sees first: help, version, and one-line errors with exit code 2."""
 
+import subprocess
+import sys
+
 import pytest
 
 from kubetide.cli.main import main
@@ -30,3 +33,11 @@ def test_usage_errors_are_one_line_and_exit_2(argv, capsys):
     assert err.startswith("kubetide: error: ")
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) <= 2  # the error, then where to find help
+
+
+def test_python_dash_m_kubetide_is_the_command():
+    out = subprocess.run(
+        [sys.executable, "-m", "kubetide", "simulte"], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 2
+    assert out.stderr == "kubetide: error: unknown command 'simulte'; did you mean 'simulate'?\n"
