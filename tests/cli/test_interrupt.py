@@ -25,6 +25,14 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RUNNING = re.compile(rb"\d+[smh][0-9smh]* / 240h")  # a bar's "simulated / total" once it moves
 
 
+def _sigint_as_a_shell_gives_it() -> None:
+    """In the child before exec: SIGINT unblocked and at its default, as a user's shell starts a
+    command, whatever this test process's own state (an ignored or blocked SIGINT is inherited
+    across exec, and libraries other tests load can leave either behind)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def in_terminal(args: list[str], cwd: Path, interrupt_on: re.Pattern[bytes] | None) -> tuple[int, str, str]:
     """Run `kubetide ARGS` with stderr on a pseudo-terminal; with `interrupt_on`, send SIGINT once
     the terminal shows it. (exit code, stdout, everything the terminal showed)."""
@@ -37,6 +45,7 @@ def in_terminal(args: list[str], cwd: Path, interrupt_on: re.Pattern[bytes] | No
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=terminal,
+        preexec_fn=_sigint_as_a_shell_gives_it,
     )
     os.close(terminal)
     seen = b""

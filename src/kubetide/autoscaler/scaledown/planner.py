@@ -191,6 +191,9 @@ class Planner:
         limit = self._limit.limit(
             o.max_scale_down_parallelism, o.scale_down_unneeded_time, len(self.unneeded_since)
         )
+        if self.timers_expired:
+            # `kubetide plan` answers for every node; CA's limit only paces a loop that runs again.
+            limit = len(snapshot)
         self.unremovable.recheck_timeout = o.unremovable_node_recheck_timeout
         if self._cached_options is not o:
             self._cached_options = o
