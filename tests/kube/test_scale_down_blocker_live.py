@@ -36,6 +36,17 @@ def test_the_loop_annotates_a_blocked_node_and_clears_it_once_unblocked(kube: Ku
     kube.core.patch_node(spare, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}})
     kube.wait_node_ready(blocked)
     kube.wait_node_ready(spare)
+    # The node lifecycle controller takes the not-ready taint off a little after Ready: until
+    # then the pod may not move there, and the answer would rightly be two changes.
+    wait_until(
+        lambda: (
+            not any(
+                t.key.startswith("node.kubernetes.io/") for t in kube.core.read_node(spare).spec.taints or ()
+            )
+        ),
+        timeout=60,
+        what="the spare node's not-ready taint removed",
+    )
     kube.core.create_namespaced_pod(
         kube.namespace,
         {
