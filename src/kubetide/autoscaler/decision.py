@@ -210,7 +210,7 @@ def _decide_scale_down(
         for key, node in scale_up.schedulable.items() if scale_up is not None else ():
             pod = by_key.get(key)
             if pod is not None and node in snapshot and not snapshot.has_pod(pod.uid):
-                snapshot.add_pod(replace(pod, node_name=node, parsed_shape=pod.shape), node)
+                snapshot.bind(pod, node)
                 decision.bound[key] = node
         scaling_up = bool(decision.increases)
         decision.cooldown_expired = scaling_up and planner.timers_expired

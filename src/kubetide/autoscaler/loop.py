@@ -19,7 +19,6 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -352,7 +351,7 @@ class Autoscaler:
         try:
             for key, node in decision.bound.items():
                 pod = by_key[key]
-                snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
+                snapshot.bind(pod, node)
             due = self._unblocks.due(plan, inputs.now)
             answers = (
                 find_unblocks(

@@ -368,9 +368,7 @@ def plan_loop(
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
         by_key = {p.key: p for p in pending}
         for key, node in decision.bound.items():
-            snapshot.add_pod(
-                dataclasses.replace(by_key[key], node_name=node, parsed_shape=by_key[key].shape), node
-            )
+            snapshot.bind(by_key[key], node)
         if unblock and decision.scale_down is not None:
             # What would unblock each unremovable node: the planner again, on the cluster as the
             # scheduler leaves it, with each suggested change applied (unblocking.py).

@@ -117,50 +117,51 @@ class KubeClusterActions:
     def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
         """Read, change, replace (update, as the taints are: the install grants no patch on
         nodes), retried on conflicts; nothing is written when the annotation already is so."""
-        what = f"annotate {key}"
+
+        def change(node: dict) -> bool:
+            metadata = node.setdefault("metadata", {})
+            annotations = dict(metadata.get("annotations") or {})
+            if annotations.get(key) == value:
+                return False
+            if value is None:
+                del annotations[key]
+            else:
+                annotations[key] = value
+            metadata["annotations"] = annotations
+            return True
+
+        self._update_node(node_name, change, f"annotate {key}")
+
+    def _update_taints(
+        self, node_name: str, change: Callable[[list[dict]], list[dict] | None], what: str
+    ) -> None:
+        self._check_leader(f"{what} on node {node_name}")
+
+        def change_node(node: dict) -> bool:
+            spec = node.setdefault("spec", {})
+            taints = change(list(spec.get("taints") or []))
+            if taints is None:
+                return False
+            spec["taints"] = taints
+            return True
+
+        self._update_node(node_name, change_node, what)
+
+    def _update_node(self, node_name: str, change: Callable[[dict], bool], what: str) -> None:
+        """Read the Node, `change` it in place (False: nothing to write), replace it; read again
+        on a conflict (the Node changed since we read it), up to CONFLICT_RETRIES times."""
         path = f"/api/v1/nodes/{node_name}"
         for _ in range(CONFLICT_RETRIES):
             try:
                 node = self.client.request("GET", path)
-                metadata = node.setdefault("metadata", {})
-                annotations = dict(metadata.get("annotations") or {})
-                if annotations.get(key) == value:
+                if not change(node):
                     return
-                if value is None:
-                    del annotations[key]
-                else:
-                    annotations[key] = value
-                metadata["annotations"] = annotations
                 self._check_leader(f"{what} on node {node_name}")
                 self.client.request("PUT", path, body=node)
                 return
             except ApiError as exc:
                 if exc.status == 409:
                     continue
-                if exc.status == 404:
-                    raise ActionError(f'nodes "{node_name}" not found') from None
-                raise ActionError(f"{what} on node {node_name}: {exc}") from None
-        raise ActionError(f"{what} on node {node_name}: still conflicting after {CONFLICT_RETRIES} tries")
-
-    def _update_taints(
-        self, node_name: str, change: Callable[[list[dict]], list[dict] | None], what: str
-    ) -> None:
-        self._check_leader(f"{what} on node {node_name}")
-        path = f"/api/v1/nodes/{node_name}"
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                node = self.client.request("GET", path)
-                spec = node.setdefault("spec", {})
-                taints = change(list(spec.get("taints") or []))
-                if taints is None:
-                    return
-                spec["taints"] = taints
-                self._check_leader(f"{what} on node {node_name}")
-                self.client.request("PUT", path, body=node)
-                return
-            except ApiError as exc:
-                if exc.status == 409:
-                    continue  # the Node changed since we read it: read it again
                 if exc.status == 404:
                     raise ActionError(f'nodes "{node_name}" not found') from None
                 raise ActionError(f"{what} on node {node_name}: {exc}") from None

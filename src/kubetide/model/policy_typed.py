@@ -6,6 +6,9 @@ objects (YAML, JSON read whole) are converted into the same Structs (`parse_*_ty
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import msgspec
 
 from kubetide.errors import ManifestError
@@ -28,35 +31,56 @@ from kubetide.model.wire import (
     PriorityClassWire,
 )
 
-_NAMESPACE_DECODER = msgspec.json.Decoder(NamespaceWire)
-_PRIORITY_CLASS_DECODER = msgspec.json.Decoder(PriorityClassWire)
-_PDB_DECODER = msgspec.json.Decoder(PodDisruptionBudgetWire)
 _NO_SPEC = PodDisruptionBudgetSpecWire()
 _EVICTION_POLICIES = ("IfHealthyBudget", "AlwaysAllow")
 # parse_priority_class's range for a value (system- classes may go beyond it)
 _USER_PRIORITY_MIN, _USER_PRIORITY_MAX = -(2**31), 10**9
+W = TypeVar("W", NamespaceWire, PriorityClassWire, PodDisruptionBudgetWire)
+T = TypeVar("T")
 
 
-def decode_namespace(text: bytes | str | msgspec.Raw) -> tuple[Namespace, str] | None:
-    """parse_namespace's Namespace of one namespace's JSON text and the loader's name for it, or None."""
+def _decoder(
+    wire_type: type[W], build: Callable[[W], T | None], kind: str
+) -> Callable[..., tuple[T, str] | None]:
+    """decode(JSON text) -> (the object, the loader's name for it), or None when the text is not
+    as the API server writes it: the loader then reads it through the Reader."""
+    decoder = msgspec.json.Decoder(wire_type)
+
+    def decode(text: bytes | str | msgspec.Raw) -> tuple[T, str] | None:
+        try:
+            wire = decoder.decode(text)
+        except msgspec.MsgspecError:
+            return None
+        built = build(wire)
+        return None if built is None else (built, label(kind, wire.metadata))
+
+    return decode
+
+
+def _parser(
+    wire_type: type[W], build: Callable[[W], T | None], fallback: Callable[[Reader], T]
+) -> Callable[[Reader], T]:
+    """parse(Reader) -> the object: an already-parsed one converted into the Struct and built,
+    else `fallback` (the Reader's parser, which alone words errors)."""
+
+    def parse(reader: Reader) -> T:
+        try:
+            wire = msgspec.convert(reader.data, wire_type)
+        except msgspec.MsgspecError:
+            return fallback(reader)
+        built = build(wire)
+        return fallback(reader) if built is None else built
+
+    return parse
+
+
+def _namespace(wire: NamespaceWire) -> Namespace | None:
     try:
-        wire = _NAMESPACE_DECODER.decode(text)
         meta = typed_meta(wire.metadata, "Namespace", namespaced=False)
-    except (msgspec.MsgspecError, Declined):
+    except Declined:
         return None
     meta.labels.setdefault("kubernetes.io/metadata.name", meta.name)
-    return Namespace(meta), label("Namespace", wire.metadata)
-
-
-def decode_priority_class(text: bytes | str | msgspec.Raw) -> tuple[PriorityClass, str] | None:
-    """parse_priority_class's PriorityClass of one class's JSON text and the loader's name for it,
-    or None."""
-    try:
-        wire = _PRIORITY_CLASS_DECODER.decode(text)
-    except msgspec.MsgspecError:
-        return None
-    built = _priority_class(wire)
-    return None if built is None else (built, label("PriorityClass", wire.metadata))
+    return Namespace(meta)
 
 
 def _priority_class(wire: PriorityClassWire) -> PriorityClass | None:
@@ -73,48 +97,6 @@ def _priority_class(wire: PriorityClassWire) -> PriorityClass | None:
     return PriorityClass(
         meta=meta, value=value, global_default=bool(wire.global_default), preemption_policy=policy
     )
-
-
-def parse_namespace_typed(reader: Reader) -> Namespace:
-    """parse_namespace's result, through the wire schema when the object is as the API server writes it."""
-    try:
-        wire = msgspec.convert(reader.data, NamespaceWire)
-        meta = typed_meta(wire.metadata, "Namespace", namespaced=False)
-    except (msgspec.MsgspecError, Declined):
-        return parse_namespace(reader)
-    meta.labels.setdefault("kubernetes.io/metadata.name", meta.name)
-    return Namespace(meta)
-
-
-def parse_priority_class_typed(reader: Reader) -> PriorityClass:
-    """parse_priority_class's result, through the wire schema when the object is as the API server
-    writes it."""
-    try:
-        wire = msgspec.convert(reader.data, PriorityClassWire)
-    except msgspec.MsgspecError:
-        return parse_priority_class(reader)
-    built = _priority_class(wire)
-    return parse_priority_class(reader) if built is None else built
-
-
-def decode_pdb(text: bytes | str | msgspec.Raw) -> tuple[PodDisruptionBudget, str] | None:
-    """parse_pdb's PodDisruptionBudget of one budget's JSON text and the loader's name for it, or None."""
-    try:
-        wire = _PDB_DECODER.decode(text)
-    except msgspec.MsgspecError:
-        return None
-    built = _pdb(wire)
-    return None if built is None else (built, label("PodDisruptionBudget", wire.metadata))
-
-
-def parse_pdb_typed(reader: Reader) -> PodDisruptionBudget:
-    """parse_pdb's result, through the wire schema when the object is as the API server writes it."""
-    try:
-        wire = msgspec.convert(reader.data, PodDisruptionBudgetWire)
-    except msgspec.MsgspecError:
-        return parse_pdb(reader)
-    built = _pdb(wire)
-    return parse_pdb(reader) if built is None else built
 
 
 def _pdb(wire: PodDisruptionBudgetWire) -> PodDisruptionBudget | None:
@@ -168,3 +150,11 @@ def _pdb(wire: PodDisruptionBudgetWire) -> PodDisruptionBudget | None:
         desired_healthy=counts[2],
         expected_pods=counts[3],
     )
+
+
+decode_namespace = _decoder(NamespaceWire, _namespace, "Namespace")
+decode_priority_class = _decoder(PriorityClassWire, _priority_class, "PriorityClass")
+decode_pdb = _decoder(PodDisruptionBudgetWire, _pdb, "PodDisruptionBudget")
+parse_namespace_typed = _parser(NamespaceWire, _namespace, parse_namespace)
+parse_priority_class_typed = _parser(PriorityClassWire, _priority_class, parse_priority_class)
+parse_pdb_typed = _parser(PodDisruptionBudgetWire, _pdb, parse_pdb)

@@ -20,6 +20,7 @@ calls, no NumPy row operations, observer loops skipped when there are none).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
@@ -363,6 +364,11 @@ class ClusterSnapshot:
         self._swap_node(node)
         if self._marks:
             self._log.append((_REPLACE_NODE, old, stamp))
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """A pending pod, bound to `node_name` as the scheduler would bind it (its parsed shape
+        kept: a pod is never parsed again)."""
+        self.add_pod(dataclasses.replace(pod, node_name=node_name, parsed_shape=pod.shape), node_name)
 
     def add_pod(self, pod: Pod, node_name: str) -> None:
         uid = pod.meta.uid

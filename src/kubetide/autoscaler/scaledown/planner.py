@@ -37,7 +37,6 @@ usage peaks it counts are kept between loops over scale-down-usage-window.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -399,4 +398,4 @@ def _add_nominated(snapshot: ClusterSnapshot, pending: Sequence[Pod], cutoff: in
     for pod in pending:
         node = pod.nominated_node_name
         if node and node in snapshot and not is_expendable(pod, cutoff) and not snapshot.has_pod(pod.uid):
-            snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
+            snapshot.bind(pod, node)

@@ -14,7 +14,6 @@ rest.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,7 +76,7 @@ def unremovable_at_end(
             pending = {p.key: p for p in inputs.pending}
             for key, node in decision.bound.items():
                 pod = pending[key]
-                snapshot.add_pod(dataclasses.replace(pod, node_name=node, parsed_shape=pod.shape), node)
+                snapshot.bind(pod, node)
             blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
             listed = blocked[:END_OF_RUN_LIMIT]
             answers = find_unblocks(
