@@ -2,7 +2,8 @@
 
 import pytest
 
-from kubetide.autoscaler.options import INFRASTRUCTURE_FLAGS, AutoscalerOptions, parse_options
+from kubetide.autoscaler.ca_flags import CA_FLAGS, Treatment
+from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.errors import ManifestError
 
 DEPLOYMENT_ARGS = [
@@ -114,7 +115,8 @@ def test_infrastructure_flags_are_ignored_with_a_warning_where_nobody_collects_t
 def test_no_infrastructure_flag_is_a_decision_flag():
     from kubetide.autoscaler.options import FLAGS
 
-    assert not set(INFRASTRUCTURE_FLAGS) & set(FLAGS)
+    infrastructure = {name for name, flag in CA_FLAGS.items() if flag.treatment is Treatment.INFRASTRUCTURE}
+    assert infrastructure and not infrastructure & set(FLAGS)
 
 
 def test_a_scenario_takes_the_args_list_and_warns_in_one_line(tmp_path):

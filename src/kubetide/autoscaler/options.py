@@ -44,12 +44,6 @@ UNSUPPORTED_EXPANDERS: dict[str, str] = {}
 # CA's deprecated flag names -> the flag they set. As in CA, the alias applies only when the flag it
 # stands for is not given too.
 DEPRECATED_ALIASES = {"max-empty-bulk-delete": "max-scale-down-parallelism"}
-# The infrastructure flags (ca_flags.py), each with whether it is a boolean: a boolean takes no
-# separate value in an args list (`--leader-elect false` is two flags to Go's parser,
-# `--leader-elect=false` one).
-INFRASTRUCTURE_FLAGS: dict[str, bool] = {
-    name: flag.kind == BOOL for name, flag in CA_FLAGS.items() if flag.treatment is Treatment.INFRASTRUCTURE
-}
 # Taints CA treats specially by prefix (utils/taints): a startup taint (ignore-taint is its
 # deprecated spelling) makes a Ready node count as not started yet; a status taint only describes
 # the node's state. Both are left out of node group templates.
