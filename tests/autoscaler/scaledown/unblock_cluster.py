@@ -68,6 +68,7 @@ class Cluster:
         annotations: dict | None = None,
         volumes: list | None = None,
         anti_affinity: bool = False,
+        memory: str = "1Gi",
     ) -> None:
         meta: dict = {
             "name": name,
@@ -93,7 +94,7 @@ class Cluster:
         spec: dict = {
             "nodeName": node,
             "containers": [
-                {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+                {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
             ],
         }
         if volumes:

@@ -20,7 +20,7 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -239,6 +239,11 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
     return removal
 
 
+# What the search calls to simulate one node's removal: `simulate_removal`, or a stand-in with the
+# same answers (unblocking's narrowed check replays the answers of a search it recorded).
+SimulateRemoval = Callable[[Update, str, NodeDrain, list[Received]], Removal]
+
+
 def search_candidates(
     u: Update,
     eligible: list[Eligible],
@@ -247,6 +252,7 @@ def search_candidates(
     deadline: float,
     new_unremovable: dict[str, Unremovable],
     limit: int | None = None,
+    simulate: SimulateRemoval = simulate_removal,
 ) -> Search:
     """The greedy candidate search: eligible nodes in order, each removal simulated on a what-if
     kept when it succeeds, so that the candidate_set is removable together. Returns it in the
@@ -328,7 +334,7 @@ def search_candidates(
         plan.simulated += 1
         skip.add(name)
         with what_if(snapshot, tracker, mover.guard) as trial:
-            removal = simulate_removal(u, name, drain, to_move)
+            removal = simulate(u, name, drain, to_move)
             if removal.removable:
                 trial.keep()
         if not removal.removable:

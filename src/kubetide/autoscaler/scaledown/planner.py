@@ -44,7 +44,14 @@ from dataclasses import dataclass
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider
-from kubetide.autoscaler.scaledown.candidates import Checked, Search, eligible_nodes, search_candidates
+from kubetide.autoscaler.scaledown.candidates import (
+    Checked,
+    Search,
+    SimulateRemoval,
+    eligible_nodes,
+    search_candidates,
+    simulate_removal,
+)
 from kubetide.autoscaler.scaledown.drainability import (
     DrainContext,
     DrainRules,
@@ -105,8 +112,10 @@ class Planner:
         timers_expired: bool = False,
         timer: Timer,
         incremental: bool = True,
+        simulate: SimulateRemoval = simulate_removal,
     ):
         self.options = options
+        self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)
         self.timers_expired = timers_expired
         self.timer = timer
         self.rules = DrainRules.from_options(options)
@@ -312,7 +321,7 @@ class Planner:
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
             found = search_candidates(
-                u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable, limit
+                u, eligible, self.unneeded_since, self.timer, deadline, new_unremovable, limit, self.simulate
             )
         else:
             for node, _, _, drain in eligible:

@@ -8,9 +8,11 @@ kept and the next one is proposed from the node's new reason, for at most `MAX_R
 Where there are alternatives (surge before evict or a bigger budget; which node group grows),
 each is simulated in turn and the first that makes the node removable is taken.
 
-Every answer is therefore a planner run, never a guess, and costs one: `limit` bounds how many
-nodes are looked at per call (the rest get no answer), and the loop only asks when
---annotate-scale-down-blockers is on.
+Every answer is therefore a planner run, never a guess: `limit` bounds how many nodes are looked
+at per call (the rest get no answer), and the loop only asks when --annotate-scale-down-blockers
+is on. A run is narrowed to what the change can affect (narrow.py): the search without changes
+is recorded once, a search with changes replays it up to the first node the change alters and
+stops at the node's verdict; the same change set asked twice is answered once.
 
 A node added by a change carries scale-down-disabled in the simulation: a real new node is not
 removed for scale-down-delay-after-add and scale-down-unneeded-time, which is the window in
@@ -26,6 +28,7 @@ from dataclasses import dataclass, replace
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
 from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup
+from kubetide.autoscaler.scaledown.candidates import SimulateRemoval, simulate_removal
 from kubetide.autoscaler.scaledown.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
@@ -33,8 +36,15 @@ from kubetide.autoscaler.scaledown.drainability import (
     BlockingPod,
 )
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
+from kubetide.autoscaler.scaledown.narrow import Decided, Recording, Replay
 from kubetide.autoscaler.scaledown.nowhere import refusal
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED, UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.plan import (
+    BEING_DELETED,
+    REMOVABLE,
+    UNREMOVABLE,
+    NodeStatus,
+    ScaleDownPlan,
+)
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblock import MAX_ROUNDS, Change, ChangeKind, Unblock, unblock_text
@@ -64,12 +74,14 @@ def find_unblocks(
     nodes: Collection[str] | None = None,
     limit: int = UNBLOCK_LIMIT,
     budget: float = UNBLOCK_BUDGET,
+    narrow: bool = True,
 ) -> dict[str, Unblock]:
     """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
     most `limit` of them, in the plan's order, started within `budget` seconds of the timer; the
     others are answered "not computed"). `inputs` are the planner's (its snapshot with the pods
-    the scheduler will bind, left as found); `checker` must observe that snapshot."""
-    search = _Search(inputs, options, cloud, checker, timer, plan)
+    the scheduler will bind, left as found); `checker` must observe that snapshot. `narrow`
+    False runs the whole planner for every change (the narrowed runs' reference, for tests)."""
+    search = _Search(inputs, options, cloud, checker, timer, plan, narrow=narrow)
     answers: dict[str, Unblock] = {}
     deadline = timer() + budget
     for name, status in plan.nodes.items():
@@ -144,11 +156,16 @@ class _Search:
         checker: PredicateChecker,
         timer: Timer,
         plan: ScaleDownPlan,
+        *,
+        narrow: bool = True,
     ):
         self.inputs, self.options, self.cloud = inputs, options, cloud
         self.checker, self.timer = checker, timer
         self.being_deleted = {n for n, s in plan.nodes.items() if s.status == BEING_DELETED}
         self._baseline: ScaleDownPlan | None = None
+        self.narrow = narrow
+        self._recording: Recording | None = None  # the baseline's search, replayed by narrowed runs
+        self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
 
@@ -380,14 +397,43 @@ class _Search:
     # -- simulate ---------------------------------------------------------------------------------
     def baseline(self) -> ScaleDownPlan:
         if self._baseline is None:
-            self._baseline = self._plan(())
+            recording = Recording() if self.narrow else None
+            self._baseline = self._plan((), recording or simulate_removal)
+            if recording is not None and not self._baseline.timed_out:
+                self._recording = recording
         return self._baseline
 
     def replan(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
+        """Node `name`'s verdict with `changes` applied: once per change set."""
+        key = (name, tuple((str(c.kind), c.target, c.value) for c in changes))
+        outcome = self._outcomes.get(key)
+        if outcome is None:
+            outcome = self._outcomes[key] = (
+                self._narrowed(name, changes) if self.narrow else self._whole(name, changes)
+            )
+        return outcome
+
+    def _whole(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         plan = self._plan(changes)
         return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
 
-    def _plan(self, changes: tuple[Change, ...]) -> ScaleDownPlan:
+    def _narrowed(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
+        """The same verdict as `_whole`, replaying the baseline's search where the changes leave
+        it alone and stopping at the verdict (narrow.py). A new node changes every simulation's
+        starting point, so with one nothing is replayed."""
+        self.baseline()
+        replayable = all(c.kind is not ChangeKind.ADD_NODE for c in changes)
+        replay = Replay(self._recording, name, replayable=replayable)
+        try:
+            plan = self._plan(changes, replay)
+        except Decided as decided:
+            status = decided.plan.nodes[name]
+            return _Outcome(status.status == REMOVABLE, status)
+        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+
+    def _plan(
+        self, changes: tuple[Change, ...], simulate: SimulateRemoval = simulate_removal
+    ) -> ScaleDownPlan:
         inputs, snapshot = self.inputs, self.inputs.snapshot
         options, pdbs, cloud = self.options, list(inputs.pdbs), self.cloud
         added: dict[str, NodeGroup] = {}
@@ -418,7 +464,7 @@ class _Search:
                     }
                     snapshot.replace_node(replace(node, meta=replace(node.meta, annotations=annotations)))
             changed_cloud = _ChangedCloud(cloud, added, min_sizes) if added or min_sizes else cloud
-            planner = Planner(options, timers_expired=True, timer=self.timer)
+            planner = Planner(options, timers_expired=True, timer=self.timer, simulate=simulate)
             return planner.update(
                 replace(inputs, pdbs=pdbs, being_deleted=self.being_deleted),
                 cloud=changed_cloud,

@@ -1,0 +1,154 @@
+"""The narrowed check (narrow.py) against the whole re-plan: on random clusters, `kubetide plan`
+gives every node the same answer, word for word, whether each suggested change is checked by
+replaying the recorded search up to what the change alters, or by running the whole planner
+again; and the narrowed check does replay (it simulates fewer removals)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from unblock_cluster import SAFE_TO_EVICT, SCALE_DOWN_DISABLED, Cluster
+
+from kubetide.autoscaler.scaledown import narrow, unblocking
+
+APPS = ("api", "web", "db", "cache")
+KINDS = ("replicated",) * 6 + ("bare", "not-safe", "kube-system", "local-storage")
+BUDGETS = (
+    lambda n: {"minAvailable": min(n, 1)},
+    lambda n: {"minAvailable": n},
+    lambda n: {"maxUnavailable": 0},
+    lambda n: {"maxUnavailable": 1},
+    lambda n: {"maxUnavailable": 2},
+)
+
+
+@st.composite
+def clusters(draw) -> Cluster:
+    """Several nodes sharing budgets and destinations, room tight enough that the order of the
+    search matters: what the narrowed check must get right."""
+    c = Cluster()
+    nodes = [f"n{i}" for i in range(draw(st.integers(3, 7)))]
+    c.group("general", draw(st.integers(0, 2)))
+    sizes = st.sampled_from([("1", "2Gi"), ("2", "4Gi"), ("4", "4Gi"), ("2", "8Gi")])
+    for name in nodes:
+        cpu, memory = draw(sizes)
+        c.node(name, cpu=cpu, memory=memory)
+    for i in range(draw(st.integers(1, 3))):  # room kept by its annotation, a little per node
+        cpu, memory = draw(sizes)
+        c.node(f"dest{i}", cpu=cpu, memory=memory, **{SCALE_DOWN_DISABLED: "true"})
+    replicas = dict.fromkeys(APPS, 0)
+    anti = {app: draw(st.booleans()) for app in APPS}
+    for i in range(draw(st.integers(3, 20))):
+        node = draw(st.sampled_from(nodes))
+        kind = draw(st.sampled_from(KINDS))
+        cpu = draw(st.sampled_from(["100m", "300m", "500m", "900m"]))
+        # two resources, so that where a pod lands decides what fits after it
+        memory = draw(st.sampled_from(["256Mi", "1Gi", "1500Mi", "3Gi"]))
+        if kind == "bare":
+            c.pod(f"p{i}", node, cpu, memory=memory)
+        elif kind == "kube-system":
+            c.replicaset(f"sys{i}", 1, namespace="kube-system")
+            c.pod(f"p{i}", node, cpu, app=f"sys{i}", namespace="kube-system", memory=memory)
+        else:
+            app = draw(st.sampled_from(APPS))
+            replicas[app] += 1
+            c.pod(
+                f"{app}-{i}",
+                node,
+                cpu,
+                app=app,
+                annotations={SAFE_TO_EVICT: "false"} if kind == "not-safe" else None,
+                volumes=[{"name": "scratch", "emptyDir": {}}] if kind == "local-storage" else None,
+                anti_affinity=anti[app],
+                memory=memory,
+            )
+    for app, n in replicas.items():
+        if n:
+            c.replicaset(app, n)
+            if draw(st.booleans()):
+                c.pdb(app, draw(st.sampled_from(BUDGETS))(n), healthy=n, expected=n)
+    c.flags["scale-down-utilization-threshold"] = draw(st.sampled_from(["0.3", "0.5", "0.7"]))
+    return c
+
+
+def _whole_plan(cluster: Cluster, tmp: Path) -> dict:
+    whole = functools.partial(unblocking.find_unblocks, narrow=False)
+    with mock.patch("kubetide.cli.plan.find_unblocks", whole):
+        return cluster.plan(tmp)
+
+
+class _Counted(narrow.Replay):
+    made: list[narrow.Replay] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _Counted.made.append(self)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=clusters())
+def test_the_narrowed_check_gives_the_whole_replans_answers(tmp_path: Path, cluster: Cluster):
+    narrowed = cluster.plan(tmp_path)
+    assert narrowed == _whole_plan(cluster, tmp_path)
+
+
+def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path: Path):
+    """Three light nodes go; three heavier ones are each held by a bare pod. Each answer (annotate
+    the pod) replays the three removals before the node from the recorded search, simulates the
+    node itself and stops at its verdict. (The destination, kept by its annotation, is asked
+    about too: removing the annotation makes it the first node simulated, so nothing replays.)"""
+    c = Cluster()
+    c.group("general", 0)
+    c.node("dest", cpu="16", **{SCALE_DOWN_DISABLED: "true"})
+    light, held = ["a0", "a1", "a2"], ["b0", "b1", "b2"]
+    c.replicaset("web", len(light) + len(held))
+    for i, name in enumerate(light + held):
+        c.node(name)
+        c.pod(f"web-{i}", name, "200m", app="web")
+    for i, name in enumerate(held):
+        c.pod(f"debug-{i}", name, "500m")
+    _Counted.made = []
+    with mock.patch.object(unblocking, "Replay", _Counted):
+        plan = c.plan(tmp_path)
+    assert plan == _whole_plan(c, tmp_path)
+    down = plan["scale_down"]
+    assert down["candidate_set"] == light
+    answers = [down["nodes"][n]["unblock"] for n in held]
+    assert all(a["removable"] and [c["kind"] for c in a["changes"]] == ["safe-to-evict"] for a in answers)
+    counts = {r.node: (r.simulated, r.replayed) for r in _Counted.made}
+    assert [counts[n] for n in held] == [(1, len(light))] * len(held)
+
+
+def test_a_replayed_trial_leaves_the_pointer_where_the_recorded_one_did(tmp_path: Path):
+    """A node waiting for budget is simulated and undone, but its trial moved the placement
+    pointer (next-fit) from y to x; the held node's pods are then placed from x. Started from y
+    instead, its cpu-heavy pod would take y's last cpu and its memory-heavy pod find no node: the
+    answer depends on replaying the pointer too."""
+    c = Cluster()
+    c.group("general", 0)
+    c.flags["scale-down-utilization-threshold"] = "0.7"
+    c.node("a", cpu="4", memory="4Gi")
+    c.node("b", cpu="4", memory="956Mi")  # room for A, not for B
+    c.node("t", cpu="2", memory="4Gi")
+    c.node("x", cpu="1", memory="512Mi", **{SCALE_DOWN_DISABLED: "true"})
+    c.node("y", cpu="1100m", memory="2Gi", **{SCALE_DOWN_DISABLED: "true"})  # the pointer starts here
+    c.replicaset("web", 2)
+    c.pdb("web", {"maxUnavailable": 1}, healthy=2, expected=2)
+    c.pod("web-a", "a", "100m", app="web", memory="256Mi")  # goes first, to y, with the budget
+    c.replicaset("fill", 1)
+    c.pod("fill-b", "b", "900m", app="fill", memory="200Mi")  # b waits for the budget; its
+    c.pod("web-b", "b", "200m", app="web", memory="256Mi")  # trial fills y and ends on x
+    c.replicaset("big", 2)
+    c.pod("big-cpu", "t", "1000m", app="big", memory="128Mi")
+    c.pod("big-memory", "t", "100m", app="big", memory="1000Mi")
+    c.pod("debug", "t", "100m", memory="64Mi")  # bare: holds t
+    plan = c.plan(tmp_path)
+    assert plan == _whole_plan(c, tmp_path)
+    down = plan["scale_down"]
+    assert down["candidate_set"] == ["a"]
+    assert "waiting for budget" in down["nodes"]["b"]["unblock"]["text"]
+    assert down["nodes"]["t"]["unblock"]["removable"], down["nodes"]["t"]
