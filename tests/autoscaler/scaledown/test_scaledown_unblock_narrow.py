@@ -68,7 +68,7 @@ def clusters(draw) -> Cluster:
             )
     for app, n in replicas.items():
         if n:
-            c.replicaset(app, n)
+            c.replicaset(app, n, deployment=draw(st.booleans()))  # a Deployment's pods may surge
             if draw(st.booleans()):
                 c.pdb(app, draw(st.sampled_from(BUDGETS))(n), healthy=n, expected=n)
     c.flags["scale-down-utilization-threshold"] = draw(st.sampled_from(["0.3", "0.5", "0.7"]))

@@ -126,25 +126,48 @@ class Cluster:
             }
         )
 
-    def replicaset(self, app: str, replicas: int, namespace: str = "prod") -> None:
+    def replicaset(
+        self, app: str, replicas: int, namespace: str = "prod", *, deployment: bool = False
+    ) -> None:
+        """A ReplicaSet named `app` selecting app=`app`; with `deployment`, owned by a Deployment
+        of the same name (RollingUpdate, the default 25% surge), as surge-before-evict needs."""
+        selector = {"matchLabels": {"app": app}}
+        template = {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{"name": "c"}]}}
+        meta: dict = {"name": app, "namespace": namespace, "uid": f"uid-rs-{app}", "creationTimestamp": OLD}
+        if deployment:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": app,
+                    "uid": f"uid-deploy-{app}",
+                    "controller": True,
+                }
+            ]
+            self.items.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {
+                        "name": app,
+                        "namespace": namespace,
+                        "uid": f"uid-deploy-{app}",
+                        "creationTimestamp": OLD,
+                    },
+                    "spec": {"replicas": replicas, "selector": selector, "template": template},
+                    "status": {
+                        "replicas": replicas,
+                        "readyReplicas": replicas,
+                        "availableReplicas": replicas,
+                    },
+                }
+            )
         self.items.append(
             {
                 "apiVersion": "apps/v1",
                 "kind": "ReplicaSet",
-                "metadata": {
-                    "name": app,
-                    "namespace": namespace,
-                    "uid": f"uid-rs-{app}",
-                    "creationTimestamp": OLD,
-                },
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": app}},
-                    "template": {
-                        "metadata": {"labels": {"app": app}},
-                        "spec": {"containers": [{"name": "c"}]},
-                    },
-                },
+                "metadata": meta,
+                "spec": {"replicas": replicas, "selector": selector, "template": template},
                 "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas},
             }
         )

@@ -42,7 +42,6 @@ from kubetide.autoscaler.scaledown.candidates import Removal, simulate_removal
 from kubetide.autoscaler.scaledown.drainability import NodeDrain
 from kubetide.autoscaler.scaledown.plan import REMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
-from kubetide.autoscaler.scaledown.whatif import what_if
 from kubetide.model import PodDisruptionBudget
 
 # Flags a replayed search may differ in: they decide which nodes are eligible, what a drain
@@ -63,7 +62,7 @@ REPLAYABLE_OPTIONS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Step:
     """One simulated removal of the recorded search."""
 
@@ -72,6 +71,16 @@ class Step:
     pointer_before: int
     pointer_after: int
     removal: Removal
+    # The budgets (tracker indexes) the node's own pods match, found by the first replay that
+    # needs them: the pods are the same objects in every search, and so are their budgets'.
+    budgets: frozenset[int] | None = None
+
+    @property
+    def read_surge_flag(self) -> bool:
+        """Whether the removal read surge-before-evict: only when a budget refused the node for
+        good (then it surged, or failed with that refusal)."""
+        refusal = self.removal.charge.refusal
+        return self.removal.surge is not None or (refusal is not None and not refusal.waiting)
 
 
 class Recording:
@@ -172,15 +181,14 @@ class Replay:
             a.pod is not b.pod or a.source != b.source for a, b in zip(recorded, to_move)
         ):
             return False
-        tracker = u.ctx.pdbs
-        if self._changed and any(i in self._changed for pod in drain.movable for i in tracker.matching(pod)):
-            return False
-        if self._surge_changed:
-            with what_if(tracker):
-                refusal = tracker.charge_node(sorted(drain.movable, key=pod_order)).refusal
-            if refusal is not None and not refusal.waiting:
+        if self._changed:
+            if step.budgets is None:
+                matching = u.ctx.pdbs.matching
+                step.budgets = frozenset(i for pod in drain.movable for i in matching(pod))
+            if step.budgets & self._changed:
                 return False
-        return True
+        # In step, with its budgets unchanged, the node's budgets refuse it as they did then.
+        return not (self._surge_changed and step.read_surge_flag)
 
 
 def _replayed(u: Update, drain: NodeDrain, step: Step) -> Removal:
