@@ -56,6 +56,7 @@ from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import UsageSample
 from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan, crop
 from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+from kubetide.autoscaler.scaledown.narrow import Recording
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblocking import find_unblocks
@@ -353,6 +354,11 @@ def plan_loop(
         timers_expired=expire_timers,
         expander_service=expander_service(options),
     )
+    # The loop's search, recorded: with timers expired it is the one the unblock answers start
+    # from (unblocking.find_unblocks), which then need not run it again.
+    recording = Recording() if unblock and expire_timers else None
+    if recording is not None:
+        state.planner.simulate = recording
     inputs = LoopInputs(
         now,
         snapshot,
@@ -381,6 +387,7 @@ def plan_loop(
                 checker=checker,
                 timer=time.perf_counter,
                 nodes=unblock_nodes,
+                recording=recording,
             )
             for name, answer in answers.items():
                 plan.nodes[name].unblock = answer

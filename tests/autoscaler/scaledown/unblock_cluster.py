@@ -60,7 +60,7 @@ class Cluster:
     def pod(
         self,
         name: str,
-        node: str,
+        node: str | None,
         cpu: str = "500m",
         *,
         app: str | None = None,
@@ -92,11 +92,12 @@ class Cluster:
         if annotations:
             meta["annotations"] = dict(annotations)
         spec: dict = {
-            "nodeName": node,
             "containers": [
                 {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
             ],
         }
+        if node is not None:  # None: pending, unschedulable so far (the scheduler may bind it)
+            spec["nodeName"] = node
         if volumes:
             spec["volumes"] = volumes
         if anti_affinity and app is not None:
@@ -121,6 +122,18 @@ class Cluster:
                     "conditions": [
                         {"type": "PodScheduled", "status": "True", "lastTransitionTime": OLD},
                         {"type": "Ready", "status": "True", "lastTransitionTime": OLD},
+                    ],
+                }
+                if node is not None
+                else {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "lastTransitionTime": OLD,
+                        }
                     ],
                 },
             }

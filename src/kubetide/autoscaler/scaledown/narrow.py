@@ -92,11 +92,13 @@ class Recording:
         self.pdbs: tuple[PodDisruptionBudget, ...] = ()
         self.nodes = 0  # the snapshot's size during the search
         self.guarded = False
+        self.deleted: frozenset[str] = frozenset()  # the nodes being deleted, out of every search
 
     def __call__(self, u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
         if self.options is None:
             self.options, self.pdbs, self.nodes = u.options, tuple(u.ctx.pdbs.pdbs), len(u.snapshot)
             self.guarded = u.mover.guard is not None
+            self.deleted = frozenset(u.deleted | u.resume)
         before = u.mover.pointer
         removal = simulate_removal(u, name, drain, to_move)
         self.steps.append(Step(name, tuple(to_move), before, u.mover.pointer, removal))
@@ -150,6 +152,8 @@ class Replay:
             return False
         pdbs = u.ctx.pdbs.pdbs
         if len(pdbs) != len(recording.pdbs) or len(u.snapshot) != recording.nodes:
+            return False
+        if frozenset(u.deleted | u.resume) != recording.deleted:
             return False
         old, new = recording.options, u.options
         if old is not new:

@@ -75,13 +75,17 @@ def find_unblocks(
     limit: int = UNBLOCK_LIMIT,
     budget: float = UNBLOCK_BUDGET,
     narrow: bool = True,
+    recording: Recording | None = None,
 ) -> dict[str, Unblock]:
     """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
     most `limit` of them, in the plan's order, started within `budget` seconds of the timer; the
     others are answered "not computed"). `inputs` are the planner's (its snapshot with the pods
     the scheduler will bind, left as found); `checker` must observe that snapshot. `narrow`
-    False runs the whole planner for every change (the narrowed runs' reference, for tests)."""
-    search = _Search(inputs, options, cloud, checker, timer, plan, narrow=narrow)
+    False runs the whole planner for every change (the narrowed runs' reference, for tests).
+    `recording`: the search of a fresh planner with expired timers on these inputs, if the caller
+    ran one (`kubetide plan`'s loop), so that it is not run again; it is used only if it started
+    from the same options, budgets, nodes and nodes being deleted (narrow.py checks)."""
+    search = _Search(inputs, options, cloud, checker, timer, plan, narrow=narrow, recording=recording)
     answers: dict[str, Unblock] = {}
     deadline = timer() + budget
     for name, status in plan.nodes.items():
@@ -158,13 +162,15 @@ class _Search:
         plan: ScaleDownPlan,
         *,
         narrow: bool = True,
+        recording: Recording | None = None,
     ):
         self.inputs, self.options, self.cloud = inputs, options, cloud
         self.checker, self.timer = checker, timer
         self.being_deleted = {n for n, s in plan.nodes.items() if s.status == BEING_DELETED}
         self._baseline: ScaleDownPlan | None = None
         self.narrow = narrow
-        self._recording: Recording | None = None  # the baseline's search, replayed by narrowed runs
+        # The baseline's search (or the caller's of the same inputs), replayed by narrowed runs.
+        self._recording = recording if narrow else None
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
@@ -421,7 +427,8 @@ class _Search:
         """The same verdict as `_whole`, replaying the baseline's search where the changes leave
         it alone and stopping at the verdict (narrow.py). A new node changes every simulation's
         starting point, so with one nothing is replayed."""
-        self.baseline()
+        if self._recording is None:
+            self.baseline()
         replayable = all(c.kind is not ChangeKind.ADD_NODE for c in changes)
         replay = Replay(self._recording, name, replayable=replayable)
         try:
