@@ -100,7 +100,8 @@ def test_the_narrowed_check_gives_the_whole_replans_answers(tmp_path: Path, clus
 def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path: Path):
     """Three light nodes go; three heavier ones are each held by a bare pod. Each answer (annotate
     the pod) replays the three removals before the node from the recorded search, simulates the
-    node itself and stops at its verdict. (The destination, kept by its annotation, is asked
+    node itself and stops at its verdict; the search recorded is the loop's own (no second
+    baseline run). (The destination, kept by its annotation, is asked
     about too: removing the annotation makes it the first node simulated, so nothing replays.)"""
     c = Cluster()
     c.group("general", 0)
@@ -113,7 +114,11 @@ def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path:
     for i, name in enumerate(held):
         c.pod(f"debug-{i}", name, "500m")
     _Counted.made = []
-    with mock.patch.object(unblocking, "Replay", _Counted):
+    baseline = mock.Mock(side_effect=AssertionError("the loop's recorded search is there to start from"))
+    with (
+        mock.patch.object(unblocking, "Replay", _Counted),
+        mock.patch.object(unblocking._Search, "baseline", baseline),
+    ):
         plan = c.plan(tmp_path)
     assert plan == _whole_plan(c, tmp_path)
     down = plan["scale_down"]

@@ -71,6 +71,9 @@ class Step:
     pointer_before: int
     pointer_after: int
     removal: Removal
+    # The pods given, as (object id, source): a removal moves and charges them in `pod_order`,
+    # so the order they come in (a node's pods, which an undone trial reorders) does not count.
+    given: frozenset[tuple[int, str | None]] = frozenset()
     # The budgets (tracker indexes) the node's own pods match, found by the first replay that
     # needs them: the pods are the same objects in every search, and so are their budgets'.
     budgets: frozenset[int] | None = None
@@ -101,7 +104,7 @@ class Recording:
             self.deleted = frozenset(u.deleted | u.resume)
         before = u.mover.pointer
         removal = simulate_removal(u, name, drain, to_move)
-        self.steps.append(Step(name, tuple(to_move), before, u.mover.pointer, removal))
+        self.steps.append(Step(name, tuple(to_move), before, u.mover.pointer, removal, _given(to_move)))
         return removal
 
 
@@ -178,12 +181,9 @@ class Replay:
 
     def _given_same(self, u: Update, drain: NodeDrain, to_move: list[Received], step: Step) -> bool:
         """The node is given what the recorded step was: the same pod objects from the same
-        sources, no budget the changes altered among its own pods', and (if the flag changed)
+        sources (in any order), no budget the changes altered among its own pods', and (if the flag changed)
         no budget refusing it for good, where surge-before-evict would be read."""
-        recorded = step.to_move
-        if len(recorded) != len(to_move) or any(
-            a.pod is not b.pod or a.source != b.source for a, b in zip(recorded, to_move)
-        ):
+        if len(step.to_move) != len(to_move) or _given(to_move) != step.given:
             return False
         if self._changed:
             if step.budgets is None:
@@ -193,6 +193,11 @@ class Replay:
                 return False
         # In step, with its budgets unchanged, the node's budgets refuse it as they did then.
         return not (self._surge_changed and step.read_surge_flag)
+
+
+def _given(to_move: list[Received]) -> frozenset[tuple[int, str | None]]:
+    """The pods given to a removal, by identity (the recording holds them, so no id is reused)."""
+    return frozenset((id(r.pod), r.source) for r in to_move)
 
 
 def _replayed(u: Update, drain: NodeDrain, step: Step) -> Removal:
