@@ -26,7 +26,7 @@ from unittest import mock
 
 from benchmarks import pdb_shapes
 from kubetide.autoscaler.scaledown import narrow, unblocking
-from kubetide.cli.main import main
+from kubetide.cli.main import main as kubetide
 
 
 def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
         mock.patch.object(unblocking.Planner, "__init__", counting_init),
         contextlib.redirect_stdout(out),
     ):
-        main(["plan", str(dump), "--json=compact"])
+        kubetide(["plan", str(dump), "--json=compact"])
     nodes = json.loads(out.getvalue())["scale_down"]["nodes"]
     replays = seen["replays"]
     return {
@@ -74,7 +74,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
     }
 
 
-def main_(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_unblock", description=__doc__.splitlines()[0]
     )
@@ -99,4 +99,4 @@ def main_(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main_())
+    raise SystemExit(main())
