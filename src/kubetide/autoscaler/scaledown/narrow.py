@@ -10,16 +10,18 @@ Up to the first node whose removal the change alters, the search with the change
 what the search without it did.
 
 So the search without changes is recorded once (`Recording`: per simulated node, the pods it
-was given, what it found, and the pointer before and after), and a search with changes runs with
-a `Replay` standing in for `simulate_removal`. While every node so far was simulated in step
-with the recording, a node given the same pods, under budgets the change left alone, gets the
-recorded answer: a node that stays costs nothing (its trial would be undone; only the pointer
-moves), a node that goes has its budgets charged and its pods put on their recorded
-destinations, with no placement search. A node given something else (another drain, a changed
-budget among its pods', a surge-before-evict its budgets consult) is simulated; if it finds what
-was recorded (it stays, or it goes with the same pods to the same nodes, and the pointer ends in
-the same place), the two searches are still in step, their states differing only by the change
-itself. The first difference ends the replay: every later node is simulated.
+was given, what it found, and the pointer before and after; `kubetide plan` records its loop's
+own, used only if it started from the same options, budgets, nodes and nodes being deleted), and
+a search with changes runs with a `Replay` standing in for `simulate_removal`. While every node
+so far was simulated in step with the recording, a node given the same pods (the same objects,
+in any order), under budgets the change left alone, gets the recorded answer: a node that stays
+costs nothing (its trial would be undone; only the pointer moves), a node that goes has its
+budgets charged and its pods put on their recorded destinations, with no placement search. A
+node given something else (another drain, a changed budget among its pods', a surge-before-evict
+its budgets consult) is simulated; if it finds what was recorded (it stays, or it goes with the
+same pods to the same nodes, and the pointer ends in the same place), the two searches are still
+in step, their states differing only by the change itself. The first difference ends the
+replay: every later node is simulated.
 
 The search also stops as soon as the node asked about has its verdict (`Decided`): the nodes
 after it in the order cannot change it (a later removal never gives room back to, or takes a
