@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from mutations import mutated, odd_values, paths
 
 from kubetide.errors import ManifestError
-from kubetide.model.pod import parse_pod
+from kubetide.model import typed
+from kubetide.model.pod import POD_SLOTS, assembled_pod, parse_pod
 from kubetide.model.pod_typed import convert_pod, decode_pod, parse_pod_typed
-from kubetide.model.reader import Reader
+from kubetide.model.reader import Reader, parse_time
 
 FULL_POD = {
     "apiVersion": "v1",
@@ -229,3 +230,54 @@ def test_a_canonical_volume_list_takes_the_schema_path():
     assert result is not None
     assert [(v.name, v.kind) for v in result.volumes] == [("api", "projected"), ("data", "hostPath")]
     assert result == slow(data)
+
+
+def test_a_pod_assembled_from_its_slots_is_the_pod_the_constructor_builds():
+    reference = slow(FULL_POD)
+    typed = fast(FULL_POD)
+    assert all(getattr(typed, name) == getattr(reference, name) for name in POD_SLOTS)
+    again = assembled_pod(tuple(getattr(reference, name) for name in POD_SLOTS))
+    assert again == reference and again.shape is reference.shape
+    with pytest.raises(ValueError):  # every slot, or none: a short tuple is refused
+        assembled_pod(tuple(getattr(reference, name) for name in POD_SLOTS[:-1]))
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        # two controllers: the owner references' cache must not remember the good answer
+        (("metadata", "ownerReferences", 1), {"kind": "ReplicaSet", "name": "b", "controller": True}),
+        # a request over its limit, met again in a template already cached
+        (("spec", "containers", 0, "resources", "limits", "cpu"), "100m"),
+        (("metadata", "creationTimestamp"), "2026-13-01T00:00:00Z"),
+        (("status", "conditions", 0, "lastTransitionTime"), "2026-11-01 00:00:00"),  # no zone: UTC
+        (("spec", "terminationGracePeriodSeconds"), -1),
+        (("spec", "terminationGracePeriodSeconds"), 2**63),
+    ],
+)
+def test_a_cached_answer_never_changes_what_the_reader_would_say(path, value):
+    data = copy.deepcopy(FULL_POD)
+    target = data
+    for key in path[:-2]:
+        target = target[key]
+    if isinstance(target[path[-2]], list) and path[-1] == len(target[path[-2]]):
+        target[path[-2]].append(value)
+    else:
+        target[path[-2]][path[-1]] = value
+    assert fast(FULL_POD) is not None  # the good pod first: its template, owners and times cached
+    for _ in range(2):
+        result = fast(data)
+        try:
+            expected = slow(data)
+        except ManifestError:
+            assert result is None
+        else:
+            assert result is None or (result == expected and result.shape == expected.shape)
+
+
+def test_the_timestamp_cache_emptied_when_full_gives_the_same_times(monkeypatch):
+    monkeypatch.setattr(typed, "_MAX_TIMES", 2)
+    texts = [f"2026-11-0{day}T00:00:0{second}Z" for day in range(1, 4) for second in range(3)]
+    first = [typed.timestamp(text) for text in texts]
+    assert first == [typed.timestamp(text) for text in reversed(texts)][::-1]
+    assert first == [parse_time(text) for text in texts] and len(typed._TIMES) <= 2

@@ -439,3 +439,38 @@ def test_a_namespace_or_priority_class_error_names_the_item_as_before(tmp_path, 
     path = write(tmp_path / "bad.json", dump([pod("a"), item]), "json")
     message = same_error_as_whole_file(path)
     assert "items[1]" in message and expected in message
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [pod("x", "n1"), pod("y"), pod("x", "n2")],  # a second copy in the same dump
+        # Bound pods' requests over int64 units on one node (the pods' own amounts fit): the pod
+        # that takes the total over is named. A finished pod on the node counts for nothing.
+        [
+            pod("a", "n1", cpu="5P"),
+            pod("done", "n1", cpu="5P", status={"phase": "Succeeded"}),
+            pod("b", "n1", cpu="5P"),
+        ],
+    ],
+    ids=["duplicate", "node-total-over-int64"],
+)
+def test_pods_added_from_the_wire_schema_fail_as_the_whole_file_load_does(tmp_path, items):
+    path = write(tmp_path / "dump.json", dump(items), "json")
+    message = same_error_as_whole_file(path)
+    assert ("duplicate Pod default/x" in message) or ("items[2] (Pod default/b)" in message)
+
+
+def test_pods_added_from_the_wire_schema_keep_the_origins_and_node_totals_of_the_whole_file_load(tmp_path):
+    items = [pod("a", "n1"), pod("b", "n1", status={"phase": "Failed"}), pod("c", "n2"), pod("d")]
+    path = write(tmp_path / "dump.json", dump(items), "json")
+    m, reference = load_file(path), whole_file(path)
+    assert m.origins == reference.origins and len(m.origins) == 4
+    assert (
+        m.bound_requests
+        == reference.bound_requests
+        == {
+            "n1": {"cpu": 250, "memory": 64 * 2**20, "pods": 1},
+            "n2": {"cpu": 250, "memory": 64 * 2**20, "pods": 1},
+        }
+    )

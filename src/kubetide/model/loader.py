@@ -115,31 +115,51 @@ class Manifests:
         """Add a parsed object; `where` ("file: items[3]") makes a second copy of it an error."""
         meta = getattr(obj, "meta", None)  # registered kinds may carry no ObjectMeta
         if where and isinstance(meta, ObjectMeta):
-            identity = f"{kind} {meta.key}"
-            first = self.origins.get(identity)
-            if first is not None:
-                source, _, location = where.partition(": ")
-                raise ManifestError(source, location, "", f"duplicate {identity} (also in {first})")
-            self.origins[identity] = where
+            self._note_origin(f"{kind} {meta.key}", where)
         if kind == "Pod":
             self._count_bound(obj, where)
-        by_kind: dict[str, list[Any]] = {
-            "Node": self.nodes,
-            "Pod": self.pods,
-            "PodDisruptionBudget": self.pdbs,
-            "PriorityClass": self.priority_classes,
-            "Namespace": self.namespaces,
-            "ConfigMap": self.configmaps,
-        }
-        target = by_kind.get(kind)
-        if target is None:
-            target = self.workloads if kind in WORKLOAD_KINDS else self.other.setdefault(kind, [])
-        target.append(obj)
+        self._list_of(kind).append(obj)
+
+    def add_pod(self, pod: Pod, where: str) -> None:
+        """add("Pod", pod, where), in fewer steps: a dump is mostly pods."""
+        meta = pod.meta
+        namespace = meta.namespace
+        identity = f"Pod {namespace}/{meta.name}" if namespace else f"Pod {meta.name}"
+        if identity in self.origins:
+            self._note_origin(identity, where)  # raises
+        self.origins[identity] = where
+        if pod.node_name:
+            self._count_bound(pod, where)
+        self.pods.append(pod)
+
+    def _note_origin(self, identity: str, where: str) -> None:
+        first = self.origins.get(identity)
+        if first is not None:
+            source, _, location = where.partition(": ")
+            raise ManifestError(source, location, "", f"duplicate {identity} (also in {first})")
+        self.origins[identity] = where
+
+    def _list_of(self, kind: str) -> list[Any]:
+        if kind == "Pod":
+            return self.pods
+        if kind == "Node":
+            return self.nodes
+        if kind == "PodDisruptionBudget":
+            return self.pdbs
+        if kind == "PriorityClass":
+            return self.priority_classes
+        if kind == "Namespace":
+            return self.namespaces
+        if kind == "ConfigMap":
+            return self.configmaps
+        return self.workloads if kind in WORKLOAD_KINDS else self.other.setdefault(kind, [])
 
     def _count_bound(self, pod: Pod, where: str) -> None:
         if not pod.node_name or pod.is_terminal:
             return
-        totals = self.bound_requests.setdefault(pod.node_name, {})
+        totals = self.bound_requests.get(pod.node_name)
+        if totals is None:
+            totals = self.bound_requests[pod.node_name] = {}
         for resource, amount in pod.requests.items():
             total = totals.get(resource, 0) + amount
             if total > MAX_UNITS:
@@ -280,8 +300,11 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
         if isinstance(value, JsonObject) and key < MAX_OBJECTS:
             decoded = _typed(value)
             if decoded is not None:
-                where = f"items[{key}] ({decoded[1]})"
-                result.add(value.kind, decoded[0], f"{source}: {where}")
+                where = f"{source}: items[{key}] ({decoded[1]})"
+                if value.kind == "Pod":
+                    result.add_pod(decoded[0], where)
+                else:
+                    result.add(value.kind, decoded[0], where)
                 continue
             value = json.loads(bytes(value.raw()))  # the Reader words the error, or reads the odd form
         if not isinstance(value, dict) or key >= MAX_OBJECTS:

@@ -29,12 +29,14 @@ from kubetide.model.pod import (
     DEFAULT_GRACE_PERIOD,
     NO_AFFINITY,
     PHASES,
+    POD_SLOTS,
     Container,
     Pod,
     TopologySpreadConstraint,
     Volume,
     _parse_affinity,
     _parse_spread,
+    assembled_pod,
     effective_requests,
     parse_pod,
 )
@@ -108,28 +110,42 @@ def _toleration(fields: tuple[tuple[str, Any], ...]) -> Toleration:
         raise Declined from None
 
 
-def _resources(amounts: dict[str, str] | None) -> dict[str, int]:
-    return {name: units(name, text) for name, text in amounts.items()} if amounts else {}
-
-
-ContainerKey = tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+# A container's name, requests and limits as written (quantity strings, in the manifest's order):
+# hashable, so that the pods of one template find their parsed containers in _template's cache
+# and no quantity is looked at twice.
+ContainerKey = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+_NO_AMOUNTS: tuple[tuple[str, str], ...] = ()
 
 
 def _container(container: ContainerWire) -> ContainerKey:
-    """A container's name, requests and limits (in the manifest's order), as a hashable key."""
     if container.restart_policy is not None:
         raise Declined
-    for port in container.ports or ():
-        if port.host_port is not None:
-            raise Declined
+    if container.ports:
+        for port in container.ports:
+            if port.host_port is not None:
+                raise Declined
     resources = container.resources
-    limits = _resources(resources.limits) if resources else {}
-    requests = _resources(resources.requests) if resources else {}
+    if resources is None:
+        return container.name, _NO_AMOUNTS, _NO_AMOUNTS
+    requests, limits = resources.requests, resources.limits
+    return (
+        container.name,
+        tuple(requests.items()) if requests else _NO_AMOUNTS,
+        tuple(limits.items()) if limits else _NO_AMOUNTS,
+    )
+
+
+def _parsed_container(key: ContainerKey) -> Container:
+    """The Container of a key, with the API server's defaulting (a limit without a request makes
+    the request equal the limit) and its check (no request over its limit)."""
+    name, written_requests, written_limits = key
+    limits = {resource: units(resource, text) for resource, text in written_limits}
+    requests = {resource: units(resource, text) for resource, text in written_requests}
     for r, v in limits.items():
         requests.setdefault(r, v)
         if requests[r] > v:
             raise Declined
-    return container.name, tuple(requests.items()), tuple(limits.items())
+    return Container(name, requests, limits)
 
 
 def _containers(
@@ -139,7 +155,7 @@ def _containers(
     names = [name for name, _, _ in keys]
     if duplicate_name(names) is not None or any(dns1123_label_problem(name) for name in names):
         raise Declined
-    containers = tuple(Container(name, dict(requests), dict(limits)) for name, requests, limits in keys)
+    containers = tuple(map(_parsed_container, keys))
     requests = effective_requests(containers, (), {}, "requests")
     requests[PODS] = 1
     limits = effective_requests(containers, (), {}, "limits")
@@ -199,6 +215,42 @@ def _int64(value: int | None) -> int | None:
     return value
 
 
+# The slots assembled_pod fills, in the order _pod gives them: a change to Pod's fields must
+# change _pod too, and fails here, at import, until it does.
+_SLOTS_BUILT = (
+    "meta",
+    "requests",
+    "limits",
+    "containers",
+    "init_containers",
+    "node_name",
+    "node_selector",
+    "affinity",
+    "tolerations",
+    "topology_spread",
+    "volumes",
+    "priority",
+    "priority_class_name",
+    "explicit_priority",
+    "termination_grace_period",
+    "host_network",
+    "scheduler_name",
+    "phase",
+    "ready",
+    "ready_transition",
+    "scheduled_status",
+    "scheduled_reason",
+    "scheduled_transition",
+    "start_time",
+    "restarts",
+    "sidecar_restarts",
+    "nominated_node_name",
+    "shape",
+)
+if POD_SLOTS != _SLOTS_BUILT:
+    raise ImportError(f"Pod's fields changed: {POD_SLOTS}; model/pod_typed.py _pod builds {_SLOTS_BUILT}")
+
+
 def _pod(wire: PodWire, source: str, location: str) -> Pod:
     meta = typed_meta(wire.metadata, "Pod", namespaced=True)
     spec = wire.spec
@@ -206,44 +258,42 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
         raise Declined
     if not spec.containers:
         raise Declined
-    keys = tuple(_container(c) for c in spec.containers)
+    keys = tuple(map(_container, spec.containers))
     toleration_fields = tuple(tuple(t.items()) for t in spec.tolerations) if spec.tolerations else ()
     selector = tuple(spec.node_selector.items()) if spec.node_selector else ()
     template = _template(keys, selector, toleration_fields)
-    grace = _int64(spec.termination_grace_period_seconds)
-    if grace is not None and grace < 0:
+    grace = spec.termination_grace_period_seconds
+    if grace is not None and not 0 <= grace <= INT64_MAX:
         raise Declined
     priority = spec.priority
     if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
         raise Declined
 
-    fields: dict[str, Any] = {}
+    # parse_pod reads an absent status as an empty one
+    phase, start_time, nominated, restarts = "Pending", None, "", 0
+    ready, ready_transition = False, None
+    scheduled_status, scheduled_reason, scheduled_transition = "", "", None
     status = wire.status
     if status is not None:
-        phase = "Pending" if status.phase is None else status.phase
-        if phase not in PHASES:
+        if status.init_container_statuses is not None:
             raise Declined
-        fields["phase"] = phase
+        if status.phase is not None:
+            phase = status.phase
+            if phase not in PHASES:
+                raise Declined
         for condition in status.conditions or ():
             kind = condition.type
             if kind == "Ready":
-                fields["ready"] = condition.status == "True"
-                fields["ready_transition"] = timestamp(condition.last_transition_time)
+                ready = condition.status == "True"
+                ready_transition = timestamp(condition.last_transition_time)
             elif kind == "PodScheduled":
-                fields["scheduled_status"] = condition.status or ""
-                fields["scheduled_reason"] = condition.reason or ""
-                fields["scheduled_transition"] = timestamp(condition.last_transition_time)
-        fields["start_time"] = timestamp(status.start_time)
-        fields["nominated_node_name"] = status.nominated_node_name or ""
-        fields["restarts"] = max(
-            (_int64(s.restart_count) or 0 for s in status.container_statuses or ()),
-            default=0,
-        )
-        if status.init_container_statuses is not None:
-            raise Declined
-    else:
-        # parse_pod reads an absent status as an empty one
-        fields.update(phase="Pending", start_time=None, nominated_node_name="", restarts=0)
+                scheduled_status = condition.status or ""
+                scheduled_reason = condition.reason or ""
+                scheduled_transition = timestamp(condition.last_transition_time)
+        start_time = timestamp(status.start_time)
+        nominated = status.nominated_node_name or ""
+        if status.container_statuses:
+            restarts = max(_int64(s.restart_count) or 0 for s in status.container_statuses)
 
     # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
     affinity = NO_AFFINITY
@@ -256,28 +306,41 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             affinity = _parse_affinity(spec_reader)
         spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
     if spec.volumes:
-        volumes = tuple(_volume(v) for v in spec.volumes)
+        volumes = tuple(map(_volume, spec.volumes))
     shape = template.shape
     if affinity is not NO_AFFINITY or spread:
         shape = PodShape.of(
             template.requests, (), template.node_selector, affinity, template.tolerations, spread
         )
-    return Pod(
-        meta=meta,
-        requests=template.requests,
-        limits=template.limits,
-        containers=template.containers,
-        node_name=spec.node_name or "",
-        node_selector=template.node_selector,
-        affinity=affinity,
-        tolerations=template.tolerations,
-        topology_spread=spread,
-        volumes=volumes,
-        priority=priority or 0,
-        priority_class_name=spec.priority_class_name or "",
-        explicit_priority=priority is not None,
-        termination_grace_period=DEFAULT_GRACE_PERIOD if grace is None else grace,
-        scheduler_name="default-scheduler" if spec.scheduler_name is None else spec.scheduler_name,
-        parsed_shape=shape,
-        **fields,
+    return assembled_pod(
+        (
+            meta,
+            template.requests,
+            template.limits,
+            template.containers,
+            (),  # init_containers: a pod with any is the Reader's
+            spec.node_name or "",
+            template.node_selector,
+            affinity,
+            template.tolerations,
+            spread,
+            volumes,
+            priority or 0,
+            spec.priority_class_name or "",
+            priority is not None,  # explicit_priority
+            DEFAULT_GRACE_PERIOD if grace is None else grace,
+            False,  # host_network: a pod with it set is the Reader's
+            "default-scheduler" if spec.scheduler_name is None else spec.scheduler_name,
+            phase,
+            ready,
+            ready_transition,
+            scheduled_status,
+            scheduled_reason,
+            scheduled_transition,
+            start_time,
+            restarts,
+            0,  # sidecar_restarts: only restartable init containers have them
+            nominated,
+            shape,
+        )
     )
