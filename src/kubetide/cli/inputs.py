@@ -99,10 +99,12 @@ def load_manifests(command: str, *groups: FileGroup) -> Manifests:
                 load_documents(documents, source, into=result)
                 del documents
         resolve_priorities(result, source=", ".join(sources))
+        # The loaded objects live as long as the command; frozen, later cycle-collector passes
+        # skip them instead of walking millions of objects that cannot be garbage (a third of a
+        # large plan). Frozen before the collector is back: its first pass would otherwise walk
+        # them all once, every one still young (0.3 s after a 150,000-pod dump).
+        gc.freeze()
     warn_overcommitted(result, ", ".join(sources))
-    # The loaded objects live as long as the command; frozen, later cycle-collector passes skip
-    # them instead of walking millions of objects that cannot be garbage (a third of a large plan).
-    gc.freeze()
     return result
 
 

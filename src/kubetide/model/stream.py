@@ -98,8 +98,10 @@ class _JsonCursor:
 
     def __init__(self, stream: IO[str] | IO[bytes], head: str | bytes):
         self.stream = stream
-        self.buffer: Any = head
         self.binary = isinstance(head, bytes)
+        # Bytes slide in a bytearray: dropping what was read only moves its start, and what is
+        # read on is appended in place, where a bytes buffer was copied whole at every read.
+        self.buffer: Any = bytearray(head) if self.binary else head
         self.whitespace: Any = _WHITESPACE_BYTES if self.binary else _WHITESPACE
         self.pos = 0
         self.eof = False
@@ -112,7 +114,11 @@ class _JsonCursor:
         if not chunk:
             self.eof = True
             return False
-        self.buffer = self.buffer[self.pos :] + chunk
+        if self.binary:
+            del self.buffer[: self.pos]
+            self.buffer += chunk
+        else:
+            self.buffer = self.buffer[self.pos :] + chunk
         self.pos = 0
         return True
 
@@ -123,8 +129,8 @@ class _JsonCursor:
             blank = self.whitespace.match(self.buffer, self.pos)
             self.pos = blank.end() if blank else self.pos
             if self.pos < len(self.buffer) or not self._more():
-                char: str | bytes = self.buffer[self.pos : self.pos + 1]
-                return char.decode("latin-1") if isinstance(char, bytes) else char
+                char: str | bytearray = self.buffer[self.pos : self.pos + 1]
+                return char.decode("latin-1") if isinstance(char, bytearray) else char
 
     def take(self) -> str:
         char = self.peek()
@@ -139,7 +145,7 @@ class _JsonCursor:
             indent = self.buffer[line : self.pos]
             if not line or indent.strip(b" ") or self.buffer[self.pos : self.pos + 1] != b"{":
                 return None
-            boundary: bytes = b"\n" + indent + b"},"
+            boundary: bytes = b"\n" + bytes(indent) + b"},"
             return boundary
         line = self.buffer.rfind("\n", 0, self.pos) + 1
         indent = self.buffer[line : self.pos]
