@@ -109,11 +109,12 @@ def _run(args, source: str, manifests, display: Display) -> int:
     return 0
 
 
-class RankKeys(msgspec.Struct):
+class RankKeys(msgspec.Struct, gc=False):
     """What kube-controller-manager compares, criterion by criterion (kubetide.workloads.ranking),
     and the sort key itself (`sort_key`, ranking.key(pod)). Age buckets exist only in the
     logarithmic ranking. A Struct (fields encoded in this order, None as null): 100,000 of them are
-    made in C from the columns below, where as many dicts cost a second."""
+    made in C from the columns below, where as many dicts cost a second; untracked by the cycle
+    collector (`gc=False`: they hold no cycles), so building them starts no collections."""
 
     assigned: bool
     phase: str
@@ -129,7 +130,7 @@ class RankKeys(msgspec.Struct):
     sort_key: tuple[int, ...]
 
 
-class PodDecision(msgspec.Struct):
+class PodDecision(msgspec.Struct, gc=False):
     """One pod of the DownscaleResult: what happens to it and why (the schema's `pods` items)."""
 
     pod: str
@@ -145,8 +146,8 @@ def downscale_json(
     """The DownscaleResult document: the order, each pod's rank keys and why it goes first. Its
     rows are built column by column (map in C over the pods in order), times written all at once:
     one pod at a time, 100,000 of them cost more than the rest of the command after loading."""
-    deleted_keys = [p.key for p in deleted]
-    kept_keys = [p.key for p in kept]
+    deleted_keys = _keys(deleted)
+    kept_keys = _keys(kept)
     pods = list(deleted) + list(kept)
     keys = deleted_keys + kept_keys
     nodes = [p.node_name or None for p in pods]
@@ -171,6 +172,11 @@ def downscale_json(
             "pods": list(map(PodDecision, keys, nodes, decisions, whys, rank_keys)),
         },
     )
+
+
+def _keys(pods: Iterable[Pod]) -> list[str]:
+    """Each pod's `namespace/name` (Pod.key, without its two property calls a pod)."""
+    return [f"{m.namespace}/{m.name}" if m.namespace else m.name for m in (p.meta for p in pods)]
 
 
 def _rank_keys(pods: list[Pod], ranking: Ranking) -> list[RankKeys]:

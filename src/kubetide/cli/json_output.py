@@ -37,23 +37,22 @@ _VECTOR_LIMIT = 4.0e9
 
 
 def rfc3339_all(moments: Sequence[float | None]) -> list[str | None]:
-    """`rfc3339` of each moment, the same text: a list of whole seconds (Kubernetes' timestamps are)
-    is formatted by NumPy in C, ~10x faster than datetime per item; any other moment goes one by one."""
-    written: list[str | None] = [None] * len(moments)
-    whole = [
-        i
-        for i, moment in enumerate(moments)
-        if moment is not None and float(moment).is_integer() and abs(moment) < _VECTOR_LIMIT
-    ]
-    if whole:
-        seconds = np.array([moments[i] for i in whole], dtype=np.int64).astype("datetime64[s]")
-        for i, text in zip(whole, np.datetime_as_string(seconds).tolist(), strict=True):
-            written[i] = text + "Z"
-    if len(whole) < len(moments):
-        for i, moment in enumerate(moments):
-            if written[i] is None and moment is not None:
-                written[i] = rfc3339(moment)
-    return written
+    """`rfc3339` of each moment, the same text: whole seconds (Kubernetes' timestamps are) are
+    picked out and formatted by NumPy in C, ~10x faster than datetime per item; any other moment
+    goes one by one."""
+    values = np.array(moments, dtype=np.float64)  # None is NaN
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(values) & (values == np.floor(values)) & (np.abs(values) < _VECTOR_LIMIT)
+    written = np.full(len(values), None, dtype=object)
+    seconds = values[whole].astype(np.int64).astype("datetime64[s]")
+    written[whole] = np.char.add(np.datetime_as_string(seconds), "Z")
+    texts: list[str | None] = written.tolist()
+    if not whole.all():
+        for i in np.flatnonzero(~whole).tolist():
+            moment = moments[i]
+            if moment is not None:
+                texts[i] = rfc3339(moment)
+    return texts
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
