@@ -1,7 +1,7 @@
 """Over-committed nodes in a dump: requests of the bound pods above what the node can allocate."""
 
 from kubetide.model import load_documents
-from kubetide.model.overcommit import overcommitted_nodes
+from kubetide.model.overcommit import bound_totals, overcommitted_nodes
 
 
 def _node(name: str, cpu: str = "4", gpu: str | None = None) -> dict:
@@ -33,7 +33,11 @@ def _pod(name: str, node: str, cpu: str = "1", gpu: str | None = None, phase: st
 
 def _found(*objects):
     manifests = load_documents(list(objects), "dump.yaml")
-    return overcommitted_nodes(manifests.nodes, manifests.pods)
+    found = overcommitted_nodes(manifests.nodes, manifests.pods)
+    # The loader's per-node totals (what the commands pass) say the same as the pods summed here.
+    assert manifests.bound_requests == bound_totals(manifests.pods)
+    assert overcommitted_nodes(manifests.nodes, [], manifests.bound_requests) == found
+    return found
 
 
 def test_a_node_whose_pods_request_more_than_allocatable_is_found_with_its_worst_resource():

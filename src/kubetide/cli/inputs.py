@@ -117,7 +117,8 @@ def warn_overcommitted(manifests: Manifests, source: str) -> None:
     from kubetide.model.overcommit import overcommitted_nodes
     from kubetide.model.quantity import format_units
 
-    found = overcommitted_nodes(manifests.nodes, manifests.pods)
+    # the loader summed the bound pods' requests per node already (its int64 check)
+    found = overcommitted_nodes(manifests.nodes, manifests.pods, manifests.bound_requests)
     if not found:
         return
     shown = ", ".join(

@@ -27,16 +27,14 @@ class Overcommit:
         return 100.0 * self.requested / self.allocatable if self.allocatable else float("inf")
 
 
-def overcommitted_nodes(nodes: Iterable[Node], pods: Iterable[Pod]) -> list[Overcommit]:
+def overcommitted_nodes(
+    nodes: Iterable[Node], pods: Iterable[Pod], bound_requests: dict[str, dict[str, int]] | None = None
+) -> list[Overcommit]:
     """Per node whose bound, non-terminal pods together request more of a resource than it can
     allocate, that resource (the worst one, by share), in the nodes' order. Only resources the
-    node reports in allocatable are compared (`pods` included)."""
-    requested: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        if pod.node_name and not pod.is_terminal:
-            sums = requested.setdefault(pod.node_name, {})
-            for resource, amount in pod.requests.items():
-                sums[resource] = sums.get(resource, 0) + amount
+    node reports in allocatable are compared (`pods` included). `bound_requests`, when given, are
+    those pods' requests summed per node already (the loader's Manifests.bound_requests)."""
+    requested = bound_requests if bound_requests is not None else bound_totals(pods)
     found = []
     for node in nodes:
         on_node = requested.get(node.name)
@@ -50,3 +48,14 @@ def overcommitted_nodes(nodes: Iterable[Node], pods: Iterable[Pod]) -> list[Over
         if over:
             found.append(max(over, key=lambda o: (o.percent, o.resource)))
     return found
+
+
+def bound_totals(pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
+    """The requests of the bound, non-terminal pods, summed per node."""
+    requested: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        if pod.node_name and not pod.is_terminal:
+            sums = requested.setdefault(pod.node_name, {})
+            for resource, amount in pod.requests.items():
+                sums[resource] = sums.get(resource, 0) + amount
+    return requested
