@@ -5,6 +5,7 @@ import pytest
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_file, load_files
+from kubetide.model.loader import load_documents, resolve_priorities
 
 
 def write(tmp_path, name, text):
@@ -214,3 +215,17 @@ def test_priority_classes_learnt_from_admitted_pods(tmp_path):
     m = load_files([write(tmp_path, "dump.yaml", text)])
     assert [w.template.prototype.priority for w in m.workloads] == [500, 0]
     assert any("unknown PriorityClass bronze" in w for w in m.warnings)
+
+
+def test_a_pod_naming_an_unknown_priority_class_is_named_with_its_field():
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "shop"},
+        "spec": {"priorityClassName": "gold", "containers": [{"name": "a"}]},
+    }
+    manifests = load_documents([pod], "dump.yaml")
+    with pytest.raises(ManifestError) as raised:
+        resolve_priorities(manifests, "dump.yaml")
+    assert str(raised.value).startswith(
+        "dump.yaml: Pod shop/p: spec.priorityClassName: unknown PriorityClass"
+    )

@@ -539,7 +539,8 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
             default = pc.value
     unknown_in_templates: set[str] = set()
 
-    def resolve(pod: Pod, where: str, field: str | None) -> Pod:
+    def resolve(pod: Pod, where: str | None, field: str | None) -> Pod:
+        """`where` None: the pod's own `Pod namespace/name`, written only for an error."""
         if pod.explicit_priority:
             return pod
         if not pod.priority_class_name:
@@ -551,13 +552,13 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
                 return pod
             raise ManifestError(
                 source,
-                where,
+                f"Pod {pod.key}" if where is None else where,
                 field,
                 f'unknown PriorityClass "{pod.priority_class_name}" (add its manifest or set spec.priority)',
             )
         return dataclasses.replace(pod, priority=classes[pod.priority_class_name], parsed_shape=pod.shape)
 
-    manifests.pods[:] = [resolve(p, f"Pod {p.key}", "spec.priorityClassName") for p in manifests.pods]
+    manifests.pods[:] = [resolve(p, None, "spec.priorityClassName") for p in manifests.pods]
     for index, w in enumerate(manifests.workloads):
         prototype = resolve(w.template.prototype, w.key, None)
         if prototype is not w.template.prototype:
