@@ -43,7 +43,7 @@ from kubetide.model.pod import (
 from kubetide.model.quantity import MAX_UNITS, PODS
 from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader
 from kubetide.model.shape import PodShape
-from kubetide.model.typed import Declined, label, timestamp, typed_meta, units
+from kubetide.model.typed import Declined, label, shared, timestamp, typed_meta, units
 from kubetide.model.validation import (
     INT32_MAX,
     INT32_MIN,
@@ -59,6 +59,7 @@ from kubetide.model.wire import (
 )
 
 _POD_DECODER = msgspec.json.Decoder(PodWire)
+_PHASES = {phase: phase for phase in PHASES}
 
 
 def decode_pod(text: bytes | str | msgspec.Raw) -> tuple[Pod, str] | None:
@@ -278,8 +279,8 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
         if status.init_container_statuses is not None:
             raise Declined
         if status.phase is not None:
-            phase = status.phase
-            if phase not in PHASES:
+            phase = _PHASES.get(status.phase)  # the constant: one str for every pod
+            if phase is None:
                 raise Declined
         for condition in status.conditions or ():
             kind = condition.type
@@ -288,12 +289,16 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
                 ready_transition = timestamp(condition.last_transition_time)
             elif kind == "PodScheduled":
                 scheduled_status = condition.status or ""
+                scheduled_status = shared(scheduled_status, scheduled_status)
                 scheduled_reason = condition.reason or ""
+                scheduled_reason = shared(scheduled_reason, scheduled_reason)
                 scheduled_transition = timestamp(condition.last_transition_time)
         start_time = timestamp(status.start_time)
         nominated = status.nominated_node_name or ""
         if status.container_statuses:
             restarts = max(_int64(s.restart_count) or 0 for s in status.container_statuses)
+
+    node_name = spec.node_name or ""
 
     # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
     affinity = NO_AFFINITY
@@ -319,7 +324,7 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             template.limits,
             template.containers,
             (),  # init_containers: a pod with any is the Reader's
-            spec.node_name or "",
+            shared(node_name, node_name),
             template.node_selector,
             affinity,
             template.tolerations,
