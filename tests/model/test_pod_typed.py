@@ -281,3 +281,11 @@ def test_the_timestamp_cache_emptied_when_full_gives_the_same_times(monkeypatch)
     first = [typed.timestamp(text) for text in texts]
     assert first == [typed.timestamp(text) for text in reversed(texts)][::-1]
     assert first == [parse_time(text) for text in texts] and len(typed._TIMES) <= 2
+
+
+def test_pods_decoded_apart_share_their_namespace_node_and_status_strings():
+    # msgspec makes a new str per value; a dump's pods keep one per distinct value instead.
+    first, second = (decode_pod(json.dumps(FULL_POD))[0] for _ in range(2))
+    assert first == second and first is not second
+    assert first.namespace is second.namespace and first.node_name is second.node_name
+    assert first.phase is second.phase and first.scheduled_status is second.scheduled_status
