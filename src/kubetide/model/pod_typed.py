@@ -279,9 +279,10 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
         if status.init_container_statuses is not None:
             raise Declined
         if status.phase is not None:
-            phase = _PHASES.get(status.phase)  # the constant: one str for every pod
-            if phase is None:
+            known = _PHASES.get(status.phase)  # the constant: one str for every pod
+            if known is None:
                 raise Declined
+            phase = known
         for condition in status.conditions or ():
             kind = condition.type
             if kind == "Ready":

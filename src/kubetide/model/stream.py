@@ -101,7 +101,7 @@ class _JsonCursor:
         self.binary = isinstance(head, bytes)
         # Bytes slide in a bytearray: dropping what was read only moves its start, and what is
         # read on is appended in place, where a bytes buffer was copied whole at every read.
-        self.buffer: Any = bytearray(head) if self.binary else head
+        self.buffer: Any = bytearray(head) if isinstance(head, bytes) else head
         self.whitespace: Any = _WHITESPACE_BYTES if self.binary else _WHITESPACE
         self.pos = 0
         self.eof = False
