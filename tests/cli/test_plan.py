@@ -104,6 +104,34 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
         assert (entry["unblock"] is None) == (entry["status"] != "unremovable")
 
 
+def test_unblock_budget_zero_answers_no_node_and_changes_nothing_else(kubetide):
+    code, out, _ = kubetide(CLUSTER, "--node-groups", GROUPS, "--now", NOW, "--json")
+    assert code == 0
+    answered = json.loads(out)["scale_down"]
+    assert any(e["unblock"] for e in answered["nodes"].values())  # the example has answers to skip
+    code, out, _ = kubetide(CLUSTER, "--node-groups", GROUPS, "--now", NOW, "--json", "--unblock-budget", "0")
+    assert code == 0
+    unanswered = json.loads(out)["scale_down"]
+    assert all(e["unblock"] is None for e in unanswered["nodes"].values())
+    for entry in answered["nodes"].values():
+        entry["unblock"] = None
+    assert unanswered == answered
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("-1s", "must not be negative"), ("10", 'invalid duration "10"'), ("soon", 'invalid duration "soon"')],
+)
+def test_unblock_budget_refuses_what_is_not_a_duration(kubetide, capsys, value, problem):
+    with pytest.raises(SystemExit) as exit_:
+        kubetide(CLUSTER, f"--unblock-budget={value}")
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert not out
+    line = err.splitlines()[0]  # the next line only points at --help
+    assert "--unblock-budget" in line and problem in line
+
+
 # -- the example, node by node -----------------------------------------------------------------------
 
 

@@ -44,6 +44,7 @@ and scale-down decisions with the same "why" text the table shows; warnings go t
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import time
@@ -59,7 +60,7 @@ from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
 from kubetide.autoscaler.scaledown.narrow import Recording
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblocking import find_unblocks
+from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_BUDGET, find_unblocks
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
@@ -67,7 +68,7 @@ from kubetide.cli.json_output import add_json_argument, document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
 from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
-from kubetide.durations import format_duration
+from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import ManifestError, UserError
 from kubetide.grpcexpander import expander_service
 from kubetide.model import ConfigMap, Manifests, Pod
@@ -129,8 +130,26 @@ def add_parser(subparsers) -> None:
         help="real usage and QoS watermarks: PodMetrics / NodeMetrics (metrics.k8s.io) and crane's NodeQOS / "
         "AvoidanceAction objects; scale-down then keeps destinations under their watermarks; repeatable",
     )
+    parser.add_argument(
+        "--unblock-budget",
+        metavar="DURATION",
+        type=_unblock_budget,
+        default=UNBLOCK_BUDGET,
+        help=f"time spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
+        "at most 50 nodes; 0 answers none: on a large cluster the answers can cost more than the plan)",
+    )
     add_json_argument(parser, "a PlanResult")
     parser.set_defaults(run=run)
+
+
+def _unblock_budget(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return seconds
 
 
 def run(args) -> int:
@@ -181,6 +200,7 @@ def run(args) -> int:
         controllers_known=not missing,
         usage=usage,
         unblock_nodes=args.explain_nodes or None,
+        unblock_budget=args.unblock_budget,
     )
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
     if result.unhealthy and args.json:
@@ -342,7 +362,7 @@ def plan_loop(
     expire_timers: bool = True,
     controllers_known: bool = True,
     usage: UsageSample | None = None,
-    unblock: bool = True,
+    unblock_budget: float = UNBLOCK_BUDGET,
     unblock_nodes: Collection[str] | None = None,
 ) -> PlanResult:
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
@@ -356,6 +376,7 @@ def plan_loop(
     )
     # The loop's search, recorded: with timers expired it is the one the unblock answers start
     # from (unblocking.find_unblocks), which then need not run it again.
+    unblock = unblock_budget > 0
     recording = Recording() if unblock and expire_timers else None
     if recording is not None:
         state.planner.simulate = recording
@@ -386,6 +407,7 @@ def plan_loop(
                 plan=plan,
                 checker=checker,
                 timer=time.perf_counter,
+                budget=unblock_budget,
                 nodes=unblock_nodes,
                 recording=recording,
             )

@@ -99,8 +99,8 @@ def find_unblocks(
 
 
 NOT_COMPUTED = (
-    f"not computed: the answers' budget ({UNBLOCK_LIMIT} nodes, {UNBLOCK_BUDGET:g}s) ran out first;"
-    " ask about this node alone (plan --node NAME)"
+    f"not computed: the answers' budget (at most {UNBLOCK_LIMIT} nodes, plan --unblock-budget) ran out"
+    " first; ask about this node alone (plan --node NAME)"
 )
 
 
