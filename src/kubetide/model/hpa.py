@@ -119,7 +119,7 @@ def parse_hpa(reader: Reader) -> HorizontalPodAutoscaler:
         metrics.append(_resource_metric(entry.child("resource")))
     if not metrics and not unsupported:
         metrics.append(ResourceMetric(CPU, utilization=DEFAULT_CPU_UTILIZATION))
-    behavior = _behavior(spec.child("behavior")) if spec.has("behavior") else None
+    behavior = parse_behavior(spec.child("behavior")) if spec.has("behavior") else None
     status = reader.child("status")
     current: list[tuple[str, int | None, int | None]] = []
     for entry in status.items("currentMetrics"):
@@ -185,7 +185,7 @@ def _quantity(reader: Reader, key: str, resource: str) -> int:
         raise reader.error(str(exc), key) from None
 
 
-def _behavior(reader: Reader) -> Behavior:
+def parse_behavior(reader: Reader) -> Behavior:
     return Behavior(
         _rules(reader, "scaleUp", DEFAULT_SCALE_UP),
         _rules(reader, "scaleDown", DEFAULT_SCALE_DOWN),

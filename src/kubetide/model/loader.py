@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import dataclasses
-import functools
 import gc
 import json
 import os
@@ -28,8 +27,7 @@ import yaml
 from kubetide.errors import ManifestError, UserError
 from kubetide.model import yaml_chunks
 from kubetide.model.bounds import MAX_NESTING, check_text
-from kubetide.model.cronjob import parse_cronjob
-from kubetide.model.hpa import parse_hpa
+from kubetide.model.hpa_typed import decode_hpa, parse_hpa_typed
 from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node
 from kubetide.model.node_typed import decode_node, parse_node_typed
@@ -41,12 +39,13 @@ from kubetide.model.policy import (
     Namespace,
     PodDisruptionBudget,
     PriorityClass,
-    parse_configmap,
 )
 from kubetide.model.policy_typed import (
+    decode_configmap,
     decode_namespace,
     decode_pdb,
     decode_priority_class,
+    parse_configmap_typed,
     parse_namespace_typed,
     parse_pdb_typed,
     parse_priority_class_typed,
@@ -55,7 +54,13 @@ from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
 from kubetide.model.stream import FIELD, ITEM, ITEMS, JsonObject, NotStreamable
 from kubetide.model.stream import members as stream_members
-from kubetide.model.workloads import WORKLOAD_KINDS, Workload, parse_workload
+from kubetide.model.workloads import WORKLOAD_KINDS, Workload
+from kubetide.model.workloads_typed import (
+    WORKLOAD_DECODERS,
+    WORKLOAD_PARSERS,
+    decode_cronjob,
+    parse_cronjob_typed,
+)
 
 
 def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
@@ -73,10 +78,10 @@ PARSERS: dict[str, Parser] = {
     "PodDisruptionBudget": parse_pdb_typed,
     "PriorityClass": parse_priority_class_typed,
     "Namespace": parse_namespace_typed,
-    "ConfigMap": parse_configmap,
-    "HorizontalPodAutoscaler": parse_hpa,
-    "CronJob": parse_cronjob,
-    **{kind: functools.partial(parse_workload, kind=kind) for kind in WORKLOAD_KINDS},
+    "ConfigMap": parse_configmap_typed,
+    "HorizontalPodAutoscaler": parse_hpa_typed,
+    "CronJob": parse_cronjob_typed,
+    **WORKLOAD_PARSERS,
 }
 
 
@@ -336,6 +341,10 @@ _TYPED_DECODERS: dict[str, Callable[[msgspec.Raw], tuple[Any, str] | None]] = {
     "Namespace": decode_namespace,
     "PriorityClass": decode_priority_class,
     "PodDisruptionBudget": decode_pdb,
+    "ConfigMap": decode_configmap,
+    "HorizontalPodAutoscaler": decode_hpa,
+    "CronJob": decode_cronjob,
+    **WORKLOAD_DECODERS,
 }
 
 

@@ -1,28 +1,27 @@
-"""PodDisruptionBudgets, Namespaces and PriorityClasses from the wire schema (model/wire.py), as pods and nodes are
-(model/pod_typed.py): decoded in C, built into the model's values here. Anything the API server
-would not have written makes the decode return None, and the loader reads the object through
-the Reader (parse_pdb, parse_namespace, parse_priority_class), which alone words errors. Already-parsed
-objects (YAML, JSON read whole) are converted into the same Structs (`parse_*_typed`)."""
+"""PodDisruptionBudgets, Namespaces, PriorityClasses and ConfigMaps from the wire schema
+(model/wire.py), as pods and nodes are (model/pod_typed.py): decoded in C, built into the model's
+values here. Anything the API server would not have written makes the decode return None, and the
+loader reads the object through the Reader (parse_pdb, parse_namespace, parse_priority_class,
+parse_configmap), which alone words errors. Already-parsed objects (YAML, JSON read whole) are
+converted into the same Structs (`parse_*_typed`); model/typed_kinds.py makes both entry points."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
-import msgspec
-
 from kubetide.errors import ManifestError
 from kubetide.model.policy import (
+    ConfigMap,
     Namespace,
     PodDisruptionBudget,
     PriorityClass,
+    parse_configmap,
     parse_namespace,
     parse_pdb,
     parse_priority_class,
 )
 from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader
 from kubetide.model.selectors import optional_label_selector
-from kubetide.model.typed import Declined, label, typed_meta
+from kubetide.model.typed import Declined, typed_meta
+from kubetide.model.typed_kinds import wire_decoder, wire_parser
 from kubetide.model.validation import percent_problem
 from kubetide.model.wire import (
     NamespaceWire,
@@ -30,48 +29,12 @@ from kubetide.model.wire import (
     PodDisruptionBudgetWire,
     PriorityClassWire,
 )
+from kubetide.model.wire_workloads import ConfigMapWire
 
 _NO_SPEC = PodDisruptionBudgetSpecWire()
 _EVICTION_POLICIES = ("IfHealthyBudget", "AlwaysAllow")
 # parse_priority_class's range for a value (system- classes may go beyond it)
 _USER_PRIORITY_MIN, _USER_PRIORITY_MAX = -(2**31), 10**9
-W = TypeVar("W", NamespaceWire, PriorityClassWire, PodDisruptionBudgetWire)
-T = TypeVar("T")
-
-
-def _decoder(
-    wire_type: type[W], build: Callable[[W], T | None], kind: str
-) -> Callable[..., tuple[T, str] | None]:
-    """decode(JSON text) -> (the object, the loader's name for it), or None when the text is not
-    as the API server writes it: the loader then reads it through the Reader."""
-    decoder = msgspec.json.Decoder(wire_type)
-
-    def decode(text: bytes | str | msgspec.Raw) -> tuple[T, str] | None:
-        try:
-            wire = decoder.decode(text)
-        except msgspec.MsgspecError:
-            return None
-        built = build(wire)
-        return None if built is None else (built, label(kind, wire.metadata))
-
-    return decode
-
-
-def _parser(
-    wire_type: type[W], build: Callable[[W], T | None], fallback: Callable[[Reader], T]
-) -> Callable[[Reader], T]:
-    """parse(Reader) -> the object: an already-parsed one converted into the Struct and built,
-    else `fallback` (the Reader's parser, which alone words errors)."""
-
-    def parse(reader: Reader) -> T:
-        try:
-            wire = msgspec.convert(reader.data, wire_type)
-        except msgspec.MsgspecError:
-            return fallback(reader)
-        built = build(wire)
-        return fallback(reader) if built is None else built
-
-    return parse
 
 
 def _namespace(wire: NamespaceWire) -> Namespace | None:
@@ -152,9 +115,15 @@ def _pdb(wire: PodDisruptionBudgetWire) -> PodDisruptionBudget | None:
     )
 
 
-decode_namespace = _decoder(NamespaceWire, _namespace, "Namespace")
-decode_priority_class = _decoder(PriorityClassWire, _priority_class, "PriorityClass")
-decode_pdb = _decoder(PodDisruptionBudgetWire, _pdb, "PodDisruptionBudget")
-parse_namespace_typed = _parser(NamespaceWire, _namespace, parse_namespace)
-parse_priority_class_typed = _parser(PriorityClassWire, _priority_class, parse_priority_class)
-parse_pdb_typed = _parser(PodDisruptionBudgetWire, _pdb, parse_pdb)
+def _configmap(wire: ConfigMapWire) -> ConfigMap:
+    return ConfigMap(typed_meta(wire.metadata, "ConfigMap", namespaced=True), dict(wire.data or {}))
+
+
+decode_namespace = wire_decoder(NamespaceWire, _namespace, "Namespace")
+decode_priority_class = wire_decoder(PriorityClassWire, _priority_class, "PriorityClass")
+decode_pdb = wire_decoder(PodDisruptionBudgetWire, _pdb, "PodDisruptionBudget")
+parse_namespace_typed = wire_parser(NamespaceWire, _namespace, parse_namespace)
+parse_priority_class_typed = wire_parser(PriorityClassWire, _priority_class, parse_priority_class)
+parse_pdb_typed = wire_parser(PodDisruptionBudgetWire, _pdb, parse_pdb)
+decode_configmap = wire_decoder(ConfigMapWire, _configmap, "ConfigMap")
+parse_configmap_typed = wire_parser(ConfigMapWire, _configmap, parse_configmap)

@@ -32,6 +32,7 @@ import yaml
 
 from kubetide.model.bounds import MAX_NESTING
 from kubetide.model.wire import KindWire, PodWire
+from kubetide.model.workloads import WORKLOAD_KINDS
 
 # Items are kilobytes each; a chunk holds many, and a larger value doubles the read.
 CHUNK_CHARS = 1 << 20
@@ -235,7 +236,19 @@ class JsonObject:
 
 
 # The kinds decoded straight from their text into the wire schema.
-TYPED_KINDS = frozenset({"Pod", "Node", "Namespace", "PriorityClass", "PodDisruptionBudget"})
+TYPED_KINDS = frozenset(
+    {
+        "Pod",
+        "Node",
+        "Namespace",
+        "PriorityClass",
+        "PodDisruptionBudget",
+        "ConfigMap",
+        "HorizontalPodAutoscaler",
+        "CronJob",
+        *WORKLOAD_KINDS,
+    }
+)
 
 
 class _Batch:
