@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import msgspec
 import yaml
 
 from kubetide.errors import ManifestError, UserError
@@ -52,8 +51,9 @@ from kubetide.model.policy_typed import (
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
-from kubetide.model.stream import FIELD, ITEM, ITEMS, JsonObject, NotStreamable
+from kubetide.model.stream import FIELD, ITEM, ITEMS, TYPED_KINDS, JsonObject, NotStreamable
 from kubetide.model.stream import members as stream_members
+from kubetide.model.typed_kinds import Decode
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload
 from kubetide.model.workloads_typed import (
     WORKLOAD_DECODERS,
@@ -85,9 +85,14 @@ PARSERS: dict[str, Parser] = {
 }
 
 
-def register_kind(kind: str, parser: Parser) -> None:
-    """Teach the loader a new kind (used by feature packages for their own CRDs)."""
+def register_kind(kind: str, parser: Parser, decoder: Decode | None = None) -> None:
+    """Teach the loader a new kind (used by feature packages for their own CRDs); `decoder`, when
+    given, decodes a JSON List item's text straight into the kind's wire schema (None: the
+    Reader's turn), as model/typed_kinds.py makes one."""
     PARSERS[kind] = parser
+    if decoder is not None:
+        _TYPED_DECODERS[kind] = decoder
+        TYPED_KINDS.add(kind)
 
 
 # A dump of the largest cluster Kubernetes supports (5,000 nodes, 150,000 pods) with its workloads
@@ -336,7 +341,7 @@ def _typed(value: JsonObject) -> tuple[Any, str] | None:
 
 
 # The decoder of each of stream.TYPED_KINDS but Pod (decoded by runs, above).
-_TYPED_DECODERS: dict[str, Callable[[msgspec.Raw], tuple[Any, str] | None]] = {
+_TYPED_DECODERS: dict[str, Decode] = {
     "Node": decode_node,
     "Namespace": decode_namespace,
     "PriorityClass": decode_priority_class,

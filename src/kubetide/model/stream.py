@@ -235,20 +235,19 @@ class JsonObject:
         return self.batch.raw(self.index)
 
 
-# The kinds decoded straight from their text into the wire schema.
-TYPED_KINDS = frozenset(
-    {
-        "Pod",
-        "Node",
-        "Namespace",
-        "PriorityClass",
-        "PodDisruptionBudget",
-        "ConfigMap",
-        "HorizontalPodAutoscaler",
-        "CronJob",
-        *WORKLOAD_KINDS,
-    }
-)
+# The kinds decoded straight from their text into the wire schema (loader.register_kind adds the
+# kinds feature packages bring).
+TYPED_KINDS: set[str] = {
+    "Pod",
+    "Node",
+    "Namespace",
+    "PriorityClass",
+    "PodDisruptionBudget",
+    "ConfigMap",
+    "HorizontalPodAutoscaler",
+    "CronJob",
+    *WORKLOAD_KINDS,
+}
 
 
 class _Batch:

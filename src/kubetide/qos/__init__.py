@@ -64,15 +64,19 @@ from kubetide.qos.state import (
     PodMetrics,
     PodState,
     parse_empty_list,
-    parse_node_metrics,
-    parse_pod_metrics,
+)
+from kubetide.qos.state_typed import (
+    decode_node_metrics,
+    decode_pod_metrics,
+    parse_node_metrics_typed,
+    parse_pod_metrics_typed,
 )
 
 register_kind("NodeQOS", parse_nodeqos)
 register_kind("AvoidanceAction", parse_avoidance_action)
 register_kind("PodQOS", parse_podqos)
-register_kind("PodMetrics", parse_pod_metrics)
-register_kind("NodeMetrics", parse_node_metrics)
+register_kind("PodMetrics", parse_pod_metrics_typed, decode_pod_metrics)
+register_kind("NodeMetrics", parse_node_metrics_typed, decode_node_metrics)
 register_kind("PodMetricsList", parse_empty_list)
 register_kind("NodeMetricsList", parse_empty_list)
 extcpu.register()
