@@ -31,9 +31,8 @@ from kubetide.qos.config import (
     NodeQOS,
     QosConfig,
     Rule,
-    parse_avoidance_action,
-    parse_nodeqos,
 )
+from kubetide.qos.config_typed import parse_avoidance_action_typed, parse_nodeqos_typed, parse_podqos_typed
 from kubetide.qos.executor import (
     Decision,
     Execution,
@@ -43,7 +42,7 @@ from kubetide.qos.executor import (
     over_evictions,
 )
 from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric
-from kubetide.qos.podqos import PodQOS, parse_podqos, scope_refusal
+from kubetide.qos.podqos import PodQOS, scope_refusal
 from kubetide.qos.sorters import (
     compare_class_and_priority,
     compare_cpu_usage,
@@ -72,9 +71,9 @@ from kubetide.qos.state_typed import (
     parse_pod_metrics_typed,
 )
 
-register_kind("NodeQOS", parse_nodeqos)
-register_kind("AvoidanceAction", parse_avoidance_action)
-register_kind("PodQOS", parse_podqos)
+register_kind("NodeQOS", parse_nodeqos_typed)
+register_kind("AvoidanceAction", parse_avoidance_action_typed)
+register_kind("PodQOS", parse_podqos_typed)
 register_kind("PodMetrics", parse_pod_metrics_typed, decode_pod_metrics)
 register_kind("NodeMetrics", parse_node_metrics_typed, decode_node_metrics)
 register_kind("PodMetricsList", parse_empty_list)
