@@ -5,8 +5,9 @@ the model objects made from them are a fraction of both. So a List file is read 
 each element of its `items` is decoded, handed over and dropped before the next one is read:
 memory holds one item's text and dicts at a time, plus the objects kept.
 
-JSON items are decoded from a sliding buffer some fifty at a time: pods (and nodes) by msgspec
-straight into the wire schema (model/wire.py), other kinds by the standard library's decoder, which
+JSON items are decoded from a sliding buffer some fifty at a time: every kind with a wire schema
+(TYPED_KINDS: pods, nodes, workloads...) by msgspec straight into it (model/wire.py,
+model/wire_workloads.py), other kinds by the standard library's decoder, which
 also reads, value by value, whatever msgspec might read otherwise (NaN, huge numbers).
 YAML in kubectl's shape is parsed a few megabytes of items at a time by yaml-rs where a screen
 shows that it reads them as PyYAML would (model/yaml_chunks.py). Otherwise YAML goes through the

@@ -5,6 +5,8 @@ low-priority pods to get back under it (crane's "pod sorting and precise executi
     podqos.py    PodQOS: which pods each AvoidanceAction may touch
     manifest.py  what every crane object shares (API group, where it was written)
     state.py     NodeState / PodState (what the agent sees), PodMetrics / NodeMetrics parsing
+    wire.py      the wire schema of the kinds above (msgspec Structs); config_typed.py and
+                 state_typed.py build them from it, leaving anything odd to the parsers
     metrics.py   the metric registry and the four built-in metrics; extcpu.py a custom one
     sorters.py   general, cpu and memory pod orders, built from comparison chains
     actions.py   what throttling, restoring and evicting one pod would do (pure)
