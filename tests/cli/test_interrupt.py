@@ -25,12 +25,17 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RUNNING = re.compile(rb"\d+[smh][0-9smh]* / 240h")  # a bar's "simulated / total" once it moves
 
 
-def _sigint_as_a_shell_gives_it() -> None:
-    """In the child before exec: SIGINT unblocked and at its default, as a user's shell starts a
-    command, whatever this test process's own state (an ignored or blocked SIGINT is inherited
-    across exec, and libraries other tests load can leave either behind)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# The command, started with SIGINT unblocked and at Python's own handler, as a user's shell starts
+# it, whatever this test process's state (an ignored or blocked SIGINT is inherited across exec,
+# and libraries other tests load can leave either behind). Set in the child's Python, not in a
+# preexec_fn: that forces fork() over vfork, and the fork handlers of a library loaded in this
+# process (gRPC's) then run in the child and write to its terminal before the command starts.
+LAUNCH = """
+import runpy, signal
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+runpy.run_module("kubetide.cli.main", run_name="__main__", alter_sys=True)
+"""
 
 
 def in_terminal(args: list[str], cwd: Path, interrupt_on: re.Pattern[bytes] | None) -> tuple[int, str, str]:
@@ -39,13 +44,12 @@ def in_terminal(args: list[str], cwd: Path, interrupt_on: re.Pattern[bytes] | No
     controller, terminal = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "100", "TERM": "xterm"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "kubetide.cli.main", *args],
+        [sys.executable, "-c", LAUNCH, *args],
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=terminal,
-        preexec_fn=_sigint_as_a_shell_gives_it,
     )
     os.close(terminal)
     seen = b""
