@@ -13,9 +13,11 @@ ReplicaSet with active pods); without it the file must hold pods of exactly one 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+import operator
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
+import numpy as np
 from rich.markup import escape
 
 from kubetide.cli.inputs import load_manifests, source_name
@@ -25,7 +27,8 @@ from kubetide.cli.output import console, line_width, print_json, text_table, war
 from kubetide.cli.progress import Display
 from kubetide.errors import UserError
 from kubetide.model import Pod
-from kubetide.workloads import DELETION_COST_ANNOTATION, Reason, explain_ranking, is_active, rank
+from kubetide.model.meta import ObjectMeta
+from kubetide.workloads import DELETION_COST_ANNOTATION, deletion_reasons, is_active, rank
 from kubetide.workloads.owners import resolve_owner
 from kubetide.workloads.ranking import NO_TIME_BUCKET, Ranking
 from kubetide.workloads.timebuckets import format_age, to_ns
@@ -87,7 +90,7 @@ def _run(args, source: str, manifests, display: Display) -> int:
     logarithmic = not args.legacy
     if diff == current:  # every pod goes: the controller does not sort (nor do we)
         deleted, kept = list(target.pods), []
-        reasons = [Reason(0, "every pod goes") for _ in deleted]
+        reasons = ["every pod goes"] * len(deleted)
         ranking = None
     else:
         ranking = rank(
@@ -98,7 +101,7 @@ def _run(args, source: str, manifests, display: Display) -> int:
             owner_has_controller=target.has_controller,
         )
         deleted, kept = ranking.order[:diff], ranking.order[diff:]
-        reasons = [r for _, r in explain_ranking(ranking, diff)]
+        reasons = deletion_reasons(ranking, diff)[1]
 
     display.close()
     if args.json:
@@ -141,22 +144,23 @@ class PodDecision(msgspec.Struct, gc=False):
 
 
 def downscale_json(
-    target, replicas: int, now: float, ranking: Ranking | None, deleted, reasons, kept
+    target, replicas: int, now: float, ranking: Ranking | None, deleted, reasons: list[str], kept
 ) -> dict:
     """The DownscaleResult document: the order, each pod's rank keys and why it goes first. Its
-    rows are built column by column (map in C over the pods in order), times written all at once:
-    one pod at a time, 100,000 of them cost more than the rest of the command after loading."""
-    deleted_keys = _keys(deleted)
-    kept_keys = _keys(kept)
+    rows are built column by column: the ranking's fields taken in deletion order by index (in C),
+    times written all at once; one pod at a time, 100,000 of them cost more than ranking them."""
     pods = list(deleted) + list(kept)
-    keys = deleted_keys + kept_keys
-    nodes = [p.node_name or None for p in pods]
+    if ranking is not None and ranking.inputs is not None:
+        take = _taker(ranking.index)
+        names = _keys(take(ranking.inputs.metas))
+        nodes = [node or None for node in take(ranking.inputs.nodes)]
+        rank_keys: Iterable[RankKeys | None] = _rank_keys(ranking, take)
+    else:
+        names = _keys(p.meta for p in pods)
+        nodes = [p.node_name or None for p in pods]
+        rank_keys = itertools.repeat(None, len(pods))
     decisions = ["delete"] * len(deleted) + ["keep"] * len(kept)
-    whys: list[str | None] = [why.text for why in reasons]
-    whys += [None] * len(kept)
-    rank_keys: Iterable[RankKeys | None] = itertools.repeat(None, len(pods))
-    if ranking is not None:
-        rank_keys = _rank_keys(pods, ranking)
+    whys: list[str | None] = [*reasons, *itertools.repeat(None, len(kept))]
     return document(
         "DownscaleResult",
         {
@@ -167,46 +171,55 @@ def downscale_json(
             "replicas": replicas,
             "now": rfc3339(now),
             "ranking": None if ranking is None else "logarithmic" if ranking.logarithmic else "legacy",
-            "delete": deleted_keys,
-            "keep": kept_keys,
-            "pods": list(map(PodDecision, keys, nodes, decisions, whys, rank_keys)),
+            "delete": names[: len(deleted)],
+            "keep": names[len(deleted) :],
+            "pods": list(map(PodDecision, names, nodes, decisions, whys, rank_keys)),
         },
     )
 
 
-def _keys(pods: Iterable[Pod]) -> list[str]:
+def _taker(index: list[int]) -> Callable[[Sequence], list]:
+    """A function taking a column's items at `index` (itemgetter, in C), always as a list."""
+    if len(index) == 1:
+        return lambda column: [column[index[0]]]
+    pick = operator.itemgetter(*index)
+    return lambda column: list(pick(column))
+
+
+def _keys(metas: Iterable[ObjectMeta]) -> list[str]:
     """Each pod's `namespace/name` (Pod.key, without its two property calls a pod)."""
-    return [f"{m.namespace}/{m.name}" if m.namespace else m.name for m in (p.meta for p in pods)]
+    return [f"{m.namespace}/{m.name}" if m.namespace else m.name for m in metas]
 
 
-def _rank_keys(pods: list[Pod], ranking: Ranking) -> list[RankKeys]:
-    """Each pod's RankKeys; `pods` in the ranking's order (deleted, then kept), whose keys
-    `ranking.keys()` gives in that order."""
-    sort_keys = ranking.keys()
-    readies = [p.ready for p in pods]
-    ready_times = rfc3339_all([p.ready_transition if p.ready else None for p in pods])
-    creation_times = rfc3339_all([p.meta.creation_timestamp for p in pods])
+def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankKeys]:
+    """Each pod's RankKeys in deletion order, from the ranking's columns."""
+    fields = ranking.inputs
+    assert fields is not None
+    index = np.asarray(ranking.index, dtype=np.int64)
+    columns = [np.asarray(c)[index].tolist() if isinstance(c, np.ndarray) else take(c) for c in ranking.columns]
+    readies = take(fields.ready)
+    ready_times = rfc3339_all(take(fields.ready_at))  # ready_at: the transition of ready pods only
+    creation_times = rfc3339_all(take(fields.created))
     if ranking.logarithmic:
-        ready_buckets = [None if k[2] == NO_TIME_BUCKET else k[2] for k in sort_keys]
-        creation_buckets = [None if k[5] == NO_TIME_BUCKET else k[5] for k in sort_keys]
+        ready_buckets = [None if k == NO_TIME_BUCKET else k for k in columns[2]]
+        creation_buckets = [None if k == NO_TIME_BUCKET else k for k in columns[5]]
     else:
-        ready_buckets = creation_buckets = [None] * len(pods)
-    node_counts = ranking.node_counts
+        ready_buckets = creation_buckets = [None] * len(readies)
     return list(
         map(
             RankKeys,
-            [bool(p.node_name) for p in pods],
-            [p.phase for p in pods],
+            take(fields.assigned),
+            take(fields.phases),
             readies,
-            map(ranking.cost_of, pods),
-            [node_counts.get(p.node_name, 0) for p in pods],
+            take(fields.cost),
+            take(fields.rank),
             ready_times,
             ready_buckets,
-            [p.restarts for p in pods],
-            [p.sidecar_restarts for p in pods],
+            take(fields.restarts),
+            take(fields.sidecar_restarts),
             creation_times,
             creation_buckets,
-            sort_keys,
+            zip(*columns, strict=True),
         )
     )
 
@@ -247,7 +260,7 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
     rows = []
     for i, (pod, why) in enumerate(zip(deleted, reasons), 1):
         state = _state(pod, now_ns, ranks)
-        rows.append((str(i).rjust(number), "delete", pod.key, pod.node_name or "-", state, why.text))
+        rows.append((str(i).rjust(number), "delete", pod.key, pod.node_name or "-", state, why))
     for i, pod in enumerate(kept, len(deleted) + 1):
         rows.append(
             (str(i).rjust(number), "keep", pod.key, pod.node_name or "-", _state(pod, now_ns, ranks), "")

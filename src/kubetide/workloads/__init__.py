@@ -1,7 +1,8 @@
 """ReplicaSet downscale ranking (KEP-2185 LogarithmicScaleDown), as kube-controller-manager does it.
 
 - `ranking.py`: the deletion order (`rank`, `rank_pods_for_deletion`, `pods_to_delete`);
-- `explain.py`: why a pod goes before another, in words;
+- `explain.py`: why a pod goes before another, in words (`explain_columns.py`: for every deleted
+  pod at once);
 - `cost.py`: the pod-deletion-cost annotation; `timebuckets.py`: nanoseconds and age buckets;
 - `metrics.py`: the sorting_deletion_age_ratio histogram;
 - `owners.py`: a workload's pods and related pods in loaded manifests (for the CLI).
@@ -10,7 +11,7 @@ Nothing here reads the wall clock: every function takes `now` (Unix seconds).
 """
 
 from kubetide.workloads.cost import DELETION_COST_ANNOTATION, deletion_cost, parse_deletion_cost
-from kubetide.workloads.explain import Reason, explain_order, explain_ranking, reason
+from kubetide.workloads.explain import Reason, deletion_reasons, explain_order, explain_ranking, reason
 from kubetide.workloads.metrics import DeletionAgeRatio
 from kubetide.workloads.ranking import (
     Ranking,
@@ -29,6 +30,7 @@ __all__ = [
     "Reason",
     "age_bucket",
     "deletion_cost",
+    "deletion_reasons",
     "explain_order",
     "explain_ranking",
     "is_active",

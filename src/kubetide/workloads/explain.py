@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kubetide.model.pod import Pod
+from kubetide.workloads import explain_columns
 from kubetide.workloads.ranking import Ranking, rank
 from kubetide.workloads.timebuckets import format_age, to_ns
 
@@ -127,12 +128,23 @@ def _ago(now_ns: int, moment_ns: int | None) -> str:
 def explain_ranking(ranking: Ranking, diff: int) -> list[tuple[Pod, Reason]]:
     """Each of the first `diff` pods with why it goes before the first kept pod."""
     order = ranking.order
+    criteria, texts = deletion_reasons(ranking, diff)
+    return list(zip(order, map(Reason, criteria, texts)))
+
+
+def deletion_reasons(ranking: Ranking, diff: int, *, columns: bool = True) -> tuple[list[int], list[str]]:
+    """`explain_ranking`'s criteria and texts as two lists (no Reason per pod). A NumPy ranking is
+    explained from its columns (explain_columns.py) unless `columns=False`; the texts are the same."""
+    order = ranking.order
     if diff <= 0:
-        return []
+        return [], []
     if diff >= len(order):
-        return [(pod, Reason(0, "every pod goes")) for pod in order]
+        return [0] * len(order), ["every pod goes"] * len(order)
+    if columns and explain_columns.explainable(ranking):
+        return explain_columns.reasons(ranking, diff)
     kept = order[diff]
-    return [(pod, reason(ranking, pod, kept)) for pod in order[:diff]]
+    explained = [reason(ranking, pod, kept) for pod in order[:diff]]
+    return [r.criterion for r in explained], [r.text for r in explained]
 
 
 def explain_order(

@@ -117,7 +117,10 @@ class Ranking:
     """The deletion order of a set of pods and the keys it was computed from.
 
     `order` is the deletion order (first = deleted first). `key(pod)` is a pod's sort key (the
-    seven columns of the module docstring, as a tuple of ints).
+    seven columns of the module docstring, as a tuple of ints). `index` holds the input positions
+    in deletion order, `columns` the key columns and `inputs` the pods' fields, both in input
+    order: what explain.py and `kubetide downscale` read for 100,000 pods without a Python call
+    per pod.
     """
 
     def __init__(
@@ -129,8 +132,12 @@ class Ranking:
         node_counts: dict[str, int],
         logarithmic: bool,
         deletion_cost: bool,
+        inputs: PodFields | None = None,
     ):
         self.pods = pods
+        self.index = index
+        self.columns = columns
+        self.inputs = inputs
         self.order = list(operator.itemgetter(*index)(pods)) if len(index) > 1 else [pods[i] for i in index]
         self.now_ns = now_ns
         self.node_counts = node_counts
@@ -220,7 +227,11 @@ def rank(
     else:
         costs = [0] * n
     zeros = itertools.repeat(0)
-    raw = _Raw(
+    raw = PodFields(
+        metas=metas,
+        nodes=nodes,
+        phases=phases,
+        ready_transitions=transitions,
         assigned=list(map(bool, nodes)),
         phase=list(map(PHASE_ORDINAL.get, phases, zeros)),
         ready=readies,
@@ -246,7 +257,7 @@ def rank(
         columns = _columns_python(raw, now_ns, logarithmic)
         keys = list(zip(*columns))
         index = sorted(range(n), key=keys.__getitem__)
-    return Ranking(pods, index, columns, now_ns, counts, logarithmic, deletion_cost)
+    return Ranking(pods, index, columns, now_ns, counts, logarithmic, deletion_cost, raw)
 
 
 _META = operator.attrgetter("meta")
@@ -269,9 +280,13 @@ def _cached_cost(value: str | None) -> int:
 
 
 @dataclass(slots=True)
-class _Raw:
-    """Per-pod inputs of the key, one list per field (input order)."""
+class PodFields:
+    """The pods' fields the key is computed from, one list per field, in input order."""
 
+    metas: list[ObjectMeta]
+    nodes: list[str]
+    phases: list[str]
+    ready_transitions: list[float | None]  # whether ready or not
     assigned: list[bool]
     phase: list[int]
     ready: list[bool]
@@ -316,7 +331,7 @@ def _as_list(values: Column) -> list[int]:
     return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
-def _columns_python(raw: _Raw, now_ns: int, logarithmic: bool) -> list[list[int]]:
+def _columns_python(raw: PodFields, now_ns: int, logarithmic: bool) -> list[list[int]]:
     ns = NS_PER_SECOND
     tiebreak = _as_list(raw.tiebreak)
 
@@ -361,11 +376,12 @@ def _columns_python(raw: _Raw, now_ns: int, logarithmic: bool) -> list[list[int]
 # -- NumPy ----------------------------------------------------------------------------------
 
 
-def _seconds_array(times: list[float | None]) -> np.ndarray:
+def seconds_array(times: list[float | None]) -> np.ndarray:
+    """Float seconds, NaN for a missing time."""
     return np.array([np.nan if t is None else t for t in times], dtype=np.float64)
 
 
-def _ns_array(seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ns_array(seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ns, present) for float seconds (NaN = missing), exactly as `to_ns` rounds them."""
     present = ~np.isnan(seconds)
     seconds = np.where(present, seconds, 0.0)
@@ -387,20 +403,20 @@ def _time_column(
     now_ns: int, seconds: np.ndarray, logarithmic: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(c3/c6 column, ns, present) for times in float seconds."""
-    at, present = _ns_array(seconds)
+    at, present = ns_array(seconds)
     if logarithmic:
         return np.where(present, _bucket_array(np.int64(now_ns) - at), NO_TIME_BUCKET), at, present
     return np.where(present, -at, NO_TIME_LEGACY), at, present
 
 
 def _columns_numpy(
-    raw: _Raw, now: float, now_ns: int, logarithmic: bool
+    raw: PodFields, now: float, now_ns: int, logarithmic: bool
 ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """(key columns, sort fields) as int64 arrays, or None when a time is too far out for int64 ns.
 
     The fields order exactly as the columns do, split so that `_sort_order` can pack them densely.
     """
-    ready_seconds, created_seconds = _seconds_array(raw.ready_at), _seconds_array(raw.created)
+    ready_seconds, created_seconds = seconds_array(raw.ready_at), seconds_array(raw.created)
     limit = _NUMPY_TIME_LIMIT
     if not -limit < now < limit:
         return None
