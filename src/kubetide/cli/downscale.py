@@ -200,7 +200,9 @@ def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankK
     fields = ranking.inputs
     assert fields is not None
     index = np.asarray(ranking.index, dtype=np.int64)
-    columns = [np.asarray(c)[index].tolist() if isinstance(c, np.ndarray) else take(c) for c in ranking.columns]
+    columns = [
+        np.asarray(c)[index].tolist() if isinstance(c, np.ndarray) else take(c) for c in ranking.columns
+    ]
     readies = take(fields.ready)
     ready_times = rfc3339_all(take(fields.ready_at))  # ready_at: the transition of ready pods only
     creation_times = rfc3339_all(take(fields.created))

@@ -27,6 +27,11 @@ def explainable(ranking: Ranking) -> bool:
     return ranking.inputs is not None and all(isinstance(c, np.ndarray) for c in ranking.columns)
 
 
+def _key_column(ranking: Ranking, number: int) -> np.ndarray:
+    """Key column `number` (an int64 array in an `explainable` ranking)."""
+    return np.asarray(ranking.columns[number])
+
+
 def first_columns(ranking: Ranking, diff: int) -> tuple[np.ndarray, int, np.ndarray]:
     """(input positions of the first `diff` pods in deletion order, the kept pod's input position,
     the first key column where each differs from the kept pod; IDENTICAL where none does)."""
@@ -111,9 +116,10 @@ def _ready_time(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     kept_at = _nanoseconds([fields.ready_transitions[kept]])
     ages = _agos(ranking.now_ns, at, present)
     kept_age = _agos(ranking.now_ns, *kept_at)[0]
-    same_bucket = ranking.columns[2][first] == ranking.columns[2][kept]  # so column 3 decided
+    bucket_column = _key_column(ranking, 2)
+    same_bucket = bucket_column[first] == bucket_column[kept]  # so column 3 decided
     same_time = present & kept_at[1][0] & (at == kept_at[0][0])
-    buckets, kept_bucket = ranking.columns[2][first].tolist(), int(ranking.columns[2][kept])
+    buckets, kept_bucket = bucket_column[first].tolist(), int(bucket_column[kept])
     texts = []
     for age, has, in_bucket, same, bucket in zip(
         ages, present.tolist(), same_bucket.tolist(), same_time.tolist(), buckets, strict=True
@@ -154,7 +160,7 @@ def _created(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     at, present = _nanoseconds([fields.created[i] for i in first.tolist()])
     kept_at, kept_present = _nanoseconds([fields.created[kept]])
     ages, kept_age = _agos(ranking.now_ns, at, present), _agos(ranking.now_ns, kept_at, kept_present)[0]
-    buckets, kept_bucket = ranking.columns[5][first].tolist(), int(ranking.columns[5][kept])
+    buckets, kept_bucket = _key_column(ranking, 5)[first].tolist(), int(_key_column(ranking, 5)[kept])
     texts = []
     for age, has, bucket in zip(ages, present.tolist(), buckets, strict=True):
         if not has:
@@ -174,7 +180,7 @@ def _tie(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     kept_at, kept_present = _nanoseconds([fields.created[kept]])
     ages, kept_age = _agos(ranking.now_ns, at, present), _agos(ranking.now_ns, kept_at, kept_present)[0]
     timed = present & bool(kept_present[0]) & (at != kept_at[0]) & ranking.logarithmic
-    buckets = ranking.columns[5][first].tolist()
+    buckets = _key_column(ranking, 5)[first].tolist()
     kept_uid = fields.metas[kept].uid
     criteria, texts = [], []
     for i, age, by_time, bucket in zip(first.tolist(), ages, timed.tolist(), buckets, strict=True):
