@@ -1,12 +1,14 @@
 """Incremental planning (issue 30): a planner that replays last loop's search when nothing it read
-changed (reuse.py) plans exactly as one that recomputes every loop.
+changed (reuse.py), and tries nodes waiting for budget on paper (placement.move_on_paper), plans
+exactly as one that recomputes every loop and moves every trial's pods.
 
 The stateful test drives one small cluster through random events (pods and nodes come and go,
-taints, PDB statuses, terminating pods, kube-system pods aging, evictions, scale-ups and deletions,
+taints, PDB statuses, budgets used up for now or for good, terminating pods, kube-system pods
+aging, pods with required anti-affinity or a hard zone spread, evictions, scale-ups and deletions,
 time passing by a few seconds or by hours) and after every step runs a loop of both planners on
 the same inputs: the plans (every node's status and reason, the candidate set, what is removable,
 destinations, PDB disruptions left) and the state they keep (unneeded times, non-candidates,
-hints) must be equal. Only `simulated` differs: that is the point.
+hints) must be equal. Only `simulated` and `on_paper` differ: that is the point.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
 from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.clock import WorkTimer
-from kubetide.model import Taint
+from kubetide.model import LabelSelector, Taint
+from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint
 from kubetide.snapshot import ClusterSnapshot
 
 OPTIONS = AutoscalerOptions().with_values(
@@ -33,6 +36,8 @@ OPTIONS = AutoscalerOptions().with_values(
     blocking_system_pod_distruption_timeout=900,
 )
 APPS = ("web", "api", "batch")
+ZONE, HOSTNAME = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+ZONES = ("a", "b")
 BUSY = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}  # never a candidate
 WORKLOADS = [workload("ReplicaSet", app, 10) for app in APPS]
 
@@ -61,14 +66,22 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         self.snapshot = ClusterSnapshot()
         self.serial = 0
         self.nodes_made = 0
-        self.pdbs = {app: pdb(app, app, allowed=2, max_unavailable=2) for app in APPS[:2]}
+        # Ten pods expected, eight to stay healthy: a budget used up waits (the node keeps its time).
+        self.pdbs = {
+            app: pdb(app, app, allowed=2, max_unavailable=2, expected_pods=10, desired_healthy=8)
+            for app in APPS[:2]
+        }
         self.incremental = Planner(OPTIONS, timer=WorkTimer(1e-3))
-        self.full = Planner(OPTIONS, timer=WorkTimer(1e-3), incremental=False)
+        # The reference: recomputes every loop and moves every trial's pods for real.
+        self.full = Planner(OPTIONS, timer=WorkTimer(1e-3), incremental=False, on_paper=False)
         self.being_deleted: set[str] = set()
-        for _ in range(4):
+        for _ in range(5):
             self._add_node(cpu=1000)
-        for i in range(6):
-            self._add_pod(f"n{i % 4}", 200, APPS[i % 3])
+        for i in range(8):
+            self._add_pod(f"n{i % 5}", 150, APPS[i % 3])
+        # web's budget starts used up: its nodes wait for it, and their trials are what a search
+        # that runs may replay (trials.py)
+        self.pdb_status_changes("web", 0, for_good=False)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _name(self, prefix: str) -> str:
@@ -77,13 +90,23 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
 
     def _add_node(self, cpu: int) -> None:
         name = f"n{self.nodes_made}"
+        zone = ZONES[self.nodes_made % 2]
         self.nodes_made += 1
-        self.snapshot.add_node(node(name, cpu))
+        self.snapshot.add_node(node(name, cpu, labels={ZONE: zone, HOSTNAME: name}))
         self.group.members.append(name)
 
-    def _add_pod(self, node_name: str, cpu: int, app: str, **kw) -> None:
+    def _add_pod(self, node_name: str, cpu: int, app: str, *, constraint: str = "", **kw) -> None:
         name = self._name("p")
-        self.snapshot.add_pod(pod(name, node_name, cpu, owner=("ReplicaSet", app), **kw), node_name)
+        p = pod(name, node_name, cpu, owner=("ReplicaSet", app), **kw)
+        selector = LabelSelector((("app", app),))
+        if constraint == "anti-affinity":  # one per node: any bound pod's term reads other nodes
+            p = dataclasses.replace(
+                p, affinity=Affinity(anti_required=(PodAffinityTerm(selector, HOSTNAME),))
+            )
+        elif constraint == "zone-spread":  # a hard spread: its fit reads the whole zone
+            spread = TopologySpreadConstraint(1, ZONE, "DoNotSchedule", selector)
+            p = dataclasses.replace(p, topology_spread=(spread,))
+        self.snapshot.add_pod(p, node_name)
 
     def _nodes(self) -> list[str]:
         return [n.name for n in self.snapshot.nodes()]
@@ -96,6 +119,16 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
     def add_pod(self, data, cpu, app):
         target = data.draw(st.sampled_from(self._nodes()))
         self._add_pod(target, cpu, app)
+
+    @rule(
+        data=st.data(),
+        cpu=st.sampled_from([50, 150]),
+        app=st.sampled_from(APPS),
+        constraint=st.sampled_from(["anti-affinity", "zone-spread"]),
+    )
+    def add_constrained_pod(self, data, cpu, app, constraint):
+        target = data.draw(st.sampled_from(self._nodes()))
+        self._add_pod(target, cpu, app, constraint=constraint)
 
     @rule(data=st.data(), age=st.sampled_from([0.0, 600.0, 5000.0]))
     def add_kube_system_pod(self, data, age):
@@ -116,7 +149,7 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
             meta = dataclasses.replace(old.meta, deletion_timestamp=self.now)
             self.snapshot.update_pod(dataclasses.replace(old, meta=meta))
 
-    @precondition(lambda self: len(self.snapshot) < 7)
+    @precondition(lambda self: len(self.snapshot) < 8)
     @rule(cpu=st.sampled_from([500, 1000, 2000]))
     def add_node(self, cpu):
         self._add_node(cpu)
@@ -144,9 +177,13 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(self._nodes()))
         self.being_deleted ^= {name}
 
-    @rule(app=st.sampled_from(APPS[:2]), allowed=st.integers(0, 3))
-    def pdb_status_changes(self, app, allowed):
-        self.pdbs[app] = dataclasses.replace(self.pdbs[app], disruptions_allowed=allowed)
+    @rule(app=st.sampled_from(APPS[:2]), allowed=st.integers(0, 3), for_good=st.booleans())
+    def pdb_status_changes(self, app, allowed, for_good):
+        # for_good: no disruption even with every pod healthy (a refusal, not a wait)
+        desired = 10 if for_good else 8
+        self.pdbs[app] = dataclasses.replace(
+            self.pdbs[app], disruptions_allowed=allowed, desired_healthy=desired
+        )
 
     @rule(app=st.sampled_from(APPS))
     def evict_a_pod(self, app):
@@ -183,6 +220,8 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         incremental = self.incremental.update(inputs, cloud=self.cloud)
         assert _plan_facts(self.incremental, incremental) == expected
         event("replayed" if self.incremental.reused > reused else "recomputed")
+        if incremental.on_paper:
+            event("nodes waiting for budget tried on paper")
 
 
 IncrementalEqualsFull.TestCase.settings = settings(

@@ -29,6 +29,7 @@ from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, d
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
 from kubetide.autoscaler.scaledown.estimate import estimate_drain
 from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall, is_healthy
+from kubetide.autoscaler.scaledown.placement import paper_pods
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.room import FreeRoom
@@ -223,13 +224,21 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
             removal.failed = _refused_for_good(now, refusal, drain.movable, tracker)
             return removal
     hints, old_hints, mover = u.old_hints.get(name, {}), u.old_hints, u.mover
+    # A node waiting for budget is reverted whatever its pods find: the pods whose fit reads
+    # nothing they change but requests are placed on paper (placement.py: the same answers, no
+    # snapshot changes); the others are moved.
+    paper = _on_paper(u, to_move) if refusal is not None else None
+    added: dict[str, dict[str, int]] = {}
     for r in sorted(to_move, key=lambda r: pod_order(r.pod)):
         pod, own = r.pod, r.source == name
         if own:
             hint = hints.get(pod.uid)
         else:
             hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-        dest = mover.move(pod.uid, hint, u.skip, guarded=True)
+        if paper is not None and pod.uid in paper:
+            dest = mover.move_on_paper(pod, hint, u.skip, added)
+        else:
+            dest = mover.move(pod.uid, hint, u.skip, guarded=True, added=added)
         if dest is None:
             came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
             removal.failed = _no_place(now, pod, came_from, mover.refused)
@@ -242,6 +251,16 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
 # What the search calls to simulate one node's removal: `simulate_removal`, or a stand-in with the
 # same answers (unblocking's narrowed check replays the answers of a search it recorded).
 SimulateRemoval = Callable[[Update, str, NodeDrain, list[Received]], Removal]
+
+
+def _on_paper(u: Update, to_move: list[Received]) -> set[str] | None:
+    """The UIDs of the pods a trial reverted whatever it finds may place on paper, if any."""
+    if not u.on_paper or u.mover.guard is not None:
+        return None
+    paper = paper_pods([r.pod for r in to_move])
+    if paper:
+        u.plan.on_paper += 1
+    return paper or None
 
 
 def search_candidates(

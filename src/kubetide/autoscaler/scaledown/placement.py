@@ -14,11 +14,11 @@ a QoS watermark, and every move keeps the guard's projected usage current.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from typing import Any
 
 from kubetide.autoscaler.scaledown.usage import Refusal, UsageGuard
-from kubetide.model import Pod
+from kubetide.model import LabelSelector, Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo
 
@@ -46,6 +46,98 @@ def homeless(pod: Pod, cache: Memo[str, Pod] | None = None) -> Pod:
     if cache is not None:
         cache.put(pod.uid, copy, tag=pod)
     return copy
+
+
+def is_node_local(pod: Pod) -> bool:
+    """Whether the pod's shape (model/shape.py: everything the filters read of a pod but its
+    labels) is node-local: see `_is_node_local`."""
+    shape = pod.shape
+    local = _LOCAL.get(shape)
+    if local is None:
+        if len(_LOCAL) > 100_000:
+            _LOCAL.clear()  # a cache
+        local = _LOCAL[shape] = _is_node_local(pod)
+    return local
+
+
+_LOCAL: dict[Any, bool] = {}
+
+
+def _is_node_local(pod: Pod) -> bool:
+    """Whether the scheduler's filters, for this pod on a node, read that node's own content only
+    and are changed by other pods placed there only through their requests: no required pod
+    (anti-)affinity, no DoNotSchedule topology spread, no host port. (Bound pods' anti-affinity
+    terms against it are read elsewhere, but no pod moved with it carries one.)"""
+    affinity = pod.affinity
+    if affinity.pod_required or affinity.anti_required or pod.host_ports:
+        return False
+    return all(c.when_unsatisfiable != "DoNotSchedule" for c in pod.topology_spread)
+
+
+def paper_pods(pods: Sequence[Pod]) -> set[str]:
+    """The UIDs of those of a trial's pods that `move_on_paper` may place: node-local ones that no
+    hard spread constraint or required pod (anti-)affinity term of the others (moved for real)
+    selects, since it would count them where they are not. Any namespace is taken to match, and a
+    term without a selector to select every pod."""
+    local = [pod for pod in pods if is_node_local(pod)]
+    if not local:
+        return set()
+    selectors: list[LabelSelector | None] = []
+    for pod in pods:
+        if is_node_local(pod):
+            continue
+        affinity = pod.affinity
+        selectors.extend(t.label_selector for t in (*affinity.pod_required, *affinity.anti_required))
+        selectors.extend(
+            c.label_selector for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule"
+        )
+    if any(selector is None for selector in selectors):
+        return set()
+    return {
+        pod.uid
+        for pod in local
+        if not any(selector.matches(pod.labels) for selector in selectors if selector is not None)
+    }
+
+
+class _Filled(Container[str]):
+    """The nodes a pod may not go to in a trial on paper: `skip`, and those where the pods put
+    there on paper (`added`: per node, their requests per resource) leave too little room for
+    its requests. Otherwise the checker answers from the snapshot as it is (pods moved for real
+    included), which is its answer once the paper pods are added too: for a node-local pod the
+    only filter they change is NodeResourcesFit, and it compares the same sums."""
+
+    __slots__ = ("added", "need", "skip", "snapshot")
+
+    def __init__(
+        self,
+        skip: Container[str],
+        added: dict[str, dict[str, int]],
+        need: tuple[tuple[str, int], ...],
+        snapshot: ClusterSnapshot,
+    ):
+        self.skip = skip
+        self.added = added
+        self.need = need
+        self.snapshot = snapshot
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.skip:
+            return True
+        extra = self.added.get(name) if self.added else None  # type: ignore[call-overload]
+        if extra is None:
+            return False
+        snapshot = self.snapshot
+        slot, columns = snapshot.slot_of(name), snapshot.columns.index  # type: ignore[arg-type]
+        alloc, used = snapshot.alloc, snapshot.used
+        for resource, amount in self.need:
+            taken = extra.get(resource)
+            if taken is None:
+                continue  # no paper pod there asks for it: the checker's answer stands
+            column = columns[resource]
+            if int(alloc[slot, column]) - int(used[slot, column]) - taken < amount:
+                return True
+        return False
 
 
 def _standin_key(pod: Pod) -> tuple[Any, ...]:
@@ -107,14 +199,28 @@ class PodMover:
             self.pointer = snapshot.slot_of(found)
         return found
 
-    def move(self, uid: str, hint: str | None, skip: Container[str], *, guarded: bool = False) -> str | None:
+    def move(
+        self,
+        uid: str,
+        hint: str | None,
+        skip: Container[str],
+        *,
+        guarded: bool = False,
+        added: dict[str, dict[str, int]] | None = None,
+    ) -> str | None:
         """Take the pod off its node and put it on a destination; None (pod removed, caller
         reverts) when there is none. The pod leaves first so it does not count against itself
         (anti-affinity with its own labels, spread constraints) while a new home is sought.
-        `guarded`: refuse destinations the usage guard (if any) says the pod would overload."""
+        `guarded`: refuse destinations the usage guard (if any) says the pod would overload.
+        `added`: the requests of pods this trial put on paper (`move_on_paper`), which take room
+        as if they were there (the caller makes sure the pod's constraints select none of them)."""
         source = self.snapshot.node_of(uid) if self.guard is not None else None
         pod = self.snapshot.remove_pod(uid)
         standin, guard = self.standin(pod), self.guard
+        if added:
+            skip = _Filled(
+                skip, added, tuple((r, a) for r, a in pod.shape.requests.items if a > 0), self.snapshot
+            )
         refusing = guard.refusing(pod, skip) if guard is not None and guarded else None
         dest = self.destination(standin, hint, skip if refusing is None else refusing)
         self.refused = None
@@ -126,6 +232,27 @@ class PodMover:
         self.snapshot.add_pod(pod, dest)
         if guard is not None:
             guard.moved(pod, source, dest)
+        return dest
+
+    def move_on_paper(
+        self, pod: Pod, hint: str | None, skip: Container[str], added: dict[str, dict[str, int]]
+    ) -> str | None:
+        """Where `move` would put the pod, without moving it: for a trial that is reverted
+        whatever it finds (its node waits for budget), of a node-local pod (`is_node_local`) no
+        constraint of a pod moved for real in the trial selects. `added` holds, per node, the
+        requests of the pods the trial put there on paper. The snapshot and every index observing
+        it stay untouched (no move, no undo record, nothing to revert), and the answer and the
+        pointer are those `move` would give."""
+        standin = self.standin(pod)
+        self.refused = None
+        need = tuple((r, a) for r, a in pod.shape.requests.items if a > 0)
+        dest = self.destination(standin, hint, _Filled(skip, added, need, self.snapshot))
+        if dest is not None:
+            extra = added.get(dest)
+            if extra is None:
+                extra = added[dest] = {}
+            for resource, amount in need:
+                extra[resource] = extra.get(resource, 0) + amount
         return dest
 
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:

@@ -113,6 +113,7 @@ class Planner:
         timer: Timer,
         incremental: bool = True,
         simulate: SimulateRemoval = simulate_removal,
+        on_paper: bool = True,
     ):
         self.options = options
         self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)
@@ -142,6 +143,7 @@ class Planner:
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
         self._checked: Memo[str, Checked] = Memo()
         self.incremental = incremental
+        self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
         self.reused = 0  # updates whose steps 1-4 were replayed (reuse.py)
         # The shortest interval between updates, for CA's limit on the unneeded set (limit.py).
@@ -247,6 +249,7 @@ class Planner:
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
             mover = PodMover(snapshot, checker, self._homeless, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
+            u.on_paper = self.on_paper
             found, failures = self._search(u, deadline, limit)
             plan.pdb_remaining = tracker.by_key()
             self.hints = u.new_hints

@@ -46,6 +46,9 @@ class Update:
     # evicted). A destination may still become a candidate, as in the Cluster Autoscaler, but only
     # if these pods move on too: their reserved room must never be handed out twice.
     received: dict[str, list[Received]] = field(default_factory=dict)
+    # Place the pods of nodes waiting for budget on paper (placement.move_on_paper); False moves
+    # them as any other trial (the property tests compare the two).
+    on_paper: bool = True
 
     def __post_init__(self) -> None:
         self.skip.update(self.deleted)

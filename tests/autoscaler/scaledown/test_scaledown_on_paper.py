@@ -1,0 +1,126 @@
+"""Trials on paper (issue 30): placing `paper_pods` with PodMover.move_on_paper and moving the others
+gives, pod after pod, the destinations and the next-fit pointer that moving every pod gives, and
+leaves the snapshot untouched when every pod is on paper.
+
+Random clusters: nodes of several sizes in two zones, some tainted or labelled for a selector, some
+in the skip set, holding pods of random requests (cpu, memory, an extended resource), some with a
+hard zone spread, a required anti-affinity or pod affinity over two apps; then a random sequence
+of one node's pods (the node tried, in the skip set), each with or without a hint, is placed both
+ways from the same pointer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
+from scaledown_fakes import node, pod
+
+from kubetide.autoscaler.scaledown.placement import PodMover, is_node_local, paper_pods
+from kubetide.model import LabelSelector, Taint, Toleration
+from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+GPU = "example.com/gpu"
+ZONE = "topology.kubernetes.io/zone"
+
+
+@st.composite
+def clusters(draw):
+    nodes, pods = [], []
+    for i in range(draw(st.integers(2, 7))):
+        cpu = draw(st.sampled_from([500, 1000, 2000]))
+        taints = [Taint("dedicated", "x", "NoSchedule")] if draw(st.booleans()) and i % 3 == 0 else []
+        labels = {"disk": "ssd"} if draw(st.booleans()) else {}
+        extra = {GPU: draw(st.integers(0, 2))}
+        labels[ZONE] = f"z{i % 2}"
+        nodes.append(node(f"n{i}", cpu, memory=2 * 2**30, labels=labels, taints=taints, extra=extra))
+        for j in range(draw(st.integers(0, 5))):
+            p = pod(
+                f"p{i}-{j}",
+                f"n{i}",
+                draw(st.sampled_from([50, 100, 250, 400])),
+                memory=draw(st.sampled_from([0, 2**28, 2**29])),
+                extra={GPU: 1} if draw(st.integers(0, 4)) == 0 else None,
+            )
+            if draw(st.integers(0, 3)) == 0:
+                p = dataclasses.replace(p, node_selector={"disk": "ssd"})
+            if draw(st.integers(0, 3)) == 0:
+                p = dataclasses.replace(p, tolerations=(Toleration("dedicated", "Equal", "x", "NoSchedule"),))
+            app = draw(st.sampled_from(["a", "b"]))
+            p = dataclasses.replace(p, meta=dataclasses.replace(p.meta, labels={"app": app}))
+            selector = LabelSelector((("app", draw(st.sampled_from(["a", "b"]))),))
+            constraint = draw(st.sampled_from(["", "", "", "spread", "anti", "affinity"]))
+            if constraint == "spread":
+                hard = TopologySpreadConstraint(1, ZONE, "DoNotSchedule", selector)
+                p = dataclasses.replace(p, topology_spread=(hard,))
+            elif constraint == "anti":
+                anti = PodAffinityTerm(selector, "kubernetes.io/hostname")
+                p = dataclasses.replace(p, affinity=Affinity(anti_required=(anti,)))
+            elif constraint == "affinity":
+                with_ = PodAffinityTerm(selector, ZONE)
+                p = dataclasses.replace(p, affinity=Affinity(pod_required=(with_,)))
+            pods.append(p)
+    return nodes, pods
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster=clusters(), data=st.data())
+def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
+    nodes, pods = cluster
+    names = [n.name for n in nodes]
+    source = data.draw(st.sampled_from(names))  # the node whose removal is tried: its pods move
+    own = [p for p in pods if p.node_name == source]
+    assume(own)
+    skip = {source} | set(data.draw(st.lists(st.sampled_from(names), max_size=2)))
+    trial = data.draw(st.permutations(own))
+    hints = [data.draw(st.none() | st.sampled_from(names)) for _ in trial]
+    start = data.draw(st.integers(0, len(nodes) - 1))
+
+    snapshot = ClusterSnapshot(nodes, pods)
+    with PredicateChecker(snapshot) as checker:
+        mover = PodMover(snapshot, checker)
+        stamps = [s for _, s in snapshot.stamps()]
+        paper = paper_pods(trial)
+        mover.pointer = start
+        added: dict[str, dict[str, int]] = {}
+        on_paper = []
+        snapshot.fork()
+        for p, hint in zip(trial, hints, strict=True):
+            if p.uid in paper:
+                dest = mover.move_on_paper(p, hint, skip, added)
+            else:
+                dest = mover.move(p.uid, hint, skip, added=added)
+            on_paper.append((dest, mover.pointer))
+            if dest is None:
+                break
+        snapshot.revert()
+        if len(paper) == len(trial):
+            assert [s for _, s in snapshot.stamps()] == stamps  # nothing moved
+
+        mover.pointer = start
+        snapshot.fork()
+        moved = []
+        for p, hint in zip(trial, hints, strict=True):
+            dest = mover.move(p.uid, hint, skip)
+            moved.append((dest, mover.pointer))
+            if dest is None:
+                break
+        snapshot.revert()
+    event("all on paper" if len(paper) == len(trial) else "some on paper" if paper else "none on paper")
+    assert on_paper == moved
+
+
+def test_only_pods_whose_fit_reads_their_node_alone_go_on_paper():
+    plain = pod("plain", "n0")
+    selector = LabelSelector((("app", "plain"),))
+    soft = TopologySpreadConstraint(1, "zone", "ScheduleAnyway", selector)
+    hard = dataclasses.replace(soft, when_unsatisfiable="DoNotSchedule")
+    term = PodAffinityTerm(selector, "kubernetes.io/hostname")
+    assert is_node_local(plain)
+    assert is_node_local(dataclasses.replace(plain, topology_spread=(soft,)))
+    assert not is_node_local(dataclasses.replace(plain, topology_spread=(hard,)))
+    assert not is_node_local(dataclasses.replace(plain, affinity=Affinity(anti_required=(term,))))
+    assert not is_node_local(dataclasses.replace(plain, affinity=Affinity(pod_required=(term,))))
