@@ -66,8 +66,9 @@ _LOCAL: dict[Any, bool] = {}
 def _is_node_local(pod: Pod) -> bool:
     """Whether the scheduler's filters, for this pod on a node, read that node's own content only
     and are changed by other pods placed there only through their requests: no required pod
-    (anti-)affinity, no DoNotSchedule topology spread, no host port. (Bound pods' anti-affinity
-    terms against it are read elsewhere, but no pod moved with it carries one.)"""
+    (anti-)affinity, no DoNotSchedule topology spread, no host port. (Bound pods' required
+    anti-affinity terms against it are read too: `paper_pods` keeps on paper only pods that no
+    term of a pod moved for real in the same trial selects.)"""
     affinity = pod.affinity
     if affinity.pod_required or affinity.anti_required or pod.host_ports:
         return False

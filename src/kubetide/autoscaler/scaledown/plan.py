@@ -105,7 +105,7 @@ class ScaleDownPlan:
     cooldown: str | None = None
     timed_out: bool = False
     simulated: int = 0  # nodes whose drain was simulated
-    on_paper: int = 0  # of them, nodes waiting for budget whose pods were placed on paper
+    on_paper: int = 0  # of them, nodes waiting for budget with pods placed on paper
     injected: dict[str, str] = field(default_factory=dict)  # recently evicted pod key -> node
     pdb_remaining: dict[str, int] = field(default_factory=dict)
 
