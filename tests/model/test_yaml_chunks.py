@@ -195,6 +195,38 @@ def test_aliases_and_deep_nesting_decline_to_the_event_stream(items_text):
     assert fast_members(listing(items_text)) == "declined"
 
 
+@pytest.mark.parametrize(
+    "item",
+    [
+        "- kind: CronJob\n  spec:\n    schedule: 0 * * * *\n",  # kubectl leaves it plain
+        "- kind: CronJob\n  spec:\n    schedule: '*/5 * * * *'\n",
+        "- kind: Pod\n  metadata:\n    annotations:\n      note: a * b, \"c *d\", 'e * f'\n",
+    ],
+    ids=["cron-plain", "cron-quoted", "annotations"],
+)
+def test_a_star_inside_a_scalar_stays_on_the_fast_path(item, paths):
+    # Such a `*` is text, not an alias: no reason to decline the whole file.
+    assert assert_same_or_declined(listing(item + "- kind: Node\n  metadata: {name: n}\n")) == "read"
+    assert paths == {"yaml-rs": 2, "pyyaml": 0}
+
+
+@pytest.mark.parametrize(
+    "items_text",
+    [
+        "- a: &x {b: 1}\n- c: [1, *x]\n",
+        "- a: &x {b: 1}\n- c: {d: *x}\n",
+        "- a: &x {b: 1}\n- - *x\n",
+        "- a: &x {b: 1}\n- c:\n    *x\n",
+        '- a: &x {b: 1}\n- {"c":*x}\n',
+        "- a: &x {b: 1}\n- c:\t*x\n",
+        "- kind: CronJob\n  spec: {schedule: 0 * * * *}\n- a: &x {b: 1}\n- c: *x\n",
+    ],
+    ids=["flow-sequence", "flow-mapping", "block-sequence", "next-line", "json-key", "tab", "after-cron"],
+)
+def test_a_real_alias_anywhere_declines(items_text):
+    assert fast_members(listing(items_text)) == "declined"
+
+
 def test_deep_block_nesting_never_reaches_yaml_rs(tmp_path):
     # yaml-rs recurses on the machine stack: thousands of levels would kill the process.
     deep = "".join(" " * (i + 2) + "k:\n" for i in range(8000)) + " " * 8002 + "v\n"
