@@ -174,8 +174,28 @@ def test_a_scalar_both_read_alike_stays_on_the_fast_path(token, place, paths):
         "- ? complex\n  : key\n",
         "- a: 1\n  a: 2\n",  # a duplicate key: PyYAML keeps the last, yaml-rs refuses
         "- " + "k" * 1100 + ": long key\n",
+        "- : empty key\n",
+        "- a:\n    : empty key\n",
+        "- {a: 1, : 2}\n",
+        "- [a, : 2]\n",
+        "- ? : x\n",
     ],
-    ids=["tab", "cr", "u2028", "nel", "tag", "anchor", "explicit-key", "duplicate-key", "long-key"],
+    ids=[
+        "tab",
+        "cr",
+        "u2028",
+        "nel",
+        "tag",
+        "anchor",
+        "explicit-key",
+        "duplicate-key",
+        "long-key",
+        "empty-key-entry",
+        "empty-key-line",
+        "empty-key-flow-mapping",
+        "empty-key-flow-sequence",
+        "empty-key-explicit",
+    ],  # fmt: skip
 )
 def test_syntax_the_two_may_treat_apart_goes_to_pyyaml(item, paths):
     assert assert_same_or_declined(listing(item + "- b: 1\n")) in ("read", "declined")

@@ -95,7 +95,10 @@ _ASCII_UNLIKE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _UNLIKE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 # PyYAML refuses an implicit key longer than 1024 characters, and an empty one; yaml-rs takes both.
 _LONG_KEY = re.compile(r"^[^:\n]{1000,}:", re.MULTILINE)
-_EMPTY_KEYS = tuple(re.compile(start + r":(?=[ \n])") for start in (r"\n[ ]*", r"[-?][ ]+", r"[\[{,][ ]*"))
+# An empty key: a `:` where a key starts (a line's indentation, after `- ` or `? `, after a flow
+# indicator). One class for all of them, a third of the time of a pattern each; it also flags `-:`
+# and `?:`, which only costs a false alarm.
+_EMPTY_KEY = re.compile(r"[\n?\[{,-][ ]*:(?=[ \n])")
 # A block scalar's header (`|`, `>-`, `|+2`...). yaml-rs reads one with no content as "\n".
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*[ ]*(?:#[^\n]*)?$", re.MULTILINE)
 _LEADING_INDICATORS = re.compile(r"[ ]*(?:-[ ]+)*")
@@ -113,7 +116,7 @@ def distinct_lines(text: str) -> str:
 def suspect_lines(distinct: str) -> set[str]:
     """The lines (of distinct_lines' text) that yaml-rs might read otherwise than PyYAML's
     SafeLoader."""
-    screens = [*_SCALAR_SCREENS, *_EMPTY_KEYS]
+    screens = [*_SCALAR_SCREENS, _EMPTY_KEY]
     if max(map(len, distinct.split("\n"))) >= 1000:
         screens.append(_LONG_KEY)
     if not distinct.isascii():
