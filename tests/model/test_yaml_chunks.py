@@ -195,7 +195,7 @@ def test_a_scalar_both_read_alike_stays_on_the_fast_path(token, place, paths):
         "empty-key-flow-mapping",
         "empty-key-flow-sequence",
         "empty-key-explicit",
-    ],  # fmt: skip
+    ],
 )
 def test_syntax_the_two_may_treat_apart_goes_to_pyyaml(item, paths):
     assert assert_same_or_declined(listing(item + "- b: 1\n")) in ("read", "declined")
