@@ -205,6 +205,8 @@ def test_the_alias_screen_sees_every_alias_a_flow_mapping_can_hold(text):
         "{&x a: 1, *x : 2}",
         "[&x 1] *x",
         "a: 'q' *x",
+        "{?*x : 1}",  # a flow collection's explicit key needs no space after the `?`
+        "[a, ?*x]",
     ],
 )
 def test_the_alias_screen_sees_an_alias_wherever_a_node_starts(text):
@@ -231,7 +233,7 @@ def test_a_star_inside_a_scalar_is_no_alias(text):
 # Pieces of YAML around `*`: indicators, separators of every kind, scalars, anchors.
 ALIAS_PIECES = [
     "*x", "&x", "a", "b c", "0", "- ", "-", "? ", ": ", ":", ",", "[", "]", "{", "}", "'", '"', "|", ">",
-    "---", "...", " ", "\t", "\n", "\r", "\x85", "\u2028", "\ufeff", "#", "!t ", ".", "*",
+    "---", "...", " ", "\t", "\n", "\r", "\x85", "\u2028", "\ufeff", "#", "!t ", ".", "*", "{a: ", "\n  ",
 ]  # fmt: skip
 
 

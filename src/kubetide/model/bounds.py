@@ -17,11 +17,10 @@ raw text (a few C-speed string scans) cannot rule the danger out. The screen is 
   may sit at its parent mapping's column, and a line's block collections start inside its leading
   run of spaces and `-`, `?`, `:` indicators; so block depth <= 2 * (longest such run + 1);
 - an alias is a node, so its `*` starts a token where a node may start: at a line's start (after
-  any of YAML's line breaks, or the byte-order mark) or after a flow indicator (`[`, `{`, `,`), a
-  `:` (a flow mapping's quoted key needs no space after it: `{"a":*x}`), a `]` or `}`, each then
-  followed by spaces or tabs or not; or after whitespace following `-`, `?`, `---`, `...`, a
-  quoted scalar, a tag or anchor, or a block scalar's header (`|`, `>`), where it is an alias or
-  a syntax error.
+  any of YAML's line breaks, or the byte-order mark), or after `[`, `{`, `,`, `]`, `}`, `:` or
+  `?` (in a flow collection, `{"a":*x}` and `{?*x : 1}` need no space), with spaces or tabs
+  between or not; or after whitespace following `-`, `---`, `...`, a quoted scalar, a tag or
+  anchor, or a block scalar's header (`|`, `>`), where it is an alias or a syntax error.
   Anywhere else a `*` after a space sits inside a plain scalar (a CronJob's `0 * * * *`: the
   scanner reads a plain scalar on across spaces) or a quoted one, and is text: no such `*`, no
   alias. The screen may flag text it need not (`a - *b`); it never misses an alias.
@@ -45,7 +44,7 @@ MIN_EXPANDED_NODES = 100_000
 # Where a `*` may start an alias token (see above); `^` with MULTILINE follows `\n` only, so the
 # other line breaks are listed. libyaml takes a tab as a separator after `:` and `,` too.
 _ALIAS = re.compile(
-    r"(?:^|[\r\x85\u2028\u2029\ufeff\[\]{},:])[ \t]*\*|(?:[-?.'\"|>]|[!&][^ \t\r\n]*)[ \t]+\*",
+    r"(?:^|[\r\x85\u2028\u2029\ufeff\[\]{},:?])[ \t]*\*|(?:[-.'\"|>]|[!&][^ \t\r\n]*)[ \t]+\*",
     re.MULTILINE,
 )
 
