@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from kubetide.errors import UserError
-from kubetide.model import Manifests
-from kubetide.model.reader import parse_time
-from kubetide.model.timestamps import newest_timestamp
+
+if TYPE_CHECKING:
+    from kubetide.model import Manifests
 
 NEWEST = "newest timestamp in the input"
 FLAG = "--now"
@@ -36,6 +37,8 @@ def parse_now(text: str | None) -> float | None:
         return None
     if text == "now":
         return time.time()  # asked for: the CLI may read the wall clock, decision code never does
+    from kubetide.model.reader import parse_time  # here: `--help` loads no model
+
     try:
         return parse_time(text)
     except ValueError:
@@ -49,6 +52,8 @@ def resolve_now(text: str | None, manifests: Manifests) -> tuple[float, str]:
     given = parse_now(text)
     if given is not None:
         return given, FLAG
+    from kubetide.model.timestamps import newest_timestamp
+
     newest = newest_timestamp(manifests)
     if newest is not None:
         return newest, NEWEST

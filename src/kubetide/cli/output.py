@@ -9,13 +9,14 @@ import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from kubetide.cli import json_output
 from kubetide.cli.json_output import AUTO
 from kubetide.errors import UserError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def print_json(data: Any, style: str | None = AUTO) -> None:
@@ -36,6 +37,8 @@ def console() -> Console:
     wrapped (soft wrap) and the console is wide enough for our tables, so `kubetide ... | less`
     reads like the terminal does.
     """
+    from rich.console import Console  # here: `--json` and `--help` never draw with rich
+
     probe = Console()
     columns = _columns()
     if columns is not None:

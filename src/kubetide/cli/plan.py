@@ -49,35 +49,33 @@ import dataclasses
 import difflib
 import time
 from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
-from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide
-from kubetide.autoscaler.options import AutoscalerOptions, parse_options
-from kubetide.autoscaler.ports import UsageSample
-from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan, crop
-from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
-from kubetide.autoscaler.scaledown.narrow import Recording
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
+from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_BUDGET, find_unblocks
-from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
-from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
-from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
 from kubetide.cli.json_output import add_json_argument, document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
-from kubetide.cloud.static import GROUPS_YAML, StaticCloud, StaticNodeGroup
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import ManifestError, UserError
-from kubetide.grpcexpander import expander_service
-from kubetide.model import ConfigMap, Manifests, Pod
-from kubetide.model.quantity import CPU, MEMORY, format_units
-from kubetide.scheduling import PredicateChecker
-from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
+
+# The loop, the snapshot, the scheduler and the model are imported by the functions using them:
+# `kubetide plan --help` and a usage error need none of them (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from kubetide.autoscaler.decision import LoopDecision
+    from kubetide.autoscaler.ports import UsageSample
+    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
+    from kubetide.autoscaler.scaledown.plan import NodeStatus
+    from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
+    from kubetide.cloud.static import StaticCloud, StaticNodeGroup
+    from kubetide.model import ConfigMap, Manifests, Pod
+    from kubetide.snapshot import ClusterSnapshot
 
 CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
+# autoscaler/scaledown/unblocking.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
+# imports no planner; tests/cli/test_startup.py holds the two equal.
+UNBLOCK_BUDGET = 10.0
 
 
 def add_parser(subparsers) -> None:
@@ -153,6 +151,10 @@ def _unblock_budget(text: str) -> float:
 
 
 def run(args) -> int:
+    from kubetide.cli.inputs import CLUSTER_KINDS, load_manifests, read_node_groups, source_name
+    from kubetide.cloud.static import StaticCloud
+    from kubetide.snapshot import snapshot_from_dump
+
     options = parse_set_flags(args.flags)
     parse_now(args.now)  # a bad --now fails before any file is read
     usage_objects = _read_usage(args.usage) if args.usage else None  # small: read first
@@ -241,6 +243,7 @@ USAGE_OBJECTS = "usage and QoS objects (PodMetrics, NodeMetrics, NodeQOS, Avoida
 
 def _read_usage(paths: Sequence[str]) -> Manifests:
     import kubetide.qos  # noqa: F401 - teaches the loader the metrics and crane kinds
+    from kubetide.cli.inputs import load_manifests
 
     manifests = load_manifests("plan --usage", (paths, USAGE_KINDS, USAGE_OBJECTS))
     warn(manifests.warnings)
@@ -268,6 +271,8 @@ def _chosen_nodes(names: Sequence[str], plan: ScaleDownPlan, source: str) -> lis
 
 def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
     """`--set flag=value` items into options; bad ones are one-line UserErrors naming the flag."""
+    from kubetide.autoscaler.options import parse_options
+
     mapping: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -302,6 +307,8 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
     dump without any ReplicaSet would block every node that way. With controllers unknown, rule 3
     stays silent, as the Cluster Autoscaler without listers.
     """
+    from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+
     present = {w.kind for w in manifests.workloads}
     referenced = {
         ref.kind
@@ -324,17 +331,23 @@ class PlanResult:
 
     @property
     def scale_up(self) -> ScaleUpPlan:
+        from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
+
         # plan decides past an unhealthy halt; a size-fix halt (not from a dump) decides none
         return self.decision.scale_up if self.decision.scale_up is not None else ScaleUpPlan()
 
     @property
     def scale_down(self) -> ScaleDownPlan:
+        from kubetide.autoscaler.scaledown import ScaleDownPlan
+
         if self.decision.scale_down is None:  # scale-down-enabled=false
             return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
         return self.decision.scale_down
 
     @property
     def unhealthy(self) -> str | None:
+        from kubetide.autoscaler.decision import Halt
+
         if self.decision.halted is not Halt.CLUSTER_UNHEALTHY:
             return None
         return (
@@ -367,6 +380,14 @@ def plan_loop(
 ) -> PlanResult:
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
+    from kubetide.autoscaler.decision import LoopInputs, LoopState, decide
+    from kubetide.autoscaler.scaledown import crop
+    from kubetide.autoscaler.scaledown.narrow import Recording
+    from kubetide.autoscaler.scaledown.unblocking import find_unblocks
+    from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+    from kubetide.grpcexpander import expander_service
+    from kubetide.scheduling import PredicateChecker
+
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
     state = LoopState(
         options,
@@ -567,6 +588,8 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
     Timer details are rewritten: the planner states them in absolute seconds, while here every
     timer starts with this one loop.
     """
+    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+
     if status.reason in _TIMERS:
         flag = _TIMERS[status.reason]
         wait = format_duration(getattr(options, flag.replace("-", "_")))
@@ -617,6 +640,8 @@ def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
 
 def summary_lines(result: PlanResult) -> list[str]:
     """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
+    from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE
+
     sd = result.scale_down
     statuses = list(sd.nodes.values())
     removable = [s for s in statuses if s.status == REMOVABLE]
@@ -675,6 +700,10 @@ def _print_human(
     expire_timers: bool,
     explain: Sequence[str] = (),
 ) -> None:
+    from rich.markup import escape
+
+    from kubetide.cloud.static import GROUPS_YAML
+
     out = console()
     width = line_width(out)
 
@@ -793,6 +822,8 @@ def _node_table(
     options: AutoscalerOptions,
     width: int,
 ) -> list[str]:
+    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+
     rows = []
     for name, status in plan.nodes.items():
         group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
@@ -815,6 +846,9 @@ def node_explanation(
     name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
 ) -> list[tuple[str, str]]:
     """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
+    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.model.quantity import CPU, MEMORY, format_units
+
     sd = result.scale_down
     status = sd.nodes[name]
     node = snapshot.node(name) if name in snapshot else None

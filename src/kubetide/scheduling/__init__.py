@@ -44,8 +44,25 @@ with `node_name=""`, as the Cluster Autoscaler does, or the pod fits only where 
 The pod being placed must not itself be bound in the snapshot, or it counts against itself.
 """
 
-from kubetide.scheduling.checker import PredicateChecker
-from kubetide.scheduling.queue import queue_order, schedule_pods
-from kubetide.scheduling.reasons import Unfit
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubetide.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from kubetide.scheduling.checker import PredicateChecker
+    from kubetide.scheduling.queue import queue_order, schedule_pods
+    from kubetide.scheduling.reasons import Unfit
+else:
+    # Each name's module is imported when the name is first read (kubetide.lazy says why).
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "kubetide.scheduling.checker": ("PredicateChecker",),
+            "kubetide.scheduling.queue": ("queue_order", "schedule_pods"),
+            "kubetide.scheduling.reasons": ("Unfit",),
+        },
+    )
 
 __all__ = ["PredicateChecker", "Unfit", "queue_order", "schedule_pods"]

@@ -78,7 +78,7 @@ def clusters(draw) -> Cluster:
 
 def _whole_plan(cluster: Cluster, tmp: Path) -> dict:
     whole = functools.partial(unblocking.find_unblocks, narrow=False)
-    with mock.patch("kubetide.cli.plan.find_unblocks", whole):
+    with mock.patch.object(unblocking, "find_unblocks", whole):
         return cluster.plan(tmp)
 
 
