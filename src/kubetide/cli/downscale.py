@@ -15,24 +15,24 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
-import numpy as np
-from rich.markup import escape
 
-from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.json_output import add_json_argument, document, rfc3339, rfc3339_all
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn
 from kubetide.cli.progress import Display
 from kubetide.errors import UserError
-from kubetide.model import Pod
-from kubetide.model.loader import without_gc_passes
-from kubetide.model.meta import ObjectMeta
-from kubetide.workloads import DELETION_COST_ANNOTATION, deletion_reasons, is_active, rank
-from kubetide.workloads.owners import resolve_owner
-from kubetide.workloads.ranking import NO_TIME_BUCKET, Ranking
+from kubetide.workloads.cost import DELETION_COST_ANNOTATION
 from kubetide.workloads.timebuckets import format_age, to_ns
+
+# The model, the ranking and NumPy are imported by the functions using them: `downscale --help`
+# needs none of them.
+if TYPE_CHECKING:
+    from kubetide.model import Pod
+    from kubetide.model.meta import ObjectMeta
+    from kubetide.workloads.ranking import Ranking
 
 DOWNSCALE_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "ReplicationController"})
 
@@ -64,6 +64,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from kubetide.cli.inputs import load_manifests, source_name
+    from kubetide.model.loader import without_gc_passes
+
     if args.replicas < 0:
         raise UserError(f"--replicas must be 0 or more, got {args.replicas}")
     parse_now(args.now)  # a bad --now fails before any file is read
@@ -82,6 +85,9 @@ def run(args) -> int:
 
 def _run(args, source: str, manifests, display: Display) -> int:
     """Rank the owner's pods, take the display off the terminal, print the answer."""
+    from kubetide.workloads import deletion_reasons, rank
+    from kubetide.workloads.owners import resolve_owner
+
     now, now_source = resolve_now(args.now, manifests)
     target = resolve_owner(manifests, args.owner, source)
     current = len(target.pods)
@@ -197,6 +203,10 @@ def _keys(metas: Iterable[ObjectMeta]) -> list[str]:
 
 def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankKeys]:
     """Each pod's RankKeys in deletion order, from the ranking's columns."""
+    import numpy as np
+
+    from kubetide.workloads.ranking import NO_TIME_BUCKET
+
     fields = ranking.inputs
     assert fields is not None
     index = np.asarray(ranking.index, dtype=np.int64)
@@ -231,6 +241,10 @@ def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankK
 
 
 def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, ranks) -> None:
+    from rich.markup import escape
+
+    from kubetide.workloads import is_active
+
     console_ = console()
     width = line_width(console_)
 

@@ -11,18 +11,18 @@ which is what its next retry would report.
 
 from __future__ import annotations
 
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
-from kubetide.cli.inputs import load_manifests, source_name
 from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn
 from kubetide.cli.progress import Display
 from kubetide.durations import rfc3339
-from kubetide.model import Pod
-from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
-from kubetide.snapshot import ClusterSnapshot, snapshot_from_dump
+
+# The model, the snapshot and the scheduler are imported by `run`: `schedule --help` needs none.
+if TYPE_CHECKING:
+    from kubetide.model import Pod
+    from kubetide.snapshot import ClusterSnapshot
 
 SCHEDULE_KINDS = frozenset({"Node", "Pod", "Namespace", "PriorityClass"})  # what placements depend on
 
@@ -42,6 +42,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from kubetide.cli.inputs import load_manifests, source_name
+    from kubetide.scheduling import PredicateChecker, queue_order, schedule_pods
+    from kubetide.snapshot import snapshot_from_dump
+
     parse_now(args.now)  # a bad --now fails before any file is read
     source = ", ".join(map(source_name, args.files))
     # A large dump takes seconds to read and place: a spinner says so on a terminal (not with --json).
@@ -85,6 +89,9 @@ def _print_table(
     snapshot: ClusterSnapshot,
     at: str,
 ) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     out = console()
     # Piped or redirected output is read by tools and people with wide editors: one line per pod,
     # like kubectl, rather than reasons folded into an 80-column box; unless COLUMNS asks for a width.

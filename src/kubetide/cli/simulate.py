@@ -20,11 +20,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from kubetide.cli.inputs import read_scenario
 from kubetide.cli.json_output import add_json_argument
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.progress import Display
-from kubetide.cli.simulate_summary import print_summary
 from kubetide.durations import format_duration, parse_duration
 from kubetide.errors import UserError
 
@@ -95,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, display: Display) -> int:
+    # Here rather than at the top: `simulate --help` needs neither the model nor rich.
+    from kubetide.cli.inputs import read_scenario
+    from kubetide.cli.simulate_summary import print_summary
     from kubetide.sim.report.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
     from kubetide.sweep.compare import parse_compare, parse_set, scenario_variants

@@ -20,7 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-from kubetide.cli.inputs import read_scenario
 from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.progress import Display
@@ -149,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, display: Display) -> int:
+    from kubetide.cli.inputs import read_scenario  # here: `sweep --help` loads no model
     from kubetide.sweep.compare import sweep_settings
     from kubetide.sweep.grid import build_settings, parse_grid, scenario_setting
     from kubetide.sweep.results import RunStore, fingerprint
