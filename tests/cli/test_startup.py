@@ -54,8 +54,7 @@ def _loaded_after(argv: list[str], libraries: tuple[str, ...]) -> list[str]:
     return eval(done.stdout.splitlines()[-1])  # a list literal of names we printed
 
 
-# qos's module still imports the QoS agent at the top (its report reads the agent's constants).
-@pytest.mark.parametrize("command", [c.replace("_", "-") for c in cli_main.COMMANDS if c != "qos"])
+@pytest.mark.parametrize("command", [c.replace("_", "-") for c in cli_main.COMMANDS])
 def test_a_commands_help_imports_no_heavy_library(command):
     assert _loaded_after([command, "--help"], HEAVY) == []
 

@@ -19,35 +19,34 @@ from __future__ import annotations
 import argparse
 import json
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubetide.agent.usage import Usage, parse_summary
-from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, read_input, source_name
 from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, warn, wrap
 from kubetide.cli.progress import Display
 from kubetide.durations import rfc3339
 from kubetide.errors import UserError
-from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, format_quantity, format_units, parse_resource
-from kubetide.qos import (
-    AgentOptions,
-    MetricRegistry,
-    NodeMetrics,
-    NodeState,
-    PodMetrics,
-    PodState,
-    QosAgent,
-    QosConfig,
-    RoundResult,
-)
-from kubetide.qos.config import ACTION_KINDS
-from kubetide.qos.executor import DISABLE_SCHEDULING, DONE, REFUSED, SCHEDULING_TAINT, Execution, gap_units
-from kubetide.qos.state import POD_SUM
+
+# The QoS agent (whose package registers its kinds with the loader when imported), the model's
+# loader and the kubelet-summary reader are imported by the functions using them: `qos --help`
+# needs none of them.
+if TYPE_CHECKING:
+    from kubetide.agent.usage import Usage
+    from kubetide.model import Manifests, Node, Pod, PodDisruptionBudget, Taint
+    from kubetide.qos import (
+        MetricRegistry,
+        NodeMetrics,
+        NodeState,
+        PodMetrics,
+        PodState,
+        QosConfig,
+        RoundResult,
+    )
+    from kubetide.qos.executor import Execution
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
-STATE_KINDS = CLUSTER_KINDS | QOS_KINDS | {"PodMetrics", "NodeMetrics"}
 
 
 def add_parser(subparsers) -> None:
@@ -134,9 +133,13 @@ class _DryRun:
 
 
 def _load(args) -> tuple[Manifests, list[str]]:
+    import kubetide.qos  # noqa: F401 - teaches the loader the metrics and crane kinds
+    from kubetide.cli.inputs import CLUSTER_KINDS, QOS_KINDS, load_manifests, source_name
+
+    state_kinds = CLUSTER_KINDS | QOS_KINDS | {"PodMetrics", "NodeMetrics"}
     manifests = load_manifests(
         "qos",
-        ([args.state], STATE_KINDS, "a node-state file (a Node, its pods and their metrics)"),
+        ([args.state], state_kinds, "a node-state file (a Node, its pods and their metrics)"),
         (args.nodeqos, QOS_KINDS, "NodeQOS, AvoidanceAction or PodQOS objects"),
     )
     return manifests, [source_name(p) for p in [args.state, *args.nodeqos]]
@@ -168,6 +171,9 @@ def _quota(pod: Pod, source: str) -> int | None:
 
 def read_summary(path: str) -> tuple[Usage, str]:
     """The kubelet's summary (JSON) as usage, and the node it is of. One-line errors."""
+    from kubetide.agent.usage import parse_summary
+    from kubetide.cli.inputs import read_input, source_name
+
     source = source_name(path)
     try:
         document = json.loads(read_input(path))
@@ -186,6 +192,8 @@ def build_state(
     manifests: Manifests, source: str, summary: tuple[Usage, str] | None = None, summary_source: str = ""
 ) -> tuple[NodeState, list[str], str]:
     """The node's state from the files, with warnings and where the node usage comes from."""
+    from kubetide.qos import NodeState, PodState
+
     node = _node(manifests, source)
     if summary is not None and summary[1] and summary[1] != node.name:
         raise UserError(f"{summary_source}: node.nodeName: the summary is of {summary[1]}, not {node.name}")
@@ -239,6 +247,8 @@ def usage_origin(state: NodeState) -> str:
 
 
 def _origin_words(where: str) -> str:
+    from kubetide.qos.state import POD_SUM
+
     return "the sum of its pods' usage" if where == POD_SUM else where
 
 
@@ -258,6 +268,8 @@ def fallback_note(state: NodeState) -> str | None:
 
 
 def run(args) -> int:
+    from kubetide.cli.inputs import source_name
+
     parse_now(args.now)  # a bad --now fails before any file is read
     # A node with thousands of pods takes seconds to read: a spinner says so on a terminal (not with --json).
     with Display(not args.json) as display:
@@ -267,6 +279,9 @@ def run(args) -> int:
 
 def _run(args, display: Display) -> int:
     """One dry-run round of the agent; the display is taken off the terminal before the answer."""
+    from kubetide.cli.inputs import source_name
+    from kubetide.qos import AgentOptions, QosAgent, QosConfig
+
     manifests, paths = _load(args)
     warn(manifests.warnings)
     config = QosConfig.from_manifests(manifests)
@@ -294,6 +309,8 @@ def _run(args, display: Display) -> int:
 
 def to_json(result: RoundResult, registry: MetricRegistry, state: NodeState) -> dict:
     """The QOSResult document; gaps and releases are quantities of their metric's resource."""
+    from kubetide.qos.config import ACTION_KINDS
+    from kubetide.qos.executor import DONE, gap_units
 
     def amount(metric: str, units: int | None) -> str | None:
         return None if units is None else format_quantity(registry[metric].resource, units)
@@ -381,6 +398,9 @@ def _item(out, text: str) -> None:
 
 
 def _render_execution(out, prefix: str, execution: Execution, state: NodeState, registry, args) -> None:
+    from kubetide.qos.config import ACTION_KINDS
+    from kubetide.qos.executor import DISABLE_SCHEDULING, REFUSED, SCHEDULING_TAINT
+
     out.print()
     change = execution.scheduling
     if change is not None:
