@@ -6,19 +6,26 @@ document is written: encoded by msgspec (in C), indented where a person reads it
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from kubetide import API_VERSION, durations
+
+if TYPE_CHECKING:
+    import msgspec
 
 # `--json` alone: pretty on a terminal, compact otherwise.
 AUTO, PRETTY, COMPACT = "auto", "pretty", "compact"
 INDENT = 2
 
-_ENCODER = msgspec.json.Encoder()
+
+@functools.cache
+def _encoder() -> msgspec.json.Encoder:
+    import msgspec  # here: `--help` and the human output encode nothing
+
+    return msgspec.json.Encoder()
 
 
 def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -75,8 +82,11 @@ def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 def encode(data: Any, style: str = AUTO, terminal: bool = False) -> bytes:
     """The document as UTF-8 JSON text ending in a newline; `terminal` says where AUTO goes."""
-    text = _ENCODER.encode(data)
+    encoder = _encoder()
+    text = encoder.encode(data)
     if style == PRETTY or (style == AUTO and terminal):
+        import msgspec
+
         text = msgspec.json.format(text, indent=INDENT)
     return text + b"\n"
 

@@ -414,9 +414,10 @@ def plan_loop(
     )
     with PredicateChecker(snapshot, namespaces) as checker:
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
-        by_key = {p.key: p for p in pending}
-        for key, node in decision.bound.items():
-            snapshot.bind(by_key[key], node)
+        if decision.bound:  # a pod's key is built on each read: only when some are to be bound
+            by_key = {p.key: p for p in pending}
+            for key, node in decision.bound.items():
+                snapshot.bind(by_key[key], node)
         if unblock and decision.scale_down is not None:
             # What would unblock each unremovable node: the planner again, on the cluster as the
             # scheduler leaves it, with each suggested change applied (unblocking.py).
