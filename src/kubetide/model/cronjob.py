@@ -13,8 +13,6 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
 
-from croniter import croniter
-
 from kubetide.durations import parse_duration
 from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
@@ -33,6 +31,8 @@ class Schedule:
         """The first scheduled time strictly after Unix time `t`, in time zone `zone`."""
         if self.every is not None:
             return t + self.every
+        from croniter import croniter  # here: the loader imports this module for every dump
+
         start = datetime.fromtimestamp(t, zoneinfo.ZoneInfo(zone))
         return float(croniter(self.text, start).get_next(float))
 
@@ -66,6 +66,8 @@ def parse_schedule(text: str) -> Schedule:
         return Schedule(text)
     if len(text.split()) != 5:
         raise ValueError(f'"{text}": expected 5 fields (minute hour day-of-month month day-of-week)')
+    from croniter import croniter
+
     if not croniter.is_valid(text):
         raise ValueError(f'"{text}" is not a valid cron schedule')
     return Schedule(text)
