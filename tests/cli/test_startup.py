@@ -33,8 +33,19 @@ HEAVY = (
     "dask",
     "distributed",
 )
-# What `plan --json` on a dump never uses: drawing, plotting, live clusters, clouds, extras.
-NOT_FOR_PLAN_JSON = ("plotly", "rich", "kubernetes", "urllib3", "boto3", "botocore", "grpc", "dask")
+# What `plan --json` on a dump never uses: drawing, plotting, live clusters, clouds, extras; and
+# cron schedules, on a dump (the example's) without CronJobs.
+NOT_FOR_PLAN_JSON = (
+    "plotly",
+    "rich",
+    "kubernetes",
+    "urllib3",
+    "boto3",
+    "botocore",
+    "grpc",
+    "dask",
+    "croniter",
+)
 
 
 def _loaded_after(argv: list[str], libraries: tuple[str, ...]) -> list[str]:
