@@ -43,9 +43,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
     def answers(*args: Any, **kwargs: Any) -> dict[str, Any]:
         start = time.process_time()
         try:
-            return find_unblocks(
-                *args, **{**kwargs, "budget": math.inf, "limit": limit, "narrow": narrowed}
-            )
+            return find_unblocks(*args, **{**kwargs, "budget": math.inf, "limit": limit, "narrow": narrowed})
         finally:
             seen["cpu"] += time.process_time() - start
 
