@@ -11,6 +11,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import paths
 
 from kubetide.errors import ManifestError
 from kubetide.model.reader import Reader
@@ -150,18 +151,7 @@ def test_anything_odd_is_the_readers_in_its_words(kind, path, value):
     assert built is None or built == expected
 
 
-def _paths(data, prefix=()):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*prefix, key)
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield (*prefix, index)
-            yield from _paths(value, (*prefix, index))
-
-
-PATHS = {kind: list(_paths(data)) for kind, data in FULL.items()}
+PATHS = {kind: list(paths(data)) for kind, data in FULL.items()}
 VALUES = st.one_of(
     st.none(),
     st.booleans(),

@@ -10,6 +10,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import paths
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_file
@@ -106,18 +107,7 @@ VALUES = st.one_of(
 )
 
 
-def _paths(data, prefix=()):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*prefix, key)
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield (*prefix, index)
-            yield from _paths(value, (*prefix, index))
-
-
-PATHS = {kind: list(_paths(entry[0])) for kind, entry in KINDS.items()}
+PATHS = {kind: list(paths(entry[0])) for kind, entry in KINDS.items()}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
