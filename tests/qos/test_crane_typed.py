@@ -11,7 +11,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import paths
+from mutations import mutated, paths
 
 from kubetide.errors import ManifestError
 from kubetide.model.reader import Reader
@@ -173,15 +173,7 @@ VALUES = st.one_of(
 )
 def test_the_schema_path_is_the_reader_or_nothing(case):
     kind, mutations = case
-    data = copy.deepcopy(FULL[kind])
-    for path, value in mutations:
-        target = data
-        try:
-            for key in path[:-1]:
-                target = target[key]
-            target[path[-1]] = copy.deepcopy(value)
-        except (KeyError, IndexError, TypeError):
-            continue
+    data = mutated(FULL[kind], mutations)
     expected = outcome(PARSERS[kind][0], data)
     assert outcome(PARSERS[kind][1], data) == expected
     built = schema_only(kind, data)

@@ -10,7 +10,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import paths
+from mutations import mutated, paths
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_file
@@ -120,16 +120,8 @@ PATHS = {kind: list(paths(entry[0])) for kind, entry in KINDS.items()}
 )
 def test_the_schema_path_is_the_reader_or_nothing(case):
     kind, mutations = case
-    data, reader_parse, typed_parse, decode = KINDS[kind]
-    data = copy.deepcopy(data)
-    for path, value in mutations:
-        target = data
-        try:
-            for key in path[:-1]:
-                target = target[key]
-            target[path[-1]] = copy.deepcopy(value)
-        except (KeyError, IndexError, TypeError):
-            continue
+    original, reader_parse, typed_parse, decode = KINDS[kind]
+    data = mutated(original, mutations)
     expected = outcome(reader_parse, data)
     assert outcome(typed_parse, data) == expected
     decoded = decode(json.dumps(data))
