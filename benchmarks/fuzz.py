@@ -222,13 +222,26 @@ def cases():  # -> SearchStrategy[Case]; hypothesis is imported late so the work
 
 
 def _paths(value: Any, prefix: tuple = ()) -> Iterator[tuple]:
-    yield prefix
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _paths(child, (*prefix, index))
+    """Every path into `value`, parents first, in document order; a loop, not recursion, since a
+    mutation may have nested a value hundreds deep."""
+    stack: list[tuple[tuple, Any]] = [(prefix, value)]
+    while stack:
+        path, node = stack.pop()
+        yield path
+        if isinstance(node, dict):
+            children = [((*path, key), child) for key, child in node.items()]
+        elif isinstance(node, list):
+            children = [((*path, index), child) for index, child in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(children))
+
+
+# The deepest a mutated document may get. Copying and writing a value recurse once or more per
+# level, and hypothesis runs a draw with a recursion limit it sets from the caller's depth: two
+# values nested 600 deep on top of each other overflowed it on one run of a draw and not on its
+# replay, which stops the whole campaign (FlakyStrategyDefinition, seed 20261130).
+MAX_NESTING = 650
 
 
 def _mutate_structure(draw, documents: list[Any]) -> str:
@@ -237,7 +250,9 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
     if not documents:
         documents.append({})
     # Inside the documents; whole documents only once earlier mutations have emptied them.
-    paths = [p for p in _paths(documents) if len(p) > 1] or [(i,) for i in range(len(documents))]
+    every_path = list(_paths(documents))
+    deepest = max(map(len, every_path))
+    paths = [p for p in every_path if len(p) > 1] or [(i,) for i in range(len(documents))]
     path = draw(st.sampled_from(paths))
     parent = documents
     for key in path[:-1]:
@@ -272,7 +287,7 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
         parent[key] = [parent[key], parent[key]]
         return f"{where} = a list of itself twice"
     if action == "nest":
-        depth = draw(st.sampled_from((3, 50, 600)))
+        depth = draw(st.sampled_from([d for d in (3, 50, 600) if deepest + d <= MAX_NESTING] or [3]))
         value = parent[key]
         for _ in range(depth):
             value = [value]
