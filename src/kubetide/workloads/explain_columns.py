@@ -12,6 +12,8 @@ their times fit int64 nanoseconds. `explain.explain_ranking` sends the others to
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kubetide.workloads.ranking import Ranking, ns_array, seconds_array
@@ -153,13 +155,20 @@ def _restarts(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     return [7] * len(texts), texts
 
 
-def _created(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
-    """Column 5 (criterion 8): the creation-age bucket, or the creation time itself (legacy)."""
+def _creation_ages(ranking: Ranking, first: np.ndarray, kept: int) -> tuple[Any, ...]:
+    """The `first` pods' creation times (ns) and whether each has one, the kept pod's, and the
+    ages both print: what criterion 8's words compare, whichever column reached it."""
     fields = ranking.inputs
     assert fields is not None
     at, present = _nanoseconds([fields.created[i] for i in first.tolist()])
     kept_at, kept_present = _nanoseconds([fields.created[kept]])
     ages, kept_age = _agos(ranking.now_ns, at, present), _agos(ranking.now_ns, kept_at, kept_present)[0]
+    return at, present, kept_at, kept_present, ages, kept_age
+
+
+def _created(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
+    """Column 5 (criterion 8): the creation-age bucket, or the creation time itself (legacy)."""
+    _, present, _, _, ages, kept_age = _creation_ages(ranking, first, kept)
     buckets, kept_bucket = _key_column(ranking, 5)[first].tolist(), int(_key_column(ranking, 5)[kept])
     texts = []
     for age, has, bucket in zip(ages, present.tolist(), buckets, strict=True):
@@ -176,9 +185,7 @@ def _tie(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     """Column 6: the (UID, namespace/name) position; criterion 8 when creation times differ."""
     fields = ranking.inputs
     assert fields is not None
-    at, present = _nanoseconds([fields.created[i] for i in first.tolist()])
-    kept_at, kept_present = _nanoseconds([fields.created[kept]])
-    ages, kept_age = _agos(ranking.now_ns, at, present), _agos(ranking.now_ns, kept_at, kept_present)[0]
+    at, present, kept_at, kept_present, ages, kept_age = _creation_ages(ranking, first, kept)
     timed = present & bool(kept_present[0]) & (at != kept_at[0]) & ranking.logarithmic
     buckets = _key_column(ranking, 5)[first].tolist()
     kept_uid = fields.metas[kept].uid
