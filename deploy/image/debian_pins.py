@@ -156,6 +156,7 @@ def parse_packages(text: str, suite: str) -> list[Served]:
 
 
 def parse_lock(text: str, path: str) -> dict[str, Entry]:
+    """The lock's pins by package; a malformed line is one line naming the file and line."""
     pins: dict[str, Entry] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -216,6 +217,7 @@ def installed_entries(
                 " (the mirror changed during the build: build again)"
             )
             continue
+        # The release's own suite first, then -updates, then -security.
         suites = tuple(sorted({c.suite for c in candidates}, key=lambda suite: (len(suite), suite)))
         entries.append(Entry(package, version, suites, candidates[0].source))
     return entries, refusals

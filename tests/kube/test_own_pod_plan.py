@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_deploy_rbac import DEPLOY, one, render
+from test_deploy_rbac import DEPLOY, PROVIDER, one, render
 
 import kubetide.cli.main as cli_main
 from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
@@ -134,8 +134,10 @@ def rendered() -> list[dict]:
     return render(DEPLOY)
 
 
-def test_the_install_names_every_local_volume_of_its_pod_safe_to_evict(rendered):
-    template = one(rendered, "Deployment")["spec"]["template"]
+@pytest.mark.parametrize("variant", sorted(PROVIDER))
+def test_every_install_names_every_local_volume_of_its_pod_safe_to_evict(variant):
+    # Every overlay, since an overlay may add volumes (kwok mounts its node groups' ConfigMap).
+    template = one(render(DEPLOY / variant), "Deployment")["spec"]["template"]
     local = {
         v["name"]
         for v in template["spec"]["volumes"]
