@@ -329,3 +329,62 @@ def test_versions_order_as_dpkg_compare_versions_says(a, b):
 
     expected = -1 if holds("lt") else 0 if holds("eq") else 1
     assert pins_module.compare_versions(a, b) == expected
+
+
+# -- the command build.sh runs ------------------------------------------------------------------------
+
+
+def run_command(tmp_path: Path, lock_lines: list[str], *flags: str) -> subprocess.CompletedProcess:
+    """debian_pins.py as build.sh runs it, on apt's lists as mmdebstrap leaves them."""
+    lists = tmp_path / "lists"
+    lists.mkdir(exist_ok=True)
+    for suite, text in PAM_INDICES.items():
+        (lists / f"deb.debian.org_debian_dists_{suite}_main_binary-amd64_Packages").write_text(text)
+    (lists / "deb.debian.org_debian_dists_bookworm_InRelease").write_text("Codename: bookworm\n")
+    (tmp_path / "lock").write_text("\n".join(lock_lines) + "\n")
+    (tmp_path / "installed").write_text("libpam0g=1.5.2-6+deb12u3\nzlib1g=1:1.2.13.dfsg-1+deb12u1\n")
+    script = ROOT / "deploy" / "image" / "debian_pins.py"
+    arguments = [tmp_path / "lock", lists, tmp_path / "installed", "bookworm", tmp_path / "record"]
+    return subprocess.run(
+        [sys.executable, str(script), *map(str, arguments), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_command_reports_superseded_pins_and_writes_the_record(tmp_path):
+    ran = run_command(
+        tmp_path, ["libpam0g=1.5.2-6+deb12u2 bookworm pam", "zlib1g=1:1.2.13.dfsg-1 bookworm zlib"]
+    )
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
+    assert ran.stdout.splitlines() == [
+        "build.sh: pin libpam0g 1.5.2-6+deb12u2 superseded by 1.5.2-6+deb12u3 (bookworm-security)",
+        "build.sh: pin zlib1g 1:1.2.13.dfsg-1 superseded by 1:1.2.13.dfsg-1+deb12u1 (bookworm-security)",
+    ]
+    recorded = pins_module.parse_lock((tmp_path / "record").read_text(), "record")
+    assert {p: e.version for p, e in recorded.items()} == {
+        "libpam0g": "1.5.2-6+deb12u3",
+        "zlib1g": "1:1.2.13.dfsg-1+deb12u1",
+    }
+
+
+def test_the_command_stops_a_release_change_with_one_line_and_writes_nothing(tmp_path):
+    ran = run_command(
+        tmp_path, ["libpam0g=1.7.0-5 trixie pam", "zlib1g=1:1.3.dfsg+really1.3.1-1+b1 trixie zlib"]
+    )
+    assert ran.returncode == 2 and ran.stdout == ""
+    (line,) = ran.stderr.splitlines()
+    assert line.startswith(
+        f"build.sh: {tmp_path / 'lock'} pins packages of trixie, this build installs bookworm"
+    )
+    assert not (tmp_path / "record").exists()
+
+
+def test_update_pins_writes_a_lock_that_then_checks_clean(tmp_path):
+    ran = run_command(tmp_path, ["this line is not read"], "--update")
+    assert ran.returncode == 0, ran.stderr
+    written = (tmp_path / "record").read_text()
+    (tmp_path / "record").unlink()
+    ran = run_command(tmp_path, written.splitlines())
+    assert ran.returncode == 0 and ran.stdout == "" and ran.stderr == ""
