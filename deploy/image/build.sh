@@ -6,8 +6,10 @@
 #   deploy/image/build.sh [OUT_DIR]          # OUT_DIR defaults to ./build/image
 #   deploy/image/build.sh --update-pins      # rewrite deploy/image/debian-packages.lock
 #
-# Writes OUT_DIR/oci (an OCI image layout, tag = kubetide's version) and OUT_DIR/kubetide.oci.tar
-# (the same layout as one archive: `docker load`, `ctr image import`, `skopeo copy`). Needs
+# Writes OUT_DIR/oci (an OCI image layout, tag = kubetide's version), OUT_DIR/kubetide.oci.tar
+# (the same layout as one archive: `docker load`, `ctr image import`, `skopeo copy`) and
+# OUT_DIR/debian-packages.lock (the Debian packages installed, also in the image at
+# /usr/share/kubetide/debian-packages.lock). Needs
 # mmdebstrap, umoci, python3 with pip, and network access to the Debian mirror and PyPI
 # (Debian: `apt-get install -y mmdebstrap umoci python3-pip`). See docs/install.md.
 set -euo pipefail
@@ -44,7 +46,8 @@ rootfs="$work/rootfs"
 # 1. The Debian base: Essential packages, python3 (with its standard library), the CA
 # certificates and libstdc++ (which manylinux wheels such as numpy's link against), nothing else:
 # no apt, no shell tools beyond Essential, no docs or locales.
-mmdebstrap --quiet --variant=essential --mode=root \
+# The suites' package indices stay in the root filesystem for step 2 (removed in step 4).
+mmdebstrap --quiet --variant=essential --mode=root --skip=cleanup/apt/lists \
     --include=python3,ca-certificates,libstdc++6 \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -54,18 +57,28 @@ mmdebstrap --quiet --variant=essential --mode=root \
     "deb $DEBIAN_MIRROR $DEBIAN_SUITE-updates main" \
     "deb $DEBIAN_SECURITY_MIRROR $DEBIAN_SUITE-security main"
 
-# 2. The packages' versions are pinned: the build stops when the mirror serves others, rather
-# than ship an image nobody reviewed (take them in with --update-pins and commit the lock).
-installed="$work/debian-packages.lock"
+# 2. The packages' versions against the pins (deploy/image/debian_pins.py has the policy). Debian
+# keeps one version per suite, so a pin is superseded within days by a security update or a point
+# release of the same release: the image takes the update and the build says so, a line a pin
+# ("pin X 1.2-3 superseded by 1.2-3+deb12u1 (bookworm-security)"). Anything that is not an update
+# of the pinned release (another release, an older version, a package added or gone) stops the
+# build with one line each. What was installed is recorded in the image and next to it.
+installed="$work/installed.txt"
+record="$work/debian-packages.lock"
 chroot "$rootfs" dpkg-query -W -f '${Package}=${Version}\n' | LC_ALL=C sort >"$installed"
+: >"$work/superseded.txt"
+check=("$python" "$here/debian_pins.py" "$pins" "$rootfs/var/lib/apt/lists" "$installed" "$DEBIAN_SUITE" "$record")
 if $update_pins; then
-    cp "$installed" "$pins"
-    echo "build.sh: wrote $pins ($(wc -l <"$pins") packages)"
-elif ! diff -u "$pins" "$installed" >&2; then
-    echo "build.sh: the Debian mirror serves other package versions than $pins (diff above);" \
-        "review them, then run deploy/image/build.sh --update-pins and commit the lock" >&2
-    exit 1
+    "${check[@]}" --update || exit 2
+    cp "$record" "$pins"
+    echo "build.sh: wrote $pins ($(grep -vc '^#' "$pins") packages)"
+else
+    "${check[@]}" | tee "$work/superseded.txt" || exit 2
 fi
+mkdir -p "$rootfs/usr/share/kubetide"
+cp "$record" "$rootfs/usr/share/kubetide/debian-packages.lock"
+# The pins that moved, as one OCI label ("package=version,..."; "none" when none did).
+superseded=$(sed -n 's/^build\.sh: pin \([^ ]*\) [^ ]* superseded by \([^ ]*\) .*/\1=\2/p' "$work/superseded.txt" | paste -sd, -)
 
 # 3. kubetide's dependencies, exactly as locked (versions and hashes), as cp311 wheels only:
 # pip runs outside the image and writes into it, so no pip is left inside.
@@ -124,11 +137,15 @@ umoci config --image "$oci:$version" --created "$created" --history.created "$cr
     --config.env PYTHONDONTWRITEBYTECODE=1 --config.env PYTHONUNBUFFERED=1 \
     --config.exposedports 8085/tcp \
     --config.label "org.opencontainers.image.version=$version" \
-    --config.label "org.opencontainers.image.source=https://github.com/kubetide/kubetide"
+    --config.label "org.opencontainers.image.source=https://github.com/kubetide/kubetide" \
+    --config.label "io.kubetide.debian.release=$DEBIAN_SUITE" \
+    --config.label "io.kubetide.debian.packages=/usr/share/kubetide/debian-packages.lock" \
+    --config.label "io.kubetide.debian.superseded-pins=${superseded:-none}"
 umoci gc --layout "$oci"
 
 rm -rf "$out/oci"
 cp -a "$oci" "$out/oci"
+cp "$record" "$out/debian-packages.lock"
 tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
     -C "$oci" -cf "$out/kubetide.oci.tar" .
 manifest=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$oci/index.json")

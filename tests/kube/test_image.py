@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from controlplane import KubeTestContext
 from kubetide_process import create_deployment, group_nodes, wait_running, write_groups
+from test_image_pins import pins_module
 from test_run_e2e import base_args
 
 import kubetide
@@ -32,6 +33,8 @@ pytestmark = pytest.mark.controlplane
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "deploy" / "image" / "build.sh"
+PINS = ROOT / "deploy" / "image" / "debian-packages.lock"
+RECORD = "usr/share/kubetide/debian-packages.lock"  # in the image
 REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_IMAGE"  # .ci/run sets it: the image test must run, not skip
 # An OCI layout build.sh wrote earlier (its `oci` directory), tested instead of building anew.
 LAYOUT_VARIABLE = "KUBETIDE_IMAGE_LAYOUT"
@@ -47,10 +50,11 @@ def unavailable(reason: str):
 class Image:
     """An unpacked image: its root filesystem and its OCI runtime config (umoci's config.json)."""
 
-    def __init__(self, bundle: Path, build_seconds: float):
+    def __init__(self, bundle: Path, build_seconds: float, build_output: str | None):
         self.rootfs = bundle / "rootfs"
         self.config = json.loads((bundle / "config.json").read_text())
         self.build_seconds = build_seconds
+        self.build_output = build_output  # build.sh's stdout; None for a layout built earlier
 
     @property
     def user(self) -> tuple[int, int]:
@@ -94,6 +98,7 @@ def image(tmp_path_factory) -> Image:
     out = tmp_path_factory.mktemp("image")
     started = time.monotonic()
     layout = os.environ.get(LAYOUT_VARIABLE)
+    output = None
     if layout is None:
         built = subprocess.run(
             ["bash", str(BUILD), str(out)],
@@ -104,6 +109,7 @@ def image(tmp_path_factory) -> Image:
         )
         assert built.returncode == 0, built.stderr[-4000:]
         layout = str(out / "oci")
+        output = built.stdout
     seconds = time.monotonic() - started
     bundle = out / "bundle"
     unpacked = subprocess.run(
@@ -114,7 +120,7 @@ def image(tmp_path_factory) -> Image:
     )
     assert unpacked.returncode == 0, unpacked.stderr
     print(f"image built in {seconds:.0f} s")
-    return Image(bundle, seconds)
+    return Image(bundle, seconds, output)
 
 
 def test_the_image_is_configured_as_the_deployment_expects(image):
@@ -129,6 +135,47 @@ def test_the_image_is_configured_as_the_deployment_expects(image):
     # Every dependency the lock pins is there at its version (pip's records of what it installed).
     installed = {p.name.split("-")[0].lower().replace("_", "-") for p in site.glob("*.dist-info")}
     assert {"kubernetes", "pyyaml", "numpy", "pydantic", "boto3", "yaml-rs"} <= installed
+
+
+def dpkg_installed(rootfs: Path) -> dict[str, str]:
+    """package -> version of every package dpkg's own database says is installed."""
+    installed = {}
+    for stanza in (rootfs / "var/lib/dpkg/status").read_text().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " ")
+        if fields.get("Status") == "install ok installed":
+            installed[fields["Package"]] = fields["Version"]
+    return installed
+
+
+def test_the_image_records_its_debian_packages_and_the_pins_that_moved(image):
+    recorded = pins_module.parse_lock((image.rootfs / RECORD).read_text(), RECORD)
+    assert {p: e.version for p, e in recorded.items()} == dpkg_installed(image.rootfs)
+    pins = pins_module.parse_lock(PINS.read_text(), str(PINS))
+    assert recorded.keys() == pins.keys()  # a package added or gone stops the build
+    assert {pins_module.release_of(s) for e in recorded.values() for s in e.suites} == {"bookworm"}
+    moved = sorted(p for p in pins if pins[p].version != recorded[p].version)
+    for package in moved:
+        assert pins_module.compare_versions(recorded[package].version, pins[package].version) == 1
+    labels = image.config["annotations"]
+    assert labels["io.kubetide.debian.release"] == "bookworm"
+    assert labels["io.kubetide.debian.packages"] == f"/{RECORD}"
+    assert labels["io.kubetide.debian.superseded-pins"] == (
+        ",".join(f"{p}={recorded[p].version}" for p in moved) or "none"
+    )
+    reports = [
+        f"pin {p} {pins[p].version} superseded by {recorded[p].version} ({','.join(recorded[p].suites)})"
+        for p in moved
+    ]
+    # The record says which pins moved, and so did the build, one line each.
+    assert [
+        line[2:] for line in (image.rootfs / RECORD).read_text().splitlines() if " superseded by " in line
+    ] == (reports)
+    if image.build_output is not None:
+        assert [line for line in image.build_output.splitlines() if " superseded by " in line] == [
+            f"build.sh: {report}" for report in reports
+        ]
+    if moved:
+        print(f"{len(moved)} pins superseded: {', '.join(moved)}")
 
 
 def test_kubetide_version_runs_read_only_as_uid_65532(image):

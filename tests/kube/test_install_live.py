@@ -23,6 +23,8 @@ import yaml
 from controlplane import KubeTestContext, wait_until
 from test_deploy_rbac import DEPLOY, kubectl, one, render
 
+from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
+
 pytestmark = pytest.mark.controlplane
 
 AUTOSCALER_NAMESPACE = "kubetide"
@@ -92,18 +94,30 @@ def pod_from(workload: dict, namespace: str, name: str, node: str | None = None)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"].get("labels", {})},
+        # The template's labels and annotations, as the workload's controller copies them.
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": template["metadata"].get("labels", {}),
+            "annotations": template["metadata"].get("annotations", {}),
+        },
         "spec": spec,
     }
 
 
-def dry_run_create(kube: KubeTestContext, pod: dict) -> str | None:
-    """None when admission lets the pod in, else the API server's refusal."""
+def admit(kube: KubeTestContext, pod: dict) -> kubernetes.client.V1Pod | str:
+    """The pod as admission leaves it (a server-side dry run: every admission plugin runs, nothing
+    is stored), else the API server's refusal."""
     try:
-        kube.core.create_namespaced_pod(pod["metadata"]["namespace"], pod, dry_run="All")
+        return kube.core.create_namespaced_pod(pod["metadata"]["namespace"], pod, dry_run="All")
     except kubernetes.client.ApiException as refused:
         return json.loads(refused.body).get("message", refused.body)
-    return None
+
+
+def dry_run_create(kube: KubeTestContext, pod: dict) -> str | None:
+    """None when admission lets the pod in, else the API server's refusal."""
+    admitted = admit(kube, pod)
+    return admitted if isinstance(admitted, str) else None
 
 
 @pytest.fixture
@@ -155,6 +169,30 @@ def test_both_installs_hold_in_either_order_under_pod_security_admission(kube, i
             ]
             refused = dry_run_create(kube, misplaced)
             assert refused is not None and 'violates PodSecurity "restricted:latest"' in refused, refused
+
+
+def test_the_autoscaler_s_pod_is_admitted_with_its_priority_class(kube, installs):
+    # system-cluster-critical outside kube-system: a stock API server admits it in any namespace;
+    # a cluster may confine it with the ResourceQuota admission's limitedResources (docs/install.md).
+    autoscaler, _ = installs
+    install(kube, autoscaler)
+    wait_until(
+        lambda: kube.core.list_namespaced_service_account(AUTOSCALER_NAMESPACE).items,
+        what="the autoscaler's ServiceAccount",
+    )
+    template = one(autoscaler, "Deployment")["spec"]["template"]
+    priority_class = template["spec"]["priorityClassName"]
+    assert priority_class == "system-cluster-critical"
+    admitted = admit(kube, pod_from(one(autoscaler, "Deployment"), AUTOSCALER_NAMESPACE, "autoscaler"))
+    assert not isinstance(admitted, str), admitted
+    # The Priority admission plugin resolved the class to its value: the scheduler will preempt
+    # for this pod, and nothing below it preempts it.
+    value = kubernetes.client.SchedulingV1Api(kube.api_client).read_priority_class(priority_class).value
+    assert (admitted.spec.priority_class_name, admitted.spec.priority) == (priority_class, value)
+    assert value == 2000000000
+    # The annotation that keeps it from pinning its node is the pod's, as admitted.
+    assert admitted.metadata.annotations == template["metadata"]["annotations"]
+    assert admitted.metadata.annotations[SAFE_TO_EVICT_LOCAL_VOLUMES] == "tmp"
 
 
 def agent_client(kube: KubeTestContext, token: str) -> kubernetes.client.CoreV1Api:
