@@ -38,7 +38,11 @@ WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
 QOS_AGENT_MARK = ("admission.kubetide.io", "nodes", "own-node-only")
 # What the policies' match conditions must ask the authorizer (group, resource, verb), by file.
 MARKS = {
-    "kubetide-restart-only": (RESTART_ONLY_MARK.group, RESTART_ONLY_MARK.resource, RESTART_ONLY_MARK.verbs[0]),
+    "kubetide-restart-only": (
+        RESTART_ONLY_MARK.group,
+        RESTART_ONLY_MARK.resource,
+        RESTART_ONLY_MARK.verbs[0],
+    ),
     "kubetide-qos-agent-own-node": QOS_AGENT_MARK,
 }
 
@@ -67,8 +71,10 @@ def workload_writes(objects: list[dict]) -> list[str]:
             for group in rule.get("apiGroups") or ():
                 for resource in rule.get("resources") or ():
                     base = resource.split("/")[0]
-                    is_workload = (group, base) in WORKLOADS or "*" in (group, base) or (
-                        group in {g for g, _ in WORKLOADS} and base == "*"
+                    is_workload = (
+                        (group, base) in WORKLOADS
+                        or "*" in (group, base)
+                        or (group in {g for g, _ in WORKLOADS} and base == "*")
                     )
                     for verb in set(rule.get("verbs") or ()) & WRITE_VERBS:
                         if is_workload:
@@ -78,7 +84,9 @@ def workload_writes(objects: list[dict]) -> list[str]:
 
 def test_every_install_under_deploy_is_found():
     # The check below covers what rglob finds: make sure that is every install there is.
-    assert {".", "base", "overlays/kwok", "overlays/aws", "overlays/clusterapi", "qos-agent"} <= set(installs())
+    assert {".", "base", "overlays/kwok", "overlays/aws", "overlays/clusterapi", "qos-agent"} <= set(
+        installs()
+    )
     assert kustomizations()["components/surge-before-evict"] == "Component"
 
 
@@ -94,7 +102,8 @@ def test_only_the_component_grants_patch_on_deployments(install, tmp_path):
     nothing else."""
     objects = render_wrapped(tmp_path / "overlay", [DEPLOY / install], (COMPONENT,), namespace="kubetide")
     assert workload_writes(objects) == [
-        f"ClusterRole kubetide-surge-before-evict: {verb} apps/deployments" for verb in SURGE_BEFORE_EVICT.verbs
+        f"ClusterRole kubetide-surge-before-evict: {verb} apps/deployments"
+        for verb in SURGE_BEFORE_EVICT.verbs
     ]
 
 
@@ -116,7 +125,9 @@ def authorizer_checks(expression: str) -> set[tuple[str, str, str]]:
     return set(found)
 
 
-def assert_confines_the_install_account(objects: list[dict], policy_name: str, *, namespace: str, suffix: str):
+def assert_confines_the_install_account(
+    objects: list[dict], policy_name: str, *, namespace: str, suffix: str
+):
     """The policy (renamed with `suffix`) is bound, matches on its mark and not on a name, and the
     mark is granted to the rendering's ServiceAccount, in `namespace`, and to no one else."""
     policy = one(objects, "ValidatingAdmissionPolicy", policy_name + suffix)
@@ -128,8 +139,13 @@ def assert_confines_the_install_account(objects: list[dict], policy_name: str, *
     group, resource, verb = MARKS[policy_name]
     (condition,) = policy["spec"]["matchConditions"]
     # Marked, and not an administrator whose wildcard grants every verb (the mark included).
-    assert authorizer_checks(condition["expression"]) == {(group, resource, verb), (group, resource, "unconfined")}
-    assert f"!authorizer.group('{group}').resource('{resource}').check('unconfined')" in condition["expression"]
+    assert authorizer_checks(condition["expression"]) == {
+        (group, resource, verb),
+        (group, resource, "unconfined"),
+    }
+    assert (
+        f"!authorizer.group('{group}').resource('{resource}').check('unconfined')" in condition["expression"]
+    )
     account = one(objects, "ServiceAccount")["metadata"]
     assert account["namespace"] == namespace and account["name"].endswith(suffix)
     for text in expressions(policy):
@@ -146,7 +162,9 @@ def assert_confines_the_install_account(objects: list[dict], policy_name: str, *
     ]
     (role,) = marked
     (bound,) = [
-        b for b in objects if b["kind"] == "ClusterRoleBinding" and b["roleRef"]["name"] == role["metadata"]["name"]
+        b
+        for b in objects
+        if b["kind"] == "ClusterRoleBinding" and b["roleRef"]["name"] == role["metadata"]["name"]
     ]
     assert bound["subjects"] == [{"kind": "ServiceAccount", "name": account["name"], "namespace": namespace}]
     return role
@@ -156,7 +174,9 @@ def assert_confines_the_install_account(objects: list[dict], policy_name: str, *
 def test_the_restart_only_policy_follows_renames(namespace, suffix, tmp_path):
     fields = {"namespace": namespace, **({"nameSuffix": suffix} if suffix else {})}
     objects = render_wrapped(tmp_path / "overlay", [DEPLOY / "overlays/kwok"], (COMPONENT,), **fields)
-    role = assert_confines_the_install_account(objects, "kubetide-restart-only", namespace=namespace, suffix=suffix)
+    role = assert_confines_the_install_account(
+        objects, "kubetide-restart-only", namespace=namespace, suffix=suffix
+    )
     # The mark is on the role that grants the patch: no one gets the patch unconfined.
     assert {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["patch"]} in role["rules"]
 
@@ -174,13 +194,19 @@ def test_the_qos_agent_confinement_follows_a_namespace_change(how, tmp_path):
         kustomization.write_text(text.replace("\nnamespace: kubetide-qos-agent\n", "\nnamespace: other\n"))
         objects, namespace, suffix = render(copy), "other", ""
     else:
-        objects = render_wrapped(tmp_path / "overlay", [DEPLOY / "qos-agent"], namespace="node-agents", nameSuffix="-b7")
+        objects = render_wrapped(
+            tmp_path / "overlay", [DEPLOY / "qos-agent"], namespace="node-agents", nameSuffix="-b7"
+        )
         namespace, suffix = "node-agents", "-b7"
     assert one(objects, "Namespace")["metadata"]["name"] == namespace
-    assert_confines_the_install_account(objects, "kubetide-qos-agent-own-node", namespace=namespace, suffix=suffix)
+    assert_confines_the_install_account(
+        objects, "kubetide-qos-agent-own-node", namespace=namespace, suffix=suffix
+    )
     # The agent's own permissions follow too (its binding once named the namespace itself).
     (binding,) = [
-        o for o in objects if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"] == f"kubetide-qos-agent{suffix}"
+        o
+        for o in objects
+        if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"] == f"kubetide-qos-agent{suffix}"
     ]
     assert binding["subjects"][0]["namespace"] == namespace
 
