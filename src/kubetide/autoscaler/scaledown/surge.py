@@ -13,8 +13,9 @@ Who is surged: `--surge-before-evict` turns it on for every such Deployment; the
 annotation `kubetide.io/surge-before-evict: "true"` opts it in with the flag off, `"false"` opts
 it out with the flag on. StatefulSets, bare pods and Recreate Deployments are never surged, and the
 plan says so. Nor is any Deployment when kubetide may not restart Deployments (its credentials
-lack the permission: options.may_restart_deployments), opted in or not. The planner decides (`plan_surge`); the actuator restarts each Deployment once and
-waits for a Deployment already rolling out instead of restarting it.
+lack the permission: options.may_restart_deployments), opted in or not. The planner decides
+(`plan_surge`); the actuator restarts each Deployment once and waits for a Deployment already
+rolling out instead of restarting it.
 """
 
 from __future__ import annotations
