@@ -153,6 +153,30 @@ def test_with_the_component_kubetide_may_restart_a_deployment_and_change_nothing
         )
         assert refused.message.endswith(f"not change {changed}"), refused.message
     assert template(kube, "web") == before
+    # The component grants `patch` on Deployments and nothing more: RBAC still refuses the scale
+    # subresource, and a server-side apply that would create a Deployment (which needs `create`).
+    deployments = f"/apis/apps/v1/namespaces/{kube.namespace}/deployments"
+    for path, query, content_type, body in [
+        (f"{deployments}/web/scale", None, "application/merge-patch+json", {"spec": {"replicas": 5}}),
+        (
+            f"{deployments}/takeover",
+            {"fieldManager": "takeover"},
+            "application/apply-patch+yaml",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "takeover"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "takeover"}},
+                    "template": {"metadata": {"labels": {"app": "takeover"}}, **TAKEOVER["spec"]["template"]},
+                },
+            },
+        ),
+    ]:
+        with pytest.raises(ApiError) as refused_by_rbac:
+            client.request("PATCH", path, query=query, body=body, content_type=content_type)
+        assert refused_by_rbac.value.status == 403 and "cannot " in refused_by_rbac.value.message, path
+    assert template(kube, "web") == before
 
     # kubetide's own restart goes through, and changes the one annotation.
     KubeClusterActions(client, ManualClock(AT), events=object()).restart_deployment(kube.namespace, "web", AT)  # type: ignore[arg-type]
