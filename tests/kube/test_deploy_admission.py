@@ -211,8 +211,32 @@ def test_the_qos_agent_confinement_follows_a_namespace_change(how, tmp_path):
     assert binding["subjects"][0]["namespace"] == namespace
 
 
-def test_the_component_is_kustomize_component_with_its_documented_line():
+ENABLE = "components:\n  - ../../components/surge-before-evict"
+
+
+def test_the_component_is_a_kustomize_component_enabled_by_the_documented_line():
     kustomization = yaml.safe_load((COMPONENT / "kustomization.yaml").read_text())
     assert kustomization["kind"] == "Component"
     doc = (Path(__file__).resolve().parents[2] / "docs" / "install.md").read_text()
-    assert "components:\n  - ../../components/surge-before-evict" in doc
+    assert ENABLE in doc
+
+
+@pytest.mark.parametrize("overlay", ["overlays/kwok", "overlays/aws", "overlays/clusterapi"])
+def test_uncommenting_the_overlay_hint_installs_the_component(overlay, tmp_path):
+    """Each overlay carries the line, commented out; uncommented (in a copy of deploy/), the
+    install is the default one plus the component's grants and its admission policy."""
+    copy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("image", "dashboards"))
+    kustomization = copy / overlay / "kustomization.yaml"
+    commented = "\n".join(f"# {line}" for line in ENABLE.splitlines())
+    text = kustomization.read_text()
+    assert text.count(commented) == 1, f"deploy/{overlay} lacks the commented line:\n{commented}"
+    kustomization.write_text(text.replace(commented, ENABLE))
+    enabled, default = render(copy / overlay), render(DEPLOY / overlay)
+    assert workload_writes(default) == []
+    assert workload_writes(enabled) == ["ClusterRole kubetide-surge-before-evict: patch apps/deployments"]
+    assert [o["kind"] for o in enabled if o["kind"].startswith("ValidatingAdmissionPolicy")] == [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ]
+    assert len(enabled) == len(default) + 4  # the role, its binding, the policy, its binding
