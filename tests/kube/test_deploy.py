@@ -9,8 +9,6 @@ with another test's; those are deleted at teardown, the rest goes with the names
 from __future__ import annotations
 
 import collections
-import json
-import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -28,7 +26,7 @@ from kubetide_process import (
     scale,
     wait_running,
 )
-from test_deploy_rbac import DEPLOY, expected_grants, kubectl, one, render
+from test_deploy_rbac import DEPLOY, expected_grants, kubectl, one, render_wrapped
 
 from kubetide.kube.permissions import KWOK_NODES, LEADER_ELECTION, PERMISSIONS
 
@@ -43,26 +41,19 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 NEEDED = (*PERMISSIONS, KWOK_NODES, LEADER_ELECTION)
 
 
-def render_install(kube: KubeTestContext, directory: Path, overlay: Path = OVERLAY) -> list[dict]:
-    """An overlay (kwok's unless told) as `kubectl apply -k` would send it, but in the test's namespace and with a
-    unique suffix on every name (kustomize follows the renames into bindings and references)."""
-    wrapper = directory / "install"
-    wrapper.mkdir()
-    # kustomize accepts only relative paths to a base.
-    base = os.path.relpath(overlay, wrapper)
-    # JSON, so that every string stays a string: a suffix like "-1e5000" is a number to kustomize.
-    (wrapper / "kustomization.yaml").write_text(
-        json.dumps(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "namespace": kube.namespace,
-                "nameSuffix": f"-{uuid.uuid4().hex[:6]}",
-                "resources": [base],
-            }
-        )
+def render_install(
+    kube: KubeTestContext, directory: Path, overlay: Path = OVERLAY, components: tuple[Path, ...] = ()
+) -> list[dict]:
+    """An overlay (kwok's unless told; with `components`) as `kubectl apply -k` would send it, but
+    in the test's namespace and with a unique suffix on every name (kustomize follows the renames
+    into bindings and references)."""
+    return render_wrapped(
+        directory / "install",
+        [overlay],
+        components,
+        namespace=kube.namespace,
+        nameSuffix=f"-{uuid.uuid4().hex[:6]}",
     )
-    return render(wrapper)
 
 
 def admin_kubectl(kube: KubeTestContext, *args: str, objects: list[dict]) -> subprocess.CompletedProcess:

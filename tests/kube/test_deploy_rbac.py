@@ -12,6 +12,7 @@ No control plane is needed, only kubectl (for its built-in kustomize).
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import shutil
@@ -26,7 +27,9 @@ from kubetide.kube.permissions import (
     KWOK_NODES,
     LEADER_ELECTION,
     PERMISSIONS,
+    RESTART_ONLY_MARK,
     SURGE_BEFORE_EVICT,
+    SURGE_BEFORE_EVICT_COMPONENT,
     Permission,
 )
 
@@ -39,16 +42,19 @@ REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_CONTROL_PLANE"  # CI sets it: kubectl must 
 
 # What each rendering must grant: `kubetide run` checks PERMISSIONS always, LEADER_ELECTION with
 # --leader-elect (the Deployment's two replicas elect a leader), KWOK_NODES with the kwok
-# provider, CLUSTERAPI with the clusterapi provider, SURGE_BEFORE_EVICT with --surge-before-evict
-# (granted by every install, so that a Deployment's opt-in annotation works with the flag off).
+# provider, CLUSTERAPI with the clusterapi provider. SURGE_BEFORE_EVICT (--surge-before-evict, or
+# a Deployment's opt-in annotation) is granted by no install, only by the opt-in component, with
+# the mark its admission policy confines by (COMPONENT_GRANTS).
 EXPECTED = {
-    ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, SURGE_BEFORE_EVICT),  # deploy/ is the kwok install
-    "base": (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT),
-    "overlays/kwok": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, SURGE_BEFORE_EVICT),
-    "overlays/aws": (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT),
-    "overlays/clusterapi": (*PERMISSIONS, LEADER_ELECTION, *CLUSTERAPI, SURGE_BEFORE_EVICT),
+    ".": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),  # deploy/ is the kwok install
+    "base": (*PERMISSIONS, LEADER_ELECTION),
+    "overlays/kwok": (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES),
+    "overlays/aws": (*PERMISSIONS, LEADER_ELECTION),
+    "overlays/clusterapi": (*PERMISSIONS, LEADER_ELECTION, *CLUSTERAPI),
 }
 PROVIDER = {".": "kwok", "overlays/kwok": "kwok", "overlays/aws": "aws", "overlays/clusterapi": "clusterapi"}
+COMPONENT = ROOT / SURGE_BEFORE_EVICT_COMPONENT
+COMPONENT_GRANTS = (SURGE_BEFORE_EVICT, RESTART_ONLY_MARK)
 
 # (scope, API group, resource, verb); scope is "cluster" or "namespace" (kubetide's own).
 Grant = tuple[str, str, str, str]
@@ -71,6 +77,31 @@ def render(directory: Path) -> list[dict]:
     )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def render_wrapped(
+    directory: Path,
+    resources: list[Path],
+    components: tuple[Path, ...] = (),
+    **fields: str,
+) -> list[dict]:
+    """`resources` (and `components`) rendered through a kustomization of our own in `directory`,
+    with its other `fields` (namespace, nameSuffix): as a user's overlay on top of deploy/'s."""
+    directory.mkdir(parents=True, exist_ok=True)
+    # kustomize accepts only relative paths to a base; JSON, so that every string stays a string
+    # (a suffix like "-1e5000" is a number to YAML).
+    (directory / "kustomization.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                **fields,
+                "resources": [os.path.relpath(r, directory) for r in resources],
+                "components": [os.path.relpath(c, directory) for c in components],
+            }
+        )
+    )
+    return render(directory)
 
 
 def one(objects: list[dict], kind: str, name: str | None = None) -> dict:
@@ -126,11 +157,17 @@ def granted(objects: list[dict]) -> collections.Counter[Grant]:
     return grants
 
 
+@pytest.mark.parametrize("component", [False, True], ids=["default", "surge-before-evict"])
 @pytest.mark.parametrize("variant", sorted(EXPECTED))
-def test_rbac_grants_exactly_what_kubetide_checks_for(variant):
-    objects = render(DEPLOY / variant)
+def test_rbac_grants_exactly_what_kubetide_checks_for(variant, component, tmp_path):
+    if component:
+        objects = render_wrapped(tmp_path / "overlay", [DEPLOY / variant], (COMPONENT,), namespace="kubetide")
+        permissions = (*EXPECTED[variant], *COMPONENT_GRANTS)
+    else:
+        objects = render(DEPLOY / variant)
+        permissions = EXPECTED[variant]
     grants = granted(objects)
-    expected = expected_grants(EXPECTED[variant])
+    expected = expected_grants(permissions)
     extra = sorted(set(grants) - set(expected))
     missing = sorted(set(expected) - set(grants))
     assert not extra, f"{variant} grants what kubetide does not use: {extra}"
@@ -255,11 +292,13 @@ def permission_table() -> str:
     ]
     extra = {LEADER_ELECTION: "leader election between the replicas"}
     only = {KWOK_NODES: "kwok", **dict.fromkeys(CLUSTERAPI, "clusterapi")}
-    for permission in (*PERMISSIONS, LEADER_ELECTION, SURGE_BEFORE_EVICT, KWOK_NODES, *CLUSTERAPI):
+    for permission in (*PERMISSIONS, LEADER_ELECTION, KWOK_NODES, *CLUSTERAPI, *COMPONENT_GRANTS):
         # Spelled as kubetide's "missing permission" error spells it (resource.group).
-        resource = f"{permission.resource}.{permission.group}" if permission.group else permission.resource
+        resource = permission.resource_name()
         if permission in only:
             where = f"cluster-wide, {only[permission]} overlay only"
+        elif permission.granted_by:
+            where = f"cluster-wide, component `{permission.granted_by}` only"
         elif permission.namespaced_in_own_namespace:
             where = "kubetide's namespace"
         else:

@@ -4,8 +4,8 @@ Security "restricted") and the QoS agent (deploy/qos-agent, namespace `kubetide-
 ValidatingAdmissionPolicy of deploy/qos-agent/node-confinement.yaml, through the node claim of a
 pod-bound ServiceAccount token.
 
-The installs are applied with their own names (the admission policy names the agent's namespace),
-without their workloads: a DaemonSet would put an agent pod on every test's nodes. Pod Security
+The installs are applied with their own names (and the agent's once more under another namespace
+and name suffix: its admission policy must follow the rename), without their workloads: a DaemonSet would put an agent pod on every test's nodes. Pod Security
 admission is checked on the workloads' pod templates created as pods (server-side dry run, which
 runs admission) and, for the agent, on a real pod bound to one node.
 """
@@ -21,7 +21,7 @@ import kubernetes
 import pytest
 import yaml
 from controlplane import KubeTestContext, wait_until
-from test_deploy_rbac import DEPLOY, kubectl, one, render
+from test_deploy_rbac import DEPLOY, kubectl, one, render, render_wrapped
 
 from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
 
@@ -225,8 +225,22 @@ def taint_node(core: kubernetes.client.CoreV1Api, name: str) -> str | None:
     raise AssertionError(f"Node {name}: 20 conflicts in a row")
 
 
-def test_the_agent_may_update_only_the_node_its_token_is_bound_to(kube, installs):
+@pytest.mark.parametrize("renamed", [False, True], ids=["as-shipped", "renamed"])
+def test_the_agent_may_update_only_the_node_its_token_is_bound_to(kube, installs, tmp_path, renamed):
     _, agent = installs
+    if renamed:
+        # Another namespace and a name suffix (an overlay of one's own, or `kustomize edit set
+        # namespace`): the confinement follows the ServiceAccount, it is not switched off.
+        agent = render_wrapped(
+            tmp_path / "agent",
+            [DEPLOY / "qos-agent"],
+            namespace=f"{kube.namespace[:50]}-agents",
+            nameSuffix="-r",
+        )
+        kube.add_cleanup(lambda: remove_installs(kube, agent))
+    account = one(agent, "ServiceAccount")["metadata"]
+    agent_namespace, agent_account = account["namespace"], account["name"]
+    assert renamed == ((agent_namespace, agent_account) != (AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT))
     install(kube, agent)
     suffix = kube.namespace[-6:]
     own, other = f"agent-own-{suffix}", f"agent-other-{suffix}"
@@ -235,22 +249,22 @@ def test_the_agent_may_update_only_the_node_its_token_is_bound_to(kube, installs
     wait_until(
         lambda: (
             kube.core.list_namespaced_service_account(
-                AGENT_NAMESPACE, field_selector=f"metadata.name={AGENT_SERVICE_ACCOUNT}"
+                agent_namespace, field_selector=f"metadata.name={agent_account}"
             ).items
         ),
         what="the agent's ServiceAccount",
     )
     # The DaemonSet's pod, as its controller would make it for node `own`.
     pod = kube.core.create_namespaced_pod(
-        AGENT_NAMESPACE, pod_from(one(agent, "DaemonSet"), AGENT_NAMESPACE, f"agent-{suffix}", node=own)
+        agent_namespace, pod_from(one(agent, "DaemonSet"), agent_namespace, f"agent-{suffix}", node=own)
     )
     kube.add_cleanup(
-        lambda: kube.core.delete_namespaced_pod(pod.metadata.name, AGENT_NAMESPACE, grace_period_seconds=0)
+        lambda: kube.core.delete_namespaced_pod(pod.metadata.name, agent_namespace, grace_period_seconds=0)
     )
     # The token the kubelet projects into that pod: bound to the pod, hence to its node.
     bound = kube.core.create_namespaced_service_account_token(
-        AGENT_SERVICE_ACCOUNT,
-        AGENT_NAMESPACE,
+        agent_account,
+        agent_namespace,
         {
             "spec": {
                 "audiences": [],
@@ -265,7 +279,7 @@ def test_the_agent_may_update_only_the_node_its_token_is_bound_to(kube, installs
         },
     ).status.token
     unbound = kube.core.create_namespaced_service_account_token(
-        AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": 3600}}
+        agent_account, agent_namespace, {"spec": {"audiences": [], "expirationSeconds": 3600}}
     ).status.token
 
     # The API server takes up a new admission policy within a few seconds: wait for it to refuse

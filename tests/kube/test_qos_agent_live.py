@@ -60,8 +60,15 @@ def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, 
         check=True,
     ).stdout
     objects = [d for d in yaml.safe_load_all(rendered) if d]
-    by_kind = {d["kind"]: d for d in objects}
-    assert sorted(by_kind) == sorted(
+    by_kind = {d["kind"]: d for d in objects if d["kind"] not in ("ClusterRole", "ClusterRoleBinding")}
+    roles = {d["metadata"]["name"]: d for d in objects if d["kind"] == "ClusterRole"}
+    # The agent's permissions, and the mark its node confinement knows it by (node-confinement.yaml).
+    assert sorted(roles) == ["kubetide-qos-agent", "kubetide-qos-agent-own-node"]
+    assert sorted(d["roleRef"]["name"] for d in objects if d["kind"] == "ClusterRoleBinding") == sorted(roles)
+    assert roles["kubetide-qos-agent-own-node"]["rules"] == [
+        {"apiGroups": ["admission.kubetide.io"], "resources": ["nodes"], "verbs": ["own-node-only"]}
+    ]
+    assert sorted({*by_kind, "ClusterRole", "ClusterRoleBinding"}) == sorted(
         [
             "CustomResourceDefinition",
             "Namespace",
@@ -78,7 +85,7 @@ def test_the_install_renders_grants_what_the_agent_checks_and_is_accepted(kube, 
     # The ClusterRole grants every permission the agent checks at start, and no other.
     granted = {
         (group, resource, verb)
-        for rule in by_kind["ClusterRole"]["rules"]
+        for rule in roles["kubetide-qos-agent"]["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]

@@ -148,6 +148,11 @@ class AutoscalerOptions:
     # kubetide's own: a pod a budget pins for good leaves by its Deployment's rollout (replacement
     # first) when the Deployment allows a surge (autoscaler/scaledown/surge.py)
     surge_before_evict: bool = False
+    # Not a flag: whether kubetide's credentials may restart Deployments (patch deployments.apps,
+    # which deploy/components/surge-before-evict grants). `kubetide run` asks at start; without
+    # it no Deployment is surged, whether the flag or its annotation asks (the flag then stops
+    # the process at start instead).
+    may_restart_deployments: bool = dataclasses.field(default=True, metadata={"flag": False})
     # kubetide's own: unremovable nodes carry kubetide.io/scale-down-blocker, the reason and what
     # would unblock them in one line (autoscaler/scaledown/unblocking.py; a few planner runs a node)
     annotate_scale_down_blockers: bool = False
@@ -183,7 +188,7 @@ def flag_name(field: str) -> str:
 
 
 FLAGS: dict[str, dataclasses.Field[object]] = {
-    flag_name(f.name): f for f in dataclasses.fields(AutoscalerOptions)
+    flag_name(f.name): f for f in dataclasses.fields(AutoscalerOptions) if f.metadata.get("flag", True)
 }
 
 # Go durations ("10m"); the remaining floats are plain numbers (thresholds, percentages).

@@ -212,6 +212,7 @@ def run(args) -> int:
         PERMISSIONS,
         SURGE_BEFORE_EVICT,
         check_permissions,
+        missing_permissions,
     )
     from kubetide.kube.server import parse_address
 
@@ -264,6 +265,20 @@ def run(args) -> int:
         client.server,
         version.get("gitVersion"),
     )
+    if not options.surge_before_evict and missing_permissions(client, (SURGE_BEFORE_EVICT,), args.namespace):
+        # A Deployment may still opt in by its annotation: without the permission its restart
+        # would be refused in the middle of a drain, loop after loop. Said once, here; the plan
+        # says it of each node it keeps (autoscaler/scaledown/surge.py).
+        from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
+
+        log.warning(
+            'surge before evict: Deployments annotated %s: "true" are not surged: cannot %s '
+            "(add the kustomize component %s to your overlay: see docs/install.md)",
+            SURGE_ANNOTATION,
+            SURGE_BEFORE_EVICT.describe("patch", args.namespace),
+            SURGE_BEFORE_EVICT.granted_by,
+        )
+        options = options.with_values(may_restart_deployments=False)
     return Runner(args, options, client, cloud_factory).serve()
 
 

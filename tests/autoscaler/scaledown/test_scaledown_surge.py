@@ -13,6 +13,7 @@ from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
 from kubetide.clock import WorkTimer
+from kubetide.kube.permissions import SURGE_BEFORE_EVICT_COMPONENT
 from kubetide.model import LabelSelector, ObjectMeta, OwnerReference, PodTemplate, Workload
 
 BUSY = {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
@@ -157,6 +158,44 @@ def test_which_pinned_pods_may_leave_by_a_surge(dep, enabled, owner, surged, wor
     else:
         assert plan.candidate_set == [] and plan.surges == {}
         assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "enabled", "words"),
+    [
+        (
+            {SURGE_ANNOTATION: "true"},
+            False,
+            "Deployment default/api is not surged: kubetide may not restart Deployments",
+        ),
+        # Not opted in: the plan still says what would let it go, as with the permission.
+        ({}, False, "with --surge-before-evict (or the Deployment annotated"),
+        # `kubetide run` stops at start in this case; the planner alone still never surges.
+        ({}, True, "Deployment default/api is not surged: kubetide may not restart Deployments"),
+        # Opting out is said first: that Deployment would not be surged even with the permission.
+        ({SURGE_ANNOTATION: "false"}, True, "opts out of surge before evict"),
+    ],
+    ids=["opted-in", "flag-off", "flag-on", "opted-out"],
+)
+def test_without_the_permission_to_restart_deployments_none_is_surged(annotations, enabled, words):
+    options, snapshot, workloads = world(deployment(annotations=annotations), enabled=enabled)
+    allowed, _ = plan_for(options, snapshot, workloads)
+    plan, _ = plan_for(options.with_values(may_restart_deployments=False), snapshot, workloads)
+    a = plan.nodes["a"]
+    assert plan.candidate_set == [] and plan.surges == {}
+    assert (a.reason, a.blocking_pod.reason) == (NodeReason.BLOCKED_BY_POD, PodReason.NOT_ENOUGH_PDB)
+    assert words in a.explain()
+    if "may not restart" in words:
+        # The component kubetide run's start-up line names too (decision code imports no kube/).
+        assert SURGE_BEFORE_EVICT_COMPONENT in a.explain()
+        # The permission is all that differs: with it, the same node goes by a surge.
+        assert allowed.candidate_set == ["a"] and allowed.surges["a"].deployments == (("default", "api"),)
+
+
+def test_may_restart_deployments_is_no_flag():
+    from kubetide.autoscaler.options import FLAGS
+
+    assert "may-restart-deployments" not in FLAGS and "surge-before-evict" in FLAGS
 
 
 def started(dep, **status):

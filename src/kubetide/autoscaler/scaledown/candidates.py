@@ -213,7 +213,13 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
     if refusal is not None and not refusal.waiting:
         # Pinned for good: a Deployment's rollout may still move those pods (surge.py), and then
         # the node's other pods are charged as usual.
-        answer = plan_surge(own_pods, tracker, u.ctx.workloads, u.options.surge_before_evict)
+        answer = plan_surge(
+            own_pods,
+            tracker,
+            u.ctx.workloads,
+            u.options.surge_before_evict,
+            u.options.may_restart_deployments,
+        )
         if not isinstance(answer, Surge):
             removal.failed = _refused_for_good(now, refusal, drain.movable, tracker, answer)
             return removal

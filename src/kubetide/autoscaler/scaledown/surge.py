@@ -12,8 +12,10 @@ used, so its guarantee holds throughout.
 Who is surged: `--surge-before-evict` turns it on for every such Deployment; the Deployment's
 annotation `kubetide.io/surge-before-evict: "true"` opts it in with the flag off, `"false"` opts
 it out with the flag on. StatefulSets, bare pods and Recreate Deployments are never surged, and the
-plan says so. The planner decides (`plan_surge`); the actuator restarts each Deployment once and
-waits for a Deployment already rolling out instead of restarting it.
+plan says so. Nor is any Deployment when kubetide may not restart Deployments (its credentials
+lack the permission: options.may_restart_deployments), opted in or not. The planner decides
+(`plan_surge`); the actuator restarts each Deployment once and waits for a Deployment already
+rolling out instead of restarting it.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ class NoSurge:
 
 
 def plan_surge(
-    pods: Sequence[Pod], tracker: PdbTracker, workloads: WorkloadIndex | None, enabled: bool
+    pods: Sequence[Pod],
+    tracker: PdbTracker,
+    workloads: WorkloadIndex | None,
+    enabled: bool,
+    may_restart: bool = True,
 ) -> Surge | NoSurge | None:
     """Whether the node's pods that a budget pins for good can all leave by a surge; None when
     no healthy pod is pinned (an unhealthy one refused while its budget is violated)."""
@@ -76,6 +82,12 @@ def plan_surge(
         return NoSurge(
             "with --surge-before-evict (or the Deployment annotated"
             f' {SURGE_ANNOTATION}: "true") it would go: its Deployment allows a surge'
+        )
+    if not may_restart:
+        names = ", ".join(f"{ns}/{name}" for ns, name in deployments)
+        return NoSurge(
+            f"Deployment {names} is not surged: kubetide may not restart Deployments (patch"
+            " deployments.apps; deploy/components/surge-before-evict grants it)"
         )
     return Surge(tuple(deployments), frozenset(p.uid for p in pinned))
 
