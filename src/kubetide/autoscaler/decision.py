@@ -179,6 +179,7 @@ def _decide_scale_up(
         upcoming=registry.upcoming_nodes(),
         backed_off=backed_off,
         healthy=registry.is_node_group_healthy,
+        never_ready=registry.never_ready_nodes,
         checker=checker,
     )
     decision.scale_up = plan
@@ -186,7 +187,10 @@ def _decide_scale_up(
     if state.options.enforce_node_group_min_size:
         planned = {i.group_id for i in plan.increases}
         for increase in min_size_increases(
-            groups, backed_off=backed_off, healthy=registry.is_node_group_healthy
+            groups,
+            backed_off=backed_off,
+            healthy=registry.is_node_group_healthy,
+            never_ready=registry.never_ready_nodes,
         ):
             if increase.group_id not in planned:
                 decision.increases.append(increase)
