@@ -17,9 +17,12 @@ enforce-node-group-min-size, and said "would delete" of a node the loop holds).
     (then halt) -> scale-up (pod-driven, then enforce-node-group-min-size) -> pending pods that fit
     existing nodes bound for scale-down -> scale-down plan -> UC6 holds -> parallelism budgets
 
-The decision assumes the scale-ups it chooses happen: scale-down pauses in the same loop
-(scale-down-delay-after-add), as after a successful one. The driver tells the planner of the
-ones that did (`Planner.note_scale_up`), which is what later loops' pauses count from.
+The decision assumes the scale-ups it chooses happen: a loop that scales up starts no deletion,
+whatever scale-down-delay-after-add is (the Cluster Autoscaler's RunOnce returns after a
+scale-up, "No scale down in this iteration"; the planner still runs, so candidates keep their
+timers and `plan` shows them), and that delay pauses the loops after it. The driver tells the
+planner of the ones that did (`Planner.note_scale_up`), which is what later loops' pauses count
+from.
 """
 
 from __future__ import annotations
