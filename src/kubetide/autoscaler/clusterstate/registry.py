@@ -714,7 +714,7 @@ class ClusterStateRegistry:
 
 
 def never_ready_text(names: Sequence[str]) -> str:
-    """Why a group holding UC3 nodes is not scaled up, in one line (health text, status, logs)."""
+    """Why a group holding UC3 nodes is not scaled up, in one line (its health text and status)."""
     shown = ", ".join(names[:NEVER_READY_NAMED])
     more = f" +{len(names) - NEVER_READY_NAMED} more" if len(names) > NEVER_READY_NAMED else ""
     return (
