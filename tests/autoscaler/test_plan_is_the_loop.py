@@ -311,7 +311,10 @@ def test_the_random_clusters_reach_every_step():
     counts = {"pods": 0, "min_size": 0, "to_delete": 0, "held": 0, "halted": 0}
     import tempfile
 
-    for seed in range(60):
+    # A loop that scales up starts no deletion, so UC6 holds show only in clusters with nothing to
+    # scale up, about 1 in 100 of the generator's: seed 142 is one (no pending pod, a NotReady node
+    # with pods in a group at its target).
+    for seed in (*range(60), 142):
         dump, groups, flags = random_cluster(seed)
         with tempfile.TemporaryDirectory() as tmp:
             decided = assert_same(Path(tmp), dump, groups, flags)

@@ -58,9 +58,12 @@ def ca_scaledown(binary: Path, dump: Path, order: list[str], *args: str) -> dict
     """CA's scale-down planner on `dump`, its candidates met in `order` (the greedy search is
     order-dependent: give CA kubetide's order), the unneeded set uncapped.
 
-    Like with like: kubetide's `plan` keeps CA's cap (scaledown/limit.py: 2 x
-    max-scale-down-parallelism on a first loop, 20 by default), which cannot bite on clusters of
-    fewer nodes than that; larger clusters here would need kubetide uncapped too."""
+    Like with like: kubetide's `plan`, with timers taken as run out (its default, and how these
+    tests run it), never applies CA's cap on the unneeded set (scaledown/limit.py; the planner
+    answers for every node), so CA runs uncapped too (-max-scale-down-parallelism 0). The size
+    check below is stricter than that needs: it keeps these clusters under the cap a first loop
+    of `kubetide run` or `plan --no-expire-timers` would apply (2 x max-scale-down-parallelism,
+    20 by default)."""
     cap = 2 * AutoscalerOptions().max_scale_down_parallelism
     assert len(order) < cap, f"{len(order)} nodes: kubetide's unneeded-nodes cap ({cap}) could bite"
     order_file = dump.with_suffix(".order")

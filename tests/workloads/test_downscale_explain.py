@@ -99,7 +99,10 @@ def test_creation():
 def test_tie():
     twin = pod("twin", cost="100", ready_at=NOW - 5 * DAY, created=NOW - 6 * DAY, uid="uid-a")
     r = why(twin)
-    assert (r.criterion, r.text) == (9, "equal on every criterion, UID ordering")
+    assert (r.criterion, r.text) == (
+        9,
+        "equal on every criterion (upstream leaves them in its sort's order); kubetide's tie-break: UID",
+    )
 
 
 def test_explain_order_compares_each_deleted_pod_with_the_first_kept_one():

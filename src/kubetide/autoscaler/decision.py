@@ -17,9 +17,12 @@ enforce-node-group-min-size, and said "would delete" of a node the loop holds).
     (then halt) -> scale-up (pod-driven, then enforce-node-group-min-size) -> pending pods that fit
     existing nodes bound for scale-down -> scale-down plan -> UC6 holds -> parallelism budgets
 
-The decision assumes the scale-ups it chooses happen: scale-down pauses in the same loop
-(scale-down-delay-after-add), as after a successful one. The driver tells the planner of the
-ones that did (`Planner.note_scale_up`), which is what later loops' pauses count from.
+The decision assumes the scale-ups it chooses happen: a loop that scales up starts no deletion,
+whatever scale-down-delay-after-add is (the Cluster Autoscaler's RunOnce returns after a
+scale-up, "No scale down in this iteration"; the planner still runs, so candidates keep their
+timers and `plan` shows them), and that delay pauses the loops after it. The driver tells the
+planner of the ones that did (`Planner.note_scale_up`), which is what later loops' pauses count
+from.
 """
 
 from __future__ import annotations
@@ -179,6 +182,7 @@ def _decide_scale_up(
         upcoming=registry.upcoming_nodes(),
         backed_off=backed_off,
         healthy=registry.is_node_group_healthy,
+        never_ready=registry.never_ready_nodes,
         checker=checker,
     )
     decision.scale_up = plan
@@ -186,7 +190,10 @@ def _decide_scale_up(
     if state.options.enforce_node_group_min_size:
         planned = {i.group_id for i in plan.increases}
         for increase in min_size_increases(
-            groups, backed_off=backed_off, healthy=registry.is_node_group_healthy
+            groups,
+            backed_off=backed_off,
+            healthy=registry.is_node_group_healthy,
+            never_ready=registry.never_ready_nodes,
         ):
             if increase.group_id not in planned:
                 decision.increases.append(increase)

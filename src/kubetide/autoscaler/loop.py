@@ -3,8 +3,8 @@ cluster-state-registry design gives, shared with `kubetide plan`); this module c
 
     observe (registry) -> halt (unhealthy: cancel deletions) | remove unregistered instances ->
     fix group sizes (halt) | drive deletions in progress (first loop: recover a previous run's)
-    -> decide (scale-up, scale-down) -> increases -> start the deletions the budgets allow ->
-    soft taints -> status
+    -> decide (scale-up, scale-down) -> increases -> start the deletions the budgets allow (none
+    in a loop that scaled up: "No scale down in this iteration") -> soft taints -> status
 
 Between loops, `drive_deletions()` advances only the deletions in progress, at the time
 `next_wakeup()` names: the Cluster Autoscaler runs each deletion in a goroutine on its own timers
@@ -49,6 +49,7 @@ from kubetide.autoscaler.scaledown import (
 )
 from kubetide.autoscaler.scaledown.blockers import annotation_changes, blocking_pods_text
 from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
+from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
 from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
 from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_REFRESH, UnblockMemo, find_unblocks
 from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
@@ -88,6 +89,15 @@ class LoopResult:
     @property
     def scale_down(self) -> ScaleDownPlan | None:
         return self.decision.scale_down if self.decision is not None else None
+
+    @property
+    def scale_down_skipped(self) -> str | None:
+        """Why scale-down started nothing in a loop that scaled up (the Cluster Autoscaler's "No
+        scale down in this iteration"), for the status message and the log; None otherwise."""
+        decision = self.decision
+        if decision is None or decision.scale_down is None or not decision.increases:
+            return None
+        return None if decision.cooldown_expired else SCALED_UP_THIS_LOOP
 
 
 class Autoscaler:
@@ -188,7 +198,7 @@ class Autoscaler:
             if self.options.annotate_scale_down_blockers:
                 # After the actuator has started its nodes: their validation compares annotations.
                 self._annotate_blockers(decision.scale_down, snapshot.nodes())
-        self._write_status(now, result=result)
+        self._write_status(now, result=result, message=result.scale_down_skipped or "")
         return result
 
     def next_wakeup(self) -> float | None:

@@ -11,7 +11,9 @@ format ("2006-01-02 15:04:05.999999999 -0700 MST"), always UTC. Times are kept a
 written, so a document parsed back compares equal to the one built.
 
 Differences from CA, on purpose: counts and candidates are written even when zero (CA omits some
-zero values); ``backoffInfo`` is written only when the group is in Backoff. The cluster-wide
+zero values); ``backoffInfo`` is written only when the group is in Backoff; a group's ``scaleUp`` also says,
+kubetide's own, ``neverReady`` while the group holds nodes that registered and never became Ready
+(UC3: not scaled up until they are Ready or gone, whatever its status says). The cluster-wide
 ``scaleDown`` also lists, kubetide's own and only when there are any, the ``drains`` the planner
 would start (estimated time, PodDisruptionBudget waves, why a node is risky), the nodes
 ``waitingForBudget``, and ``unremovable`` nodes (at most 50): those blocked by pods, with the
@@ -112,6 +114,9 @@ class NodeGroupScaleUpCondition:
     backoff_info: BackoffInfo | None = None
     last_probe_time: str = ""
     last_transition_time: str = ""
+    # kubetide's own, written only when the group holds nodes that registered and never became
+    # Ready (UC3): why scale-up leaves it alone, in one line naming them.
+    never_ready: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ line per action, with its counts and reasons and the same facts as structured fi
 operator can reconstruct every scale-up and every node's removal from the log alone.
 
     Scale-up: setting group small size to 8 instead of 0 (max: 12) for 30 pods
+    No scale down in this iteration: this loop scaled up
     Scale-down: marked node n-3 toBeDeleted (drain, underutilized, utilization 0.25)
     Scale-down: 2 pods evicted: shop/web-1, shop/web-2
     Scale-down: node n-3 removed (underutilized)
@@ -37,6 +38,9 @@ def loop_lines(result, reasons: dict[str, str]) -> list[LogLine]:
         level = logging.INFO if result.halted == "fixed node group sizes" else logging.WARNING
         lines.append(LogLine(level, f"Loop halted: {result.halted}", {"halted": result.halted}))
     lines += _scale_up(result)
+    if result.scale_down_skipped:
+        # The Cluster Autoscaler's RunOnce ends after a scale-up: scale-down waits for the next loop.
+        lines.append(LogLine(logging.INFO, result.scale_down_skipped, {"scale_down": "skipped"}))
     lines += _started(result, reasons)
     lines += deletion_lines(result, reasons)
     return lines

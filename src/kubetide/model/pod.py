@@ -441,6 +441,25 @@ def _parse_spread(reader: Reader) -> TopologySpreadConstraint:
     )
 
 
+def _parse_spreads(spec: Reader) -> tuple[TopologySpreadConstraint, ...]:
+    """spec.topologySpreadConstraints. The API server refuses two constraints with the same
+    {topologyKey, whenUnsatisfiable} pair (they would be one constraint counted twice), and so do we."""
+    constraints: list[TopologySpreadConstraint] = []
+    first: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(spec.items("topologySpreadConstraints")):
+        constraint = _parse_spread(item)
+        pair = (constraint.topology_key, constraint.when_unsatisfiable)
+        if pair in first:
+            raise item.error(
+                f'duplicate value: topologyKey "{pair[0]}" with whenUnsatisfiable {pair[1]}, as in '
+                f"topologySpreadConstraints[{first[pair]}]",
+                "{topologyKey, whenUnsatisfiable}",
+            )
+        first[pair] = index
+        constraints.append(constraint)
+    return tuple(constraints)
+
+
 def _required_nonempty(reader: Reader, key: str) -> str:
     value = reader.str(key, required=True)
     if not value:
@@ -527,7 +546,7 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
         node_selector=spec.str_map("nodeSelector"),
         affinity=_parse_affinity(spec),
         tolerations=tuple(parse_toleration(t) for t in spec.items("tolerations")),
-        topology_spread=tuple(_parse_spread(c) for c in spec.items("topologySpreadConstraints")),
+        topology_spread=_parse_spreads(spec),
         volumes=tuple(_parse_volume(v) for v in spec.items("volumes")),
         priority=priority or 0,
         priority_class_name=spec.str("priorityClassName", default=""),

@@ -35,7 +35,7 @@ from kubetide.model.pod import (
     TopologySpreadConstraint,
     Volume,
     _parse_affinity,
-    _parse_spread,
+    _parse_spreads,
     assembled_pod,
     effective_requests,
     parse_pod,
@@ -310,7 +310,7 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
         spec_reader = Reader(rare, source, location, "spec")
         if spec.affinity is not None:
             affinity = _parse_affinity(spec_reader)
-        spread = tuple(_parse_spread(c) for c in spec_reader.items("topologySpreadConstraints"))
+        spread = _parse_spreads(spec_reader)
     if spec.volumes:
         volumes = tuple(map(_volume, spec.volumes))
     shape = template.shape

@@ -90,8 +90,8 @@ def reason(ranking: Ranking, first: Pod, second: Pod) -> Reason:
         ages = f"created {_ago(now_ns, created_a)} vs {_ago(now_ns, created_b)}"
         return Reason(8, f"same age bucket, UID ordering ({ages}, bucket {a[5]})")
     if first.meta.uid == second.meta.uid:
-        return Reason(9, "equal on every criterion and the same UID, name ordering")
-    return Reason(9, "equal on every criterion, UID ordering")
+        return Reason(9, explain_columns.TIE_BY_NAME)
+    return Reason(9, explain_columns.TIE_BY_UID)
 
 
 def _criteria_1_to_4(ranking: Ranking, first: Pod, second: Pod) -> Reason:

@@ -19,6 +19,11 @@ import numpy as np
 from kubetide.workloads.ranking import Ranking, ns_array, seconds_array
 from kubetide.workloads.timebuckets import NS_PER_SECOND, format_age
 
+# Pods equal on all nine criteria: upstream compares them equal and leaves their order to its
+# (unstable) sort; the UID, then namespace/name, is kubetide's own tie-break, and says so.
+TIE_BY_UID = "equal on every criterion (upstream leaves them in its sort's order); kubetide's tie-break: UID"
+TIE_BY_NAME = "equal on every criterion and the same UID; kubetide's tie-break: namespace/name"
+
 IDENTICAL = 7  # "column" of two pods whose keys are equal
 _MS = 1_000_000
 _UNITS = (86400, 3600, 60, 1)
@@ -196,10 +201,10 @@ def _tie(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
             texts.append(f"same age bucket, UID ordering (created {age} vs {kept_age}, bucket {bucket})")
         elif fields.metas[i].uid == kept_uid:
             criteria.append(9)
-            texts.append("equal on every criterion and the same UID, name ordering")
+            texts.append(TIE_BY_NAME)
         else:
             criteria.append(9)
-            texts.append("equal on every criterion, UID ordering")
+            texts.append(TIE_BY_UID)
     return criteria, texts
 
 

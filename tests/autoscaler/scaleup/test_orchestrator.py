@@ -100,6 +100,28 @@ def test_backed_off_and_unhealthy_groups_are_skipped():
     assert [e.reason for e in result.events] == ["NotTriggerScaleUp"]
 
 
+def test_a_group_holding_never_ready_nodes_is_skipped_and_says_which():
+    """UC3: a group with nodes that registered and never became Ready is passed over, healthy and
+    out of backoff as it may be; the skip names the nodes. Backoff, when both hold, is said first."""
+    cheap, other = group("cheap"), group("other")
+    never_ready = {"cheap": ("cheap-3", "cheap-4")}
+    result = plan([cheap, other], [pod("p", cpu=100)], never_ready=never_ready)
+    assert increases(result) == [("other", 1)]
+    skip = result.skipped_groups["cheap"]
+    assert skip.reason is SkipReason.NEVER_READY and str(skip) == (
+        "holding nodes that never became Ready: cheap-3, cheap-4"
+    )
+    result = plan([cheap], [pod("p", cpu=100)], never_ready=never_ready.get)
+    assert result.increases == []
+    assert (
+        result.not_helped["default/p"]
+        == "pod didn't trigger scale-up: 1 holding nodes that never became Ready"
+    )
+    result = plan([cheap], [pod("p", cpu=100)], never_ready=never_ready, backed_off={"cheap"})
+    assert result.skipped_groups["cheap"].reason is SkipReason.BACKED_OFF
+    assert increases(plan([cheap], [pod("p", cpu=100)], never_ready={"cheap": ()})) == [("cheap", 1)]
+
+
 def test_reasons_are_counted_per_group():
     full = group("full", target=5, max_size=5)
     ssd = group("ssd", labels={"disk": "ssd"})
@@ -297,6 +319,9 @@ def test_min_size_enforcement_and_scale_up_from_zero():
     )
     increases_ = min_size_increases([low, ok, off], backed_off={"off"})
     assert [(i.group_id, i.delta, i.new_size) for i in increases_] == [("low", 2, 3)]
+    assert min_size_increases([low, ok, off], never_ready={"low": ("low-1",)}) == [
+        min_size_increases([off])[0]
+    ]  # a group holding never-Ready nodes is not raised to its min size either (UC3)
     snapshot = ClusterSnapshot([node("n1", cpu=10, ready=False)])
     result = plan(
         [group("g")], [pod("p")], snapshot=snapshot, options=AutoscalerOptions(scale_up_from_zero=False)

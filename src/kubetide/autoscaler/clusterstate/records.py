@@ -44,6 +44,9 @@ class GroupState:
     # Registered nodes in the target that were never Ready (starting, or past max-node-startup-time
     # without starting): a scale-up request has not got them yet.
     not_arrived: int = 0
+    # UC3: of those, the nodes past max-node-startup-time (by name). Scale-up leaves the group
+    # alone while there are any.
+    never_ready: tuple[str, ...] = ()
 
     @property
     def arrived(self) -> int:

@@ -5,7 +5,8 @@ cluster-state-registry design (S1-S4) for the use cases UC1-UC8:
 
 - S1 ``is_cluster_healthy``: too many unjustified unready nodes halt the autoscaler (UC8).
 - S2 ``is_node_group_healthy``: a group with too many unready or never-registered nodes is not
-  scaled up (UC3).
+  scaled up; nor is one holding any node that registered and never became Ready
+  (``never_ready_nodes``, UC3: "do not expand this node pool"), even once its backoff has ended.
 - S3 ``upcoming_nodes``: nodes requested or booting that scale-up must count as coming (UC1, UC2).
 - S4 scale-up requests: a request not registered within max-node-provision-time, or refused by the
   cloud (instance errors), is a failed scale-up: the group backs off exponentially and
@@ -89,9 +90,11 @@ class _Scan:
         return sum(1 for r in self.records if r.never_started)
 
     @property
-    def stalled(self) -> int:
-        """Registered nodes past max-node-startup-time that never became Ready (UC3)."""
-        return sum(1 for r in self.records if r.never_started and r.readiness is Readiness.UNREADY)
+    def never_ready(self) -> tuple[str, ...]:
+        """Registered nodes past max-node-startup-time that never became Ready (UC3), by name."""
+        return tuple(
+            sorted(r.name for r in self.records if r.never_started and r.readiness is Readiness.UNREADY)
+        )
 
 
 @dataclass(slots=True)
@@ -224,6 +227,7 @@ class ClusterStateRegistry:
                 missing=missing,
                 upcoming=upcoming,
                 not_arrived=scan.not_arrived,
+                never_ready=scan.never_ready,
             )
         self._update_shortfalls(now)
         self._fixed_since_update = set()
@@ -232,7 +236,7 @@ class ClusterStateRegistry:
         all_stale = sum(len(g.long_unregistered) for g in self._groups.values())
         self._counts = _count(list(self._nodes.values()), all_fresh, all_stale)
         self._update_health(now)
-        self._count_stalled_as_upcoming(scans)
+        self._count_never_ready_as_upcoming()
         self._last_update = now
 
     def _classify_nodes(
@@ -420,7 +424,7 @@ class ClusterStateRegistry:
                     Event.scale_up_timed_out(StatusObject.of(self.options), group_id, waited, now)
                 )
 
-    def _count_stalled_as_upcoming(self, scans: Mapping[str, _Scan]) -> None:
+    def _count_never_ready_as_upcoming(self) -> None:
         """UC3: a node that registered but never became Ready has not arrived, so its scale-up
         request stays open until max-node-provision-time, and until then the node is still the
         capacity that request is waiting for: the pods it was for are not asked for again (which
@@ -435,7 +439,7 @@ class ClusterStateRegistry:
             state = self._groups.get(group_id)
             if state is None or not self.is_node_group_healthy(group_id):
                 continue
-            awaited = min(scans[group_id].stalled, max(0, request.increase - state.upcoming))
+            awaited = min(len(state.never_ready), max(0, request.increase - state.upcoming))
             if awaited:
                 self._groups[group_id] = dataclasses.replace(state, upcoming=state.upcoming + awaited)
 
@@ -473,6 +477,8 @@ class ClusterStateRegistry:
                 f"registered={c.registered} longUnregistered={c.long_unregistered} "
                 f"cloudProviderTarget={state.target} (minSize={state.min_size}, maxSize={state.max_size})"
             )
+            if state.never_ready:
+                message += f"; {never_ready_text(state.never_ready)}"
             group_health[group_id] = _transition(
                 self._group_health.get(group_id), group_healthy, unjustified, total, message, now
             )
@@ -580,8 +586,21 @@ class ClusterStateRegistry:
     def node_group_health(self, group_id: str) -> HealthRecord | None:
         return self._group_health.get(group_id)
 
+    def never_ready_nodes(self, group_id: str) -> tuple[str, ...]:
+        """UC3: the group's nodes that registered but never became Ready within
+        max-node-startup-time, by name. The design's action is "do not expand this node pool":
+        scale-up passes the group over while any is left, whether the group is healthy or not
+        and whether its backoff has ended or not, until the node turns Ready or is gone (scale-down
+        removes it once unneeded for scale-down-unready-time)."""
+        state = self._groups.get(group_id)
+        return state.never_ready if state is not None else ()
+
     def is_node_group_safe_to_scale_up(self, group_id: str, now: float) -> bool:
-        return self.is_node_group_healthy(group_id) and not self.is_backed_off(group_id, now)
+        return (
+            self.is_node_group_healthy(group_id)
+            and not self.is_backed_off(group_id, now)
+            and not self.never_ready_nodes(group_id)
+        )
 
     # S3
     def upcoming_nodes(self) -> dict[str, int]:
@@ -692,6 +711,20 @@ class ClusterStateRegistry:
         """Instances the loop has deleted as unregistered (UC5) since start, each once: the
         old_unregistered_nodes_removed_count metric. (The simulator counts its own, per group.)"""
         return self._unregistered_removed_total
+
+
+def never_ready_text(names: Sequence[str]) -> str:
+    """Why a group holding UC3 nodes is not scaled up, in one line (its health text and status)."""
+    shown = ", ".join(names[:NEVER_READY_NAMED])
+    more = f" +{len(names) - NEVER_READY_NAMED} more" if len(names) > NEVER_READY_NAMED else ""
+    return (
+        f"neverReady={len(names)} ({shown}{more}): registered, never Ready within "
+        "max-node-startup-time; not scaled up until Ready or gone"
+    )
+
+
+# Never-Ready nodes a health line names (the rest are counted).
+NEVER_READY_NAMED = 3
 
 
 def _count(records: Sequence[NodeReadiness], unregistered: int, long_unregistered: int) -> NodeCounts:

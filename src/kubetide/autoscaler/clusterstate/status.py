@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.clusterstate.records import HealthRecord, NodeCounts
-from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
+from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry, never_ready_text
 from kubetide.autoscaler.status import (
     BACKOFF,
     CANDIDATES_PRESENT,
@@ -114,6 +114,7 @@ class StatusBuilder:
                 info = BackoffInfo(error.code, error.message) if error else BackoffInfo()
             else:
                 up_status, info = NO_ACTIVITY, None
+            stuck = registry.never_ready_nodes(group_id)
             group_candidates = len(candidates.get(group_id, ()))
             groups.append(
                 NodeGroupStatus(
@@ -128,7 +129,11 @@ class StatusBuilder:
                         last_transition_time=rfc3339(health.last_transition_time if health else now),
                     ),
                     scale_up=NodeGroupScaleUpCondition(
-                        up_status, info, rfc3339(now), self._transition(group_id, "scaleUp", up_status, now)
+                        up_status,
+                        info,
+                        rfc3339(now),
+                        self._transition(group_id, "scaleUp", up_status, now),
+                        never_ready_text(stuck) if stuck else None,
                     ),
                     scale_down=self._scale_down_condition(group_id, group_candidates, down_probe),
                 )

@@ -4,8 +4,9 @@ Eligibility (the design's GetScaleDownCandidates) gives every node a status; the
 come back with their drains. Per-node answers without a per-loop flag are kept in a Memo under
 the node's stamp and node group, so a quiet cluster costs a lookup per node.
 
-The candidate_set is then built greedily within scale-down-simulation-timeout over the eligible
-nodes in a stable order (nodes to resume after a restart, empty nodes, nodes already unneeded
+The candidate_set is then built greedily within scale-down-simulation-timeout (but never fewer
+than MIN_CONSIDERED_PER_LOOP nodes, however short the timeout) over the eligible nodes in a stable
+order (nodes to resume after a restart, empty nodes, nodes already unneeded
 oldest first, then the rest by utilization): per node, fork, move every pod, its own and those
 earlier steps put there (hint, then the round-robin search skipping candidates, deleted nodes and
 the node itself), commit on success, revert and record the reason on failure (the
@@ -43,6 +44,14 @@ from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.quantity import CPU, MEMORY, format_units
 from kubetide.snapshot import Memo
+
+# Nodes the search considers per loop before scale-down-simulation-timeout may stop it. CA checks
+# its timer before every node, the first included, so a zero timeout there simulates none and
+# scale-down silently never happens. One is the least that keeps scale-down going (the first node
+# in the search's order, the one closest to removal, keeps its timer and is removed in time) while
+# the timeout stays the operator's bound on the loop: at most one node beyond it
+# (docs/differences.md).
+MIN_CONSIDERED_PER_LOOP = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +292,8 @@ def search_candidates(
     kept when it succeeds, so that the candidate_set is removable together. Returns it in the
     order it was built, and the nodes waiting for budget; failures go to `new_unremovable`.
     Once `limit` candidates are found (CA's unneededNodesLimit, limit.py), nodes not already
-    unneeded (nor resumed) are not simulated."""
+    unneeded (nor resumed) are not simulated. The `deadline` (scale-down-simulation-timeout) stops
+    the search only once MIN_CONSIDERED_PER_LOOP nodes have been considered."""
     found = Search()
     if not eligible:
         return found  # the limits below cost a pass over every node, for nobody
@@ -296,9 +306,11 @@ def search_candidates(
             in_progress[group.id] = in_progress.get(group.id, 0) + 1
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     room = FreeRoom(snapshot, skip)
+    considered = 0
     for node, _, group, drain in _order(u, eligible, unneeded_since):
         name = node.name
-        if plan.timed_out or timer() > deadline:
+        # The timer is read for every node (a work-driven Timer counts the readings).
+        if plan.timed_out or (timer() > deadline and considered >= MIN_CONSIDERED_PER_LOOP):
             plan.timed_out = True
             u.mark(
                 node,
@@ -315,6 +327,7 @@ def search_candidates(
         ):
             u.mark(node, drain.empty, NodeReason.NOT_UNNEEDED_OTHER_REASON, detail=_cut_off(limit))
             continue
+        considered += 1
         reason = limits.check(node, group)
         if reason is not None:
             u.mark(node, drain.empty, reason)

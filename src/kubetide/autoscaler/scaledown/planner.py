@@ -189,9 +189,10 @@ class Planner:
         made for this update and closed at the end. Pending pods nominated to a node of the
         snapshot count on it. With a usage sample, destinations stay under their QoS watermarks
         (see usage.py). `scaling_up`:
-        this loop scales up, so scale-down-delay-after-add pauses it from now (unless timers are
-        taken as expired); later loops count from `note_scale_up`, which the driver calls for
-        the scale-ups that happened.
+        this loop scales up, so it starts no deletion, whatever scale-down-delay-after-add is
+        (CA's RunOnce ends after a scale-up), and that delay pauses scale-down from now (unless
+        timers are taken as expired); later loops count from `note_scale_up`, which the driver
+        calls for the scale-ups that happened.
         """
         o = self.options
         snapshot, now, pdbs, usage = inputs.snapshot, inputs.now, inputs.pdbs, inputs.usage
@@ -352,9 +353,12 @@ class Planner:
         # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
         self.unneeded_since.renew([*found.candidates, *found.waiting], now)
         last_scale_up = self.last_scale_up
-        if scaling_up and not self.timers_expired:
+        scaling_up = scaling_up and not self.timers_expired
+        if scaling_up:
             last_scale_up = max(last_scale_up, now)
-        paused = cooldown(self.options, now, last_scale_up, self.last_deletion, self.last_failure)
+        paused = cooldown(
+            self.options, now, last_scale_up, self.last_deletion, self.last_failure, scaling_up=scaling_up
+        )
         decide_removals(
             plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired
         )

@@ -1,8 +1,10 @@
 """Step 5 of UpdateUnneededNodes: timers and pauses decide which candidates are removable now.
 
 A candidate is removable once it has been unneeded for scale-down-unneeded-time (unready nodes:
-scale-down-unready-time), unless scale-down is paused: disabled, or within
-scale-down-delay-after-add / -delete / -failure of the last such event.
+scale-down-unready-time), unless scale-down is paused: disabled, within
+scale-down-delay-after-add / -delete / -failure of the last such event, or in a loop that scales
+up, whatever scale-down-delay-after-add is (the Cluster Autoscaler's RunOnce returns after a
+scale-up: "No scale down in this iteration").
 """
 
 from __future__ import annotations
@@ -16,11 +18,21 @@ from kubetide.autoscaler.scaledown.state import UnneededNodes
 from kubetide.durations import format_duration, rfc3339
 from kubetide.snapshot import ClusterSnapshot
 
+# Why a loop that scales up starts no deletion (the status message and log line say it too).
+SCALED_UP_THIS_LOOP = "No scale down in this iteration: this loop scaled up"
+
 
 def cooldown(
-    options: AutoscalerOptions, now: float, last_scale_up: float, last_deletion: float, last_failure: float
+    options: AutoscalerOptions,
+    now: float,
+    last_scale_up: float,
+    last_deletion: float,
+    last_failure: float,
+    *,
+    scaling_up: bool = False,
 ) -> str | None:
-    """Why scale-down is paused now, or None."""
+    """Why scale-down is paused now, or None. `scaling_up`: this loop scales up (`last_scale_up`
+    is then `now`, so a nonzero scale-down-delay-after-add names itself)."""
     o = options
     if not o.scale_down_enabled:
         return "scale-down-enabled is false"
@@ -31,7 +43,7 @@ def cooldown(
     ):
         if now < last + delay:
             return f"{flag} ({format_duration(delay)}) until {rfc3339(last + delay)}"
-    return None
+    return SCALED_UP_THIS_LOOP if scaling_up else None
 
 
 def decide_removals(

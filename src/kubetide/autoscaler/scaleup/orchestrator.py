@@ -5,7 +5,8 @@ The steps, each in its own module:
     select_pending        unschedulable, old enough, not expendable          (pending.py)
     filter_schedulable    drop pods that fit existing or upcoming nodes       (filter_schedulable.py)
     group_pods            equivalence groups                                  (equivalence.py)
-    per node group        skip (no template, backoff, unhealthy, at max, cluster limits),
+    per node group        skip (no template, backoff, unhealthy, never-Ready nodes, at max,
+                          cluster limits),
                           else template net of DaemonSets (template.py) and
                           binpacking estimate within the limits              (estimator.py)
     choose                expander chain from the `expander` flag             (expanders.py)
@@ -19,8 +20,9 @@ for its pods) and NotTriggerScaleUp for pods no group could help; on failure it 
 FailedToScaleUpGroup and backs the group off. Every event carries the loop's time.
 
 What the cluster state registry knows is taken as plain inputs: `upcoming` (group -> nodes
-requested but not yet registered and ready), `backed_off` and `healthy` (group id -> bool), so
-this module does not depend on the registry's API. Upcoming nodes count against every limit and
+requested but not yet registered and ready), `backed_off` and `healthy` (group id -> bool) and
+`never_ready` (group id -> its nodes that registered and never became Ready, UC3), so this module
+does not depend on the registry's API. Upcoming nodes count against every limit and
 are represented by template copies while filtering, so pods waiting for them do not ask again.
 """
 
@@ -160,6 +162,18 @@ def _as_predicate(
     return lambda group_id: group_id in members
 
 
+# A group's nodes that registered and never became Ready (UC3), by group id.
+NeverReady = Callable[[str], Sequence[str]] | Mapping[str, Sequence[str]]
+
+
+def _never_ready_of(value: NeverReady | None) -> Callable[[str], Sequence[str]]:
+    if value is None:
+        return lambda _id: ()
+    if callable(value):
+        return value
+    return lambda group_id: value.get(group_id, ())
+
+
 def _capacity(node: Node, resource: str) -> int:
     return node.capacity.get(resource) or node.allocatable.get(resource, 0)
 
@@ -189,18 +203,26 @@ def min_size_increases(
     *,
     backed_off: Callable[[str], bool] | Collection[str] | None = None,
     healthy: Callable[[str], bool] | Collection[str] | None = None,
+    never_ready: NeverReady | None = None,
 ) -> list[Increase]:
     """enforce-node-group-min-size: raise groups below their min size to it, pods or not.
 
-    Groups in backoff or not healthy are left alone, as for any scale-up. The loop calls this
-    when the flag is set, after the pod-driven scale-up (whose increases it should subtract).
+    Groups in backoff, not healthy or holding never-Ready nodes are left alone, as for any
+    scale-up. The loop calls this when the flag is set, after the pod-driven scale-up (whose
+    increases it should subtract).
     """
     is_backed_off = _as_predicate(backed_off, False)
     is_healthy = _as_predicate(healthy, True)
+    never_ready_of = _never_ready_of(never_ready)
     result = []
     for group in node_groups:
         target = group.target_size()
-        if target < group.min_size and not is_backed_off(group.id) and is_healthy(group.id):
+        if (
+            target < group.min_size
+            and not is_backed_off(group.id)
+            and is_healthy(group.id)
+            and not never_ready_of(group.id)
+        ):
             result.append(Increase(group.id, group.min_size - target, target, group.max_size, ()))
     return result
 
@@ -229,6 +251,7 @@ class ScaleUp:
         upcoming: Mapping[str, int] | None = None,
         backed_off: Callable[[str], bool] | Collection[str] | None = None,
         healthy: Callable[[str], bool] | Collection[str] | None = None,
+        never_ready: NeverReady | None = None,
         checker: PredicateChecker | None = None,
     ) -> ScaleUpPlan:
         """One scale-up decision on `inputs` (its snapshot, pending pods, workloads for the
@@ -236,7 +259,9 @@ class ScaleUp:
         for what the caller does with it.
 
         `upcoming`: nodes per group requested but not yet ready. `backed_off` / `healthy`: per
-        group id, as a predicate or a collection of ids. `checker`: a PredicateChecker already
+        group id, as a predicate or a collection of ids. `never_ready`: per group id, its nodes
+        that registered and never became Ready (the group is passed over while there are any).
+        `checker`: a PredicateChecker already
         attached to the snapshot (one is made and closed otherwise).
         """
         snapshot = inputs.snapshot
@@ -262,6 +287,7 @@ class ScaleUp:
                 upcoming or {},
                 backed_off,
                 healthy,
+                never_ready,
                 inputs.priorities,
             )
         finally:
@@ -282,11 +308,13 @@ class ScaleUp:
         upcoming: Mapping[str, int],
         backed_off: Callable[[str], bool] | Collection[str] | None,
         healthy: Callable[[str], bool] | Collection[str] | None,
+        never_ready: NeverReady | None,
         priorities: PrioritiesSource | None,
     ) -> None:
         options = self.options
         is_backed_off = _as_predicate(backed_off, False)
         is_healthy = _as_predicate(healthy, True)
+        never_ready_of = _never_ready_of(never_ready)
         real_nodes = list(snapshot.nodes())
         if not options.scale_up_from_zero and not any(n.ready for n in real_nodes):
             plan.trace.append("no ready node and scale-up-from-zero is false: no scale-up")
@@ -365,16 +393,19 @@ class ScaleUp:
             sizes[gid] = (target, group.max_size)
             limit = self._limit(group, template, target, node_total, cpu_total, mem_total)
             reason: SkipReason | None = None
+            detail = ""
             if is_backed_off(gid):
                 reason = SkipReason.BACKED_OFF
             elif not is_healthy(gid):
                 reason = SkipReason.NOT_READY
+            elif stuck := never_ready_of(gid):
+                reason, detail = SkipReason.NEVER_READY, ", ".join(stuck)
             elif limit.max_nodes <= 0:
                 reason = limit.reason
             elif self.timer() > deadline:
                 reason = SkipReason.BINPACKING_TIME
             if reason is not None:
-                plan.skipped_groups[gid] = GroupSkip(reason)
+                plan.skipped_groups[gid] = GroupSkip(reason, detail)
                 common.append(reason)
                 continue
             started = self.timer()

@@ -13,6 +13,9 @@ class SkipReason(enum.StrEnum):
 
     BACKED_OFF = "in backoff after failed scale-up"
     NOT_READY = "not ready for scale-up"
+    # kubetide's own: the registry design's UC3 ("do not expand this node pool"); the detail
+    # names the nodes.
+    NEVER_READY = "holding nodes that never became Ready"
     MAX_SIZE = "max node group size reached"
     MAX_TOTAL_NODES = "max total nodes in cluster reached"
     MAX_CPU = "max cluster cpu limit reached"
