@@ -385,7 +385,11 @@ def dumps(draw) -> tuple[dict, Planter]:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": meta(
-            p, "node-1", None, {GROUP: "small", "zone": "a"}, draw_annotations(draw, NODE_ANNOTATIONS)
+            p,
+            "node-1",
+            None,
+            {GROUP: "small", "zone": "a", "spare": None},
+            draw_annotations(draw, NODE_ANNOTATIONS),
         ),
         "spec": {
             "taints": [

@@ -423,10 +423,11 @@ def _kept(value: Any, schema: Schema) -> Any:
         return _conditions(value, schema)
     if not isinstance(value, dict):
         return _DROPPED
+    # A null in a map of names is kept: the parsers read it as "" (a label with an empty value).
     if schema is NAMES:
-        return {k: v for k, v in value.items() if _is_scalar(k) and _is_scalar(v)}
+        return {k: v for k, v in value.items() if _is_scalar(k) and (v is None or _is_scalar(v))}
     if schema is ANNOTATION_MAP:
-        return {k: v for k, v in value.items() if _interpreted(k) and _is_scalar(v)}
+        return {k: v for k, v in value.items() if _interpreted(k) and (v is None or _is_scalar(v))}
     if schema is VOLUME:
         return _volume(value)
     assert isinstance(schema, Mapping)
