@@ -386,7 +386,6 @@ _OTHER_KINDS: dict[str, Fields] = {
 # What is exported of each kind; kinds not here (Services, Events, Secrets...) are not exported.
 SCHEMAS: dict[str, Fields] = {**_pod_kinds(CONTAINER), **_OTHER_KINDS}
 SCHEMAS_WITH_ENV: dict[str, Fields] = {**_pod_kinds(CONTAINER_WITH_ENV), **_OTHER_KINDS}
-EXPORTED_KINDS = frozenset(SCHEMAS)
 
 # -- the walk ----------------------------------------------------------------------------------------
 
