@@ -262,36 +262,34 @@ def secret_dump(tmp_path) -> Path:
     return dump
 
 
-def test_env_values_command_and_args_are_dropped_by_default(kubetide, tmp_path):
+def test_env_command_and_args_are_dropped_by_default(kubetide, tmp_path):
     out = tmp_path / "shared.yaml"
     code, _, err = kubetide("from-cluster", secret_dump(tmp_path), "--out", out)
     assert code == 0, err
     text = out.read_text()
-    assert "s3cr3t" not in text and "secretKeyRef" not in text
+    assert "s3cr3t" not in text and "secretKeyRef" not in text and "DB_PASSWORD" not in text
     objects = {o["metadata"]["name"]: o for o in yaml.safe_load(text)["spec"]["objects"]}
-    container = objects["api-0"]["spec"]["containers"][0]
-    assert container["env"] == [{"name": "DB_PASSWORD"}, {"name": "FROM_SECRET"}]  # names kept
-    assert "command" not in container and "args" not in container
-    assert "command" not in objects["api-0"]["spec"]["initContainers"][0]
-    assert objects["web"]["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "K"}]
+    # What the simulator reads of a container: its name and resources.
+    assert objects["api-0"]["spec"]["containers"] == [
+        {"name": "api", "resources": {"requests": {"cpu": "100m"}}}
+    ]
+    assert objects["api-0"]["spec"]["initContainers"] == [{"name": "init"}]
+    assert objects["web"]["spec"]["template"]["spec"]["containers"] == [{"name": "web"}]
     assert load_scenario(out).objects  # what is written still runs
 
 
-def test_keep_env_keeps_them(kubetide, tmp_path):
+def test_keep_env_keeps_env_names_and_values_and_nothing_else(kubetide, tmp_path):
     out = tmp_path / "private.yaml"
     code, _, err = kubetide("from-cluster", secret_dump(tmp_path), "--out", out, "--keep-env")
     assert code == 0, err
     text = out.read_text()
-    for secret in (
-        "s3cr3t-init",
-        "s3cr3t-cmd",
-        "s3cr3t-arg",
-        "s3cr3t-env",
-        "s3cr3t-template",
-        "s3cr3t-tpl-env",
-    ):
+    for secret in ("s3cr3t-env", "s3cr3t-tpl-env", "DB_PASSWORD", "secretKeyRef"):
         assert secret in text
-    assert "secretKeyRef" in text
+    for dropped in ("s3cr3t-init", "s3cr3t-cmd", "s3cr3t-arg", "s3cr3t-template", "image"):
+        assert dropped not in text
+    objects = {o["metadata"]["name"]: o for o in yaml.safe_load(text)["spec"]["objects"]}
+    assert objects["api-0"]["spec"]["containers"][0]["env"] == SECRET_POD["spec"]["containers"][0]["env"]
+    load_scenario(out)
 
 
 def test_a_dump_with_aliases_exports_a_scenario_without_any(kubetide, tmp_path):

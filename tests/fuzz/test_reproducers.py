@@ -16,6 +16,7 @@ NODE = (ROOT / "examples/qos/node-state.yaml").read_text()
 NODEQOS = (ROOT / "examples/qos/nodeqos.yaml").read_text()
 SIMULATE = ["simulate", "s.yaml", "--duration", "3m", "--no-report", "--json", "--out", "out"]
 PLAN = ["plan", "cluster.yaml", "--node-groups", "groups.yaml", "--json"]
+FROM_CLUSTER = ["scenario", "from-cluster", "cluster.yaml", "--out", "scenario.yaml"]
 
 
 def demo(old: str, new: str) -> dict[str, str]:
@@ -30,6 +31,12 @@ def cluster(old: str, new: str) -> dict[str, str]:
 
 def deep_flow(depth: int) -> str:
     return "x: " + "[" * depth + "]" * depth
+
+
+def deep_in_pod(line: str, depth: int = 350) -> dict[str, str]:
+    """The bundled dump with a field nested `depth` deep after `line` of its first pod that has it."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return cluster(f"\n{line}", f"\n{line}{indent}nested: {'[' * depth}{']' * depth}\n")
 
 
 FIRST_NODE = CLUSTER[CLUSTER.index("- apiVersion: v1\n  kind: Node") :].split("\n- apiVersion")[0] + "\n"
@@ -58,6 +65,14 @@ REPRODUCERS = {
     "simulate --out a file": ([*SIMULATE[:-1], "s.yaml"], {"s.yaml": DEMO}, "--out"),
     "simulate --out /dev/null/x": ([*SIMULATE[:-1], "/dev/null/x"], {"s.yaml": DEMO}, "--out"),
     "simulate --out /proc": ([*SIMULATE[:-1], "/proc/self/x"], {"s.yaml": DEMO}, "--out"),
+    "from-cluster: an annotation nested 350 deep": (
+        FROM_CLUSTER,
+        cluster(
+            "    generateName: kube-proxy-\n",
+            f"    generateName: kube-proxy-\n    annotations: {{a: {'[' * 350}{']' * 350}}}\n",
+        ),
+        "cluster.yaml",
+    ),
     # crashes (SIGSEGV in libyaml's composer)
     "YAML flow sequences 100,000 deep": (SIMULATE, {"s.yaml": deep_flow(100_000)}, "s.yaml"),
     "YAML flow sequences 100,000 deep in a dump": (
@@ -104,6 +119,25 @@ REPRODUCERS = {
 }
 
 
+# Inputs that used to end in a traceback and now succeed: from-cluster wrote every field it did
+# not know, and the YAML writer recursed once per level (RecursionError at 350, below the 500
+# levels model/bounds.py lets in). It now writes only what the simulator reads.
+HANDLED = {
+    "from-cluster: a pod spec field nested 350 deep": (
+        FROM_CLUSTER,
+        deep_in_pod("    restartPolicy: Always\n"),
+    ),
+    "from-cluster: a container field nested 490 deep": (
+        FROM_CLUSTER,
+        deep_in_pod("      terminationMessagePolicy: File\n", depth=490),
+    ),
+    "from-cluster --keep-env: a status field nested 350 deep": (
+        [*FROM_CLUSTER, "--keep-env"],
+        deep_in_pod("    phase: Running\n"),
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def outcomes():
     cases = [
@@ -142,3 +176,17 @@ def test_a_trace_file_that_is_a_directory_or_not_utf8_is_named():
     for case, result in seen:
         assert fuzz.outcome(case, result) == ("error", ""), result.stderr
         assert "frontend-morning.csv" in result.stderr
+
+
+def test_what_used_to_end_in_a_traceback_now_succeeds():
+    cases = [
+        fuzz.Case(
+            seed=name, argv=list(argv), files={k: v.encode() for k, v in files.items()}, mutations=[name]
+        )
+        for name, (argv, files) in HANDLED.items()
+    ]
+    seen = []
+    fuzz.run_cases(cases, jobs=2, timeout=60.0, on_result=lambda case, result: seen.append((case, result)))
+    assert len(seen) == len(cases)
+    for case, result in seen:
+        assert fuzz.outcome(case, result) == ("ok", ""), f"{case.seed}: {result.stderr[-500:]}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
+import kubernetes
 import pytest
 from kubetide_process import apps, create_deployment, wait_running, write_groups
 
@@ -63,8 +65,9 @@ def from_cluster(kube, tmp_path, out, *extra: str) -> subprocess.CompletedProces
     )
 
 
-def test_live_containers_lose_env_values_command_and_args_unless_kept(kube, tmp_path):
-
+def test_live_objects_lose_everything_the_simulator_does_not_read(kube, tmp_path):
+    """Env, command lines, probes and their headers, hooks and annotations, in a Deployment (its
+    ReplicaSet and pod too) and a CronJob: none is exported; --keep-env adds the env values."""
     kube.create_fake_node("secret-a", cpu="2", labels={"kubetide.io/node-group": "small"})
     container = {
         "name": "api",
@@ -73,21 +76,45 @@ def test_live_containers_lose_env_values_command_and_args_unless_kept(kube, tmp_
         "args": ["--token=s3cr3t-args"],
         "env": [{"name": "DB_PASSWORD", "value": "s3cr3t-env"}],
         "resources": {"requests": {"cpu": "100m"}},
+        "readinessProbe": {"exec": {"command": ["check", "--key=s3cr3t-probe"]}},
+        "livenessProbe": {
+            "httpGet": {
+                "path": "/",
+                "port": 80,
+                "httpHeaders": [{"name": "Authorization", "value": "s3cr3t-header"}],
+            }
+        },
+        "lifecycle": {"preStop": {"exec": {"command": ["logout", "s3cr3t-hook"]}}},
     }
     labels = {"app": "secrets"}
+    annotations = {"example.com/token": "s3cr3t-annotation"}
     apps(kube).create_namespaced_deployment(
         kube.namespace,
         {
-            "metadata": {"name": "secrets"},
+            "metadata": {"name": "secrets", "annotations": annotations},
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": labels},
                 "template": {
-                    "metadata": {"labels": labels},
+                    "metadata": {"labels": labels, "annotations": annotations},
                     "spec": {
                         "containers": [container],
                         "nodeSelector": {"kubernetes.io/hostname": "secret-a"},
                     },
+                },
+            },
+        },
+    )
+    nightly = {**container, "env": [{"name": "CRON_PASSWORD", "value": "s3cr3t-cron-env"}]}
+    kubernetes.client.BatchV1Api(kube.api_client).create_namespaced_cron_job(
+        kube.namespace,
+        {
+            "metadata": {"name": "nightly"},
+            "spec": {
+                "schedule": "0 3 * * *",
+                "suspend": True,
+                "jobTemplate": {
+                    "spec": {"template": {"spec": {"containers": [nightly], "restartPolicy": "Never"}}}
                 },
             },
         },
@@ -98,13 +125,14 @@ def test_live_containers_lose_env_values_command_and_args_unless_kept(kube, tmp_
     result = from_cluster(kube, tmp_path, shared)
     assert result.returncode == 0, result.stderr
     text = shared.read_text()
-    assert "s3cr3t" not in text  # the Deployment's template, its ReplicaSet's and the pod's
-    assert "DB_PASSWORD" in text  # names are kept
+    assert "s3cr3t" not in text and "PASSWORD" not in text
+    assert "name: nightly" in text  # the CronJob is exported, without its secrets
     load_scenario(shared)
 
     kept = tmp_path / "kept.yaml"
     result = from_cluster(kube, tmp_path, kept, "--keep-env")
     assert result.returncode == 0, result.stderr
-    # Three copies of each: the Deployment, its ReplicaSet and the pod.
-    for secret in ("s3cr3t-command", "s3cr3t-args", "s3cr3t-env"):
-        assert kept.read_text().count(secret) == 3, secret
+    found = sorted(set(re.findall(r"s3cr3t-[a-z-]+", kept.read_text())))
+    assert found == ["s3cr3t-cron-env", "s3cr3t-env"]
+    # Three copies of the Deployment's: the Deployment, its ReplicaSet and the pod.
+    assert kept.read_text().count("s3cr3t-env") == 3

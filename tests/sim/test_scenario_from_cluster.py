@@ -312,3 +312,41 @@ def test_the_whole_path_from_a_dump_file_to_two_settings_side_by_side(tmp_path, 
         assert summary["nodes"]["initial"] == 12 and summary["invariants"] == ZERO
         assert summary["scale_down"]["drained_removed"] > 0
     assert quick["scale_down"]["first_removal_at"] < ours["scale_down"]["first_removal_at"]
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("source", ["realistic", "plan-cluster.yaml"])
+def test_the_allow_list_changes_nothing_the_simulation_computes(source, dump, exported):
+    """The export keeps only the fields the simulator reads (sim/spec/export.py): the same scenario
+    with each object as the dump has it, every field kept (images, probes, env, annotations,
+    managedFields...), simulates to the same summary, through a load drop (and, in the realistic
+    dump, an HPA and a CronJob)."""
+    if source == "realistic":
+        events = [WEB_DROP]
+    else:
+        dump = yaml.safe_load((EXAMPLES / source).read_text())
+        exported = export_scenario([dump], source, name="tonight")
+        events = [
+            {"at": "10m", "scale": {"kind": "Deployment", "namespace": "shop", "name": "web", "replicas": 1}}
+        ]
+    document = yaml.safe_load(exported[0])
+    whole = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in dump["items"]}
+    full = copy.deepcopy(document)
+    full["spec"]["objects"] = []
+    for obj in document["spec"]["objects"]:
+        meta = obj["metadata"]
+        original = copy.deepcopy(whole[(obj["kind"], meta.get("namespace"), meta["name"])])
+        original["metadata"]["labels"] = meta.get("labels", {})  # nodes: the renamed group's label
+        full["spec"]["objects"].append(original)
+    for dropped in ("imagePullPolicy", "terminationMessagePath"):
+        assert dropped in yaml.safe_dump(full) and dropped not in exported[0]
+
+    summaries = []
+    for text in (exported[0], yaml.safe_dump(full)):
+        summary = Simulation(scenario_from(text, events=events, duration="30m")).run().summary
+        del summary["wall_seconds"]
+        summaries.append(summary)
+    assert summaries[0] == summaries[1]
+    assert summaries[0]["scale_down"]["drained_removed"] > 0  # the run did something to compare

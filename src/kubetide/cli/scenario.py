@@ -13,9 +13,11 @@ prints
   with a template copied from one of its nodes, its minSize/maxSize/price from GROUPS.yaml or
   plan's bounds (min 0, max 10 x its nodes; price 0), said in a comment above the group, and
   initialSize = its nodes in the dump;
-- the dump's objects inline under spec.objects, as the API server gave them minus what no
-  simulation reads (managedFields, kubectl's last-applied annotation), finished Jobs, and kinds
-  the simulator does not model. The simulator adopts them (sim/adoption.py): a group's nodes are its
+- the dump's objects inline under spec.objects, each with only the fields the simulator reads
+  (sim/spec/export.py: names, labels, requests and limits, scheduling constraints, the status it
+  adopts, the annotations kubetide interprets; never env, command lines, probes, hooks, volume
+  sources, other annotations or messages), and no finished Job or kind the simulator does not
+  model. The simulator adopts them (sim/runtime/adoption.py): a group's nodes are its
   instances, every pod keeps its name, node, phase, readiness and age, and belongs to its
   controller. Simulating it with no events keeps the cluster as it is until the autoscaler acts;
 - HorizontalPodAutoscalers and CronJobs with their status (what each HPA last read, each
@@ -56,24 +58,6 @@ if TYPE_CHECKING:
 # `kubetide --help` imports every command: the model, the clouds and the simulator are imported
 # when a scenario is exported, not here.
 
-# Kinds the simulator models; everything else in a dump (Services, Events...) is left out.
-EXPORTED_KINDS = frozenset(
-    {
-        "Node",
-        "Pod",
-        "PodDisruptionBudget",
-        "PriorityClass",
-        "Namespace",
-        "Deployment",
-        "ReplicaSet",
-        "StatefulSet",
-        "DaemonSet",
-        "Job",
-        "HorizontalPodAutoscaler",  # with its status: the simulator's pods use what it last read
-        "CronJob",  # with status.lastScheduleTime: the next run is the one after it
-    }
-)
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 GROUP_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 GROUP_NAME_LENGTH = 40  # the scenario schema's limit (cloud/schema.py)
 PLAN_BOUNDS = "plan"  # a group's bounds are kubetide plan's guess (min 0, max 10 x its nodes)
@@ -115,8 +99,8 @@ def add_parser(subparsers) -> None:
     export.add_argument(
         "--keep-env",
         action="store_true",
-        help="keep the containers' env values, command and args (default: dropped, since they often hold "
-        "secrets and the simulator reads none of them; env names are kept)",
+        help="keep the containers' env, names and values (default: dropped, as everything else the "
+        "simulator does not read: they often hold secrets)",
     )
     export.add_argument("--name", help="the scenario's metadata.name (default: from DUMP's file name)")
     export.add_argument("--duration", default="1h", help="spec.duration (default: 1h)")
@@ -339,9 +323,7 @@ def export_scenario(
     names = _group_names([g.id for g in groups])
     given_templates = {d.name for d in definitions or () if d.template is not None}
     members = {node.name: names[g.id] for g in groups for node in g.nodes}
-    objects = [obj for obj in _clean(documents, members) if obj is not None]
-    if not keep_env:
-        objects = [_without_container_secrets(obj) for obj in objects]
+    objects = [obj for obj in _clean(documents, members, keep_env) if obj is not None]
     newest = newest_timestamp(manifests)
 
     lines = _header(source, manifests, cloud, newest)
@@ -371,8 +353,10 @@ def export_scenario(
     lines += [
         f"  # {line}"
         for line in textwrap.wrap(
-            f"{source}'s objects, adopted as they are (managedFields and kinds the simulator does not "
-            "model left out).",
+            f"{source}'s objects, adopted as they are, with only the fields the simulator reads: "
+            "names, labels, requests, scheduling constraints, status. Env, command lines, probes, "
+            "hooks, volume sources, messages and other annotations are left out, as are kinds the "
+            "simulator does not model.",
             94,
         )
     ]
@@ -544,85 +528,44 @@ def _group_names(ids: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def _clean(documents: Iterable[Any], members: dict[str, str]) -> Iterable[dict[str, Any] | None]:
-    """The objects to export, `kind: List`s flattened (the loader has checked their shape)."""
-    for doc in documents:
+def _clean(
+    documents: Iterable[Any], members: dict[str, str], keep_env: bool
+) -> Iterable[dict[str, Any] | None]:
+    """The objects to export, `kind: List`s flattened (the loader has checked their shape and
+    bounded their nesting)."""
+    pending = list(reversed(list(documents)))
+    while pending:
+        doc = pending.pop()
         kind = doc.get("kind", "")
         if kind.endswith("List") and "items" in doc:
             items = doc.get("items") or []
             if kind != "List":
                 items = [{"kind": kind[: -len("List")], **item} for item in items]
-            yield from _clean(items, members)
+            pending.extend(reversed(items))
         else:
-            yield _clean_object(doc, members)
+            yield _clean_object(doc, members, keep_env)
 
 
-def _clean_object(obj: dict[str, Any], members: dict[str, str]) -> dict[str, Any] | None:
+def _clean_object(obj: dict[str, Any], members: dict[str, str], keep_env: bool) -> dict[str, Any] | None:
+    """What the scenario keeps of one object (sim/spec/export.py), or None to leave it out."""
     from kubetide.autoscaler.options import AutoscalerOptions
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.cloud.schema import NODE_GROUP_LABEL
+    from kubetide.sim.spec.export import exported
 
     kind = obj.get("kind")
-    meta = dict(obj.get("metadata") or {})
+    meta = obj.get("metadata") or {}
     if kind == "ConfigMap":
         # The one the simulated autoscaler reads (its namespace flag's default, as CA's).
         if (meta.get("namespace"), meta.get("name")) != (AutoscalerOptions().namespace, PRIORITY_CONFIGMAP):
             return None
-    elif kind not in EXPORTED_KINDS or (kind == "Job" and _finished(obj)):
+    elif kind == "Job" and _finished(obj):
         return None
-    meta.pop("managedFields", None)
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
-    if annotations:
-        meta["annotations"] = annotations
-    else:
-        meta.pop("annotations", None)
-    if kind == "Node" and meta.get("name") in members:
-        meta["labels"] = {**(meta.get("labels") or {}), NODE_GROUP_LABEL: members[meta["name"]]}
-    return {**obj, "metadata": meta}
-
-
-# Where kinds from-cluster exports keep their containers: a Pod's spec, a workload's pod template.
-CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
-# Container fields that often carry secrets (tokens in env values, passwords on a command line)
-# and that the simulator never reads.
-SECRET_BEARING_FIELDS = ("command", "args")
-
-
-def _without_container_secrets(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object with its containers' command, args and env values left out (env names kept, so
-    a reader still sees what a container is configured with). Copies what it changes only."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return obj
-    if obj.get("kind") == "Pod":
-        return {**obj, "spec": _pod_spec_without_secrets(spec)}
-    template = spec.get("template")
-    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-        template = {**template, "spec": _pod_spec_without_secrets(template["spec"])}
-        return {**obj, "spec": {**spec, "template": template}}
-    return obj
-
-
-def _pod_spec_without_secrets(spec: dict[str, Any]) -> dict[str, Any]:
-    cleaned = dict(spec)
-    for field in CONTAINER_LISTS:
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            cleaned[field] = [_container_without_secrets(c) for c in containers]
-    return cleaned
-
-
-def _container_without_secrets(container: Any) -> Any:
-    if not isinstance(container, dict):
-        return container
-    cleaned = {k: v for k, v in container.items() if k not in SECRET_BEARING_FIELDS}
-    env = container.get("env")
-    if isinstance(env, list):
-        cleaned["env"] = [
-            {"name": variable["name"]} if isinstance(variable, dict) and "name" in variable else {}
-            for variable in env
-        ]
-    return cleaned
+    kept = exported(obj, keep_env)
+    if kept is not None and kind == "Node" and meta.get("name") in members:
+        labels = kept["metadata"].get("labels") or {}
+        kept["metadata"]["labels"] = {**labels, NODE_GROUP_LABEL: members[meta["name"]]}
+    return kept
 
 
 def _finished(job: dict[str, Any]) -> bool:

@@ -121,6 +121,9 @@ def parse_template(reader: Reader, namespace: str, keep_text: bool = False) -> P
 DEPLOYMENT_STRATEGIES = ("RollingUpdate", "Recreate")
 # What `kubectl rollout restart` sets in a Deployment's spec.template.metadata.annotations.
 RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
+# What the Deployment controller numbers its ReplicaSets with (on the ReplicaSet's metadata): the
+# highest revision among those with the Deployment's template is the current one.
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 
 
 def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:

@@ -39,12 +39,12 @@ import json
 from kubetide.durations import rfc3339
 from kubetide.model import ObjectMeta, OwnerReference, Pod, PodTemplate, Workload
 from kubetide.model.selectors import LabelSelector
-from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, canonical_json, spec_digest
+from kubetide.model.workloads import RESTARTED_AT_ANNOTATION, REVISION_ANNOTATION, canonical_json, spec_digest
 from kubetide.sim.runtime.controller import Controller
 from kubetide.sim.runtime.engine import Engine, Timer
 from kubetide.sim.runtime.events import EventLog
 from kubetide.sim.runtime.kubelet import Kubelets
-from kubetide.sim.runtime.replicaset import REVISION_ANNOTATION, TEMPLATE_HASH_LABEL, ReplicaSets
+from kubetide.sim.runtime.replicaset import TEMPLATE_HASH_LABEL, ReplicaSets
 from kubetide.sim.runtime.rollout import (
     OldReplicaSet,
     RolloutStatus,

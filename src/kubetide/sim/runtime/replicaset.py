@@ -19,7 +19,6 @@ from kubetide.workloads import DeletionAgeRatio, pods_to_delete
 from kubetide.workloads.owners import controller_identity
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
-REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 BURST_REPLICAS = 500  # the ReplicaSet controller's per-sync creation limit
 
 
