@@ -306,18 +306,22 @@ class Runner:
         self.cloud = cloud_factory(args, client, self.view.snapshot)
         self.expander_service = expander_service(options)  # --expander=grpc's, checked before acting
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        from kubetide.kube import events
         from kubetide.kube.client import connect
-        from kubetide.kube.events import BackgroundEvents, EventRecorder
 
-        def own_client():
-            return connect(
-                args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst
-            )
+        def own_client(qps: float = args.kube_client_qps, burst: int = args.kube_client_burst):
+            return connect(args.kubeconfig, args.context, qps=qps, burst=burst)
 
-        # Events and the lease each get a client (and so a rate limiter) of their own, as the
-        # Cluster Autoscaler's recorder and elector have: a hundred events must not hold the loop
-        # for twenty seconds, and a renewal must never queue behind a drain's evictions.
-        self.events = BackgroundEvents(EventRecorder(own_client(), self.clock))
+        # Events and the lease each get a client (and so a rate limiter) of their own: a hundred
+        # events must not hold the loop for twenty seconds, and a renewal must never queue behind
+        # a drain's evictions. The events' rate is theirs, not --kube-client-qps: at 5 a second a
+        # 2,000-pod burst's TriggeredScaleUps would be written minutes after the scale-up.
+        event_client = own_client(
+            max(args.kube_client_qps, events.WRITE_QPS), max(args.kube_client_burst, events.WRITE_BURST)
+        )
+        self.events = events.BackgroundEvents(
+            events.EventRecorder(event_client, self.clock), writers=events.WRITERS
+        )
         self.elector = None
         if args.leader_elect:
             from kubetide.kube.leader import LeaderElector
