@@ -438,7 +438,7 @@ def _args_entries(
     `--flag false` the `false` is a stray argument, not the flag's value. A later repetition of a
     flag wins, as in Go (a repeatable flag adds). An item that is not a flag is named by its
     index; a flag by its name. Mistakes go to `errors`, every one, and reading goes on."""
-    entries = []
+    entries: list[tuple[str, Any, str]] = []
     index = 0
     bare_boolean = ""  # the boolean flag just read without a value, for a stray value's hint
     while index < len(args):
@@ -457,7 +457,8 @@ def _args_entries(
                 ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}{hint}")
             )
             continue
-        name, sep, value = text.lstrip("-").partition("=")
+        name, sep, text_value = text.lstrip("-").partition("=")
+        value: Any = text_value
         path = _flag_path(field, name)
         if not sep:
             if is_boolean_flag(name):
