@@ -63,8 +63,9 @@ AGGREGATED_PREFIX = "(combined from similar events): "
 SPAM_BURST = 25
 SPAM_REFILL_SECONDS = 300.0
 TRIGGERED_SCALE_UP = "TriggeredScaleUp"
-# `kubetide run`'s event writers and their client's rate: a 2,000-pod burst's TriggeredScaleUps
-# written within ten seconds, the API server's priority and fairness guarding it beyond that.
+# `kubetide run`'s event writers and their client's rate: high enough that the API server's
+# answers, not a client-side limit, pace a burst's TriggeredScaleUps (its priority and fairness
+# guard it beyond that).
 WRITERS = 8
 WRITE_QPS = 400.0
 WRITE_BURST = 400
