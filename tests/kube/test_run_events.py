@@ -76,7 +76,7 @@ nodeGroups:
       allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
 """
 # 300 pods: at the old pace (the loop's --kube-client-qps, 5 a second) their events took a minute;
-# on this project's shared 2-core test machine the writers manage about 60 a second, so 1,000
+# on this project's shared 2-core test machine the writers managed about 55 a second, so 1,000
 # would measure the machine (2,000: benchmarks/bench_events.py).
 BURST_PODS = 300
 # The writer's promise: a burst's events on the API server this soon after their decision
