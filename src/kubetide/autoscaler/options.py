@@ -284,6 +284,7 @@ def parse_options(
     base: AutoscalerOptions | None = None,
     warnings: list[str] | None = None,
     ignored: list[str] | None = None,
+    infrastructure: dict[str, Any] | None = None,
 ) -> AutoscalerOptions:
     """Options from a `flag-name: value` mapping or a CA container's `args:` list; errors name
     the file and the flag, and say how kubetide treats it (ca_flags.py).
@@ -291,17 +292,22 @@ def parse_options(
     Both forms read every flag the same way. What the caller should show goes to `warnings` (this
     module does no I/O): deprecated aliases, approximated flags, and infrastructure flags, which
     go to `ignored` by name instead when the caller passes it (to say them in one line).
+    Infrastructure flags' values are checked as their kind (CA's flag package would refuse
+    `--leader-elect=maybe` too) and, when the caller passes `infrastructure`, put there by name:
+    `kubetide run` acts on a few of them itself.
     """
     options = base or AutoscalerOptions()
     if not flags:
         return options
+    # Every refused flag is said, in one error (FlagErrors), not only the first.
+    errors: list[ManifestError] = []
     if isinstance(flags, Mapping):
         entries = [
             (str(name).removeprefix("--"), value, _flag_path(field, str(name).removeprefix("--")))
             for name, value in flags.items()
         ]
     elif isinstance(flags, Sequence) and not isinstance(flags, str):
-        entries = _args_entries(flags, source, field)
+        entries = _args_entries(flags, source, field, errors)
     else:
         raise ManifestError(
             source, "", field, "expected a mapping of flag names to values, or a list of --flag=value args"
@@ -310,13 +316,19 @@ def parse_options(
     aliased: dict[str, tuple[str, Any]] = {}  # flag -> (the alias's path, its value)
     for name, value, path in entries:
         target = DEPRECATED_ALIASES.get(name, name)
-        if target not in FLAGS:
-            _check_other_flag(name, value, source, path, warnings, ignored)
-            continue
         try:
-            parsed = parse_flag(target, value)
-        except ValueError as exc:
-            raise ManifestError(source, "", path, str(exc)) from None
+            if target not in FLAGS:
+                parsed = _check_other_flag(name, value, source, path, warnings, ignored)
+                if infrastructure is not None and treatment_of(name) is Treatment.INFRASTRUCTURE:
+                    infrastructure[name] = parsed
+                continue
+            try:
+                parsed = parse_flag(target, value)
+            except ValueError as exc:
+                raise ManifestError(source, "", path, str(exc)) from None
+        except ManifestError as exc:
+            errors.append(exc)
+            continue
         attribute = FLAGS[target].name
         if target != name:
             aliased[target] = (path, parsed)
@@ -337,7 +349,21 @@ def parse_options(
             note = f"deprecated, use {target} (set to {parsed})"
         if warnings is not None:
             warnings.append(f"{path}: {note}")
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise FlagErrors(source, errors)
     return dataclasses.replace(options, **changes)
+
+
+class FlagErrors(ManifestError):
+    """Several flags refused at once: each named with its reason, on one line, so that a command
+    line with three mistakes is fixed in one try rather than three."""
+
+    def __init__(self, source: str, errors: Sequence[ManifestError]):
+        self.errors = tuple(errors)
+        said = "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in self.errors)
+        super().__init__(source, "", "", f"{len(self.errors)} flags refused: {said}")
 
 
 def _flag_path(field: str, name: str) -> str:
@@ -351,31 +377,33 @@ def _check_other_flag(
     path: str,
     warnings: list[str] | None,
     ignored: list[str] | None,
-) -> None:
+) -> Any:
     """A CA flag without an options field: its value checked as its kind, then accepted (and
-    said), or refused with the reason; an unknown flag is an error with a did-you-mean."""
+    said) and returned, or refused with the reason; an unknown flag is an error with a
+    did-you-mean."""
     flag = CA_FLAGS.get(name)
     if flag is None:
         raise ManifestError(source, "", path, unknown_flag_message(name))
-    if flag.treatment is Treatment.INFRASTRUCTURE:
-        if ignored is not None:
-            if name not in ignored:
-                ignored.append(name)
-        elif warnings is not None:
-            warnings.append(f"{path}: ignored, an infrastructure flag: {flag.note}")
-        return
     try:
         parsed = _parse_kind(flag, value)
         if flag.choices and parsed not in flag.choices:
             raise ValueError(f"kubetide does {', '.join(flag.choices)} only, got {value!r}")
     except ValueError as exc:
         raise ManifestError(source, "", path, str(exc)) from None
+    if flag.treatment is Treatment.INFRASTRUCTURE:
+        if ignored is not None:
+            if name not in ignored:
+                ignored.append(name)
+        elif warnings is not None:
+            warnings.append(f"{path}: ignored, an infrastructure flag: {flag.note}")
+        return parsed
     if flag.treatment is Treatment.REFUSED:
         if flag.inert is not None and parsed == _parse_kind(flag, flag.inert):
-            return  # CA's default: the feature stays off, as in kubetide
+            return parsed  # CA's default: the feature stays off, as in kubetide
         raise ManifestError(source, "", path, refused_message(name))
     if flag.treatment is Treatment.APPROXIMATED and warnings is not None:
         warnings.append(f"{path}: approximated: {flag.note}")
+    return parsed
 
 
 def refused_message(name: str) -> str:
@@ -401,33 +429,48 @@ def _parse_kind(flag: CaFlag, value: Any) -> Any:
     return "" if value is None else str(value)
 
 
-def _args_entries(args: Sequence[Any], source: str, field: str) -> list[tuple[str, Any, str]]:
-    """(flag, value, field path) from a container's args, read as Go's flag package reads them:
-    `--flag=value`, `-flag=value`, or `--flag value` (the next item) for a flag that is not a
-    boolean; a boolean alone means true. A later repetition of a flag wins, as in Go (a
-    repeatable flag adds). An item that is not a flag is named by its index; a flag by its name."""
-    entries = []
+def _args_entries(
+    args: Sequence[Any], source: str, field: str, errors: list[ManifestError]
+) -> list[tuple[str, Any, str]]:
+    """(flag, value, field path) from a container's args, read as CA's command line (pflag) reads
+    them: `--flag=value`, `-flag=value`, or `--flag value` (the next item) for a flag that is not a
+    boolean; a boolean takes its value joined (`--flag=false`) and alone means true, so in
+    `--flag false` the `false` is a stray argument, not the flag's value. A later repetition of a
+    flag wins, as in Go (a repeatable flag adds). An item that is not a flag is named by its
+    index; a flag by its name. Mistakes go to `errors`, every one, and reading goes on."""
+    entries: list[tuple[str, Any, str]] = []
     index = 0
+    bare_boolean = ""  # the boolean flag just read without a value, for a stray value's hint
     while index < len(args):
         item, path = args[index], f"{field}[{index}]"
         index += 1
+        after, bare_boolean = bare_boolean, ""
         if not isinstance(item, str):
-            raise ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}")
+            errors.append(ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}"))
+            continue
         if path.endswith("[0]") and item.strip() in _COMMAND_NAMES:
             continue  # a pasted command: the binary itself
         text = item.strip()
         if not text.startswith("-") or text.lstrip("-") == "":
-            raise ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}")
-        name, sep, value = text.lstrip("-").partition("=")
+            hint = f" (a boolean takes its value joined: --{after}={text})" if after else ""
+            errors.append(
+                ManifestError(source, "", path, f"expected a --flag=value string, got {item!r}{hint}")
+            )
+            continue
+        name, sep, text_value = text.lstrip("-").partition("=")
+        value: Any = text_value
         path = _flag_path(field, name)
         if not sep:
             if is_boolean_flag(name):
-                value = "true"
+                value, bare_boolean = "true", name
             elif index < len(args) and isinstance(args[index], str) and not args[index].startswith("-"):
                 value = args[index]
                 index += 1
+            elif treatment_of(name) is None:
+                value = None  # an unknown flag: said as unknown, with a did-you-mean
             else:
-                raise ManifestError(source, "", path, f"--{name} needs a value (--{name}=VALUE)")
+                errors.append(ManifestError(source, "", path, f"--{name} needs a value (--{name}=VALUE)"))
+                continue
         entries.append((name, value, path))
     return entries
 
@@ -468,11 +511,17 @@ def _parse_names(value: Any) -> tuple[str, ...]:
     return names
 
 
+# Go's strconv.ParseBool, which CA's flags (pflag's and the flag package's booleans) use: these
+# spellings exactly ("tRUE", "yes" and "on" are refused, as CA refuses them).
+GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
 def _parse_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "t", "f"):
-        return value.lower() in ("true", "1", "t")
+    if isinstance(value, str) and value in GO_TRUE + GO_FALSE:
+        return value in GO_TRUE
     raise ValueError(f"expected true or false, got {value!r}")
 
 

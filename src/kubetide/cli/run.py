@@ -42,15 +42,6 @@ MIN_LOOP_GAP_SECONDS = 1.0
 INFORMER_SYNC_TIMEOUT = 120.0
 
 
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "t"):
-        return True
-    if lowered in ("false", "0", "no", "f"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
 def _duration(text: str) -> float:
     from kubetide.durations import parse_duration
 
@@ -88,7 +79,10 @@ def add_parser(subparsers) -> None:
         "run",
         help="run the autoscaler against a live cluster",
         description="Run the autoscaler against a live cluster. Any Cluster Autoscaler flag kubetide "
-        "supports may follow, as --FLAG=VALUE (e.g. --scale-down-unneeded-time=2m).",
+        "supports may follow, as --FLAG=VALUE (e.g. --scale-down-unneeded-time=2m); a boolean alone "
+        "means true (--leader-elect, --write-status-configmap=false), as on CA's command line.",
+        # Go's flags have no abbreviations: --leader-elect is a flag of its own, not a prefix.
+        allow_abbrev=False,
     )
     add = parser.add_argument
     add("--kubeconfig", metavar="PATH", help="kubeconfig file (default: the pod's in-cluster configuration)")
@@ -114,9 +108,9 @@ def add_parser(subparsers) -> None:
     )
     add("--namespace", default="kube-system", help="for the status ConfigMap and the lease (kube-system)")
     add("--status-config-map-name", default="cluster-autoscaler-status", metavar="NAME")
-    add("--write-status-configmap", type=_bool, default=True, metavar="BOOL")
+    # --write-status-configmap and --leader-elect (RUN_BOOLEANS) are read with the autoscaler's
+    # flags, as Go booleans: argparse has no option that is both `--flag` and `--flag=false`.
     add("--address", default=":8085", help="where /metrics and /health-check are served (:8085)")
-    add("--leader-elect", type=_bool, default=True, metavar="BOOL")
     add("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION")
     add("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION")
     add("--leader-elect-retry-period", type=_duration, default=2.0, metavar="DURATION")
@@ -151,46 +145,56 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run, accepts_extra_flags=True)
 
 
-def parse_autoscaler_flags(extra: Sequence[str]):
-    """The --FLAG=VALUE (or --FLAG VALUE) arguments argparse did not know: autoscaler options."""
-    from kubetide.autoscaler.options import is_boolean_flag, parse_options
+# CA's boolean flags that `kubetide run` acts on itself, with CA's defaults.
+RUN_BOOLEANS = {"leader-elect": True, "write-status-configmap": True}
 
-    flags: list[str] = []  # as CA's command line: a repeatable flag (--startup-taint) adds up
-    items = list(extra)
-    index = 0
-    while index < len(items):
-        item = items[index]
-        if not item.startswith("--"):
-            raise UserError(f"run: unexpected argument {item!r} (flags are written --FLAG=VALUE)")
-        name, sep, value = item[2:].partition("=")
-        if not sep and is_boolean_flag(name):
-            value = "true"  # a boolean alone means true, as on CA's command line
-        elif not sep:
-            if index + 1 >= len(items) or items[index + 1].startswith("--"):
-                raise UserError(f"run: --{name}: expected a value (--{name}=VALUE)")
-            value = items[index + 1]
-            index += 1
-        flags.append(f"--{name}={value}")
-        index += 1
+
+def parse_autoscaler_flags(extra: Sequence[str], booleans: dict[str, bool] | None = None):
+    """The flags argparse did not declare, read as CA's command line reads them (options.py):
+    the autoscaler's options, and RUN_BOOLEANS' values into `booleans`. Every mistake is said,
+    in one line."""
+    from kubetide.autoscaler.options import FlagErrors, parse_options
+
     warnings: list[str] = []
+    ignored: list[str] = []
+    infrastructure: dict[str, object] = {}
     try:
-        options = parse_options(flags, "run", field="", warnings=warnings)
+        options = parse_options(
+            list(extra), "run", field="", warnings=warnings, ignored=ignored, infrastructure=infrastructure
+        )
+    except FlagErrors as exc:
+        said = "; ".join(_refusal(e) for e in exc.errors)
+        raise UserError(f"run: {len(exc.errors)} flags refused: {said}") from None
     except ManifestError as exc:
-        raise UserError(f"run: --{exc.field}: {exc.message}") from None
+        raise UserError(f"run: {_refusal(exc)}") from None
     warn(f"run: --{w}" for w in warnings)
+    others = [name for name in ignored if name not in RUN_BOOLEANS]
+    if others:
+        warn([f"run: ignored, Cluster Autoscaler infrastructure flags: {', '.join(others)}"])
+    if booleans is not None:
+        booleans.update({name: bool(infrastructure.get(name, on)) for name, on in RUN_BOOLEANS.items()})
     return options
+
+
+def _refusal(error: ManifestError) -> str:
+    # A flag is named by its name; a stray argument ("[3]": its place) by what it is.
+    return error.message if error.field.startswith("[") else f"--{error.field}: {error.message}"
 
 
 def run(args) -> int:
     # The status ConfigMap's place is an autoscaler option (events about the cluster go there
     # too): checked as every other flag, one line and exit 2 for a name the API would refuse.
+    booleans: dict[str, bool] = {}
     options = parse_autoscaler_flags(
         [
             *getattr(args, "extra_flags", []),
             f"--namespace={args.namespace}",
             f"--status-config-map-name={args.status_config_map_name}",
-        ]
+        ],
+        booleans,
     )
+    args.leader_elect = booleans["leader-elect"]
+    args.write_status_configmap = booleans["write-status-configmap"]
     if args.leader_elect and not (
         args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration
     ):
@@ -302,18 +306,22 @@ class Runner:
         self.cloud = cloud_factory(args, client, self.view.snapshot)
         self.expander_service = expander_service(options)  # --expander=grpc's, checked before acting
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        from kubetide.kube import events
         from kubetide.kube.client import connect
-        from kubetide.kube.events import BackgroundEvents, EventRecorder
 
-        def own_client():
-            return connect(
-                args.kubeconfig, args.context, qps=args.kube_client_qps, burst=args.kube_client_burst
-            )
+        def own_client(qps: float = args.kube_client_qps, burst: int = args.kube_client_burst):
+            return connect(args.kubeconfig, args.context, qps=qps, burst=burst)
 
-        # Events and the lease each get a client (and so a rate limiter) of their own, as the
-        # Cluster Autoscaler's recorder and elector have: a hundred events must not hold the loop
-        # for twenty seconds, and a renewal must never queue behind a drain's evictions.
-        self.events = BackgroundEvents(EventRecorder(own_client(), self.clock))
+        # Events and the lease each get a client (and so a rate limiter) of their own: a hundred
+        # events must not hold the loop for twenty seconds, and a renewal must never queue behind
+        # a drain's evictions. The events' rate is theirs, not --kube-client-qps: at 5 a second a
+        # 2,000-pod burst's TriggeredScaleUps would be written minutes after the scale-up.
+        event_client = own_client(
+            max(args.kube_client_qps, events.WRITE_QPS), max(args.kube_client_burst, events.WRITE_BURST)
+        )
+        self.events = events.BackgroundEvents(
+            events.EventRecorder(event_client, self.clock), writers=events.WRITERS
+        )
         self.elector = None
         if args.leader_elect:
             from kubetide.kube.leader import LeaderElector

@@ -275,6 +275,11 @@ class ScaleUp:
         own_checker = checker is None
         if checker is None:
             checker = PredicateChecker(snapshot, inputs.namespaces)
+        # Each group's target size as it stands, read before planning adds upcoming nodes to the
+        # snapshot as template copies: a provider that counts its group's nodes in the snapshot
+        # (kwok) would count those copies too, and each scale-up's "instead of" would then
+        # differ from the size the previous one set.
+        targets = {group.id: group.target_size() for group in node_groups}
         snapshot.fork()
         try:
             self._plan(
@@ -283,6 +288,7 @@ class ScaleUp:
                 checker,
                 selection.pods,
                 node_groups,
+                targets,
                 inputs.workloads or (),
                 upcoming or {},
                 backed_off,
@@ -304,6 +310,7 @@ class ScaleUp:
         checker: PredicateChecker,
         candidates: Sequence[Pod],
         node_groups: Sequence[NodeGroup],
+        targets: Mapping[str, int],
         workloads: Sequence[Workload],
         upcoming: Mapping[str, int],
         backed_off: Callable[[str], bool] | Collection[str] | None,
@@ -389,7 +396,7 @@ class ScaleUp:
             template = templates.get(gid)
             if template is None:
                 continue
-            target = group.target_size()
+            target = targets[gid]
             sizes[gid] = (target, group.max_size)
             limit = self._limit(group, template, target, node_total, cpu_total, mem_total)
             reason: SkipReason | None = None
