@@ -31,7 +31,6 @@ def applies_to(*versions: str) -> Callable[[Callable[..., bool]], Callable[..., 
         def accepts(version: str, *args: Any) -> bool:
             return version in versions and predicate(*args)
 
-        accepts.versions = versions  # type: ignore[attr-defined]
         return accepts
 
     return wrap
