@@ -41,8 +41,9 @@ REASONS: dict[str, str] = {
         " or `--surge-before-evict` when the pods belong to a Deployment that may surge."
     ),
     "NotUnderutilized": (
-        "The node's requests (cpu or memory, whichever is higher, over allocatable) are at or above"
-        " `scale-down-utilization-threshold` (0.5). kubetide says by how much, and the threshold that"
+        "The node's requests (cpu or memory, whichever is higher, over allocatable) are above"
+        " `scale-down-utilization-threshold` (0.5; exactly at it is underutilized, as in CA 1.35 on)."
+        " kubetide says by how much, and the threshold that"
         " would let it go; often another change follows (its pods must still fit elsewhere)."
     ),
     "NoPlaceToMovePods": (

@@ -260,3 +260,69 @@ def test_gpu_name_is_the_accelerator_label_or_generic():
     )
     bare = node({}, {"cpu": 4000, "nvidia.com/gpu": 2})
     assert (gpu_name(cpu_only), gpu_name(labelled), gpu_name(bare)) == ("", "nvidia-tesla-t4", "generic")
+
+
+def latency(metrics, deleted: str) -> dict[str, tuple[float, float]]:
+    """node_removal_latency_seconds with `deleted`: delay_reason -> (count, sum)."""
+    found: dict[str, list[float]] = {}
+    for (name, labels), v in samples(metrics).items():
+        labels = dict(labels)
+        if labels.get("deleted") != deleted or not name.startswith("cluster_autoscaler_node_removal_latency"):
+            continue
+        if name.endswith("_count"):
+            found.setdefault(labels["delay_reason"], [0.0, 0.0])[0] = v
+        elif name.endswith("_sum"):
+            found.setdefault(labels["delay_reason"], [0.0, 0.0])[1] = v
+    return {reason: (count, total) for reason, (count, total) in found.items() if count}
+
+
+def test_node_removal_latency_counts_every_deletion_under_what_held_it_back():
+    """Two nodes unneeded after 1m, one deletion at a time (max-scale-down-parallelism 1), and
+    scale-down-delay-after-delete (5m) pausing scale-down after each: the first node goes as soon
+    as it may (delay "none", within a loop of its timer), the second waits for the pause
+    (NotUnneededOtherReason, minutes)."""
+    sc = scenario(
+        [
+            {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}},
+            {"at": "15m", "scale": {"kind": "Deployment", "name": "web", "replicas": 2}},
+        ],
+        autoscaler={
+            "scale-down-unneeded-time": "1m",
+            "scale-down-delay-after-add": "1m",
+            "scale-down-delay-after-delete": "5m",
+            "max-scale-down-parallelism": "1",
+        },
+    )
+    _, observed = run(sc, 60 * 60)
+    started = [
+        n for r in observed.loops if r.started for n in [*r.started.started_empty, *r.started.started_drain]
+    ]
+    assert len(started) >= 2
+    deleted = latency(observed.metrics, "true")
+    assert sum(count for count, _ in deleted.values()) == len(started)
+    assert set(deleted) == {"none", "NotUnneededOtherReason"}
+    count, total = deleted["none"]
+    assert total / count < 60  # no later than the loop after its unneeded time ran out
+    count, total = deleted["NotUnneededOtherReason"]
+    assert total / count >= 60  # minutes of the pause, less the minute of unneeded time
+    assert latency(observed.metrics, "false") == {}
+
+
+def test_a_node_needed_again_after_waiting_counts_as_not_deleted():
+    """Unneeded nodes whose timer ran out while scale-down-delay-after-add holds scale-down, then
+    needed again: deleted="false" under NotUnneededOtherReason, for the time they waited."""
+    sc = scenario(
+        [
+            {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}},
+            {"at": "10m", "scale": {"kind": "Deployment", "name": "web", "replicas": 2}},
+            {"at": "20m", "scale": {"kind": "Deployment", "name": "web", "replicas": 12}},
+        ],
+        autoscaler={"scale-down-unneeded-time": "1m", "scale-down-delay-after-add": "60m"},
+    )
+    _, observed = run(sc, 25 * 60)
+    assert not any(r.started and (r.started.started_empty or r.started.started_drain) for r in observed.loops)
+    assert latency(observed.metrics, "true") == {}
+    again = latency(observed.metrics, "false")
+    assert set(again) == {"NotUnneededOtherReason"}
+    count, total = again["NotUnneededOtherReason"]
+    assert count >= 2 and 5 * 60 <= total / count <= 10 * 60  # from about 11m to about 20m

@@ -1,9 +1,12 @@
-"""The Cluster Autoscaler 1.30.7 oracle (../shared/ca-oracle) and kubetide, run on the same dump.
+"""The Cluster Autoscaler oracles (../shared/ca-oracle: CA 1.30.7 and CA 1.36.1) and kubetide, run
+on the same dump.
 
-The oracle is CA's own Go code behind a small front end: it reads a kubectl List (JSON) and prints
-its predicates, estimates and scale-down decisions (its README says which functions). Tests here
-build random dumps with the builders below, run both, and check that every difference falls in a
-documented, deliberate class (docs/differences.md lists them, each with its reason).
+Each oracle is CA's own Go code behind a small front end, the same command line for both: it reads
+a kubectl List (JSON) and prints its predicates, estimates and scale-down decisions (its README says
+which functions). Tests here build random dumps with the builders below, evaluate kubetide once,
+run every oracle on the same dump, and check that every difference falls in a documented,
+deliberate class for that CA version (deliberate.py; docs/differences.md lists them, each with its
+reason). Where the two versions differ, kubetide follows 1.36.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ import pytest
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli.main import main as kubetide_main
 
-ARCHIVE = Path(__file__).resolve().parents[2].parent / "shared" / "ca-oracle" / "ca-oracle.xz"
+ORACLE_DIRECTORY = Path(__file__).resolve().parents[2].parent / "shared" / "ca-oracle"
+CA_1_30 = "1.30.7"
+CA_1_36 = "1.36.1"
+# CA version -> its archive; the oldest first (tests report differences in this order).
+ARCHIVES = {CA_1_30: "ca-oracle.xz", CA_1_36: "ca-oracle-1.36.1.xz"}
 REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_CA_ORACLE"
 GROUP_LABEL = "kubetide.io/node-group"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -32,24 +39,42 @@ OLD = "2026-11-26T00:00:00Z"  # every object's age: well past every scale-down t
 Doc = dict[str, Any]
 
 
-def unpack(directory: Path) -> Path:
-    """The oracle binary, unpacked into `directory`; skips (or fails, where CI requires it) when the
-    archive is not on this machine."""
-    if not ARCHIVE.exists():
-        reason = f"the Cluster Autoscaler oracle is not here: {ARCHIVE}"
+def unpack(directory: Path, version: str) -> Path:
+    """The oracle binary of CA `version`, unpacked into `directory`; skips (or fails, where CI
+    requires the oracles) when its archive is not on this machine."""
+    archive = ORACLE_DIRECTORY / ARCHIVES[version]
+    if not archive.exists():
+        reason = f"the Cluster Autoscaler {version} oracle is not here: {archive}"
         if os.environ.get(REQUIRE_VARIABLE) == "1":
             pytest.fail(f"{reason} ({REQUIRE_VARIABLE}=1)", pytrace=False)
         pytest.skip(reason)
-    binary = directory / "ca-oracle"
-    binary.write_bytes(lzma.decompress(ARCHIVE.read_bytes()))
+    binary = directory / f"ca-oracle-{version}"
+    binary.write_bytes(lzma.decompress(archive.read_bytes()))
     binary.chmod(0o755)
     return binary
+
+
+# One Go thread and no garbage collector per run: a run reads one small dump and exits within
+# tens of milliseconds, and the suite shares two cores. About a third less CPU time than Go's
+# defaults, the same answers (Go's map order, the oracles' one source of variety, is per run).
+ORACLE_ENVIRONMENT = {**os.environ, "GOMAXPROCS": "1", "GOGC": "off"}
+
+
+def oracles_for(oracles: dict[str, Path], seed: int, clusters_1_30: int) -> dict[str, Path]:
+    """The oracles random cluster `seed` is compared with: CA 1.36, the version kubetide follows,
+    on every cluster; CA 1.30 on the first `clusters_1_30` (the suite's time is shared, and 1.30's
+    differences are named classes already seen on that many)."""
+    return {v: binary for v, binary in oracles.items() if v != CA_1_30 or seed < clusters_1_30}
 
 
 def run_oracle(binary: Path, dump: Path, what: str, *args: str) -> dict:
     """One run of the oracle: `what` is predicates, estimate or scaledown (comma-separated)."""
     out = subprocess.run(
-        [str(binary), "-what", what, *args, str(dump)], capture_output=True, text=True, check=True
+        [str(binary), "-what", what, *args, str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=ORACLE_ENVIRONMENT,
     )
     return json.loads(out.stdout)
 

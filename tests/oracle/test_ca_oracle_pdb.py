@@ -1,15 +1,16 @@
-"""Differential test against the real Cluster Autoscaler 1.30.7 planner (../shared/ca-oracle) on
-random clusters with PodDisruptionBudgets (issue 24): every node CA finds removable, kubetide finds
+"""Differential test against the real Cluster Autoscaler 1.30.7 and 1.36.1 planners
+(../shared/ca-oracle) on random clusters with PodDisruptionBudgets (issue 24), one kubetide plan
+per cluster, both oracles on the same dump: every node CA finds removable, kubetide finds
 removable too, except the documented class of nodes with a safe-to-evict "true" pod whose budget
 has no disruption left (CA skips the PDB check for such pods and then meets 429s until
 max-pod-eviction-time; kubetide does not plan a drain the API server will refuse).
 
 The greedy search is order-dependent (two nodes sharing a budget of one: whichever comes first
 goes), so CA is given kubetide's order: its candidates, then the nodes waiting for budget, then the
-rest in dump order. CA 1.30 does not always keep to it (Go map order: about one run in six takes
+rest in dump order. CA does not always keep to it (Go map order: about one run in six takes
 another node of the same budget first), so a disagreement counts only when every one of
-ORACLE_RUNS runs shows it. Skips where the oracle is absent; KUBETIDE_REQUIRE_CA_ORACLE=1 (.ci/run) makes
-it mandatory.
+ORACLE_RUNS runs of that version shows it. Skips where the oracles are absent;
+KUBETIDE_REQUIRE_CA_ORACLE=1 (.ci/run) makes them mandatory.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ca_oracle import (
     ca_scaledown,
     kubetide_json,
     node,
+    oracles_for,
     pdb,
     pod,
     replicaset,
@@ -30,6 +32,7 @@ from ca_oracle import (
 from deliberate import safe_to_evict_at_zero
 
 CLUSTERS = 40
+CLUSTERS_1_30 = 20  # of them, also against CA 1.30 (ca_oracle.oracles_for)
 ORACLE_RUNS = 12  # a disagreement must show in every run; CA agrees in about half of them on some clusters
 
 
@@ -66,20 +69,22 @@ def cluster(seed: int) -> list[dict]:
 
 
 @pytest.mark.parametrize("seed", range(CLUSTERS))
-def test_every_node_the_cluster_autoscaler_removes_kubetide_removes_too(oracle, tmp_path, seed):
+def test_every_node_the_cluster_autoscaler_removes_kubetide_removes_too(oracles, tmp_path, seed):
     items = cluster(seed)
     path = write_dump(tmp_path, items)
     ours = kubetide_json("plan", str(path))["scale_down"]
     names = [i["metadata"]["name"] for i in items if i["kind"] == "Node"]
     first = [*ours["candidate_set"], *ours["waiting_for_budget"]]
     order = first + [n for n in names if n not in first]
-    for _ in range(ORACLE_RUNS):
-        ca = ca_scaledown(oracle, path, order)
-        missed = [
-            n
-            for n in ca["unneeded"]
-            if n not in ours["candidate_set"] and not safe_to_evict_at_zero(items, n, ours["nodes"][n]["why"])
-        ]
-        if not missed:
-            break
-    assert missed == [], {n: ours["nodes"][n]["why"] for n in missed}
+    for version, oracle in oracles_for(oracles, seed, CLUSTERS_1_30).items():
+        for _ in range(ORACLE_RUNS):
+            ca = ca_scaledown(oracle, path, order)
+            missed = [
+                n
+                for n in ca["unneeded"]
+                if n not in ours["candidate_set"]
+                and not safe_to_evict_at_zero(version, items, n, ours["nodes"][n]["why"])
+            ]
+            if not missed:
+                break
+        assert missed == [], (version, {n: ours["nodes"][n]["why"] for n in missed})

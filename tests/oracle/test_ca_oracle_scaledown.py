@@ -1,25 +1,49 @@
-"""Differential test of the scale-down verdicts against the real Cluster Autoscaler 1.30.7
-(../shared/ca-oracle), both ways, on random clusters with what blocks a drain in practice:
-PodDisruptionBudgets, kube-system pods, bare pods, local storage, safe-to-evict annotations, two
-node groups over two zones.
+"""Differential test of the scale-down verdicts against the real Cluster Autoscalers 1.30.7 and
+1.36.1 (../shared/ca-oracle), both ways, on random clusters with what blocks a drain in practice:
+PodDisruptionBudgets, kube-system pods, bare pods, local storage, safe-to-evict annotations
+("on-completion" included), two node groups over two zones.
 
 For every node, kubetide and CA agree (both remove it; or both keep it for the same reason and, when
 a pod blocks it, CA's pod is among those kubetide names), or the difference falls in one of the
-deliberate classes of deliberate.py. A node's difference must show in every one of ORACLE_RUNS runs: CA's
-greedy search meets nodes sharing a budget, and places moved pods, in Go map order, so one run
-may disagree where the next agrees (see test_ca_oracle_pdb.py).
+deliberate classes of deliberate.py for that version. A node's difference must show in every one
+of ORACLE_RUNS runs: CA's greedy search meets nodes sharing a budget, and places moved pods, in Go
+map order, so one run may disagree where the next agrees (see test_ca_oracle_pdb.py).
+
+kubetide follows 1.36: its plan is held to 1.36 directly. 1.30 reads the cluster by older rules
+(kube-system pods of any age block; "on-completion" is a value it does not know), so kubetide with
+those rules restored (the kube-system flag, the annotation dropped) is held to 1.30, and kubetide's
+own plan differs from 1.30 only on nodes whose verdict those rules change: the named 1.30 classes.
+On-completion pods are running ones: CA lists no terminal pods, the oracle reads every pod of the
+dump, and a completed on-completion pod is covered by the planner's own tests.
 """
 
 from __future__ import annotations
 
+import copy
 import random
+from pathlib import Path
 
 import pytest
-from ca_oracle import SAFE_TO_EVICT, ca_scaledown, kubetide_json, node, pdb, pod, replicaset, write_dump
+from ca_oracle import (
+    CA_1_30,
+    CA_1_36,
+    SAFE_TO_EVICT,
+    ca_scaledown,
+    kubetide_json,
+    node,
+    pdb,
+    pod,
+    replicaset,
+    write_dump,
+)
 from deliberate import (
+    ON_COMPLETION,
     another_blocker_named,
+    at_threshold_1_30,
     budget_used_in_this_pass,
     kube_system_1_30,
+    old_kube_system_pods_1_30,
+    on_completion_1_30,
     risky_node,
     safe_to_evict_at_zero,
     waiting_for_budget,
@@ -29,6 +53,7 @@ CLUSTERS = 30
 ORACLE_RUNS = 8
 NOW = "2026-11-26T02:00:00Z"  # two hours after every object was made: kube-system pods are old
 SYSTEM_POD_RULE_OF_1_30 = "blocking-system-pod-distruption-timeout=24h"
+ON_COMPLETION_BLOCKED = "BlockedByOnCompletionPod"
 
 
 def cluster(seed: int) -> list[dict]:
@@ -90,72 +115,128 @@ def cluster(seed: int) -> list[dict]:
             )
     if system:
         items.append(replicaset("coredns", system, namespace="kube-system"))
+    # Jobs left to finish, some bare or in kube-system (1.30 blocks or moves those, 1.36 waits).
+    batch = 0
+    for name in names:
+        if rng.random() < 0.3:
+            batch += 1
+            namespace = "kube-system" if rng.random() < 0.2 else "prod"
+            owner = None if rng.random() < 0.2 else ("Job", "batch")
+            items.append(
+                pod(
+                    f"batch-{name}",
+                    name,
+                    "batch",
+                    rng.choice(["300m", "1500m"]),
+                    namespace=namespace,
+                    owner=owner,
+                    annotations={SAFE_TO_EVICT: ON_COMPLETION},
+                )
+            )
+    if batch:
+        items += [job("batch", "prod"), job("batch", "kube-system")]
     return items
 
 
-def differences(items: list[dict], ours: dict, ca: dict, system_rule_of_1_30: bool) -> dict[str, str]:
-    """Node -> what differs, for the differences in no deliberate class."""
+def job(name: str, namespace: str) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-job-{namespace}-{name}"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "job"}]}}},
+    }
+
+
+def read_by_1_30(items: list[dict]) -> list[dict]:
+    """The cluster as CA 1.30 reads it: "on-completion" is no safe-to-evict value it knows."""
+    items = copy.deepcopy(items)
+    for item in items:
+        annotations = item["metadata"].get("annotations", {})
+        if annotations.get(SAFE_TO_EVICT) == ON_COMPLETION:
+            del annotations[SAFE_TO_EVICT]
+    return items
+
+
+def differences(version: str, items: list[dict], ours: dict, ca: dict) -> dict[str, str]:
+    """Node -> what differs between kubetide's plan `ours` and CA `version`'s verdicts `ca`, for
+    the differences in no deliberate class of that version."""
     found: dict[str, str] = {}
     for name, verdict in ours["nodes"].items():
         removable, ca_removable = name in ours["candidate_set"], name in ca["unneeded"]
         theirs = ca["unremovable"].get(name, {})
         if ca_removable and not removable:
-            if not (safe_to_evict_at_zero(items, name, verdict["why"]) or waiting_for_budget(ours, name)):
+            if not (
+                safe_to_evict_at_zero(version, items, name, verdict["why"])
+                or waiting_for_budget(version, ours, name)
+            ):
                 found[name] = f"CA removes it; kubetide: {verdict['why']}"
         elif removable and not ca_removable:
             if not (
-                risky_node(ours, name, theirs)
-                or budget_used_in_this_pass(items, theirs)
-                or (kube_system_1_30(theirs) and not system_rule_of_1_30)
+                risky_node(version, ours, name, theirs)
+                or budget_used_in_this_pass(version, items, theirs)
+                or kube_system_1_30(version, theirs)
+                or at_threshold_1_30(version, verdict, theirs)
             ):
                 found[name] = f"kubetide removes it; CA: {theirs}"
-        elif not removable and not ca_removable and name not in ours["waiting_for_budget"]:
-            if budget_used_in_this_pass(items, theirs):
-                continue
-            if kube_system_1_30(theirs) and not system_rule_of_1_30:
+        elif removable and ca_removable:
+            # Unneeded for both: deleted by neither while an on-completion pod runs there.
+            if (verdict["reason"] == ON_COMPLETION_BLOCKED) != (
+                theirs.get("reason") == ON_COMPLETION_BLOCKED
+            ):
+                found[name] = f"kubetide: {verdict['reason']} ({verdict['why']}); CA: {theirs}"
+        elif name not in ours["waiting_for_budget"]:
+            if (
+                budget_used_in_this_pass(version, items, theirs)
+                or kube_system_1_30(version, theirs)
+                or at_threshold_1_30(version, verdict, theirs)
+            ):
                 continue
             if verdict["reason"] != theirs.get("reason"):
                 found[name] = f"kubetide: {verdict['reason']} ({verdict['why']}); CA: {theirs}"
-            elif theirs.get("blocking_pod") and not another_blocker_named(verdict, theirs):
+            elif theirs.get("blocking_pod") and not another_blocker_named(version, verdict, theirs):
                 found[name] = f"kubetide: {verdict['why']}; CA: {theirs}"
     return found
 
 
-def compare(oracle, tmp_path, items: list[dict], *flags: str) -> tuple[dict[str, str], dict]:
-    """The differences in no deliberate class, and kubetide's scale-down plan."""
+def plan(tmp_path: Path, items: list[dict], *flags: str) -> tuple[dict, Path, list[str]]:
+    """kubetide's scale-down plan of `items`, their dump, and the order CA is to meet the nodes in."""
     path = write_dump(tmp_path, items)
     sets = [arg for flag in flags for arg in ("--set", flag)]
-    system_rule_of_1_30 = SYSTEM_POD_RULE_OF_1_30 in flags
     ours = kubetide_json("plan", str(path), "--now", NOW, *sets)["scale_down"]
     names = [i["metadata"]["name"] for i in items if i["kind"] == "Node"]
     first = [*ours["candidate_set"], *ours["waiting_for_budget"]]
-    order = first + [n for n in names if n not in first]
-    found = differences(items, ours, ca_scaledown(oracle, path, order, "-now", NOW), system_rule_of_1_30)
+    return ours, path, first + [n for n in names if n not in first]
+
+
+def compare(version: str, oracle: Path, items: list[dict], ours: dict, path: Path, order: list[str]) -> dict:
+    """The differences in no deliberate class of `version` that every one of ORACLE_RUNS runs shows."""
+    found = differences(version, items, ours, ca_scaledown(oracle, path, order, "-now", NOW))
     for _ in range(ORACLE_RUNS - 1):
         if not found:
             break
-        again = differences(items, ours, ca_scaledown(oracle, path, order, "-now", NOW), system_rule_of_1_30)
+        again = differences(version, items, ours, ca_scaledown(oracle, path, order, "-now", NOW))
         found = {node: why for node, why in found.items() if node in again}
-    return found, ours
-
-
-def verdict(plan: dict, node: str) -> tuple:
-    return (
-        node in plan["candidate_set"],
-        node in plan["waiting_for_budget"],
-        plan["nodes"][node]["reason"],
-        plan["nodes"][node]["blocking_pod"],
-    )
+    return found
 
 
 @pytest.mark.parametrize("seed", range(CLUSTERS))
-def test_every_scale_down_difference_from_the_cluster_autoscaler_is_deliberate(oracle, tmp_path, seed):
-    """With CA 1.30's kube-system rule restored, every difference is in a deliberate class. With
-    kubetide's defaults, so is every difference, or it is on a node whose verdict changes with that
-    rule alone (the kube_system_1_30 class and what follows from it: the pods kubetide moves off
-    such a node, the budget its drain uses)."""
+def test_every_scale_down_difference_from_the_cluster_autoscaler_is_deliberate(oracles, tmp_path, seed):
+    """kubetide's plan against 1.36, every difference in a deliberate class. kubetide with 1.30's
+    rules restored against 1.30, likewise. kubetide's plan against 1.30: every difference is in a
+    deliberate class, or on a node whose verdict 1.30's rules alone change (the named 1.30
+    classes: `kube_system_1_30` and what follows from it, `on_completion_1_30`)."""
     items = cluster(seed)
-    found, as_1_30 = compare(oracle, tmp_path, items, SYSTEM_POD_RULE_OF_1_30)
-    assert found == {}, "with CA 1.30's kube-system rule"
-    found, ours = compare(oracle, tmp_path, items)
-    assert {n: why for n, why in found.items() if verdict(ours, n) == verdict(as_1_30, n)} == {}
+    (tmp_path / "as-1.30").mkdir()
+    as_1_30, _, order_1_30 = plan(tmp_path / "as-1.30", read_by_1_30(items), SYSTEM_POD_RULE_OF_1_30)
+    ours, path, order = plan(tmp_path, items)  # CA 1.30 reads this dump as kubetide did the other
+    assert compare(CA_1_36, oracles[CA_1_36], items, ours, path, order) == {}, "CA 1.36"
+    found = compare(CA_1_30, oracles[CA_1_30], items, as_1_30, path, order_1_30)
+    assert found == {}, "CA 1.30, kubetide with its rules"
+    found = compare(CA_1_30, oracles[CA_1_30], items, ours, path, order)
+    named = {
+        n
+        for n in found
+        if on_completion_1_30(CA_1_30, items, n, ours, as_1_30)
+        or old_kube_system_pods_1_30(CA_1_30, items, n, ours, as_1_30)
+    }
+    assert {n: why for n, why in found.items() if n not in named} == {}, "CA 1.30, kubetide's own rules"

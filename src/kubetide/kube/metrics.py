@@ -36,7 +36,7 @@ from prometheus_client import (
 from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.autoscaler.scaledown.eligibility import gpu_resource
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE
+from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.orchestrator import GIB
 from kubetide.model import Node
@@ -47,6 +47,12 @@ NAMESPACE = "cluster_autoscaler"
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # CA's ExponentialBuckets(0.01, 1.5, 30): 10 ms up to about 21 minutes.
 FUNCTION_DURATION_BUCKETS = tuple(0.01 * 1.5**i for i in range(30))
+# CA's ExponentialBuckets(1, 1.5, 19) for node_removal_latency_seconds: 1 s up to about 24 minutes.
+NODE_REMOVAL_LATENCY_BUCKETS = tuple(1.5**i for i in range(19))
+# delay_reason of a node nothing held back once its unneeded time had run (CA's "none").
+NO_DELAY = "none"
+# Reasons that are the unneeded (unready) time itself running, not a delay past it.
+_TIMER_REASONS = frozenset({NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH})
 
 # Label values, as CA spells them.
 NODE_STATES = ("ready", "unready", "notStarted", "longUnregistered", "unregistered")
@@ -235,6 +241,23 @@ class AutoscalerMetrics:
             registry=r,
         )
 
+        # CA 1.35's (opt-in there; always here, it costs a dict entry per unneeded node): from the
+        # moment an unneeded node could have gone (its unneeded or unready time run out) until
+        # its deletion starts (deleted="true") or it is needed again (deleted="false", observed
+        # only when it had waited past that moment). delay_reason: the unremovable reason that
+        # last held the node back while it waited (BlockedByOnCompletionPod, NotEnoughPdb's
+        # BlockedByPod while a budget is used up, NotUnneededOtherReason for a paused
+        # scale-down, ...), "none" when nothing did.
+        self.node_removal_latency_seconds = Histogram(
+            "node_removal_latency_seconds",
+            "Latency from when an unneeded node is eligible for scale down until it is removed "
+            "(deleted=true) or it became needed again (deleted=false).",
+            ["deleted", "delay_reason"],
+            namespace=ns,
+            registry=r,
+            buckets=NODE_REMOVAL_LATENCY_BUCKETS,
+        )
+
         # Series CA creates at start-up, so that rate() and alerts see a 0 before the first event.
         for state in NODE_STATES:
             self.nodes_count.labels(state)
@@ -258,6 +281,9 @@ class AutoscalerMetrics:
         self._autoscaler: Autoscaler | None = None
         self._deletions: dict[str, tuple[str, str]] = {}  # node -> (reason, GPU name or "")
         self._unregistered_removed = 0
+        # Unneeded nodes (candidates and nodes waiting for budget) -> (when they could have gone,
+        # what last held them back), for node_removal_latency_seconds.
+        self._unneeded: dict[str, tuple[float, str]] = {}
 
     # -- what the loop driver calls -------------------------------------------------------------
     def observe_loop(
@@ -309,6 +335,7 @@ class AutoscalerMetrics:
             self._autoscaler = autoscaler
             self._deletions.clear()
             self._unregistered_removed = 0
+            self._unneeded.clear()
 
     def _observe_durations(self, durations: dict[str, float]) -> None:
         for label, seconds in durations.items():
@@ -440,6 +467,7 @@ class AutoscalerMetrics:
 
         plan = result.scale_down
         if plan is not None:
+            self._observe_removal_latency(plan, started, autoscaler)
             self.unneeded_nodes_count.set(len(plan.candidate_set))
             self.scale_down_in_cooldown.set(1 if plan.cooldown is not None else 0)
             unremovable = {reason.value: 0 for reason in NodeReason}
@@ -451,6 +479,33 @@ class AutoscalerMetrics:
         elif not healthy:
             self.unneeded_nodes_count.set(0)  # the halted loop cleared every unneeded timer
         return reasons
+
+    def _observe_removal_latency(
+        self, plan: ScaleDownPlan, started: set[str], autoscaler: Autoscaler
+    ) -> None:
+        """node_removal_latency_seconds for the nodes whose deletion started this loop and those no
+        longer unneeded; then follow the unneeded nodes of this loop's plan."""
+        now = plan.now
+        for name in started:
+            removable_at, delay = self._unneeded.pop(name, (now, NO_DELAY))
+            self.node_removal_latency_seconds.labels("true", delay).observe(max(0.0, now - removable_at))
+        unneeded = [n for n in (*plan.candidate_set, *plan.waiting_for_budget) if n not in started]
+        for name in self._unneeded.keys() - set(unneeded) - started:
+            removable_at, delay = self._unneeded.pop(name)
+            if now > removable_at:  # needed again before it could go: no latency to speak of
+                self.node_removal_latency_seconds.labels("false", delay).observe(now - removable_at)
+        snapshot = autoscaler.view.snapshot()
+        since = autoscaler.planner.unneeded_since
+        options = autoscaler.options
+        for name in unneeded:
+            if name not in snapshot or name not in since:
+                continue
+            removable_at = since.removable_at(name, ready=snapshot.node(name).ready, options=options)
+            delay = self._unneeded.get(name, (removable_at, NO_DELAY))[1]
+            reason = plan.nodes[name].reason if name in plan.nodes else None
+            if reason is not None and reason not in _TIMER_REASONS:
+                delay = str(reason)
+            self._unneeded[name] = (removable_at, delay)
 
 
 def gpu_name(node: Node) -> str:

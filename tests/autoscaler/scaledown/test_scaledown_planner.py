@@ -557,21 +557,21 @@ def update_on(planner, s, cloud, now=0.0, **kw):
 
 
 def test_cached_utilization_follows_pods_added_and_removed():
-    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 500)])
+    s = snapshot_of([node("a"), node("d", annotations=BUSY)], [pod("pa", "a", 600)])
     planner = Planner(OPTS, timer=WorkTimer(1e-3), timers_expired=True)
     cloud = cloud_for("a", "d")
     busy = update_on(planner, s, cloud).nodes["a"]
-    assert (busy.reason, busy.utilization) == (NodeReason.NOT_UNDERUTILIZED, 0.5)
+    assert (busy.reason, busy.utilization) == (NodeReason.NOT_UNDERUTILIZED, 0.6)
 
     def cached():
         return planner._checked.get("a", s.stamp("a"), cloud.node_group_for(s.node("a")))
 
     entry = cached()
     assert entry is not None
-    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.5
+    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.6
     assert cached() is entry  # served from the cache: nothing changed
     s.add_pod(pod("more", "a", 300), "a")
-    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.8
+    assert update_on(planner, s, cloud).nodes["a"].utilization == 0.9
     s.remove_pod("uid-default-pa")
     plan = update_on(planner, s, cloud)
     assert plan.candidate_set == ["a"] and plan.nodes["a"].utilization == 0.3

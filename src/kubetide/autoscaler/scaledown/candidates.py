@@ -185,8 +185,8 @@ def _order(u: Update, eligible: list[Eligible], unneeded_since: UnneededNodes) -
         util = e.utilization.value if e.utilization is not None else 0.0
         if name in u.resume:
             return (0, 0.0, slot_of(name))
-        if drain.empty:
-            return (1, 0.0, slot_of(name))
+        if drain.empty:  # those holding on-completion pods last among them, as CA 1.36 sorts
+            return (1, float(bool(drain.on_completion)), slot_of(name))
         if name in unneeded_since:
             return (2, unneeded_since[name], slot_of(name))
         return (3, util, slot_of(name))

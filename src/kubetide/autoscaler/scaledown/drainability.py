@@ -11,6 +11,11 @@ counts as an unmovable system pod. The order is the contract; the tests pin it.
  4. DaemonSet pod: drainable, never rescheduled elsewhere
  5. safe-to-evict "true": drainable
  6. terminal (Succeeded/Failed): drainable, needs no new home
+ 6b. safe-to-evict "on-completion" (CA 1.36): not moved and blocks no simulated drain, but holds
+    the node until the pod completes (the planner's BlockedByOnCompletionPod); once it is terminal,
+    rule 6 has already let it go. CA meets this rule after rule 3 and before rules 7-10 and the
+    budgets: a bare or kube-system on-completion pod, or one with local storage, holds its node
+    the same way and is charged to no budget, since it is never evicted.
  7. no controller, or (with skip-nodes-with-custom-controller-pods) an unknown kind: NotReplicated
  8. kube-system without a PDB, not older than blocking-system-pod-distruption-timeout (1h; at
     exactly the timeout it still blocks): UnmovableKubeSystemPod (only with skip-nodes-with-system-pods)
@@ -41,6 +46,8 @@ from kubetide.model import Pod, Workload
 from kubetide.model.pod import MIRROR_ANNOTATION
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+# The value of SAFE_TO_EVICT that lets a pod finish rather than be evicted (CA 1.36).
+ON_COMPLETION = "on-completion"
 SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 KUBE_SYSTEM = "kube-system"
@@ -59,6 +66,7 @@ class Outcome(enum.Enum):
     MOVE = "move"  # evicted; needs a new home elsewhere
     DONE = "done"  # drainable and needs no new home (terminal pods)
     DAEMONSET = "daemonset"  # evicted per the daemonset-eviction flags; not rescheduled elsewhere
+    ON_COMPLETION = "on-completion"  # left to finish: needs no new home, holds the node until done
     BLOCK = "block"
 
 
@@ -130,6 +138,9 @@ class NodeDrain:
     terminal: list[Pod] = field(default_factory=list)
     daemonset: list[Pod] = field(default_factory=list)
     skipped: list[Pod] = field(default_factory=list)
+    # Running pods annotated safe-to-evict "on-completion": the node may be unneeded, but it goes
+    # only once they are done (planner: BlockedByOnCompletionPod).
+    on_completion: list[Pod] = field(default_factory=list)
     # Every pod that forbids the drain, in the node's pod order: the order CA's GetPodsToMove
     # walks them in, so the first is the one CA names.
     blockers: list[BlockingPod] = field(default_factory=list)
@@ -196,6 +207,8 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 6
     if pod.phase == "Succeeded" or pod.phase == "Failed":
         return _TERMINAL
+    if annotation == ON_COMPLETION:
+        return _ON_COMPLETION
     # 7
     if ref is None or (rules.skip_nodes_with_custom_controller_pods and ref.kind not in REPLICATED_KINDS):
         return _NOT_REPLICATED
@@ -221,6 +234,7 @@ _LONG_TERMINATING = Verdict(Outcome.SKIP, "long-terminating")
 _DAEMONSET = Verdict(Outcome.DAEMONSET, "daemonset")
 _SAFE_TO_EVICT = Verdict(Outcome.MOVE, "safe-to-evict")
 _TERMINAL = Verdict(Outcome.DONE, "terminal")
+_ON_COMPLETION = Verdict(Outcome.ON_COMPLETION, "on-completion")
 _NOT_REPLICATED = Verdict(Outcome.BLOCK, "replicated", PodReason.NOT_REPLICATED)
 _UNMOVABLE_SYSTEM = Verdict(Outcome.BLOCK, "system", PodReason.UNMOVABLE_KUBE_SYSTEM_POD)
 _NOT_SAFE_TO_EVICT = Verdict(Outcome.BLOCK, "not-safe-to-evict", PodReason.NOT_SAFE_TO_EVICT_ANNOTATION)
@@ -248,6 +262,8 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
             result.daemonset.append(pod)
         elif outcome is Outcome.DONE:
             result.terminal.append(pod)
+        elif outcome is Outcome.ON_COMPLETION:
+            result.on_completion.append(pod)
         else:
             assert v.reason is not None  # every blocking verdict names its reason
             result.blockers.append(BlockingPod(pod, v.reason))
@@ -285,7 +301,7 @@ def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
     """Pods of a node already being drained that will still need a home elsewhere.
 
     The drain is under way, so nothing blocks any more: every pod the rules would move or would
-    have refused to move counts.
+    have refused to move counts, and so does a running on-completion pod the drain will evict.
     """
     result = []
     for pod in pods:
@@ -293,7 +309,7 @@ def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
             outcome = verdict(pod, ctx).outcome
         except Exception:  # same stance as drain_node: an odd object still needs its home
             outcome = Outcome.BLOCK
-        if outcome is Outcome.MOVE or outcome is Outcome.BLOCK:
+        if outcome is Outcome.MOVE or outcome is Outcome.BLOCK or outcome is Outcome.ON_COMPLETION:
             result.append(pod)
     return result
 

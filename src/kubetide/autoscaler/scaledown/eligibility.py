@@ -3,7 +3,8 @@
 Per node (`check`), in the Cluster Autoscaler's order: recently unremovable, being deleted, the
 scale-down-disabled annotation, node group membership, utilization (UnexpectedError when it
 cannot be computed), unready nodes when scale-down-unready-enabled is off, and the utilization
-threshold (which unready nodes must pass too, as in CA). The limits that depend on which other nodes go too (node group min size minus the
+threshold (which unready nodes must pass too, as in CA). A node exactly at the threshold is
+underutilized, as since CA 1.35 (CA 1.30 kept it: `>=` there, `>` now). The limits that depend on which other nodes go too (node group min size minus the
 deletions in progress, the cluster's minimum cores and memory) live in `RemovalLimits`, which the
 planner consumes as it adds candidates, so a candidate set never takes a group below its minimum.
 """
@@ -128,7 +129,7 @@ class EligibilityChecker:
     ) -> Eligibility:
         """`requested`: the node's (cpu, memory) requests as the snapshot's arrays hold them, all
         pods counted. For a Ready non-GPU node with the ignore-* flags off and no long-terminating
-        pod, that is the exact figure, so when it is at or above the threshold the per-pod sum
+        pod, that is the exact figure, so when it is above the threshold the per-pod sum
         is skipped: the common case in a busy cluster. (With a long-terminating pod it only
         overstates the figure, which proves nothing about the threshold.) With `requested`,
         `pods` must be a collection: it may be read twice."""
@@ -144,7 +145,7 @@ class EligibilityChecker:
             bound = _upper_bound(node, requested)
             if (
                 bound is not None
-                and bound.value >= o.scale_down_utilization_threshold
+                and bound.value > o.scale_down_utilization_threshold
                 and not any(is_long_terminating(pod, self.now) for pod in pods)
             ):
                 group = self.cloud.node_group_for(node)
@@ -185,7 +186,7 @@ class EligibilityChecker:
             if is_gpu_resource(util.resource)
             else o.scale_down_utilization_threshold
         )
-        if util.value >= threshold:
+        if util.value > threshold:
             return no(
                 NodeReason.NOT_UNDERUTILIZED,
                 f"{util.resource} utilization {util.value:.2f} >= threshold {threshold:g}",

@@ -28,6 +28,9 @@ class NodeReason(enum.StrEnum):
     # would then cross a node QoS watermark (the agent would evict it again at the next spike).
     NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK = "NoPlaceToMovePodsBelowQOSWatermark"
     BLOCKED_BY_POD = "BlockedByPod"
+    # CA 1.36: unneeded, but a running pod annotated safe-to-evict "on-completion" holds the node
+    # until it completes (no blocking pod is named: nothing is refused, the pod is waited for).
+    BLOCKED_BY_ON_COMPLETION_POD = "BlockedByOnCompletionPod"
     UNEXPECTED_ERROR = "UnexpectedError"
     NO_REASON = "NoReason"
 

@@ -4,7 +4,8 @@ A candidate is removable once it has been unneeded for scale-down-unneeded-time 
 scale-down-unready-time), unless scale-down is paused: disabled, within
 scale-down-delay-after-add / -delete / -failure of the last such event, or in a loop that scales
 up, whatever scale-down-delay-after-add is (the Cluster Autoscaler's RunOnce returns after a
-scale-up: "No scale down in this iteration").
+scale-up: "No scale down in this iteration"). A removable candidate still running a
+safe-to-evict "on-completion" pod waits for it (oncompletion.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.oncompletion import hold_for_on_completion_pods
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.state import UnneededNodes
@@ -75,6 +77,8 @@ def decide_removals(
         if paused is not None:
             status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
             status.detail = _also(f"scale-down paused: {paused}", status.detail)
+            continue
+        if hold_for_on_completion_pods(plan, name):
             continue
         (plan.empty_to_delete if status.empty else plan.drain_to_delete).append(name)
     # CA's sortByRisk: nodes a budget lets go only pod by pod come after the others, so that the

@@ -1,0 +1,28 @@
+"""Pods annotated `cluster-autoscaler.kubernetes.io/safe-to-evict: "on-completion"` (CA 1.36).
+
+Such a pod is neither moved nor evicted: it is left to finish. Its node may still be unneeded (the
+drain simulation needs no home for it, drainability rule 6b), keeps its unneeded time, and is
+sorted after the other empty nodes in the candidate search; but while the pod runs the node is
+not deleted: it waits with reason BlockedByOnCompletionPod and no blocking pod, as in CA 1.36's
+NodesToDelete. Once the pod has completed (Succeeded or Failed) it no longer holds the node, and
+the node goes at the next loop like any other unneeded node.
+"""
+
+from __future__ import annotations
+
+from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+
+
+def hold_for_on_completion_pods(plan: ScaleDownPlan, name: str) -> bool:
+    """Whether candidate `name`, removable now by its timers, waits for on-completion pods; if so
+    its status says so and names them."""
+    drain = plan.drains.get(name)
+    if drain is None or not drain.on_completion:
+        return False
+    status = plan.nodes[name]
+    status.reason = NodeReason.BLOCKED_BY_ON_COMPLETION_POD
+    pods = ", ".join(pod.key for pod in drain.on_completion)
+    waits = f"waits for {pods} to complete (safe-to-evict: on-completion)"
+    status.detail = f"{waits}; {status.detail}" if status.detail else waits
+    return True
