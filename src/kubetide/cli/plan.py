@@ -133,8 +133,9 @@ def add_parser(subparsers) -> None:
         metavar="DURATION",
         type=_unblock_budget,
         default=UNBLOCK_BUDGET,
-        help=f"time spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
-        "at most 50 nodes; 0 answers none: on a large cluster the answers can cost more than the plan)",
+        help=f"work spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
+        "at most 50 nodes; 0 answers none): counted as the simulator counts it, 100us per node a planner "
+        "considers, never by the clock, so a loaded machine gives the same answers as an idle one",
     )
     add_json_argument(parser, "a PlanResult")
     parser.set_defaults(run=run)
@@ -387,11 +388,16 @@ def plan_loop(
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
+    from kubetide.sim.runtime.simulation import work_timer
 
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
+    # Offline, every time budget (scale-down-simulation-timeout, --unblock-budget, ...) is counted
+    # in work as the simulator counts it, never by the machine's clock: the same input gives the
+    # same plan and the same answers on a loaded machine and an idle one.
+    timer = work_timer()
     state = LoopState(
         options,
-        timer=time.perf_counter,
+        timer=timer,
         timers_expired=expire_timers,
         expander_service=expander_service(options),
     )
@@ -428,7 +434,7 @@ def plan_loop(
                 cloud,
                 plan=plan,
                 checker=checker,
-                timer=time.perf_counter,
+                timer=timer,
                 budget=unblock_budget,
                 nodes=unblock_nodes,
                 recording=recording,
