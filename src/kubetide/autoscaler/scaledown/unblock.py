@@ -49,23 +49,54 @@ class Change:
         return {"kind": str(self.kind), "subject": self.subject, "change": self.change, "text": self.text}
 
 
+# What a user controls first: the blocking pod's own fix, then its budget and node group
+# settings, then the autoscaler's other flags, its utilization thresholds last.
+_POD, _SETTINGS, _FLAGS, _THRESHOLDS = range(4)
+THRESHOLD_FLAGS = frozenset({"scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold"})
+SURGE_FLAG = "surge-before-evict"
+
+
+def change_rank(change: Change) -> int:
+    """Where a change stands in an answer, by what a user controls (see `_POD`...)."""
+    if change.kind in (ChangeKind.SAFE_TO_EVICT, ChangeKind.LOCAL_VOLUMES, ChangeKind.NODE_ANNOTATION):
+        return _POD
+    if change.kind is not ChangeKind.FLAG or change.target == SURGE_FLAG:
+        return _SETTINGS  # a budget, a node group's size, or the Deployment's surge
+    return _THRESHOLDS if change.target in THRESHOLD_FLAGS else _FLAGS
+
+
 @dataclass(frozen=True, slots=True)
 class Unblock:
     """The answer for one unremovable node."""
 
     node: str
-    changes: tuple[Change, ...] = ()
+    changes: tuple[Change, ...] = ()  # in `change_rank` order, each object or flag once
     removable: bool = False  # the planner found the node removable with all `changes` applied
     text: str = ""  # one line: the changes, or why there is nothing to change (a timer, a wait)
+    # With `changes` applied (none: as it is), the node is unneeded and only waits: for a budget
+    # to allow a disruption again (replacements becoming Ready, drains under way) or a timer.
+    waiting: bool = False
 
     @property
     def needs_more(self) -> bool:
         """Changes were found but were not enough (more than `MAX_ROUNDS` rounds needed)."""
-        return bool(self.changes) and not self.removable
+        return bool(self.changes) and not self.removable and not self.waiting
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Most actionable first: a verified answer, by its last change's `change_rank`; then
+        answers that need more, then waits, then nodes nothing can change."""
+        last = max((change_rank(c) for c in self.changes), default=_THRESHOLDS)
+        if self.removable:
+            return (0, last)
+        if self.needs_more:
+            return (1, last)
+        return (2, 0) if self.waiting else (3, 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "removable": self.removable,
+            "waiting": self.waiting,
             "text": self.text,
             "changes": [c.to_json() for c in self.changes],
         }
@@ -75,10 +106,7 @@ def unblock_text(changes: tuple[Change, ...], removable: bool) -> str:
     """One line for a list of changes: each change's words, then whether they suffice."""
     if not changes:
         return ""
-    counts: dict[str, int] = {}
-    for c in changes:  # the same change twice (two more nodes of a group) is said once
-        counts[c.text] = counts.get(c.text, 0) + 1
-    words = "; ".join(text if n == 1 else f"{text} (x{n})" for text, n in counts.items())
+    words = "; ".join(c.text for c in changes)
     if removable:
         return words if len(changes) == 1 else f"{len(changes)} changes: {words}"
     return f"{words}; and more: still not removable after {MAX_ROUNDS} rounds of changes"

@@ -22,7 +22,7 @@ which the blocked node's pods move to it. Tests that apply the change do the sam
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kubetide.autoscaler.inputs import LoopInputs
@@ -47,7 +47,16 @@ from kubetide.autoscaler.scaledown.plan import (
 )
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblock import MAX_ROUNDS, Change, ChangeKind, Unblock, unblock_text
+from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock import (
+    MAX_ROUNDS,
+    SURGE_FLAG,
+    Change,
+    ChangeKind,
+    Unblock,
+    change_rank,
+    unblock_text,
+)
 from kubetide.clock import Timer
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.scheduling.checker import PredicateChecker
@@ -61,6 +70,9 @@ UNBLOCK_REFRESH = 1800.0
 # Node groups tried for a pod that fits nowhere.
 GROUPS_TRIED = 3
 NEW_NODE_PREFIX = "kubetide-unblock-"
+# The most a utilization threshold is suggested above the one in effect: a node busier than that
+# is needed, and a threshold near 1 would keep every busy node a candidate.
+THRESHOLD_STEP = 0.1
 
 
 def find_unblocks(
@@ -178,9 +190,9 @@ class _Search:
     # -- one node -------------------------------------------------------------------------------
     def unblock(self, status: NodeStatus) -> Unblock:
         name = status.name
-        waiting = _no_change(status)
-        if waiting is not None:
-            return Unblock(name, text=waiting)
+        settled = _no_change(status)
+        if settled is not None:
+            return settled
         # The loop's own status may be a remembered one (RecentlyUnremovable) or a timer's: start
         # from what a fresh planner says now.
         if status.reason in _FRESH_LOOK:
@@ -188,56 +200,103 @@ class _Search:
             if fresh is None or fresh.status != UNREMOVABLE:
                 return Unblock(name, text=f"{status.reason}: {status.detail}" if status.detail else "")
             status = fresh
-            waiting = _no_change(status)
-            if waiting is not None:
-                return Unblock(name, text=waiting)
+            settled = _no_change(status)
+            if settled is not None:
+                return settled
         changes: tuple[Change, ...] = ()
         for _ in range(MAX_ROUNDS):
             alternatives = self.propose(status, changes)
             if not alternatives:
                 break
-            first = None  # the best alternative's outcome: the next round goes on from it
+            first: tuple[tuple[Change, ...], _Outcome] | None = None  # the next round goes on from it
+            waits: tuple[Change, ...] | None = None
             for alternative in alternatives:
-                outcome = self.replan(name, self._merged((*changes, *alternative)))
+                trial = self._merged((*changes, *alternative))
+                outcome = self.replan(name, trial)
                 if outcome.removable:
-                    changes = self._smallest(name, self._merged((*changes, *alternative)))
-                    return Unblock(name, changes, True, unblock_text(changes, True))
-                first = first or outcome
+                    return self._answer(name, trial, waiting=False)
+                if waits is None and _waits(outcome.status):
+                    waits = trial
+                first = first or (trial, outcome)
+            if waits is not None:  # unneeded with these changes: it then only waits
+                return self._answer(name, waits, waiting=True)
             assert first is not None
-            outcome = first
-            changes = self._merged((*changes, *alternatives[0]))
+            changes, outcome = first
             if outcome.status is None or outcome.status.status != UNREMOVABLE:
                 break
             status = outcome.status
         if not changes:
             refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
             return Unblock(name, text=_nothing_to_change(status) + (f": {refused}" if refused else ""))
-        return Unblock(name, changes, False, f"{unblock_text(changes, False)} (then {_reason_words(status)})")
+        ordered = _ordered(changes)
+        return Unblock(name, ordered, False, f"{unblock_text(ordered, False)} (then {_reason_words(status)})")
+
+    def _answer(self, name: str, changes: tuple[Change, ...], *, waiting: bool) -> Unblock:
+        """The verified answer: the smallest of `changes` that still works, each minimum size at
+        the largest value that works, in `change_rank` order."""
+
+        def works(trial: tuple[Change, ...]) -> bool:
+            outcome = self.replan(name, trial)
+            return outcome.removable or (waiting and _waits(outcome.status))
+
+        ordered = _ordered(self._tuned(self._smallest(changes, works), works))
+        if not waiting:
+            return Unblock(name, ordered, True, unblock_text(ordered, True))
+        outcome = self.replan(name, ordered)
+        wait = _waiting_words(outcome.status) if outcome.status is not None else ""
+        return Unblock(name, ordered, False, f"{unblock_text(ordered, True)}; then {wait}", waiting=True)
 
     def _merged(self, changes: tuple[Change, ...]) -> tuple[Change, ...]:
-        """Changes to the same budget added up into one, where the first was."""
+        """Each object or flag changed once, where it was first changed: changes to the same
+        budget added up into one; a later value of a flag, a minimum size or a count of new
+        nodes replaces the earlier one (it was proposed from the state the earlier left)."""
         more: dict[str, int] = {}
+        latest: dict[tuple[ChangeKind, str], Change] = {}
         for c in changes:
             if c.kind is ChangeKind.PDB:
                 more[c.target] = more.get(c.target, 0) + int(c.value)
+            else:
+                latest[(c.kind, c.target)] = c
         by_key = {pdb.key: pdb for pdb in self.inputs.pdbs}
         merged: list[Change] = []
         for c in changes:
             if c.kind is not ChangeKind.PDB:
-                merged.append(c)
+                if (c.kind, c.target) in latest:
+                    merged.append(latest.pop((c.kind, c.target)))
             elif c.target in more:
                 merged.append(_pdb_change(by_key[c.target], more.pop(c.target)))
         return tuple(merged)
 
-    def _smallest(self, name: str, changes: tuple[Change, ...]) -> tuple[Change, ...]:
-        """Drop the earlier rounds' changes the last ones made unnecessary (a new node raises its
-        group above its min size, ...): each is simulated without it."""
+    def _smallest(
+        self, changes: tuple[Change, ...], works: Callable[[tuple[Change, ...]], bool]
+    ) -> tuple[Change, ...]:
+        """Drop the changes the others made unnecessary (a new node raises its group above its
+        min size, ...): each is simulated without it."""
         kept = changes
-        for change in changes[:-1]:
+        for change in changes:
             trial = tuple(c for c in kept if c is not change)
-            if self.replan(name, trial).removable:
+            if trial and works(trial):
                 kept = trial
         return kept
+
+    def _tuned(
+        self, changes: tuple[Change, ...], works: Callable[[tuple[Change, ...]], bool]
+    ) -> tuple[Change, ...]:
+        """Each minimum size raised to the largest value that still works with the others."""
+        tuned = changes
+        for i, c in enumerate(changes):
+            group = self._group_by_id(c.target) if c.kind is ChangeKind.NODE_GROUP_MIN_SIZE else None
+            if group is None:
+                continue
+            others = tuned
+
+            def ok(v: int, i: int = i, group: NodeGroup = group, others: tuple[Change, ...] = others) -> bool:
+                return works(_replaced(others, i, _min_size_change(group, v)))
+
+            best = _largest(int(c.value), group.min_size - 1, ok)
+            if best is not None:
+                tuned = _replaced(tuned, i, _min_size_change(group, best))
+        return tuned
 
     # -- what to change -----------------------------------------------------------------------------
     def propose(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
@@ -247,10 +306,13 @@ class _Search:
             return self._for_pods(status, done)
         if reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
             change = _threshold(status)
-            # A node at 100% has no threshold above it (the flag is at most 1), and a threshold
-            # already tried is not tried again: only freeing requests would help, which the
-            # search cannot simulate.
-            if status.utilization >= 1.0 or any(
+            # A busy node is needed, not blocked: no threshold more than `THRESHOLD_STEP` above the
+            # one in effect is suggested (nor, at 100%, any: the flag is at most 1), and a
+            # threshold already tried is not tried again. Only freeing requests would help.
+            threshold = _threshold_in(status.detail)
+            if threshold is None:
+                threshold = _option_threshold(self.options, change.target)
+            if float(change.value) > threshold + THRESHOLD_STEP + 1e-9 or any(
                 c.target == change.target and c.value == change.value for c in done
             ):
                 return []
@@ -270,22 +332,7 @@ class _Search:
                 )
             ]
         if reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED:
-            group = self._group_of(status.name)
-            if group is None or group.min_size == 0:
-                return []
-            new_min = min(group.min_size, group.target_size()) - 1
-            return [
-                (
-                    Change(
-                        ChangeKind.NODE_GROUP_MIN_SIZE,
-                        f"node group {group.id}",
-                        f"minSize: {new_min}",
-                        f"node group {group.id} is at its min size {group.min_size}: lower it to {new_min}",
-                        target=group.id,
-                        value=str(new_min),
-                    ),
-                )
-            ]
+            return self._min_size(status, done)
         if reason is NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED:
             return [
                 (
@@ -316,6 +363,34 @@ class _Search:
             ]
         return []
 
+    def _min_size(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
+        """The largest min size of the node's group that gets it past the group's minimum,
+        found by planning with candidates (removability only grows as the minimum falls): not a
+        step down, which on a group whose other nodes take the room first is never enough."""
+        group = self._group_of(status.name)
+        if group is None:
+            return []
+        current = next(
+            (
+                int(c.value)
+                for c in reversed(done)
+                if c.kind is ChangeKind.NODE_GROUP_MIN_SIZE and c.target == group.id
+            ),
+            group.min_size,
+        )
+
+        def past(v: int) -> bool:
+            outcome = self.replan(status.name, self._merged((*done, _min_size_change(group, v))))
+            after = outcome.status
+            return (
+                outcome.removable
+                or _waits(after)
+                or (after is not None and after.reason is not NodeReason.NODE_GROUP_MIN_SIZE_REACHED)
+            )
+
+        best = _largest(0, current - 1, past)
+        return [] if best is None else [(_min_size_change(group, best),)]
+
     def _for_pods(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
         blockers = status.blockers or ((status.blocking_pod,) if status.blocking_pod is not None else ())
         by_rule = [b for b in blockers if b.reason is not PodReason.NOT_ENOUGH_PDB]
@@ -329,17 +404,26 @@ class _Search:
             return [tuple(pod_changes)] if pod_changes else []
         budget_changes = self._budgets(by_budget, done)
         alternatives = []
-        if not self.options.surge_before_evict and not any(c.target == "surge-before-evict" for c in done):
+        if budget_changes:
+            alternatives.append((*pod_changes, *budget_changes))
+        if not self.options.surge_before_evict and not any(c.target == SURGE_FLAG for c in done):
+            # A single replica's budget never allows a disruption: a replacement started first
+            # is the fix, not a budget that lets the only pod go.
+            single = [b.pod for b in by_budget if _replicas_of(b.pod, self.inputs) == 1]
             surge = _flag(
                 self.options,
-                "surge-before-evict",
+                SURGE_FLAG,
                 "true",
-                "its budget-pinned pods would leave by a surge of their Deployment",
-                words="with --surge-before-evict it would go (its Deployments start a replacement first)",
+                "",
+                words=(
+                    f"single-replica {_names_of(single)}: --{SURGE_FLAG}=true or the Deployment annotation"
+                    f' {SURGE_ANNOTATION}: "true" would let it go (a replacement starts first)'
+                    if single
+                    else f"with --{SURGE_FLAG}=true (or the Deployment annotation {SURGE_ANNOTATION}:"
+                    ' "true") it would go: its Deployments start a replacement first'
+                ),
             )
-            alternatives.append((*pod_changes, surge))
-        if budget_changes:
-            alternatives.insert(0, (*pod_changes, *budget_changes))
+            alternatives.insert(0 if single else len(alternatives), (*pod_changes, surge))
         return alternatives
 
     def _budgets(self, blockers: Sequence[BlockingPod], done: tuple[Change, ...]) -> list[Change]:
@@ -360,22 +444,26 @@ class _Search:
         groups.sort(key=lambda g: (g.target_size() >= g.max_size, g.id))
         if own is not None:
             groups.insert(0, own)
-        added = sum(1 for c in done if c.kind is ChangeKind.ADD_NODE)
+        added = {c.target: int(c.value) for c in done if c.kind is ChangeKind.ADD_NODE}
         pod = status.unplaced or "its pods"
         subject = f"pod {pod}" if status.unplaced else pod
         refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
         why = f" ({refused})" if refused else ""
-        return [
-            Change(
-                ChangeKind.ADD_NODE,
-                f"node group {g.id}",
-                "+1 node",
-                f"{subject} fits on no other node{why}: one more node of group {g.id} would take it",
-                target=g.id,
-                value=f"{NEW_NODE_PREFIX}{added + 1}",
+        changes = []
+        for g in groups[:GROUPS_TRIED]:
+            n = added.get(g.id, 0) + 1
+            more = "one more node" if n == 1 else f"{n} more nodes"
+            changes.append(
+                Change(
+                    ChangeKind.ADD_NODE,
+                    f"node group {g.id}",
+                    f"+{n} node" + ("s" if n > 1 else ""),
+                    f"{subject} fits on no other node{why}: {more} of group {g.id} would take it",
+                    target=g.id,
+                    value=str(n),
+                )
             )
-            for g in groups[:GROUPS_TRIED]
-        ]
+        return changes
 
     def refusal(self, status: NodeStatus) -> str:
         """kube-scheduler's reasons, node by node, for the pod that fits on no other node
@@ -395,6 +483,9 @@ class _Search:
                 namespaces=self.inputs.namespaces,
             )
         return self._refusals[key]
+
+    def _group_by_id(self, group_id: str) -> NodeGroup | None:
+        return next((g for g in self.cloud.node_groups() if g.id == group_id), None)
 
     def _group_of(self, name: str) -> NodeGroup | None:
         snapshot = self.inputs.snapshot
@@ -459,9 +550,10 @@ class _Search:
                     options = options.with_values(**{field: parse_flag(c.target, c.value)})
                 elif c.kind is ChangeKind.ADD_NODE:
                     group = next(g for g in cloud.node_groups() if g.id == c.target)
-                    node = new_node(group, c.value)
-                    snapshot.add_node(node)
-                    added[node.name] = group
+                    for i in range(int(c.value)):
+                        node = new_node(group, f"{NEW_NODE_PREFIX}{group.id}-{i + 1}")
+                        snapshot.add_node(node)
+                        added[node.name] = group
                 elif c.kind is ChangeKind.NODE_GROUP_MIN_SIZE:
                     min_sizes[c.target] = int(c.value)
                 elif c.kind is ChangeKind.NODE_ANNOTATION and c.target in snapshot:
@@ -487,22 +579,96 @@ class _Search:
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
-def _no_change(status: NodeStatus) -> str | None:
-    """The words for a node that no change to the cluster unblocks: it waits, or cannot go."""
-    reason = status.reason
+def _no_change(status: NodeStatus) -> Unblock | None:
+    """The answer for a node that no change to the cluster unblocks: it waits, or cannot go."""
+    name, reason = status.name, status.reason
     if reason is NodeReason.NOT_AUTOSCALED:
-        return "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
+        return Unblock(
+            name, text="not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
+        )
     if reason in (NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH):
-        return f"nothing to change: unneeded, it goes when its timer runs out ({status.detail})"
-    if status.detail.startswith("waiting for budget"):
-        return f"nothing to change: {status.detail}"
+        return Unblock(
+            name,
+            text=f"waiting, not blocked: unneeded, it goes when its timer runs out ({status.detail})",
+            waiting=True,
+        )
+    if _waits(status):
+        return Unblock(name, text=_waiting_words(status), waiting=True)
     if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
-        return f"nothing to change: {status.detail}" if status.detail else "nothing to change"
+        return Unblock(
+            name, text=f"nothing to change: {status.detail}" if status.detail else "nothing to change"
+        )
     return None
 
 
+def _waits(status: NodeStatus | None) -> bool:
+    """Unneeded, its pods fit elsewhere, and only a budget used up for now holds it: by drains
+    under way or pods not Ready yet (candidates.py's words)."""
+    return status is not None and status.detail.startswith("waiting for budget")
+
+
+def _waiting_words(status: NodeStatus) -> str:
+    blocking = status.blocking_pod
+    pdb = f"PodDisruptionBudget {blocking.pdb}" if blocking is not None and blocking.pdb else "the PDB"
+    return (
+        f"waiting, not blocked: drained when {pdb} allows a disruption again"
+        " (its pods' replacements become Ready, the drains under way end); nothing to change"
+    )
+
+
 def _nothing_to_change(status: NodeStatus) -> str:
+    if status.reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
+        threshold = _threshold_in(status.detail)
+        above = (
+            "" if threshold is None else f", more than {THRESHOLD_STEP:g} above the threshold {threshold:g}"
+        )
+        return (
+            f"in use, not blocked: utilization {status.utilization:.2f}{above}; no threshold suggested"
+            " (freeing its pods' requests would let it go)"
+        )
     return f"no change found that kubetide can simulate ({_reason_words(status)})"
+
+
+def _ordered(changes: tuple[Change, ...]) -> tuple[Change, ...]:
+    return tuple(sorted(changes, key=change_rank))
+
+
+def _largest(low: int, high: int, ok: Callable[[int], bool]) -> int | None:
+    """The largest value in [low, high] for which `ok` holds, `ok` holding for every value below
+    one that it holds for; None if it holds for none. Each value is one planner run."""
+    if high < low or not ok(low):
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if ok(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _min_size_change(group: NodeGroup, value: int) -> Change:
+    return Change(
+        ChangeKind.NODE_GROUP_MIN_SIZE,
+        f"node group {group.id}",
+        f"minSize: {value}",
+        f"node group {group.id} is at its min size {group.min_size}: lower it to {value}"
+        + ("" if value + 1 >= group.min_size else f" ({value + 1} is not enough)"),
+        target=group.id,
+        value=str(value),
+    )
+
+
+def _replaced(changes: tuple[Change, ...], i: int, change: Change) -> tuple[Change, ...]:
+    return (*changes[:i], change, *changes[i + 1 :])
+
+
+def _option_threshold(options: AutoscalerOptions, flag: str) -> float:
+    return float(getattr(options, flag.replace("-", "_")))
+
+
+def _names_of(pods: Sequence[Pod]) -> str:
+    return ", ".join(f"pod {p.key}" for p in pods)
 
 
 def _reason_words(status: NodeStatus) -> str:
