@@ -87,7 +87,7 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
     json.loads(json.dumps(result.summary))  # plain JSON
     busy = make_scenario(
         groups=[group(size=2)],
-        objects=[deployment("web", 2, cpu="2500m")],
+        objects=[deployment("web", 2, cpu="2200m")],
         duration="10m",
         autoscaler={"scale-down-unneeded-time": "2m"},
     )
@@ -99,4 +99,4 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
     document = comparison(busy, 1, list(zip(variants, results, strict=True)))
     page = render_comparison(document, results)
     assert page.count("<h3>own</h3>") == 1 and page.count("<h3>high</h3>") == 1
-    assert "scale-down-utilization-threshold=0.63 would let it go" in page
+    assert "scale-down-utilization-threshold=0.56 would let it go" in page

@@ -809,14 +809,23 @@ def why_text(status: NodeStatus, group: StaticNodeGroup | None, options: Autosca
 
 
 def unblock_lines(plan: ScaleDownPlan) -> list[str]:
-    """One line per unremovable node: what would make it removable, found by the planner."""
-    lines = []
+    """What would make each unremovable node removable, found by the planner: the nodes with the
+    same answer on one line ("7 nodes (...): ..."), so that the section fits a screen, and the
+    most actionable answers first (`Unblock.rank`: a verified fix, the blocking pod's before a
+    budget's or a group's before a flag's; then waits), in the plan's order within a rank."""
+    nodes: dict[str, list[str]] = {}
+    ranks: dict[str, tuple[int, int]] = {}
     for name, status in plan.nodes.items():
         answer = status.unblock
         if answer is None or not answer.text:
             continue
-        mark = "" if answer.removable or not answer.changes else " [not enough]"
-        lines.append(f"  {name}: {answer.text}{mark}")
+        text = answer.text + (" [not enough]" if answer.needs_more else "")
+        nodes.setdefault(text, []).append(name)
+        ranks[text] = min(ranks.get(text, answer.rank), answer.rank)
+    lines = [
+        f"  {names[0] if len(names) == 1 else f'{len(names)} nodes ({_names(names)})'}: {text}"
+        for text, names in sorted(nodes.items(), key=lambda item: ranks[item[0]])
+    ]
     if not lines:
         return []
     return ["What would unblock them (each change checked by running the planner again with it):", *lines]
@@ -884,10 +893,8 @@ def node_explanation(
         lines.append((f"utilization: {util} (requests: {', '.join(shares)})", "  "))
     lines.append((f"why: {why_text(status, group, result.options) or '-'}", "  "))
     if status.unblock is not None and status.unblock.text:
-        enough = status.unblock.removable or not status.unblock.changes
-        lines.append(
-            (f"what would unblock it: {status.unblock.text}{'' if enough else ' [not enough]'}", "  ")
-        )
+        more = " [not enough]" if status.unblock.needs_more else ""
+        lines.append((f"what would unblock it: {status.unblock.text}{more}", "  "))
     deleted = "empty" if name in result.budget.empty else "drain" if name in result.budget.drain else None
     if deleted is not None:
         lines.append((f"would delete it now ({deleted})", "  "))

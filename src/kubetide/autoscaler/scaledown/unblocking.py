@@ -618,12 +618,11 @@ def _waiting_words(status: NodeStatus) -> str:
 
 def _nothing_to_change(status: NodeStatus) -> str:
     if status.reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
+        # No utilization in the words: the busy nodes of a plan share one answer (and one line).
         threshold = _threshold_in(status.detail)
-        above = (
-            "" if threshold is None else f", more than {THRESHOLD_STEP:g} above the threshold {threshold:g}"
-        )
+        above = f"the threshold {threshold:g}" if threshold is not None else "its threshold"
         return (
-            f"in use, not blocked: utilization {status.utilization:.2f}{above}; no threshold suggested"
+            f"in use, not blocked: more than {THRESHOLD_STEP:g} above {above}; no threshold suggested"
             " (freeing its pods' requests would let it go)"
         )
     return f"no change found that kubetide can simulate ({_reason_words(status)})"
