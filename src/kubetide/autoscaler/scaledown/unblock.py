@@ -2,8 +2,15 @@
 
 A value, not a guess: `unblocking.find_unblocks` proposes a change from the node's reason and
 blocking pods, applies it to a copy of the loop's inputs, runs the planner again, and repeats
-(at most `MAX_ROUNDS` times) until the node is a scale-down candidate. `removable` says whether
-the changes listed were enough; when they were not, the text says more is needed.
+(at most `MAX_ROUNDS` times) until the node is a scale-down candidate, then drops every change
+the others made unnecessary. `removable` says whether the changes listed were enough; `waiting`
+that with them (or as it is) the node is unneeded and only waits for a budget or a timer, which
+is not a block; when neither, the text says more is needed.
+
+An answer changes each object or flag once, a number at the value that works (a group's min
+size: the largest that lets the node go, found by planning with candidates), and lists its
+changes by what a user controls (`change_rank`): the blocking pod's own fix, then budgets, node
+groups and the surge, then other flags, utilization thresholds last.
 
 A `Change` names its kind, its subject (the Kubernetes object or the flag) and the change in the
 object's own terms, with one line of words; `target` and `value` are what applying it needs
@@ -31,7 +38,7 @@ class ChangeKind(enum.StrEnum):
     LOCAL_VOLUMES = "safe-to-evict-local-volumes"  # list a pod's local volumes as safe to lose
     PDB = "pdb"  # let a PodDisruptionBudget allow more disruptions
     FLAG = "flag"  # an autoscaler flag
-    ADD_NODE = "add-node"  # one more node of a node group
+    ADD_NODE = "add-node"  # more nodes of a node group (`value`: how many)
     NODE_GROUP_MIN_SIZE = "node-group-min-size"  # lower a node group's min size
     NODE_ANNOTATION = "node-annotation"  # remove the node's scale-down-disabled annotation
 

@@ -6,11 +6,20 @@ pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of
 planner with its timers run out, and looks at the node again. A change that does not suffice is
 kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.
 Where there are alternatives (surge before evict or a bigger budget; which node group grows),
-each is simulated in turn and the first that makes the node removable is taken.
+each is simulated in turn and the first that makes the node removable is taken; for a single
+replica behind its budget the surge is tried first. A group's min size is not stepped down: the
+largest value that gets the node past the group's minimum is found by planning with candidate
+values (a binary search: removability only grows as the minimum falls).
+
+A node that is unneeded and only waits, for a budget used up for now (by drains under way, or
+pods not Ready yet) or for a timer, is not blocked: its answer is "waiting", with no change, and
+an answer whose changes leave the node waiting stops there. A utilization threshold more than
+`THRESHOLD_STEP` above the one in effect is not suggested: such a node is in use.
 
 Every answer is therefore a planner run, never a guess: `limit` bounds how many nodes are looked
-at per call (the rest get no answer), and the loop only asks when --annotate-scale-down-blockers
-is on. A run is narrowed to what the change can affect (narrow.py): the search without changes
+at per call and `budget` the work (by the caller's Timer) spent on them (the rest get no answer;
+offline callers pass a work-driven Timer, so the same input gets the same answers on any machine,
+`kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is on. A run is narrowed to what the change can affect (narrow.py): the search without changes
 is recorded once, a search with changes replays it up to the first node the change alters and
 stops at the node's verdict; the same change set asked twice is answered once.
 
@@ -61,8 +70,9 @@ from kubetide.clock import Timer
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.scheduling.checker import PredicateChecker
 
-# Nodes answered per call, and the seconds (by the caller's Timer) spent on them: each answer costs
-# a few planner runs, and on a large cluster a planner run costs a loop.
+# Nodes answered per call, and the seconds (by the caller's Timer: work offline, the clock in
+# `kubetide run`) spent on them: each answer costs a few planner runs, and on a large cluster a
+# planner run costs a loop.
 UNBLOCK_LIMIT = 50
 UNBLOCK_BUDGET = 10.0
 # How long the loop keeps an answer while the node stays blocked the same way (seconds).
