@@ -100,9 +100,11 @@ def find_unblocks(
     recording: Recording | None = None,
 ) -> dict[str, Unblock]:
     """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
-    most `limit` of them, in the plan's order, started within `budget` seconds of the timer; the
-    others are answered "not computed"). `inputs` are the planner's (its snapshot with the pods
-    the scheduler will bind, left as found); `checker` must observe that snapshot. `narrow`
+    most `limit` of them searched with the planner, in the plan's order, each started within
+    `budget` seconds of the timer; the others are answered "not computed"; a node that waits or
+    that no change can unblock is answered without a search and counts for neither). `inputs`
+    are the planner's (its snapshot with the pods the scheduler will bind, left as found);
+    `checker` must observe that snapshot. `narrow`
     False runs the whole planner for every change (the narrowed runs' reference, for tests).
     `recording`: the search of a fresh planner with expired timers on these inputs, if the caller
     ran one (`kubetide plan`'s loop), so that it is not run again; it is used only if it started
@@ -110,13 +112,19 @@ def find_unblocks(
     search = _Search(inputs, options, cloud, checker, timer, plan, narrow=narrow, recording=recording)
     answers: dict[str, Unblock] = {}
     deadline = timer() + budget
+    searched = 0  # nodes whose answer ran the planner: the ones `limit` counts
     for name, status in plan.nodes.items():
         if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
             continue
-        if len(answers) >= limit or timer() > deadline:
+        settled = _no_change(status)  # a wait, a node of no group: no planner run
+        if settled is not None:
+            answers[name] = settled
+        elif searched >= limit or timer() > deadline:
             answers[name] = Unblock(name, text=NOT_COMPUTED)
-            continue
-        answers[name] = search.unblock(status)
+        else:
+            before = search.plans
+            answers[name] = search.unblock(status)
+            searched += search.plans > before
     return answers
 
 
@@ -196,6 +204,7 @@ class _Search:
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self.plans = 0  # planner runs so far
 
     # -- one node -------------------------------------------------------------------------------
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -542,6 +551,7 @@ class _Search:
     def _plan(
         self, changes: tuple[Change, ...], simulate: SimulateRemoval = simulate_removal
     ) -> ScaleDownPlan:
+        self.plans += 1
         inputs, snapshot = self.inputs, self.inputs.snapshot
         options, pdbs, cloud = self.options, list(inputs.pdbs), self.cloud
         added: dict[str, NodeGroup] = {}
@@ -603,7 +613,7 @@ def _no_change(status: NodeStatus) -> Unblock | None:
             waiting=True,
         )
     if _waits(status):
-        return Unblock(name, text=_waiting_words(status), waiting=True)
+        return Unblock(name, text=f"{_waiting_words(status)}; nothing to change", waiting=True)
     if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
         return Unblock(
             name, text=f"nothing to change: {status.detail}" if status.detail else "nothing to change"
@@ -622,7 +632,7 @@ def _waiting_words(status: NodeStatus) -> str:
     pdb = f"PodDisruptionBudget {blocking.pdb}" if blocking is not None and blocking.pdb else "the PDB"
     return (
         f"waiting, not blocked: drained when {pdb} allows a disruption again"
-        " (its pods' replacements become Ready, the drains under way end); nothing to change"
+        " (its pods' replacements become Ready, the drains under way end)"
     )
 
 
