@@ -326,13 +326,16 @@ class _Search:
         if reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
             change = _threshold(status)
             # A busy node is needed, not blocked: no threshold more than `THRESHOLD_STEP` above the
-            # one in effect is suggested (nor, at 100%, any: the flag is at most 1), and a
+            # one in effect is suggested, nor 1 (every node short of full a candidate), and a
             # threshold already tried is not tried again. Only freeing requests would help.
             threshold = _threshold_in(status.detail)
             if threshold is None:
                 threshold = _option_threshold(self.options, change.target)
-            if float(change.value) > threshold + THRESHOLD_STEP + 1e-9 or any(
-                c.target == change.target and c.value == change.value for c in done
+            new = float(change.value)
+            if (
+                new >= 1.0
+                or new > threshold + THRESHOLD_STEP + 1e-9
+                or any(c.target == change.target and c.value == change.value for c in done)
             ):
                 return []
             return [(change,)]
@@ -521,7 +524,8 @@ class _Search:
 
     def replan(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         """Node `name`'s verdict with `changes` applied: once per change set."""
-        key = (name, tuple((str(c.kind), c.target, c.value) for c in changes))
+        # Changes apply in any order: a set asked in another order is the same set.
+        key = (name, tuple(sorted((str(c.kind), c.target, c.value) for c in changes)))
         outcome = self._outcomes.get(key)
         if outcome is None:
             outcome = self._outcomes[key] = (
@@ -558,7 +562,8 @@ class _Search:
         min_sizes: dict[str, int] = {}
         snapshot.fork()
         try:
-            for c in changes:
+            # In one order whatever the answer's: new nodes join the snapshot in it.
+            for c in sorted(changes, key=lambda c: (str(c.kind), c.target)):
                 if c.kind is ChangeKind.SAFE_TO_EVICT or c.kind is ChangeKind.LOCAL_VOLUMES:
                     key = SAFE_TO_EVICT if c.kind is ChangeKind.SAFE_TO_EVICT else SAFE_TO_EVICT_LOCAL_VOLUMES
                     if snapshot.has_pod(c.target):
