@@ -238,3 +238,33 @@ def test_a_safe_to_evict_answer_is_not_repeated_for_a_pod_named_twice(tmp_path):
     subjects = [c["subject"] for c in unblock["changes"]]
     assert sorted(subjects) == ["Pod prod/debug-1", "Pod prod/debug-2"]
     assert removable_after(cluster, unblock["changes"], "a", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "requests", "suggested"),
+    [
+        ("0.5", "2200m", "0.56"),  # 0.55: within 0.1 of the threshold
+        ("0.5", "2440m", None),  # 0.61: more than 0.1 above it
+        ("0.95", "3800m", "0.96"),  # 0.95, at a high threshold
+        ("0.95", "3990m", None),  # 0.9975: only a threshold of 1 would do
+    ],
+    ids=["close", "far", "high threshold", "never 1"],
+)
+def test_a_threshold_is_suggested_only_close_to_the_one_in_effect_and_never_1(
+    tmp_path, threshold, requests, suggested
+):
+    cluster = Cluster()
+    cluster.group("general", 0)
+    cluster.node("a")
+    cluster.node("dest", **KEPT)
+    cluster.flags["scale-down-utilization-threshold"] = threshold
+    cluster.replicaset("batch", 1)
+    cluster.pod("batch-1", "a", requests, app="batch")
+    node = cluster.plan(tmp_path)["scale_down"]["nodes"]["a"]
+    assert node["reason"] == "NotUnderutilized"
+    changes = node["unblock"]["changes"]
+    if suggested is None:
+        assert changes == [] and node["unblock"]["text"].startswith("in use, not blocked")
+        return
+    assert [c["change"] for c in changes] == [f"scale-down-utilization-threshold={suggested}"]
+    assert removable_after(cluster, changes, "a", tmp_path)
