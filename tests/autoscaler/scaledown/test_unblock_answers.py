@@ -90,7 +90,8 @@ WAITS = "waiting, not blocked: drained when PodDisruptionBudget prod/web allows 
     ("build", "expected"),
     [
         # b waits for the disruption a takes: nothing to change.
-        (budget_used_up_for_now, {"b": (False, True, [], WAITS)}),
+        # a's drain uses the disruption: its estimate says when b's turn comes.
+        (budget_used_up_for_now, {"b": (False, True, [], WAITS + " (in about ")}),
         # Both blocked for good: one more disruption lets a go now, and b after it.
         (
             budget_that_never_allows,
@@ -101,7 +102,7 @@ WAITS = "waiting, not blocked: drained when PodDisruptionBudget prod/web allows 
                     ["pdb"],
                     "PodDisruptionBudget prod/web needs 1 more disruption (minAvailable 1)",
                 ),
-                "b": (False, True, ["pdb"], "(minAvailable 1); then " + WAITS),
+                "b": (False, True, ["pdb"], "(minAvailable 1); then " + WAITS + " (in about "),
             },
         ),
     ],

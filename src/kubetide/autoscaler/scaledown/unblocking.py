@@ -67,6 +67,7 @@ from kubetide.autoscaler.scaledown.unblock import (
     unblock_text,
 )
 from kubetide.clock import Timer
+from kubetide.durations import format_duration
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.scheduling.checker import PredicateChecker
 
@@ -116,7 +117,7 @@ def find_unblocks(
     for name, status in plan.nodes.items():
         if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
             continue
-        settled = _no_change(status)  # a wait, a node of no group: no planner run
+        settled = search.settled(status)  # a wait, a node of no group: no planner run
         if settled is not None:
             answers[name] = settled
         elif searched >= limit or timer() > deadline:
@@ -179,6 +180,18 @@ def _signature(status: NodeStatus) -> tuple[object, ...]:
 class _Outcome:
     removable: bool
     status: NodeStatus | None
+    back: str = ""  # a waiting node: when its budget comes back (`_budget_back`)
+
+
+def _outcome(
+    name: str, plan: ScaleDownPlan, pdbs: Sequence[PodDisruptionBudget], *, decided: bool
+) -> _Outcome:
+    """Node `name`'s verdict in `plan`: a whole one (removable: a candidate), or one left at the
+    node's verdict (`decided`: its status says)."""
+    status = plan.nodes.get(name)
+    removable = status is not None and status.status == REMOVABLE if decided else name in plan.candidate_set
+    back = _budget_back(status, plan, pdbs) if status is not None and _waits(status) else ""
+    return _Outcome(removable, status, back)
 
 
 class _Search:
@@ -207,19 +220,26 @@ class _Search:
         self.plans = 0  # planner runs so far
 
     # -- one node -------------------------------------------------------------------------------
+    def settled(self, status: NodeStatus, plan: ScaleDownPlan | None = None) -> Unblock | None:
+        """The answer when no change is needed or possible (`_no_change`), the time a waiting
+        node's budget comes back read off `plan` (the loop's by default)."""
+        back = _budget_back(status, plan or self._plan_seen, self.inputs.pdbs) if _waits(status) else ""
+        return _no_change(status, back)
+
     def unblock(self, status: NodeStatus) -> Unblock:
         name = status.name
-        settled = _no_change(status)
+        settled = self.settled(status)
         if settled is not None:
             return settled
         # The loop's own status may be a remembered one (RecentlyUnremovable) or a timer's: start
         # from what a fresh planner says now.
         if status.reason in _FRESH_LOOK:
-            fresh = self.baseline().nodes.get(name)
+            baseline = self.baseline()
+            fresh = baseline.nodes.get(name)
             if fresh is None or fresh.status != UNREMOVABLE:
                 return Unblock(name, text=f"{status.reason}: {status.detail}" if status.detail else "")
             status = fresh
-            settled = _no_change(status)
+            settled = self.settled(status, baseline)
             if settled is not None:
                 return settled
         changes: tuple[Change, ...] = ()
@@ -262,7 +282,8 @@ class _Search:
         if not waiting:
             return Unblock(name, ordered, True, unblock_text(ordered, True))
         outcome = self.replan(name, ordered)
-        wait = _waiting_words(outcome.status) if outcome.status is not None else ""
+        assert outcome.status is not None  # it waits
+        wait = _waiting_words(outcome.status, outcome.back)
         return Unblock(name, ordered, False, f"{unblock_text(ordered, True)}; then {wait}", waiting=True)
 
     def _merged(self, changes: tuple[Change, ...]) -> tuple[Change, ...]:
@@ -534,8 +555,7 @@ class _Search:
         return outcome
 
     def _whole(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
-        plan = self._plan(changes)
-        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+        return _outcome(name, self._plan(changes), self.inputs.pdbs, decided=False)
 
     def _narrowed(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         """The same verdict as `_whole`, replaying the baseline's search where the changes leave
@@ -548,9 +568,8 @@ class _Search:
         try:
             plan = self._plan(changes, replay)
         except Decided as decided:
-            status = decided.plan.nodes[name]
-            return _Outcome(status.status == REMOVABLE, status)
-        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+            return _outcome(name, decided.plan, self.inputs.pdbs, decided=True)
+        return _outcome(name, plan, self.inputs.pdbs, decided=False)
 
     def _plan(
         self, changes: tuple[Change, ...], simulate: SimulateRemoval = simulate_removal
@@ -604,8 +623,9 @@ class _Search:
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
-def _no_change(status: NodeStatus) -> Unblock | None:
-    """The answer for a node that no change to the cluster unblocks: it waits, or cannot go."""
+def _no_change(status: NodeStatus, back: str = "") -> Unblock | None:
+    """The answer for a node that no change to the cluster unblocks: it waits (its budget back
+    as `back` says), or cannot go."""
     name, reason = status.name, status.reason
     if reason is NodeReason.NOT_AUTOSCALED:
         return Unblock(
@@ -618,7 +638,7 @@ def _no_change(status: NodeStatus) -> Unblock | None:
             waiting=True,
         )
     if _waits(status):
-        return Unblock(name, text=f"{_waiting_words(status)}; nothing to change", waiting=True)
+        return Unblock(name, text=f"{_waiting_words(status, back)}; nothing to change", waiting=True)
     if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
         return Unblock(
             name, text=f"nothing to change: {status.detail}" if status.detail else "nothing to change"
@@ -632,13 +652,29 @@ def _waits(status: NodeStatus | None) -> bool:
     return status is not None and status.detail.startswith("waiting for budget")
 
 
-def _waiting_words(status: NodeStatus) -> str:
+def _waiting_words(status: NodeStatus, back: str) -> str:
     blocking = status.blocking_pod
     pdb = f"PodDisruptionBudget {blocking.pdb}" if blocking is not None and blocking.pdb else "the PDB"
-    return (
-        f"waiting, not blocked: drained when {pdb} allows a disruption again"
-        " (its pods' replacements become Ready, the drains under way end)"
-    )
+    when = back or "(its pods' replacements become Ready, the drains under way end)"
+    return f"waiting, not blocked: drained when {pdb} allows a disruption again {when}"
+
+
+def _budget_back(status: NodeStatus, plan: ScaleDownPlan, pdbs: Sequence[PodDisruptionBudget]) -> str:
+    """About when the budget a waiting node needs comes back, if a drain of `plan` before it
+    uses that budget: its first wave's estimate (eviction to the replacements Ready), the
+    soonest of them. '' otherwise (pods not Ready yet use it: no estimate)."""
+    blocking = status.blocking_pod
+    pdb = next((p for p in pdbs if blocking is not None and p.key == blocking.pdb), None)
+    if pdb is None:
+        return ""
+    waves = [
+        estimate.wave_seconds
+        for name, drain in plan.drains.items()
+        if (estimate := plan.nodes[name].estimate) is not None and any(pdb.matches(p) for p in drain.movable)
+    ]
+    if not waves:
+        return ""
+    return f"(in about {format_duration(round(min(waves)))}: the drain before it frees one, by its estimate)"
 
 
 def _nothing_to_change(status: NodeStatus) -> str:
