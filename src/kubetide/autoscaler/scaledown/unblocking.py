@@ -19,9 +19,10 @@ an answer whose changes leave the node waiting stops there. A utilization thresh
 Every answer is therefore a planner run, never a guess: `limit` bounds how many nodes are looked
 at per call and `budget` the work (by the caller's Timer) spent on them (the rest get no answer;
 offline callers pass a work-driven Timer, so the same input gets the same answers on any machine,
-`kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is on. A run is narrowed to what the change can affect (narrow.py): the search without changes
-is recorded once, a search with changes replays it up to the first node the change alters and
-stops at the node's verdict; the same change set asked twice is answered once.
+`kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is
+on. A run is narrowed to what the change can affect (narrow.py): the search without changes is
+recorded once, a search with changes replays it up to the first node the change alters and stops
+at the node's verdict; the same change set asked twice is answered once.
 
 A node added by a change carries scale-down-disabled in the simulation: a real new node is not
 removed for scale-down-delay-after-add and scale-down-unneeded-time, which is the window in
