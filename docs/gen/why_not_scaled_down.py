@@ -37,14 +37,20 @@ REASONS: dict[str, str] = {
         " (NotReplicated) needs a controller or the `safe-to-evict` annotation; a kube-system pod"
         " without a budget (UnmovableKubeSystemPod) a PodDisruptionBudget; local storage"
         " (LocalStorageRequested) the `safe-to-evict-local-volumes` annotation listing the volumes"
-        " whose data may go; a budget that allows no disruption (NotEnoughPdb) more room in the budget,"
-        " or `--surge-before-evict` when the pods belong to a Deployment that may surge."
+        " whose data may go; a budget that allows no disruption even with all its pods healthy"
+        " (NotEnoughPdb) more room in the budget, or a surge: for a single replica kubetide suggests"
+        ' `--surge-before-evict=true` (or the Deployment annotation `kubetide.io/surge-before-evict: "true"`)'
+        " first, since a replacement started first is the fix, not a budget that lets the only pod go."
+        " A budget only used up for now (by drains under way or pods not Ready yet) does not block:"
+        ' the node is "waiting", and goes when the PDB allows a disruption again.'
     ),
     "NotUnderutilized": (
         "The node's requests (cpu or memory, whichever is higher, over allocatable) are above"
         " `scale-down-utilization-threshold` (0.5; exactly at it is underutilized, as in CA 1.35 on)."
-        " kubetide says by how much, and the threshold that"
-        " would let it go; often another change follows (its pods must still fit elsewhere)."
+        " Within 0.1 of the threshold, kubetide gives the threshold that would let it go (often with"
+        " another change: its pods must still fit elsewhere), listed after every change to pods,"
+        ' budgets and groups; further above it, the node is "in use, not blocked" and no threshold is'
+        " suggested (a threshold near 1 would make every busy node a candidate)."
     ),
     "NoPlaceToMovePods": (
         "Some pod fits on no other node: resources, affinity, anti-affinity, taints, topology spread."
@@ -53,8 +59,10 @@ REASONS: dict[str, str] = {
         " group one more node of which would take it."
     ),
     "NodeGroupMinSizeReached": (
-        "Removing the node would take its group below `minSize`. Lowering the min size is the change"
-        " kubetide checks first; where the node's pods then fit nowhere, it says so."
+        "Removing the node would take its group below `minSize`. kubetide gives the largest min size"
+        " that lets the node go, found by planning with candidate values (a node whose group's other"
+        " nodes take the room first needs more than one step down); where the node's pods then fit"
+        " nowhere, it says so."
     ),
     "ScaleDownDisabledAnnotation": (
         'The node is annotated `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`: someone'
@@ -102,7 +110,15 @@ def table(nodes: dict) -> list[str]:
             continue
         pods = ", ".join(f"{b['pod']} ({b['reason']})" for b in node["blocking_pods"]) or "-"
         unblock = node["unblock"] or {}
-        enough = "yes" if unblock.get("removable") else ("no" if unblock.get("changes") else "-")
+        enough = (
+            "yes"
+            if unblock.get("removable")
+            else "waiting"
+            if unblock.get("waiting") and unblock.get("changes")
+            else "no"
+            if unblock.get("changes")
+            else "-"
+        )
         lines.append(
             f"| {name} | {node['reason']} | {cell(pods)} | {cell(unblock.get('text', '') or '-')} | {enough} |"
         )
@@ -122,10 +138,22 @@ def render() -> str:
         "or read-only on a live cluster (`--kubeconfig PATH`), it runs one autoscaler loop and says, for",
         "every node, whether it would go and, when not, the reason in the Cluster Autoscaler's words,",
         "every pod that blocks it (the first as CA names it), and **what would unblock it**: the",
-        "smallest change kubetide found that makes the node removable. That change is not guessed:",
-        "the planner runs again with it applied (up to four rounds of changes), and the answer says",
-        "when even that was not enough. The answers take at most 10 s (`--unblock-budget`, `0` for none:",
-        "on thousands of nodes they can cost more than the plan itself); nodes left over say so.",
+        "smallest set of changes kubetide found that makes the node removable, each object or flag",
+        "changed once, a number (a min size, a threshold) at the value that works. That change is not",
+        "guessed: the planner runs again with it applied (up to four rounds of changes, re-planning only",
+        "what a change can affect), and the answer says when even that was not enough. Changes are",
+        "listed by what you control: the blocking pod's fix, then budgets and node groups, then the",
+        "autoscaler's thresholds. A node waiting for its budget (drains under way, replacements not",
+        'Ready yet) or a timer is "waiting", not blocked (with about when, if a drain of the plan',
+        "uses the budget: that drain's first wave, by its estimate). The text groups the nodes with the",
+        'same answer ("7 nodes (...): ..."), most actionable first.',
+        "",
+        "The answers' budget (`--unblock-budget`, default 10 s, at most 50 nodes; `0` for none: on",
+        "thousands of nodes they can cost more than the plan itself) is counted in work, as the",
+        "simulator counts it (100 us per node a planner considers), not by the clock: the same dump",
+        "gives byte-identical answers on a loaded machine and an idle one, and so does the plan itself",
+        "(scale-down-simulation-timeout is work offline too). Nodes left over say so. On a running",
+        "autoscaler (`kubetide run`) both keep their wall-clock meaning, as in the Cluster Autoscaler.",
         "",
         "```sh",
         f"kubetide plan {DUMP} --node-groups {GROUPS}                 # every node",
@@ -150,8 +178,9 @@ def render() -> str:
         "",
         *table(nodes),
         "",
-        '"enough? yes": with every change listed, the planner finds the node removable; "-": nothing to',
-        "change (a node of no group, a budget that comes back by itself). A change may be the node",
+        '"enough? yes": with every change listed, the planner finds the node removable; "waiting": it',
+        'then only waits for its budget or a timer; "-": nothing to change (a node of no group, a node',
+        "in use, a budget that comes back by itself). A change may be the node",
         "group's own: one more node of the group takes the pods and lets this one go, which is the",
         "planner's true answer when the cluster has no room elsewhere.",
         "",

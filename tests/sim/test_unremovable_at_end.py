@@ -87,7 +87,7 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
     json.loads(json.dumps(result.summary))  # plain JSON
     busy = make_scenario(
         groups=[group(size=2)],
-        objects=[deployment("web", 2, cpu="2500m")],
+        objects=[deployment("web", 2, cpu="2200m")],
         duration="10m",
         autoscaler={"scale-down-unneeded-time": "2m"},
     )
@@ -99,4 +99,21 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
     document = comparison(busy, 1, list(zip(variants, results, strict=True)))
     page = render_comparison(document, results)
     assert page.count("<h3>own</h3>") == 1 and page.count("<h3>high</h3>") == 1
-    assert "scale-down-utilization-threshold=0.63 would let it go" in page
+    assert "scale-down-utilization-threshold=0.56 would let it go" in page
+
+
+def test_the_most_actionable_nodes_are_listed_first():
+    """Five busy nodes (in use: nothing to change) and one a bare pod keeps: of the three listed,
+    the bare pod's node comes first wherever the plan's order puts it."""
+    busy = make_scenario(
+        groups=[group(size=7)],
+        objects=[bare_pod(), deployment("busy", 5, cpu="3500m")],
+        duration="20m",
+        autoscaler={"scale-down-unneeded-time": "2m"},
+    )
+    found = at_end(Simulation(busy, explain_unremovable=True).run())
+    assert found["count"] == 6 and len(found["nodes"]) == 3
+    first, *rest = found["nodes"]
+    assert first["blocking_pods"] == [{"pod": "default/debug", "reason": "NotReplicated"}]
+    assert first["unblock"]["removable"] is True
+    assert all(row["reason"] == "NotUnderutilized" for row in rest)

@@ -133,8 +133,9 @@ def add_parser(subparsers) -> None:
         metavar="DURATION",
         type=_unblock_budget,
         default=UNBLOCK_BUDGET,
-        help=f"time spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
-        "at most 50 nodes; 0 answers none: on a large cluster the answers can cost more than the plan)",
+        help=f"work spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
+        "at most 50 nodes; 0 answers none): counted as the simulator counts it, 100us per node a planner "
+        "considers, never by the clock, so a loaded machine gives the same answers as an idle one",
     )
     add_json_argument(parser, "a PlanResult")
     parser.set_defaults(run=run)
@@ -387,11 +388,16 @@ def plan_loop(
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
+    from kubetide.sim.runtime.simulation import work_timer
 
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
+    # Offline, every time budget (scale-down-simulation-timeout, --unblock-budget, ...) is counted
+    # in work as the simulator counts it, never by the machine's clock: the same input gives the
+    # same plan and the same answers on a loaded machine and an idle one.
+    timer = work_timer()
     state = LoopState(
         options,
-        timer=time.perf_counter,
+        timer=timer,
         timers_expired=expire_timers,
         expander_service=expander_service(options),
     )
@@ -428,7 +434,7 @@ def plan_loop(
                 cloud,
                 plan=plan,
                 checker=checker,
-                timer=time.perf_counter,
+                timer=timer,
                 budget=unblock_budget,
                 nodes=unblock_nodes,
                 recording=recording,
@@ -803,14 +809,23 @@ def why_text(status: NodeStatus, group: StaticNodeGroup | None, options: Autosca
 
 
 def unblock_lines(plan: ScaleDownPlan) -> list[str]:
-    """One line per unremovable node: what would make it removable, found by the planner."""
-    lines = []
+    """What would make each unremovable node removable, found by the planner: the nodes with the
+    same answer on one line ("7 nodes (...): ..."), so that the section fits a screen, and the
+    most actionable answers first (`Unblock.rank`: a verified fix, the blocking pod's before a
+    budget's or a group's before a flag's; then waits), in the plan's order within a rank."""
+    nodes: dict[str, list[str]] = {}
+    ranks: dict[str, tuple[int, int]] = {}
     for name, status in plan.nodes.items():
         answer = status.unblock
         if answer is None or not answer.text:
             continue
-        mark = "" if answer.removable or not answer.changes else " [not enough]"
-        lines.append(f"  {name}: {answer.text}{mark}")
+        text = answer.text + (" [not enough]" if answer.needs_more else "")
+        nodes.setdefault(text, []).append(name)
+        ranks[text] = min(ranks.get(text, answer.rank), answer.rank)
+    lines = [
+        f"  {names[0] if len(names) == 1 else f'{len(names)} nodes ({_names(names)})'}: {text}"
+        for text, names in sorted(nodes.items(), key=lambda item: ranks[item[0]])
+    ]
     if not lines:
         return []
     return ["What would unblock them (each change checked by running the planner again with it):", *lines]
@@ -878,10 +893,8 @@ def node_explanation(
         lines.append((f"utilization: {util} (requests: {', '.join(shares)})", "  "))
     lines.append((f"why: {why_text(status, group, result.options) or '-'}", "  "))
     if status.unblock is not None and status.unblock.text:
-        enough = status.unblock.removable or not status.unblock.changes
-        lines.append(
-            (f"what would unblock it: {status.unblock.text}{'' if enough else ' [not enough]'}", "  ")
-        )
+        more = " [not enough]" if status.unblock.needs_more else ""
+        lines.append((f"what would unblock it: {status.unblock.text}{more}", "  "))
     deleted = "empty" if name in result.budget.empty else "drain" if name in result.budget.drain else None
     if deleted is not None:
         lines.append((f"would delete it now ({deleted})", "  "))

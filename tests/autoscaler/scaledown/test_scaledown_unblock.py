@@ -50,7 +50,7 @@ def budget(c: Cluster) -> None:
 
 def busy(c: Cluster) -> None:
     c.replicaset("batch", 1)
-    c.pod("batch-1", "a", "2600m", app="batch")  # 0.65 of 4 cores
+    c.pod("batch-1", "a", "2200m", app="batch")  # 0.55 of 4 cores: within 0.1 of the threshold
 
 
 def anti_affinity(c: Cluster) -> None:
@@ -103,7 +103,7 @@ CASES = [
         0,
         "NotUnderutilized",
         ["flag"],
-        "utilization 0.65: 0.15 above the threshold 0.5 (scale-down-utilization-threshold=0.66",
+        "utilization 0.55: 0.05 above the threshold 0.5 (scale-down-utilization-threshold=0.56",
     ),
     (
         "anti-affinity: fits nowhere",
@@ -178,21 +178,30 @@ def test_a_node_not_autoscaled_has_nothing_to_change(tmp_path):
     assert a["reason"] == "NotAutoscaled"
     assert a["unblock"] == {
         "removable": False,
+        "waiting": False,
         "text": "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)",
         "changes": [],
     }
 
 
-def test_a_full_node_is_not_offered_a_threshold_it_cannot_pass(tmp_path):
-    """At 100% no threshold (at most 1) lets the node go: the search says it found no change,
-    rather than offering scale-down-utilization-threshold=1 round after round."""
+@pytest.mark.parametrize(
+    ("requests", "utilization"),
+    [("4", 1.0), ("3960m", 0.99), ("2440m", 0.61)],
+    ids=["full", "99%", "just past the rule"],
+)
+def test_a_busy_node_is_not_offered_a_threshold_far_above_the_one_in_effect(tmp_path, requests, utilization):
+    """A node more than 0.1 above the threshold is needed, not blocked: no threshold change is
+    offered (a threshold near 1 would keep every busy node a candidate), and the answer says so."""
     cluster = two_nodes()
     cluster.replicaset("batch", 1)
-    cluster.pod("batch-1", "a", "4", app="batch")
+    cluster.pod("batch-1", "a", requests, app="batch")
     a = cluster.plan(tmp_path)["scale_down"]["nodes"]["a"]
     assert a["reason"] == "NotUnderutilized"
+    assert a["utilization"] == utilization
     assert a["unblock"] == {
         "removable": False,
-        "text": "no change found that kubetide can simulate (NotUnderutilized: cpu utilization 1.00 >= threshold 0.5)",
+        "waiting": False,
+        "text": "in use, not blocked: more than 0.1 above the threshold 0.5;"
+        " no threshold suggested (freeing its pods' requests would let it go)",
         "changes": [],
     }

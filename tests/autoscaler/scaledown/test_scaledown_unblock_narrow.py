@@ -156,5 +156,5 @@ def test_a_replayed_trial_leaves_the_pointer_where_the_recorded_one_did(tmp_path
     assert plan == _whole_plan(c, tmp_path)
     down = plan["scale_down"]
     assert down["candidate_set"] == ["a"]
-    assert "waiting for budget" in down["nodes"]["b"]["unblock"]["text"]
+    assert down["nodes"]["b"]["unblock"]["waiting"] is True
     assert down["nodes"]["t"]["unblock"]["removable"], down["nodes"]["t"]

@@ -4,6 +4,7 @@ changes to the dump makes it removable in a fresh plan, or the suggestion says i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -51,7 +52,7 @@ def clusters(draw) -> Cluster:
     for app, n in replicas.items():
         if not n:
             continue
-        c.replicaset(app, n)
+        c.replicaset(app, n, deployment=draw(st.booleans()))
         if draw(st.booleans()):
             budget = draw(
                 st.sampled_from(
@@ -68,21 +69,58 @@ def clusters(draw) -> Cluster:
     return c
 
 
+# Where a change stands in an answer: the pod's own fix, then budgets, groups and the surge, then
+# the other flags, the utilization thresholds last.
+THRESHOLDS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")
+
+
+def rank(change: dict) -> int:
+    if change["kind"] in ("safe-to-evict", "safe-to-evict-local-volumes", "node-annotation"):
+        return 0
+    if change["kind"] != "flag" or change["change"].startswith("surge-before-evict="):
+        return 1
+    return 3 if change["change"].split("=")[0] in THRESHOLDS else 2
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cluster=clusters())
 def test_applying_the_suggestion_makes_the_node_removable_or_it_says_it_needs_more(
     tmp_path: Path, cluster: Cluster
 ):
-    down = cluster.plan(tmp_path)["scale_down"]
+    """Every verified answer applied removes its node, every "waiting" answer applied leaves it
+    only waiting; no object or flag changed twice; the changes in `rank` order; no threshold more
+    than 0.1 above the one in effect; a min size one higher is not enough; and a second run gives
+    byte-identical JSON."""
+    text = cluster.plan_text(tmp_path, "--json")
+    assert cluster.plan_text(tmp_path, "--json") == text
+    down = json.loads(text)["scale_down"]
+    threshold = float(cluster.flags["scale-down-utilization-threshold"])
+    min_size = cluster.groups[0]["minSize"]
     for name, node in down["nodes"].items():
         if node["status"] != "unremovable":
             assert node["unblock"] is None
             continue
         unblock = node["unblock"]
         assert unblock is not None and unblock["text"], name
+        changes = unblock["changes"]
+        subjects = [(c["kind"], c["subject"]) for c in changes]
+        assert len(subjects) == len(set(subjects)), unblock
+        assert [rank(c) for c in changes] == sorted(rank(c) for c in changes), unblock
+        for c in changes:
+            if c["kind"] == "flag" and c["change"].startswith(THRESHOLDS):
+                assert float(c["change"].split("=")[1]) <= threshold + 0.1 + 1e-9, c
         if not unblock["removable"]:
-            if unblock["changes"]:
+            if unblock["waiting"] and changes:
+                after = cluster.applied(changes).plan(tmp_path)["scale_down"]["nodes"][name]
+                assert after["unblock"]["waiting"] is True and not after["unblock"]["changes"], after
+            elif changes:
                 assert "and more: still not removable after" in unblock["text"]
             continue
-        after = cluster.applied(unblock["changes"]).plan(tmp_path)["scale_down"]
+        after = cluster.applied(changes).plan(tmp_path)["scale_down"]
         assert name in after["candidate_set"], (name, unblock, after["nodes"][name])
+        for i, c in enumerate(changes):
+            value = int(c["change"].removeprefix("minSize: ")) if c["kind"] == "node-group-min-size" else None
+            if value is not None and value + 1 < min_size:
+                higher = [*changes[:i], {**c, "change": f"minSize: {value + 1}"}, *changes[i + 1 :]]
+                after = cluster.applied(higher).plan(tmp_path)["scale_down"]
+                assert name not in after["candidate_set"], (name, unblock)

@@ -258,15 +258,16 @@ class Cluster:
             added = sum(
                 1 for i in self.items if i["kind"] == "Node" and i["metadata"]["name"].startswith("new-")
             )
-            node = copy.deepcopy(template)
-            name = f"new-{added + 1}"
-            node["metadata"]["name"] = name
-            node["metadata"]["labels"]["kubernetes.io/hostname"] = name
-            node["spec"]["providerID"] = f"kubetide://{group}/{name}"
-            # A new node is kept by scale-down-delay-after-add and its unneeded time: the window in
-            # which the blocked node's pods move to it.
-            node["metadata"]["annotations"] = {SCALE_DOWN_DISABLED: "true"}
-            self.items.append(node)
+            for i in range(int(what.removeprefix("+").split()[0])):  # "+2 nodes"
+                node = copy.deepcopy(template)
+                name = f"new-{added + i + 1}"
+                node["metadata"]["name"] = name
+                node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+                node["spec"]["providerID"] = f"kubetide://{group}/{name}"
+                # A new node is kept by scale-down-delay-after-add and its unneeded time: the window
+                # in which the blocked node's pods move to it.
+                node["metadata"]["annotations"] = {SCALE_DOWN_DISABLED: "true"}
+                self.items.append(node)
         elif kind == "node-group-min-size":
             group = next(g for g in self.groups if g["name"] == subject.removeprefix("node group "))
             group["minSize"] = int(what.removeprefix("minSize: "))

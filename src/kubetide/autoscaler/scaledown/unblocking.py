@@ -6,13 +6,23 @@ pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of
 planner with its timers run out, and looks at the node again. A change that does not suffice is
 kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.
 Where there are alternatives (surge before evict or a bigger budget; which node group grows),
-each is simulated in turn and the first that makes the node removable is taken.
+each is simulated in turn and the first that makes the node removable is taken; for a single
+replica behind its budget the surge is tried first. A group's min size is not stepped down: the
+largest value that gets the node past the group's minimum is found by planning with candidate
+values (a binary search: removability only grows as the minimum falls).
+
+A node that is unneeded and only waits, for a budget used up for now (by drains under way, or
+pods not Ready yet) or for a timer, is not blocked: its answer is "waiting", with no change, and
+an answer whose changes leave the node waiting stops there. A utilization threshold more than
+`THRESHOLD_STEP` above the one in effect is not suggested: such a node is in use.
 
 Every answer is therefore a planner run, never a guess: `limit` bounds how many nodes are looked
-at per call (the rest get no answer), and the loop only asks when --annotate-scale-down-blockers
-is on. A run is narrowed to what the change can affect (narrow.py): the search without changes
-is recorded once, a search with changes replays it up to the first node the change alters and
-stops at the node's verdict; the same change set asked twice is answered once.
+at per call and `budget` the work (by the caller's Timer) spent on them (the rest get no answer;
+offline callers pass a work-driven Timer, so the same input gets the same answers on any machine,
+`kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is
+on. A run is narrowed to what the change can affect (narrow.py): the search without changes is
+recorded once, a search with changes replays it up to the first node the change alters and stops
+at the node's verdict; the same change set asked twice is answered once.
 
 A node added by a change carries scale-down-disabled in the simulation: a real new node is not
 removed for scale-down-delay-after-add and scale-down-unneeded-time, which is the window in
@@ -22,7 +32,7 @@ which the blocked node's pods move to it. Tests that apply the change do the sam
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kubetide.autoscaler.inputs import LoopInputs
@@ -47,13 +57,24 @@ from kubetide.autoscaler.scaledown.plan import (
 )
 from kubetide.autoscaler.scaledown.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblock import MAX_ROUNDS, Change, ChangeKind, Unblock, unblock_text
+from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock import (
+    MAX_ROUNDS,
+    SURGE_FLAG,
+    Change,
+    ChangeKind,
+    Unblock,
+    change_rank,
+    unblock_text,
+)
 from kubetide.clock import Timer
+from kubetide.durations import format_duration
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.scheduling.checker import PredicateChecker
 
-# Nodes answered per call, and the seconds (by the caller's Timer) spent on them: each answer costs
-# a few planner runs, and on a large cluster a planner run costs a loop.
+# Nodes answered per call, and the seconds (by the caller's Timer: work offline, the clock in
+# `kubetide run`) spent on them: each answer costs a few planner runs, and on a large cluster a
+# planner run costs a loop.
 UNBLOCK_LIMIT = 50
 UNBLOCK_BUDGET = 10.0
 # How long the loop keeps an answer while the node stays blocked the same way (seconds).
@@ -61,6 +82,9 @@ UNBLOCK_REFRESH = 1800.0
 # Node groups tried for a pod that fits nowhere.
 GROUPS_TRIED = 3
 NEW_NODE_PREFIX = "kubetide-unblock-"
+# The most a utilization threshold is suggested above the one in effect: a node busier than that
+# is needed, and a threshold near 1 would keep every busy node a candidate.
+THRESHOLD_STEP = 0.1
 
 
 def find_unblocks(
@@ -78,9 +102,11 @@ def find_unblocks(
     recording: Recording | None = None,
 ) -> dict[str, Unblock]:
     """An `Unblock` for each node `plan` finds unremovable (only those in `nodes`, if given; at
-    most `limit` of them, in the plan's order, started within `budget` seconds of the timer; the
-    others are answered "not computed"). `inputs` are the planner's (its snapshot with the pods
-    the scheduler will bind, left as found); `checker` must observe that snapshot. `narrow`
+    most `limit` of them searched with the planner, in the plan's order, each started within
+    `budget` seconds of the timer; the others are answered "not computed"; a node that waits or
+    that no change can unblock is answered without a search and counts for neither). `inputs`
+    are the planner's (its snapshot with the pods the scheduler will bind, left as found);
+    `checker` must observe that snapshot. `narrow`
     False runs the whole planner for every change (the narrowed runs' reference, for tests).
     `recording`: the search of a fresh planner with expired timers on these inputs, if the caller
     ran one (`kubetide plan`'s loop), so that it is not run again; it is used only if it started
@@ -88,13 +114,19 @@ def find_unblocks(
     search = _Search(inputs, options, cloud, checker, timer, plan, narrow=narrow, recording=recording)
     answers: dict[str, Unblock] = {}
     deadline = timer() + budget
+    searched = 0  # nodes whose answer ran the planner: the ones `limit` counts
     for name, status in plan.nodes.items():
         if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
             continue
-        if len(answers) >= limit or timer() > deadline:
+        settled = search.settled(status)  # a wait, a node of no group: no planner run
+        if settled is not None:
+            answers[name] = settled
+        elif searched >= limit or timer() > deadline:
             answers[name] = Unblock(name, text=NOT_COMPUTED)
-            continue
-        answers[name] = search.unblock(status)
+        else:
+            before = search.plans
+            answers[name] = search.unblock(status)
+            searched += search.plans > before
     return answers
 
 
@@ -149,6 +181,18 @@ def _signature(status: NodeStatus) -> tuple[object, ...]:
 class _Outcome:
     removable: bool
     status: NodeStatus | None
+    back: str = ""  # a waiting node: when its budget comes back (`_budget_back`)
+
+
+def _outcome(
+    name: str, plan: ScaleDownPlan, pdbs: Sequence[PodDisruptionBudget], *, decided: bool
+) -> _Outcome:
+    """Node `name`'s verdict in `plan`: a whole one (removable: a candidate), or one left at the
+    node's verdict (`decided`: its status says)."""
+    status = plan.nodes.get(name)
+    removable = status is not None and status.status == REMOVABLE if decided else name in plan.candidate_set
+    back = _budget_back(status, plan, pdbs) if status is not None and _waits(status) else ""
+    return _Outcome(removable, status, back)
 
 
 class _Search:
@@ -174,70 +218,126 @@ class _Search:
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self.plans = 0  # planner runs so far
 
     # -- one node -------------------------------------------------------------------------------
+    def settled(self, status: NodeStatus, plan: ScaleDownPlan | None = None) -> Unblock | None:
+        """The answer when no change is needed or possible (`_no_change`), the time a waiting
+        node's budget comes back read off `plan` (the loop's by default)."""
+        back = _budget_back(status, plan or self._plan_seen, self.inputs.pdbs) if _waits(status) else ""
+        return _no_change(status, back)
+
     def unblock(self, status: NodeStatus) -> Unblock:
         name = status.name
-        waiting = _no_change(status)
-        if waiting is not None:
-            return Unblock(name, text=waiting)
+        settled = self.settled(status)
+        if settled is not None:
+            return settled
         # The loop's own status may be a remembered one (RecentlyUnremovable) or a timer's: start
         # from what a fresh planner says now.
         if status.reason in _FRESH_LOOK:
-            fresh = self.baseline().nodes.get(name)
+            baseline = self.baseline()
+            fresh = baseline.nodes.get(name)
             if fresh is None or fresh.status != UNREMOVABLE:
                 return Unblock(name, text=f"{status.reason}: {status.detail}" if status.detail else "")
             status = fresh
-            waiting = _no_change(status)
-            if waiting is not None:
-                return Unblock(name, text=waiting)
+            settled = self.settled(status, baseline)
+            if settled is not None:
+                return settled
         changes: tuple[Change, ...] = ()
         for _ in range(MAX_ROUNDS):
             alternatives = self.propose(status, changes)
             if not alternatives:
                 break
-            first = None  # the best alternative's outcome: the next round goes on from it
+            first: tuple[tuple[Change, ...], _Outcome] | None = None  # the next round goes on from it
+            waits: tuple[Change, ...] | None = None
             for alternative in alternatives:
-                outcome = self.replan(name, self._merged((*changes, *alternative)))
+                trial = self._merged((*changes, *alternative))
+                outcome = self.replan(name, trial)
                 if outcome.removable:
-                    changes = self._smallest(name, self._merged((*changes, *alternative)))
-                    return Unblock(name, changes, True, unblock_text(changes, True))
-                first = first or outcome
+                    return self._answer(name, trial, waiting=False)
+                if waits is None and _waits(outcome.status):
+                    waits = trial
+                first = first or (trial, outcome)
+            if waits is not None:  # unneeded with these changes: it then only waits
+                return self._answer(name, waits, waiting=True)
             assert first is not None
-            outcome = first
-            changes = self._merged((*changes, *alternatives[0]))
+            changes, outcome = first
             if outcome.status is None or outcome.status.status != UNREMOVABLE:
                 break
             status = outcome.status
         if not changes:
             refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
             return Unblock(name, text=_nothing_to_change(status) + (f": {refused}" if refused else ""))
-        return Unblock(name, changes, False, f"{unblock_text(changes, False)} (then {_reason_words(status)})")
+        ordered = _ordered(changes)
+        return Unblock(name, ordered, False, f"{unblock_text(ordered, False)} (then {_reason_words(status)})")
+
+    def _answer(self, name: str, changes: tuple[Change, ...], *, waiting: bool) -> Unblock:
+        """The verified answer: the smallest of `changes` that still works, each minimum size at
+        the largest value that works, in `change_rank` order."""
+
+        def works(trial: tuple[Change, ...]) -> bool:
+            outcome = self.replan(name, trial)
+            return outcome.removable or (waiting and _waits(outcome.status))
+
+        ordered = _ordered(self._tuned(self._smallest(changes, works), works))
+        if not waiting:
+            return Unblock(name, ordered, True, unblock_text(ordered, True))
+        outcome = self.replan(name, ordered)
+        assert outcome.status is not None  # it waits
+        wait = _waiting_words(outcome.status, outcome.back)
+        return Unblock(name, ordered, False, f"{unblock_text(ordered, True)}; then {wait}", waiting=True)
 
     def _merged(self, changes: tuple[Change, ...]) -> tuple[Change, ...]:
-        """Changes to the same budget added up into one, where the first was."""
+        """Each object or flag changed once, where it was first changed: changes to the same
+        budget added up into one; a later value of a flag, a minimum size or a count of new
+        nodes replaces the earlier one (it was proposed from the state the earlier left)."""
         more: dict[str, int] = {}
+        latest: dict[tuple[ChangeKind, str], Change] = {}
         for c in changes:
             if c.kind is ChangeKind.PDB:
                 more[c.target] = more.get(c.target, 0) + int(c.value)
+            else:
+                latest[(c.kind, c.target)] = c
         by_key = {pdb.key: pdb for pdb in self.inputs.pdbs}
         merged: list[Change] = []
         for c in changes:
             if c.kind is not ChangeKind.PDB:
-                merged.append(c)
+                if (c.kind, c.target) in latest:
+                    merged.append(latest.pop((c.kind, c.target)))
             elif c.target in more:
                 merged.append(_pdb_change(by_key[c.target], more.pop(c.target)))
         return tuple(merged)
 
-    def _smallest(self, name: str, changes: tuple[Change, ...]) -> tuple[Change, ...]:
-        """Drop the earlier rounds' changes the last ones made unnecessary (a new node raises its
-        group above its min size, ...): each is simulated without it."""
+    def _smallest(
+        self, changes: tuple[Change, ...], works: Callable[[tuple[Change, ...]], bool]
+    ) -> tuple[Change, ...]:
+        """Drop the changes the others made unnecessary (a new node raises its group above its
+        min size, ...): each is simulated without it."""
         kept = changes
-        for change in changes[:-1]:
+        for change in changes:
             trial = tuple(c for c in kept if c is not change)
-            if self.replan(name, trial).removable:
+            if trial and works(trial):
                 kept = trial
         return kept
+
+    def _tuned(
+        self, changes: tuple[Change, ...], works: Callable[[tuple[Change, ...]], bool]
+    ) -> tuple[Change, ...]:
+        """Each minimum size raised to the largest value that still works with the others."""
+        tuned = changes
+        for i, c in enumerate(changes):
+            group = self._group_by_id(c.target) if c.kind is ChangeKind.NODE_GROUP_MIN_SIZE else None
+            if group is None:
+                continue
+            others = tuned
+
+            def ok(v: int, i: int = i, group: NodeGroup = group, others: tuple[Change, ...] = others) -> bool:
+                return works(_replaced(others, i, _min_size_change(group, v)))
+
+            best = _largest(int(c.value), group.min_size - 1, ok)
+            if best is not None:
+                tuned = _replaced(tuned, i, _min_size_change(group, best))
+        return tuned
 
     # -- what to change -----------------------------------------------------------------------------
     def propose(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
@@ -247,11 +347,17 @@ class _Search:
             return self._for_pods(status, done)
         if reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
             change = _threshold(status)
-            # A node at 100% has no threshold above it (the flag is at most 1), and a threshold
-            # already tried is not tried again: only freeing requests would help, which the
-            # search cannot simulate.
-            if status.utilization >= 1.0 or any(
-                c.target == change.target and c.value == change.value for c in done
+            # A busy node is needed, not blocked: no threshold more than `THRESHOLD_STEP` above the
+            # one in effect is suggested, nor 1 (every node short of full a candidate), and a
+            # threshold already tried is not tried again. Only freeing requests would help.
+            threshold = _threshold_in(status.detail)
+            if threshold is None:
+                threshold = _option_threshold(self.options, change.target)
+            new = float(change.value)
+            if (
+                new >= 1.0
+                or new > threshold + THRESHOLD_STEP + 1e-9
+                or any(c.target == change.target and c.value == change.value for c in done)
             ):
                 return []
             return [(change,)]
@@ -270,22 +376,7 @@ class _Search:
                 )
             ]
         if reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED:
-            group = self._group_of(status.name)
-            if group is None or group.min_size == 0:
-                return []
-            new_min = min(group.min_size, group.target_size()) - 1
-            return [
-                (
-                    Change(
-                        ChangeKind.NODE_GROUP_MIN_SIZE,
-                        f"node group {group.id}",
-                        f"minSize: {new_min}",
-                        f"node group {group.id} is at its min size {group.min_size}: lower it to {new_min}",
-                        target=group.id,
-                        value=str(new_min),
-                    ),
-                )
-            ]
+            return self._min_size(status, done)
         if reason is NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED:
             return [
                 (
@@ -316,6 +407,34 @@ class _Search:
             ]
         return []
 
+    def _min_size(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
+        """The largest min size of the node's group that gets it past the group's minimum,
+        found by planning with candidates (removability only grows as the minimum falls): not a
+        step down, which on a group whose other nodes take the room first is never enough."""
+        group = self._group_of(status.name)
+        if group is None:
+            return []
+        current = next(
+            (
+                int(c.value)
+                for c in reversed(done)
+                if c.kind is ChangeKind.NODE_GROUP_MIN_SIZE and c.target == group.id
+            ),
+            group.min_size,
+        )
+
+        def past(v: int) -> bool:
+            outcome = self.replan(status.name, self._merged((*done, _min_size_change(group, v))))
+            after = outcome.status
+            return (
+                outcome.removable
+                or _waits(after)
+                or (after is not None and after.reason is not NodeReason.NODE_GROUP_MIN_SIZE_REACHED)
+            )
+
+        best = _largest(0, current - 1, past)
+        return [] if best is None else [(_min_size_change(group, best),)]
+
     def _for_pods(self, status: NodeStatus, done: tuple[Change, ...]) -> list[tuple[Change, ...]]:
         blockers = status.blockers or ((status.blocking_pod,) if status.blocking_pod is not None else ())
         by_rule = [b for b in blockers if b.reason is not PodReason.NOT_ENOUGH_PDB]
@@ -329,17 +448,26 @@ class _Search:
             return [tuple(pod_changes)] if pod_changes else []
         budget_changes = self._budgets(by_budget, done)
         alternatives = []
-        if not self.options.surge_before_evict and not any(c.target == "surge-before-evict" for c in done):
+        if budget_changes:
+            alternatives.append((*pod_changes, *budget_changes))
+        if not self.options.surge_before_evict and not any(c.target == SURGE_FLAG for c in done):
+            # A single replica's budget never allows a disruption: a replacement started first
+            # is the fix, not a budget that lets the only pod go.
+            single = [b.pod for b in by_budget if _replicas_of(b.pod, self.inputs) == 1]
             surge = _flag(
                 self.options,
-                "surge-before-evict",
+                SURGE_FLAG,
                 "true",
-                "its budget-pinned pods would leave by a surge of their Deployment",
-                words="with --surge-before-evict it would go (its Deployments start a replacement first)",
+                "",
+                words=(
+                    f"single-replica {_names_of(single)}: --{SURGE_FLAG}=true or the Deployment annotation"
+                    f' {SURGE_ANNOTATION}: "true" would let it go (a replacement starts first)'
+                    if single
+                    else f"with --{SURGE_FLAG}=true (or the Deployment annotation {SURGE_ANNOTATION}:"
+                    ' "true") it would go: its Deployments start a replacement first'
+                ),
             )
-            alternatives.append((*pod_changes, surge))
-        if budget_changes:
-            alternatives.insert(0, (*pod_changes, *budget_changes))
+            alternatives.insert(0 if single else len(alternatives), (*pod_changes, surge))
         return alternatives
 
     def _budgets(self, blockers: Sequence[BlockingPod], done: tuple[Change, ...]) -> list[Change]:
@@ -360,22 +488,26 @@ class _Search:
         groups.sort(key=lambda g: (g.target_size() >= g.max_size, g.id))
         if own is not None:
             groups.insert(0, own)
-        added = sum(1 for c in done if c.kind is ChangeKind.ADD_NODE)
+        added = {c.target: int(c.value) for c in done if c.kind is ChangeKind.ADD_NODE}
         pod = status.unplaced or "its pods"
         subject = f"pod {pod}" if status.unplaced else pod
         refused = self.refusal(status) if status.reason is NodeReason.NO_PLACE_TO_MOVE_PODS else ""
         why = f" ({refused})" if refused else ""
-        return [
-            Change(
-                ChangeKind.ADD_NODE,
-                f"node group {g.id}",
-                "+1 node",
-                f"{subject} fits on no other node{why}: one more node of group {g.id} would take it",
-                target=g.id,
-                value=f"{NEW_NODE_PREFIX}{added + 1}",
+        changes = []
+        for g in groups[:GROUPS_TRIED]:
+            n = added.get(g.id, 0) + 1
+            more = "one more node" if n == 1 else f"{n} more nodes"
+            changes.append(
+                Change(
+                    ChangeKind.ADD_NODE,
+                    f"node group {g.id}",
+                    f"+{n} node" + ("s" if n > 1 else ""),
+                    f"{subject} fits on no other node{why}: {more} of group {g.id} would take it",
+                    target=g.id,
+                    value=str(n),
+                )
             )
-            for g in groups[:GROUPS_TRIED]
-        ]
+        return changes
 
     def refusal(self, status: NodeStatus) -> str:
         """kube-scheduler's reasons, node by node, for the pod that fits on no other node
@@ -396,6 +528,9 @@ class _Search:
             )
         return self._refusals[key]
 
+    def _group_by_id(self, group_id: str) -> NodeGroup | None:
+        return next((g for g in self.cloud.node_groups() if g.id == group_id), None)
+
     def _group_of(self, name: str) -> NodeGroup | None:
         snapshot = self.inputs.snapshot
         return self.cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
@@ -411,7 +546,8 @@ class _Search:
 
     def replan(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         """Node `name`'s verdict with `changes` applied: once per change set."""
-        key = (name, tuple((str(c.kind), c.target, c.value) for c in changes))
+        # Changes apply in any order: a set asked in another order is the same set.
+        key = (name, tuple(sorted((str(c.kind), c.target, c.value) for c in changes)))
         outcome = self._outcomes.get(key)
         if outcome is None:
             outcome = self._outcomes[key] = (
@@ -420,8 +556,7 @@ class _Search:
         return outcome
 
     def _whole(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
-        plan = self._plan(changes)
-        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+        return _outcome(name, self._plan(changes), self.inputs.pdbs, decided=False)
 
     def _narrowed(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         """The same verdict as `_whole`, replaying the baseline's search where the changes leave
@@ -434,20 +569,21 @@ class _Search:
         try:
             plan = self._plan(changes, replay)
         except Decided as decided:
-            status = decided.plan.nodes[name]
-            return _Outcome(status.status == REMOVABLE, status)
-        return _Outcome(name in plan.candidate_set, plan.nodes.get(name))
+            return _outcome(name, decided.plan, self.inputs.pdbs, decided=True)
+        return _outcome(name, plan, self.inputs.pdbs, decided=False)
 
     def _plan(
         self, changes: tuple[Change, ...], simulate: SimulateRemoval = simulate_removal
     ) -> ScaleDownPlan:
+        self.plans += 1
         inputs, snapshot = self.inputs, self.inputs.snapshot
         options, pdbs, cloud = self.options, list(inputs.pdbs), self.cloud
         added: dict[str, NodeGroup] = {}
         min_sizes: dict[str, int] = {}
         snapshot.fork()
         try:
-            for c in changes:
+            # In one order whatever the answer's: new nodes join the snapshot in it.
+            for c in sorted(changes, key=lambda c: (str(c.kind), c.target)):
                 if c.kind is ChangeKind.SAFE_TO_EVICT or c.kind is ChangeKind.LOCAL_VOLUMES:
                     key = SAFE_TO_EVICT if c.kind is ChangeKind.SAFE_TO_EVICT else SAFE_TO_EVICT_LOCAL_VOLUMES
                     if snapshot.has_pod(c.target):
@@ -459,9 +595,10 @@ class _Search:
                     options = options.with_values(**{field: parse_flag(c.target, c.value)})
                 elif c.kind is ChangeKind.ADD_NODE:
                     group = next(g for g in cloud.node_groups() if g.id == c.target)
-                    node = new_node(group, c.value)
-                    snapshot.add_node(node)
-                    added[node.name] = group
+                    for i in range(int(c.value)):
+                        node = new_node(group, f"{NEW_NODE_PREFIX}{group.id}-{i + 1}")
+                        snapshot.add_node(node)
+                        added[node.name] = group
                 elif c.kind is ChangeKind.NODE_GROUP_MIN_SIZE:
                     min_sizes[c.target] = int(c.value)
                 elif c.kind is ChangeKind.NODE_ANNOTATION and c.target in snapshot:
@@ -487,22 +624,112 @@ class _Search:
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
-def _no_change(status: NodeStatus) -> str | None:
-    """The words for a node that no change to the cluster unblocks: it waits, or cannot go."""
-    reason = status.reason
+def _no_change(status: NodeStatus, back: str = "") -> Unblock | None:
+    """The answer for a node that no change to the cluster unblocks: it waits (its budget back
+    as `back` says), or cannot go."""
+    name, reason = status.name, status.reason
     if reason is NodeReason.NOT_AUTOSCALED:
-        return "not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
+        return Unblock(
+            name, text="not in any autoscaled node group: add it to one (GROUPS.yaml, or the cloud's group)"
+        )
     if reason in (NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH):
-        return f"nothing to change: unneeded, it goes when its timer runs out ({status.detail})"
-    if status.detail.startswith("waiting for budget"):
-        return f"nothing to change: {status.detail}"
+        return Unblock(
+            name,
+            text=f"waiting, not blocked: unneeded, it goes when its timer runs out ({status.detail})",
+            waiting=True,
+        )
+    if _waits(status):
+        return Unblock(name, text=f"{_waiting_words(status, back)}; nothing to change", waiting=True)
     if reason is NodeReason.NOT_UNNEEDED_OTHER_REASON and "scale-down-unready-enabled" not in status.detail:
-        return f"nothing to change: {status.detail}" if status.detail else "nothing to change"
+        return Unblock(
+            name, text=f"nothing to change: {status.detail}" if status.detail else "nothing to change"
+        )
     return None
 
 
+def _waits(status: NodeStatus | None) -> bool:
+    """Unneeded, its pods fit elsewhere, and only a budget used up for now holds it: by drains
+    under way or pods not Ready yet (candidates.py's words)."""
+    return status is not None and status.detail.startswith("waiting for budget")
+
+
+def _waiting_words(status: NodeStatus, back: str) -> str:
+    blocking = status.blocking_pod
+    pdb = f"PodDisruptionBudget {blocking.pdb}" if blocking is not None and blocking.pdb else "the PDB"
+    when = back or "(its pods' replacements become Ready, the drains under way end)"
+    return f"waiting, not blocked: drained when {pdb} allows a disruption again {when}"
+
+
+def _budget_back(status: NodeStatus, plan: ScaleDownPlan, pdbs: Sequence[PodDisruptionBudget]) -> str:
+    """About when the budget a waiting node needs comes back, if a drain of `plan` before it
+    uses that budget: its first wave's estimate (eviction to the replacements Ready), the
+    soonest of them. '' otherwise (pods not Ready yet use it: no estimate)."""
+    blocking = status.blocking_pod
+    pdb = next((p for p in pdbs if blocking is not None and p.key == blocking.pdb), None)
+    if pdb is None:
+        return ""
+    waves = [
+        estimate.wave_seconds
+        for name, drain in plan.drains.items()
+        if (estimate := plan.nodes[name].estimate) is not None and any(pdb.matches(p) for p in drain.movable)
+    ]
+    if not waves:
+        return ""
+    return f"(in about {format_duration(round(min(waves)))}: the drain before it frees one, by its estimate)"
+
+
 def _nothing_to_change(status: NodeStatus) -> str:
+    if status.reason is NodeReason.NOT_UNDERUTILIZED and status.utilization is not None:
+        # No utilization in the words: the busy nodes of a plan share one answer (and one line).
+        threshold = _threshold_in(status.detail)
+        above = f"the threshold {threshold:g}" if threshold is not None else "its threshold"
+        return (
+            f"in use, not blocked: more than {THRESHOLD_STEP:g} above {above}; no threshold suggested"
+            " (freeing its pods' requests would let it go)"
+        )
     return f"no change found that kubetide can simulate ({_reason_words(status)})"
+
+
+def _ordered(changes: tuple[Change, ...]) -> tuple[Change, ...]:
+    return tuple(sorted(changes, key=change_rank))
+
+
+def _largest(low: int, high: int, ok: Callable[[int], bool]) -> int | None:
+    """The largest value in [low, high] for which `ok` holds, `ok` holding for every value below
+    one that it holds for; None if it holds for none. Each value is one planner run."""
+    if high < low or not ok(low):
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if ok(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _min_size_change(group: NodeGroup, value: int) -> Change:
+    return Change(
+        ChangeKind.NODE_GROUP_MIN_SIZE,
+        f"node group {group.id}",
+        f"minSize: {value}",
+        f"node group {group.id} is at its min size {group.min_size}: lower it to {value}"
+        + ("" if value + 1 >= group.min_size else f" ({value + 1} is not enough)"),
+        target=group.id,
+        value=str(value),
+    )
+
+
+def _replaced(changes: tuple[Change, ...], i: int, change: Change) -> tuple[Change, ...]:
+    return (*changes[:i], change, *changes[i + 1 :])
+
+
+def _option_threshold(options: AutoscalerOptions, flag: str) -> float:
+    return float(getattr(options, flag.replace("-", "_")))
+
+
+def _names_of(pods: Sequence[Pod]) -> str:
+    return ", ".join(f"pod {p.key}" for p in pods)
 
 
 def _reason_words(status: NodeStatus) -> str:

@@ -67,7 +67,17 @@ def _row(node: Mapping[str, Any]) -> str:
         answer, enough = html.escape(node.get("detail") or ""), "—"
     else:
         answer = html.escape(unblock["text"])
-        enough = "yes" if unblock["removable"] else ("no" if unblock["changes"] else "—")
+        # A summary written before answers told waiting apart has no "waiting".
+        waiting = unblock.get("waiting", False)
+        enough = (
+            "yes"
+            if unblock["removable"]
+            else "waiting"
+            if waiting and unblock["changes"]
+            else "no"
+            if unblock["changes"]
+            else "—"
+        )
     return (
         f"<tr><td>{html.escape(node['node'])}</td><td>{html.escape(node['group'] or '—')}</td>"
         f'<td><span class="dot" style="background:{colour}"></span>{html.escape(reason)}</td>'

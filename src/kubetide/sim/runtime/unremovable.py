@@ -6,8 +6,10 @@ a fresh loop decision (timers taken as run out, so nodes merely waiting out
 scale-down-unneeded-time are not listed), the pending pods that fit bound where the scheduler
 would put them, then `find_unblocks` for the blocked nodes. Asking it in every loop
 (--annotate-scale-down-blockers) costs about twelve times a loop; asking it once costs a few
-planner runs per blocked node (each a whole planner update), so only the first
-`END_OF_RUN_LIMIT` blocked nodes are answered, within `END_OF_RUN_BUDGET` of the simulator's work
+planner runs per blocked node (each a whole planner update), so only `END_OF_RUN_LIMIT` blocked
+nodes are answered, the most actionable (a blocking pod a user can annotate before a budget, a
+group's size, room elsewhere or a busy node; a node only waiting for its budget last), listed by
+their answers' rank, within `END_OF_RUN_BUDGET` of the simulator's work
 timer (so the same run gives the same answers); `kubetide plan` on the final cluster answers the
 rest.
 """
@@ -22,7 +24,7 @@ from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterView, UsageSource
 from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblocking import NOT_COMPUTED, find_unblocks
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.clock import Timer
@@ -31,7 +33,7 @@ from kubetide.scheduling.checker import PredicateChecker
 # On their way out, not blocked: a running timer.
 _WAITING = frozenset({NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_UNREADY_LONG_ENOUGH})
 # Every simulate, compared setting and sweep run pays for these answers once, so they are kept to
-# what a reader takes in: the first nodes in the plan's order, within a small budget of the work
+# what a reader takes in: the most actionable nodes, within a small budget of the work
 # timer (the full caps tripled a 300-node run's CPU; `kubetide plan` on the final cluster answers
 # every node).
 END_OF_RUN_LIMIT = 3
@@ -50,8 +52,8 @@ def unremovable_at_end(
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any] | None:
     """{count, by_reason, nodes: [{node, group, reason, utilization, blocking_pods, unblock}]}
-    for the nodes a fresh plan finds unremovable (at most `END_OF_RUN_LIMIT` listed, in the
-    plan's order), or None when scale-down is off or the loop would not get that far."""
+    for the nodes a fresh plan finds unremovable (at most `END_OF_RUN_LIMIT` listed, the
+    most actionable first), or None when scale-down is off or the loop would not get that far."""
     if not options.scale_down_enabled:
         return None
     snapshot = view.snapshot()
@@ -78,7 +80,8 @@ def unremovable_at_end(
                 pod = pending[key]
                 snapshot.bind(pod, node)
             blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
-            listed = blocked[:END_OF_RUN_LIMIT]
+            # The most actionable first: answered, then ordered by their answers.
+            listed = sorted(blocked, key=_actionable)[:END_OF_RUN_LIMIT]
             answers = find_unblocks(
                 inputs,
                 options,
@@ -92,6 +95,9 @@ def unremovable_at_end(
             )
             for name, answer in answers.items():
                 plan.nodes[name].unblock = answer
+            listed.sort(
+                key=lambda s: (s.unblock.rank if s.unblock is not None else _UNANSWERED, _actionable(s))
+            )
             groups = {s.name: _group_of(cloud, snapshot, s.name) for s in listed}
     finally:
         snapshot.revert()
@@ -111,6 +117,27 @@ def _blocked(status: NodeStatus, plan: ScaleDownPlan) -> bool:
         and status.reason not in _WAITING
         and status.name not in plan.candidate_set
     )
+
+
+# A node's place among those listed before its answer is known, by what holds it: a pod a user
+# can annotate, then a budget, a group's size or a node's annotation, then room elsewhere, then
+# its utilization, and last a node only waiting for its budget (it goes by itself).
+_BY_REASON = {
+    NodeReason.BLOCKED_BY_POD: 1,
+    NodeReason.NODE_GROUP_MIN_SIZE_REACHED: 1,
+    NodeReason.SCALE_DOWN_DISABLED_ANNOTATION: 1,
+    NodeReason.NO_PLACE_TO_MOVE_PODS: 2,
+    NodeReason.NOT_UNDERUTILIZED: 3,
+}
+_UNANSWERED = (9, 9)
+
+
+def _actionable(status: NodeStatus) -> int:
+    if status.detail.startswith("waiting for budget"):
+        return 4
+    if any(b.reason is not PodReason.NOT_ENOUGH_PDB for b in status.blockers):
+        return 0
+    return _BY_REASON.get(status.reason, 2) if status.reason is not None else 2
 
 
 def _reason(status: NodeStatus) -> str:
