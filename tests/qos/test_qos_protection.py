@@ -101,7 +101,11 @@ def test_only_a_podqos_that_selects_a_protected_pod_for_eviction_lets_it_go(podq
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"owner": None}, {"annotations": {SAFE_TO_EVICT: "on-completion"}}, {"annotations": {DO_NOT_DISRUPT: "1h"}}],
+    [
+        {"owner": None},
+        {"annotations": {SAFE_TO_EVICT: "on-completion"}},
+        {"annotations": {DO_NOT_DISRUPT: "1h"}},
+    ],
     ids=["bare", "on-completion", "do-not-disrupt-duration"],
 )
 def test_protected_pods_may_still_be_throttled(kwargs):

@@ -110,9 +110,7 @@ class QosAgent:
         analysis = self.analyzer.analyze(state, now, one_sample=self.options.one_sample)
         execution = self._executor(
             state, now, port=None if analyze_only else actuator, preview=analyze_only
-        ).run(
-            analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable
-        )
+        ).run(analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable)
         preview = self._executor(state, now, preview=True).run(
             analysis.preview, analysis.preview_disable_scheduling
         )

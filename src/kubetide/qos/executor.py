@@ -287,7 +287,11 @@ class Executor:
             return [p for p in candidates if p.cpu_quota is not None]
         pool = [p for p in candidates if not self._skip(p, scope_refusal(self.podqos, p.pod, mark.actions))]
         if kind == EVICT:
-            pool = [p for p in pool if not self._skip(p, protected_refusal(self.podqos, p.pod, mark.actions, self.now))]
+            pool = [
+                p
+                for p in pool
+                if not self._skip(p, protected_refusal(self.podqos, p.pod, mark.actions, self.now))
+            ]
         return pool
 
     def _skip(self, state: PodState, reason: str | None) -> bool:

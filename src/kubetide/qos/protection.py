@@ -42,9 +42,7 @@ def eviction_protection(pod: Pod, now: float) -> str | None:
     return None
 
 
-def protected_refusal(
-    podqos: Sequence[PodQOS], pod: Pod, actions: Sequence[str], now: float
-) -> str | None:
+def protected_refusal(podqos: Sequence[PodQOS], pod: Pod, actions: Sequence[str], now: float) -> str | None:
     """Why `actions` (eviction AvoidanceActions) may not evict `pod` at `now` although PodQOS
     scope allows it: a protected pod needs a PodQOS that selects it and allows one of them."""
     why = eviction_protection(pod, now)

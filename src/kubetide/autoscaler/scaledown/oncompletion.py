@@ -23,8 +23,8 @@ from collections.abc import Iterable
 
 from kubetide.autoscaler.scaledown.drainability import DrainContext, Outcome, verdict
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.model import Pod
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.model import Pod
 
 
 def hold_for_on_completion_pods(plan: ScaleDownPlan, name: str) -> bool:
