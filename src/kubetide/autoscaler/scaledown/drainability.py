@@ -44,7 +44,8 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model import Pod, Workload
-from kubetide.model.disruption import DO_NOT_DISRUPT, do_not_disrupt
+from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
+from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
