@@ -2,6 +2,8 @@
 controller or annotated not to be disrupted, unless a PodQOS selects them for eviction; and pods
 of unknown usage, at most one per sample (what they release cannot close a gap)."""
 
+import dataclasses
+
 import pytest
 from qos_factories import Recorder, pod, ps, rules, state
 
@@ -22,10 +24,10 @@ PODQOS_OTHER_ACTION = PODQOS_EVICTS_PINNED.replace("[evict]", "[throttle]")
 PODQOS_SELECTS_NOTHING_HERE = PODQOS_EVICTS_PINNED.replace("app: pinned", "app: elsewhere")
 
 
-def step(cfg, *pods, node_cpu=3000):
+def step(cfg, *pods, node_cpu=3000, now=0.0):
     st_ = state(*pods, usage={"cpu": node_cpu, "memory": 0})
     recorder = Recorder()
-    result = QosAgent(cfg, AgentOptions(one_sample=True)).step(st_, recorder, now=0.0)
+    result = QosAgent(cfg, AgentOptions(one_sample=True)).step(st_, recorder, now=now)
     return result, recorder
 
 
@@ -43,10 +45,12 @@ def labelled(name, **kwargs):
         (pod("opted-out", annotations={SAFE_TO_EVICT: "false"}), "safe-to-evict"),
         (pod("opted-out-caps", annotations={SAFE_TO_EVICT: "False"}), "safe-to-evict"),
         (pod("karpenter", annotations={DO_NOT_DISRUPT: "true"}), "do-not-disrupt"),
+        (pod("karpenter-for-a-while", annotations={DO_NOT_DISRUPT: "30m"}), "do-not-disrupt"),
+        (pod("finishing", annotations={SAFE_TO_EVICT: "on-completion"}), "on-completion"),
     ],
 )
 def test_a_protected_pod_is_never_evicted_without_a_podqos_even_when_it_is_the_best_choice(protected, why):
-    assert why in (eviction_protection(protected) or "")
+    assert why in (eviction_protection(protected, 0.0) or "")
     # The protected pod is BestEffort, low priority and the heaviest: first in every order.
     result, recorder = step(
         rules(EVICT_AT_2000),
@@ -64,7 +68,7 @@ def test_a_protected_pod_is_never_evicted_without_a_podqos_even_when_it_is_the_b
 )
 def test_a_replica_without_a_blocking_annotation_is_evictable(annotations):
     p = pod("replica", annotations=annotations)
-    assert eviction_protection(p) is None
+    assert eviction_protection(p, 0.0) is None
     _, recorder = step(rules(EVICT_AT_2000), ps(p, cpu=1500))
     assert [c[:2] for c in recorder.calls] == [("evict", "default/replica")]
 
@@ -81,8 +85,13 @@ def test_a_replica_without_a_blocking_annotation_is_evictable(annotations):
 )
 @pytest.mark.parametrize(
     "kwargs",
-    [{"owner": None}, {"annotations": {SAFE_TO_EVICT: "false"}}, {"annotations": {DO_NOT_DISRUPT: "true"}}],
-    ids=["bare", "safe-to-evict-false", "do-not-disrupt"],
+    [
+        {"owner": None},
+        {"annotations": {SAFE_TO_EVICT: "false"}},
+        {"annotations": {DO_NOT_DISRUPT: "true"}},
+        {"annotations": {SAFE_TO_EVICT: "on-completion"}},
+    ],
+    ids=["bare", "safe-to-evict-false", "do-not-disrupt", "on-completion"],
 )
 def test_only_a_podqos_that_selects_a_protected_pod_for_eviction_lets_it_go(podqos, evicted, kwargs):
     pinned = labelled("pinned", **kwargs)
@@ -90,10 +99,51 @@ def test_only_a_podqos_that_selects_a_protected_pod_for_eviction_lets_it_go(podq
     assert (("evict", "default/pinned") in [c[:2] for c in recorder.calls]) == evicted
 
 
-def test_protected_pods_may_still_be_throttled():
-    bare = pod("bare", owner=None, cpu="100m", cpu_limit="2")
-    _, recorder = step(rules(THROTTLE_AT_2000), ps(bare, cpu=1500))
-    assert [c[:2] for c in recorder.calls] == [("throttle", "default/bare")]
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"owner": None},
+        {"annotations": {SAFE_TO_EVICT: "on-completion"}},
+        {"annotations": {DO_NOT_DISRUPT: "1h"}},
+    ],
+    ids=["bare", "on-completion", "do-not-disrupt-duration"],
+)
+def test_protected_pods_may_still_be_throttled(kwargs):
+    protected = pod("protected", cpu="100m", cpu_limit="2", **kwargs)
+    _, recorder = step(rules(THROTTLE_AT_2000), ps(protected, cpu=1500))
+    assert [c[:2] for c in recorder.calls] == [("throttle", "default/protected")]
+
+
+# The qos_factories pods start at 2024-01-01T00:00:00Z.
+STARTED = 1_704_067_200.0
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds_after_start", "evicted"),
+    [
+        ("30m", 0, False),
+        ("30m", 1799, False),
+        ("30m", 1800, True),  # the protection has run out: an ordinary replica again
+        ("1h30m", 5399, False),
+        ("1h30m", 5400, True),
+        ("true", 10**8, False),
+        ("0s", 0, True),  # invalid values are read as no annotation, as Karpenter reads them
+        ("soon", 0, True),
+    ],
+)
+def test_a_do_not_disrupt_duration_protects_until_start_plus_duration(value, seconds_after_start, evicted):
+    p = pod("timed", annotations={DO_NOT_DISRUPT: value})
+    now = STARTED + seconds_after_start
+    assert (eviction_protection(p, now) is None) == evicted
+    _, recorder = step(rules(EVICT_AT_2000), ps(p, cpu=1500), now=now)
+    assert (("evict", "default/timed") in [c[:2] for c in recorder.calls]) == evicted
+
+
+def test_an_on_completion_pod_is_protected_only_while_it_runs():
+    running = pod("finishing", annotations={SAFE_TO_EVICT: "on-completion"})
+    assert "left to finish" in (eviction_protection(running, 0.0) or "")
+    for phase in ("Succeeded", "Failed"):
+        assert eviction_protection(dataclasses.replace(running, phase=phase), 0.0) is None
 
 
 def seventeen_pods_without_usage():

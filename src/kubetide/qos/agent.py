@@ -108,10 +108,10 @@ class QosAgent:
                 raise ValueError("QosAgent.step needs `now` or an agent clock")
             now = self.clock.now()
         analysis = self.analyzer.analyze(state, now, one_sample=self.options.one_sample)
-        execution = self._executor(state, port=None if analyze_only else actuator, preview=analyze_only).run(
-            analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable
-        )
-        preview = self._executor(state, preview=True).run(
+        execution = self._executor(
+            state, now, port=None if analyze_only else actuator, preview=analyze_only
+        ).run(analysis.watermarks, analysis.disable_scheduling, analysis.scheduling_restorable)
+        preview = self._executor(state, now, preview=True).run(
             analysis.preview, analysis.preview_disable_scheduling
         )
         for decision in execution.decisions:
@@ -120,7 +120,7 @@ class QosAgent:
         return RoundResult(state.name, now, analysis.values, execution, preview, analysis)
 
     def _executor(
-        self, state: NodeState, *, port: QosActuator | None = None, preview: bool = False
+        self, state: NodeState, now: float, *, port: QosActuator | None = None, preview: bool = False
     ) -> Executor:
         return Executor(
             state,
@@ -130,4 +130,5 @@ class QosAgent:
             excess_percent=self.options.execute_excess_percent,
             port=port,
             preview=preview,
+            now=now,
         )

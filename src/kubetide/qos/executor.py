@@ -40,8 +40,8 @@
 
 Candidates: never a pod at or above system-cluster-critical, a terminating one, a static (mirror)
 pod or a DaemonSet pod. Never evicted unless a PodQOS selects it and allows the eviction: a pod
-without a controller, or annotated safe-to-evict "false" or karpenter.sh/do-not-disrupt "true"
-(protection.py). Without PodQOS objects every other pod is a candidate for every action;
+without a controller, or annotated safe-to-evict "false", "on-completion" (while it runs) or
+karpenter.sh/do-not-disrupt (while it protects the pod at the round's time) (protection.py). Without PodQOS objects every other pod is a candidate for every action;
 with them, a pod is a candidate for a watermark when a PodQOS that selects it allows one of the
 AvoidanceActions behind that watermark (podqos.py). ThrottleUp acts only on the throttled pods,
 the list it is given (crane hands its restore the throttle-down list), most important first: the
@@ -217,8 +217,10 @@ class Executor:
         excess_percent: int = DEFAULT_EXECUTE_EXCESS_PERCENT,
         port: QosActuator | None = None,
         preview: bool = False,
+        now: float,
     ):
         self.state = state
+        self.now = now  # the round's time: when a duration-limited do-not-disrupt has run out
         self.registry = registry
         self.podqos = podqos
         self.precise = precise
@@ -285,7 +287,11 @@ class Executor:
             return [p for p in candidates if p.cpu_quota is not None]
         pool = [p for p in candidates if not self._skip(p, scope_refusal(self.podqos, p.pod, mark.actions))]
         if kind == EVICT:
-            pool = [p for p in pool if not self._skip(p, protected_refusal(self.podqos, p.pod, mark.actions))]
+            pool = [
+                p
+                for p in pool
+                if not self._skip(p, protected_refusal(self.podqos, p.pod, mark.actions, self.now))
+            ]
         return pool
 
     def _skip(self, state: PodState, reason: str | None) -> bool:

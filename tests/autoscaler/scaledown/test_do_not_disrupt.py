@@ -1,7 +1,12 @@
 """Issue 27: Karpenter's `karpenter.sh/do-not-disrupt: "true"` blocks a drain exactly where CA's
-`safe-to-evict: "false"` does (rule 9), with CA's reason NotSafeToEvictAnnotation."""
+`safe-to-evict: "false"` does (rule 9), with CA's reason NotSafeToEvictAnnotation. Issue 37: a
+duration protects until the pod's start time plus the duration (Karpenter 1.12)."""
+
+import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scaledown_fakes import pod, workload
 
 from kubetide.autoscaler.scaledown.drainability import (
@@ -16,6 +21,7 @@ from kubetide.autoscaler.scaledown.drainability import (
 )
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
+from kubetide.model.disruption import do_not_disrupt, do_not_disrupt_until
 from kubetide.model.pod import MIRROR_ANNOTATION
 
 NOW = 10_000.0
@@ -81,3 +87,64 @@ def test_plan_blocks_the_node_of_a_do_not_disrupt_pod_and_says_which_annotation(
     (row,) = [line for line in out.splitlines() if line.startswith("general-c1 ")]
     assert "BlockedByPod" in row and "(NotSafeToEvictAnnotation)" in row
     assert 'karpenter.sh/do-not-disrupt: "true"' in row
+
+
+# -- a duration (Karpenter 1.12): protected until status.startTime + the duration ------------------
+STARTED = 1_000.0
+
+
+def started(annotations, start=STARTED):
+    return dataclasses.replace(pod("p", annotations=annotations), start_time=start)
+
+
+def judge_at(p, now):
+    return verdict(p, DrainContext(DrainRules(), PdbTracker([], [p], WORKLOADS), now, WORKLOADS))
+
+
+@pytest.mark.parametrize(
+    ("value", "start", "now", "blocks"),
+    [
+        # (annotation value, pod's startTime, now, blocks the drain)
+        ("30m", STARTED, STARTED, True),
+        ("30m", STARTED, STARTED + 1799, True),
+        ("30m", STARTED, STARTED + 1800, False),  # disruptable from start + duration on
+        ("30m", STARTED, STARTED + 1801, False),
+        ("1h30m", STARTED, STARTED + 5399, True),
+        ("1h30m", STARTED, STARTED + 5400, False),
+        ("90s", STARTED, STARTED + 89.5, True),
+        ("4h", None, STARTED + 10**6, True),  # not started: its protection has not begun to run out
+        ("true", STARTED, STARTED + 10**9, True),
+        # Invalid values are read as no annotation (Karpenter: an event, no protection).
+        ("0s", STARTED, STARTED, False),
+        ("-5m", STARTED, STARTED, False),
+        ("4 hours", STARTED, STARTED, False),
+        (" 4h", STARTED, STARTED, False),
+        ("4d", STARTED, STARTED, False),
+        ("True", STARTED, STARTED, False),
+        ("", STARTED, STARTED, False),
+    ],
+)
+def test_a_do_not_disrupt_duration_protects_until_start_plus_duration(value, start, now, blocks):
+    v = judge_at(started({DO_NOT_DISRUPT: value}, start), now)
+    if blocks:
+        assert (v.outcome, v.rule, v.reason) == (
+            Outcome.BLOCK,
+            "do-not-disrupt",
+            PodReason.NOT_SAFE_TO_EVICT_ANNOTATION,
+        )
+    else:
+        assert (v.outcome, v.rule) == (Outcome.MOVE, "default")
+
+
+@given(
+    minutes=st.integers(min_value=1, max_value=10_000),
+    start=st.floats(min_value=0, max_value=1e9),
+    after=st.floats(min_value=-1e6, max_value=1e6),
+)
+@settings(max_examples=60, deadline=None)
+def test_protection_ends_exactly_at_start_plus_duration(minutes, start, after):
+    p = started({DO_NOT_DISRUPT: f"{minutes}m"}, start)
+    until = do_not_disrupt_until(p)
+    assert until == start + minutes * 60
+    now = until + after
+    assert do_not_disrupt(p, now) is (now < until)

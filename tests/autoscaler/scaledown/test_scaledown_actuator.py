@@ -395,3 +395,45 @@ def test_restart_resumes_removable_tainted_nodes_and_releases_the_rest():
     assert w.evictions() == [("evict", "default/pr", 30)]
     w.pod_gone("pr")
     assert w.tick(110).deleted == ["resume"]
+
+
+# -- a drain that meets a pod annotated safe-to-evict "on-completion" ------------------------------
+ON_COMPLETION = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "on-completion"}
+
+
+def drain_meeting_a_finishing_pod():
+    """Node "a" is chosen for its one movable pod; during the taint delay a pod annotated
+    on-completion lands on it (it tolerates the taint, or was annotated meanwhile)."""
+    w = two_node_world([pod("pa", "a", 100, grace=10)], options=opts(node_delete_delay_after_taint=5))
+    assert w.start(now=0).started_drain == ["a"]
+    w.snapshot.add_pod(pod("job", "a", 100, annotations=ON_COMPLETION), "a")
+    w.tick(5)  # pa evicted; the job is not
+    w.pod_gone("pa")
+    return w
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_drain_waits_for_an_on_completion_pod_and_the_node_goes_once_it_is_done(phase):
+    w = drain_meeting_a_finishing_pod()
+    # Evictions done at 5, deadline 5 + max-pod-eviction-time (120): the job is waited for.
+    for t in (45, 80, 124):
+        result = w.tick(t)
+        assert (result.deleted, result.failed) == ([], {})
+    assert w.actuator.deletions["a"].phase is Phase.DELAYED
+    assert w.actuator.next_wakeup() == 125
+    done = dataclasses.replace(w.snapshot.pod("uid-default-job"), phase=phase)
+    w.snapshot.update_pod(done)
+    assert w.tick(124.5).deleted == ["a"]
+    assert w.evictions() == [("evict", "default/pa", 10)]  # never the job
+
+
+def test_a_drain_whose_on_completion_pod_outlives_the_deadline_fails_without_evicting_it():
+    w = drain_meeting_a_finishing_pod()
+    assert w.tick(124).failed == {}
+    result = w.tick(125)
+    assert "default/job (safe-to-evict: on-completion) still running" in result.failed["a"]
+    assert ("remove_taint", "a", TO_BE_DELETED_TAINT) in w.actions.calls
+    assert "ScaleDownFailed" in w.actions.reasons()
+    assert w.group.deleted == [] and w.evictions() == [("evict", "default/pa", 10)]
+    # Back with the planner, the node is held until the job is done (BlockedByOnCompletionPod).
+    assert w.plan(now=200).nodes["a"].reason.value == "BlockedByOnCompletionPod"

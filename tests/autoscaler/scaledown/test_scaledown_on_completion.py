@@ -141,8 +141,9 @@ def test_the_on_completion_rule_comes_after_the_controller_check_and_terminal_po
     assert (v.outcome, v.reason) == (outcome, reason)
 
 
-def test_a_drain_under_way_finds_a_home_for_a_running_on_completion_pod():
-    """Once a node is being deleted its drain evicts every pod, the job's too: it needs a home."""
+def test_a_drain_under_way_finds_no_home_for_a_running_on_completion_pod():
+    """A drain never evicts an on-completion pod (it waits for it, or gives up): it needs no home
+    elsewhere, running or done."""
     ctx = DrainContext(RULES, PdbTracker([], [], None), 0.0, index_workloads(WORKLOADS))
-    running, done = job("j", "a"), job("k", "a", phase="Succeeded")
-    assert pods_needing_homes([running, done], ctx) == [running]
+    running, done, moved = job("j", "a"), job("k", "a", phase="Succeeded"), pod("m", "a")
+    assert pods_needing_homes([running, done, moved], ctx) == [moved]

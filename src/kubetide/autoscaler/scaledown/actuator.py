@@ -17,7 +17,10 @@ well-defined phase:
             -occupied-nodes flag says so, best effort;
   WAITING   wait for the evicted pods to disappear, up to the longest grace period
             (min(pod's, max-graceful-termination-sec)) + 30 s;
-  DELAYED   hold while the node carries delay-deletion.cluster-autoscaler.kubernetes.io/*
+  DELAYED   hold while a running pod annotated safe-to-evict "on-completion" is on the node: it
+            is never evicted, it is waited for until the drain's deadline (the later of the
+            eviction deadline and WAITING's), then the deletion fails (oncompletion.py); then
+            hold while the node carries delay-deletion.cluster-autoscaler.kubernetes.io/*
             annotations, up to node-deletion-delay-timeout;
   DELETING  wait for the node group's batch (node-deletion-batcher-interval, counted from the
             first node of the group ready to go; 0: at once), then delete the batch through the
@@ -57,6 +60,7 @@ from kubetide.autoscaler.ports import (
 from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
 from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.oncompletion import running_on_completion
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.surge import Surge
@@ -121,6 +125,8 @@ class NodeDeletion:
     next_attempt: float = 0.0
     wait_until: float = 0.0
     delay_started: float | None = None
+    # While on-completion pods on the node are left to finish: the deadline they have.
+    finishing_until: float | None = None
 
     @property
     def drain(self) -> bool:
@@ -327,6 +333,8 @@ class Actuator:
                 times.append(min(d.next_attempt, d.eviction_deadline) if d.pending else d.next_attempt)
             elif d.phase is Phase.WAITING:
                 times.append(d.wait_until)
+            elif d.phase is Phase.DELAYED and d.finishing_until is not None:
+                times.append(d.finishing_until)
             elif d.phase is Phase.DELAYED and d.delay_started is not None:
                 times.append(d.delay_started + o.node_deletion_delay_timeout)
             elif d.phase is Phase.DELETING:
@@ -391,6 +399,17 @@ class Actuator:
                 return None
             d.phase = Phase.DELAYED
         if d.phase is Phase.DELAYED:
+            finishing = running_on_completion(snapshot.pods_on(d.node).values(), ctx)
+            if finishing:
+                d.finishing_until = max(d.eviction_deadline, d.wait_until)
+                if now < d.finishing_until:
+                    return None
+                keys = ", ".join(sorted(p.key for p in finishing))
+                return (
+                    f"{keys} (safe-to-evict: on-completion) still running at the drain's deadline:"
+                    " left to finish, never evicted"
+                )
+            d.finishing_until = None
             timeout = o.node_deletion_delay_timeout
             if timeout > 0 and has_delay_deletion(snapshot.node(d.node)):
                 if d.delay_started is None:

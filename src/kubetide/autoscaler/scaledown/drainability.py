@@ -19,8 +19,9 @@ counts as an unmovable system pod. The order is the contract; the tests pin it.
  7. no controller, or (with skip-nodes-with-custom-controller-pods) an unknown kind: NotReplicated
  8. kube-system without a PDB, not older than blocking-system-pod-distruption-timeout (1h; at
     exactly the timeout it still blocks): UnmovableKubeSystemPod (only with skip-nodes-with-system-pods)
- 9. safe-to-evict "false", or Karpenter's karpenter.sh/do-not-disrupt "true" (honoured alike, so
-    a pod protected from Karpenter is protected here too): NotSafeToEvictAnnotation
+ 9. safe-to-evict "false", or Karpenter's karpenter.sh/do-not-disrupt while it protects the pod
+    ("true", or a duration not yet run out since the pod started: model/disruption.py; honoured
+    alike, so a pod protected from Karpenter is protected here too): NotSafeToEvictAnnotation
 10. local storage not listed in safe-to-evict-local-volumes: LocalStorageRequested
     (only with skip-nodes-with-local-storage)
 
@@ -43,13 +44,14 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model import Pod, Workload
+from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
+from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # The value of SAFE_TO_EVICT that lets a pod finish rather than be evicted (CA 1.36).
 ON_COMPLETION = "on-completion"
 SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 KUBE_SYSTEM = "kube-system"
 # A terminating pod this long past its grace period is treated as deleted (CA's
 # PodLongTerminatingExtraThreshold).
@@ -220,7 +222,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 9
     if annotation == "false":
         return _NOT_SAFE_TO_EVICT
-    if annotations.get(DO_NOT_DISRUPT) == "true":
+    if DO_NOT_DISRUPT in annotations and do_not_disrupt(pod, ctx.now):
         return _DO_NOT_DISRUPT
     # 10
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
@@ -301,7 +303,8 @@ def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
     """Pods of a node already being drained that will still need a home elsewhere.
 
     The drain is under way, so nothing blocks any more: every pod the rules would move or would
-    have refused to move counts, and so does a running on-completion pod the drain will evict.
+    have refused to move counts. A running on-completion pod does not: the drain never evicts it,
+    it finishes where it is (or the drain gives up at its deadline and the node stays).
     """
     result = []
     for pod in pods:
@@ -309,7 +312,7 @@ def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
             outcome = verdict(pod, ctx).outcome
         except Exception:  # same stance as drain_node: an odd object still needs its home
             outcome = Outcome.BLOCK
-        if outcome is Outcome.MOVE or outcome is Outcome.BLOCK or outcome is Outcome.ON_COMPLETION:
+        if outcome is Outcome.MOVE or outcome is Outcome.BLOCK:
             result.append(pod)
     return result
 
