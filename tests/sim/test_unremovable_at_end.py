@@ -99,7 +99,7 @@ def test_the_report_shows_the_table_and_a_compare_report_one_per_setting():
     document = comparison(busy, 1, list(zip(variants, results, strict=True)))
     page = render_comparison(document, results)
     assert page.count("<h3>own</h3>") == 1 and page.count("<h3>high</h3>") == 1
-    assert "scale-down-utilization-threshold=0.56 would let it go" in page
+    assert "scale-down-utilization-threshold=0.55 would let it go" in page
 
 
 def test_the_most_actionable_nodes_are_listed_first():

@@ -103,7 +103,7 @@ CASES = [
         0,
         "NotUnderutilized",
         ["flag"],
-        "utilization 0.55: 0.05 above the threshold 0.5 (scale-down-utilization-threshold=0.56",
+        "utilization 0.55: 0.05 above the threshold 0.5 (scale-down-utilization-threshold=0.55",
     ),
     (
         "anti-affinity: fits nowhere",

@@ -170,7 +170,7 @@ def test_changes_come_in_the_order_a_user_controls_them(tmp_path):
     assert unblock["removable"] is True
     assert [c["kind"] for c in unblock["changes"]] == ["safe-to-evict", "flag"]
     assert unblock["text"].startswith("2 changes: pod prod/debug is bare")
-    assert unblock["changes"][1]["change"] == "scale-down-utilization-threshold=0.56"
+    assert unblock["changes"][1]["change"] == "scale-down-utilization-threshold=0.55"
     assert removable_after(cluster, unblock["changes"], "a", tmp_path)
     for changes in ([unblock["changes"][0]], [unblock["changes"][1]]):  # neither alone
         assert not removable_after(cluster, changes, "a", tmp_path)
@@ -244,9 +244,9 @@ def test_a_safe_to_evict_answer_is_not_repeated_for_a_pod_named_twice(tmp_path):
 @pytest.mark.parametrize(
     ("threshold", "requests", "suggested"),
     [
-        ("0.5", "2200m", "0.56"),  # 0.55: within 0.1 of the threshold
+        ("0.5", "2200m", "0.55"),  # 0.55: within 0.1 of the threshold, and under at 0.55
         ("0.5", "2440m", None),  # 0.61: more than 0.1 above it
-        ("0.95", "3800m", "0.96"),  # 0.95, at a high threshold
+        ("0.95", "3840m", "0.96"),  # 0.96, just above a high threshold (0.95 itself is under, CA 1.35)
         ("0.95", "3990m", None),  # 0.9975: only a threshold of 1 would do
     ],
     ids=["close", "far", "high threshold", "never 1"],
@@ -269,3 +269,53 @@ def test_a_threshold_is_suggested_only_close_to_the_one_in_effect_and_never_1(
         return
     assert [c["change"] for c in changes] == [f"scale-down-utilization-threshold={suggested}"]
     assert removable_after(cluster, changes, "a", tmp_path)
+
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+def started_at(cluster: Cluster, pod: str, start: str) -> None:
+    item = next(i for i in cluster.items if i["kind"] == "Pod" and i["metadata"]["name"] == pod)
+    item["status"]["startTime"] = start
+
+
+@pytest.mark.parametrize(
+    ("value", "start", "words"),
+    [
+        # started 2026-11-20T00:00Z (the cluster's OLD), 200 h on: 2026-11-28T08:00Z, after NOW
+        ("200h", "2026-11-20T00:00:00Z", "protected until 2026-11-28T08:00:00Z"),
+        ("true", "2026-11-20T00:00:00Z", f'annotated {DO_NOT_DISRUPT}: "true": remove it'),
+        # not started: its protection has not begun to run out (Karpenter's reading)
+        ("200h", None, f'annotated {DO_NOT_DISRUPT}: "200h": remove it'),
+    ],
+    ids=["duration", "true", "duration, not started"],
+)
+def test_a_do_not_disrupt_answer_says_until_when(tmp_path, value, start, words):
+    cluster = two_of_a_group()
+    cluster.replicaset("web", 1)
+    cluster.pod("web-a", "a", app="web", annotations={DO_NOT_DISRUPT: value})
+    if start is not None:
+        started_at(cluster, "web-a", start)
+    status = cluster.plan(tmp_path)["scale_down"]["nodes"]["a"]
+    assert status["reason"] == "BlockedByPod", status
+    assert words in status["unblock"]["text"], status["unblock"]
+
+
+def test_a_do_not_disrupt_duration_that_ran_out_holds_nothing(tmp_path):
+    cluster = two_of_a_group()
+    cluster.replicaset("web", 1)
+    cluster.pod("web-a", "a", app="web", annotations={DO_NOT_DISRUPT: "1h"})
+    started_at(cluster, "web-a", "2026-11-20T00:00:00Z")
+    assert "a" in cluster.plan(tmp_path)["scale_down"]["candidate_set"]
+
+
+def test_a_node_held_by_an_on_completion_pod_is_unneeded_and_says_what_it_waits_for(tmp_path):
+    """CA 1.36's rule: the node stays unneeded (nothing to unblock), its status names the pod."""
+    cluster = two_of_a_group()
+    cluster.pod("batch-1", "a", annotations={SAFE_TO_EVICT: "on-completion"})
+    down = cluster.plan(tmp_path)["scale_down"]
+    status = down["nodes"]["a"]
+    assert status["reason"] == "BlockedByOnCompletionPod", status
+    assert "waits for prod/batch-1 to complete" in status["why"], status
+    assert down["to_delete"] == {"empty": ["b"], "drain": []}, down["to_delete"]
+    assert status["unblock"] is None, status

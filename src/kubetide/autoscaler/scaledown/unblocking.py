@@ -68,8 +68,9 @@ from kubetide.autoscaler.scaledown.unblock import (
     unblock_text,
 )
 from kubetide.clock import Timer
-from kubetide.durations import format_duration
+from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
+from kubetide.model.disruption import do_not_disrupt_until
 from kubetide.scheduling.checker import PredicateChecker
 
 # Nodes answered per call, and the seconds (by the caller's Timer: work offline, the clock in
@@ -747,7 +748,7 @@ def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopIn
     elif reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION and pod.annotations.get(SAFE_TO_EVICT) != "false":
         # Karpenter's do-not-disrupt, honoured like safe-to-evict "false"; safe-to-evict "true"
         # is looked at first, so it lets the pod go either way
-        text = f'pod {pod.key} is annotated {DO_NOT_DISRUPT}: "true": remove it or annotate {safe} if it may move'
+        text = _do_not_disrupt_words(pod, safe)
     elif reason is PodReason.NOT_SAFE_TO_EVICT_ANNOTATION:
         text = f'pod {pod.key} is annotated {SAFE_TO_EVICT}: "false": make it "true" if it may move'
     elif reason is PodReason.UNMOVABLE_KUBE_SYSTEM_POD:
@@ -798,7 +799,8 @@ def _flag(options: AutoscalerOptions, name: str, value: str, why: str, *, words:
 
 
 def _threshold(status: NodeStatus) -> Change:
-    """The smallest threshold, at two decimals, above the node's utilization."""
+    """The smallest threshold, at two decimals, at or above the node's utilization: a node exactly
+    at the threshold is underutilized (CA 1.35 on, as the planner reads it)."""
     util = status.utilization or 0.0
     resource = status.detail.split(" ", 1)[0] if status.detail else "cpu"
     flag = (
@@ -807,8 +809,8 @@ def _threshold(status: NodeStatus) -> Change:
         else "scale-down-utilization-threshold"
     )
     threshold = _threshold_in(status.detail)
-    new = min(1.0, round(math.floor(util * 100 + 1e-9) / 100 + 0.01, 2))
-    shown = f"{util:.2f}" if float(f"{util:.2f}") < new else f"{util:.3f}"  # never "0.64 ... threshold 0.64"
+    new = min(1.0, round(math.ceil(util * 100 - 1e-9) / 100, 2))
+    shown = f"{util:.2f}" if float(f"{util:.2f}") <= new else f"{util:.3f}"  # never "0.65 ... threshold 0.64"
     above = "" if threshold is None else f": {util - threshold:.2f} above the threshold {threshold:g}"
     return Change(
         ChangeKind.FLAG,
@@ -954,3 +956,16 @@ class _ChangedCloud:
     def node_group_for(self, node: Node) -> NodeGroup | None:
         group = self._added.get(node.name) or self._cloud.node_group_for(node)
         return None if group is None else self._groups.get(group.id)
+
+
+def _do_not_disrupt_words(pod: Pod, safe: str) -> str:
+    """Karpenter's do-not-disrupt as the pod carries it: for ever ("true", or a duration not yet
+    started), or until its start time plus the duration (model/disruption.py)."""
+    value = pod.annotations.get(DO_NOT_DISRUPT, "")
+    until = do_not_disrupt_until(pod)
+    if until is None or math.isinf(until):
+        return f'pod {pod.key} is annotated {DO_NOT_DISRUPT}: "{value}": remove it or annotate {safe} if it may move'
+    return (
+        f'pod {pod.key} is protected until {rfc3339(until)} ({DO_NOT_DISRUPT}: "{value}" from its start):'
+        f" it goes after that, or sooner with the annotation removed or {safe}"
+    )
