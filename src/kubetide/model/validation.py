@@ -61,11 +61,32 @@ def dns1123_subdomain_problem(value: str) -> str | None:
     return None
 
 
+# A CronJob's Jobs are named `<cronjob>-<scheduled minute>` (11 more characters) and their pods
+# carry the Job's name as a label value (63 at most): the API server caps CronJob names at 52.
+NAME_MAX = {"CronJob": 52}
+
+
 def object_name_problem(kind: str, name: str) -> str | None:
     """metadata.name of an object of `kind` (never empty: the caller checks that first)."""
+    limit = NAME_MAX.get(kind)
+    if limit is not None and len(name) > limit:
+        return f"must be no more than {limit} characters, got {len(name)}"
     if kind in LABEL_NAMED_KINDS:
         return dns1123_label_problem(name)
     return dns1123_subdomain_problem(name)
+
+
+def path_segment_problem(name: str) -> str | None:
+    """A name that goes into a URL path (an HPA's scaleTargetRef): not empty, `.` or `..`, no
+    `/` or `%`, as the API server's ValidatePathSegmentName has it."""
+    if not name:
+        return "must not be empty"
+    if name in (".", ".."):
+        return f"may not be {name!r}"
+    for bad in ("/", "%"):
+        if bad in name:
+            return f"may not contain {bad!r}"
+    return None
 
 
 @functools.lru_cache(maxsize=16384)
@@ -147,4 +168,18 @@ def duplicate_name(names: list[str]) -> str | None:
         if name in seen:
             return name
         seen.add(name)
+    return None
+
+
+def resource_name_problem(name: str) -> str | None:
+    """A container resource's name (an HPA's Resource metric): a standard one (cpu, memory,
+    ephemeral-storage, hugepages-<size>) or a domain-prefixed qualified name (an extended
+    resource such as example.com/gpu)."""
+    if "/" not in name:
+        if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-"):
+            return None
+        return f'"{name:.80}" is not a standard resource for containers (cpu, memory, ...)'
+    problem = label_key_problem(name)
+    if problem is not None:
+        return f"not a qualified resource name: {problem}"
     return None
