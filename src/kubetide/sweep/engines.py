@@ -184,10 +184,13 @@ class DaskEngine:
                 )
                 client = stack.enter_context(Client(cluster))
             else:
+                check_tls_configured(self.address)
                 try:
                     client = stack.enter_context(Client(self.address, timeout="10s"))
                 except (OSError, TimeoutError) as exc:
                     raise UserError(f"--scheduler-address {self.address}: cannot connect ({exc})") from None
+                except ValueError as exc:  # distributed's address parsing: no port, unknown scheme
+                    raise UserError(f"--scheduler-address {self.address}: not an address ({exc})") from None
                 self.workers = len(client.scheduler_info()["workers"]) or self.workers
             shared = {trace: client.scatter(s, broadcast=True) for trace, s in scenarios.items()}
             futures = {
@@ -202,3 +205,25 @@ class DaskEngine:
                         yield Outcome(futures[future], *future.result())
             finally:
                 client.cancel(list(futures))
+
+
+TLS_SCHEMES = ("tls", "wss")
+TLS_SETTINGS = "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .key"
+
+
+def check_tls_configured(address: str) -> None:
+    """A TLS address needs Dask's TLS configuration (the CA and the client's certificate), which
+    distributed only looks for once it connects, and then fails with a TypeError."""
+    if address.partition("://")[0] not in TLS_SCHEMES:
+        return
+    from distributed.security import Security
+
+    try:
+        context = Security().get_connection_args("client").get("ssl_context")
+    except (OSError, ValueError) as exc:  # a configured file missing or not a certificate
+        raise UserError(f"--scheduler-address {address}: Dask's TLS configuration: {exc}") from None
+    if context is None:
+        raise UserError(
+            f"--scheduler-address {address}: no TLS configuration: set Dask's {TLS_SETTINGS} "
+            "(e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE)"
+        )
