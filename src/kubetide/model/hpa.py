@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, parse_quantity, parse_resource
 from kubetide.model.reader import Reader
-from kubetide.model.validation import int32_problem, path_segment_problem, resource_name_problem
+from kubetide.model.validation import int32_problem, path_segment_problem
 
 # The API server's defaults (pkg/apis/autoscaling/v2/defaults.go): scale up by 100% or 4 pods per
 # 15 s, whichever is more, at once; scale down by up to 100% per 15 s after the downscale window.
@@ -231,9 +231,8 @@ def parse_metric(entry: Reader) -> ResourceMetric | str:
 
 def _resource_metric(metric_type: str, reader: Reader, target: Reader) -> ResourceMetric | str:
     resource = reader.str("name", required=True)
-    problem = resource_name_problem(resource)
-    if problem is not None:
-        raise reader.error(problem, "name")
+    if not resource:  # any other name is taken (the metric then never has a value)
+        raise reader.error("must not be empty", "name")
     if metric_type == "ContainerResource" and not reader.str("container", required=True):
         raise reader.error("must not be empty", "container")
     has_utilization, has_value = target.has("averageUtilization"), target.has("averageValue")
@@ -296,6 +295,10 @@ def _rules(parent: Reader, key: str, default: ScalingRules) -> ScalingRules:
     if select not in SELECT_POLICIES:
         raise reader.error(f'expected one of {", ".join(SELECT_POLICIES)}, got "{select}"', "selectPolicy")
     policies: list[ScalingPolicy] = []
+    if reader.raw("policies") == []:
+        raise reader.error(
+            "must give at least one policy (or leave policies out for the default)", "policies"
+        )
     for entry in reader.items("policies"):
         kind = entry.str("type", required=True)
         if kind not in POLICY_TYPES:

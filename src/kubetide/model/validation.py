@@ -170,16 +170,3 @@ def duplicate_name(names: list[str]) -> str | None:
         seen.add(name)
     return None
 
-
-def resource_name_problem(name: str) -> str | None:
-    """A container resource's name (an HPA's Resource metric): a standard one (cpu, memory,
-    ephemeral-storage, hugepages-<size>) or a domain-prefixed qualified name (an extended
-    resource such as example.com/gpu)."""
-    if "/" not in name:
-        if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-"):
-            return None
-        return f'"{name:.80}" is not a standard resource for containers (cpu, memory, ...)'
-    problem = label_key_problem(name)
-    if problem is not None:
-        return f"not a qualified resource name: {problem}"
-    return None
