@@ -1,6 +1,6 @@
 """Fuzz the CLI: bad input must never break kubetide (issue 13).
 
-`python -m benchmarks.fuzz [--inputs N] [--seed S] [--jobs J] [--timeout SEC] [--save DIR]`
+`python -m benchmarks.fuzz [--inputs N] [--seed S] [--jobs J] [--timeout SEC] [--save DIR] [--new-kinds]`
 
 Hypothesis mutates the bundled examples (scenarios, dumps, node-group and QoS files) and their
 flags, structurally (a value replaced by a nasty one, a key deleted or invented, a list item
@@ -868,12 +868,14 @@ def _wait(pid: int, deadline: float) -> tuple[int, bool]:
 # -- the command -----------------------------------------------------------------------------
 
 
-def campaign(inputs: int, seed: int, jobs: int, timeout: float, save: Path | None) -> Counter[str]:
+def campaign(
+    inputs: int, seed: int, jobs: int, timeout: float, save: Path | None, seeds: tuple[Seed, ...] = SEEDS
+) -> Counter[str]:
     counts: Counter[str] = Counter()
     batch = 250  # generated and run in batches: a case holds its files' bytes
     started = time.monotonic()
     for first in range(0, inputs, batch):
-        batch_cases = generate(min(batch, inputs - first), seed + first)
+        batch_cases = generate(min(batch, inputs - first), seed + first, seeds)
 
         def record(case: Case, result: Result) -> None:
             kind, why = outcome(case, result)
@@ -911,12 +913,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="workers in parallel")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per input (default 60)")
     parser.add_argument("--save", type=Path, help="save each failing input in this directory")
+    parser.add_argument(
+        "--new-kinds",
+        action="store_true",
+        help="mutate only the newer kinds' seeds (CronJobs, HPAs, usage traces, rollouts, addresses)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker()
         return 0
-    counts = campaign(args.inputs, args.seed, args.jobs, args.timeout, args.save)
+    seeds = NEW_KIND_SEEDS if args.new_kinds else SEEDS
+    counts = campaign(args.inputs, args.seed, args.jobs, args.timeout, args.save, seeds)
     print(f"total: {sum(counts.values())} inputs: {_summary(counts)}")
     return 1 if any(counts[name] for name in FAILURES) else 0
 
