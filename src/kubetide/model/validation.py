@@ -169,4 +169,3 @@ def duplicate_name(names: list[str]) -> str | None:
             return name
         seen.add(name)
     return None
-
