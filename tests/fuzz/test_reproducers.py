@@ -246,6 +246,10 @@ NEW_KIND_WARNINGS = {
         new_kinds(usage=USAGE + "0,shop/gone,1\n1m,shop/gone,2\n0,other/nope,1\n"),
         "3 rows of traces/usage.csv name 2 workloads not in spec.objects or spec.events (shop/gone, other/nope)",
     ),
+    "a creationTimestamp in year 1": (  # summary.json's start was written "1-01-01T00:00:00Z"
+        new_kinds(('creationTimestamp: "2026-11-01T00:00:00Z"', 'creationTimestamp: "0001-01-01T00:00:00Z"')),
+        "",
+    ),
     "a lastScheduleTime in year 9999": (
         new_kinds(('lastScheduleTime: "2026-11-01T00:00:00Z"', 'lastScheduleTime: "9999-12-31T23:59:59Z"')),
         "",
