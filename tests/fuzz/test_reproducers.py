@@ -192,6 +192,11 @@ NEW_KIND_REPRODUCERS = {
         new_kinds(),
         "--scheduler-address tcp://:",
     ),
+    "a ucx:// Dask address (no UCX-Py)": (
+        [*SWEEP, "--scheduler-address", "ucx://127.0.0.1:1", "--insecure"],
+        new_kinds(),
+        "--scheduler-address ucx://127.0.0.1:1: unsupported scheme 'ucx'",
+    ),
     # silent accepts: what the API server refuses
     "HPA minReplicas 0": (SIMULATE, new_kinds(("minReplicas: 2", "minReplicas: 0")), "spec.minReplicas"),
     "HPA maxReplicas 2^31": (

@@ -184,7 +184,7 @@ class DaskEngine:
                 )
                 client = stack.enter_context(Client(cluster))
             else:
-                check_tls_configured(self.address)
+                check_address(self.address)
                 try:
                     client = stack.enter_context(Client(self.address, timeout="10s"))
                 except (OSError, TimeoutError) as exc:
@@ -207,14 +207,24 @@ class DaskEngine:
                 client.cancel(list(futures))
 
 
+# The transports distributed connects by here: its ucx:// needs UCX-Py, without which it fails
+# with a TypeError (inproc:// reaches a scheduler in this process: tests, notebooks).
+SCHEMES = ("tcp", "tls", "ws", "wss", "inproc")
 TLS_SCHEMES = ("tls", "wss")
 TLS_SETTINGS = "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .key"
 
 
-def check_tls_configured(address: str) -> None:
-    """A TLS address needs Dask's TLS configuration (the CA and the client's certificate), which
-    distributed only looks for once it connects, and then fails with a TypeError."""
-    if address.partition("://")[0] not in TLS_SCHEMES:
+def check_address(address: str) -> None:
+    """A scheduler address distributed can connect to from here; a TLS one needs Dask's TLS
+    configuration (the CA and the client's certificate), which distributed only looks for once
+    it connects, and then fails with a TypeError."""
+    scheme, separator, _ = address.partition("://")
+    if separator and scheme not in SCHEMES:
+        schemes = ", ".join(f"{name}://" for name in SCHEMES)
+        raise UserError(
+            f"--scheduler-address {address}: unsupported scheme {scheme!r:.40} (expected {schemes})"
+        )
+    if scheme not in TLS_SCHEMES:
         return
     from distributed.security import Security
 
