@@ -1,6 +1,6 @@
 """Fuzz the CLI: bad input must never break kubetide (issue 13).
 
-`python -m benchmarks.fuzz [--inputs N] [--seed S] [--jobs J] [--timeout SEC] [--save DIR]`
+`python -m benchmarks.fuzz [--inputs N] [--seed S] [--jobs J] [--timeout SEC] [--save DIR] [--new-kinds]`
 
 Hypothesis mutates the bundled examples (scenarios, dumps, node-group and QoS files) and their
 flags, structurally (a value replaced by a nasty one, a key deleted or invented, a list item
@@ -69,10 +69,45 @@ class Seed:
     extra: dict[str, Path] = field(default_factory=dict)  # read, never mutated (a trace CSV)
 
 
+FUZZ_SEEDS = Path(__file__).resolve().parent / "fuzz_seeds"
+# Every trace a seed scenario names, by its name relative to the scenario.
+TRACES = {
+    "traces/frontend-morning.csv": EXAMPLES / "traces/frontend-morning.csv",
+    "traces/night-usage.csv": EXAMPLES / "traces/night-usage.csv",
+    "traces/usage.csv": FUZZ_SEEDS / "traces/usage.csv",
+}
+USAGE_TRACES = ("traces/night-usage.csv", "traces/usage.csv")
+SIMULATE_ARGV = ("simulate", "s.yaml", "--duration", SIMULATED, "--no-report", "--json", "--out", "out")
+NEW_KINDS = FUZZ_SEEDS / "new-kinds.yaml"  # a CronJob, an HPA, a usage trace, rollout events
+
+
 def _scenario(path: Path) -> Seed:
-    extra = {"traces/frontend-morning.csv": EXAMPLES / "traces/frontend-morning.csv"}
-    argv = ("simulate", "s.yaml", "--duration", SIMULATED, "--no-report", "--json", "--out", "out")
-    return Seed("simulate", argv, {"s.yaml": path}, extra)
+    return Seed("simulate", SIMULATE_ARGV, {"s.yaml": path}, dict(TRACES))
+
+
+# The seeds of the newer input kinds: the new-kinds scenario, the demo asking a gRPC expander at an
+# address (no service listens: every scale-up falls back, as CA's does), and a Dask sweep's
+# scheduler address (no scheduler either: the address is refused or the connection fails).
+GRPC_URL = "--set=grpc-expander-url=127.0.0.1:1"
+SWEEP_ADDRESS = "tls://127.0.0.1:8786"
+NEW_KIND_SEEDS: tuple[Seed, ...] = (
+    _scenario(NEW_KINDS),
+    Seed(
+        "simulate",
+        (*SIMULATE_ARGV, "--set=expander=grpc", GRPC_URL, "--set=grpc-expander-cert=cert.pem"),
+        {"s.yaml": ROOT / "src/kubetide/data/scenarios/demo.yaml"},
+        {"cert.pem": FUZZ_SEEDS / "expander-cert.pem"},
+    ),
+    Seed(
+        "sweep",
+        (
+            *("sweep", "s.yaml", "--engine", "dask", "--scheduler-address", SWEEP_ADDRESS),
+            *("--seeds", "1", "--duration", "1m", "--json", "--out", "out"),
+        ),
+        {"s.yaml": NEW_KINDS},
+        dict(TRACES),
+    ),
+)
 
 
 SEEDS: tuple[Seed, ...] = (
@@ -98,6 +133,7 @@ SEEDS: tuple[Seed, ...] = (
         ("qos", "node.yaml", "--nodeqos", "nodeqos.yaml", "--json"),
         {"node.yaml": EXAMPLES / "qos/node-state.yaml", "nodeqos.yaml": EXAMPLES / "qos/nodeqos.yaml"},
     ),
+    *NEW_KIND_SEEDS,
 )
 
 _DOCUMENTS: dict[Path, list[Any]] = {}
@@ -172,14 +208,175 @@ BROKEN_CSV = (
     b"",
 )
 BAD_PATHS = ("/dev/null/x", "/proc/self/x", "s.yaml", "missing.yaml", ".", "/")
+BROKEN_USAGE_CSV = (
+    b"time,workload,cpu\n0,shop/web," + b"9" * 140_000 + b"\n",  # over the csv module's field limit
+    b"time,workload,cpu\n0,shop/gone,100m\n0,other/nope,1\n0,shop/web,200m\n",  # names nothing
+    b"time,workload,cpu\n0,web,100m\n",
+    b"time,workload,cpu\n0,shop/web,-1\n",
+    b"time,workload,cpu\n0,shop/web,1e100\n",
+    b"time,workload,cpu\nnan,shop/web,1\n",
+    b"time,workload,cpu\n5,shop/web,1\n1,shop/web,1\n",
+    b"time,workload,workload\n0,shop/web,1\n",
+    b'time,workload,cpu\n0,"shop/web\n',
+    b"time,workload,cpu\n0,shop/web,1\x00\n",
+    b"time,workload,memory,cpu\n100000h,shop/web,1Ei,1\n",
+    b"# only a comment\n",
+)
+# Values for fields of the newer kinds, by the field's name: a `domain` mutation puts one where a
+# field of that name is (a CronJob's schedule, an HPA's bounds, a rollout's surge, ...).
+FAR_TIMES = (
+    "9999-12-31T23:59:59Z",
+    "9999-12-31T23:59:59+14:00",
+    "0001-01-01T00:00:00Z",
+    "10000-01-01T00:00:00Z",
+    "1970-01-01T00:00:00Z",
+    "2262-04-11T23:47:17Z",
+    "2026-11-01T00:00:00.999999999Z",
+    "2026-13-01T00:00:00Z",
+)
+DOMAIN_VALUES: dict[str, tuple[Any, ...]] = {
+    "schedule": (
+        "0 0 31 2 *",
+        "0 0 30 2 *",
+        "0 0 29 2 *",
+        "0 0 31 4,6,9,11 *",
+        "0 0 31 2 1",
+        "@every 0s",
+        "@every 1ns",
+        "@every 100000h",
+        "@every -5m",
+        "@yearly",
+        "@reboot",
+        "TZ=UTC 0 * * * *",
+        "CRON_TZ=Europe/Paris 0 * * * *",
+        "* * * * * *",
+        "61 * * * *",
+        "*/0 * * * *",
+        "0-59/1 0-23 1-31 1-12 0-6",
+        "H * * * *",
+        "0 0 L * *",
+        "",
+    ),
+    "timeZone": ("Bogus/Zone", "UTC", "", "Etc/GMT+14", "../../etc/passwd", "Europe/Paris "),
+    "lastScheduleTime": FAR_TIMES,
+    "lastSuccessfulTime": FAR_TIMES,
+    "lastScaleTime": FAR_TIMES,
+    "creationTimestamp": FAR_TIMES,
+    "startingDeadlineSeconds": (0, -1, 2**31, 2**63 - 1, 1),
+    "concurrencyPolicy": ("Forbid", "Replace", "Bogus", ""),
+    "minReplicas": (0, 1, -1, 2**31, 2**31 - 1),
+    "maxReplicas": (0, 1, 2**31, 2**31 - 1, 100_001),
+    "averageUtilization": (0, -1, 1, 1000, 2**31),
+    "averageValue": ("0", "-1", "1e100", "9999999999Ei", "1n", "abc"),
+    "metrics": (
+        [],
+        [{"type": "Bogus"}],
+        [
+            {
+                "type": "Pods",
+                "pods": {"metric": {"name": "q"}, "target": {"type": "AverageValue", "averageValue": "1"}},
+            }
+        ],
+        [
+            {
+                "type": "External",
+                "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "3"}},
+            }
+        ],
+        [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "ephemeral-storage",
+                    "target": {"type": "AverageValue", "averageValue": "1Gi"},
+                },
+            }
+        ],
+        [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 50, "averageValue": "1"},
+                },
+            }
+        ],
+        [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Value", "averageValue": "100m"}},
+            }
+        ],
+        [
+            {
+                "type": "ContainerResource",
+                "containerResource": {
+                    "name": "cpu",
+                    "container": "web",
+                    "target": {"type": "Utilization", "averageUtilization": 50},
+                },
+            }
+        ],
+    ),
+    "scaleTargetRef": (
+        {"kind": "Deployment", "name": ""},
+        {"kind": "", "name": "web"},
+        {"kind": "Deployment", "name": "a/b"},
+        {"kind": "Deployment", "name": "missing"},
+        {"kind": "StatefulSet", "name": "web"},
+    ),
+    "stabilizationWindowSeconds": (0, 3600, 3601, -1),
+    "periodSeconds": (0, 1800, 1801),
+    "maxSurge": (0, "0%", 2**31, "150%", "101%", "-1%", "abc", "9" * 30 + "%"),
+    "maxUnavailable": (0, "0%", "100%", "101%", 2**31, "-5%", "5.5%"),
+    "minAvailable": (0, "100%", "101%", 2**31, "-5%"),
+    "revisionHistoryLimit": (-1, 0, 2**31),
+    "progressDeadlineSeconds": (0, 1, 5, -1, 2**31),
+    "minReadySeconds": (600, 599, -1, 2**31),
+    "restartPolicy": ("Always", "OnFailure", "Never", "Bogus"),
+    "images": ({"web": ""}, {"nope": "x:1"}, {}, {"web": "a" * 5000}),
+    "at": ("0s", "-1m", "100000h", "1ns", "29m59s"),
+    "name": ("a" * 52, "a" * 53, "a" * 64, "A", "a/b", ""),
+}
+# Where the sweep and gRPC seeds' addresses go, and what they become.
+NASTY_ADDRESSES = (
+    "tls://127.0.0.1:8786",
+    "tls://127.0.0.1:1",
+    "tls://",
+    "tls://:",
+    "tls://[::1",
+    "tls://host:99999",
+    "wss://127.0.0.1:1",
+    "tcp://127.0.0.1:1",
+    "tcp://:",
+    "inproc://x",
+    "ucx://127.0.0.1:1",
+    "bogus://x",
+    "127.0.0.1",
+    "",
+    "ünï://x:1",
+    "tls://" + "a" * 5000 + ":1",
+)
+NASTY_GRPC_URLS = (
+    "127.0.0.1:1",
+    "",
+    "::::",
+    "[::1",
+    "host:99999",
+    "dns:///x",
+    "unix:/nonexist",
+    "ünï:1",
+    "a" * 5000,
+)
 
 
-def cases():  # -> SearchStrategy[Case]; hypothesis is imported late so the worker never loads it
+def cases(seeds: tuple[Seed, ...] = SEEDS):  # -> SearchStrategy[Case]; hypothesis is imported
+    # late so the worker never loads it
     from hypothesis import strategies as st
 
     @st.composite
     def build(draw) -> Case:
-        seed = draw(st.sampled_from(SEEDS))
+        seed = draw(st.sampled_from(seeds))
         documents = {name: copy.deepcopy(_documents(path)) for name, path in seed.files.items()}
         case = Case(
             seed=f"{seed.command} {', '.join(p.name for p in seed.files.values())}",
@@ -189,8 +386,13 @@ def cases():  # -> SearchStrategy[Case]; hypothesis is imported late so the work
         )
         texts: dict[str, bytes] = {}
         for _ in range(draw(st.integers(1, 3))):
-            kind = draw(st.sampled_from(("structure",) * 6 + ("text", "flag", "aside")))
-            if kind == "structure":
+            kind = draw(st.sampled_from(("structure",) * 6 + ("domain",) * 3 + ("text", "flag", "aside")))
+            if kind == "domain":
+                name = draw(st.sampled_from(sorted(documents)))
+                case.mutations.append(f"{name}: {_mutate_domain(draw, documents[name])}")
+            elif kind == "flag" and (seed.command == "sweep" or GRPC_URL in case.argv):
+                case.mutations.append(_mutate_address(draw, case.argv))
+            elif kind == "structure":
                 name = draw(st.sampled_from(sorted(documents)))
                 case.mutations.append(f"{name}: {_mutate_structure(draw, documents[name])}")
             elif kind == "text":
@@ -203,7 +405,8 @@ def cases():  # -> SearchStrategy[Case]; hypothesis is imported late so the work
             else:  # a file made a directory, or a file the seed only reads (a trace) broken
                 name = draw(st.sampled_from(sorted([*seed.files, *seed.extra])))
                 if name in seed.extra and draw(st.booleans()):
-                    case.files[name] = draw(st.sampled_from(BROKEN_CSV))
+                    broken = BROKEN_USAGE_CSV if name in USAGE_TRACES else BROKEN_CSV
+                    case.files[name] = draw(st.sampled_from(broken))
                     case.mutations.append(f"{name}: broken CSV")
                 else:
                     case.directories.append(name)
@@ -211,10 +414,13 @@ def cases():  # -> SearchStrategy[Case]; hypothesis is imported late so the work
                     case.broken_file = name
         for name, docs in documents.items():
             as_json = draw(st.booleans()) if len(docs) == 1 else False
-            case.files[name] = texts.get(name) or _serialize(docs, as_json)
+            # (an empty text is a text: `or` would put the unbroken documents back)
+            case.files[name] = texts[name] if name in texts else _serialize(docs, as_json)
         for name in case.directories:
             case.files.pop(name, None)
-        if any(not m.startswith(f"{case.broken_file}: ") for m in case.mutations):
+        if seed.command == "sweep" or any(not m.startswith(f"{case.broken_file}: ") for m in case.mutations):
+            # (no scheduler answers the sweep's address: a scenario that survived its breaking, a
+            # cut that is still YAML, is followed by an error naming the address, not the file)
             case.broken_file = None
         return case
 
@@ -295,6 +501,39 @@ def _mutate_structure(draw, documents: list[Any]) -> str:
         return f"{where} nested {depth} deep"
     parent[key] = str(parent[key]) if not isinstance(parent[key], str) else {"value": parent[key]}
     return f"{where} changes type"
+
+
+def _mutate_domain(draw, documents: list[Any]) -> str:
+    """A field of the newer kinds given a value of its own domain (a schedule that never fires, a
+    time in year 9999, minReplicas 0, ...); where the documents have no such field, a structure
+    mutation instead."""
+    from hypothesis import strategies as st
+
+    paths = [p for p in _paths(documents) if p and isinstance(p[-1], str) and p[-1] in DOMAIN_VALUES]
+    if not paths:
+        return _mutate_structure(draw, documents)
+    path = draw(st.sampled_from(paths))
+    parent = documents
+    for key in path[:-1]:
+        parent = parent[key]
+    value = copy.deepcopy(draw(st.sampled_from(DOMAIN_VALUES[path[-1]])))
+    parent[path[-1]] = value
+    return f"{'/'.join(map(str, path))} = {_short(value)}"
+
+
+def _mutate_address(draw, argv: list[str]) -> str:
+    """The Dask scheduler's or the gRPC expander's address replaced, --insecure maybe added."""
+    from hypothesis import strategies as st
+
+    if "--scheduler-address" in argv:
+        index = argv.index("--scheduler-address") + 1
+        argv[index] = draw(st.sampled_from(NASTY_ADDRESSES))
+        if draw(st.booleans()):
+            argv.append("--insecure")
+        return f"--scheduler-address {_short(argv[index])}{' --insecure' if argv[-1] == '--insecure' else ''}"
+    index = argv.index(GRPC_URL)
+    argv[index] = f"--set=grpc-expander-url={draw(st.sampled_from(NASTY_GRPC_URLS))}"
+    return f"{_short(argv[index])}"
 
 
 def _broken_text(draw, documents: list[Any]) -> tuple[bytes, str]:
@@ -529,9 +768,9 @@ def draw(strategy: Any, count: int, seed: int) -> list[Any]:
     return found[:count]
 
 
-def generate(count: int, seed: int) -> list[Case]:
-    """`count` inputs, the same ones for the same seed."""
-    return draw(cases(), count, seed)
+def generate(count: int, seed: int, seeds: tuple[Seed, ...] = SEEDS) -> list[Case]:
+    """`count` inputs, the same ones for the same seed (mutations of `seeds`, by default all)."""
+    return draw(cases(seeds), count, seed)
 
 
 # -- the worker ------------------------------------------------------------------------------
@@ -576,11 +815,17 @@ def _run_in_child(
             "code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) and not timed_out else None,
             "timed_out": timed_out,
-            "stderr": (directory / ".stderr").read_text(errors="replace")[:4000],
+            "stderr": _kept_lines((directory / ".stderr").read_text(errors="replace")),
             "seconds": time.monotonic() - started,
         }
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _kept_lines(stderr: str) -> str:
+    """What is kept of a child's stderr: every line, each cut at 300 characters (a warning that
+    quotes a 5,000-character value would otherwise push the error line out of a cut at a size)."""
+    return "\n".join(line[:300] for line in stderr.splitlines()[:200])
 
 
 def _child(main: Callable, argv: list[str], directory: Path, timeout: float) -> None:
@@ -625,12 +870,14 @@ def _wait(pid: int, deadline: float) -> tuple[int, bool]:
 # -- the command -----------------------------------------------------------------------------
 
 
-def campaign(inputs: int, seed: int, jobs: int, timeout: float, save: Path | None) -> Counter[str]:
+def campaign(
+    inputs: int, seed: int, jobs: int, timeout: float, save: Path | None, seeds: tuple[Seed, ...] = SEEDS
+) -> Counter[str]:
     counts: Counter[str] = Counter()
     batch = 250  # generated and run in batches: a case holds its files' bytes
     started = time.monotonic()
     for first in range(0, inputs, batch):
-        batch_cases = generate(min(batch, inputs - first), seed + first)
+        batch_cases = generate(min(batch, inputs - first), seed + first, seeds)
 
         def record(case: Case, result: Result) -> None:
             kind, why = outcome(case, result)
@@ -668,12 +915,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="workers in parallel")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per input (default 60)")
     parser.add_argument("--save", type=Path, help="save each failing input in this directory")
+    parser.add_argument(
+        "--new-kinds",
+        action="store_true",
+        help="mutate only the newer kinds' seeds (CronJobs, HPAs, usage traces, rollouts, addresses)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker()
         return 0
-    counts = campaign(args.inputs, args.seed, args.jobs, args.timeout, args.save)
+    seeds = NEW_KIND_SEEDS if args.new_kinds else SEEDS
+    counts = campaign(args.inputs, args.seed, args.jobs, args.timeout, args.save, seeds)
     print(f"total: {sum(counts.values())} inputs: {_summary(counts)}")
     return 1 if any(counts[name] for name in FAILURES) else 0
 

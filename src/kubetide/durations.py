@@ -66,7 +66,8 @@ def format_duration(seconds: float) -> str:
 def rfc3339(moment: float, *, keep_fraction: bool = False) -> str:
     """Unix seconds as RFC 3339 in UTC: at whole seconds (how metav1.Time is written), or with
     keep_fraction, with the microseconds when there are any (as metav1.MicroTime is)."""
+    # isoformat, not strftime: glibc's %Y writes year 1 as "1", which no RFC 3339 reader takes.
     if not keep_fraction:
-        return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    exact = datetime.fromtimestamp(moment, UTC)
-    return exact.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if exact.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(math.floor(moment), UTC).replace(tzinfo=None).isoformat() + "Z"
+    exact = datetime.fromtimestamp(moment, UTC).replace(tzinfo=None)
+    return exact.isoformat(timespec="microseconds" if exact.microsecond else "seconds") + "Z"

@@ -100,6 +100,8 @@ def workload(kind: str) -> dict:
     if kind == "Job":
         spec.update(parallelism=2, completions=6, backoffLimit=4)
         del spec["selector"]  # the Job's selector is its template's labels then
+        spec["template"] = copy.deepcopy(TEMPLATE)
+        spec["template"]["spec"]["restartPolicy"] = "Never"  # a Job's pods end
     return {
         "apiVersion": "batch/v1" if kind == "Job" else "apps/v1",
         "kind": kind,
@@ -135,7 +137,11 @@ CRONJOB = {
         "failedJobsHistoryLimit": 2,
         "jobTemplate": {
             "metadata": {"labels": {"job": "report"}, "annotations": {"a": "b"}},
-            "spec": {"parallelism": 1, "completions": 1, "template": copy.deepcopy(TEMPLATE)},
+            "spec": {
+                "parallelism": 1,
+                "completions": 1,
+                "template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "OnFailure"}},
+            },
         },
     },
     "status": {"lastScheduleTime": "2026-11-01T01:00:00Z", "lastSuccessfulTime": "2026-11-01T01:01:00Z"},
@@ -306,7 +312,13 @@ def test_a_template_keeps_its_hash_and_a_deployment_its_text():
             {
                 "kind": "DaemonSet",
                 "metadata": {"name": "ds"},
-                "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "ds"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "ds"}},
+                        "spec": {"containers": [{"name": "c"}]},
+                    },
+                },
             },
         ),
         (

@@ -343,3 +343,33 @@ def test_grid_flags_are_checked_and_warned_of_once_per_flag():
     assert len(settings) == 8
     assert [w.split(":")[0] for w in warnings] == ["--grid startup-taint", "--grid kubeconfig"]
     assert "approximated" in warnings[0] and "ignored, an infrastructure flag" in warnings[1]
+
+
+@pytest.mark.parametrize(
+    ("tls", "message"),
+    [
+        ({}, "no TLS configuration: set Dask's distributed.comm.tls.ca-file"),
+        (
+            {"ca-file": "missing-ca.pem", "client.cert": "missing-cert.pem", "client.key": "missing-key.pem"},
+            "Dask's TLS configuration: [Errno 2] No such file or directory",
+        ),
+        (
+            {"ca-file": "not-a-certificate.pem", "client.cert": "not-a-certificate.pem"},
+            "Dask's TLS configuration:",
+        ),
+    ],
+)
+def test_a_tls_address_without_a_usable_dask_tls_configuration_is_one_line(tmp_path, capsys, tls, message):
+    """distributed only reads its TLS settings when it connects, and without them raised a
+    TypeError (issue 36); kubetide checks them before connecting."""
+    import dask
+
+    (tmp_path / "not-a-certificate.pem").write_text("not a certificate\n")
+    settings = {f"distributed.comm.tls.{key}": str(tmp_path / name) for key, name in tls.items()}
+    with dask.config.set(settings):
+        args = ["--engine", "dask", "--scheduler-address", "tls://127.0.0.1:1"]
+        code = main(["sweep", str(SMALL), "--out", str(tmp_path / "out"), *GRID, "--seed-list", "1", *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"kubetide: error: --scheduler-address tls://127.0.0.1:1: {message}" in err
+    assert err.count("kubetide: error:") == 1 and "Traceback" not in err

@@ -9,9 +9,10 @@ as the API server refuses them.
 
 from __future__ import annotations
 
+import math
 import zoneinfo
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from kubetide.durations import parse_duration
 from kubetide.model.meta import ObjectMeta, parse_meta
@@ -22,19 +23,34 @@ CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
+# Where parse_schedule looks for a first firing: any fixed time does (a schedule that never fires,
+# `0 0 31 2 *`, fires from no start), and decision code reads no clock.
+_PROBE_START = datetime(2000, 1, 1, tzinfo=UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule:
     text: str
     every: float | None = None  # @every <duration>: seconds
+    # False for a date that never comes (`0 0 31 2 *`): the API server takes it, as robfig/cron
+    # parses it, and the controller never starts a Job of it.
+    fires: bool = True
 
     def next_after(self, t: float, zone: str) -> float:
-        """The first scheduled time strictly after Unix time `t`, in time zone `zone`."""
+        """The first scheduled time strictly after Unix time `t`, in time zone `zone`; infinity when
+        there is none (a schedule that never fires, or none before the end of year 9999, where a
+        `status.lastScheduleTime` of 9999-12-31 starts the search)."""
         if self.every is not None:
             return t + self.every
-        from croniter import croniter  # here: the loader imports this module for every dump
+        if not self.fires:
+            return math.inf
+        from croniter import CroniterBadDateError, croniter  # here: the loader imports this module
 
-        start = datetime.fromtimestamp(t, zoneinfo.ZoneInfo(zone))
-        return float(croniter(self.text, start).get_next(float))
+        try:
+            start = datetime.fromtimestamp(t, zoneinfo.ZoneInfo(zone))
+            return float(croniter(self.text, start).get_next(float))
+        except (CroniterBadDateError, OverflowError, ValueError, OSError):
+            return math.inf
 
     def most_recent(self, after: float, until: float, zone: str) -> tuple[float | None, int]:
         """(the latest scheduled time in (after, until], how many there are, counted up to 101
@@ -66,11 +82,25 @@ def parse_schedule(text: str) -> Schedule:
         return Schedule(text)
     if len(text.split()) != 5:
         raise ValueError(f'"{text}": expected 5 fields (minute hour day-of-month month day-of-week)')
-    from croniter import croniter
+    from croniter import CroniterBadDateError, croniter
 
     if not croniter.is_valid(text):
         raise ValueError(f'"{text}" is not a valid cron schedule')
+    try:
+        croniter(text, _PROBE_START).get_next(float)
+    except CroniterBadDateError:
+        return Schedule(text, fires=False)
     return Schedule(text)
+
+
+def never_fires_warning(cronjob: CronJob, source: str) -> str | None:
+    """A warning for a CronJob whose schedule names a date that never comes, or None."""
+    if cronjob.schedule.fires:
+        return None
+    return (
+        f'{source}: CronJob {cronjob.meta.key}: spec.schedule "{cronjob.schedule.text}" names a date '
+        "that never comes: the CronJob never starts a Job"
+    )
 
 
 def check_time_zone(name: str) -> None:

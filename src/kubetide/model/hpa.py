@@ -14,12 +14,22 @@ from dataclasses import dataclass
 from kubetide.model.meta import ObjectMeta, parse_meta
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, parse_quantity, parse_resource
 from kubetide.model.reader import Reader
+from kubetide.model.validation import int32_problem, path_segment_problem
 
 # The API server's defaults (pkg/apis/autoscaling/v2/defaults.go): scale up by 100% or 4 pods per
 # 15 s, whichever is more, at once; scale down by up to 100% per 15 s after the downscale window.
 DEFAULT_CPU_UTILIZATION = 80
 SELECT_POLICIES = ("Max", "Min", "Disabled")
 POLICY_TYPES = ("Pods", "Percent")
+# spec.metrics[].type -> the field holding its source (the API server wants that one, no other)
+METRIC_SOURCES = {
+    "Object": "object",
+    "Pods": "pods",
+    "Resource": "resource",
+    "ContainerResource": "containerResource",
+    "External": "external",
+}
+TARGET_TYPES = ("Utilization", "Value", "AverageValue")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,28 +105,55 @@ class HorizontalPodAutoscaler:
         return f"{self.target_kind}/{self.meta.namespace}/{self.target_name}"
 
 
+def inaction_warning(hpa: HorizontalPodAutoscaler, source: str) -> str | None:
+    """A warning for an HPA the simulated controller cannot act on as upstream's would, or None.
+
+    With no metric the simulator can read, every sync fails (upstream's FailedGetPodsMetric and
+    kin): the replicas never move. With some, the unreadable ones still stop every scale-down, as
+    upstream refuses to scale down while a metric is invalid."""
+    if not hpa.unsupported_metrics:
+        return None
+    kinds = " and ".join(sorted(set(hpa.unsupported_metrics)))
+    target = f"{hpa.target_kind} {hpa.namespace}/{hpa.target_name}"
+    if not hpa.metrics:
+        effect = f"it never scales {target}"
+    else:
+        effect = f"it scales {target} up on its Resource metrics but never down"
+    return (
+        f"{source}: HorizontalPodAutoscaler {hpa.meta.key}: the simulator has no source for "
+        f"{kinds} metrics: {effect}"
+    )
+
+
 def parse_hpa(reader: Reader) -> HorizontalPodAutoscaler:
     meta = parse_meta(reader, "HorizontalPodAutoscaler", namespaced=True)
     spec = reader.child("spec")
     ref = spec.child("scaleTargetRef")
     kind = ref.str("kind", required=True)
     name = ref.str("name", required=True)
+    for key, value in (("kind", kind), ("name", name)):
+        problem = path_segment_problem(value)
+        if problem is not None:
+            raise ref.error(problem, key)
     min_replicas = spec.int("minReplicas", default=1)
     max_replicas = spec.int("maxReplicas", required=True)
-    if min_replicas < 0:
-        raise spec.error(f"must be non-negative, got {min_replicas}", "minReplicas")
-    if max_replicas < max(min_replicas, 1):
-        raise spec.error(
-            f"must be at least minReplicas ({min_replicas}) and 1, got {max_replicas}", "maxReplicas"
-        )
+    for key, count in (("minReplicas", min_replicas), ("maxReplicas", max_replicas)):
+        problem = int32_problem(count)
+        if problem is not None:
+            raise spec.error(problem, key)
+    if min_replicas < 1:
+        # 0 only with the alpha HPAScaleToZero feature gate, off unless a cluster turns it on.
+        raise spec.error(f"must be at least 1, got {min_replicas}", "minReplicas")
+    if max_replicas < min_replicas:
+        raise spec.error(f"must be at least minReplicas ({min_replicas}), got {max_replicas}", "maxReplicas")
     metrics: list[ResourceMetric] = []
     unsupported: list[str] = []
     for entry in spec.items("metrics"):
-        metric_type = entry.str("type", required=True)
-        if metric_type != "Resource":
-            unsupported.append(metric_type)
-            continue
-        metrics.append(_resource_metric(entry.child("resource")))
+        metric = parse_metric(entry)
+        if isinstance(metric, str):
+            unsupported.append(metric)
+        else:
+            metrics.append(metric)
     if not metrics and not unsupported:
         metrics.append(ResourceMetric(CPU, utilization=DEFAULT_CPU_UTILIZATION))
     behavior = parse_behavior(spec.child("behavior")) if spec.has("behavior") else None
@@ -154,25 +191,79 @@ def parse_hpa(reader: Reader) -> HorizontalPodAutoscaler:
     )
 
 
-def _resource_metric(reader: Reader) -> ResourceMetric:
-    resource = reader.str("name", required=True)
-    if resource not in (CPU, MEMORY):
-        raise reader.error(f'expected cpu or memory, got "{resource}"', "name")
+def parse_metric(entry: Reader) -> ResourceMetric | str:
+    """One spec.metrics entry, checked as the API server checks it: a Resource metric of cpu or
+    memory, or the type of one the simulator has no source for ("Pods", "Resource
+    ephemeral-storage")."""
+    metric_type = entry.str("type", required=True)
+    source = METRIC_SOURCES.get(metric_type)
+    if source is None:
+        expected = ", ".join(METRIC_SOURCES)
+        raise entry.error(f'unsupported metric type "{metric_type}" (expected {expected})', "type")
+    if not entry.has(source):
+        raise entry.error(f"required for a metric of type {metric_type}", source)
+    for other in METRIC_SOURCES.values():
+        if other != source and entry.has(other):
+            raise entry.error(f"may not be given in a metric of type {metric_type}", other)
+    reader = entry.child(source)
     target = reader.child("target")
-    target_type = target.str("type", required=True)
-    if target_type == "Utilization":
-        utilization = target.int("averageUtilization", required=True)
-        if utilization <= 0:
+    _check_target(target)
+    if metric_type in ("Resource", "ContainerResource"):
+        return _resource_metric(metric_type, reader, target)
+    described = reader.child("metric")
+    if not described.str("name", required=True):
+        raise described.error("must not be empty", "name")
+    if metric_type == "Object":
+        obj = reader.child("describedObject")
+        for key in ("kind", "name"):
+            problem = path_segment_problem(obj.str(key, required=True))
+            if problem is not None:
+                raise obj.error(problem, key)
+    if metric_type == "Pods":
+        if not target.has("averageValue"):
+            raise target.error("required for a Pods metric", "averageValue")
+    elif not target.has("value") and not target.has("averageValue"):
+        raise target.error(f"required for an {metric_type} metric: value or averageValue", "value")
+    if metric_type == "Object" and target.has("value") and target.has("averageValue"):
+        raise target.error("may not be given with value", "averageValue")
+    return metric_type
+
+
+def _resource_metric(metric_type: str, reader: Reader, target: Reader) -> ResourceMetric | str:
+    resource = reader.str("name", required=True)
+    if not resource:  # any other name is taken (the metric then never has a value)
+        raise reader.error("must not be empty", "name")
+    if metric_type == "ContainerResource" and not reader.str("container", required=True):
+        raise reader.error("must not be empty", "container")
+    has_utilization, has_value = target.has("averageUtilization"), target.has("averageValue")
+    if not has_utilization and not has_value:
+        raise target.error("required: a target averageUtilization or averageValue", "averageUtilization")
+    if has_utilization and has_value:
+        raise target.error("may not be given with averageUtilization", "averageValue")
+    if metric_type == "ContainerResource" or resource not in (CPU, MEMORY):
+        return f"{metric_type} {resource}"
+    # The controller goes by which field is set, whatever the target's type says.
+    if has_value:
+        return ResourceMetric(resource, average_value=_quantity(target, "averageValue", resource))
+    return ResourceMetric(resource, utilization=target.int("averageUtilization", required=True))
+
+
+def _check_target(target: Reader) -> None:
+    """A MetricTarget: its type, and every value given positive (validateMetricTarget)."""
+    kind = target.str("type", required=True)
+    if kind not in TARGET_TYPES:
+        raise target.error(f'expected {", ".join(TARGET_TYPES)}, got "{kind}"', "type")
+    for key in ("value", "averageValue"):
+        amount = target.quantity(key)
+        if amount is not None and amount <= 0:
+            raise target.error(f"must be positive, got {target.raw(key)!r}", key)
+    utilization = target.int("averageUtilization")
+    if utilization is not None:
+        problem = int32_problem(utilization)
+        if problem is not None:
+            raise target.error(problem, "averageUtilization")
+        if utilization < 1:
             raise target.error(f"must be positive, got {utilization}", "averageUtilization")
-        return ResourceMetric(resource, utilization=utilization)
-    if target_type == "AverageValue":
-        value = _quantity(target, "averageValue", resource)
-        if value <= 0:
-            raise target.error("must be positive", "averageValue")
-        return ResourceMetric(resource, average_value=value)
-    raise target.error(
-        f'expected Utilization or AverageValue for a Resource metric, got "{target_type}"', "type"
-    )
 
 
 def _quantity(reader: Reader, key: str, resource: str) -> int:
@@ -204,6 +295,10 @@ def _rules(parent: Reader, key: str, default: ScalingRules) -> ScalingRules:
     if select not in SELECT_POLICIES:
         raise reader.error(f'expected one of {", ".join(SELECT_POLICIES)}, got "{select}"', "selectPolicy")
     policies: list[ScalingPolicy] = []
+    if reader.raw("policies") == []:
+        raise reader.error(
+            "must give at least one policy (or leave policies out for the default)", "policies"
+        )
     for entry in reader.items("policies"):
         kind = entry.str("type", required=True)
         if kind not in POLICY_TYPES:

@@ -8,16 +8,19 @@ from __future__ import annotations
 from kubetide.errors import ManifestError
 from kubetide.model.hpa import (
     DEFAULT_CPU_UTILIZATION,
+    TARGET_TYPES,
     Behavior,
     HorizontalPodAutoscaler,
     ResourceMetric,
     parse_behavior,
     parse_hpa,
+    parse_metric,
 )
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.model.reader import INT64_MAX, INT64_MIN, Reader
 from kubetide.model.typed import Declined, timestamp, typed_meta, units
 from kubetide.model.typed_kinds import wire_decoder, wire_parser
+from kubetide.model.validation import int32_problem, path_segment_problem
 from kubetide.model.wire_workloads import HorizontalPodAutoscalerWire, MetricSpecWire
 
 
@@ -28,21 +31,54 @@ def _int64(value: int | None) -> int | None:
 
 
 def _resource_metric(metric: MetricSpecWire) -> ResourceMetric:
+    """A Resource metric of cpu or memory as the API server writes one; anything else (another
+    metric type, whose source the Reader checks, or a target it would refuse) declines."""
     source = metric.resource
-    if source is None or source.name not in (CPU, MEMORY):
+    if (
+        metric.type != "Resource"
+        or source is None
+        or source.name not in (CPU, MEMORY)
+        or any(
+            x is not None for x in (metric.pods, metric.object, metric.external, metric.container_resource)
+        )
+    ):
         raise Declined
     target = source.target
-    if target.type == "Utilization":
-        utilization = _int64(target.average_utilization)
-        if utilization is None or utilization <= 0:
+    if target.type not in TARGET_TYPES or target.value is not None:
+        raise Declined
+    utilization, value = target.average_utilization, target.average_value
+    if (utilization is None) == (value is None):
+        raise Declined
+    if utilization is not None:
+        if utilization < 1 or int32_problem(utilization) is not None:
             raise Declined
         return ResourceMetric(source.name, utilization=utilization)
-    if target.type == "AverageValue" and target.average_value is not None:
-        value = units(source.name, target.average_value)
-        if value <= 0:
-            raise Declined
-        return ResourceMetric(source.name, average_value=value)
-    raise Declined
+    assert value is not None
+    amount = units(source.name, value)
+    if amount <= 0:
+        raise Declined
+    return ResourceMetric(source.name, average_value=amount)
+
+
+def _other_metric(metric: MetricSpecWire) -> str:
+    """A metric of a type the simulator has no source for, checked by the Reader's own parser
+    (its sources are kept as plain values): what parse_hpa lists it as."""
+    if metric.resource is not None:
+        raise Declined  # a second source: the Reader words the API server's refusal
+    sources = {
+        "pods": metric.pods,
+        "object": metric.object,
+        "external": metric.external,
+        "containerResource": metric.container_resource,
+    }
+    entry = {"type": metric.type, **{key: value for key, value in sources.items() if value is not None}}
+    try:
+        found = parse_metric(Reader(entry, "", "", "spec.metrics"))
+    except ManifestError:
+        raise Declined from None
+    if not isinstance(found, str):
+        raise Declined
+    return found
 
 
 def _behavior_of(behavior: object) -> Behavior | None:
@@ -57,11 +93,15 @@ def _behavior_of(behavior: object) -> Behavior | None:
 def _hpa(wire: HorizontalPodAutoscalerWire) -> HorizontalPodAutoscaler:
     meta = typed_meta(wire.metadata, "HorizontalPodAutoscaler", namespaced=True)
     spec = wire.spec
+    ref = spec.scale_target_ref
+    if path_segment_problem(ref.kind) is not None or path_segment_problem(ref.name) is not None:
+        raise Declined
     min_replicas = 1 if spec.min_replicas is None else spec.min_replicas
     max_replicas = spec.max_replicas
     for count in (min_replicas, max_replicas):
-        _int64(count)
-    if min_replicas < 0 or max_replicas < max(min_replicas, 1):
+        if int32_problem(count) is not None:
+            raise Declined
+    if min_replicas < 1 or max_replicas < min_replicas:
         raise Declined
     metrics: list[ResourceMetric] = []
     unsupported: list[str] = []
@@ -69,7 +109,7 @@ def _hpa(wire: HorizontalPodAutoscalerWire) -> HorizontalPodAutoscaler:
         if metric.type == "Resource":
             metrics.append(_resource_metric(metric))
         else:
-            unsupported.append(metric.type)
+            unsupported.append(_other_metric(metric))
     if not metrics and not unsupported:
         metrics.append(ResourceMetric(CPU, utilization=DEFAULT_CPU_UTILIZATION))
     behavior = _behavior_of(spec.behavior)

@@ -238,6 +238,7 @@ def stream_list_file(path: str | Path, source: str, into: Manifests) -> set[str]
     on the way: the caller then loads it whole, whose checks and messages are the reference."""
     if not _regular_file_within_cap(path):
         return None  # devices, pipes and files over the cap: read_text reads or refuses them whole
+    check_text_head(path, source)
     for fast_yaml in (yaml_chunks.members, None):
         staged = into.staged()
         kinds: set[str] = set()
@@ -389,11 +390,12 @@ def read_text(path: str | Path) -> str:
     limit = max_input_bytes()
     try:
         with open(path, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return read_stream_text(file, source, limit)
-            if os.fstat(file.fileno()).st_size > limit:
+            status = os.fstat(file.fileno())
+            if stat.S_ISREG(status.st_mode) and status.st_size > limit:
                 raise too_large(source, limit)
-        return Path(path).read_text(encoding="utf-8")
+            # A regular file too, a chunk at a time: a 1.9 GB file of NULs is refused at its first
+            # chunk, where reading it whole and decoding it took twice its size (a MemoryError).
+            return read_stream_text(file, source, limit)
     except FileNotFoundError:
         raise ManifestError(source, "", "", "no such file") from None
     except IsADirectoryError:
@@ -415,7 +417,7 @@ def read_stream_text(stream: BinaryIO, source: str, limit: int) -> str:
             raise too_large(source, limit)
         nul = chunk.find(b"\0")
         if nul >= 0:
-            raise ManifestError(source, "", "", f"not a text file (a NUL byte at byte {offset + nul})")
+            raise _not_text(source, offset + nul)
         try:
             parts.append(decoder.decode(chunk))
         except UnicodeDecodeError as exc:
@@ -426,6 +428,24 @@ def read_stream_text(stream: BinaryIO, source: str, limit: int) -> str:
     except UnicodeDecodeError:
         raise ManifestError(source, "", "", f"not UTF-8 text (cut short at byte {offset})") from None
     return "".join(parts)
+
+
+def _not_text(source: str, offset: int) -> ManifestError:
+    return ManifestError(source, "", "", f"not a text file (a NUL byte at byte {offset})")
+
+
+def check_text_head(path: str | Path, source: str) -> None:
+    """Refuse a regular file whose first chunk holds a NUL byte (no YAML or JSON text does) before
+    the List streamer commits memory to it: it goes far into a file before it finds out. Anything
+    else (a file gone since) is read_text's to word."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(_READ_CHUNK_BYTES)
+    except OSError:
+        return
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise _not_text(source, nul)
 
 
 def parse_text(text: str, source: str) -> list[Any]:

@@ -8,7 +8,12 @@ dump at that moment, so every pod and node keeps its age.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from kubetide.model.loader import Manifests
+
+# The last second RFC 3339 (and the API server) can write: a clock past it has no text.
+LATEST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def newest_timestamp(manifests: Manifests) -> float | None:

@@ -61,11 +61,32 @@ def dns1123_subdomain_problem(value: str) -> str | None:
     return None
 
 
+# A CronJob's Jobs are named `<cronjob>-<scheduled minute>` (11 more characters) and their pods
+# carry the Job's name as a label value (63 at most): the API server caps CronJob names at 52.
+NAME_MAX = {"CronJob": 52}
+
+
 def object_name_problem(kind: str, name: str) -> str | None:
     """metadata.name of an object of `kind` (never empty: the caller checks that first)."""
+    limit = NAME_MAX.get(kind)
+    if limit is not None and len(name) > limit:
+        return f"must be no more than {limit} characters, got {len(name)}"
     if kind in LABEL_NAMED_KINDS:
         return dns1123_label_problem(name)
     return dns1123_subdomain_problem(name)
+
+
+def path_segment_problem(name: str) -> str | None:
+    """A name that goes into a URL path (an HPA's scaleTargetRef): not empty, `.` or `..`, no
+    `/` or `%`, as the API server's ValidatePathSegmentName has it."""
+    if not name:
+        return "must not be empty"
+    if name in (".", ".."):
+        return f"may not be {name!r}"
+    for bad in ("/", "%"):
+        if bad in name:
+            return f"may not contain {bad!r}"
+    return None
 
 
 @functools.lru_cache(maxsize=16384)

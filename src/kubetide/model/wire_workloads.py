@@ -44,6 +44,8 @@ class WorkloadSpecWire(msgspec.Struct, **_OPTIONS):
     # Deployment
     strategy: Any = None
     min_ready_seconds: int | None = None
+    progress_deadline_seconds: int | None = None
+    revision_history_limit: int | None = None
     # StatefulSet
     pod_management_policy: str | None = None
     # Job
@@ -108,6 +110,7 @@ class MetricTargetWire(msgspec.Struct, **_OPTIONS):
     type: str
     average_utilization: int | None = None
     average_value: str | None = None
+    value: Any = None  # never set on a Resource metric the typed path takes
 
 
 class ResourceMetricSourceWire(msgspec.Struct, **_OPTIONS):
@@ -118,6 +121,12 @@ class ResourceMetricSourceWire(msgspec.Struct, **_OPTIONS):
 class MetricSpecWire(msgspec.Struct, **_OPTIONS):
     type: str
     resource: ResourceMetricSourceWire | None = None
+    # The other sources, kept only to see whether one is given: such a metric (or a Resource
+    # metric with a second source, which the API server refuses) is read by the Reader.
+    pods: Any = None
+    object: Any = None
+    external: Any = None
+    container_resource: Any = None
 
 
 class HorizontalPodAutoscalerSpecWire(msgspec.Struct, **_OPTIONS):

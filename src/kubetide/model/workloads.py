@@ -140,11 +140,54 @@ def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:
     unavailable = rolling.int_or_percent("maxUnavailable")
     surge = "25%" if surge is None else surge
     unavailable = "25%" if unavailable is None else unavailable
+    for key, value in (("maxSurge", surge), ("maxUnavailable", unavailable)):
+        problem = int32_problem(value) if isinstance(value, int) else None
+        if problem is not None:
+            raise rolling.error(problem, key)
     if isinstance(unavailable, str) and int(unavailable[:-1]) > 100:
         raise rolling.error(f"must not be greater than 100%, got {unavailable}", "maxUnavailable")
     if _amount(surge) == 0 and _amount(unavailable) == 0:
         raise rolling.error("may not be 0 when maxSurge is 0", "maxUnavailable")
     return kind, surge, unavailable
+
+
+# The API server's default spec.progressDeadlineSeconds, which must exceed spec.minReadySeconds.
+DEFAULT_PROGRESS_DEADLINE = 600
+
+
+def parse_deployment_limits(spec: Reader) -> int:
+    """A Deployment's spec.minReadySeconds, checked with the fields the API server checks it
+    against (progressDeadlineSeconds, its default 600) and revisionHistoryLimit."""
+    values = {}
+    for key, default in (
+        ("minReadySeconds", 0),
+        ("progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE),
+        ("revisionHistoryLimit", 10),
+    ):
+        value = values[key] = spec.int(key, default=default)
+        problem = int32_problem(value) or (f"must be non-negative, got {value}" if value < 0 else None)
+        if problem is not None:
+            raise spec.error(problem, key)
+    min_ready, deadline = values["minReadySeconds"], values["progressDeadlineSeconds"]
+    if deadline <= min_ready:
+        raise spec.error(
+            f"must be greater than minReadySeconds ({min_ready}), got {deadline}"
+            + (" (the default)" if not spec.has("progressDeadlineSeconds") else ""),
+            "progressDeadlineSeconds",
+        )
+    return min_ready
+
+
+def template_restart_problem(kind: str, policy: object) -> str | None:
+    """A pod template's restartPolicy for a controller of `kind`: a Job's pods must end
+    (OnFailure or Never), the other controllers' must run on (Always). None when it is fine or
+    not given (the API server defaults it to Always, which kubetide takes for a Job too)."""
+    if policy is None:
+        return None
+    allowed = ("OnFailure", "Never") if kind == "Job" else ("Always",)
+    if policy in allowed:
+        return None
+    return f"must be {' or '.join(allowed)} in a {kind}'s template, got {policy!r:.80}"
 
 
 def _amount(value: int | str) -> int:
@@ -161,8 +204,14 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         selector = LabelSelector(tuple(sorted(template.labels.items())))
     else:
         raise spec.error("required field is missing", "selector")
+    if kind != "Job" and selector.empty:
+        raise spec.error(f"an empty selector is invalid for a {kind}", "selector")
     if kind != "Job" and not selector.matches(template.labels):
         raise spec.error("selector does not match the template labels", "selector")
+    template_spec = spec.child("template").child("spec")
+    problem = template_restart_problem(kind, template_spec.raw("restartPolicy"))
+    if problem is not None:
+        raise template_spec.error(problem, "restartPolicy")
     replicas = None
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         replicas = spec.int("replicas", default=1)
@@ -178,9 +227,7 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
     min_ready = 0
     if kind == "Deployment":
         strategy, surge, unavailable = parse_strategy(spec)
-        min_ready = spec.int("minReadySeconds", default=0)
-        if min_ready < 0:
-            raise spec.error(f"must be non-negative, got {min_ready}", "minReadySeconds")
+        min_ready = parse_deployment_limits(spec)
     parallelism = completions = None
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)

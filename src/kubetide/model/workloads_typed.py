@@ -47,9 +47,11 @@ from kubetide.model.workloads import (
     PodTemplate,
     Workload,
     canonical_json,
+    parse_deployment_limits,
     parse_strategy,
     parse_workload,
     spec_digest,
+    template_restart_problem,
 )
 
 _SCALED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
@@ -111,6 +113,20 @@ def _strategy(strategy: Any) -> tuple[str, int | str, int | str]:
         raise Declined from None
 
 
+def _deployment_limits(spec: WorkloadSpecWire) -> int:
+    given = {
+        "minReadySeconds": spec.min_ready_seconds,
+        "progressDeadlineSeconds": spec.progress_deadline_seconds,
+        "revisionHistoryLimit": spec.revision_history_limit,
+    }
+    try:
+        return parse_deployment_limits(
+            Reader({key: value for key, value in given.items() if value is not None}, "", "", "spec")
+        )
+    except ManifestError:
+        raise Declined from None
+
+
 def build_workload(
     kind: str,
     meta_wire: WorkloadMetaWire,
@@ -128,16 +144,17 @@ def build_workload(
         selector = LabelSelector(tuple(sorted(template.labels.items())))
     else:
         raise Declined
-    if kind != "Job" and not selector.matches(template.labels):
+    if kind != "Job" and (selector.empty or not selector.matches(template.labels)):
+        raise Declined
+    pod_spec = spec.template.spec if spec.template is not None else None
+    if isinstance(pod_spec, dict) and template_restart_problem(kind, pod_spec.get("restartPolicy")):
         raise Declined
     replicas = _count(spec.replicas, 1) if kind in _SCALED_KINDS else None
     strategy: tuple[str, int | str, int | str] = ("RollingUpdate", "25%", "25%")
     min_ready = 0
     if kind == "Deployment":
         strategy = _strategy(spec.strategy)
-        min_ready = _int64(spec.min_ready_seconds) or 0
-        if min_ready < 0:
-            raise Declined
+        min_ready = _deployment_limits(spec)
     parallelism = completions = None
     if kind == "Job":
         parallelism = _count(spec.parallelism, 1)

@@ -184,10 +184,13 @@ class DaskEngine:
                 )
                 client = stack.enter_context(Client(cluster))
             else:
+                check_address(self.address)
                 try:
                     client = stack.enter_context(Client(self.address, timeout="10s"))
                 except (OSError, TimeoutError) as exc:
                     raise UserError(f"--scheduler-address {self.address}: cannot connect ({exc})") from None
+                except ValueError as exc:  # distributed's address parsing: no port, unknown scheme
+                    raise UserError(f"--scheduler-address {self.address}: not an address ({exc})") from None
                 self.workers = len(client.scheduler_info()["workers"]) or self.workers
             shared = {trace: client.scatter(s, broadcast=True) for trace, s in scenarios.items()}
             futures = {
@@ -202,3 +205,35 @@ class DaskEngine:
                         yield Outcome(futures[future], *future.result())
             finally:
                 client.cancel(list(futures))
+
+
+# The transports distributed connects by here: its ucx:// needs UCX-Py, without which it fails
+# with a TypeError (inproc:// reaches a scheduler in this process: tests, notebooks).
+SCHEMES = ("tcp", "tls", "ws", "wss", "inproc")
+TLS_SCHEMES = ("tls", "wss")
+TLS_SETTINGS = "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .key"
+
+
+def check_address(address: str) -> None:
+    """A scheduler address distributed can connect to from here; a TLS one needs Dask's TLS
+    configuration (the CA and the client's certificate), which distributed only looks for once
+    it connects, and then fails with a TypeError."""
+    scheme, separator, _ = address.partition("://")
+    if separator and scheme not in SCHEMES:
+        schemes = ", ".join(f"{name}://" for name in SCHEMES)
+        raise UserError(
+            f"--scheduler-address {address}: unsupported scheme {scheme!r:.40} (expected {schemes})"
+        )
+    if scheme not in TLS_SCHEMES:
+        return
+    from distributed.security import Security
+
+    try:
+        context = Security().get_connection_args("client").get("ssl_context")
+    except (OSError, ValueError) as exc:  # a configured file missing or not a certificate
+        raise UserError(f"--scheduler-address {address}: Dask's TLS configuration: {exc}") from None
+    if context is None:
+        raise UserError(
+            f"--scheduler-address {address}: no TLS configuration: set Dask's {TLS_SETTINGS} "
+            "(e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE)"
+        )

@@ -20,6 +20,7 @@ The Jobs are run by the simulator's Job controller (sim/runtime/job.py).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from kubetide.model import ObjectMeta, OwnerReference, Workload
 from kubetide.model.cronjob import CronJob
@@ -167,7 +168,8 @@ class CronJobs:
         if cronjob.suspend:
             return
         when = cronjob.schedule.next_after(now, self._zone(cronjob))
-        self.timers[cronjob.key] = self.engine.at(when, self._sync, cronjob.key)
+        if when != math.inf:  # a schedule that never fires (again) has nothing to wait for
+            self.timers[cronjob.key] = self.engine.at(when, self._sync, cronjob.key)
 
     def _jobs_of(self, cronjob: CronJob) -> list[Workload]:
         uid = cronjob.meta.uid

@@ -3,6 +3,8 @@ Errors name the scenario's field, not only the file."""
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 from kubetide.errors import ManifestError
@@ -38,3 +40,17 @@ def read_relative(file: Path, name: str, source: str, field: str) -> str:
     except ManifestError as exc:
         message = f'no such file "{name}"' if exc.message == "no such file" else f"{name}: {exc.message}"
         raise ScenarioError(source, field, message) from None
+
+
+def csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of a trace CSV; a row the csv module refuses (a field over its
+    131,072-character limit, a NUL) is an error naming the file and the line."""
+    rows = csv.reader(text.splitlines())
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ScenarioError(source, f"line {rows.line_num}", f"not a CSV row: {exc}") from None
+        yield rows.line_num, row

@@ -68,7 +68,7 @@ def load_qos(
         for kind in QOS_KINDS:
             for obj in loaded_here.other.get(kind, ()):
                 raise ScenarioError(source, where, f'{kind} "{obj.name}" belongs in spec.qos.objects')
-    usage = load_usage(usage_specs, manifests, source, base_dir, seed)
+    usage = load_usage(usage_specs, manifests, source, base_dir, seed, warnings)
     if qos is None:
         hpas = any(loaded_here.other.get("HorizontalPodAutoscaler") for _, loaded_here in manifests)
         if usage_specs and not hpas:

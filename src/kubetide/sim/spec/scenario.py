@@ -9,7 +9,6 @@ becomes one `ScenarioError` line naming the file and the field path, for example
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import difflib
 import math
@@ -27,13 +26,14 @@ from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.cloud.schema import duration as _duration
 from kubetide.cloud.schema import parse_template as _parse_template
 from kubetide.cloud.static import group_key
-from kubetide.durations import format_duration
+from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Manifests, Node
 from kubetide.model.cronjob import check_time_zone
 from kubetide.model.loader import resolve_priorities
-from kubetide.model.timestamps import newest_timestamp
+from kubetide.model.timestamps import LATEST_TIME, newest_timestamp
+from kubetide.model.warnings import controller_warnings
 from kubetide.sim.spec.errors import ScenarioError
-from kubetide.sim.spec.files import read_manifests, read_relative
+from kubetide.sim.spec.files import csv_rows, read_manifests, read_relative
 from kubetide.sim.spec.qos import QosSettings, QosSpec, load_qos
 from kubetide.sim.spec.usage import UsageSpec
 
@@ -391,6 +391,13 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     # at the dump's newest time, so what the simulator prints is on the cluster's own clock.
     newest = newest_timestamp(objects)
     start = EPOCH if newest is None else newest
+    if start + MAX_DURATION > LATEST_TIME:  # the API server takes times up to 9999-12-31
+        raise ScenarioError(
+            source,
+            "spec.objects",
+            f"the newest time the objects record ({rfc3339(start)}) leaves no room to simulate "
+            "before the end of year 9999 (the simulated clock starts there)",
+        )
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
@@ -437,6 +444,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     warnings += _ungrouped_nodes(objects, names, source)
     applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
+    warnings += controller_warnings([("spec.objects", objects), *applied], source)
     qos, usage = load_qos(
         spec.qos, spec.usage, spec.seed, [("spec.objects", objects), *applied], source, base_dir, warnings
     )
@@ -556,10 +564,9 @@ def _template(data: dict, group: str, source: str, where: str) -> Node:
 def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float) -> list[Event]:
     file = base_dir / trace.file
     text = read_relative(file, trace.file, source, f"{where}.file")
-    rows = list(csv.reader(text.splitlines()))
     events = []
     target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
-    for number, row in enumerate(rows, start=1):
+    for number, row in csv_rows(text, str(file)):
         if not row or row[0].strip().startswith("#"):
             continue
         if row[0].strip().lower() == "time":

@@ -35,7 +35,6 @@ never more than its CPU quota. Only cpu and memory have profiles.
 
 from __future__ import annotations
 
-import csv
 import difflib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -53,6 +52,7 @@ from kubetide.model.quantity import QuantityError, parse_resource
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import parse_label_selector
 from kubetide.sim.spec.errors import ScenarioError
+from kubetide.sim.spec.files import csv_rows
 from kubetide.sim.spec.profiles import (
     RESOURCES,
     USAGE_ANNOTATION,
@@ -231,7 +231,7 @@ def _parse_trace(text: str, source: str) -> dict[str, dict[str, Trace]]:
     by_workload = False
     times: dict[str, list[float]] = {}
     values: dict[str, dict[str, list[int]]] = {}
-    for number, row in enumerate(csv.reader(text.splitlines()), start=1):
+    for number, row in csv_rows(text, source):
         if not row or not "".join(row).strip() or row[0].strip().startswith("#"):
             continue
         cells = [cell.strip() for cell in row]
@@ -318,9 +318,11 @@ def load_usage(
     source: str,
     base_dir: Path,
     seed: int,
+    warnings: list[str] | None = None,
 ) -> UsageModel:
     """Check `spec.usage` (pydantic-shaped entries) and every usage annotation in `manifests`
-    ((where, manifests) pairs: spec.objects and each applied event)."""
+    ((where, manifests) pairs: spec.objects and each applied event). Rows of a per-workload trace
+    for a workload no pod can belong to add a warning to `warnings`."""
     loader = _Loader(source, base_dir)
     model = UsageModel(seed=seed)
     for where, loaded in manifests:
@@ -336,6 +338,7 @@ def load_usage(
             model.annotations[text] = loader.profile(at, data)
     workloads = {(w.kind, w.meta.name) for _, loaded in manifests for w in loaded.workloads}
     workloads |= {("Pod", p.name) for _, loaded in manifests for p in loaded.pods}
+    controllers = _controllers(manifests)
     for index, rule in enumerate(rules):
         at = f"spec.usage[{index}]"
         match = rule.match
@@ -367,12 +370,46 @@ def load_usage(
                     f"{at}.trace",
                     f"{rule.trace} names its workloads: give it with no match kind or name, cpu or memory",
                 )
+            unmatched: dict[str, int] = {}
             for workload, columns in traces.items():
                 namespace, name = workload.split("/")
                 if match.namespace is None or match.namespace == namespace:
                     model.rules.append(UsageRule(None, namespace, name, selector, Profile(dict(columns)), at))
+                    if (namespace, name) not in controllers:
+                        unmatched[workload] = len(next(iter(columns.values())).times)
+            if unmatched and warnings is not None:
+                warnings.append(_unmatched_rows(source, f"{at}.trace", rule.trace, unmatched))
             continue
         model.rules.append(
             UsageRule(match.kind, match.namespace, match.name, selector, loader.profile(at, data), at)
         )
     return model
+
+
+def _controllers(manifests: list[tuple[str, Manifests]]) -> set[tuple[str, str]]:
+    """(namespace, name) of everything a pod's usage may be given under by a per-workload trace:
+    the workloads and CronJobs, and the controllers pods and workloads name as theirs (a dump's
+    pods may name a ReplicaSet it does not hold)."""
+    found: set[tuple[str, str]] = set()
+    for _, loaded in manifests:
+        for workload in loaded.workloads:
+            found.add((workload.namespace, workload.name))
+            if (ref := workload.meta.controller) is not None:
+                found.add((workload.namespace, ref.name))
+        for cronjob in loaded.other.get("CronJob", []):
+            found.add((cronjob.namespace, cronjob.name))
+        for pod in loaded.pods:
+            if (ref := pod.meta.controller) is not None:
+                found.add((pod.namespace, ref.name))
+    return found
+
+
+def _unmatched_rows(source: str, where: str, name: str | None, rows: dict[str, int]) -> str:
+    """One line for a trace's rows that name no workload: how many, and the first few names."""
+    shown = ", ".join(list(rows)[:3]) + (f" and {len(rows) - 3} more" if len(rows) > 3 else "")
+    count = sum(rows.values())
+    return (
+        f"{source}: {where}: {count} row{'s' if count != 1 else ''} of {name} name "
+        f"{len(rows)} workload{'s' if len(rows) != 1 else ''} not in spec.objects or spec.events "
+        f"({shown}): no pod uses them"
+    )
