@@ -44,6 +44,7 @@ class WorkloadSpecWire(msgspec.Struct, **_OPTIONS):
     # Deployment
     strategy: Any = None
     min_ready_seconds: int | None = None
+    revision_history_limit: int | None = None
     # StatefulSet
     pod_management_policy: str | None = None
     # Job

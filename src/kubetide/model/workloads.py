@@ -67,6 +67,8 @@ class Workload:
     max_surge: int | str = "25%"
     max_unavailable: int | str = "25%"
     min_ready_seconds: int = 0
+    # Deployment: spec.revisionHistoryLimit, the old ReplicaSets kept at 0 (apps/v1's default 10)
+    revision_history_limit: int = 10
     # status, as the API server last reported it
     status_replicas: int | None = None
     status_ready_replicas: int | None = None
@@ -173,11 +175,16 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
     surge: int | str = "25%"
     unavailable: int | str = "25%"
     min_ready = 0
+    history = 10
     if kind == "Deployment":
         strategy, surge, unavailable = parse_strategy(spec)
         min_ready = spec.int("minReadySeconds", default=0)
         if min_ready < 0:
             raise spec.error(f"must be non-negative, got {min_ready}", "minReadySeconds")
+        history = spec.int("revisionHistoryLimit", default=10)
+        problem = f"must be non-negative, got {history}" if history < 0 else int32_problem(history)
+        if problem is not None:
+            raise spec.error(problem, "revisionHistoryLimit")
     parallelism = completions = None
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)
@@ -207,6 +214,7 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         max_surge=surge,
         max_unavailable=unavailable,
         min_ready_seconds=min_ready,
+        revision_history_limit=history,
     )
 
 

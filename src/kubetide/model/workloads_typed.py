@@ -133,9 +133,12 @@ def build_workload(
     replicas = _count(spec.replicas, 1) if kind in _SCALED_KINDS else None
     strategy: tuple[str, int | str, int | str] = ("RollingUpdate", "25%", "25%")
     min_ready = 0
+    history = 10
     if kind == "Deployment":
         strategy = _strategy(spec.strategy)
         min_ready = _int64(spec.min_ready_seconds) or 0
+        limit = _count(spec.revision_history_limit, None)
+        history = 10 if limit is None else limit
         if min_ready < 0:
             raise Declined
     parallelism = completions = None
@@ -176,6 +179,7 @@ def build_workload(
         max_surge=strategy[1],
         max_unavailable=strategy[2],
         min_ready_seconds=min_ready,
+        revision_history_limit=history,
     )
 
 
