@@ -5,7 +5,7 @@ accepts before)."""
 import pytest
 
 from kubetide.cli import main as cli_main
-from kubetide.sim.spec.scenario import MAX_GROUP_SIZE, MAX_REPLICAS
+from kubetide.sim.spec.limits import DEFAULT_LIMITS
 
 SCENARIO = """\
 apiVersion: kubetide.io/v1alpha1
@@ -72,19 +72,19 @@ def simulate(monkeypatch, tmp_path, capsys):
         (
             "maxSize: 5",
             "maxSize: 1000000000000000000",
-            f"s.yaml: spec.nodeGroups[0].maxSize: 1000000000000000000 is too large for the simulator on this "
-            f"machine (at most {MAX_GROUP_SIZE:,} nodes)",
+            "s.yaml: spec.nodeGroups[0].maxSize: 1,000,000,000,000,000,000 nodes, more than the simulator's "
+            f"nodes limit of {DEFAULT_LIMITS.nodes:,} (lift it with --limit nodes=N)",
         ),
         (
             "replicas: 3",
             "replicas: 1000000000",
-            f"s.yaml: spec.objects[0]: Deployment web: spec.replicas: 1000000000 is too large for the "
-            f"simulator on this machine (at most {MAX_REPLICAS:,} pods)",
+            "s.yaml: spec.objects[0]: Deployment web: spec.replicas: 1,000,000,000 pods, more than the "
+            f"simulator's replicas limit of {DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)",
         ),
         (
             "replicas: 12",
             "replicas: 1000000000",
-            "spec.events[0].scale: 1000000000 is too large for the simulator on this machine",
+            "spec.events[0].scale.replicas: 1,000,000,000 pods, more than the simulator's replicas limit",
         ),
         ("duration: 20m", "duration: 100000h", "spec.duration: 100000h is too long for the simulator"),
         ("duration: 20m", "duration: 1e400h", "spec.duration: invalid duration"),
@@ -142,7 +142,8 @@ def test_bad_flags_are_one_line_before_any_work(simulate, flags, expected):
     [
         (None, "spec.traces[0].file: trace.csv: is a directory, not a file"),
         (b"time,replicas\n0,\xff\n", "spec.traces[0].file: trace.csv: not UTF-8 text (byte 16)"),
-        (b"time,replicas\n0,1000000000\n", "line 2: replicas: expected an integer from 0 to 100,000"),
+        (b"time,replicas\n0,1000000000\n", "line 2: replicas: 1,000,000,000 pods, more than the simulator's"),
+        (b"time,replicas\n0,-1\n", "line 2: replicas: expected a non-negative integer, got '-1'"),
     ],
 )
 def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
