@@ -157,3 +157,56 @@ def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
 
 def test_an_empty_scenario_file_is_named(simulate):
     assert simulate("  \n") == "s.yaml: no YAML or JSON document in the file (is it empty?)"
+
+
+# -- the simulator's limits (sim/spec/limits.py; tests/sim/test_sim_limits.py has them all) ------
+OVER_THE_LIMITS = (
+    SCENARIO.replace("duration: 20m", "duration: 30m")
+    .replace("at: 5m", "at: 20m")
+    .replace("replicas: 12", "replicas: 100000")
+)
+
+
+def test_a_scale_event_to_100000_replicas_is_refused_naming_the_flag(simulate):
+    assert simulate(OVER_THE_LIMITS) == (
+        "s.yaml: spec.events[0].scale.replicas: 100,000 pods, more than the simulator's replicas limit of "
+        f"{DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)"
+    )
+    assert simulate(OVER_THE_LIMITS, "--limit", "replicas=100000").startswith(
+        "s.yaml: spec.events[0].scale.replicas: up to 100,000 pods in all, more than the simulator's pods limit"
+    )
+
+
+def test_the_limit_flag_lifts_a_limit(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(OVER_THE_LIMITS)
+    # the event at 20m is past --duration: what runs is small, what loads is over the defaults
+    flags = ["--limit", "replicas=100000", "--limit=pods=100,000", "--duration", "2m", "--json"]
+    code = cli_main.main(["simulate", "s.yaml", "--no-report", *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert '"simulated_seconds": 120.0' in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--limit", "pods"],
+            "--limit pods: expected KIND=N with KIND one of pods, replicas, nodes, node-groups",
+        ),
+        (["--limit", "replicas=-5"], "--limit replicas=-5: must be at least 1"),
+        (["--limit", "nodes=lots"], "--limit nodes=lots: expected a whole number, got 'lots'"),
+    ],
+)
+def test_bad_limit_flags_are_one_line_before_any_work(simulate, flags, expected):
+    assert simulate(SCENARIO, *flags).startswith(expected)
+
+
+def test_a_run_past_the_recorded_events_limit_writes_nothing(simulate, tmp_path):
+    """The limit is checked as the run goes: the output directory it created is removed."""
+    message = simulate(SCENARIO, "--limit", "recorded-events=5", "--out", "out")
+    assert not (tmp_path / "out").exists()
+    assert message.startswith("s.yaml: the run had recorded 5 events after ")
+    assert message.endswith("(lift it with --limit recorded-events=N); nothing written")
