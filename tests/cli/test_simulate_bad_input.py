@@ -210,3 +210,20 @@ def test_a_run_past_the_recorded_events_limit_writes_nothing(simulate, tmp_path)
     assert not (tmp_path / "out").exists()
     assert message.startswith("s.yaml: the run had recorded 5 events after ")
     assert message.endswith("(lift it with --limit recorded-events=N); nothing written")
+
+
+def test_sweep_is_held_to_the_limits_and_lifts_them_too(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("sweep",))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(OVER_THE_LIMITS)
+    sweep = ["sweep", "s.yaml", "--grid", "scan-interval=10s,20s", "--seeds", "1", "--workers", "1"]
+    assert cli_main.main([*sweep, "--duration", "2m"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip() == (
+        "kubetide: error: s.yaml: spec.events[0].scale.replicas: 100,000 pods, more than the simulator's "
+        f"replicas limit of {DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)"
+    )
+    assert not (tmp_path / "kubetide-out").exists()
+    lifted = ["--limit", "replicas=100000", "--limit", "pods=100000", "--duration", "2m", "--json"]
+    assert cli_main.main([*sweep, *lifted]) == 0, capsys.readouterr().err

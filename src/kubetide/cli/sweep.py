@@ -1,12 +1,13 @@
 """`kubetide sweep SCENARIO --grid FLAG=V1,V2 ... [--seeds N | --seed-list 3,7] [--trace CSV ...]
-[--engine local|dask]`.
+[--engine local|dask] [--limit KIND=N]`.
 
 Simulates the scenario once per (setting, trace, seed): every combination of the --grid values,
 each on every --trace alternative (or the scenario's own traces) and every seed, exactly as
 `kubetide simulate` would run it. Writes runs/<setting>/[trace-<trace>/]seed-<n>/summary.json
 per run, summary.csv, sweep.json and report.html to DIR (default ./kubetide-out/<scenario>-sweep/),
 and ends with a table per setting, or prints sweep.json with --json. Runs already stored in DIR
-are not run again, so an interrupted sweep resumes where it stopped.
+are not run again, so an interrupted sweep resumes where it stopped. `--limit` lifts one of the
+simulator's limits, as for `simulate` (sim/spec/limits.py).
 
 A scenario with spec.compare sweeps its entries' flags instead of a grid (each entry over every
 seed); --grid beside spec.compare needs --no-compare (sweep/compare.py `sweep_settings`).
