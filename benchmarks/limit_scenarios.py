@@ -10,7 +10,7 @@
   start: the nodes limit), the pods limit (a Deployment that fills the nodes to 94%) and the
   events limit (scale events 0.174 s apart on a second Deployment).
 - `recorded`: what a run records at its limits: the node-groups limit of groups, a timeline just
-  under the timeline-cells limit (6 h 53 min at 10 s loops), and 395 pods no node group can take,
+  under the timeline-cells limit (3 h 26 min at 10 s loops), and 395 pods no node group can take,
   each a NotTriggerScaleUp at every loop (just under the recorded-events limit).
 """
 
@@ -100,7 +100,7 @@ def recorded() -> dict:
     limits = DEFAULT_LIMITS
     loops = limits.timeline_cells // timeline_columns(limits.node_groups)
     groups = [_group(f"g{i}", 5, 0) for i in range(limits.node_groups)]
-    # 395 pods: at most 980,390 NotTriggerScaleUp (one each a loop), the rest for the run's others
+    # 395 pods: at most 490,195 NotTriggerScaleUp (one each a loop), the rest for the run's others
     unfit = 395
     objects = [_deployment("web", 1000), _deployment("huge", unfit, cpu="100")]
     return _scenario("recorded-limits", (loops - 1) * SCAN_INTERVAL, groups, objects, [])

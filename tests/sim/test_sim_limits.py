@@ -235,10 +235,11 @@ def test_a_deployments_replicasets_and_daemonsets_are_not_counted_twice(tmp_path
     ("groups", "duration", "scan", "loads"),
     [
         (1, "30m", "10s", True),
-        (1000, "6h", "10s", True),  # 2,161 loops x 4,028 columns: 8.7 million cells
-        (1000, "7h", "10s", False),
-        (1, "720h", "10s", True),  # 30 days of a small cluster
-        (1, "720h", "2s", False),
+        (1000, "3h", "10s", True),  # 1,081 loops x 4,028 columns: 4.4 million cells
+        (1000, "4h", "10s", False),
+        (1, "400h", "10s", True),  # 16 days of a small cluster
+        (1, "720h", "10s", False),
+        (1, "400h", "5s", False),
     ],
 )
 def test_the_timeline_limit_counts_loops_times_columns(groups, duration, scan, loads, tmp_path):
@@ -261,7 +262,8 @@ def test_the_timeline_limit_counts_loops_times_columns(groups, duration, scan, l
         f"each a timeline row of up to {timeline_columns(groups):,} columns ({groups:,} node groups)" in text
     )
     assert text.endswith(
-        "more than the simulator's timeline-cells limit of 10,000,000 (lift it with --limit timeline-cells=N)"
+        f"more than the simulator's timeline-cells limit of {DEFAULT_LIMITS.timeline_cells:,} "
+        "(lift it with --limit timeline-cells=N)"
     )
 
 

@@ -94,7 +94,8 @@ def add_limit_argument(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KIND=N",
         help="lift one of the simulator's limits (repeatable): pods=50000, replicas=50000 (per "
-        "workload), nodes=5000, node-groups=1000, events=10000 are the defaults",
+        "workload), nodes=5000, node-groups=1000, events=10000, timeline-cells=5000000, "
+        "recorded-events=500000 are the defaults",
     )
 
 

@@ -39,8 +39,8 @@ class Limits:
     # timeline.csv's cells (a row per autoscaler loop, TIMELINE_COLUMNS wide), checked before
     # the run, and events.jsonl's entries (pending pods' NotTriggerScaleUp, one per pod per
     # loop, are most of them on a long run), which stop the run when they pass the limit.
-    timeline_cells: int = 10_000_000
-    recorded_events: int = 1_000_000
+    timeline_cells: int = 5_000_000
+    recorded_events: int = 500_000
 
     def over(self, kind: str, value: int, what: str) -> str | None:
         """The message for `value` (`what` names it) over the limit `kind`; None within it."""
@@ -60,7 +60,7 @@ def check_timeline(
     limits: Limits, source: str, duration: float, scan_interval: float, node_groups: int
 ) -> None:
     """UserError when a run's timeline (a row per autoscaler loop) would pass the timeline-cells
-    limit: at 10 s loops, 30 days of one node group, or 6 hours of 1,000, are within it."""
+    limit: at 10 s loops, 18 days of one node group, or 3 hours of 1,000, are within it."""
     loops = math.ceil(duration / scan_interval) + 1
     columns = timeline_columns(node_groups)
     message = limits.over(
