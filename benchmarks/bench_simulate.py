@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import io
 import math
 import os
@@ -41,6 +42,7 @@ from rich.table import Table
 
 from benchmarks.clusters import node_agent_daemonset
 from kubetide.sim import Simulation
+from kubetide.sim.spec.limits import DEFAULT_LIMITS
 from kubetide.sim.spec.scenario import parse_scenario
 
 TARGET_SECONDS_PER_DAY = 90.0
@@ -244,7 +246,12 @@ def with_hpas(data: dict) -> dict:
 
 def run(hours: float, profile: bool, hpas: bool = False) -> tuple[dict, str, str]:
     data = scenario_data(hours)
-    scenario = parse_scenario(with_hpas(data) if hpas else data, "bench_simulate.py", Path("."))
+    # With an HPA per Deployment (maxReplicas twice its replicas) the pods the scenario could ask
+    # for come to 63,200, over the simulator's default pods limit: lifted, as --limit would.
+    limits = dataclasses.replace(DEFAULT_LIMITS, pods=100_000) if hpas else DEFAULT_LIMITS
+    scenario = parse_scenario(
+        with_hpas(data) if hpas else data, "bench_simulate.py", Path("."), limits=limits
+    )
     simulation = Simulation(scenario)
     name = simulation.autoscaler_name
     profiler = cProfile.Profile() if profile else None

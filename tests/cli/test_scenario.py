@@ -309,3 +309,19 @@ def test_a_dump_with_aliases_exports_a_scenario_without_any(kubetide, tmp_path):
     assert "*" not in text.replace("# ", "") and "&" not in text
     assert {o["metadata"]["name"] for o in yaml.safe_load(text)["spec"]["objects"]} == {"n1", "n2"}
     load_scenario(out)
+
+
+def test_a_cluster_over_the_simulators_limits_is_exported_with_a_word_on_limit(kubetide, tmp_path):
+    """The export is the cluster as it is; simulate's limits are simulate's to lift (--limit)."""
+    dump = tmp_path / "dump.yaml"
+    big = {**SECRET_DEPLOYMENT, "spec": {**SECRET_DEPLOYMENT["spec"], "replicas": 60_000}}
+    node = yaml.safe_load(secret_dump(tmp_path).read_text())["items"][0]
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [node, big]}))
+    out = tmp_path / "big.yaml"
+    code, _, err = kubetide("from-cluster", dump, "--out", out)
+    assert code == 0, err
+    assert "simulate refuses it as it is" in err and "--limit replicas=N" in err, err
+    code = cli_main.main(
+        ["simulate", str(out), "--duration", "1m", "--no-report", "--out", str(tmp_path / "o")]
+    )
+    assert code == 2

@@ -5,7 +5,7 @@ accepts before)."""
 import pytest
 
 from kubetide.cli import main as cli_main
-from kubetide.sim.spec.scenario import MAX_GROUP_SIZE, MAX_REPLICAS
+from kubetide.sim.spec.limits import DEFAULT_LIMITS
 
 SCENARIO = """\
 apiVersion: kubetide.io/v1alpha1
@@ -72,19 +72,19 @@ def simulate(monkeypatch, tmp_path, capsys):
         (
             "maxSize: 5",
             "maxSize: 1000000000000000000",
-            f"s.yaml: spec.nodeGroups[0].maxSize: 1000000000000000000 is too large for the simulator on this "
-            f"machine (at most {MAX_GROUP_SIZE:,} nodes)",
+            "s.yaml: spec.nodeGroups[0].maxSize: 1,000,000,000,000,000,000 nodes, more than the simulator's "
+            f"nodes limit of {DEFAULT_LIMITS.nodes:,} (lift it with --limit nodes=N)",
         ),
         (
             "replicas: 3",
             "replicas: 1000000000",
-            f"s.yaml: spec.objects[0]: Deployment web: spec.replicas: 1000000000 is too large for the "
-            f"simulator on this machine (at most {MAX_REPLICAS:,} pods)",
+            "s.yaml: spec.objects[0]: Deployment web: spec.replicas: 1,000,000,000 pods, more than the "
+            f"simulator's replicas limit of {DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)",
         ),
         (
             "replicas: 12",
             "replicas: 1000000000",
-            "spec.events[0].scale: 1000000000 is too large for the simulator on this machine",
+            "spec.events[0].scale.replicas: 1,000,000,000 pods, more than the simulator's replicas limit",
         ),
         ("duration: 20m", "duration: 100000h", "spec.duration: 100000h is too long for the simulator"),
         ("duration: 20m", "duration: 1e400h", "spec.duration: invalid duration"),
@@ -142,7 +142,8 @@ def test_bad_flags_are_one_line_before_any_work(simulate, flags, expected):
     [
         (None, "spec.traces[0].file: trace.csv: is a directory, not a file"),
         (b"time,replicas\n0,\xff\n", "spec.traces[0].file: trace.csv: not UTF-8 text (byte 16)"),
-        (b"time,replicas\n0,1000000000\n", "line 2: replicas: expected an integer from 0 to 100,000"),
+        (b"time,replicas\n0,1000000000\n", "line 2: replicas: 1,000,000,000 pods, more than the simulator's"),
+        (b"time,replicas\n0,-1\n", "line 2: replicas: expected a non-negative integer, got '-1'"),
     ],
 )
 def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
@@ -156,3 +157,73 @@ def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
 
 def test_an_empty_scenario_file_is_named(simulate):
     assert simulate("  \n") == "s.yaml: no YAML or JSON document in the file (is it empty?)"
+
+
+# -- the simulator's limits (sim/spec/limits.py; tests/sim/test_sim_limits.py has them all) ------
+OVER_THE_LIMITS = (
+    SCENARIO.replace("duration: 20m", "duration: 30m")
+    .replace("at: 5m", "at: 20m")
+    .replace("replicas: 12", "replicas: 100000")
+)
+
+
+def test_a_scale_event_to_100000_replicas_is_refused_naming_the_flag(simulate):
+    assert simulate(OVER_THE_LIMITS) == (
+        "s.yaml: spec.events[0].scale.replicas: 100,000 pods, more than the simulator's replicas limit of "
+        f"{DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)"
+    )
+    assert simulate(OVER_THE_LIMITS, "--limit", "replicas=100000").startswith(
+        "s.yaml: spec.events[0].scale.replicas: up to 100,000 pods in all, more than the simulator's pods limit"
+    )
+
+
+def test_the_limit_flag_lifts_a_limit(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate",))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(OVER_THE_LIMITS)
+    # the event at 20m is past --duration: what runs is small, what loads is over the defaults
+    flags = ["--limit", "replicas=100000", "--limit=pods=100,000", "--duration", "2m", "--json"]
+    code = cli_main.main(["simulate", "s.yaml", "--no-report", *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert '"simulated_seconds": 120.0' in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--limit", "pods"],
+            "--limit pods: expected KIND=N with KIND one of pods, replicas, nodes, node-groups",
+        ),
+        (["--limit", "replicas=-5"], "--limit replicas=-5: must be at least 1"),
+        (["--limit", "nodes=lots"], "--limit nodes=lots: expected a whole number, got 'lots'"),
+    ],
+)
+def test_bad_limit_flags_are_one_line_before_any_work(simulate, flags, expected):
+    assert simulate(SCENARIO, *flags).startswith(expected)
+
+
+def test_a_run_past_the_recorded_events_limit_writes_nothing(simulate, tmp_path):
+    """The limit is checked as the run goes: the output directory it created is removed."""
+    message = simulate(SCENARIO, "--limit", "recorded-events=5", "--out", "out")
+    assert not (tmp_path / "out").exists()
+    assert message.startswith("s.yaml: the run had recorded 5 events after ")
+    assert message.endswith("(lift it with --limit recorded-events=N); nothing written")
+
+
+def test_sweep_is_held_to_the_limits_and_lifts_them_too(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli_main, "COMMANDS", ("sweep",))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(OVER_THE_LIMITS)
+    sweep = ["sweep", "s.yaml", "--grid", "scan-interval=10s,20s", "--seeds", "1", "--workers", "1"]
+    assert cli_main.main([*sweep, "--duration", "2m"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip() == (
+        "kubetide: error: s.yaml: spec.events[0].scale.replicas: 100,000 pods, more than the simulator's "
+        f"replicas limit of {DEFAULT_LIMITS.replicas:,} (lift it with --limit replicas=N)"
+    )
+    assert not (tmp_path / "kubetide-out").exists()
+    lifted = ["--limit", "replicas=100000", "--limit", "pods=100000", "--duration", "2m", "--json"]
+    assert cli_main.main([*sweep, *lifted]) == 0, capsys.readouterr().err

@@ -45,6 +45,11 @@ def deep_in_pod(line: str, depth: int = 350) -> dict[str, str]:
 
 FIRST_NODE = CLUSTER[CLUSTER.index("- apiVersion: v1\n  kind: Node") :].split("\n- apiVersion")[0] + "\n"
 TRACE = "traces/frontend-morning.csv"
+# Issue 36: inputs that ran for minutes and took gigabytes, now over the simulator's limits.
+MANY_GROUPS = "".join(
+    f"    - {{name: g{i}, maxSize: 1, price: 0.1, template: {{status: {{allocatable: {{cpu: '1'}}}}}}}}\n"
+    for i in range(10_000)
+)
 
 REPRODUCERS = {
     # tracebacks
@@ -90,6 +95,18 @@ REPRODUCERS = {
     "scan-interval 1us": (SIMULATE, demo("scan-interval: 10s", "scan-interval: 1us"), "scan-interval"),
     "replicas 10^9": (SIMULATE, demo("replicas: 30", "replicas: 1000000000"), "replicas"),
     "maxSize 10^18": (SIMULATE, demo("maxSize: 40", "maxSize: 1000000000000000000"), "maxSize"),
+    "a scale event to 100,000 replicas": (
+        SIMULATE,
+        demo("replicas: 90", "replicas: 100000"),
+        "spec.events[0].scale.replicas: 100,000 pods, more than the simulator's replicas limit of 50,000 "
+        "(lift it with --limit replicas=N)",
+    ),
+    "10,000 node groups": (
+        SIMULATE,
+        demo("  nodeGroups:\n", "  nodeGroups:\n" + MANY_GROUPS),
+        "spec.nodeGroups: 10,002 node groups, more than the simulator's node-groups limit of 1,000 "
+        "(lift it with --limit node-groups=N)",
+    ),
     "--duration 100000h": (["simulate", "s.yaml", "--duration", "100000h"], {"s.yaml": DEMO}, "--duration"),
     "an alias bomb of nested lists": (
         ["schedule", "cluster.yaml"],

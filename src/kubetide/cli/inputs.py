@@ -202,15 +202,16 @@ def reader_hint(kinds: set[str], command: str) -> str:
 # -- spec files: scenarios and GROUPS.yaml ------------------------------------------------------------
 
 
-def read_scenario(path: str | None, demo: str):
+def read_scenario(path: str | None, demo: str, limits=None):
     """(Scenario, its bytes) from a file or `-`; without `path`, the bundled scenario `demo`
-    (a resource path inside the kubetide package)."""
+    (a resource path inside the kubetide package). `limits`: sim/spec/limits.py's, else the
+    defaults."""
     from importlib import resources
 
     if path is not None:
-        return _scenario(read_input(path), source_name(path), scenario_base_dir(path))
+        return _scenario(read_input(path), source_name(path), scenario_base_dir(path), limits)
     with resources.as_file(resources.files("kubetide").joinpath(demo)) as demo_path:
-        return _scenario(demo_path.read_text(encoding="utf-8"), str(demo_path), demo_path.parent)
+        return _scenario(demo_path.read_text(encoding="utf-8"), str(demo_path), demo_path.parent, limits)
 
 
 def scenario_base_dir(path: str) -> Path:
@@ -219,7 +220,8 @@ def scenario_base_dir(path: str) -> Path:
     return Path.cwd() if path == STDIN else Path(path).parent
 
 
-def _scenario(text: str, source: str, base_dir: Path):
+def _scenario(text: str, source: str, base_dir: Path, limits=None):
+    from kubetide.sim.spec.limits import DEFAULT_LIMITS
     from kubetide.sim.spec.scenario import scenario_from_documents
 
     documents = parse_text(text, source)
@@ -229,7 +231,9 @@ def _scenario(text: str, source: str, base_dir: Path):
             f"{source}: {describe(kinds)}, not a Scenario (kind: {SCENARIO_KIND}): "
             f"{reader_hint(kinds, 'simulate')}"
         )
-    return scenario_from_documents(documents, source, base_dir), text.encode("utf-8")
+    return scenario_from_documents(documents, source, base_dir, limits or DEFAULT_LIMITS), text.encode(
+        "utf-8"
+    )
 
 
 def read_node_groups(path: str):

@@ -306,6 +306,8 @@ def export_scenario(
     from kubetide.model import load_documents
     from kubetide.model.loader import parse_text, resolve_priorities
     from kubetide.model.timestamps import newest_timestamp
+    from kubetide.sim.spec.errors import ScenarioError
+    from kubetide.sim.spec.limits import LIMIT_FLAG, NO_LIMITS
     from kubetide.sim.spec.scenario import parse_scenario
 
     manifests = load_documents(documents, source)
@@ -369,9 +371,17 @@ def export_scenario(
         ]
         lines += _indent(_yaml({"usage": usage}) if usage else ["usage: []"])
     text = "\n".join(lines) + "\n"
-    # What is written, simulate runs: a failure here is kubetide's bug, not the user's.
+    # What is written, simulate runs: a failure here is kubetide's bug, not the user's. A cluster
+    # larger than the simulator's default limits is still exported, with a word on --limit.
     exported = f"the scenario exported from {source}"
-    parse_scenario(parse_text(text, exported)[0], exported, base_dir=Path("."))
+    data = parse_text(text, exported)[0]
+    try:
+        parse_scenario(data, exported, base_dir=Path("."))
+    except ScenarioError as exc:
+        if LIMIT_FLAG not in str(exc):
+            raise
+        warnings.append(f"simulate refuses it as it is: {exc}")
+        parse_scenario(data, exported, base_dir=Path("."), limits=NO_LIMITS)
     return text, warnings
 
 

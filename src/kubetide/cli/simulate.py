@@ -1,9 +1,11 @@
-"""`kubetide simulate [SCENARIO] [--seed N] [--set FLAG=VALUE] [--compare NAME:FLAG=VALUE,...] [--workers N] [--out DIR] [--json]`.
+"""`kubetide simulate [SCENARIO] [--seed N] [--set FLAG=VALUE] [--compare NAME:FLAG=VALUE,...] [--workers N]
+[--limit KIND=N] [--out DIR] [--json]`.
 
 Runs a scenario on the simulator; without SCENARIO, the bundled demo. `--set` changes autoscaler
 flags over the scenario's spec.autoscaler. Writes summary.json, timeline.csv, events.jsonl and
 report.html to DIR (default ./kubetide-out/<scenario name>/) and ends with a summary table, or
-prints summary.json with --json.
+prints summary.json with --json. A scenario over the simulator's limits (sim/spec/limits.py) is
+refused in one line; `--limit KIND=N` lifts one.
 
 With `--compare` (or the scenario's spec.compare, or spec.qos.compare) it runs the same scenario
 and seed once per named setting (sweep/compare.py): each run's files go to DIR/<name>/, and
@@ -79,7 +81,22 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="compared runs in parallel on N local processes (default: cores; 1 runs them in this process)",
     )
+    add_limit_argument(parser)
     parser.set_defaults(run=run)
+
+
+def add_limit_argument(parser: argparse.ArgumentParser) -> None:
+    """`--limit KIND=N` (simulate and sweep): sim/spec/limits.py; its KINDS are repeated here so
+    `--help` loads no model."""
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="KIND=N",
+        help="lift one of the simulator's limits (repeatable): pods=50000, replicas=50000 (per "
+        "workload), nodes=5000, node-groups=1000, events=10000, timeline-cells=5000000, "
+        "recorded-events=500000 are the defaults",
+    )
 
 
 # Options whose value may itself look like an option (`--set --scan-interval=10s`); main.py joins
@@ -98,10 +115,11 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     from kubetide.cli.simulate_summary import print_summary
     from kubetide.sim.report.output import default_out_dir, summary_json, write_outputs
     from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
+    from kubetide.sim.spec.limits import parse_limits
     from kubetide.sweep.compare import parse_compare, parse_set, scenario_variants
     from kubetide.sweep.grid import with_options
 
-    scenario, _ = read_scenario(args.scenario, DEMO)
+    scenario, _ = read_scenario(args.scenario, DEMO, parse_limits(args.limit))
     if not args.scenario:
         scenario.source = "demo.yaml (bundled)"
     if args.duration is not None:
@@ -146,6 +164,10 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     except KeyboardInterrupt:
         display.close()
         return interrupted(out_dir, created, kept=[], unfinished=[])
+    except UserError:  # a limit the run passed (sim/spec/limits.py): nothing written
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
     try:
         with writing_into(out_dir, "--out"):
             paths = write_outputs(result, out_dir, report=not args.no_report)

@@ -1,12 +1,13 @@
 """`kubetide sweep SCENARIO --grid FLAG=V1,V2 ... [--seeds N | --seed-list 3,7] [--trace CSV ...]
-[--engine local|dask]`.
+[--engine local|dask] [--limit KIND=N]`.
 
 Simulates the scenario once per (setting, trace, seed): every combination of the --grid values,
 each on every --trace alternative (or the scenario's own traces) and every seed, exactly as
 `kubetide simulate` would run it. Writes runs/<setting>/[trace-<trace>/]seed-<n>/summary.json
 per run, summary.csv, sweep.json and report.html to DIR (default ./kubetide-out/<scenario>-sweep/),
 and ends with a table per setting, or prints sweep.json with --json. Runs already stored in DIR
-are not run again, so an interrupted sweep resumes where it stopped.
+are not run again, so an interrupted sweep resumes where it stopped. `--limit` lifts one of the
+simulator's limits, as for `simulate` (sim/spec/limits.py).
 
 A scenario with spec.compare sweeps its entries' flags instead of a grid (each entry over every
 seed); --grid beside spec.compare needs --no-compare (sweep/compare.py `sweep_settings`).
@@ -23,7 +24,7 @@ from pathlib import Path
 from kubetide.cli.json_output import add_json_argument, document
 from kubetide.cli.output import console, ensure_output_dir, print_json, warn, writing_into
 from kubetide.cli.progress import Display
-from kubetide.cli.simulate import DEMO, duration_flag
+from kubetide.cli.simulate import DEMO, add_limit_argument, duration_flag
 from kubetide.errors import UserError
 
 
@@ -89,6 +90,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--workers", type=int, metavar="N", help="local processes or LocalCluster workers (default: cores)"
     )
+    add_limit_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -156,10 +158,13 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     grid = parse_grid(args.grid)
     seeds = _seeds(args)
     engine = _engine(args)
-    scenario, scenario_bytes = read_scenario(args.scenario, DEMO)
+    from kubetide.sim.spec.limits import parse_limits
+
+    limits = parse_limits(args.limit)
+    scenario, scenario_bytes = read_scenario(args.scenario, DEMO, limits)
     if args.duration is not None:
         scenario = scenario.with_duration(duration_flag(args.duration))
-    alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes)
+    alternatives, scenarios = _trace_variants(args, scenario, scenario_bytes, limits)
     compared = sweep_settings(scenario, grid, args.no_compare)
     flag_warnings: list[str] = []  # approximated and infrastructure flags, as `plan --set` says them
     chosen = compared or build_settings(grid, scenario.options, flag_warnings)
@@ -205,7 +210,7 @@ def _run(args: argparse.Namespace, display: Display) -> int:
     return 0
 
 
-def _trace_variants(args: argparse.Namespace, scenario, scenario_bytes: bytes):
+def _trace_variants(args: argparse.Namespace, scenario, scenario_bytes: bytes, limits):
     """The --trace alternatives, and trace id -> scenario to run (the scenario itself without any)."""
     from kubetide.cli.inputs import scenario_base_dir, source_name
     from kubetide.model.loader import parse_text
@@ -217,7 +222,7 @@ def _trace_variants(args: argparse.Namespace, scenario, scenario_bytes: bytes):
     document = parse_text(scenario_bytes.decode("utf-8"), source)[0]
     alternatives = parse_trace_alternatives(args.trace, document, source)
     base_dir = scenario_base_dir(args.scenario) if args.scenario else Path.cwd()
-    return alternatives, scenario_variants(document, source, base_dir, scenario, alternatives)
+    return alternatives, scenario_variants(document, source, base_dir, scenario, alternatives, limits)
 
 
 def run_sweep(

@@ -67,6 +67,8 @@ class Workload:
     max_surge: int | str = "25%"
     max_unavailable: int | str = "25%"
     min_ready_seconds: int = 0
+    # Deployment: spec.revisionHistoryLimit, the old ReplicaSets kept at 0 (apps/v1's default 10)
+    revision_history_limit: int = 10
     # status, as the API server last reported it
     status_replicas: int | None = None
     status_ready_replicas: int | None = None
@@ -155,9 +157,9 @@ def parse_strategy(spec: Reader) -> tuple[str, int | str, int | str]:
 DEFAULT_PROGRESS_DEADLINE = 600
 
 
-def parse_deployment_limits(spec: Reader) -> int:
-    """A Deployment's spec.minReadySeconds, checked with the fields the API server checks it
-    against (progressDeadlineSeconds, its default 600) and revisionHistoryLimit."""
+def parse_deployment_limits(spec: Reader) -> tuple[int, int]:
+    """A Deployment's spec.minReadySeconds and revisionHistoryLimit (default 10), checked with the
+    fields the API server checks them against (progressDeadlineSeconds, its default 600)."""
     values = {}
     for key, default in (
         ("minReadySeconds", 0),
@@ -175,7 +177,7 @@ def parse_deployment_limits(spec: Reader) -> int:
             + (" (the default)" if not spec.has("progressDeadlineSeconds") else ""),
             "progressDeadlineSeconds",
         )
-    return min_ready
+    return min_ready, values["revisionHistoryLimit"]
 
 
 def template_restart_problem(kind: str, policy: object) -> str | None:
@@ -225,9 +227,10 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
     surge: int | str = "25%"
     unavailable: int | str = "25%"
     min_ready = 0
+    history = 10
     if kind == "Deployment":
         strategy, surge, unavailable = parse_strategy(spec)
-        min_ready = parse_deployment_limits(spec)
+        min_ready, history = parse_deployment_limits(spec)
     parallelism = completions = None
     if kind == "Job":
         parallelism = spec.int("parallelism", default=1)
@@ -257,6 +260,7 @@ def parse_workload(reader: Reader, kind: str) -> Workload:
         max_surge=surge,
         max_unavailable=unavailable,
         min_ready_seconds=min_ready,
+        revision_history_limit=history,
     )
 
 

@@ -113,7 +113,7 @@ def _strategy(strategy: Any) -> tuple[str, int | str, int | str]:
         raise Declined from None
 
 
-def _deployment_limits(spec: WorkloadSpecWire) -> int:
+def _deployment_limits(spec: WorkloadSpecWire) -> tuple[int, int]:
     given = {
         "minReadySeconds": spec.min_ready_seconds,
         "progressDeadlineSeconds": spec.progress_deadline_seconds,
@@ -152,9 +152,10 @@ def build_workload(
     replicas = _count(spec.replicas, 1) if kind in _SCALED_KINDS else None
     strategy: tuple[str, int | str, int | str] = ("RollingUpdate", "25%", "25%")
     min_ready = 0
+    history = 10
     if kind == "Deployment":
         strategy = _strategy(spec.strategy)
-        min_ready = _deployment_limits(spec)
+        min_ready, history = _deployment_limits(spec)
     parallelism = completions = None
     if kind == "Job":
         parallelism = _count(spec.parallelism, 1)
@@ -193,6 +194,7 @@ def build_workload(
         max_surge=strategy[1],
         max_unavailable=strategy[2],
         min_ready_seconds=min_ready,
+        revision_history_limit=history,
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetide.errors import UserError
+from kubetide.sim.spec.limits import DEFAULT_LIMITS, Limits
 from kubetide.sim.spec.scenario import Scenario, parse_scenario
 
 SCENARIOS_OWN = ""  # the trace id of runs on the scenario as written
@@ -90,17 +91,18 @@ def scenario_variants(
     base_dir: Path,
     scenario: Scenario,
     alternatives: Sequence[TraceAlternative],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Scenario]:
     """Trace id -> the scenario to simulate: the scenario itself without alternatives, otherwise one
     scenario per alternative (the document with its trace file replaced, relative files read from
-    base_dir as the scenario's own were), with the caller's duration applied."""
+    base_dir as the scenario's own were), with the caller's duration applied, within `limits`."""
     if not alternatives:
         return {SCENARIOS_OWN: scenario}
     variants = {}
     for alternative in alternatives:
         data = copy.deepcopy(document)
         data["spec"]["traces"][alternative.index]["file"] = str(alternative.file)
-        variant = parse_scenario(data, source, base_dir=base_dir)
+        variant = parse_scenario(data, source, base_dir=base_dir, limits=limits)
         if variant.duration != scenario.duration:
             variant = variant.with_duration(scenario.duration)
         variants[alternative.id] = variant

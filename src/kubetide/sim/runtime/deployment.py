@@ -24,8 +24,13 @@ Differences from kube-controller-manager, each on purpose:
   the ReplicaSet controller follows within milliseconds). So pods never outnumber what the
   Deployment allowed, and the surge bound holds on the pods themselves.
 - A scale event during a rollout goes through the rolling arithmetic with the new replicas
-  (upstream scales the ReplicaSets proportionally); old ReplicaSets are kept at 0, never garbage
-  collected (revisionHistoryLimit); progressDeadlineSeconds and paused are not modelled.
+  (upstream scales the ReplicaSets proportionally); progressDeadlineSeconds and paused are not
+  modelled.
+- Once a rollout is complete, old ReplicaSets beyond spec.revisionHistoryLimit (default 10) are
+  deleted, lowest revision first, as upstream's cleanupDeployment does, but only those with no pod
+  left at all (upstream: no active pod; its garbage collector then deletes the terminating ones),
+  so one whose pods are still terminating goes at a later sync.
+  Without it, every rollout restart would leave one more ReplicaSet that each later sync reads.
 - A pod is available once Ready for minReadySeconds or more (upstream: more than), so the sync
   that the controller schedules for that moment sees it available.
 """
@@ -273,7 +278,8 @@ class Deployments(Controller):
             self._updated.pop(key, None)
         else:
             self._updated[key] = new.meta.uid
-        self._after(deployment)
+        if self._after(deployment):
+            self._clean_up(deployment, old)
 
     def _rolling(
         self, d: Workload, new: Workload | None, old: list[Workload], next_revision: int
@@ -323,16 +329,18 @@ class Deployments(Controller):
             return self._scale(d, new, d.replicas or 0)
         return new
 
-    def _after(self, deployment: Workload) -> None:
-        """Watch pods while rolling out; sync again when a Ready pod's minReadySeconds are up."""
+    def _after(self, deployment: Workload) -> bool:
+        """Watch pods while rolling out; sync again when a Ready pod's minReadySeconds are up.
+        True when the rollout is complete."""
         key = deployment.key
         status = self.status(deployment.namespace, deployment.name)
         if status is not None and status.rolling_out:
             self._moving.add(key)
         else:
             self._moving.discard(key)
-        if deployment.min_ready_seconds <= 0 or key not in self._moving:
-            return
+            return True
+        if deployment.min_ready_seconds <= 0:
+            return False
         now = self.engine.now()
         pending = [
             (pod.ready_transition or now) + deployment.min_ready_seconds
@@ -341,14 +349,32 @@ class Deployments(Controller):
             if pod.ready and not _available(pod, deployment.min_ready_seconds, now)
         ]
         if not pending:
-            return
+            return False
         when = min(pending)
         timer = self._wake.get(key)
         if timer is not None and timer.active:
             if timer.when <= when:
-                return
+                return False
             timer.cancel()
         self._wake[key] = self.engine.at(when, self.enqueue, key)
+        return False
+
+    def _clean_up(self, d: Workload, old: list[Workload]) -> None:
+        """Delete the old ReplicaSets beyond spec.revisionHistoryLimit, lowest revision first,
+        skipping any with replicas or pods (upstream's cleanupDeployment)."""
+        excess = len(old) - d.revision_history_limit
+        if excess <= 0:
+            return
+        current = self.world.workloads  # `old` as read before this sync scaled some of them
+        for rs in sorted(old, key=lambda rs: (revision(rs), rs.meta.creation_timestamp or 0.0, rs.name))[
+            :excess
+        ]:
+            latest = current.get(rs.key)
+            if latest is None or latest.replicas or rs.meta.uid in self.world.owned:
+                continue
+            del current[rs.key]
+            self.world.active.pop(rs.meta.uid, None)
+            self.world.ready.pop(rs.meta.uid, None)
 
     # -- ReplicaSets -----------------------------------------------------------------------------
     def _create(self, d: Workload, replicas: int, number: int) -> Workload:

@@ -56,6 +56,7 @@ from kubetide.sim.runtime.replicaset import ReplicaSets
 from kubetide.sim.runtime.scheduler import Scheduler
 from kubetide.sim.runtime.statefulset import StatefulSets
 from kubetide.sim.runtime.world import World
+from kubetide.sim.spec.limits import check_timeline
 from kubetide.sim.spec.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
 
 
@@ -146,8 +147,12 @@ class Simulation:
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
         cluster = scenario.cluster
 
+        limits = scenario.limits
+        check_timeline(
+            limits, scenario.source, scenario.duration, scenario.options.scan_interval, len(scenario.groups)
+        )
         self.engine = engine = Engine(self.seed, start=self.scenario.start)
-        self.log = log = EventLog(engine)
+        self.log = log = EventLog(engine, limits.recorded_events, scenario.source)
         self.world = world = World()
         self.kubelets = kubelets = Kubelets(engine, world, cluster)
         self.lifecycle = lifecycle = NodeLifecycle(

@@ -34,6 +34,7 @@ from kubetide.model.timestamps import LATEST_TIME, newest_timestamp
 from kubetide.model.warnings import controller_warnings
 from kubetide.sim.spec.errors import ScenarioError
 from kubetide.sim.spec.files import csv_rows, read_manifests, read_relative
+from kubetide.sim.spec.limits import DEFAULT_LIMITS, Limits
 from kubetide.sim.spec.qos import QosSettings, QosSpec, load_qos
 from kubetide.sim.spec.usage import UsageSpec
 
@@ -51,11 +52,11 @@ RUN_DURATION_ANNOTATION = "kubetide.io/run-duration"
 # Simulated second 0 of a scenario without dated objects: 2026-01-01T00:00:00Z (never a falsy 0.0).
 EPOCH = 1_767_225_600.0
 
-# What the simulator runs in minutes and a few GB on a laptop. Larger scenarios are refused up
-# front rather than left to run for hours or exhaust memory.
+# What the simulator runs in minutes and a few GB on a laptop. Longer scenarios are refused up
+# front rather than left to run for hours; sizes are limited by limits.py, which --limit lifts.
 MAX_DURATION = 30 * 24 * 3600.0  # seconds of simulated time
-MAX_GROUP_SIZE = 5_000  # nodes in one group (Kubernetes' own tested limit for a cluster)
-MAX_REPLICAS = 100_000  # pods of one workload (Kubernetes' tested limit is 150,000 per cluster)
+MAX_GROUP_SIZE = DEFAULT_LIMITS.nodes  # the default nodes limit (cli/scenario.py caps groups at it)
+INT32_MAX = 2**31 - 1  # replicas are int32 in the Kubernetes API
 
 
 # -- shape -----------------------------------------------------------------------------------
@@ -88,12 +89,7 @@ class ScaleSpec(_Model):
     kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Job"]
     namespace: str = "default"
     name: str = Field(min_length=1)
-    replicas: int = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _size(self) -> ScaleSpec:
-        check_size(self.replicas, MAX_REPLICAS, "replicas")
-        return self
+    replicas: int = Field(ge=0, le=INT32_MAX)
 
 
 class FaultSpec(_Model):
@@ -106,8 +102,6 @@ class FaultSpec(_Model):
     def _group(self) -> FaultSpec:
         if self.type != "autoscalerRestart" and not self.nodeGroup:
             raise ValueError(f"a {self.type} fault needs nodeGroup")
-        if self.count is not None:
-            check_size(self.count, MAX_GROUP_SIZE, "nodes")
         return self
 
 
@@ -257,12 +251,6 @@ class ScenarioDocument(_Model):
     spec: Spec
 
 
-def check_size(value: int, limit: int, what: str) -> None:
-    """Raise ValueError if `value` is more than the simulator can run (`what` names the unit)."""
-    if value > limit:
-        raise ValueError(f"{value} is too large for the simulator on this machine (at most {limit:,} {what})")
-
-
 def check_duration(seconds: float) -> None:
     """Raise ValueError if the simulator cannot run this long (spec.duration, --duration)."""
     if seconds > MAX_DURATION:
@@ -325,6 +313,7 @@ class Scenario:
     compare: list[CompareEntry] = field(default_factory=list)
     start: float = EPOCH  # the Unix time simulated second 0 stands for
     usage: Any = None  # sim.usage.UsageModel: the pods' usage profiles (HPAs and the QoS agent)
+    limits: Limits = DEFAULT_LIMITS  # what it was loaded within; its runs are held to them too
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -334,19 +323,23 @@ class Scenario:
 # -- loading ---------------------------------------------------------------------------------
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Scenario:
     path = Path(path)
-    return scenario_from_documents(read_spec_documents(path, ScenarioError), str(path), path.parent)
+    return scenario_from_documents(read_spec_documents(path, ScenarioError), str(path), path.parent, limits)
 
 
-def scenario_from_documents(documents: list[Any], source: str, base_dir: Path) -> Scenario:
+def scenario_from_documents(
+    documents: list[Any], source: str, base_dir: Path, limits: Limits = DEFAULT_LIMITS
+) -> Scenario:
     """The Scenario of a file's decoded documents (cli/inputs.py reads `-` and checks the kind)."""
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ScenarioError(source, "", "expected one YAML document with kind: Scenario")
-    return parse_scenario(documents[0], source, base_dir=base_dir)
+    return parse_scenario(documents[0], source, base_dir=base_dir, limits=limits)
 
 
-def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
+def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEFAULT_LIMITS) -> Scenario:
+    """The loaded scenario; ScenarioError on the first thing wrong with it, or over `limits`."""
+    _check_counts(data.get("spec"), limits, source)  # before validating 10,000 node groups
     try:
         doc = ScenarioDocument.model_validate(data)
     except ValidationError as exc:
@@ -370,7 +363,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         if group.name in names:
             raise ScenarioError(source, f"{where}.name", f'duplicate node group "{group.name}"')
         names.add(group.name)
-        _check(check_size, group.maxSize, source, f"{where}.maxSize", MAX_GROUP_SIZE, "nodes")
+        _within(limits, "nodes", group.maxSize, source, f"{where}.maxSize", "nodes")
         groups.append(
             GroupConfig(
                 name=group.name,
@@ -386,7 +379,8 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         )
 
     objects = read_manifests(spec.objects, source, "spec.objects", base_dir)
-    _check_workload_sizes(objects)
+    _check_starting_nodes(groups, objects, limits, source)
+    _check_workload_sizes(objects, limits)
     # Objects from a cluster dump keep their times, and so their ages: the simulated clock starts
     # at the dump's newest time, so what the simulator prints is on the cluster's own clock.
     newest = newest_timestamp(objects)
@@ -411,10 +405,11 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
                 f"{format_duration(event.at)} is after the end of the scenario ({format_duration(spec.duration)})",
             )
         if event.scale is not None:
+            _within(limits, "replicas", event.scale.replicas, source, f"{where}.scale.replicas", "pods")
             events.append(Event(event.at, "scale", event.scale, where))
         elif event.apply is not None:
             manifests = read_manifests(event.apply, source, f"{where}.apply", base_dir)
-            _check_workload_sizes(manifests)
+            _check_workload_sizes(manifests, limits)
             classes.extend(manifests.priority_classes)
             known = Manifests(priority_classes=list(classes))
             known.pods, known.workloads = manifests.pods, manifests.workloads
@@ -433,13 +428,16 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
                 raise ScenarioError(
                     source, f"{where}.fault.nodeGroup", _unknown("node group", fault.nodeGroup, names)
                 )
+            if fault.count is not None:
+                _within(limits, "nodes", fault.count, source, f"{where}.fault.count", "nodes")
             events.append(Event(event.at, "fault", fault, where))
     for loaded in events:  # once every apply is known: one may come later in the file
         if loaded.kind in ("restart", "setImage"):
             where = f"{loaded.field}.{loaded.kind}"
             _check_rollout_target(loaded.payload, objects, events, source, where, loaded.at)
     for index, trace in enumerate(spec.traces):
-        events.extend(_trace_events(trace, source, f"spec.traces[{index}]", base_dir, spec.duration))
+        where = f"spec.traces[{index}]"
+        events.extend(_trace_events(trace, source, where, base_dir, spec.duration, limits, len(events)))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     warnings += _ungrouped_nodes(objects, names, source)
@@ -449,6 +447,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         spec.qos, spec.usage, spec.seed, [("spec.objects", objects), *applied], source, base_dir, warnings
     )
     compare = _compare(spec, options, source)
+    _check_pods(objects, events, limits, source)
 
     return Scenario(
         name=doc.metadata.name,
@@ -467,6 +466,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path) -> Scenario:
         compare=compare,
         start=start,
         usage=usage,
+        limits=limits,
     )
 
 
@@ -543,28 +543,138 @@ def _check(check: Callable[..., None], value: Any, source: str, field: str, *lim
         raise ScenarioError(source, field, str(exc)) from None
 
 
-def _check_workload_sizes(manifests: Manifests) -> None:
-    """Replicas and Job sizes within MAX_REPLICAS; the error names where the workload was given."""
+def _within(limits: Limits, kind: str, value: int, source: str, field: str, unit: str) -> None:
+    """ScenarioError naming `field` when `value` (of `unit`) is over the limit `kind`."""
+    message = limits.over(kind, value, f"{value:,} {unit}")
+    if message is not None:
+        raise ScenarioError(source, field, message)
+
+
+def _check_counts(spec: Any, limits: Limits, source: str) -> None:
+    """spec.nodeGroups and spec.events within their limits, counted before they are validated."""
+    if not isinstance(spec, dict):
+        return  # the shape's error says what is wrong
+    for name, kind, unit in (("nodeGroups", "node-groups", "node groups"), ("events", "events", "events")):
+        entries = spec.get(name)
+        if isinstance(entries, list):
+            _within(limits, kind, len(entries), source, f"spec.{name}", unit)
+
+
+def _origin(manifests: Manifests, identity: str) -> tuple[str, str]:
+    """(file, location) an object was given at (`identity`: "Deployment shop/web")."""
+    source, _, location = manifests.origins[identity].partition(": ")
+    return source, location
+
+
+def _check_workload_sizes(manifests: Manifests, limits: Limits) -> None:
+    """Replicas, Job sizes and HPA maxReplicas within the replicas limit; the error names where
+    the object was given."""
     for workload in manifests.workloads:
         for name, value in (
             ("replicas", workload.replicas),
             ("completions", workload.completions),
             ("parallelism", workload.parallelism),
         ):
-            if value is not None and value > MAX_REPLICAS:
-                where = manifests.origins[f"{workload.kind} {workload.meta.key}"]
-                source, _, location = where.partition(": ")
-                _check(check_size, value, source, f"{location}: spec.{name}", MAX_REPLICAS, "pods")
+            if value is not None:
+                source, location = _origin(manifests, f"{workload.kind} {workload.meta.key}")
+                _within(limits, "replicas", value, source, f"{location}: spec.{name}", "pods")
+    for hpa in manifests.other.get("HorizontalPodAutoscaler", ()):
+        source, location = _origin(manifests, f"HorizontalPodAutoscaler {hpa.meta.key}")
+        _within(limits, "replicas", hpa.max_replicas, source, f"{location}: spec.maxReplicas", "pods")
+
+
+def _check_starting_nodes(groups: list[GroupConfig], objects: Manifests, limits: Limits, source: str) -> None:
+    """The nodes the scenario starts with (spec.objects' and every group's initial size) within
+    the nodes limit; the error names the group whose initial size passes it."""
+    count = len(objects.nodes)
+    _within(limits, "nodes", count, source, "spec.objects", "nodes")
+    for index, group in enumerate(groups):
+        count += group.initial_size
+        what = f"{count:,} nodes at the start (this group's initial size with those before it)"
+        message = limits.over("nodes", count, what)
+        if message is not None:
+            raise ScenarioError(source, f"spec.nodeGroups[{index}]", message)
+
+
+def _check_pods(objects: Manifests, events: list[Event], limits: Limits, source: str) -> None:
+    """The most pods the scenario could ask for within the pods limit (most_pods says how they
+    are counted); the error names the workload that asks for the most."""
+    counts = most_pods(objects, events, source)
+    total = sum(count for count, _ in counts.values())
+    message = limits.over("pods", total, f"up to {total:,} pods in all")
+    if message is None:
+        return
+    name, (count, where) = max(counts.items(), key=lambda item: item[1][0])
+    at, _, field = where.partition(": ")
+    raise ScenarioError(at, field, f"{message}; {name} asks for {count:,} of them here")
+
+
+def most_pods(objects: Manifests, events: list[Event], source: str) -> dict[str, tuple[int, str]]:
+    """Object -> (the most pods it could ask for at once, where that number was given as
+    "file: field"), over spec.objects and every event:
+
+    - a Deployment, ReplicaSet or StatefulSet: the most of its replicas in any version, any scale
+      event or trace row, and its HPAs' maxReplicas (a rollout's surge pods are not counted);
+    - a Job: its parallelism or completions, whichever is more (finished pods stay);
+    - a CronJob: its Job's pods for the Job running and those its history limits keep;
+    - a pod of no controller: 1. DaemonSets are not counted: they follow the nodes, which the
+      nodes limit bounds, as are ReplicaSets a Deployment owns (its pods are the Deployment's).
+    """
+    counts: dict[str, tuple[int, str]] = {}
+
+    def ask(key: str, count: int, where: str) -> None:
+        if key not in counts or count > counts[key][0]:
+            counts[key] = (count, where)
+
+    for manifests in [objects] + [e.payload for e in events if e.kind == "apply"]:
+
+        def given(identity: str, field: str) -> str:
+            return f"{manifests.origins.get(identity, source + ': spec.objects')}: {field}"  # noqa: B023
+
+        for workload in manifests.workloads:
+            owner = workload.meta.controller
+            if workload.kind == "DaemonSet" or (owner is not None and owner.kind == "Deployment"):
+                continue
+            identity = f"{workload.kind} {workload.meta.key}"
+            if workload.kind == "Job":
+                parallelism, completions = workload.parallelism or 0, workload.completions or 0
+                field = "spec.completions" if completions > parallelism else "spec.parallelism"
+                ask(identity, max(parallelism, completions), given(identity, field))
+            else:
+                ask(identity, workload.replicas or 0, given(identity, "spec.replicas"))
+        for hpa in manifests.other.get("HorizontalPodAutoscaler", ()):
+            identity = f"HorizontalPodAutoscaler {hpa.meta.key}"
+            target = f"{hpa.target_kind} {hpa.meta.namespace}/{hpa.target_name}"
+            ask(target, hpa.max_replicas, given(identity, "spec.maxReplicas"))
+        for cronjob in manifests.other.get("CronJob", ()):
+            job = cronjob.job
+            runs = 1 + cronjob.successful_jobs_history_limit + cronjob.failed_jobs_history_limit
+            identity = f"CronJob {cronjob.meta.key}"
+            ask(identity, runs * max(job.parallelism or 0, job.completions or 0), given(identity, "spec"))
+        for pod in manifests.pods:
+            if pod.meta.controller is None:
+                identity = f"Pod {pod.meta.key}"
+                ask(identity, 1, given(identity, "spec"))
+    for event in events:
+        if event.kind == "scale":
+            target = event.payload
+            field = event.field if event.field.startswith("spec.traces") else f"{event.field}.scale.replicas"
+            ask(f"{target.kind} {target.namespace}/{target.name}", target.replicas, f"{source}: {field}")
+    return counts
 
 
 def _template(data: dict, group: str, source: str, where: str) -> Node:
     return _parse_template(data, group, source, where, ScenarioError)
 
 
-def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float) -> list[Event]:
+def _trace_events(
+    trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float, limits: Limits, before: int
+) -> list[Event]:
+    """The scale events of a trace file's rows up to `duration`; `before`: the scenario's events
+    before them, which count towards the events limit with them."""
     file = base_dir / trace.file
     text = read_relative(file, trace.file, source, f"{where}.file")
-    events = []
+    events: list[Event] = []
     target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
     for number, row in csv_rows(text, str(file)):
         if not row or row[0].strip().startswith("#"):
@@ -581,15 +691,18 @@ def _trace_events(trace: TraceSpec, source: str, where: str, base_dir: Path, dur
             raise ScenarioError(str(file), f"line {number}", f"time: {exc}") from None
         try:
             replicas = int(row[1].strip())
-            if not 0 <= replicas <= MAX_REPLICAS:
+            if replicas < 0:
                 raise ValueError
         except ValueError:
             raise ScenarioError(
-                str(file),
-                f"line {number}",
-                f"replicas: expected an integer from 0 to {MAX_REPLICAS:,} (the simulator's limit), got {row[1]!r}",
+                str(file), f"line {number}", f"replicas: expected a non-negative integer, got {row[1]!r}"
             ) from None
+        _within(limits, "replicas", replicas, str(file), f"line {number}: replicas", "pods")
         if at <= duration:
+            total = before + len(events) + 1
+            _within(
+                limits, "events", total, str(file), f"line {number}", "events (spec.events and trace rows)"
+            )
             events.append(
                 Event(at, "scale", target.model_copy(update={"replicas": replicas}), f"{where} line {number}")
             )
