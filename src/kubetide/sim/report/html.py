@@ -375,8 +375,21 @@ def format_flags(entry: Mapping[str, Any], separator: str = " ") -> str:
     return separator.join(flags) or "(no flag changed)"
 
 
+# Metrics that are durations: shown as one (`14m50s`), never as a bare count of seconds.
+_DURATIONS = {
+    "last_removal_seconds",
+    "pending_seconds_p99",
+    "below_pdb_minimum_seconds",
+    "budget_wait_node_seconds",
+}
+
+
 def format_metric(key: str, value: Any) -> str:
     """A compare.json metric as the console and the report show it."""
+    if value is None:
+        return "none"  # e.g. last_removal_seconds: no node removed after the last load change
+    if key in _DURATIONS:
+        return format_duration(round(value) if value >= 1 else value)
     if key == "cost":
         return f"${value:,.2f}"
     if key == "node_hours":
