@@ -269,7 +269,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     under the table); a value is never cut, so settings that differ always look different."""
     from rich.table import Table
 
-    from kubetide.sim.report.html import format_flags, format_metric
+    from kubetide.sim.report.columns import format_flags, format_metric
     from kubetide.sweep.compare import METRICS
 
     out = console()

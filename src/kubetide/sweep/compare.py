@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubetide import API_VERSION
 from kubetide.errors import UserError
+from kubetide.sim.report.columns import METRICS
 from kubetide.sweep.grid import Setting, check_flags, with_options
 
 if TYPE_CHECKING:
@@ -36,23 +37,6 @@ if TYPE_CHECKING:
 
 # Also the run's directory under --out: no dots, so never compare.json or report.html.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
-
-# The rows of the console table and compare.json's `metrics`: (key, heading, path in summary.json).
-# Each setting's metrics also carry summary.json's whole `disruption` ledger (runtime/ledger.py).
-METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("cost", "cost ($)", ("cost",)),
-    ("node_hours", "node-hours", ("node_hours",)),
-    ("nodes_final", "nodes final", ("nodes", "final")),
-    ("last_removal_seconds", "last removal", ("disruption", "last_removal_seconds")),
-    ("pending_pod_seconds", "pending pod-seconds", ("pods", "pending_pod_seconds")),
-    ("pending_seconds_p99", "pending p99", ("pods", "pending_seconds_p99")),
-    ("max_pending", "max pending", ("pods", "max_pending")),
-    ("evictions", "drain evictions", ("evictions",)),  # the autoscaler's; the QoS agent's apart
-    ("drains", "drains", ("scale_down", "drained_removed")),
-    ("below_pdb_minimum_seconds", "below PDB minimum", ("disruption", "below_pdb_minimum_seconds")),
-    ("below_desired_pod_seconds", "below desired pod-s", ("disruption", "below_desired_pod_seconds")),
-    ("budget_wait_node_seconds", "waits for budget", ("disruption", "budget_wait_node_seconds")),
-)
 
 
 @dataclass(frozen=True)
