@@ -404,7 +404,7 @@ class Ledger(WorldObserver):
             restarts=sum(r.restarts for r in rows),
             deleted_with_node=sum(r.deleted_with_node for r in rows),
             below_pdb_minimum_seconds=round(float(sum(self._budget_seconds.values())), 3),
-            below_desired_pod_seconds=round(sum(r.below_desired_pod_seconds for r in rows), 3),
+            below_desired_pod_seconds=round(float(sum(r.below_desired_pod_seconds for r in rows)), 3),
             budget_wait_node_seconds=round(self._node_wait_seconds, 3),
             churned_nodes=len(self._churned),
             last_load_change_at=round(self.last_load_change_at, 3),
