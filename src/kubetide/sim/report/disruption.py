@@ -51,7 +51,7 @@ def disruption_section(runs: Sequence[tuple[str, SimulationResult]]) -> str:
     rows.append(f"<tr><th>worst workload</th>{worst}</tr>")
     table = f'<table class="compare">{head}{"".join(rows)}</table>'
     workloads = sorted({row["workload"] for _, ledger in ledgers for row in ledger["workloads"]})
-    figure = "" if not workloads else plot_div(_figure(ledgers, workloads), "disruption")
+    figure = "" if not workloads else plot_div(_figure(ledgers, workloads), "disruption-bars")
     note = (
         "Measured by the simulator from what happened to the pods (docs/simulate.md, the disruption "
         "ledger): time counts from the autoscaler's eviction, node deletion or rollout restart until "
@@ -85,7 +85,7 @@ def _figure(ledgers: Sequence[tuple[str, dict]], workloads: list[str]) -> go.Fig
                     x=workloads,
                     y=[rows[w][key] if w in rows else 0 for w in workloads],
                     name=name,
-                    legendgroup=name,
+                    legendgroup=f"disruption-{name}",
                     showlegend=panel == 1 and len(ledgers) > 1,
                     marker_color=colour(index),
                 ),
