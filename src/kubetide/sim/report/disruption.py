@@ -92,6 +92,7 @@ def _figure(ledgers: Sequence[tuple[str, dict]], workloads: list[str]) -> go.Fig
                 row=panel,
                 col=1,
             )
+    figure.update_yaxes(rangemode="nonnegative")  # an all-zero panel reads 0 to 1, not -1 to 1
     figure.update_layout(
         template=TEMPLATE, barmode="group", height=420, margin={"t": 40, "b": 40, "l": 60, "r": 20}
     )
