@@ -577,3 +577,22 @@ def test_flag_abbreviations(names, expected):
     from kubetide.cli.simulate import flag_abbreviations
 
     assert flag_abbreviations(names) == expected
+
+
+def test_each_compared_example_says_which_rows_to_read():
+    """An example that compares settings names, in its header, the console rows that show its
+    point, and each is a row the console prints."""
+    from kubetide.sim.report.columns import METRICS
+
+    rows = {heading for _, heading, _ in METRICS} | {"QoS agent evictions", "QoS agent throttles"}
+    examples = Path(__file__).parents[2] / "examples"
+    compared = [
+        path for path in sorted(examples.glob("*.yaml")) if re.search(r"^\s+compare:", path.read_text(), re.M)
+    ]
+    assert len(compared) >= 4
+    for path in compared:
+        header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+        said = [line for line in header if line.startswith("# Rows to read: ")]
+        assert len(said) == 1, path.name
+        named = re.findall(r'"([^"]+)"', said[0])
+        assert named and set(named) <= rows, (path.name, named)
