@@ -296,10 +296,10 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
             else "[bold red]" + ", ".join(f"{name} {count}" for name, count in broken.items()) + "[/bold red]"
         )
     flags = [format_flags(entry, "\n") for entry in settings]
-    key: dict[str, str] = {}
+    abbreviations: dict[str, str] = {}
     if _table_width(settings, flags, rows) > out.width:
-        key = flag_abbreviations([name for entry in settings for name in entry["flags"]])
-        flags = [_abbreviated(text, key) for text in flags]
+        abbreviations = flag_abbreviations([name for entry in settings for name in entry["flags"]])
+        flags = [_abbreviated(text, abbreviations) for text in flags]
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("", no_wrap=True)
     for entry in settings:
@@ -309,8 +309,8 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
         table.add_row(heading, *values)
     table.add_row("invariants", *cells)
     out.print(table)
-    if key:
-        out.print("flags: " + ", ".join(f"{short} = {name}" for name, short in key.items()))
+    if abbreviations:
+        out.print("flags: " + ", ".join(f"{short} = {name}" for name, short in abbreviations.items()))
     written = [f"{entry['dir']}/" for entry in settings] + ["compare.json"]
     if report:
         written.append("report.html")

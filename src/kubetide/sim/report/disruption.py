@@ -36,9 +36,7 @@ _PANELS = (
 
 
 def disruption_section(runs: Sequence[tuple[str, SimulationResult]]) -> str:
-    ledgers = [(name, result.summary.get("disruption")) for name, result in runs]
-    if any(ledger is None for _, ledger in ledgers):
-        return ""
+    ledgers: list[tuple[str, dict]] = [(name, result.summary["disruption"]) for name, result in runs]
     head = "<tr><th></th>" + "".join(f"<th>{html.escape(name)}</th>" for name, _ in ledgers) + "</tr>"
     rows = []
     for key, heading, duration in TOTALS:
