@@ -4,16 +4,18 @@ from the pods themselves: when the autoscaler took a pod, when its replacement t
 import functools
 
 import pytest
-from sim_doubles import DrainDouble, RecklessDouble
+from sim_doubles import DrainDouble, RecklessDouble, ScaleUpDouble
 from sim_helpers import advance, deployment, group, make_scenario, pdb, pods_of, simulate
 
 from kubetide.sim.report.output import summary_json
 
 
-def _scenario(objects, *, delay, size=3, events=()):
+def _scenario(objects, *, delay, size=3, events=(), duration="30m"):
     """Every pod takes exactly `delay` from its binding to Ready."""
     cluster = {"podStartupDelay": {"min": delay, "max": delay}}
-    return make_scenario(groups=[group(size=size)], objects=objects, events=events, cluster=cluster)
+    return make_scenario(
+        groups=[group(size=size)], objects=objects, events=events, cluster=cluster, duration=duration
+    )
 
 
 def _run(objects, double, *, delay, size=3, events=(), seconds=900, app="web"):
@@ -112,3 +114,38 @@ def test_the_ledger_is_deterministic():
     first = _run(objects, DrainDouble, delay="40s")[1]
     second = _run(objects, DrainDouble, delay="40s")[1]
     assert first == second and first.evictions == 2
+
+
+class _RemovesEmptyNewNodes(ScaleUpDouble):
+    """Scales up for pending pods; removes every node it added once it ran a pod and has none left."""
+
+    def __init__(self, options, clock, view, actions, cloud):
+        super().__init__(options, clock, view, actions, cloud)
+        self.kept = {node.name for node in view.snapshot().nodes()}  # the initial nodes, and those deleted
+        self.used: set[str] = set()
+
+    def run_once(self) -> None:
+        super().run_once()
+        snapshot = self.view.snapshot()
+        for node in list(snapshot.nodes()):
+            busy = [p for p in snapshot.pods_on(node.name).values() if not p.is_daemonset]
+            if busy:
+                self.used.add(node.name)
+            elif node.name in self.used and node.name not in self.kept:
+                self.kept.add(node.name)
+                self.cloud.node_group_for(node).delete_nodes([node])
+
+
+@pytest.mark.parametrize(("drop_at", "churned"), [("10m", 1), ("45m", 0)])
+def test_a_node_removed_within_30_minutes_of_joining_is_churn(drop_at, churned):
+    events = [
+        {"at": "1m", "scale": {"kind": "Deployment", "name": "web", "replicas": 4}},
+        {"at": drop_at, "scale": {"kind": "Deployment", "name": "web", "replicas": 1}},
+    ]
+    scenario = _scenario([deployment("web", 1, cpu="3")], delay="5s", size=1, events=events, duration="1h")
+    sim = simulate(scenario, _RemovesEmptyNewNodes)
+    advance(sim, 3600)
+    summary = sim.summary(wall_seconds=0)
+    removed = summary["scale_down"]["nodes_removed"]  # the nodes that ran a pod, added after 1m
+    assert removed >= 2
+    assert sim.ledger.result().churned_nodes == removed * churned
