@@ -149,3 +149,25 @@ def test_a_node_removed_within_30_minutes_of_joining_is_churn(drop_at, churned):
     removed = summary["scale_down"]["nodes_removed"]  # the nodes that ran a pod, added after 1m
     assert removed >= 2
     assert sim.ledger.result().churned_nodes == removed * churned
+
+
+def test_surge_before_evict_moves_single_replicas_without_a_moment_below_desired():
+    """examples/surge-before-evict.yaml, its own setting: every single-replica Deployment the
+    autoscaler moved was restarted (surge), never evicted, and never short of its one replica."""
+    from pathlib import Path
+
+    from kubetide.sim import Simulation, load_scenario
+
+    example = Path(__file__).parents[2] / "examples" / "surge-before-evict.yaml"
+    ledger = Simulation(load_scenario(example)).run().summary["disruption"]
+    moved = [row for row in ledger["workloads"] if row["restarts"]]
+    assert len(moved) >= 3
+    for row in moved:
+        assert row["workload"] != "Deployment/prod/api"
+        assert (row["evictions"], row["below_desired_pod_seconds"], row["below_pdb_minimum_seconds"]) == (
+            0,
+            0,
+            0,
+        )
+    assert ledger["restarts"] == sum(row["restarts"] for row in moved)
+    assert ledger["below_pdb_minimum_seconds"] == 0

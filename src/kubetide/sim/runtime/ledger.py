@@ -121,7 +121,7 @@ class Ledger(WorldObserver):
         self.world = world
         self.budgets = budgets
         self.rows: dict[str, _Row] = {}
-        self._top: dict[str, str | None] = {}  # controller UID -> its workload key (None: not counted)
+        self._top: dict[str, str] = {}  # controller UID -> its workload key
         self._workloads: dict[str, _Open] = {}  # workload key -> its open disruption
         self._budgets: dict[str, _Open] = {}  # PDB key -> its open disruption
         self._budget_seconds: dict[str, float] = {}
@@ -186,15 +186,9 @@ class Ledger(WorldObserver):
         """The autoscaler asked for a rollout restart of Deployment `key` (ns/name)."""
         key = f"Deployment/{key}"
         self._row(key).restarts += 1
-        workload = self.world.workloads.get(key)
-        if workload is None:
-            return
-        for rs in self.world.workloads.values():
-            owner = rs.meta.controller
-            if rs.kind == "ReplicaSet" and owner is not None and owner.uid == workload.meta.uid:
-                for pod in self.world.pods_of(rs.meta.uid):
-                    if not pod.is_terminating and not pod.is_terminal:
-                        self._displaced(key, pod)
+        for pod in self._pods(key):
+            if not pod.is_terminating and not pod.is_terminal:
+                self._displaced(key, pod)
 
     def refused(self, pod: Pod) -> None:
         """An eviction of `pod` by the autoscaler was refused by a PDB (HTTP 429)."""
@@ -251,17 +245,21 @@ class Ledger(WorldObserver):
         return max(0, want - healthy_pods)
 
     def _healthy_pods(self, key: str) -> int:
+        return sum(1 for pod in self._pods(key) if healthy(pod))
+
+    def _pods(self, key: str) -> list[Pod]:
+        """The workload's pods (a Deployment's: those of its ReplicaSets)."""
         workload = self.world.workloads.get(key)
         if workload is None:
-            return 0
+            return []
         if workload.kind != "Deployment":
-            return sum(1 for p in self.world.pods_of(workload.meta.uid) if healthy(p))
-        count = 0
+            return self.world.pods_of(workload.meta.uid)
+        pods: list[Pod] = []
         for rs in self.world.workloads.values():
             owner = rs.meta.controller
             if rs.kind == "ReplicaSet" and owner is not None and owner.uid == workload.meta.uid:
-                count += sum(1 for p in self.world.pods_of(rs.meta.uid) if healthy(p))
-        return count
+                pods += self.world.pods_of(rs.meta.uid)
+        return pods
 
     def _budget_shortfall(self, state: BudgetState) -> int:
         status = self.budgets.status(state)
