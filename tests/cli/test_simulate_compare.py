@@ -139,8 +139,8 @@ def test_the_console_shows_one_column_per_setting(simulate, tmp_path):
         assert any(line.strip().startswith(row) for line in out.splitlines()), row
     assert "all held" in out
     page = (tmp_path / "cmp" / "report.html").read_text()
-    # ONE report with the runs overlaid, in one plot
-    assert page.count('class="plotly-graph-div"') == 1
+    # ONE report with the runs overlaid, in one plot (and the disruption ledger's bars, if any)
+    assert page.count('class="plotly-graph-div"') == 1 + ('id="disruption-bars"' in page)
     for name in ("fast", "own"):
         # the setting's traces share its legend entry: nodes, pending (and those fitting no group),
         # cpu utilisation (and the least utilised node), drains, evictions, cost
@@ -520,3 +520,79 @@ def test_implemented_flags_are_not_warned_of(simulate, sweep):
     assert code == 0 and _warnings(err) == []
     code, _, err = sweep("--no-compare", "--grid", "scan-interval=10s,20s", "--json", scenario=SCENARIO)
     assert code == 0 and _warnings(err) == []
+
+
+# Five settings whose flags, written out, are far wider than 100 columns; two names share initials.
+FIVE = {
+    "a": {"scale-down-unneeded-time": "5m", "scale-down-budget-wait-keeps-unneeded-time": "false"},
+    "bb": {"scale-down-unneeded-time": "7m", "scale-down-delay-after-add": "3m"},
+    "c": {"scale-down-utilization-threshold": "0.6", "max-graceful-termination-sec": "45"},
+    "d": {},
+    "e": {"expander": "priority,least-waste"},
+}
+
+
+def test_the_compare_console_at_100_columns_abbreviates_flag_names_never_values(simulate, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    args = []
+    for name, flags in FIVE.items():
+        args += ["--compare", f"{name}:" + ",".join(f"{k}={v}" for k, v in flags.items())]
+    code, out, err = simulate(*args, "--workers", "1", "--no-report", "--duration", "6m")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert "…" not in out
+    start = next(i for i, line in enumerate(lines) if line.startswith("flags:"))
+    table = "\n".join(lines[:start])
+    said = " ".join(" ".join(lines[start:]).split()).removeprefix("flags: ").split(" wrote ")[0]
+    key = dict(pair.split(" = ") for pair in said.split(", "))
+    names = {name: short for short, name in key.items()}
+    cells = table.split()
+    for flags in FIVE.values():
+        for flag, value in flags.items():
+            # every value whole (a list broken after its commas), its flag's name abbreviated
+            first, *rest = value.split(",")
+            assert f"{names.get(flag, flag)}={first}" + ("," if rest else "") in cells
+            assert all(piece in cells for piece in rest)
+    assert names["scale-down-unneeded-time"] != names["scale-down-utilization-threshold"]
+    for row in ("nodes final", "last removal", "pending p99", "below PDB minimum", "below desired pod-s"):
+        assert any(line.startswith(row) for line in lines), row
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["scale-down-unneeded-time"], {"scale-down-unneeded-time": "sdut"}),
+        (
+            ["scale-down-unneeded-time", "scale-down-utilization-threshold"],
+            {"scale-down-unneeded-time": "sdut1", "scale-down-utilization-threshold": "sdut2"},
+        ),
+        (["expander"], {"expander": "e"}),
+        (["ok"], {"ok": "o"}),
+        (["a"], {}),  # no shorter than its initials: stays whole
+        (["max-nodes-total", "max-nodes-total"], {"max-nodes-total": "mnt"}),
+    ],
+)
+def test_flag_abbreviations(names, expected):
+    from kubetide.cli.simulate import flag_abbreviations
+
+    assert flag_abbreviations(names) == expected
+
+
+def test_each_compared_example_says_which_rows_to_read():
+    """An example that compares settings names, in its header, the console rows that show its
+    point, and each is a row the console prints."""
+    from kubetide.sim.report.columns import METRICS
+
+    rows = {heading for _, heading, _ in METRICS} | {"QoS agent evictions", "QoS agent throttles"}
+    examples = Path(__file__).parents[2] / "examples"
+    compared = [
+        path for path in sorted(examples.glob("*.yaml")) if re.search(r"^\s+compare:", path.read_text(), re.M)
+    ]
+    assert len(compared) >= 4
+    for path in compared:
+        header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+        said = [line for line in header if line.startswith("# Rows to read: ")]
+        assert len(said) == 1, path.name
+        named = re.findall(r'"([^"]+)"', said[0])
+        assert named and set(named) <= rows, (path.name, named)

@@ -25,6 +25,16 @@ def simulate(kubetide, capsys, scenario: str, out: Path) -> tuple[str, dict]:
     return text, json.loads((out / "summary.json").read_text())
 
 
+QUIET_LEDGER = {
+    "below_pdb_minimum_seconds": 0.0,
+    "below_desired_pod_seconds": 0.0,
+    "budget_wait_node_seconds": 0.0,
+    "churned_nodes": 0,
+    "last_removal_seconds": None,
+    "worst": None,
+}
+
+
 def row(text: str, label: str) -> str:
     """The value printed beside `label` in the summary table."""
     line = next(line for line in text.splitlines() if line.startswith(label))
@@ -89,7 +99,12 @@ def test_headline_rows_appear_only_when_non_zero(health, groups, shown):
         "nodes": {"initial": 1, "final": 1, "peak": 1},
         "node_hours": 1.0,
         "cost": 1.0,
-        "pods": {"max_pending": 0, "pending_at_end": 0, "pending_pod_seconds": 0.0},
+        "pods": {
+            "max_pending": 0,
+            "pending_at_end": 0,
+            "pending_pod_seconds": 0.0,
+            "pending_seconds_p99": 0.0,
+        },
         "scale_up": {
             "events": 0,
             "nodes_requested": 0,
@@ -107,6 +122,7 @@ def test_headline_rows_appear_only_when_non_zero(health, groups, shown):
         },
         "evictions": 0,
         "evictions_refused": 0,
+        "disruption": QUIET_LEDGER,
         "cluster_health": health,
         "node_groups": groups,
     }
@@ -115,3 +131,19 @@ def test_headline_rows_appear_only_when_non_zero(health, groups, shown):
     assert labels & optional == (
         shown | ({"cluster unhealthy for"} if health.get("unhealthy_seconds") else set())
     )
+
+
+def test_the_disruption_ledger_rows_name_the_worst_workload_only_when_one_was_disrupted(
+    kubetide, capsys, tmp_path
+):
+    args = ["simulate", str(EXAMPLES / "pdb-paced-drain.yaml"), "--out", str(tmp_path), "--no-report"]
+    assert kubetide([*args, "--no-compare"]) == 0
+    text, summary = capsys.readouterr().out, json.loads((tmp_path / "summary.json").read_text())
+    ledger = summary["disruption"]
+    assert ledger["worst"] == "Deployment/prod/api"
+    assert row(text, "most disrupted workload") == ledger["worst"]
+    assert row(text, "time below a PDB's minimum") == "0s"
+    assert row(text, "pod-seconds below desired replicas") == f"{ledger['below_desired_pod_seconds']:,.0f}"
+    quiet = {**summary, "disruption": QUIET_LEDGER}
+    labels = {label for label, _ in summary_rows(quiet)}
+    assert "most disrupted workload" not in labels and "node time waiting for budget" not in labels

@@ -49,6 +49,8 @@ def _row(ident, flags, cost, evictions, runs=5):
         "max_pending": spread(0, 0, 0),
         "evictions": spread(evictions, evictions, evictions),
         "drain_makespan": spread(3275, 3163, 3387),
+        "below_pdb_minimum_seconds": spread(0, 0, 0),
+        "below_desired_pod_seconds": spread(0, 0, 0),
     }
     return {
         "id": ident,

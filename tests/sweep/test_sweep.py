@@ -218,6 +218,8 @@ def _row(id_: str, cost: float, pending: float, rest: float = 1.0) -> dict:
         "max_pending": rest,
         "evictions": rest,
         "drain_makespan": rest,
+        "below_pdb_minimum_seconds": rest,
+        "below_desired_pod_seconds": rest,
     }
     return {
         "id": id_,

@@ -16,6 +16,7 @@ def _summary(cost: float, pending: float, evictions: int) -> dict:
         "pods": {"pending_pod_seconds": pending, "max_pending": 1 if pending else 0},
         "evictions": evictions,
         "scale_down": {"first_removal_at": 0.0, "last_removal_at": 600.0},
+        "disruption": {"below_pdb_minimum_seconds": 0.0, "below_desired_pod_seconds": evictions * 30.0},
     }
 
 
@@ -27,6 +28,8 @@ def _row(id_: str, flags: dict, cost: float, pending: float, evictions: int) -> 
         "max_pending": 1 if pending else 0,
         "evictions": evictions,
         "drain_makespan": 600.0,
+        "below_pdb_minimum_seconds": 0.0,
+        "below_desired_pod_seconds": evictions * 30.0,
     }
     return {
         "id": id_,

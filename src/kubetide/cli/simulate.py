@@ -286,10 +286,12 @@ def _compare_bars(scenario, variants, engine, display: Display):
 
 
 def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
-    """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last."""
+    """One column per setting, one row per metric (sweep/compare.py METRICS), invariants last.
+    When the flags, written out, would not fit the console, their NAMES are abbreviated (a key
+    under the table); a value is never cut, so settings that differ always look different."""
     from rich.table import Table
 
-    from kubetide.sim.report.html import format_flags, format_metric
+    from kubetide.sim.report.columns import format_flags, format_metric
     from kubetide.sweep.compare import METRICS
 
     out = console()
@@ -297,17 +299,16 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
         f"[bold]{data['scenario']}[/bold]: {len(data['settings'])} settings compared over "
         f"{format_duration(data['simulated_seconds'])}, seed {data['seed']}",
     )
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("")
     settings = data["settings"]
-    for entry in settings:
-        table.add_column(entry["name"], justify="right")
-    table.add_row("flags", *(format_flags(entry, "\n") for entry in settings))
+    rows: list[tuple[str, list[str]]] = []
     for key, heading, _ in METRICS:
-        table.add_row(heading, *(format_metric(key, entry["metrics"][key]) for entry in settings))
+        rows.append((heading, [format_metric(key, entry["metrics"][key]) for entry in settings]))
     if all("qos" in entry for entry in settings):
-        table.add_row("QoS agent evictions", *(f"{entry['qos']['evictions']:,}" for entry in settings))
-        table.add_row("QoS agent throttles", *(f"{entry['qos']['throttles']:,}" for entry in settings))
+        rows.append(("QoS agent evictions", [f"{entry['qos']['evictions']:,}" for entry in settings]))
+        rows.append(("QoS agent throttles", [f"{entry['qos']['throttles']:,}" for entry in settings]))
+    worst = [entry["metrics"]["disruption"]["worst"] for entry in settings]
+    if any(worst):
+        rows.append(("most disrupted", [name.split("/", 1)[1] if name else "none" for name in worst]))
     cells = []
     for entry in settings:
         broken = {name: count for name, count in entry["metrics"]["invariants"].items() if count}
@@ -316,9 +317,59 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
             if not broken
             else "[bold red]" + ", ".join(f"{name} {count}" for name, count in broken.items()) + "[/bold red]"
         )
+    flags = [format_flags(entry, "\n") for entry in settings]
+    abbreviations: dict[str, str] = {}
+    if _table_width(settings, flags, rows) > out.width:
+        abbreviations = flag_abbreviations([name for entry in settings for name in entry["flags"]])
+        flags = [_abbreviated(text, abbreviations) for text in flags]
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("", no_wrap=True)
+    for entry in settings:
+        table.add_column(entry["name"], justify="right", overflow="fold")
+    table.add_row("flags", *flags)
+    for heading, values in rows:
+        table.add_row(heading, *values)
     table.add_row("invariants", *cells)
     out.print(table)
+    if abbreviations:
+        out.print("flags: " + ", ".join(f"{short} = {name}" for name, short in abbreviations.items()))
     written = [f"{entry['dir']}/" for entry in settings] + ["compare.json"]
     if report:
         written.append("report.html")
     out.print(f"wrote {', '.join(written)} to {out_dir}/")
+
+
+def _table_width(settings: list[dict], flags: list[str], rows: list[tuple[str, list[str]]]) -> int:
+    """The comparison table's width with nothing wrapped (two spaces between columns)."""
+    label = max(len(heading) for heading, _ in [("flags", []), ("invariants", []), *rows])
+    columns = [
+        max(len(entry["name"]), 8, *(len(line) for line in text.split("\n")), *(len(v[i]) for _, v in rows))
+        for i, (entry, text) in enumerate(zip(settings, flags, strict=True))
+    ]
+    return label + sum(columns) + 2 * len(columns)
+
+
+def flag_abbreviations(names: list[str]) -> dict[str, str]:
+    """Each flag name -> its initials (`scale-down-unneeded-time` -> `sdut`), numbered when names
+    share them (`sdut1`, `sdut2`, in the order given); a name no longer than that stays whole."""
+    names = list(dict.fromkeys(names))
+    initials = {name: "".join(word[:1] for word in name.split("-")) for name in names}
+    shared: dict[str, list[str]] = {}
+    for name, short in initials.items():
+        shared.setdefault(short, []).append(name)
+    key = {}
+    for short, owners in shared.items():
+        for number, name in enumerate(owners, 1):
+            abbreviation = short if len(owners) == 1 and short not in names else f"{short}{number}"
+            if len(abbreviation) < len(name):
+                key[name] = abbreviation
+    return key
+
+
+def _abbreviated(flags: str, key: dict[str, str]) -> str:
+    """The flags with their names abbreviated, a long list value broken after its commas."""
+    lines = []
+    for line in flags.split("\n"):
+        name, sep, value = line.partition("=")
+        lines.append(f"{key.get(name, name)}{sep}{value.replace(',', ',' + chr(10))}")
+    return "\n".join(lines)

@@ -51,8 +51,30 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     # The autoscaler's own: the QoS agent's evictions have rows of their own (below).
     rows.append(("evictions by the autoscaler's drains", f"{summary['evictions']:,}"))
     rows.append(("drain evictions refused by a PDB (HTTP 429)", f"{summary['evictions_refused']:,}"))
+    rows += _disruption_rows(summary)
     rows += _headline_rows(summary)
     rows += _qos_rows(summary.get("qos"))
+    return rows
+
+
+def _disruption_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The disruption ledger's totals (sim/runtime/ledger.py) and the pods' pending p99."""
+    ledger = summary["disruption"]
+    last = ledger["last_removal_seconds"]
+    rows = [
+        ("pending p99 (creation to binding)", format_duration(summary["pods"]["pending_seconds_p99"])),
+        ("time below a PDB's minimum", format_duration(round(ledger["below_pdb_minimum_seconds"]))),
+        ("pod-seconds below desired replicas", f"{ledger['below_desired_pod_seconds']:,.0f}"),
+        ("last removal after the last load change", "none" if last is None else format_duration(last)),
+    ]
+    if ledger["budget_wait_node_seconds"]:
+        rows.append(
+            ("node time waiting for budget", format_duration(round(ledger["budget_wait_node_seconds"])))
+        )
+    if ledger["churned_nodes"]:
+        rows.append(("nodes removed within 30m of joining", f"{ledger['churned_nodes']:,}"))
+    if ledger["worst"]:
+        rows.append(("most disrupted workload", ledger["worst"]))
     return rows
 
 

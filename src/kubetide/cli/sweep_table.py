@@ -60,7 +60,8 @@ def _seconds(value: float) -> str:
     return format_duration(rounded)
 
 
-# metric key (sweep/results.py METRICS) -> (heading, how a value is written). Headings are two
+# metric key (sweep/results.py METRICS) -> (heading, how a value is written); the disruption
+# ledger's totals stay in sweep.json, summary.csv and report.html, for the table to fit 100 columns. Headings are two
 # short lines (as "invariant breaks"), so that a column is as wide as its numbers.
 COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "cost": ("cost", _money),

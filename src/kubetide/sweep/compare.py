@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubetide import API_VERSION
 from kubetide.errors import UserError
+from kubetide.sim.report.columns import METRICS
 from kubetide.sweep.grid import Setting, check_flags, with_options
 
 if TYPE_CHECKING:
@@ -36,16 +37,6 @@ if TYPE_CHECKING:
 
 # Also the run's directory under --out: no dots, so never compare.json or report.html.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")
-
-# The columns of the console table and compare.json's `metrics`: (key, heading, path in summary.json).
-METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("cost", "cost ($)", ("cost",)),
-    ("node_hours", "node-hours", ("node_hours",)),
-    ("pending_pod_seconds", "pending pod-seconds", ("pods", "pending_pod_seconds")),
-    ("max_pending", "max pending", ("pods", "max_pending")),
-    ("evictions", "drain evictions", ("evictions",)),  # the autoscaler's; the QoS agent's apart
-    ("drains", "drains", ("scale_down", "drained_removed")),
-)
 
 
 @dataclass(frozen=True)
@@ -247,6 +238,7 @@ def metrics(summary: dict[str, Any]) -> dict[str, Any]:
         for part in path:
             value = value[part]
         values[key] = value
+    values["disruption"] = summary["disruption"]
     values["invariants"] = dict(summary["invariants"])
     return values
 

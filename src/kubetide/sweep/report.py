@@ -35,10 +35,13 @@ _AXES = {
     "max_pending": ("max pending pods", "%{v:,.0f} pods"),
     "evictions": ("evictions", "%{v:,.0f}"),
     "drain_makespan": ("drain makespan (s)", "%{v:,.0f} s"),
+    "below_pdb_minimum_seconds": ("below PDB minimum (s)", "%{v:,.0f} s"),
+    "below_desired_pod_seconds": ("below desired pod-seconds", "%{v:,.0f} pod-s"),
 }
 
 _HEADINGS = {
-    "drain_makespan": "drain makespan"
+    "drain_makespan": "drain makespan",
+    "below_pdb_minimum_seconds": "below PDB minimum",
 }  # the table's, where its cells differ from summary.csv's unit
 
 Spread = Mapping[str, float]  # median, p10, p90 of a metric over a setting's runs
@@ -49,10 +52,10 @@ def format_value(key: str, value: float, unit: bool = True) -> str:
     197.7 node-h, 1,234 pod-s, 1h12m."""
     if key == "cost":
         return f"${value:,.2f}"
-    if key == "drain_makespan":
+    if key in ("drain_makespan", "below_pdb_minimum_seconds"):
         return format_duration(round(value))
     text = f"{value:,.1f}" if key == "node_hours" else f"{value:,.0f}"
-    units = {"node_hours": " node-h", "pending_pod_seconds": " pod-s"}
+    units = {"node_hours": " node-h", "pending_pod_seconds": " pod-s", "below_desired_pod_seconds": " pod-s"}
     return text + units.get(key, "") if unit else text
 
 

@@ -33,12 +33,15 @@ METRICS = (
     ("max_pending", "max pending"),
     ("evictions", "evictions"),
     ("drain_makespan", "drain makespan (s)"),
+    ("below_pdb_minimum_seconds", "below PDB minimum (s)"),  # the disruption ledger's totals
+    ("below_desired_pod_seconds", "below desired pod-s"),
 )
 FINGERPRINT_FILE = "scenario.sha256"
 
 
 def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The compared figures of one run. summary.json has no drain makespan: it is derived as the
+    """The compared figures of one run, the disruption ledger's totals among them (runtime/ledger.py).
+    summary.json has no drain makespan: it is derived as the
     time from the first to the last node removal (0 when fewer than two nodes were removed)."""
     down = summary["scale_down"]
     first, last = down["first_removal_at"], down["last_removal_at"]
@@ -49,6 +52,8 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         "max_pending": summary["pods"]["max_pending"],
         "evictions": summary["evictions"],
         "drain_makespan": 0.0 if first is None or last is None else round(last - first, 3),
+        "below_pdb_minimum_seconds": summary["disruption"]["below_pdb_minimum_seconds"],
+        "below_desired_pod_seconds": summary["disruption"]["below_desired_pod_seconds"],
     }
 
 
@@ -74,7 +79,11 @@ class RunStore:
 
     def load(self, task: Task) -> dict[str, Any] | None:
         path = self.path(task)
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        if not path.exists():
+            return None
+        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        # A run stored by a kubetide without the disruption ledger is run again, not read as zero.
+        return summary if "disruption" in summary else None
 
     def save(self, task: Task, summary_text: str) -> None:
         path = self.path(task)

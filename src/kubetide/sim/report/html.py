@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubetide.durations import format_duration, rfc3339
+from kubetide.sim.report.columns import METRICS, format_flags, format_metric
+from kubetide.sim.report.disruption import disruption_section
 from kubetide.sim.report.figures import (
     build_comparison_figure,
     build_figure,
@@ -207,6 +209,7 @@ def render(result: SimulationResult) -> str:
     main = f"""<div class="cards">{_cards(summary, pod_seconds(result, FITS_NO_GROUP))}</div>
 {warning_block}
 <section>{plot_div(build_figure(result), "timeline")}{_unfit_note(result)}</section>
+{disruption_section([(scenario.name, result)])}
 {unremovable_section([(scenario.name, result)])}
 {_qos_section(result)}
 {_hpa_section([("replicas", result)])}
@@ -256,11 +259,9 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     rows = [
         "<tr><th>flags</th>" + "".join(f"<td>{html.escape(format_flags(e))}</td>" for e in settings) + "</tr>"
     ]
-    for key in settings[0]["metrics"]:
-        if key == "invariants":
-            continue
+    for key, heading, _ in METRICS:
         cells = "".join(f"<td>{html.escape(format_metric(key, e['metrics'][key]))}</td>" for e in settings)
-        rows.append(f"<tr><th>{html.escape(key.replace('_', ' '))}</th>{cells}</tr>")
+        rows.append(f"<tr><th>{html.escape(heading)}</th>{cells}</tr>")
         if key == "pending_pod_seconds":
             rows += _why_pending_rows(results)
     rows += _kept_rows(results)
@@ -280,6 +281,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     main = f"""<section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table>
 {_why_pending_note(runs)}</section>
 <section>{plot}</section>
+{disruption_section(runs)}
 {unremovable_section(runs)}
 {_qos_comparison(settings, qos_plot)}
 {_hpa_section(runs)}
@@ -365,25 +367,6 @@ def _kept_rows(results: Sequence[SimulationResult]) -> list[str]:
         text = ", ".join(f"{reason} {n}" for reason, n in counts if n) or "none"
         cells.append(f'<td class="reasons">{html.escape(text)}</td>')
     return [f"<tr><th>nodes kept at the end, by reason</th>{''.join(cells)}</tr>"]
-
-
-def format_flags(entry: Mapping[str, Any], separator: str = " ") -> str:
-    """A compare.json setting's flags (and QoS mode) as the console and the report show them."""
-    flags = [f"{name}={value}" for name, value in entry["flags"].items()]
-    if "qos_precise" in entry:
-        flags.append(f"qos.precise={'true' if entry['qos_precise'] else 'false'}")
-    return separator.join(flags) or "(no flag changed)"
-
-
-def format_metric(key: str, value: Any) -> str:
-    """A compare.json metric as the console and the report show it."""
-    if key == "cost":
-        return f"${value:,.2f}"
-    if key == "node_hours":
-        return f"{value:,.1f}"
-    if isinstance(value, float):
-        return f"{value:,.0f}"
-    return f"{value:,}"
 
 
 def _qos_comparison(settings: Sequence[Mapping[str, Any]], plot: str) -> str:

@@ -209,6 +209,7 @@ class SimClusterActions:
             )
         elif outcome is EvictionOutcome.BLOCKED_BY_PDB:
             self.metrics.c.evictions_refused += 1
+            self.metrics.ledger.refused(pod)
             self.log.record(
                 "Pod",
                 pod.key,
@@ -244,6 +245,7 @@ class SimClusterActions:
         if self.deployments is None or key not in self.world.workloads:
             raise ActionError(f'deployments.apps "{name}" not found')
         self.deployments.restart(key, at)
+        self.metrics.ledger.restarted(f"{namespace}/{name}")
         self.log.record(
             "Deployment",
             f"{namespace}/{name}",

@@ -11,7 +11,8 @@ own plans, as `kubetide plan` would say them at that moment:
   new-pod-scale-up-delay, or below expendable-pods-priority-cutoff). A loop that halted (cluster
   unhealthy) looked at none: its columns are empty, not zero.
 - `unremovable_<Reason>`: nodes the scale-down planner kept, by the Cluster Autoscaler's
-  UnremovableReason; a column appears with the first node given that reason (rows before it
+  UnremovableReason (a node CA skips as RecentlyUnremovable is counted under the reason it failed
+  for, BlockedByPod or NoPlaceToMovePods, as `kubetide plan` names it); a column appears with the first node given that reason (rows before it
   have none: timeline.csv writes 0 there).
 - `lowest_node_utilization`: the least utilised node's utilisation (%, the planner's own figure,
   the larger of its cpu and memory requests over allocatable) among the nodes utilisation can
@@ -109,8 +110,11 @@ def decision_columns(
                 continue
             if status.utilization is not None and status.reason not in _KEPT_ANYWAY:
                 utilizations.append(status.utilization)
-            if status.reason is not None:
-                column = UNREMOVABLE_PREFIX + str(status.reason)
+            # A remembered failure (RecentlyUnremovable) named by what failed, as `kubetide plan`
+            # and the at-end table name it: one vocabulary per report.
+            reason = status.blocked_by
+            if reason is not None:
+                column = UNREMOVABLE_PREFIX + str(reason)
                 reasons[column] = reasons.get(column, 0) + 1
         if utilizations:
             columns[LOWEST_UTILIZATION] = round(100 * min(utilizations), 2)

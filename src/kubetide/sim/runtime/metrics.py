@@ -27,7 +27,12 @@ Counters that mean what they say:
   exactly when the other is. A pod created and bound in the same instant (the scheduler's
   same-tick pass after a drain) waited for nothing and counts in neither. timeline.csv samples
   the count after each autoscaler loop (`pending_pods`); summing it over the loop interval
-  approximates `pending_pod_seconds`, which is exact.
+  approximates `pending_pod_seconds`, which is exact. `pending_seconds_p99` is the 99th
+  percentile of how long each pod waited from creation to binding (pods still pending at the end
+  count their wait so far; pods deleted while pending do not count).
+
+What scale-down cost the workloads (evictions, time below a PDB's minimum or a workload's desired
+replicas, waits for budget, churn) is the disruption ledger's (ledger.py), fed from here.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from kubetide.sim.runtime.cloud import SimCloud, SimInstance
 from kubetide.sim.runtime.disruption import Budgets, healthy
 from kubetide.sim.runtime.engine import Engine
 from kubetide.sim.runtime.events import EventLog
+from kubetide.sim.runtime.ledger import Ledger
 from kubetide.sim.runtime.world import World, WorldObserver
 from kubetide.sim.spec.scenario import NODE_GROUP_LABEL
 
@@ -83,8 +89,11 @@ class Counters:
 
 
 class Metrics(WorldObserver):
-    def __init__(self, engine: Engine, world: World, cloud: SimCloud, budgets: Budgets, log: EventLog):
+    def __init__(
+        self, engine: Engine, world: World, cloud: SimCloud, budgets: Budgets, log: EventLog, ledger: Ledger
+    ):
         self.engine = engine
+        self.ledger = ledger
         self.world = world
         self.cloud = cloud
         self.budgets = budgets
@@ -95,6 +104,8 @@ class Metrics(WorldObserver):
         self.running = 0
         self._pending = 0
         self._pending_since = engine.now()
+        self._pending_from: dict[str, float] = {}  # pending pod UID -> when it was created
+        self._pending_waits: list[float] = []  # each bound pod's wait
         self._billing: dict[str, float] = {}  # instance id -> billing start
         # Per group: instances being billed and the sum of their start times, so the cost so far
         # is O(groups): closed seconds + open * now - sum(starts).
@@ -121,6 +132,9 @@ class Metrics(WorldObserver):
         self.c.max_pending = 0  # the set-up's pending pods count once time passes with them
         self.c.pending_pod_seconds = 0.0
         self._pending_since = self.engine.now()
+        self._pending_waits.clear()
+        self._pending_from = dict.fromkeys(self._pending_from, self._pending_since)
+        self.ledger.start()
         self.c.peak_nodes = len(self.world.snapshot)
         self.initial_nodes = len(self.world.snapshot)
 
@@ -141,11 +155,15 @@ class Metrics(WorldObserver):
     def pod_added(self, pod: Pod) -> None:
         if not pod.node_name:
             self._set_pending(1)
+            self._pending_from[pod.uid] = self.engine.now()
         elif pod.phase == "Running":
             self.running += 1
 
     def pod_bound(self, pod: Pod) -> None:
         self._set_pending(-1)
+        created = self._pending_from.pop(pod.uid, None)
+        if created is not None:
+            self._pending_waits.append(self.engine.now() - created)
 
     def pod_updated(self, old: Pod, new: Pod) -> None:
         was = old.phase == "Running" and bool(old.node_name)
@@ -158,6 +176,7 @@ class Metrics(WorldObserver):
     def pod_removed(self, pod: Pod) -> None:
         if not pod.node_name:
             self._set_pending(-1)
+            self._pending_from.pop(pod.uid, None)
         elif pod.phase == "Running":
             self.running -= 1
 
@@ -247,6 +266,7 @@ class Metrics(WorldObserver):
     def evicted(self, pod: Pod) -> None:
         """The autoscaler's eviction of `pod` was accepted (called before the pod changes)."""
         self.c.evictions += 1
+        self.ledger.evicted(pod)
         if pod.node_name:
             self._evicted_from[pod.node_name] = self._evicted_from.get(pod.node_name, 0) + 1
         if healthy(pod):
@@ -261,6 +281,7 @@ class Metrics(WorldObserver):
         snapshot = self.world.snapshot
         for node in nodes:
             self.c.nodes_removed += 1
+            self.ledger.removing(node)
             if self._evicted_from.get(node.name):
                 self.c.drained_removed += 1
             else:
@@ -301,6 +322,7 @@ class Metrics(WorldObserver):
         for pod in stranded:
             if not pod.is_terminating:
                 self._owe_replacement(pod)
+                self.ledger.deleted_with_node(pod)
         new = [p for p in stranded if p.uid not in charged]
         if not new:
             return
@@ -455,6 +477,11 @@ class Metrics(WorldObserver):
     def pending_pod_seconds(self) -> float:
         self._close_pending_stretch()
         return self.c.pending_pod_seconds
+
+    def pending_seconds_p99(self) -> float:
+        now = self.engine.now()
+        waits = self._pending_waits + [now - created for created in self._pending_from.values()]
+        return round(float(np.percentile(waits, 99)), 3) if waits else 0.0
 
     def max_pending(self) -> int:
         self._close_pending_stretch()

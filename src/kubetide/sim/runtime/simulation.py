@@ -49,6 +49,7 @@ from kubetide.sim.runtime.faults import Faults
 from kubetide.sim.runtime.hpa import HorizontalPodAutoscalers, hpa_settings
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.kubelet import Kubelets
+from kubetide.sim.runtime.ledger import LOAD_CHANGES, Ledger
 from kubetide.sim.runtime.metrics import Metrics
 from kubetide.sim.runtime.namespaces import Namespaces
 from kubetide.sim.runtime.nodelifecycle import NodeLifecycle
@@ -172,7 +173,8 @@ class Simulation:
         self.scheduler = Scheduler(
             engine, world, log, cluster.schedulerInterval, namespaces, kubelets=kubelets, budgets=budgets
         )
-        self.metrics = metrics = Metrics(engine, world, cloud, budgets, log)
+        self.ledger = Ledger(engine, world, budgets, self.jobs)  # after budgets: it reads their counts
+        self.metrics = metrics = Metrics(engine, world, cloud, budgets, log, self.ledger)
         self.autoscaler_counters = AutoscalerCounters(cloud)
         self.hpas = HorizontalPodAutoscalers(
             engine, world, log, scenario.usage, hpa_settings(cluster), self._scale_target
@@ -308,6 +310,7 @@ class Simulation:
 
     def _scale_target(self, key: str, replicas: int) -> None:
         """An HPA's write to its target's scale subresource."""
+        self.ledger.load_changed()
         self._controller(key.split("/", 1)[0]).scale(key, replicas)
 
     def _controller(self, kind: str):
@@ -321,6 +324,8 @@ class Simulation:
     def _scenario_event(self, event: Event) -> None:
         label = _describe(event)
         self._markers.append({"time": event.at, "kind": event.kind, "label": label})
+        if event.kind in LOAD_CHANGES:
+            self.ledger.load_changed()
         if event.kind == "scale":
             self._scale(event.payload, event)
         elif event.kind == "apply":
@@ -603,6 +608,7 @@ class Simulation:
             "pods": {
                 "pending_pod_seconds": round(self.metrics.pending_pod_seconds(), 3),
                 "max_pending": self.metrics.max_pending(),
+                "pending_seconds_p99": self.metrics.pending_seconds_p99(),
                 "pending_at_end": len(self.world.pending),
                 "unschedulable_at_end": sum(1 for p in pending if p.is_unschedulable),
                 "running_at_end": self.metrics.running,
@@ -621,6 +627,7 @@ class Simulation:
             "evictions": c.evictions,
             "evictions_refused": c.evictions_refused,
             "node_controller_evictions": self.lifecycle.evictions,
+            "disruption": self.ledger.result().as_dict(),
             "invariants": {
                 "pdb_violations": c.pdb_violations,
                 "pods_lost": c.pods_lost,
