@@ -1,15 +1,18 @@
 """Every `kubetide ...` command README.md and docs/*.md show runs as shown, and prints what they show.
 
 Commands are read from the sh/console code blocks (a line, or a part of it between `&&`, that
-starts with `kubetide `; continuation lines joined, comments and a `$ ` prompt dropped). A block's
-commands run in order in one fresh directory that links the bundled examples/, since one may
-write a file the next reads (`--out tonight.yaml`). Nothing is skipped silently: a command that
+starts with `kubetide `; continuation lines joined, comments dropped; in a console block, a line
+after a `$ ` prompt, the lines up to the next prompt being its output). A block's commands run in
+order in one fresh directory that links the bundled examples/, since one may write a file the
+next reads (`--out tonight.yaml`), and exit 0 unless EXIT_CODES gives the code the doc says.
+Nothing is skipped silently: a command that
 cannot run offline is in NOT_OFFLINE with the reason, a usage synopsis in SYNOPSES, and one too
 slow for a quick run in SLOW, which runs under the `slow` marker (plain `pytest`, so .ci/run,
 still runs it; `-m "not slow"` leaves it out). A listed command no doc shows any more fails
 test_every_listed_command_is_still_documented.
 
-Output a doc shows is a bare code block: each one is tied in SHOWN_OUTPUT to the command (and
+Output shown under a console block's command must be printed by it. Any other output a doc
+shows is a bare code block: each one is tied in SHOWN_OUTPUT to the command (and
 exit code) that prints it, whose lines must appear in that order in what it prints at 100
 columns (a doc may abridge), or is in NOT_OUTPUT with the reason it is not checked here.
 """
@@ -71,6 +74,18 @@ SLOW = {
     "--grid max-drain-parallelism=1,5,10 --seeds 20": "180 simulated nights: minutes of CPU",
 }
 
+# Documented exit codes other than 0, with where the doc says so
+EXIT_CODES = {
+    "kubetide simulate --set scan-intervl=20s": (
+        2,
+        "docs/simulate.md: a bad one is one line and exit code 2",
+    ),
+    "kubetide simulate --set scan-interval=soon": (
+        2,
+        "docs/simulate.md: a bad one is one line and exit code 2",
+    ),
+}
+
 # (doc, first line of the output block) -> (the command printing it, its exit code)
 SHOWN_OUTPUT = {
     ("docs/simulate.md", "nightly-scale-down: 3 settings compared over 3h, seed 7"): (
@@ -103,9 +118,6 @@ NOT_OUTPUT = {
         "the warning for an illustrative over-committed dump"
     ),
     ("docs/scenarios.md", "kubetide scenario from-cluster DUMP"): "the usage synopsis",
-    ("docs/simulate.md", "kubetide: error: --set scan-intervl=20s: unknown flag"): (
-        "errors for illustrative bad values, no command shown"
-    ),
     ("docs/simulate.md", "kubetide: error: s.yaml: spec.events[0].scale.replicas: 100,000 pods"): (
         "the error for an illustrative oversized scenario"
     ),
@@ -137,21 +149,34 @@ def code_blocks() -> list[Block]:
     return blocks
 
 
-def commands_in(body: str) -> list[str]:
-    commands = []
-    for raw in re.sub(r"\\\n", " ", body).splitlines():
-        line = raw.strip().removeprefix("$ ")
+def transcript(block: Block) -> list[tuple[str, list[str]]]:
+    """The block's kubetide commands, each with the output lines shown under it (a console block
+    shows them: its commands are the lines after a `$ ` prompt, the lines up to the next prompt
+    their output)."""
+    commands: list[tuple[str, list[str]]] = []
+    shown: list[str] = []
+    for raw in re.sub(r"\\\n", " ", block.body).splitlines():
+        line = raw.strip()
+        if block.fence == "console" and not line.startswith("$ "):
+            shown.append(line)
+            continue
+        shown = []
+        line = line.removeprefix("$ ")
         if line.startswith("#"):
             continue
         for part in line.split(" #", 1)[0].split("&&"):
             words = part.split()
             if words[:1] == ["kubetide"]:
-                commands.append(" ".join(words))
+                commands.append((" ".join(words), shown))
     return commands
 
 
+def commands_in(block: Block) -> list[str]:
+    return [command for command, _ in transcript(block)]
+
+
 def documented_commands() -> list[tuple[Block, str]]:
-    return [(b, c) for b in code_blocks() if b.fence in SHELL_FENCES for c in commands_in(b.body)]
+    return [(b, c) for b in code_blocks() if b.fence in SHELL_FENCES for c in commands_in(b)]
 
 
 def output_blocks() -> list[Block]:
@@ -191,7 +216,7 @@ def block_params():
     for block in code_blocks():
         if block.fence not in SHELL_FENCES:
             continue
-        commands = commands_in(block.body)
+        commands = commands_in(block)
         runnable = [c for c in commands if not listed(c)]
         if runnable:
             marks = [pytest.mark.slow] if any(c in SLOW for c in runnable) else []
@@ -209,10 +234,13 @@ def block_params():
 @pytest.mark.parametrize(("block", "commands"), block_params())
 def test_documented_commands_run(block, commands, tmp_path):
     cwd = workdir(tmp_path)
+    shown = dict(transcript(block))
     for command in commands:
         done = run_kubetide(command, cwd)
-        assert done.returncode == 0, f"{block.where}: {command}: exit {done.returncode}\n{done.stderr}"
+        expected = EXIT_CODES.get(command, (0, ""))[0]
+        assert done.returncode == expected, f"{block.where}: {command}: exit {done.returncode}\n{done.stderr}"
         assert "Traceback" not in done.stderr, f"{block.where}: {command}\n{done.stderr}"
+        assert_printed(shown[command], done, f"{block.where}: {command}")
 
 
 def test_commands_are_found_where_the_docs_show_them():
@@ -226,6 +254,7 @@ def test_every_listed_command_is_still_documented():
     found = {c for _, c in documented_commands()}
     for listing in (NOT_OFFLINE, SYNOPSES, SLOW):
         assert listing.keys() <= found, sorted(listing.keys() - found)
+    assert EXIT_CODES.keys() <= found, sorted(EXIT_CODES.keys() - found)
     assert not NOT_OFFLINE.keys() & SLOW.keys() and not SYNOPSES.keys() & SLOW.keys()
 
 
@@ -256,8 +285,13 @@ def test_shown_output_is_what_the_command_prints(block, command, exit_code, tmp_
     assert normalized(command) in doc_text, f"{block.doc} does not show the command {command}"
     done = run_kubetide(command, workdir(tmp_path))
     assert done.returncode == exit_code, done.stderr
+    assert_printed(block.body.splitlines(), done, f"{block.where}: {command}")
+
+
+def assert_printed(shown_lines: list[str], done: subprocess.CompletedProcess[str], what: str) -> None:
+    """Each shown line (spacing aside) is a line the command printed, in the shown order."""
     printed = iter(normalized(line) for line in (done.stdout + done.stderr).splitlines())
-    for shown in filter(None, map(normalized, block.body.splitlines())):
+    for shown in filter(None, map(normalized, shown_lines)):
         assert any(line == shown for line in printed), (
-            f"{block.where}: not printed by {command} (or not in this order): {shown!r}\n{done.stdout}"
+            f"{what}: {shown!r} not printed (or not in this order)\n{done.stdout}{done.stderr}"
         )
