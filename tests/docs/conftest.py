@@ -1,0 +1,7 @@
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: a documented command too slow for a quick run; plain `pytest` (and .ci/run) runs it"
+    )
