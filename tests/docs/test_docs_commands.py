@@ -7,8 +7,8 @@ order in one fresh directory that links the bundled examples/, since one may wri
 next reads (`--out tonight.yaml`), and exit 0 unless EXIT_CODES gives the code the doc says.
 Nothing is skipped silently: a command that
 cannot run offline is in NOT_OFFLINE with the reason, a usage synopsis in SYNOPSES, and one too
-slow for a quick run in SLOW, which runs under the `slow` marker (plain `pytest`, so .ci/run,
-still runs it; `-m "not slow"` leaves it out). A listed command no doc shows any more fails
+slow for a quick run in SLOW, which runs under the `slow` marker (plain `pytest` leaves it out,
+pyproject's addopts; `pytest -m slow` runs it, as .ci/run does after the suite). A listed command no doc shows any more fails
 test_every_listed_command_is_still_documented.
 
 Output shown under a console block's command must be printed by it. Any other output a doc
