@@ -6,6 +6,7 @@ RBAC of deploy/qos-agent and restores every throttled pod on SIGTERM."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -170,8 +171,8 @@ class FakeHost:
         self.total += NODE_CPU_TICKS_PER_SAMPLE
         self.busy += NODE_CPU_TICKS_PER_SAMPLE * millicores // 2000
         idle = self.total - self.busy
-        (self.proc / "stat").write_text(f"cpu  {self.busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0\ncpu1 0\n")
-        (self.proc / "meminfo").write_text("MemTotal: 8388608 kB\nMemAvailable: 7340032 kB\n")
+        publish(self.proc / "stat", f"cpu  {self.busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0\ncpu1 0\n")
+        publish(self.proc / "meminfo", "MemTotal: 8388608 kB\nMemAvailable: 7340032 kB\n")
 
     def write_pod(self, pod, millicores: int, seconds: float) -> None:
         """The pod used `millicores` over the last `seconds`."""
@@ -180,13 +181,21 @@ class FakeHost:
         dirs = self._dirs(pod)
         acct, memory = (dirs[0], dirs[0]) if self.version == 2 else (dirs[1], dirs[2])
         if self.version == 2:
-            (acct / "cpu.stat").write_text(f"usage_usec {self.pod_ns[uid] // 1000}\n")
-            (memory / "memory.current").write_text("104857600\n")
-            (memory / "memory.stat").write_text("inactive_file 0\n")
+            publish(acct / "cpu.stat", f"usage_usec {self.pod_ns[uid] // 1000}\n")
+            publish(memory / "memory.current", "104857600\n")
+            publish(memory / "memory.stat", "inactive_file 0\n")
         else:
-            (acct / "cpuacct.usage").write_text(f"{self.pod_ns[uid]}\n")
-            (memory / "memory.usage_in_bytes").write_text("104857600\n")
-            (memory / "memory.stat").write_text("total_inactive_file 0\n")
+            publish(acct / "cpuacct.usage", f"{self.pod_ns[uid]}\n")
+            publish(memory / "memory.usage_in_bytes", "104857600\n")
+            publish(memory / "memory.stat", "total_inactive_file 0\n")
+
+
+def publish(path: Path, text: str) -> None:
+    """Write a file the agent process reads as the kernel would show it: whole, never empty
+    (write_text truncates first, and a loaded machine let the agent read the empty file)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 class Ticker:

@@ -141,7 +141,15 @@ def pod_docs(draw, name, incoming):
             terms = draw(st.lists(affinity_terms(), min_size=1, max_size=2))
             affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
         if draw(st.booleans()):
-            spec["topologySpreadConstraints"] = draw(st.lists(spread_constraints(), min_size=1, max_size=2))
+            # at most one constraint per {topologyKey, whenUnsatisfiable}, as the API server requires
+            spec["topologySpreadConstraints"] = draw(
+                st.lists(
+                    spread_constraints(),
+                    min_size=1,
+                    max_size=2,
+                    unique_by=lambda c: (c["topologyKey"], c["whenUnsatisfiable"]),
+                )
+            )
         if draw(st.integers(0, 3)) == 0:
             spec["nodeSelector"] = {"topology.kubernetes.io/zone": draw(st.sampled_from(["a", "b"]))}
         spec["tolerations"] = draw(st.lists(st.sampled_from(TOLERATIONS), max_size=2))
