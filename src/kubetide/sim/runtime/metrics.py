@@ -9,7 +9,8 @@ what the autoscaler believes or reports:
   that no replacement made good within 5 minutes: a pod of the controller turning Ready (Running,
   for a Job) repays the oldest such debt, and a debt still open at its deadline counts only while
   the controller still wants the pod: fewer Ready pods (Running, for a Job) than its desired
-  replicas (parallelism) now, by more than its other debts already due. A pod whose controller
+  replicas (parallelism) now, by more than its other open debts (a later removal, still within
+  its own 5 minutes, answers for its own part of the shortfall). A pod whose controller
   scaled down meanwhile wanted no replacement and is not lost; a controller that stays short is,
   even when the evicted pod's own replacement was deleted.
 - `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
@@ -397,12 +398,12 @@ class Metrics(WorldObserver):
         if not debts or debts[0] > now:
             return  # already repaid by a replacement that turned Ready
         debts.popleft()
-        # Debts of the same controller due now as well are judged after this one: together they
-        # count at most the controller's shortfall.
-        due_after = sum(1 for deadline in debts if deadline <= now)
+        # The controller's other open debts (due now as well, judged after this one, or later
+        # removals still within their window) account for that much of its shortfall first.
+        others = len(debts)
         if not debts:
             del self._debts[owner_uid]
-        if self._shortfall(owner_uid, kind, owner_key) > due_after:
+        if self._shortfall(owner_uid, kind, owner_key) > others:
             self.c.pods_lost += 1
             self.log.record(
                 "Pod",
