@@ -1,7 +1,8 @@
 """Drains never take a workload below what it asked for (issue 37 item 3), over random clusters.
 
-Random simulated clusters whose replacement pods start slowly (30 s to 3 min), with Deployments of
-mixed pod sizes (a 1.5-CPU pod among smaller ones) and an OrderedReady StatefulSet, under every
+Random simulated clusters (4 to 10 nodes) whose replacement pods start slowly (30 s to 3 min), with
+Deployments of mixed pod sizes (1.5-CPU pods among smaller ones), grace periods from 5 s to 90 s,
+and sometimes an OrderedReady StatefulSet, under every
 PodDisruptionBudget shape (maxUnavailable 1, a percentage, minAvailable as a count or a
 percentage, or none), max-drain-parallelism 1 to 10 and a load drop of any size (each workload
 scaled to a tenth up to nine tenths of its pods), so that several nodes drain in parallel while
@@ -61,11 +62,11 @@ def _template(name: str, millis: int, grace: int) -> dict:
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict:
-    nodes = draw(st.integers(4, 8))
+    nodes = draw(st.integers(4, 10))
     objects: list[dict] = []
     events: list[dict] = []
-    drop_at = draw(st.sampled_from(["10m", "15m"]))
-    workloads = draw(st.integers(1, 3))
+    drop_at = draw(st.sampled_from(["10m", "15m", "20m"]))
+    workloads = draw(st.integers(2, 3))
     capacity = nodes * 4000 * draw(st.sampled_from([0.5, 0.7]))
     for i in range(workloads + 1):
         stateful = i == workloads
@@ -74,7 +75,7 @@ def scenarios(draw: st.DrawFn) -> dict:
         name = f"db{i}" if stateful else f"app{i}"
         millis = draw(st.sampled_from([250, 400, 600, 900, 1500]))
         replicas = draw(st.integers(2, 5)) if stateful else max(2, round(capacity / workloads / millis))
-        grace = draw(st.sampled_from([5, 30, 60]))
+        grace = draw(st.sampled_from([5, 20, 45, 90]))
         spec: dict = {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
@@ -115,12 +116,14 @@ def scenarios(draw: st.DrawFn) -> dict:
         "kind": "Scenario",
         "metadata": {"name": "drains"},
         "spec": {
-            "duration": "75m",
+            "duration": "90m",
             "seed": draw(st.integers(0, 1000)),
             "cluster": {"podStartupDelay": {"min": startup_min, "max": startup_max}},
             "autoscaler": {
-                "scale-down-unneeded-time": draw(st.sampled_from(["1m", "3m"])),
-                "scale-down-utilization-threshold": 0.7,
+                "scale-down-unneeded-time": draw(st.sampled_from(["1m", "2m", "5m"])),
+                "scale-down-utilization-threshold": draw(st.sampled_from([0.5, 0.6, 0.7])),
+                "max-graceful-termination-sec": draw(st.sampled_from([30, 60])),
+                "node-delete-delay-after-taint": draw(st.sampled_from(["5s", "20s"])),
                 "max-pod-eviction-time": draw(st.sampled_from(["1m", "2m"])),
                 "max-drain-parallelism": draw(st.integers(1, 10)),
                 "max-scale-down-parallelism": 10,
