@@ -9,8 +9,9 @@ what the autoscaler believes or reports:
   that no replacement made good within 5 minutes: a pod of the controller turning Ready (Running,
   for a Job) repays the oldest such debt, and a debt still open at its deadline counts only while
   the controller still wants the pod: fewer Ready pods (Running, for a Job) than its desired
-  replicas (parallelism) now, by more than its other open debts (a later removal, still within
-  its own 5 minutes, answers for its own part of the shortfall). A pod whose controller
+  replicas (parallelism) now, by more than its other open debts for pods that were serving when
+  removed (a later removal of a Ready pod, still within its own 5 minutes, answers for its own
+  part of the shortfall; evicting a replacement still starting does not). A pod whose controller
   scaled down meanwhile wanted no replacement and is not lost; a controller that stays short is,
   even when the evicted pod's own replacement was deleted.
 - `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
@@ -121,7 +122,8 @@ class Metrics(WorldObserver):
         # the nodes already counted in nodes_deleted_with_pods (each node counts once).
         self._charged: dict[str, set[str]] = {}
         self._with_pods: set[str] = set()
-        self._debts: dict[str, deque[float]] = {}  # controller UID -> deadlines of owed replacements
+        # controller UID -> owed replacements: (deadline, whether the removed pod was serving)
+        self._debts: dict[str, deque[tuple[float, bool]]] = {}
         self._coming_up: dict[str, str] = {}  # node name -> group, requested nodes not up yet
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
@@ -379,7 +381,7 @@ class Metrics(WorldObserver):
         if ref is None or ref.kind == "DaemonSet" or pod.is_mirror:
             return
         deadline = self.engine.now() + LOST_AFTER
-        self._debts.setdefault(ref.uid, deque()).append(deadline)
+        self._debts.setdefault(ref.uid, deque()).append((deadline, _serving(pod)))
         self.engine.at(deadline, self._check_debt, ref.uid, ref.kind, f"{pod.namespace}/{ref.name}", pod.key)
 
     def _replacement_ready(self, pod: Pod) -> None:
@@ -395,12 +397,14 @@ class Metrics(WorldObserver):
     def _check_debt(self, owner_uid: str, kind: str, owner_key: str, pod_key: str) -> None:
         debts = self._debts.get(owner_uid)
         now = self.engine.now()
-        if not debts or debts[0] > now:
+        if not debts or debts[0][0] > now:
             return  # already repaid by a replacement that turned Ready
         debts.popleft()
-        # The controller's other open debts (due now as well, judged after this one, or later
-        # removals still within their window) account for that much of its shortfall first.
-        others = len(debts)
+        # The controller's other open debts for pods that were serving when removed (due now as
+        # well and judged after this one, or later removals still within their window) account
+        # for that much of its shortfall first. A removed pod that was not serving yet (a starting
+        # replacement) took nothing from the Ready count: the shortfall stays this debt's.
+        others = sum(1 for _, serving in debts if serving)
         if not debts:
             del self._debts[owner_uid]
         if self._shortfall(owner_uid, kind, owner_key) > others:
