@@ -19,7 +19,11 @@ the property is not vacuous.
 Found meanwhile (the last test): with slow start-ups a drain evicted a replacement pod of an earlier
 drain that was still starting (not Ready: no budget charge, and the eviction API lets it go), and
 its Deployment stayed a pod short for over 5 minutes. Drains now wait while a workload under a
-budget is short of a displaced pod (evictions.py).
+budget is short of a displaced pod (evictions.py; tested in test_scaledown_drain_timing.py). With
+`pods_lost` as it is now measured (a shortfall of Ready pods the workload still wants, not
+explained by later removals still within their window), the drain code before that rule no longer
+counts a pod lost in this scenario either: the test keeps the scenario as a regression case of
+the invariant.
 """
 
 from __future__ import annotations
