@@ -13,19 +13,24 @@ cluster, not from what the autoscaler believes: no pod lost (`pods_lost`: an evi
 workload still wants it and has no Ready replacement 5 minutes later), no PDB violated by an
 autoscaler action, and no second below a PDB's minimum (the disruption ledger's
 `below_pdb_minimum_seconds`). Not vacuous: across the examples nodes are drained (pods evicted).
+
+Found meanwhile (xfail below): a StatefulSet pod's replacement is created only once the pod is
+gone, so Deployment replacements evicted in the same wave can take the room kept for it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetide.sim import Simulation
 from kubetide.sim.spec.scenario import parse_scenario
 
-# About 10 CPU s of the suite; it was run once with 1,000 examples when written (issue 37).
+# About 10 CPU s of the suite. Run once with 1,000 random examples when written (issue 37): one
+# pod lost, in the scenario of the xfail below; no PDB violated, no second below a minimum.
 EXAMPLES = 40
 
 PDB_SHAPES = [
@@ -159,7 +164,11 @@ def run(data: dict) -> Simulation:
 EVICTIONS: list[int] = []
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the suite runs the same examples every time (a random draw may meet the known
+# case below, about 1 in 1,000).
+@settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(scenarios())
 def test_parallel_drains_with_slow_starts_lose_no_pod_and_break_no_budget(data):
     sim = run(data)
@@ -177,3 +186,73 @@ def test_the_random_clusters_do_drain():
     if not EVICTIONS:
         test_parallel_drains_with_slow_starts_lose_no_pod_and_break_no_budget()
     assert sum(1 for n in EVICTIONS if n > 0) >= EXAMPLES // 3
+
+
+def _workload(kind: str, name: str, replicas: int, millis: int, grace: int) -> dict:
+    spec: dict = {
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": _template(name, millis, grace),
+    }
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "prod"},
+        "spec": spec,
+    }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a StatefulSet's replacement is created only once its pod is gone (90 s grace, capped at"
+    " 60 s): the Deployment replacements evicted in the same wave, created at once, take the room the"
+    " drain's placement check kept for it, and it waits for a new node (found once in 1,000 examples)",
+)
+def test_a_statefulset_replacement_created_after_its_pod_is_gone_keeps_its_room():
+    shapes = [("Deployment", "app0", 2, 1500, 5, "50%"), ("Deployment", "app1", 4, 900, 5, "50%")]
+    shapes += [("Deployment", "app2", 4, 900, 5, "50%"), ("StatefulSet", "db3", 3, 1500, 90, "25%")]
+    after = {"app0": 1, "app1": 4, "app2": 2, "db3": 3}
+    objects = []
+    for kind, name, replicas, millis, grace, unavailable in shapes:
+        objects.append(_workload(kind, name, replicas, millis, grace))
+        objects.append(_pdb(name, {"maxUnavailable": unavailable}, after[name]))
+    events = [
+        {"at": "20m", "scale": {"kind": kind, "namespace": "prod", "name": name, "replicas": after[name]}}
+        for kind, name, *_ in shapes
+    ]
+    group = {
+        "name": "general",
+        "minSize": 1,
+        "maxSize": 8,
+        "initialSize": 4,
+        "price": 0.2,
+        "provisioningDelay": "1m",
+        "readyDelay": "20s",
+        "deletionDelay": "30s",
+        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
+    }
+    data = {
+        "apiVersion": "kubetide.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "drains"},
+        "spec": {
+            "duration": "90m",
+            "seed": 59,
+            "cluster": {"podStartupDelay": {"min": "1m", "max": "3m"}},
+            "autoscaler": {
+                "scale-down-unneeded-time": "5m",
+                "scale-down-utilization-threshold": 0.5,
+                "max-graceful-termination-sec": 60,
+                "node-delete-delay-after-taint": "20s",
+                "max-pod-eviction-time": "1m",
+                "max-drain-parallelism": 6,
+                "max-scale-down-parallelism": 10,
+            },
+            "nodeGroups": [group],
+            "objects": objects,
+            "events": events,
+        },
+    }
+    assert run(data).metrics.c.pods_lost == 0
