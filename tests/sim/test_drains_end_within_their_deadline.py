@@ -13,12 +13,17 @@ Property: every drain ends, its cloud deletion asked (or its taint removed) no l
   + min(grace, max-graceful-termination-sec) + 30 s + one scan interval of slack,
 the Node object gone at most the group's deletionDelay after that; and no PDB is broken, no pod
 lost. Across the scenarios, risky multi-wave drains (two or more pods of a maxUnavailable 1 budget
-on one node) do occur and finish, drains are abandoned at their deadline, and some risky drain
-needed its later waves' eviction time, so the property is not vacuous.
+on one node) do occur and finish, and some risky drain needed its later waves' eviction time, so
+the property is not vacuous.
 
-Found meanwhile (xfail below): with slow start-ups the simulator counts pods lost. A drain evicts
-a replacement pod of an earlier drain that is still starting (not Ready: no budget charge, and
-the eviction API lets it go), and its Deployment stays a pod short for over 5 minutes.
+Found meanwhile (the last test): with slow start-ups a drain evicted a replacement pod of an earlier
+drain that was still starting (not Ready: no budget charge, and the eviction API lets it go), and
+its Deployment stayed a pod short for over 5 minutes. Drains now wait while a workload under a
+budget is short of a displaced pod (evictions.py; tested in test_scaledown_drain_timing.py). With
+`pods_lost` as it is now measured (a shortfall of Ready pods the workload still wants, not
+explained by later removals still within their window), the drain code before that rule no longer
+counts a pod lost in this scenario either: the test keeps the scenario as a regression case of
+the invariant.
 """
 
 from __future__ import annotations
@@ -274,16 +279,17 @@ def test_every_drain_ends_within_its_deadline_and_no_budget_is_broken(runs, seed
 
 def test_risky_multi_wave_drains_occur_and_finish(runs):
     """Not vacuous: the scenarios drain nodes, some of them risky (two or more waves), some of
-    those finish with the node removed, some drains are abandoned at their deadline, and some
-    risky drain took longer than one wave's deadline would have allowed (so the waves term of the
-    bound is needed, not just its headroom)."""
+    those finish with the node removed, and some risky drain took longer than one wave's deadline
+    would have allowed (so the waves term of the bound is needed, not just its headroom). (Drains
+    abandoned at their deadline used to occur here too; since drains wait for a workload's
+    displaced pods to be Ready before evicting more of it, nodes wait for that budget before their
+    drain starts instead, and none of these scenarios abandons one.)"""
     drains = [d for run in runs.values() for d in run.drains if not d.empty]
     multi = [d for d in drains if d.waves >= 2]
     assert len(drains) >= 20, drains
     assert len(multi) >= 10, multi
     assert any(d.removed_at is not None for d in multi), multi
     assert sum(1 for run in runs.values() if any(d.waves >= 2 for d in run.drains)) >= 5
-    assert any(d.abandoned_at is not None for d in drains)
     needed = [
         d
         for run in runs.values()
@@ -293,13 +299,8 @@ def test_risky_multi_wave_drains_occur_and_finish(runs):
     assert needed, "no risky drain needed more than one wave's eviction time"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pods_lost > 0 with slow pod start-up (30 s - 2 min): a drain evicts a replacement pod of"
-    " an earlier drain while it is still starting (not Ready, so no PDB charge), and the Deployment"
-    " stays a pod short for over 5 minutes",
-)
 def test_slow_starting_replacements_are_not_lost():
+    """The scenario that lost a pod: no drain evicts a starting replacement of an earlier one."""
     run = simulate(LOSES_A_POD)
     assert run.pdb_violations == 0
     assert run.pods_lost == 0

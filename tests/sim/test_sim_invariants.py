@@ -1,5 +1,6 @@
 import functools
 
+import pytest
 from sim_doubles import DrainDouble, RecklessDouble, ScaleUpDouble
 from sim_helpers import advance, deployment, group, make_scenario, pdb, pods_of, simulate, workload
 
@@ -131,3 +132,28 @@ def test_an_autoscaler_that_leaves_a_fork_open_is_a_bug():
     sim = simulate(make_scenario(), Leaky)
     with pytest.raises(RuntimeError, match="left 1 snapshot fork"):
         advance(sim, 1)
+
+
+@pytest.mark.parametrize(
+    ("replicas_after", "lost"),
+    [
+        # (the Deployment's replicas after the loss, pods counted lost)
+        (4, 2),  # it still wants both: both lost
+        (3, 1),  # a stranded pod's replacement deleted by the scale-down, and it stays one short
+        (2, 0),  # it wants neither any more: nothing lost
+    ],
+)
+def test_a_pod_is_lost_only_while_its_workload_still_wants_it(replicas_after, lost):
+    """The two pods of the deleted node fit nowhere (no scale-up); a minute later the Deployment
+    is scaled to `replicas_after`. Pods lost: the shortfall of Ready pods 5 minutes later."""
+    objects = [deployment("web", 4, cpu="1500m")]
+    events = [{"at": "60s", "scale": {"kind": "Deployment", "name": "web", "replicas": replicas_after}}]
+    scenario = make_scenario(groups=[group(size=2)], objects=objects, events=events)
+    probe = simulate(scenario)
+    victim = one_node_with("web", probe)
+    sim = simulate(scenario, functools.partial(RecklessDouble, victims=[victim]))
+    advance(sim, 400)
+    assert sim.metrics.c.nodes_deleted_with_pods == 1
+    assert sim.metrics.c.pods_lost == lost
+    ready = [p for p in pods_of(sim, "web") if p.ready and not p.is_terminating]
+    assert len(ready) == 2  # the survivors, whatever the Deployment wants

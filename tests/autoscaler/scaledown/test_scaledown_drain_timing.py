@@ -24,7 +24,9 @@ from kubetide.model import Taint
 
 BLOCKED = EvictionOutcome.BLOCKED_BY_PDB
 EVICTED = EvictionOutcome.EVICTED
-RS = [workload("ReplicaSet", "rs", 100), workload("ReplicaSet", "web", 100)]
+# The web pods' ReplicaSet wants the three pods the tests give it (an evicted one is replaced at
+# once, Ready, on node d: World.tick), so drains are paced here by the PDB's answers alone.
+RS = [workload("ReplicaSet", "rs", 100), workload("ReplicaSet", "web", 3)]
 KEEP = {SCALE_DOWN_DISABLED_ANNOTATION: "true"}
 
 
@@ -70,8 +72,10 @@ def test_waves_count_the_budget_rounds_a_nodes_pods_need(pods, pdbs, expected):
 
 # -- a world driven by hand ---------------------------------------------------------------------------
 class World(DeletionWorld):
-    def __init__(self, nodes, pods, options=None, pdbs=()):
+    def __init__(self, nodes, pods, options=None, pdbs=(), workloads=RS, replacements_ready=True):
         super().__init__(nodes, pods, options or opts(), pdbs)
+        self.workloads = workloads
+        self.replacements_ready = replacements_ready
 
     def start(self, now=0.0, *, drain=(), empty=()):
         """Start deletions as a plan asking for them would (the planner side is not under test)."""
@@ -79,14 +83,18 @@ class World(DeletionWorld):
         return self.actuator.start(plan, self.snapshot, now)
 
     def tick(self, now):
-        result = self.actuator.tick(self.snapshot, now, pdbs=self.pdbs, workloads=RS)
+        result = self.actuator.tick(self.snapshot, now, pdbs=self.pdbs, workloads=self.workloads)
         for name in result.deleted:
             if name in self.snapshot:
                 self.snapshot.remove_node(name)
         for key in [*result.evicted]:
-            uid = f"uid-default-{key.split('/')[1]}"
+            name = key.split("/")[1]
+            uid = f"uid-default-{name}"
             if self.snapshot.node_of(uid) is not None:
                 self.snapshot.remove_pod(uid)  # evicted pods leave at once here
+                if name.startswith("w") and "d" in self.snapshot:
+                    replacement = web(f"{name}-replacement", "d", ready=self.replacements_ready)
+                    self.snapshot.add_pod(replacement, "d")
         return result
 
     def evictions(self):
@@ -146,6 +154,93 @@ def test_a_drain_without_pdbs_keeps_one_eviction_time():
     w.tick(5)
     assert w.actuator.deletions["a"].eviction_deadline == 125
     assert "a" in w.tick(125).failed
+
+
+# -- kubetide's pacing: displaced pods Ready first, StatefulSets one at a time, largest first ----------
+def _ready_again(w, name, node_name="d"):
+    """The starting replacement `name` turns Ready."""
+    uid = f"uid-default-{name}"
+    old = w.snapshot.remove_pod(uid)
+    w.snapshot.add_pod(dataclasses.replace(old, ready=True), node_name)
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_no_pod_of_a_budgeted_workload_goes_while_a_displaced_one_is_not_ready(covered):
+    """w1's replacement is still starting (not Ready): the drain of b keeps w3 (the budget would
+    let it go) until the replacement is Ready. Without a PDB, pods are not held back."""
+    w = World(
+        [node("a"), node("b"), node("d", annotations=KEEP)],
+        [web("w1"), web("w2", "d"), web("w3", "b")],
+        opts(node_delete_delay_after_taint=5, max_pod_eviction_time=120),
+        pdbs=[web_pdb(expected=3, desired=1, allowed=2)] if covered else [],
+        replacements_ready=False,
+    )
+    w.start(0, drain=["a"])
+    w.tick(5)
+    assert w.evictions() == ["default/w1"]
+    w.start(20, drain=["b"])
+    for t in (25, 35, 45):
+        w.tick(t)
+    assert ("default/w3" in w.evictions()) is not covered
+    _ready_again(w, "w1-replacement")
+    w.tick(55)
+    assert "default/w3" in w.evictions()
+
+
+def test_an_ordered_statefulset_loses_one_pod_per_wave():
+    """db-0 and db-1 share node a (no PDB): one goes, the other only once the first is Ready
+    again; the drain gets one eviction time per pod of the StatefulSet."""
+    sts = workload("StatefulSet", "db", 3)
+    db = [pod(f"db-{i}", "a", owner=("StatefulSet", "db")) for i in range(2)]
+    w = World(
+        [node("a"), node("d", annotations=KEEP)],
+        [*db, pod("db-2", "d", owner=("StatefulSet", "db"))],
+        opts(node_delete_delay_after_taint=5, max_pod_eviction_time=120),
+        workloads=[*RS, sts],
+    )
+    w.start(0, drain=["a"])
+    w.tick(5)
+    assert w.actuator.deletions["a"].waves == 2
+    assert w.evictions() == ["default/db-0"]
+    for t in (15, 25, 35):
+        w.tick(t)
+    assert w.evictions() == ["default/db-0"]  # db-0 is not back: db-1 waits
+    w.snapshot.add_pod(pod("db-0", "d", owner=("StatefulSet", "db")), "d")  # recreated, Ready
+    w.tick(45)
+    assert w.evictions() == ["default/db-0", "default/db-1"]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_statefulset_pacing_follows_its_pod_management_policy(parallel):
+    sts = dataclasses.replace(
+        workload("StatefulSet", "db", 3), pod_management_policy="Parallel" if parallel else "OrderedReady"
+    )
+    w = World(
+        [node("a"), node("d", annotations=KEEP)],
+        [pod(f"db-{i}", "a", owner=("StatefulSet", "db")) for i in range(3)],
+        opts(node_delete_delay_after_taint=5),
+        workloads=[*RS, sts],
+    )
+    w.start(0, drain=["a"])
+    w.tick(5)
+    assert len(w.evictions()) == (3 if parallel else 1)
+
+
+def test_the_largest_pods_of_a_priority_are_evicted_a_round_before_the_others():
+    """So that their replacements are older: the scheduler takes them first, as the planner's
+    simulation placed them (pod_order). A higher priority goes first in the queue anyway."""
+    pods = [
+        pod("small1", "a", 300),
+        pod("big", "a", 1500),
+        pod("small2", "a", 300),
+        pod("urgent", "a", 100, priority=1000),
+    ]
+    w = World([node("a"), node("d", annotations=KEEP)], pods, opts(node_delete_delay_after_taint=5))
+    w.start(0, drain=["a"])
+    w.tick(5)
+    assert w.evictions() == ["default/urgent", "default/big"]
+    w.tick(15)
+    assert w.evictions()[2:] == ["default/small1", "default/small2"]
 
 
 # -- restart: deadlines from the taint ------------------------------------------------------------------

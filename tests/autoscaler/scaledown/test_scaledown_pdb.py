@@ -198,3 +198,30 @@ def test_revert_restores_the_counters_a_failed_simulation_spent():
 def test_a_violated_status_stays_negative():
     t = tracker([pdb("web", "rs", allowed=0, current_healthy=1, desired_healthy=3)], [pod("a")])
     assert t.by_key() == {"default/web": -2}
+
+
+# -- recovering workloads: a displaced pod not Ready again is used budget -------------------------
+@pytest.mark.parametrize(
+    ("ready", "recovering", "refused"),
+    [
+        # (the node's pod is Ready, its ReplicaSet is recovering, the budget refuses it as waiting)
+        (True, False, False),  # the budget allows 2: charged
+        (True, True, True),  # its displaced sibling is not back: the node waits
+        (False, True, True),  # the starting replacement itself: not charged, yet it stays
+        (False, False, False),  # a pod not Ready for other reasons: free, as before
+    ],
+)
+def test_a_recovering_workloads_pods_wait_for_budget(ready, recovering, refused):
+    budget = pdb("web", "web", allowed=2)
+    moved = pod("w1", "a", owner=("ReplicaSet", "web"), ready=ready)
+    other = pod("o1", "a", owner=("ReplicaSet", "other"), labels={"app": "web"})
+    keys = {("ReplicaSet", "default", "web")} if recovering else set()
+    t = PdbTracker([budget], (), None, frozenset(keys))
+    charge = t.charge_node([moved])
+    assert (charge.refusal is not None) is refused
+    if refused:
+        assert charge.refusal.waiting and charge.refusal.pod is moved and charge.refusal.left <= 0
+        assert t.refuses(moved) is not None
+        assert t.remaining == [2]  # nothing charged
+    # Another workload under the same budget is not held back by it.
+    assert t.charge_node([other]).refusal is None

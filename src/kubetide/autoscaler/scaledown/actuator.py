@@ -14,7 +14,12 @@ well-defined phase:
             the node's pods need (PdbTracker.waves), so a node drained pod by pod as its budgets allow
             (CA's "risky" node) is not abandoned while it progresses, and a stuck one still is;
             DaemonSet pods are evicted too when the daemonset-eviction-for-empty-nodes /
-            -occupied-nodes flag says so, best effort;
+            -occupied-nodes flag says so, best effort; kubetide's own pacing on top: no pod of
+            a recovering workload (evictions.py: a pod an earlier drain displaced is not Ready
+            again) is evicted while a PDB covers it or it belongs to an OrderedReady
+            StatefulSet, and such a StatefulSet loses one pod per wave across all drains (its
+            controller recreates one ordinal at a time), so a node with several of its pods
+            gets one wave each;
   WAITING   wait for the evicted pods to disappear, up to the longest grace period
             (min(pod's, max-graceful-termination-sec)) + 30 s;
   DELAYED   hold while a running pod annotated safe-to-evict "on-completion" is on the node: it
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -60,10 +65,12 @@ from kubetide.autoscaler.ports import (
 from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
 from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.evictions import owner_key
 from kubetide.autoscaler.scaledown.oncompletion import running_on_completion
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.surge import Surge
+from kubetide.autoscaler.scaledown.update import pod_order, size_class
 from kubetide.autoscaler.scaledown.validate import Stale
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.model.workloads import rolling_out
@@ -161,6 +168,10 @@ class DeletionListener(Protocol):
     def note_deletion(self, now: float) -> None: ...
 
     def note_failure(self, now: float) -> None: ...
+
+    def recovering(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[tuple[str, str, str]]: ...
 
 
 class Actuator:
@@ -296,13 +307,19 @@ class Actuator:
         ready: dict[str, list[NodeDeletion]] = {}
         index = index_workloads(workloads) if workloads is not None else None
         ctx = DrainContext(self.rules, PdbTracker(pdbs, ()), now, index)
+        pacing = _Pacing(
+            self.planner.recovering(snapshot, index)
+            if self.planner is not None and self.deletions
+            else frozenset(),
+            index,
+        )
         for d in list(self.deletions.values()):
             if d.node not in snapshot:
                 # Gone already (deleted by someone, or its instance vanished): nothing left to do.
                 del self.deletions[d.node]
                 result.deleted.append(d.node)
                 continue
-            failure = self._advance(d, snapshot, now, ctx, result)
+            failure = self._advance(d, snapshot, now, ctx, result, pacing)
             if failure is not None:
                 self._fail(d, failure, now, result)
             elif d.phase is Phase.DELETING:
@@ -342,7 +359,13 @@ class Actuator:
         return min(times, default=None)
 
     def _advance(
-        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext, result: TickResult
+        self,
+        d: NodeDeletion,
+        snapshot: ClusterSnapshot,
+        now: float,
+        ctx: DrainContext,
+        result: TickResult,
+        pacing: _Pacing,
     ) -> str | None:
         o = self.options
         if d.phase is Phase.TAINTED:
@@ -366,7 +389,9 @@ class Actuator:
             )
             d.next_attempt = now
             # A surge is one more wave: the replacements become available, then the pods go.
-            d.waves = ctx.pdbs.waves(d.pending.values()) + (1 if d.surged else 0)
+            d.waves = max(ctx.pdbs.waves(d.pending.values()), pacing.waves(d.pending.values())) + (
+                1 if d.surged else 0
+            )
             d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
         if d.phase is Phase.EVICTING:
             if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):
@@ -380,7 +405,7 @@ class Actuator:
             failure = self._surge_round(d, snapshot, now, ctx)
             if failure is not None:
                 return failure
-            self._evict_round(d, snapshot, now, result)
+            self._evict_round(d, snapshot, now, result, pacing, ctx.pdbs)
             if d.pending or d.surged:
                 d.next_attempt = now + EVICTION_RETRY_INTERVAL
                 return None
@@ -422,15 +447,33 @@ class Actuator:
         return None
 
     def _evict_round(
-        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, result: TickResult
+        self,
+        d: NodeDeletion,
+        snapshot: ClusterSnapshot,
+        now: float,
+        result: TickResult,
+        pacing: _Pacing,
+        pdbs: PdbTracker,
     ) -> None:
+        # The drain's first round evicts, of each priority, only its largest pods: their
+        # replacements are then older than the others' and the scheduler, which takes pods by
+        # priority then age, places them first, as the planner's simulation did (pod_order).
+        first_round = not d.evicted
+        largest: dict[int, tuple[int, int, int]] = {}  # priority -> size class evicted this round
         for pods, required in ((d.pending, True), (d.daemonset, False)):
-            for uid, pod in list(pods.items()):
+            for uid, pod in sorted(pods.items(), key=lambda item: pod_order(item[1])):
                 if snapshot.node_of(uid) != d.node:
                     del pods[uid]  # already gone
                     continue
+                if not pacing.may_evict(pod, pdbs):
+                    continue  # retried in 10 s, within the drain's deadline
+                if required and first_round and largest.get(pod.priority, size_class(pod)) < size_class(pod):
+                    continue  # smaller than a pod of its priority evicted now: next round
                 outcome = self.actions.evict(pod, self._grace(pod))
                 if outcome is EvictionOutcome.EVICTED:
+                    pacing.evicted(pod)
+                    if required:
+                        largest.setdefault(pod.priority, size_class(pod))
                     del pods[uid]
                     if required:
                         d.evicted[uid] = pod
@@ -522,3 +565,50 @@ class Actuator:
 
     def _emit(self, event: Event) -> None:
         self.actions.emit_event(event)
+
+
+class _Pacing:
+    """kubetide's drain pacing for one tick: pods of recovering workloads wait (under a PDB, or of
+    an OrderedReady StatefulSet), and an OrderedReady StatefulSet loses at most one pod a tick."""
+
+    __slots__ = ("ordered_taken", "recovering", "workloads")
+
+    def __init__(
+        self,
+        recovering: frozenset[tuple[str, str, str]],
+        workloads: Mapping[tuple[str, str, str], Workload] | None,
+    ):
+        self.recovering = recovering
+        self.workloads = workloads
+        self.ordered_taken: set[tuple[str, str, str]] = set()
+
+    def _ordered(self, key: tuple[str, str, str] | None) -> bool:
+        if key is None or key[0] != "StatefulSet" or self.workloads is None:
+            return False
+        sts = self.workloads.get(key)
+        return sts is not None and sts.pod_management_policy != "Parallel"
+
+    def may_evict(self, pod: Pod, pdbs: PdbTracker) -> bool:
+        key = owner_key(pod)
+        if key is None:
+            return True
+        ordered = self._ordered(key)
+        if key in self.recovering and (ordered or pdbs.has_pdb(pod)):
+            return False
+        return not (ordered and key in self.ordered_taken)
+
+    def evicted(self, pod: Pod) -> None:
+        key = owner_key(pod)
+        if self._ordered(key):
+            assert key is not None
+            self.ordered_taken.add(key)
+
+    def waves(self, pods: Iterable[Pod]) -> int:
+        """One wave per pod of an OrderedReady StatefulSet among `pods` (at least 1)."""
+        counts: dict[tuple[str, str, str], int] = {}
+        for pod in pods:
+            key = owner_key(pod)
+            if self._ordered(key):
+                assert key is not None
+                counts[key] = counts.get(key, 0) + 1
+        return max(counts.values(), default=1)

@@ -10,6 +10,13 @@ The owner check compares the controller's target replicas with what it has now (
 terminating pods it owns, capped by its status.replicas when that is lower) and injects at most
 `target - current` of its evicted pods. A pod without a known owner is always injected. (The
 Cluster Autoscaler has this list but leaves the re-injection effectively off; kubetide keeps it.)
+
+The same list paces drains (kubetide's own, not CA's): a workload with a recent eviction and fewer
+Ready pods than its target replicas is *recovering*, its displaced pod not yet made good. A drain
+evicts no pod of a recovering workload that a PodDisruptionBudget covers, nor of an OrderedReady
+StatefulSet (the budget counts the replacement as unavailable already; evicting it while it starts,
+which the eviction API allows since it is not Ready, would keep the workload short for another
+start-up), and the planner counts its pods as used budget (pdb.py): their nodes wait.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ class RecentEvictions:
         # Node -> its bound not-terminating pods per owner, under the node's snapshot stamp: the
         # owner check runs every loop while evictions are recent, and counting every pod each
         # time was the loop's largest cost during drains.
-        self._owned: Memo[str, Counter[OwnerKey]] = Memo()
+        self._owned: Memo[str, tuple[Counter[OwnerKey], Counter[OwnerKey]]] = Memo()
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -58,7 +65,7 @@ class RecentEvictions:
         """The evicted pods to inject, oldest eviction first."""
         result = []
         left: dict[tuple[str, str, str], int] = {}
-        counts: list[Counter[OwnerKey]] | None = None
+        counts: list[tuple[Counter[OwnerKey], Counter[OwnerKey]]] | None = None
         for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
             pod = eviction.pod
             if snapshot.has_pod(pod.uid):
@@ -72,7 +79,7 @@ class RecentEvictions:
                 if key not in left:
                     if counts is None:
                         counts = self._owned_per_node(snapshot)
-                    current = sum(c[key] for c in counts if key in c)
+                    current = sum(c[key] for c, _ in counts if key in c)
                     if workload.status_replicas is not None:
                         current = min(current, workload.status_replicas)
                     left[key] = max(0, workload.replicas - current)
@@ -101,7 +108,25 @@ class RecentEvictions:
             placed.append((pod, dest))
         return placed, None
 
-    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[Counter[OwnerKey]]:
+    def recovering(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[OwnerKey]:
+        """The owners of recently evicted pods that have fewer Ready pods than their target
+        replicas: a displaced pod of theirs is not made good yet."""
+        if not self.by_uid or workloads is None:
+            return frozenset()
+        owners = {(e.owner.kind, e.pod.namespace, e.owner.name) for e in self.by_uid.values() if e.owner}
+        counts = self._owned_per_node(snapshot)
+        result = set()
+        for key in owners:
+            workload = workloads.get(key)
+            if workload is None or workload.replicas is None:
+                continue
+            if sum(ready[key] for _, ready in counts if key in ready) < workload.replicas:
+                result.add(key)
+        return frozenset(result)
+
+    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[tuple[Counter[OwnerKey], Counter[OwnerKey]]]:
         memo = self._owned
         memo.new_pass()
         result = []
@@ -113,13 +138,22 @@ class RecentEvictions:
         return result
 
 
-def _owned_pods(pods: Iterable[Pod]) -> Counter[OwnerKey]:
+def owner_key(pod: Pod) -> OwnerKey | None:
+    ref = pod.controller
+    return (ref.kind, pod.namespace, ref.name) if ref is not None else None
+
+
+def _owned_pods(pods: Iterable[Pod]) -> tuple[Counter[OwnerKey], Counter[OwnerKey]]:
+    """Per owner: its bound pods not terminating, and of those the Ready ones."""
     counts: Counter[OwnerKey] = Counter()
+    ready: Counter[OwnerKey] = Counter()
     for pod in pods:
-        ref = pod.controller
-        if ref is not None and not pod.is_terminating:
-            counts[(ref.kind, pod.namespace, ref.name)] += 1
-    return counts
+        key = owner_key(pod)
+        if key is not None and not pod.is_terminating:
+            counts[key] += 1
+            if pod.ready:
+                ready[key] += 1
+    return counts, ready
 
 
 def inject_recent_evictions(u: Update, recent: RecentEvictions) -> str | None:

@@ -22,6 +22,11 @@ the budget comes back by itself (`waiting`): a budget that allows at least one d
 its pods are healthy is only used up for now, by other drains or by pods not yet Ready; one that
 allows none (a single replica with minAvailable 1) never lets the pod go by eviction.
 
+A pod of a *recovering* workload (evictions.py: a pod of it a drain displaced is not Ready again
+yet) is refused by each budget covering it, as waiting: the missing pod is used budget, unavailable
+in the budget's own count, even where the budget would let this pod go (it is the starting
+replacement itself, not Ready so not charged). Its node waits and keeps its timer.
+
 Forks work like the snapshot's: `fork()` marks, `revert()` restores the counters changed since the
 mark, `commit()` keeps them. A failed node simulation therefore leaves the budgets untouched.
 """
@@ -29,7 +34,7 @@ mark, `commit()` keeps them. A failed node simulation therefore leaves the budge
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -82,8 +87,10 @@ class PdbTracker:
         pdbs: Sequence[PodDisruptionBudget],
         pods: Iterable[Pod],
         workloads: Mapping[tuple[str, str, str], Workload] | None = None,
+        recovering: Container[tuple[str, str, str]] = frozenset(),
     ):
         self.pdbs: list[PodDisruptionBudget] = list(pdbs)
+        self.recovering = recovering  # (kind, namespace, name) of workloads short of a Ready pod
         # namespace -> (index, selector) of the budgets there that select pods
         self._by_namespace: dict[str, list[tuple[int, LabelSelector]]] = {}
         for i, pdb in enumerate(self.pdbs):
@@ -164,7 +171,10 @@ class PdbTracker:
         counts: dict[int, int] = {}
         for pod in pods:
             healthy = is_healthy(pod)
+            recovering = self._recovering(pod)
             for i in self.matching(pod):
+                if recovering:
+                    return NodeCharge(PdbRefusal(self.pdbs[i], pod, True, min(0, self.remaining[i])))
                 if not self._allows(i, healthy):
                     return NodeCharge(PdbRefusal(self.pdbs[i], pod, self.full[i] >= 1, self.remaining[i]))
                 if healthy:
@@ -181,10 +191,17 @@ class PdbTracker:
         kubetide's healthy/unhealthy accounting) and the disruptions it has left, or None.
         Charges nothing."""
         healthy = is_healthy(pod)
+        recovering = self._recovering(pod)
         for i in self.matching(pod):
+            if recovering:
+                return self.pdbs[i], min(0, self.remaining[i])
             if not self._allows(i, healthy):
                 return self.pdbs[i], self.remaining[i]
         return None
+
+    def _recovering(self, pod: Pod) -> bool:
+        ref = pod.controller
+        return ref is not None and (ref.kind, pod.namespace, ref.name) in self.recovering
 
     def waves(self, pods: Iterable[Pod]) -> int:
         """How many budget waves evicting these pods takes at best: a budget that allows f

@@ -38,7 +38,7 @@ usage peaks it counts are kept between loops over scale-down-usage-window.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.inputs import LoopInputs
@@ -58,7 +58,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     index_workloads,
     is_expendable,
 )
-from kubetide.autoscaler.scaledown.evictions import RecentEvictions, inject_recent_evictions
+from kubetide.autoscaler.scaledown.evictions import OwnerKey, RecentEvictions, inject_recent_evictions
 from kubetide.autoscaler.scaledown.limit import UnneededLimit
 from kubetide.autoscaler.scaledown.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.placement import PodMover
@@ -77,7 +77,7 @@ from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
 from kubetide.autoscaler.scaledown.update import Update
 from kubetide.autoscaler.scaledown.usage import UsageGuard, UsageHistory
 from kubetide.clock import Timer
-from kubetide.model import Pod
+from kubetide.model import Pod, Workload
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo
 
@@ -162,6 +162,11 @@ class Planner:
     def record_eviction(self, pod: Pod, now: float) -> None:
         self.recent_evictions.record(pod, now)
 
+    def recovering(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[OwnerKey]:
+        return self.recent_evictions.recovering(snapshot, workloads)
+
     def clear(self) -> None:
         """Forget unneeded nodes (the cluster is unhealthy; CA clears them too)."""
         self.unneeded_since.clear()
@@ -244,7 +249,8 @@ class Planner:
             _add_nominated(snapshot, inputs.pending, o.expendable_pods_priority_cutoff)
             if checker is None:
                 checker = PredicateChecker(snapshot, namespaces)
-            tracker = PdbTracker(pdbs, snapshot.pods(), index)
+            recovering = self.recent_evictions.recovering(snapshot, index)
+            tracker = PdbTracker(pdbs, snapshot.pods(), index, recovering)
             ctx = DrainContext(self.rules, tracker, now, index)
             self._homeless.new_pass()
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None

@@ -78,8 +78,18 @@ class Update:
         status.unplaced = unplaced
 
 
-def pod_order(pod: Pod) -> tuple[int, int, str, str]:
-    """The order a node's pods are moved in, shared by the deleted set and candidates."""
-    # Largest first (first-fit decreasing packs better), then by name: the same order every loop.
+def pod_order(pod: Pod) -> tuple[int, int, int, str, str]:
+    """The order a node's pods are moved in, shared by the deleted set and candidates, and the
+    order the actuator evicts them in."""
+    # The scheduler's queue order first: higher priority first, whatever the creation times. Then
+    # largest first (first-fit decreasing packs better; the actuator evicts the largest pods of a
+    # priority a round before the others, so that their replacements are older and the scheduler
+    # places them first too), then by name: the same order every loop.
     requests, meta = pod.requests, pod.meta
-    return (-requests.get(CPU, 0), -requests.get(MEMORY, 0), meta.namespace, meta.name)
+    return (-pod.priority, -requests.get(CPU, 0), -requests.get(MEMORY, 0), meta.namespace, meta.name)
+
+
+def size_class(pod: Pod) -> tuple[int, int, int]:
+    """`pod_order` without the name: pods the actuator may evict in the same round."""
+    requests = pod.requests
+    return (-pod.priority, -requests.get(CPU, 0), -requests.get(MEMORY, 0))

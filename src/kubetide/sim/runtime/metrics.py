@@ -6,7 +6,14 @@ what the autoscaler believes or reports:
 - `pdb_violations`: each time an autoscaler action (an eviction or a node deletion) left a
   PodDisruptionBudget with fewer healthy pods than it requires.
 - `pods_lost`: each pod of a controller that the autoscaler evicted or whose node it deleted, and
-  that still had no Running replacement 5 minutes later while its controller was short of pods.
+  that no replacement made good within 5 minutes: a pod of the controller turning Ready (Running,
+  for a Job) repays the oldest such debt, and a debt still open at its deadline counts only while
+  the controller still wants the pod: fewer Ready pods (Running, for a Job) than its desired
+  replicas (parallelism) now, by more than its other open debts for pods that were serving when
+  removed (a later removal of a Ready pod, still within its own 5 minutes, answers for its own
+  part of the shortfall; evicting a replacement still starting does not). A pod whose controller
+  scaled down meanwhile wanted no replacement and is not lost; a controller that stays short is,
+  even when the evicted pod's own replacement was deleted.
 - `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
   mirror pods were still bound (pods already terminating on a NotReady node are not counted:
   the node failure, not the autoscaler, lost them). Checked when the autoscaler asks the cloud,
@@ -115,7 +122,8 @@ class Metrics(WorldObserver):
         # the nodes already counted in nodes_deleted_with_pods (each node counts once).
         self._charged: dict[str, set[str]] = {}
         self._with_pods: set[str] = set()
-        self._debts: dict[str, deque[float]] = {}  # controller UID -> deadlines of owed replacements
+        # controller UID -> owed replacements: (deadline, whether the removed pod was serving)
+        self._debts: dict[str, deque[tuple[float, bool]]] = {}
         self._coming_up: dict[str, str] = {}  # node name -> group, requested nodes not up yet
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
@@ -170,8 +178,8 @@ class Metrics(WorldObserver):
         now_running = new.phase == "Running" and bool(new.node_name)
         if was != now_running:
             self.running += 1 if now_running else -1
-            if now_running:
-                self._replacement_started(new)
+        if _serving(new) and not _serving(old):
+            self._replacement_ready(new)
 
     def pod_removed(self, pod: Pod) -> None:
         if not pod.node_name:
@@ -373,10 +381,10 @@ class Metrics(WorldObserver):
         if ref is None or ref.kind == "DaemonSet" or pod.is_mirror:
             return
         deadline = self.engine.now() + LOST_AFTER
-        self._debts.setdefault(ref.uid, deque()).append(deadline)
+        self._debts.setdefault(ref.uid, deque()).append((deadline, _serving(pod)))
         self.engine.at(deadline, self._check_debt, ref.uid, ref.kind, f"{pod.namespace}/{ref.name}", pod.key)
 
-    def _replacement_started(self, pod: Pod) -> None:
+    def _replacement_ready(self, pod: Pod) -> None:
         ref = pod.meta.controller
         if ref is None:
             return
@@ -388,35 +396,38 @@ class Metrics(WorldObserver):
 
     def _check_debt(self, owner_uid: str, kind: str, owner_key: str, pod_key: str) -> None:
         debts = self._debts.get(owner_uid)
-        if not debts or debts[0] > self.engine.now():
-            return  # already repaid by a replacement that started
+        now = self.engine.now()
+        if not debts or debts[0][0] > now:
+            return  # already repaid by a replacement that turned Ready
         debts.popleft()
+        # The controller's other open debts for pods that were serving when removed (due now as
+        # well and judged after this one, or later removals still within their window) account
+        # for that much of its shortfall first. A removed pod that was not serving yet (a starting
+        # replacement) took nothing from the Ready count: the shortfall stays this debt's.
+        others = sum(1 for _, serving in debts if serving)
         if not debts:
             del self._debts[owner_uid]
-        if self._short_of_pods(owner_uid, kind, owner_key):
+        if self._shortfall(owner_uid, kind, owner_key) > others:
             self.c.pods_lost += 1
             self.log.record(
                 "Pod",
                 pod_key,
                 "Warning",
                 "InvariantViolated",
-                f"no running replacement {LOST_AFTER:g}s after the autoscaler removed it",
+                f"no Ready replacement {LOST_AFTER:g}s after the autoscaler removed it, and"
+                f" {kind} {owner_key} is still short of its desired replicas",
                 "simulator",
                 invariant="pods_lost",
             )
 
-    def _short_of_pods(self, owner_uid: str, kind: str, owner_key: str) -> bool:
+    def _shortfall(self, owner_uid: str, kind: str, owner_key: str) -> int:
+        """How many pods the controller wants now beyond those serving (Ready; Running, for a Job)."""
         workload = self.world.workloads.get(f"{kind}/{owner_key}")
         if workload is None:
-            return False
-        running = sum(
-            1
-            for p in self.world.pods_of(owner_uid)
-            if p.phase == "Running" and not p.is_terminating and p.node_name
-        )
-        if kind == "Job":
-            return running < (workload.parallelism or 0)
-        return running < (workload.replicas or 0)
+            return 0
+        serving = sum(1 for p in self.world.pods_of(owner_uid) if _serving(p))
+        desired = workload.parallelism if kind == "Job" else workload.replicas
+        return (desired or 0) - serving
 
     # -- sampled state -----------------------------------------------------------------------
     def drains_in_progress(self) -> int:
@@ -499,3 +510,11 @@ def _stranded(node: Node, pods: list[Pod]) -> list[Pod]:
         and not p.is_terminal
         and not (p.is_terminating and not node.ready)
     ]
+
+
+def _serving(pod: Pod) -> bool:
+    """A pod that makes good a removed one: bound and Ready (a Job's pods: Running), not leaving."""
+    if not pod.node_name or pod.is_terminating or pod.phase != "Running":
+        return False
+    ref = pod.meta.controller
+    return pod.ready or (ref is not None and ref.kind == "Job")
