@@ -153,7 +153,9 @@ class UnremovableNode:
     reason: str = ""
     # the first blocking pod as the Cluster Autoscaler orders them, then "+N more"
     blocking_pods: str = ""
-    unblock: str = ""  # what would unblock it (--annotate-scale-down-blockers), in one line
+    # what would unblock it, in one line (--annotate-scale-down-blockers; always for a single
+    # replica its budget holds without --surge-before-evict)
+    unblock: str = ""
 
 
 @dataclass(frozen=True, slots=True)
