@@ -38,6 +38,7 @@ from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
+from kubetide.autoscaler.scaledown.estimate import plan_schedule
 from kubetide.autoscaler.scaledown.plan import BEING_DELETED
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.validate import NodeBasis, basis_of
@@ -228,6 +229,17 @@ def _decide_scale_down(
     finally:
         snapshot.revert()
     decision.held = hold_unready_drains(plan, registry.unready_nodes_at_target())
+    plan.schedule = plan_schedule(
+        [n for n in plan.candidate_set if n in plan.drains and n not in decision.held],
+        plan.waiting_for_budget,
+        plan.drains,
+        {name: surge.pods for name, surge in plan.surges.items()},
+        snapshot,
+        inputs.pdbs,
+        inputs.workloads,
+        state.options,
+        inputs.now,
+    )
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress
     if in_progress is None:
