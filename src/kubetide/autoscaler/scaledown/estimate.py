@@ -203,7 +203,7 @@ def schedule_drains(
     active: dict[
         str, tuple[float, float, list[Pod], float, NodeToDrain]
     ] = {}  # name -> start, next try, pods, gone, node
-    finishing: dict[str, tuple[float, float]] = {}  # name -> start, empties
+    finishing: dict[str, tuple[float, float, bool]] = {}  # name -> start, empties, holds a slot
     drains: dict[str, ScheduledDrain] = {}
     unfinished: list[str] = []
     history = False
@@ -211,11 +211,14 @@ def schedule_drains(
     slots = max(1, options.max_drain_parallelism)
     now = 0.0
     while waiting or active or finishing:
-        for name, (start, empties) in list(finishing.items()):
+        for name, (start, empties, _) in list(finishing.items()):
             if empties <= now:
                 drains[name] = ScheduledDrain(name, start, empties)
                 del finishing[name]
-        while waiting and (len(active) + len(finishing) < slots or not waiting[-1].pods):
+        # An empty node is no drain: it takes no slot of max-drain-parallelism.
+        draining = len(active) + sum(1 for *_, slot in finishing.values() if slot)
+        while waiting and (draining < slots or not waiting[-1].pods):
+            draining += bool(waiting[-1].pods)
             node = waiting.pop()
             active[node.name] = (now, now + delay, list(node.pods), now + delay, node)
         while returns and returns[0][0] <= now:
@@ -243,13 +246,13 @@ def schedule_drains(
                 gone = max(gone, now + grace)
             if not kept:
                 del active[name]
-                finishing[name] = (start, gone)
+                finishing[name] = (start, gone, bool(node.pods))
             elif now - start > SCHEDULE_HORIZON:
                 del active[name]
                 unfinished.append(name)
             else:
                 active[name] = (start, now + EVICTION_RETRY_INTERVAL, kept, gone, node)
-        times = [t for _, t, *_ in active.values()] + [e for _, e in finishing.values()]
+        times = [t for _, t, *_ in active.values()] + [e for _, e, _ in finishing.values()]
         if not times:
             continue  # only nodes still to start: they start now
         now = max(now, min(times))
