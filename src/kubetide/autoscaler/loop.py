@@ -476,12 +476,19 @@ def _scale_down_summary(
 ) -> ScaleDownSummary:
     """What the status says of scale-down: candidates per group, the drains they need (estimated
     time, budget waves, why risky) and the nodes waiting for budget."""
+    scheduled = plan.schedule.drains if plan.schedule is not None else {}
+
+    def seconds(name: str) -> int | None:
+        return round(scheduled[name].seconds) if name in scheduled else None
+
     drains = tuple(
-        DrainStatus(name, round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
+        DrainStatus(name, seconds(name) or round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
         for name in plan.candidate_set
         if (estimate := plan.nodes[name].estimate) is not None
     )
-    waiting = tuple(WaitingNode(name, plan.nodes[name].detail) for name in plan.waiting_for_budget)
+    waiting = tuple(
+        WaitingNode(name, plan.nodes[name].detail, seconds(name)) for name in plan.waiting_for_budget
+    )
     unremovable = tuple(
         UnremovableNode(
             s.name,
@@ -492,7 +499,8 @@ def _scale_down_summary(
         for s in plan.nodes.values()
         if s.blocking_pod is not None or (s.unblock is not None and s.unblock.changes)
     )[:UNREMOVABLE_IN_STATUS]
-    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting, unremovable)
+    total = round(plan.schedule.seconds_to_last_removal) if plan.schedule is not None and scheduled else None
+    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting, unremovable, total)
 
 
 # A node held by a single replica's budget is said again (Event, log line) after this many seconds.

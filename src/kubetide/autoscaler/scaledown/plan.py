@@ -127,7 +127,9 @@ class ScaleDownPlan:
         nodes = {name: status.to_json() for name, status in self.nodes.items()}
         for name, scheduled in self.schedule.drains.items() if self.schedule is not None else ():
             # The schedule's: it shares the budgets with the other drains (the waiting nodes too).
-            nodes[name]["estimated_drain_seconds"] = round(scheduled.seconds, 1)
+            # An empty node is deleted without a drain: it has none.
+            if not self.nodes[name].empty:
+                nodes[name]["estimated_drain_seconds"] = round(scheduled.seconds, 1)
         return {
             "nodes": nodes,
             "candidate_set": list(self.candidate_set),
