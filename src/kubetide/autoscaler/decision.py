@@ -239,6 +239,7 @@ def _decide_scale_down(
         inputs.workloads,
         state.options,
         inputs.now,
+        lambda name: _removable_at(planner, snapshot, name, inputs.now, state.options),
     )
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress
@@ -256,6 +257,15 @@ def _decide_scale_down(
             drain_in_progress=drain_in_progress,
         )
         decision.basis = {name: basis_of(snapshot, name, inputs.pdbs) for name in decision.to_delete}
+
+
+def _removable_at(
+    planner: Planner, snapshot: ClusterSnapshot, name: str, now: float, options: AutoscalerOptions
+) -> float:
+    """When an unneeded node's timer lets it go (now with the timers taken as run out)."""
+    if planner.timers_expired or name not in snapshot or name not in planner.unneeded_since:
+        return now
+    return planner.unneeded_since.removable_at(name, ready=snapshot.node(name).ready, options=options)
 
 
 def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> list[str]:

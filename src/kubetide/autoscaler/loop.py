@@ -500,7 +500,13 @@ def _scale_down_summary(
         if s.blocking_pod is not None or (s.unblock is not None and s.unblock.changes)
     )[:UNREMOVABLE_IN_STATUS]
     total = round(plan.schedule.seconds_to_last_removal) if plan.schedule is not None and scheduled else None
-    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting, unremovable, total)
+    return ScaleDownSummary(
+        by_group(plan.candidate_set),
+        drains,
+        waiting,
+        unremovable=unremovable,
+        estimated_seconds_to_last_removal=total,
+    )
 
 
 # A node held by a single replica's budget is said again (Event, log line) after this many seconds.

@@ -14,7 +14,7 @@ for all its replacements. Where no pod has that history (a hand-written manifest
 default DEFAULT_REPLACEMENT_READY is used and the estimate says so.
 
 The whole scale-down is scheduled on paper the same way (`schedule_drains`): the candidates in the
-plan's order, then the nodes waiting for budget, at most max-drain-parallelism drains at a time
+plan's order, then the nodes waiting for budget, each once its unneeded time has run, at most max-drain-parallelism drains at a time
 (a node empty frees its slot for the next), every PodDisruptionBudget starting from the
 disruptions it allows now. A pod is evicted at a retry when each of its budgets has a disruption
 left; the disruption comes back when its replacement is Ready (REPLACEMENT_LAG plus the pod's
@@ -110,6 +110,7 @@ class NodeToDrain:
     name: str
     pods: Sequence[Pod]
     surged: Collection[str] = frozenset()  # pod UIDs
+    not_before: float = 0.0  # seconds from now until it may go (its unneeded time still running)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +172,7 @@ def plan_schedule(
     workloads: Sequence[Workload] | None,
     options: AutoscalerOptions,
     now: float,
+    removable_at: Callable[[str], float],
 ) -> ScaleDownSchedule:
     """The schedule of a plan's drains: its candidates (their drains as the planner found them),
     then its nodes waiting for budget (their pods sorted by the drainability rules here), under
@@ -178,13 +180,51 @@ def plan_schedule(
     index = index_workloads(workloads) if workloads is not None else None
     tracker = PdbTracker(pdbs, snapshot.pods(), index)
     ctx = DrainContext(DrainRules.from_options(options), tracker, now, index)
-    nodes = [NodeToDrain(name, drains[name].movable, surged.get(name, ())) for name in candidates]
+    nodes = [
+        NodeToDrain(name, drains[name].movable, surged.get(name, ()), max(0.0, removable_at(name) - now))
+        for name in candidates
+    ]
     nodes += [
-        NodeToDrain(name, drain_node(snapshot.pods_on(name).values(), ctx).movable)
+        NodeToDrain(
+            name,
+            drain_node(snapshot.pods_on(name).values(), ctx).movable,
+            (),
+            max(0.0, removable_at(name) - now),
+        )
         for name in waiting
         if name in snapshot
     ]
-    return schedule_drains(nodes, tracker.matching, tracker.initial, options, is_healthy)
+    # Drains start in the order their nodes may go (the plan's order among equals).
+    nodes.sort(key=lambda n: n.not_before)
+    return schedule_drains(
+        nodes, tracker.matching, tracker.initial, options, is_healthy, _slowest_of_controller(nodes, snapshot)
+    )
+
+
+def _slowest_of_controller(
+    nodes: Sequence[NodeToDrain], snapshot: ClusterSnapshot
+) -> Callable[[Pod], tuple[float, bool]]:
+    """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods (its
+    replacement is one more of them; a pod that started with the cluster may show none), else
+    its own history, else the default."""
+    owners = {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
+    slowest: dict[tuple[str, str, str], float] = {}
+    if owners:
+        for pod in snapshot.pods():
+            owner = _owner(pod)
+            if owner in owners and (known := _bound_to_ready(pod)) is not None:
+                slowest[owner] = max(slowest.get(owner, 0.0), known)
+
+    def ready_of(pod: Pod) -> tuple[float, bool]:
+        known = slowest.get(_owner(pod)) if pod.controller is not None else None
+        return (known, True) if known is not None else _replacement_ready(pod)
+
+    return ready_of
+
+
+def _owner(pod: Pod) -> tuple[str, str, str]:
+    ref = pod.controller
+    return (pod.namespace, ref.kind, ref.name) if ref is not None else (pod.namespace, "", pod.name)
 
 
 def schedule_drains(
@@ -193,10 +233,14 @@ def schedule_drains(
     allowed: Sequence[int],
     options: AutoscalerOptions,
     healthy: Callable[[Pod], bool],
+    ready_of: Callable[[Pod], tuple[float, bool]] | None = None,
 ) -> ScaleDownSchedule:
     """The drains of `nodes` (in the order they start) on paper. `budgets_of(pod)`: the indexes
     of the budgets selecting it; `allowed[i]`: the disruptions budget i allows now; `healthy`:
-    whether evicting the pod takes one of them (the disruption controller counts Ready pods)."""
+    whether evicting the pod takes one of them (the disruption controller counts Ready pods);
+    `ready_of(pod)`: its replacement's seconds from bound to Ready and whether from history (by
+    default the pod's own history, else DEFAULT_REPLACEMENT_READY)."""
+    ready_of = ready_of or _replacement_ready
     left = list(allowed)
     returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets its disruption goes back to)
     waiting = list(nodes)[::-1]  # popped from the end: the plan's order
@@ -217,7 +261,7 @@ def schedule_drains(
                 del finishing[name]
         # An empty node is no drain: it takes no slot of max-drain-parallelism.
         draining = len(active) + sum(1 for *_, slot in finishing.values() if slot)
-        while waiting and (draining < slots or not waiting[-1].pods):
+        while waiting and waiting[-1].not_before <= now and (draining < slots or not waiting[-1].pods):
             draining += bool(waiting[-1].pods)
             node = waiting.pop()
             active[node.name] = (now, now + delay, list(node.pods), now + delay, node)
@@ -229,7 +273,7 @@ def schedule_drains(
                 continue
             kept = []
             for pod in pods:
-                ready, known = _replacement_ready(pod)
+                ready, known = ready_of(pod)
                 history = history or known
                 grace = float(min(pod.termination_grace_period, grace_cap))
                 if pod.uid in node.surged:  # its replacement first, then the pod, no budget
@@ -253,6 +297,8 @@ def schedule_drains(
             else:
                 active[name] = (start, now + EVICTION_RETRY_INTERVAL, kept, gone, node)
         times = [t for _, t, *_ in active.values()] + [e for _, e, _ in finishing.values()]
+        if waiting and waiting[-1].not_before > now:
+            times.append(waiting[-1].not_before)
         if not times:
             continue  # only nodes still to start: they start now
         now = max(now, min(times))
