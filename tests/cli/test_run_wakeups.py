@@ -20,6 +20,7 @@ class Deletions:
         self.clock = clock
         self.wakes = list(wakes)
         self.driven: list[float] = []
+        self.actuator = SimpleNamespace(deletions={})  # what the metrics read after a drive
 
     def next_wakeup(self):
         return self.wakes[0] if self.wakes else None
@@ -91,7 +92,7 @@ def test_a_drive_between_loops_counts_its_removals_under_their_reasons():
     r = runner(scan_interval=1.0)
     result = LoopResult(r.clock.now())
     result.deleted, result.deleted_drained = ["a", "b"], {"a"}
-    autoscaler = SimpleNamespace(drive_deletions=lambda: result)
+    autoscaler = SimpleNamespace(drive_deletions=lambda: result, actuator=SimpleNamespace(deletions={}))
     r.view = SimpleNamespace(sync=lambda: None)
     r._drive_deletions(autoscaler, None)
     text = r.metrics.exposition()[0].decode()

@@ -583,10 +583,10 @@ class LiveLedger:
 
     def observe(self, result: LoopResult, autoscaler: Autoscaler) -> None:
         now, deletions = result.now, autoscaler.actuator.deletions
-        snapshot = autoscaler.view.snapshot()
         node_of: dict[str, str] = {}
         for name, d in deletions.items():
             if name not in self._created:
+                snapshot = autoscaler.view.snapshot()
                 self._created[name] = (
                     snapshot.node(name).meta.creation_timestamp if name in snapshot else None
                 )
