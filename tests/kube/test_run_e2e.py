@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
 
 import kubernetes
 import pytest
@@ -146,6 +147,13 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
         )
         compared += 1
     assert compared >= 1, (estimates, kubetide.log())
+    # The live ledger: every eviction the log lists, counted under the pods' controller kind.
+    port = re.search(r"serving /metrics and /health-check on port (\d+)", kubetide.log())
+    assert port is not None, kubetide.log()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    logged = sum(int(n) for n in re.findall(r"\] Scale-down: (\d+) pods evicted: ", kubetide.log()))
+    assert f'kubetide_evictions_total{{workload_kind="ReplicaSet"}} {float(logged)}' in exposition, exposition
     assert kubetide.terminate() == 0
     log = kubetide.log()
     # What an operator sees at --v=0 (each line is INFO or WARNING, shown at every verbosity):
