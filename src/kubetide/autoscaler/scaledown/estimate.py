@@ -50,9 +50,6 @@ EVICTION_RETRY_INTERVAL = 10.0
 DEFAULT_REPLACEMENT_READY = 30.0
 # Between an eviction and the replacement being bound: the ReplicaSet controller and the scheduler.
 REPLACEMENT_LAG = 2.0
-# A drain the schedule cannot finish within this many seconds (a budget that never comes back)
-# gets no estimate.
-SCHEDULE_HORIZON = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +241,8 @@ def schedule_drains(
     left = list(allowed)
     returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets its disruption goes back to)
     waiting = list(nodes)[::-1]  # popped from the end: the plan's order
-    active: dict[
-        str, tuple[float, float, list[Pod], float, NodeToDrain]
-    ] = {}  # name -> start, next try, pods, gone, node
+    # name -> start, next try, pods still to go (budgets, replacement Ready, grace), gone, a drain
+    active: dict[str, tuple[float, float, list[tuple[tuple[int, ...], float, float]], float, bool]] = {}
     finishing: dict[str, tuple[float, float, bool]] = {}  # name -> start, empties, holds a slot
     drains: dict[str, ScheduledDrain] = {}
     unfinished: list[str] = []
@@ -264,24 +260,26 @@ def schedule_drains(
         while waiting and waiting[-1].not_before <= now and (draining < slots or not waiting[-1].pods):
             draining += bool(waiting[-1].pods)
             node = waiting.pop()
-            active[node.name] = (now, now + delay, list(node.pods), now + delay, node)
-        while returns and returns[0][0] <= now:
-            for i in heapq.heappop(returns)[1]:
-                left[i] += 1
-        for name, (start, next_try, pods, gone, node) in list(active.items()):
-            if next_try > now:
-                continue
-            kept = []
-            for pod in pods:
+            gone, pods = now + delay, []
+            for pod in node.pods:  # each pod's facts once
                 ready, known = ready_of(pod)
                 history = history or known
                 grace = float(min(pod.termination_grace_period, grace_cap))
                 if pod.uid in node.surged:  # its replacement first, then the pod, no budget
-                    gone = max(gone, now + REPLACEMENT_LAG + ready + grace)
-                    continue
-                budgets = budgets_of(pod) if healthy(pod) else ()
+                    gone = max(gone, now + delay + REPLACEMENT_LAG + ready + grace)
+                else:
+                    pods.append((budgets_of(pod) if healthy(pod) else (), ready, grace))
+            active[node.name] = (now, now + delay, pods, gone, bool(node.pods))
+        while returns and returns[0][0] <= now:
+            for i in heapq.heappop(returns)[1]:
+                left[i] += 1
+        for name, (start, next_try, pods, gone, drained) in list(active.items()):
+            if next_try > now:
+                continue
+            kept = []
+            for budgets, ready, grace in pods:
                 if any(left[i] < 1 for i in budgets):
-                    kept.append(pod)
+                    kept.append((budgets, ready, grace))
                     continue
                 for i in budgets:
                     left[i] -= 1
@@ -290,12 +288,15 @@ def schedule_drains(
                 gone = max(gone, now + grace)
             if not kept:
                 del active[name]
-                finishing[name] = (start, gone, bool(node.pods))
-            elif now - start > SCHEDULE_HORIZON:
+                finishing[name] = (start, gone, drained)
+            elif not returns:  # nothing evicted gives a disruption back: the budget never does
                 del active[name]
                 unfinished.append(name)
             else:
-                active[name] = (start, now + EVICTION_RETRY_INTERVAL, kept, gone, node)
+                # Retried every EVICTION_RETRY_INTERVAL; the first retry that can succeed is the
+                # first after a disruption comes back.
+                retries = max(1, math.ceil((returns[0][0] - now) / EVICTION_RETRY_INTERVAL))
+                active[name] = (start, now + retries * EVICTION_RETRY_INTERVAL, kept, gone, drained)
         times = [t for _, t, *_ in active.values()] + [e for _, e, _ in finishing.values()]
         if waiting and waiting[-1].not_before > now:
             times.append(waiting[-1].not_before)
