@@ -463,6 +463,7 @@ def dumps(draw) -> tuple[dict, Planter]:
         },
     )
     job["status"].update(active=1, startTime=T0, uncountedTerminatedPods={"failed": [p()]})
+    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"  # a Job's pods end (API validation)
     cron_labels = {"app": "nightly"}
     cronjob = {
         "apiVersion": "batch/v1",
@@ -494,6 +495,7 @@ def dumps(draw) -> tuple[dict, Planter]:
             "active": [{"kind": "Job", "name": p(), "uid": p()}],
         },
     }
+    cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
     hpa = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -514,7 +516,8 @@ def dumps(draw) -> tuple[dict, Planter]:
                 {
                     "type": "External",
                     "external": {
-                        "metric": {"name": p(), "selector": {"matchLabels": {p(): p()}}},
+                        # the name is kept (the API server requires one), its selector is not
+                        "metric": {"name": "queue_depth", "selector": {"matchLabels": {p(): p()}}},
                         "target": {"type": "Value", "value": "10"},
                     },
                 },

@@ -100,6 +100,7 @@ def two_replicasets_of_one_deployment(crowded_zone: str):
         cpu="1",
         strategy={"rollingUpdate": {"maxSurge": "100%", "maxUnavailable": 0}},
         minReadySeconds=3600,
+        progressDeadlineSeconds=7200,  # the API server wants it above minReadySeconds
     )
     web["metadata"]["uid"] = "web-deployment-uid"
     web["spec"]["template"]["spec"]["topologySpreadConstraints"] = [

@@ -240,6 +240,7 @@ HPA_RULES: Fields = {
     "policies": Items({"type": SCALAR, "value": SCALAR, "periodSeconds": SCALAR}),
     "tolerance": SCALAR,
 }
+HPA_TARGET: Fields = {"type": SCALAR, "averageUtilization": SCALAR, "averageValue": SCALAR, "value": SCALAR}
 HPA: Fields = {
     **KIND,
     "metadata": METADATA,
@@ -247,15 +248,21 @@ HPA: Fields = {
         "scaleTargetRef": {"kind": SCALAR, "name": SCALAR},
         "minReplicas": SCALAR,
         "maxReplicas": SCALAR,
-        # Metrics other than Resource are kept as their type only: the simulator has no source for
-        # them (their selectors and names are dropped).
+        # Every metric as far as the parser checks it (model/hpa.py: its source, a metric name, a
+        # described object, a target), so the export loads as the dump did; the simulator reads
+        # only Resource ones, and the selectors of the others are dropped.
         "metrics": Items(
             {
                 "type": SCALAR,
-                "resource": {
-                    "name": SCALAR,
-                    "target": {"type": SCALAR, "averageUtilization": SCALAR, "averageValue": SCALAR},
+                "resource": {"name": SCALAR, "target": HPA_TARGET},
+                "containerResource": {"name": SCALAR, "container": SCALAR, "target": HPA_TARGET},
+                "pods": {"metric": {"name": SCALAR}, "target": HPA_TARGET},
+                "object": {
+                    "metric": {"name": SCALAR},
+                    "describedObject": {"apiVersion": SCALAR, "kind": SCALAR, "name": SCALAR},
+                    "target": HPA_TARGET,
                 },
+                "external": {"metric": {"name": SCALAR}, "target": HPA_TARGET},
             }
         ),
         "behavior": {"scaleUp": HPA_RULES, "scaleDown": HPA_RULES},
