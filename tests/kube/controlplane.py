@@ -2,13 +2,16 @@
 kube-scheduler and KWOK on loopback ports, in one temporary directory (envtest-style).
 
 KWOK plays the kubelet for every Node annotated `kwok.x-k8s.io/node: fake`: it heartbeats the
-node's Lease, makes bound pods Running and completes their deletion.
+node's Lease, makes bound pods Running and completes their deletion. A pod annotated
+`kubetide.io/test-start-delay: <duration>` (e.g. "10s") is made Running and Ready only after that
+delay, as a pod behind a slow readiness probe would be (see `write_kwok_stages`).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import datetime
 import fcntl
 import hashlib
@@ -34,6 +37,7 @@ from pathlib import Path
 BINARY_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 KWOK_STAGES_FILE = "kwok-stages.yaml"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+START_DELAY_ANNOTATION = "kubetide.io/test-start-delay"
 SHARED_K8S_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "k8s"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # The first address of the service range: the API server's own Service IP, kept in its certificate.
@@ -289,6 +293,29 @@ def write_kubeconfig(
     return path
 
 
+def write_kwok_stages(source: Path, target: Path) -> Path:
+    """`source`'s stages with one more: pods annotated START_DELAY_ANNOTATION become Running and
+    Ready only after the annotation's duration (KWOK's `delay.durationFrom`), and `pod-ready` leaves
+    them to it. Every other pod goes through the stages exactly as `source` has them.
+    """
+    import yaml
+
+    stages = list(yaml.safe_load_all(source.read_text()))
+    ready = next((s for s in stages if s and s["metadata"]["name"] == "pod-ready"), None)
+    if ready is None:
+        raise ControlPlaneError(f"{source} has no pod-ready stage to derive the slow-start stage from")
+    annotation = f'.metadata.annotations["{START_DELAY_ANNOTATION}"]'
+    slow = copy.deepcopy(ready)
+    slow["metadata"]["name"] = "pod-ready-after-start-delay"
+    slow["spec"]["selector"]["matchExpressions"].append({"key": annotation, "operator": "Exists"})
+    # KWOK takes the delay from the annotation (measured: 10s asked, Ready 10 s after creation);
+    # durationMilliseconds is its fallback should the expression yield nothing.
+    slow["spec"]["delay"] = {"durationMilliseconds": 20000, "durationFrom": {"expressionFrom": annotation}}
+    ready["spec"]["selector"]["matchExpressions"].append({"key": annotation, "operator": "DoesNotExist"})
+    target.write_text(yaml.safe_dump_all([*stages, slow], sort_keys=False))
+    return target
+
+
 class ControlPlane:
     """Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK, and stops exactly
     those processes again (each in its own process group) when `stop()` runs or the interpreter exits.
@@ -301,6 +328,8 @@ class ControlPlane:
         (self.directory / OWNER_FILE).write_text(str(os.getpid()))
         self.logs_directory = self.directory / "logs"
         self.logs_directory.mkdir()
+        if self.kwok_stages is not None:
+            self.kwok_stages = write_kwok_stages(self.kwok_stages, self.directory / KWOK_STAGES_FILE)
         self._processes: dict[str, subprocess.Popen] = {}
         self._stopped = False
         # Registered before anything starts, so even an interrupted start leaves nothing behind.
