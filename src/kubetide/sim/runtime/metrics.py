@@ -13,7 +13,8 @@ what the autoscaler believes or reports:
   removed (a later removal of a Ready pod, still within its own 5 minutes, answers for its own
   part of the shortfall; evicting a replacement still starting does not). A pod whose controller
   scaled down meanwhile wanted no replacement and is not lost; a controller that stays short is,
-  even when the evicted pod's own replacement was deleted.
+  even when the evicted pod's own replacement was deleted. Pods bound to a NotReady node are not
+  counted short: a node failure, not the autoscaler, holds them back.
 - `nodes_deleted_with_pods`: node deletions by the autoscaler while pods other than DaemonSet and
   mirror pods were still bound (pods already terminating on a NotReady node are not counted:
   the node failure, not the autoscaler, lost them). Checked when the autoscaler asks the cloud,
@@ -421,13 +422,22 @@ class Metrics(WorldObserver):
             )
 
     def _shortfall(self, owner_uid: str, kind: str, owner_key: str) -> int:
-        """How many pods the controller wants now beyond those serving (Ready; Running, for a Job)."""
+        """How many pods the controller wants now beyond those serving (Ready; Running, for a Job)
+        and those a node failure holds back: a pod on a NotReady node is not Ready because of the
+        node, which a fault, not the autoscaler, took out (the replacement the autoscaler's drain
+        asked for may be that pod)."""
         workload = self.world.workloads.get(f"{kind}/{owner_key}")
         if workload is None:
             return 0
-        serving = sum(1 for p in self.world.pods_of(owner_uid) if _serving(p))
+        serving = sum(1 for p in self.world.pods_of(owner_uid) if _serving(p) or self._on_failed_node(p))
         desired = workload.parallelism if kind == "Job" else workload.replicas
         return (desired or 0) - serving
+
+    def _on_failed_node(self, pod: Pod) -> bool:
+        if not pod.node_name or pod.is_terminal:
+            return False
+        node = self.world.node(pod.node_name)
+        return node is not None and not node.ready
 
     # -- sampled state -----------------------------------------------------------------------
     def drains_in_progress(self) -> int:
