@@ -93,11 +93,17 @@ def work_timer() -> WorkTimer:
     return WorkTimer(WORK_STEP)
 
 
-def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
-    """kubetide's autoscaler, its random expander seeded from the scenario. Returns (factory, name)."""
+def default_autoscaler_factory(seed: int, policy: str = "kubetide") -> tuple[AutoscalerFactory, str]:
+    """The autoscaler the options' policy names: kubetide's (also for `cluster-autoscaler`, whose
+    flags options.py has set), its random expander seeded from the scenario, or Karpenter's.
+    Returns (factory, name), the name being the policy's."""
     from kubetide.autoscaler.loop import Autoscaler
 
     def factory(options, clock, view, actions, cloud):
+        if options.policy == "karpenter":
+            from kubetide.autoscaler.karpenter.controller import Karpenter
+
+            return Karpenter(options, clock, view, actions, cloud)
         service = None
         if "grpc" in options.expander:  # an external expander service: only then import grpc
             from kubetide.grpcexpander import expander_service
@@ -107,7 +113,7 @@ def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
             options, clock, view, actions, cloud, seed=seed, timer=work_timer(), expander_service=service
         )
 
-    return factory, "kubetide"
+    return factory, policy
 
 
 @dataclass
@@ -142,7 +148,7 @@ class Simulation:
         self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
         self.seed = scenario.seed if seed is None else seed
         if autoscaler_factory is None:
-            autoscaler_factory, default_name = default_autoscaler_factory(self.seed)
+            autoscaler_factory, default_name = default_autoscaler_factory(self.seed, scenario.options.policy)
             autoscaler_name = autoscaler_name or default_name
         self.factory = autoscaler_factory
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
