@@ -183,7 +183,7 @@ class AutoscalerOptions:
     # for every flag not given beside it); `karpenter` Karpenter's provisioning and disruption
     # (autoscaler/karpenter/), set up by the karpenter-* flags below.
     policy: str = "kubetide"
-    # Karpenter's NodePool disruption settings, for policy karpenter (autoscaler/karpenter/settings.py)
+    # Karpenter's NodePool disruption settings, for policy karpenter (model/nodepool.py)
     karpenter_consolidation_policy: str = "WhenEmptyOrUnderutilized"
     karpenter_consolidate_after: float = 0.0
     # spec.disruption.budgets: `NODES[:REASON+REASON][@CRON/DURATION]` entries joined by `;`
@@ -605,9 +605,9 @@ def _parse_choice(value: Any, choices: Sequence[str], what: str) -> str:
 
 
 def _parse_budgets(value: Any) -> str:
-    """karpenter-budgets, checked by the parser that reads it (autoscaler/karpenter/settings.py)
+    """karpenter-budgets, checked by the parser that reads it (model/nodepool.py)
     and kept as written, so a sweep's table shows it as given."""
-    from kubetide.autoscaler.karpenter.settings import parse_budgets
+    from kubetide.model.nodepool import parse_budgets
 
     text = str(value).strip()
     parse_budgets(text)

@@ -24,6 +24,7 @@ Decisions read the Clock only; every write goes through ClusterActions and the c
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from kubetide.autoscaler.karpenter.methods import (
     first_command,
 )
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
-from kubetide.autoscaler.karpenter.settings import NodePoolSettings, parse_budgets
+from kubetide.model.nodepool import NodePoolSettings, parse_budgets
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -81,9 +82,7 @@ def settings_of(options: AutoscalerOptions) -> NodePoolSettings:
 
 def reschedulable(pods: Sequence[Pod]) -> tuple[Pod, ...]:
     """The pods a disruption moves: not DaemonSet, mirror, finished or already leaving."""
-    return tuple(
-        p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating)
-    )
+    return tuple(p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating))
 
 
 @dataclass(slots=True)
@@ -200,13 +199,17 @@ class Karpenter:
                 continue
             cached = self._templates.get(group.id)
             if cached is None or cached[0] != keys:
-                template = build_template(group.id, group.template_node(), daemonsets, snapshot, checker, self.options)
+                template = build_template(
+                    group.id, group.template_node(), daemonsets, snapshot, checker, self.options
+                )
                 cached = self._templates[group.id] = (keys, template)
             headroom = group.max_size - group.target_size()
             types.append(InstanceType(group.id, group.price_per_hour(), cached[1], headroom))
         return types
 
-    def _emit(self, kind: str, key: str, reason: str, message: str, now: float, warning: bool = False) -> None:
+    def _emit(
+        self, kind: str, key: str, reason: str, message: str, now: float, warning: bool = False
+    ) -> None:
         self.actions.emit_event(
             Event(kind, key, EventType.WARNING if warning else EventType.NORMAL, reason, message, now)
         )
@@ -220,18 +223,25 @@ class Karpenter:
                 del self.launched[instance_id]
                 continue
             group = groups.get(launched.group_id)
-            state = None if group is None else next((i for i in group.instances() if i.id == instance_id), None)
+            state = (
+                None if group is None else next((i for i in group.instances() if i.id == instance_id), None)
+            )
             if state is None or state.error is not None:
                 # Launch failed (a stockout): the type is unavailable for a while, the pods go
                 # back to provisioning, which picks another type.
                 del self.launched[instance_id]
                 self.unavailable[launched.group_id] = now + UNAVAILABLE_TTL
                 if group is not None and state is not None and state.state is InstanceState.CREATING:
-                    try:
+                    with contextlib.suppress(ActionError):
                         group.decrease_target_size(-1)
-                    except ActionError:
-                        pass
-                self._emit("NodeGroup", launched.group_id, "InsufficientCapacityError", "NodeClaim launch failed", now, True)
+                self._emit(
+                    "NodeGroup",
+                    launched.group_id,
+                    "InsufficientCapacityError",
+                    "NodeClaim launch failed",
+                    now,
+                    True,
+                )
         seen = set()
         for node, stamp in snapshot.stamps():
             seen.add(node.name)
@@ -292,7 +302,9 @@ class Karpenter:
         if not new:
             return None
         self.nodeclaims_created += 1
-        self.launched[new[0]] = Launched(NodeClaim([kind], list(claim.pods), dict(claim.requests)), kind.group_id, new[0], now)
+        self.launched[new[0]] = Launched(
+            NodeClaim([kind], list(claim.pods), dict(claim.requests)), kind.group_id, new[0], now
+        )
         return new[0]
 
     # -- 3. orchestration and termination -------------------------------------------------------
@@ -309,7 +321,9 @@ class Karpenter:
                 self.orchestrations.remove(orchestration)
                 for candidate in orchestration.command.candidates:
                     if candidate.name in snapshot:
-                        self.terminations[candidate.name] = Termination(candidate.name, candidate.group_id, now)
+                        self.terminations[candidate.name] = Termination(
+                            candidate.name, candidate.group_id, now
+                        )
                         self._emit(
                             "Node",
                             candidate.name,
@@ -359,10 +373,8 @@ class Karpenter:
             termination.next_eviction = now + EVICTION_RETRY
 
     def _untaint(self, name: str) -> None:
-        try:
+        with contextlib.suppress(ActionError):
             self.actions.remove_taint(name, DISRUPTED_TAINT)
-        except ActionError:
-            pass
 
     def _queue(self, command: Command, snapshot: ClusterSnapshot, now: float) -> None:
         tainted: list[str] = []
@@ -382,7 +394,13 @@ class Karpenter:
                     self._untaint(name)
                 return
             orchestration.replacements.append(instance)
-            self._emit("Node", command.names[0], "DisruptionLaunching", f"Launching NodeClaim: {command.reason}/{kind.group_id}", now)
+            self._emit(
+                "Node",
+                command.names[0],
+                "DisruptionLaunching",
+                f"Launching NodeClaim: {command.reason}/{kind.group_id}",
+                now,
+            )
         self.orchestrations.append(orchestration)
         consolidation = command.method if command.reason == UNDERUTILIZED else ""
         self.decisions[(command.decision, command.reason, consolidation)] += 1
@@ -476,12 +494,12 @@ class Karpenter:
         if self._consolidated_at == snapshot.version:
             return
         ctx = self._context(snapshot, now)
-        command = first_command(ctx, self._candidates(snapshot, now))
-        if command is None:
+        found = first_command(ctx, self._candidates(snapshot, now))
+        if found is None:
             if not ctx.blocked:
                 self._consolidated_at = snapshot.version
             return
-        self.pending_command = (command, now)
+        self.pending_command = (found, now)
 
     def _validate(self, command: Command, snapshot: ClusterSnapshot, now: float) -> Command | None:
         """The command on the cluster as it is 15 s later, or None (Karpenter's validation)."""
@@ -496,11 +514,18 @@ class Karpenter:
         candidates = [current[n] for n in command.names]
         if command.method == "drift":
             outcome = simulate(
-                snapshot, ctx.checker, ctx.types, candidates[0].pods, skip=command.names, existing_claims=ctx.inflight
+                snapshot,
+                ctx.checker,
+                ctx.types,
+                candidates[0].pods,
+                skip=command.names,
+                existing_claims=ctx.inflight,
             )
             if outcome.unschedulable or len(outcome.claims) > len(command.replacements):
                 return None
-            return Command(command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims))
+            return Command(
+                command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims)
+            )
         result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1)
         if isinstance(result, str) or len(result[1]) > len(command.replacements):
             self._emit("Node", command.names[0], "Unconsolidatable", f"validation failed: {result}", now)

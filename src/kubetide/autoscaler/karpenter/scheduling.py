@@ -111,7 +111,9 @@ def simulate(
             for kind in types:
                 verdict = admits.get((key, kind.group_id))
                 if verdict is None:
-                    verdict = admits[(key, kind.group_id)] = checker.fits(standin, probes[kind.group_id]) is None
+                    verdict = admits[(key, kind.group_id)] = (
+                        checker.fits(standin, probes[kind.group_id]) is None
+                    )
                 if verdict:
                     result.append(kind)
             return result
@@ -128,7 +130,9 @@ def simulate(
                 continue
             kinds = admitted(pod, standin)
             for claim in (*inflight, *claims):
-                options = [k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)]
+                options = [
+                    k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
+                ]
                 if options:
                     claim.add(pod, options)
                     break
