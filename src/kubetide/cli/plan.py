@@ -287,7 +287,9 @@ def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
     except ManifestError as exc:
         raise UserError(f"--set {exc.field}: {exc.message}") from None
     if options.policy == "karpenter":
-        raise UserError("--set policy=karpenter: plan shows kubetide's decisions; Karpenter's run in kubetide simulate")
+        raise UserError(
+            "--set policy=karpenter: plan shows kubetide's decisions; Karpenter's run in kubetide simulate"
+        )
     warn(f"--set {w}" for w in warnings)
     return options
 

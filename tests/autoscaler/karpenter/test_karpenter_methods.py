@@ -63,14 +63,18 @@ def cluster(layout: dict[str, tuple[str, list[str]]], types=("large", "medium", 
             snapshot.add_pod(pod(f"{name}-p{i}", cpu, name), name)
     checker = PredicateChecker(snapshot)
     kinds = [
-        InstanceType(kind, PRICES[kind], build_template(kind, node(f"t-{kind}", kind), [], snapshot, checker), 10)
+        InstanceType(
+            kind, PRICES[kind], build_template(kind, node(f"t-{kind}", kind), [], snapshot, checker), 10
+        )
         for kind in types
     ]
     candidates = []
     for name, (kind, _) in layout.items():
         pods = tuple(snapshot.pods_on(name).values())
         candidates.append(
-            Candidate(snapshot.node(name), kind, PRICES[kind], pods, savings_ratio(PRICES[kind], pods), 0.0, True)
+            Candidate(
+                snapshot.node(name), kind, PRICES[kind], pods, savings_ratio(PRICES[kind], pods), 0.0, True
+            )
         )
     return snapshot, checker, kinds, candidates
 
@@ -118,7 +122,11 @@ def test_emptiness_says_which_nodes_the_budget_held_back():
         # its pods fit elsewhere: delete
         ({"a": ("large", ["1"]), "b": ("large", ["6"])}, ("large", "medium", "small"), (["a"], [])),
         # they do not: replace with the cheapest strictly cheaper type that holds them
-        ({"a": ("large", ["1500m"]), "b": ("large", ["7"])}, ("large", "medium", "small"), (["a"], ["small"])),
+        (
+            {"a": ("large", ["1500m"]), "b": ("large", ["7"])},
+            ("large", "medium", "small"),
+            (["a"], ["small"]),
+        ),
         ({"a": ("large", ["3"]), "b": ("large", ["7"])}, ("large", "medium", "small"), (["a"], ["medium"])),
         # only a type as dear as the node would do: nothing
         ({"a": ("small", ["1500m"]), "b": ("small", ["1800m"])}, ("small",), None),
@@ -144,7 +152,9 @@ def test_single_node_consolidation_takes_the_best_savings_first_and_one_node_onl
 
 
 def test_single_node_consolidation_needs_underutilized_budget():
-    assert decide(SingleNodeConsolidation(), {"a": ("large", ["1"]), "b": ("large", ["1"])}, budget=0)[0] is None
+    assert (
+        decide(SingleNodeConsolidation(), {"a": ("large", ["1"]), "b": ("large", ["1"])}, budget=0)[0] is None
+    )
 
 
 # -- multi-node consolidation ----------------------------------------------------------------------------
@@ -199,7 +209,9 @@ def test_drift_replaces_a_drifted_node_by_what_its_pods_need():
 
 
 def test_the_first_method_that_decides_wins():
-    snapshot, checker, kinds, candidates = cluster({"a": ("large", []), "b": ("large", ["1"]), "c": ("large", ["2"])})
+    snapshot, checker, kinds, candidates = cluster(
+        {"a": ("large", []), "b": ("large", ["1"]), "c": ("large", ["2"])}
+    )
     command = first_command(context(snapshot, checker, kinds), candidates)
     assert command is not None and command.method == "emptiness" and command.names == ("a",)
 

@@ -39,7 +39,11 @@ def test_an_unknown_policy_is_refused_with_the_list():
 
 def test_cluster_autoscaler_policy_sets_cas_defaults_unless_given_beside_it():
     ca = parse_options({"policy": "cluster-autoscaler"}, "s.yaml")
-    assert (ca.max_drain_parallelism, ca.scale_down_budget_wait_keeps_unneeded_time, ca.surge_before_evict) == (
+    assert (
+        ca.max_drain_parallelism,
+        ca.scale_down_budget_wait_keeps_unneeded_time,
+        ca.surge_before_evict,
+    ) == (
         1,
         False,
         False,
@@ -51,7 +55,9 @@ def test_cluster_autoscaler_policy_sets_cas_defaults_unless_given_beside_it():
 
 
 def test_compare_and_set_choose_a_policy_like_any_flag():
-    variants = parse_compare(["karpenter:policy=karpenter", "ca:policy=cluster-autoscaler"], AutoscalerOptions())
+    variants = parse_compare(
+        ["karpenter:policy=karpenter", "ca:policy=cluster-autoscaler"], AutoscalerOptions()
+    )
     scenario = load_scenario(QUARTER)
     assert [v.apply(scenario).options.policy for v in variants] == ["karpenter", "cluster-autoscaler"]
     assert Variant("x", Setting((("policy", "karpenter"),))).apply(scenario).options.policy == "karpenter"

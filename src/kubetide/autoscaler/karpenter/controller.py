@@ -42,7 +42,6 @@ from kubetide.autoscaler.karpenter.methods import (
     first_command,
 )
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
-from kubetide.model.nodepool import NodePoolSettings, parse_budgets
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -59,6 +58,7 @@ from kubetide.clock import Clock
 from kubetide.model import Node, Pod, Taint
 from kubetide.model.disruption import DO_NOT_DISRUPT, do_not_disrupt
 from kubetide.model.node import HOSTNAME_LABEL
+from kubetide.model.nodepool import NodePoolSettings, parse_budgets
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
