@@ -291,7 +291,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     under the table); a value is never cut, so settings that differ always look different."""
     from rich.table import Table
 
-    from kubetide.sim.report.columns import format_flags, format_metric
+    from kubetide.sim.report.columns import POLICY_ROWS, format_flags, format_metric
     from kubetide.sweep.compare import METRICS
 
     out = console()
@@ -303,6 +303,9 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     rows: list[tuple[str, list[str]]] = []
     for key, heading, _ in METRICS:
         rows.append((heading, [format_metric(key, entry["metrics"][key]) for entry in settings]))
+    if all("policy" in entry for entry in settings):
+        for key, heading in POLICY_ROWS:
+            rows.append((heading, [format_metric(key, entry["policy"][key]) for entry in settings]))
     if all("qos" in entry for entry in settings):
         rows.append(("QoS agent evictions", [f"{entry['qos']['evictions']:,}" for entry in settings]))
         rows.append(("QoS agent throttles", [f"{entry['qos']['throttles']:,}" for entry in settings]))

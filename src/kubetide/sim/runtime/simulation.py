@@ -126,6 +126,8 @@ class SimulationResult:
     warnings: list[str] = field(default_factory=list)
     status_yaml: str | None = None  # the autoscaler's last status document
     unfit_pods: dict[str, str] = field(default_factory=dict)  # pods no node group could take -> why
+    # the median pod's wait from creation to binding: for comparisons of policies, not in summary.json
+    pending_seconds_p50: float = 0.0
 
 
 class Simulation:
@@ -531,6 +533,7 @@ class Simulation:
             warnings=self.warnings,
             status_yaml=self._status_yaml(),
             unfit_pods=dict(self.decisions.unfit),
+            pending_seconds_p50=self.metrics.pending_seconds_percentile(50),
         )
 
     def _unremovable_at_end(self) -> dict[str, Any] | None:
