@@ -88,8 +88,9 @@ def simulate(
     existing_claims: Sequence[NodeClaim] = (),
 ) -> Outcome:
     """Schedule `pods` (bound ones are moved, pending ones bound) on the snapshot's nodes but
-    those in `skip`, then on `existing_claims` (in-flight NodeClaims, kept as they are) and new
-    NodeClaims. The snapshot is left as found."""
+    those in `skip`, then on `existing_claims` (in-flight NodeClaims, kept as they are; a pod one
+    of them was launched for waits for it, as Karpenter's nomination) and new NodeClaims. The
+    snapshot is left as found."""
     destinations: dict[str, str] = {}
     claims: list[NodeClaim] = []
     unschedulable: list[Pod] = []
@@ -118,7 +119,11 @@ def simulate(
                     result.append(kind)
             return result
 
+        # Pods an in-flight NodeClaim was launched for are counted in it already: they wait for it.
+        nominated = {p.uid for claim in inflight for p in claim.pods}
         for pod in sorted(pods, key=pod_order):
+            if pod.uid in nominated:
+                continue
             standin = homeless(pod)
             dest = checker.find_node(standin, skip=everywhere_but)
             if dest is not None:
