@@ -19,7 +19,7 @@ from kubetide.sweep.compare import Variant, parse_compare
 from kubetide.sweep.grid import Setting
 
 ROOT = Path(__file__).resolve().parents[3]
-QUARTER = Path(__file__).parent / "data" / "quarter-load.yaml"
+QUARTER = ROOT / "docs" / "comparison" / "quarter-load.yaml"
 POLICIES = ("kubetide", "cluster-autoscaler", "karpenter")
 
 
@@ -140,3 +140,37 @@ def test_karpenter_replaces_a_large_node_by_a_small_one_and_ends_cheaper_than_th
     assert (karpenter["groups"]["large"]["final"], karpenter["groups"]["small"]["final"]) == (1, 1)
     assert karpenter["cost"] < ca["cost"]
     assert karpenter["events"].get("DisruptionLaunching", 0) >= 1
+
+
+# -- invariants on every arm, on bundled examples with PDBs, surges, zones and faults ---------------------
+ARMS_ON = ("pdb-paced-drain", "surge-before-evict", "zone-rebalancing", "unready-nodes")
+
+
+@pytest.mark.parametrize("example", ARMS_ON)
+@pytest.mark.parametrize("policy", ("cluster-autoscaler", "karpenter"))
+def test_bundled_examples_keep_the_invariants_under_each_policy(example, policy):
+    scenario = load_scenario(ROOT / "examples" / f"{example}.yaml")
+    scenario = Variant(policy, Setting((("policy", policy),))).apply(scenario.with_duration(45 * 60))
+    summary = Simulation(scenario).run().summary
+    assert summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
+    assert summary["disruption"]["below_pdb_minimum_seconds"] == 0
+
+
+# -- the comparison's own metrics ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("nodes", "last_change", "expected"),
+    [
+        ([10, 10, 8, 6, 5, 5, 5], 10.0, 30.0),  # from the change at 10 s to the row at 40 s
+        ([10, 10, 10], 0.0, 0.0),  # never moved: converged from the start
+        ([20, 30, 21, 20, 20], 0.0, 20.0),  # 21 is within 5% of 20
+        ([5, 5, 5], 100.0, 0.0),  # settled before the last change: no time after it
+    ],
+)
+def test_converge_seconds(nodes, last_change, expected):
+    from kubetide.sim.runtime.simulation import SimulationResult
+    from kubetide.sweep.compare import converge_seconds
+
+    timeline = [{"time": 10.0 * i, "nodes_total": n} for i, n in enumerate(nodes)]
+    summary = {"disruption": {"last_load_change_at": last_change}}
+    result = SimulationResult(scenario=None, summary=summary, timeline=timeline, events=[])
+    assert converge_seconds(result) == expected
