@@ -69,6 +69,7 @@ VALIDATION_DELAY = 15.0  # consolidation.go commandValidationDelay
 COMMAND_TIMEOUT = 600.0  # queue.go: clamp(80 ms x commands, 10 min, 1 h); a few commands at once
 UNAVAILABLE_TTL = 180.0  # the unavailable-offerings cache: an instance type that failed to launch
 EVICTION_RETRY = 10.0  # how soon a terminating node tries its refused evictions again
+CONSOLIDATED_FOR = 300.0  # cluster state: a consolidated cluster is looked at again after 5 minutes
 
 
 def settings_of(options: AutoscalerOptions) -> NodePoolSettings:
@@ -139,8 +140,9 @@ class Karpenter:
         self._checker: PredicateChecker | None = None
         self._checked: ClusterSnapshot | None = None
         # Nothing to do at this snapshot version (Karpenter's "consolidated" cluster state):
-        # the methods are not tried again until the cluster changes.
+        # the methods are not tried again until the cluster changes, or for 5 minutes.
         self._consolidated_at: int | None = None
+        self._consolidated_since = 0.0
         # karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}
         self.decisions: Counter[tuple[str, str, str]] = Counter()
         self.nodeclaims_created = 0
@@ -491,13 +493,13 @@ class Karpenter:
                 self._queue(valid, snapshot, now)
                 self._consolidated_at = None
             return
-        if self._consolidated_at == snapshot.version:
+        if self._consolidated_at == snapshot.version and now - self._consolidated_since < CONSOLIDATED_FOR:
             return
         ctx = self._context(snapshot, now)
         found = first_command(ctx, self._candidates(snapshot, now))
         if found is None:
-            if not ctx.blocked:
-                self._consolidated_at = snapshot.version
+            if not ctx.budget_blocked:
+                self._consolidated_at, self._consolidated_since = snapshot.version, now
             return
         self.pending_command = (found, now)
 

@@ -81,6 +81,8 @@ class Context:
     inflight: Sequence[NodeClaim] = ()
     # why a candidate could not go (for Karpenter's Unconsolidatable / DisruptionBlocked events)
     blocked: dict[str, str] = field(default_factory=dict)
+    # a candidate was left out for want of budget: the cluster is not "consolidated" then
+    budget_blocked: bool = False
 
 
 class DisruptionMethod(Protocol):
@@ -159,6 +161,7 @@ class Emptiness:
         chosen = within_budget(empty, ctx.budgets.get(EMPTY, 0))
         for c in empty[len(chosen) :]:
             ctx.blocked[c.name] = "disruption budget for Empty reached"
+            ctx.budget_blocked = True
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
 
 
@@ -170,6 +173,7 @@ class Drift:
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if ctx.budgets.get(DRIFTED, 0) <= 0:
+            ctx.budget_blocked = ctx.budget_blocked or any(c.drifted for c in candidates)
             return None
         drifted = sorted(
             (c for c in candidates if c.drifted),
@@ -200,8 +204,10 @@ class MultiNodeConsolidation:
     name, reason = "multi-node", UNDERUTILIZED
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
-        eligible = by_savings([c for c in candidates if c.consolidatable and not c.empty])
-        eligible = within_budget(eligible, ctx.budgets.get(UNDERUTILIZED, 0))[:MAX_MULTI_NODE_CANDIDATES]
+        ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
+        eligible = within_budget(ranked, ctx.budgets.get(UNDERUTILIZED, 0))
+        ctx.budget_blocked = ctx.budget_blocked or len(eligible) < len(ranked)
+        eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
         if len(eligible) < 2:
             return None
         best: Command | None = None
@@ -226,6 +232,9 @@ class SingleNodeConsolidation:
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if ctx.budgets.get(UNDERUTILIZED, 0) <= 0:
+            ctx.budget_blocked = ctx.budget_blocked or any(
+                c.consolidatable and not c.empty for c in candidates
+            )
             return None
         for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
             result = consolidate(ctx, [candidate], same_type_filter=False)
