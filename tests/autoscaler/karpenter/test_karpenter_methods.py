@@ -246,3 +246,19 @@ def test_a_method_says_when_a_budget_held_a_candidate_back(method, layout, budge
     ctx = context(snapshot, checker, kinds, budget)
     method.compute(ctx, candidates)
     assert ctx.budget_blocked is held
+
+
+def test_pods_waiting_for_room_take_it_before_a_candidates_pods():
+    """A pending pod (or one of a node being drained) needs b's last cpu: a's pod can no longer go
+    there, so a is replaced by a small node rather than deleted (the deletion would strand a pod)."""
+    layout = {"a": ("large", ["1"]), "b": ("large", ["6"])}
+    snapshot, checker, kinds, candidates = cluster(layout)
+    assert (
+        SingleNodeConsolidation().compute(context(snapshot, checker, kinds), candidates[:1]).decision
+        == "delete"
+    )
+    ctx = context(snapshot, checker, kinds)
+    ctx.reserved = [pod("waiting", "1500m")]
+    command = SingleNodeConsolidation().compute(ctx, candidates[:1])
+    assert command is not None and command.decision == "replace"
+    assert [r.group_id for r in command.replacements] == ["small"]

@@ -469,10 +469,15 @@ class Karpenter:
         return own != want
 
     def _context(self, snapshot: ClusterSnapshot, now: float) -> Context:
-        not_destinations = self._disrupting()
+        disrupting = self._disrupting()
+        not_destinations = set(disrupting)
         after = self.settings.consolidate_after
         if after > 0:
             not_destinations |= {n for n, (_, since) in self._pod_events.items() if now - since < after}
+        reserved = [*self.view.pending_pods()]
+        for name in disrupting:
+            if name in snapshot:
+                reserved += reschedulable(list(snapshot.pods_on(name).values()))
         return Context(
             snapshot,
             self._checker_for(snapshot),
@@ -480,6 +485,7 @@ class Karpenter:
             self._budgets(snapshot, now),
             not_destinations,
             [launched.claim for launched in self.launched.values()],
+            reserved=reserved,
         )
 
     def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -520,7 +526,7 @@ class Karpenter:
                 ctx.checker,
                 ctx.types,
                 candidates[0].pods,
-                skip=command.names,
+                skip={*command.names, *self._disrupting()},
                 existing_claims=ctx.inflight,
             )
             if outcome.unschedulable or len(outcome.claims) > len(command.replacements):

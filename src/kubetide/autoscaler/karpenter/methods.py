@@ -79,6 +79,8 @@ class Context:
     budgets: dict[str, int]
     not_destinations: Container[str]
     inflight: Sequence[NodeClaim] = ()
+    # pods that need room before any candidate's: pending ones and those of nodes being disrupted
+    reserved: Sequence[Pod] = ()
     # why a candidate could not go (for Karpenter's Unconsolidatable / DisruptionBlocked events)
     blocked: dict[str, str] = field(default_factory=dict)
     # a candidate was left out for want of budget: the cluster is not "consolidated" then
@@ -107,7 +109,8 @@ def consolidate(
     """computeConsolidation: ("delete", ()) or ("replace", (type,)), or why not (a str).
 
     The candidates' pods are scheduled on the rest of the cluster (not on nodes being disrupted,
-    nor on nodes still inside consolidateAfter) and on new NodeClaims. Any pod left over: no;
+    nor on nodes still inside consolidateAfter) and on new NodeClaims, after the pods already
+    waiting for room (pending ones, those of nodes being disrupted) took theirs. Any pod left over: no;
     no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
     one: replace with its cheapest instance type strictly cheaper than the candidates together
     (and, for several candidates, cheaper than any candidate of a type the replacement could
@@ -121,6 +124,7 @@ def consolidate(
         [p for c in candidates for p in c.pods],
         skip=skip,
         existing_claims=ctx.inflight,
+        reserved=ctx.reserved,
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
@@ -187,6 +191,7 @@ class Drift:
                 candidate.pods,
                 skip=_Union({candidate.name}, ctx.not_destinations),
                 existing_claims=ctx.inflight,
+                reserved=ctx.reserved,
             )
             if outcome.unschedulable:
                 ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"

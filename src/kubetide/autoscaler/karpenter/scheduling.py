@@ -86,10 +86,13 @@ def simulate(
     *,
     skip: Container[str] = frozenset(),
     existing_claims: Sequence[NodeClaim] = (),
+    reserved: Sequence[Pod] = (),
 ) -> Outcome:
     """Schedule `pods` (bound ones are moved, pending ones bound) on the snapshot's nodes but
     those in `skip`, then on `existing_claims` (in-flight NodeClaims, kept as they are; a pod one
-    of them was launched for waits for it, as Karpenter's nomination) and new NodeClaims. The
+    of them was launched for waits for it, as Karpenter's nomination) and new NodeClaims.
+    `reserved` pods (pending ones, pods of nodes being disrupted) go first and take room on the
+    existing nodes and in-flight NodeClaims only; where they end up is not reported. The
     snapshot is left as found."""
     destinations: dict[str, str] = {}
     claims: list[NodeClaim] = []
@@ -121,6 +124,22 @@ def simulate(
 
         # Pods an in-flight NodeClaim was launched for are counted in it already: they wait for it.
         nominated = {p.uid for claim in inflight for p in claim.pods}
+        for pod in sorted(reserved, key=pod_order):
+            if pod.uid in nominated:
+                continue
+            standin = homeless(pod)
+            dest = checker.find_node(standin, skip=everywhere_but)
+            if dest is not None:
+                _place(snapshot, pod, dest)
+                continue
+            kinds = admitted(pod, standin)
+            for claim in inflight:
+                options = [
+                    k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
+                ]
+                if options:
+                    claim.add(pod, options)
+                    break
         for pod in sorted(pods, key=pod_order):
             if pod.uid in nominated:
                 continue
@@ -128,10 +147,7 @@ def simulate(
             dest = checker.find_node(standin, skip=everywhere_but)
             if dest is not None:
                 destinations[pod.uid] = dest
-                if snapshot.has_pod(pod.uid):
-                    snapshot.move_pod(pod.uid, dest)
-                else:
-                    snapshot.bind(pod, dest)
+                _place(snapshot, pod, dest)
                 continue
             kinds = admitted(pod, standin)
             for claim in (*inflight, *claims):
@@ -152,6 +168,13 @@ def simulate(
     finally:
         snapshot.revert()
     return Outcome(destinations, tuple(claims), tuple(unschedulable))
+
+
+def _place(snapshot: ClusterSnapshot, pod: Pod, node: str) -> None:
+    if snapshot.has_pod(pod.uid):
+        snapshot.move_pod(pod.uid, node)
+    else:
+        snapshot.bind(pod, node)
 
 
 class _Skip:
