@@ -83,10 +83,10 @@ def test_plan_json_imports_nothing_for_drawing_or_live_clusters():
 
 def test_plans_unblock_budget_default_is_the_planners():
     """cli/plan.py spells the default out so that --help imports no planner."""
-    from kubetide.autoscaler.scaledown import unblocking
+    from kubetide.autoscaler.scaledown.explanation import unblock_search
     from kubetide.cli import plan
 
-    assert plan.UNBLOCK_BUDGET == unblocking.UNBLOCK_BUDGET
+    assert plan.UNBLOCK_BUDGET == unblock_search.UNBLOCK_BUDGET
 
 
 def test_lazy_package_exports_are_the_submodules_objects():

@@ -47,12 +47,16 @@ from kubetide.autoscaler.scaledown import (
     release_orphans,
     update_soft_taints,
 )
-from kubetide.autoscaler.scaledown.blockers import annotation_changes, blocking_pods_text
-from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
-from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
-from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_REFRESH, UnblockMemo, find_unblocks
-from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
+from kubetide.autoscaler.scaledown.actuation.softtaint import SoftTaintMemo
+from kubetide.autoscaler.scaledown.actuation.staleness import Stale, stale_reason
+from kubetide.autoscaler.scaledown.explanation.blockers import annotation_changes, blocking_pods_text
+from kubetide.autoscaler.scaledown.explanation.unblock_search import (
+    UNBLOCK_REFRESH,
+    UnblockMemo,
+    find_unblocks,
+)
+from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from kubetide.autoscaler.decision import LoopDecision
     from kubetide.autoscaler.ports import UsageSample
     from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.plan import NodeStatus
+    from kubetide.autoscaler.scaledown.planning.plan import NodeStatus
     from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
     from kubetide.cloud.static import StaticCloud, StaticNodeGroup
     from kubetide.model import ConfigMap, Manifests, Pod
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 
 CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
-# autoscaler/scaledown/unblocking.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
+# autoscaler/scaledown/explanation/unblock_search.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
 # imports no planner; tests/cli/test_startup.py holds the two equal.
 UNBLOCK_BUDGET = 10.0
 
@@ -308,7 +308,7 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
     dump without any ReplicaSet would block every node that way. With controllers unknown, rule 3
     stays silent, as the Cluster Autoscaler without listers.
     """
-    from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+    from kubetide.autoscaler.scaledown.planning.drainability import REPLICATED_KINDS
 
     present = {w.kind for w in manifests.workloads}
     referenced = {
@@ -383,8 +383,8 @@ def plan_loop(
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
     from kubetide.autoscaler.decision import LoopInputs, LoopState, decide
     from kubetide.autoscaler.scaledown import crop
-    from kubetide.autoscaler.scaledown.narrow import Recording
-    from kubetide.autoscaler.scaledown.unblocking import find_unblocks
+    from kubetide.autoscaler.scaledown.explanation.narrow import Recording
+    from kubetide.autoscaler.scaledown.explanation.unblock_search import find_unblocks
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
@@ -595,7 +595,7 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
     Timer details are rewritten: the planner states them in absolute seconds, while here every
     timer starts with this one loop.
     """
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE
 
     if status.reason in _TIMERS:
         flag = _TIMERS[status.reason]
@@ -647,7 +647,7 @@ def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
 
 def summary_lines(result: PlanResult) -> list[str]:
     """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
-    from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE
+    from kubetide.autoscaler.scaledown.planning.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE
 
     sd = result.scale_down
     statuses = list(sd.nodes.values())
@@ -838,7 +838,7 @@ def _node_table(
     options: AutoscalerOptions,
     width: int,
 ) -> list[str]:
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE
 
     rows = []
     for name, status in plan.nodes.items():
@@ -862,7 +862,7 @@ def node_explanation(
     name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
 ) -> list[tuple[str, str]]:
     """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE
     from kubetide.model.quantity import CPU, MEMORY, format_units
 
     sd = result.scale_down

@@ -20,25 +20,29 @@ from typing import TYPE_CHECKING
 from kubetide.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from kubetide.autoscaler.scaledown.actuator import Actuator, StartResult, TickResult
-    from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
-    from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.planner import Planner
+    from kubetide.autoscaler.scaledown.actuation.actuator import Actuator, StartResult, TickResult
+    from kubetide.autoscaler.scaledown.actuation.restart import RecoveryReport, recover, release_orphans
+    from kubetide.autoscaler.scaledown.actuation.softtaint import SoftTaintResult, update_soft_taints
+    from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
+    from kubetide.autoscaler.scaledown.planning.plan import NodeStatus, ScaleDownPlan
+    from kubetide.autoscaler.scaledown.planning.planner import Planner
     from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-    from kubetide.autoscaler.scaledown.restart import RecoveryReport, recover, release_orphans
-    from kubetide.autoscaler.scaledown.softtaint import SoftTaintResult, update_soft_taints
 else:
     # Each name's module is imported when the name is first read (kubetide.lazy says why).
     __getattr__ = lazy_exports(
         __name__,
         {
-            "kubetide.autoscaler.scaledown.actuator": ("Actuator", "StartResult", "TickResult"),
-            "kubetide.autoscaler.scaledown.budgets": ("BudgetDecision", "crop"),
-            "kubetide.autoscaler.scaledown.plan": ("NodeStatus", "ScaleDownPlan"),
-            "kubetide.autoscaler.scaledown.planner": ("Planner",),
+            "kubetide.autoscaler.scaledown.actuation.actuator": ("Actuator", "StartResult", "TickResult"),
+            "kubetide.autoscaler.scaledown.planning.budgets": ("BudgetDecision", "crop"),
+            "kubetide.autoscaler.scaledown.planning.plan": ("NodeStatus", "ScaleDownPlan"),
+            "kubetide.autoscaler.scaledown.planning.planner": ("Planner",),
             "kubetide.autoscaler.scaledown.reasons": ("NodeReason", "PodReason"),
-            "kubetide.autoscaler.scaledown.restart": ("RecoveryReport", "recover", "release_orphans"),
-            "kubetide.autoscaler.scaledown.softtaint": ("SoftTaintResult", "update_soft_taints"),
+            "kubetide.autoscaler.scaledown.actuation.restart": (
+                "RecoveryReport",
+                "recover",
+                "release_orphans",
+            ),
+            "kubetide.autoscaler.scaledown.actuation.softtaint": ("SoftTaintResult", "update_soft_taints"),
         },
     )
 

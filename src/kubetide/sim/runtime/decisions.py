@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetide.autoscaler.loop import LoopResult
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED
+from kubetide.autoscaler.scaledown.planning.plan import BEING_DELETED
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 
 PENDING_CAUSES = (

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown.drainability import BlockingPod, DrainContext
-from kubetide.autoscaler.scaledown.placement import PodMover
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, DrainContext
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY

@@ -62,16 +62,21 @@ from kubetide.autoscaler.ports import (
     EvictionOutcome,
     NodeGroup,
 )
-from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
-from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
-from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
-from kubetide.autoscaler.scaledown.evictions import owner_key
-from kubetide.autoscaler.scaledown.oncompletion import running_on_completion
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.surge import Surge
-from kubetide.autoscaler.scaledown.update import pod_order, size_class
-from kubetide.autoscaler.scaledown.validate import Stale
+from kubetide.autoscaler.scaledown.actuation.staleness import Stale
+from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DrainContext,
+    DrainRules,
+    drain_node,
+    index_workloads,
+)
+from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning.evictions import owner_key
+from kubetide.autoscaler.scaledown.planning.oncompletion import running_on_completion
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.surge import Surge
+from kubetide.autoscaler.scaledown.planning.update import pod_order, size_class
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.model.workloads import rolling_out
 from kubetide.snapshot import ClusterSnapshot

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.model import Node
 
 # Annotation values are small by convention; a line longer than this is cut with an ellipsis.

@@ -1,0 +1,1 @@
+"""Scale-down explanation: what blocks each unremovable node, and what change would unblock it."""
