@@ -273,7 +273,7 @@ def run(args) -> int:
         # A Deployment may still opt in by its annotation: without the permission its restart
         # would be refused in the middle of a drain, loop after loop. Said once, here; the plan
         # says it of each node it keeps (autoscaler/scaledown/planning/surge.py).
-        from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
+        from kubetide.autoscaler.scaledown.planning import SURGE_ANNOTATION
 
         log.warning(
             'surge before evict: Deployments annotated %s: "true" are not surged: cannot %s '

@@ -36,15 +36,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetide.autoscaler.scaledown.actuation.actuator import DELAY_DELETION_PREFIX
-from kubetide.autoscaler.scaledown.planning.drainability import (
+from kubetide.autoscaler.scaledown.actuation import DELAY_DELETION_PREFIX
+from kubetide.autoscaler.scaledown.explanation import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.planning import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    SURGE_ANNOTATION,
 )
-from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
-from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.autoscaler.scaleup.pending import SCALE_UP_DELAY_ANNOTATION
 from kubetide.model.node import TROUBLE_CONDITIONS
 from kubetide.model.pod import MIRROR_ANNOTATION

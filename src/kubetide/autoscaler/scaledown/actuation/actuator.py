@@ -230,7 +230,7 @@ class Actuator:
     ) -> StartResult:
         """Taint and track the removable nodes `budget` lets start (the loop's decision; by
         default the parallelism budgets over the deletions in progress), except those the
-        validation found `stale` (validate.py), which are left for the next loop."""
+        validation found `stale` (staleness.py), which are left for the next loop."""
         result = StartResult(stale=dict(stale or {}))
         if not plan.empty_to_delete and not plan.drain_to_delete:
             return result

@@ -6,7 +6,7 @@ a candidate waiting out scale-down-unneeded-time or a pause is on its way out, a
 deleted is going, a node of no node group is not the autoscaler's, and one annotated
 scale-down-disabled says so itself. The line names the reason, the first blocking pod as the Cluster Autoscaler
 orders them with "+N more", and what would unblock it when the planner found that
-(unblocking.py), else the planner's detail.
+(explanation/unblock_search.py), else the planner's detail.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Finding what would unblock each unremovable node, by asking the planner itself.
 
 For a node the planner left out, `find_unblocks` proposes the change its reason and blocking
-pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of the snapshot
+pods call for (unblock_answer.py's kinds), applies it to the loop's inputs in a fork of the snapshot
 (pods, PodDisruptionBudgets, flags, nodes and node groups as the change says), runs a fresh
 planner with its timers run out, and looks at the node again. A change that does not suffice is
 kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.

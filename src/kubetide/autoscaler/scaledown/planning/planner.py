@@ -16,7 +16,7 @@ node (status.nominatedNodeName, e.g. by preemption) are put there, as CA's snaps
 scheduler has promised them that room, so they count in the node's utilization, move with its
 drain and take room on destinations. Then the design's steps,
 one module each, sharing the update's working state (update.py):
-1. revalidate.py: the pods still on nodes being deleted must fit elsewhere;
+1. deleted_set.py: the pods still on nodes being deleted must fit elsewhere;
 2. evictions.py: recently evicted pods still short of a replacement are placed back the same way
    (if either fails, no new candidates this loop);
 3. candidates.py: every node's eligibility;

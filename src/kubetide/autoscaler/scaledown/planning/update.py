@@ -1,5 +1,5 @@
 """The working state of one planner update (the design's UpdateUnneededNodes), shared by its
-steps: `revalidate` (the deleted set), `evictions` (recent evictions), `candidates` (eligibility
+steps: `deleted_set` (the deleted set re-validated), `evictions` (recent evictions), `candidates` (eligibility
 and the candidate search) and `timers`. It lives for one update, so nothing leaks between loops;
 what is kept between loops is the Planner's."""
 
