@@ -52,7 +52,7 @@ from kubetide.autoscaler.ports import (
     InstanceState,
     NodeGroup,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning import PdbTracker
 from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of, sanitize_taints
 from kubetide.clock import Clock
 from kubetide.model import Node, Pod, Taint

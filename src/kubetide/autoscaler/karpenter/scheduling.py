@@ -19,7 +19,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetide.autoscaler.scaledown.placement import homeless
+from kubetide.autoscaler.scaledown.planning import homeless
 from kubetide.autoscaler.scaleup.template import GroupTemplate
 from kubetide.model import Pod
 from kubetide.scheduling import PredicateChecker
