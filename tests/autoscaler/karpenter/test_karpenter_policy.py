@@ -19,7 +19,7 @@ from kubetide.sweep.compare import Variant, parse_compare
 from kubetide.sweep.grid import Setting
 
 ROOT = Path(__file__).resolve().parents[3]
-QUARTER = ROOT / "docs" / "comparison" / "quarter-load.yaml"
+QUARTER = ROOT / "examples" / "comparison" / "quarter-load.yaml"
 POLICIES = ("kubetide", "cluster-autoscaler", "karpenter")
 
 
