@@ -27,6 +27,7 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     EmptyNodeDeletion,
     MethodInputs,
     UnderutilizedNodeRemoval,
+    ca_method_name,
     propose_in_order,
 )
 from kubetide.autoscaler.scaledown.planning.plan import (
@@ -62,6 +63,7 @@ __all__ = [
     "Planner",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",
+    "ca_method_name",
     "crop",
     "gpu_resource",
     "propose_in_order",

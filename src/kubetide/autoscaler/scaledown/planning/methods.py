@@ -106,6 +106,12 @@ class UnderutilizedNodeRemoval:
 CA_METHODS: tuple[DisruptionMethod, ...] = (EmptyNodeDeletion(), UnderutilizedNodeRemoval())
 
 
+def ca_method_name(*, empty: bool) -> str:
+    """The name of CA's method that removes a node deleted empty or drained (the reason label of
+    scaled_down_nodes_total, and of kubetide run's log lines)."""
+    return EmptyNodeDeletion.name if empty else UnderutilizedNodeRemoval.name
+
+
 def propose_in_order(methods: Sequence[DisruptionMethod], inputs: MethodInputs) -> tuple[Command, ...]:
     """Every method in order, each seeing the commands before it. A command must name only
     `inputs.ready` nodes not claimed before, and no replacement (see the module's docstring)."""
