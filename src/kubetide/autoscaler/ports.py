@@ -167,7 +167,9 @@ class TemplateError(ProviderError):
 
 class PriceError(ProviderError):
     """`price_per_hour()` failed for a provider that prices its groups: its pricing source did
-    not answer or gave nonsense. A group the provider knows no price for returns None instead."""
+    not answer or gave nonsense. A group the provider knows no price for returns None instead.
+    No bundled provider raises it yet: their prices are configured (static, kwok, the
+    simulator) or 0.0 (AWS, Cluster API); it is the contract for one that asks a pricing API."""
 
 
 class InstanceState(enum.Enum):
