@@ -36,9 +36,8 @@ from prometheus_client import (
 from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.autoscaler.ports import TemplateError
-from kubetide.autoscaler.scaledown.eligibility import gpu_resource
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown import NodeReason
+from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, ScaleDownPlan, gpu_resource
 from kubetide.autoscaler.scaleup.orchestrator import GIB
 from kubetide.model import Node
 

@@ -1,7 +1,7 @@
 """Finding what would unblock each unremovable node, by asking the planner itself.
 
 For a node the planner left out, `find_unblocks` proposes the change its reason and blocking
-pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of the snapshot
+pods call for (unblock_answer.py's kinds), applies it to the loop's inputs in a fork of the snapshot
 (pods, PodDisruptionBudgets, flags, nodes and node groups as the change says), runs a fresh
 planner with its timers run out, and looks at the node again. A change that does not suffice is
 kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.
@@ -38,27 +38,27 @@ from dataclasses import dataclass, replace
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
 from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup, TemplateError
-from kubetide.autoscaler.scaledown.candidates import SimulateRemoval, simulate_removal
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.explanation.narrow import Decided, Recording, Replay
+from kubetide.autoscaler.scaledown.explanation.nowhere import refusal
+from kubetide.autoscaler.scaledown.planning.candidates import SimulateRemoval, simulate_removal
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     BlockingPod,
 )
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
-from kubetide.autoscaler.scaledown.narrow import Decided, Recording, Replay
-from kubetide.autoscaler.scaledown.nowhere import refusal
-from kubetide.autoscaler.scaledown.plan import (
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
+from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
     UNREMOVABLE,
     NodeStatus,
     ScaleDownPlan,
 )
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
-from kubetide.autoscaler.scaledown.unblock import (
+from kubetide.autoscaler.scaledown.unblock_answer import (
     MAX_ROUNDS,
     SURGE_FLAG,
     Change,
