@@ -61,7 +61,7 @@ from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, ScaleDow
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
-from kubetide.autoscaler.status import DrainStatus, UnremovableNode, WaitingNode
+from kubetide.autoscaler.status import DrainStatus, ProviderFailure, UnremovableNode, WaitingNode
 from kubetide.clock import Clock, Timer, timed
 from kubetide.model import Node, PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
@@ -399,6 +399,11 @@ class Autoscaler:
                 backed_off=bool(needing)
                 and not plan.increases
                 and any(skip.reason is SkipReason.BACKED_OFF for skip in plan.skipped_groups.values()),
+                provider_failures={
+                    group_id: ProviderFailure(name, skip.error_code, skip.detail)
+                    for group_id, skip in plan.skipped_groups.items()
+                    if (name := skip.provider_name) is not None
+                },
             )
         if result is not None and result.scale_down is not None:
             scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)

@@ -512,7 +512,6 @@ POD_REASON_WORDS = {
     PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
     PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",
     PodReason.MIN_REPLICAS_REACHED: "its ReplicaSet has fewer replicas than min-replica-count",
-    PodReason.UNEXPECTED_ERROR: "the drainability rules failed on this pod",
 }
 _TIMERS = {
     NodeReason.NOT_UNNEEDED_LONG_ENOUGH: "scale-down-unneeded-time",

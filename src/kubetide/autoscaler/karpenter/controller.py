@@ -51,6 +51,7 @@ from kubetide.autoscaler.ports import (
     EvictionOutcome,
     InstanceState,
     NodeGroup,
+    ProviderError,
 )
 from kubetide.autoscaler.scaledown.planning import PdbTracker
 from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of, sanitize_taints
@@ -199,14 +200,25 @@ class Karpenter:
         for group in self.cloud.node_groups():
             if self.unavailable.get(group.id, 0.0) > now:
                 continue
-            cached = self._templates.get(group.id)
-            if cached is None or cached[0] != keys:
-                template = build_template(
-                    group.id, group.template_node(), daemonsets, snapshot, checker, self.options
-                )
-                cached = self._templates[group.id] = (keys, template)
+            # A group without a template or a price offers no instance type (Karpenter launches
+            # only what it can price); a provider that cannot say now makes it unavailable a while.
+            try:
+                price = group.price_per_hour()
+                cached = self._templates.get(group.id)
+                if cached is None or cached[0] != keys:
+                    raw = group.template_node()
+                    if raw is None:
+                        continue
+                    template = build_template(group.id, raw, daemonsets, snapshot, checker, self.options)
+                    cached = self._templates[group.id] = (keys, template)
+            except ProviderError as exc:
+                self.unavailable[group.id] = now + UNAVAILABLE_TTL
+                self._emit("NodeGroup", group.id, "InstanceTypeUnavailable", str(exc), now, True)
+                continue
+            if price is None:
+                continue
             headroom = group.max_size - group.target_size()
-            types.append(InstanceType(group.id, group.price_per_hour(), cached[1], headroom))
+            types.append(InstanceType(group.id, price, cached[1], headroom))
         return types
 
     def _emit(
@@ -422,7 +434,6 @@ class Karpenter:
         disrupting = self._disrupting()
         pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
         launched_groups = Counter(launched.group_id for launched in self.launched.values())
-        groups = self._groups()
         candidates = []
         for node in snapshot.nodes():
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
@@ -441,7 +452,13 @@ class Karpenter:
             consolidatable = now - since >= self.settings.consolidate_after and (
                 not moving or self.settings.consolidation_policy == "WhenEmptyOrUnderutilized"
             )
-            price = group.price_per_hour()
+            try:  # Karpenter consolidates only nodes it can price
+                price = group.price_per_hour()
+                template = group.template_node()
+            except ProviderError:
+                continue
+            if price is None:
+                continue
             candidates.append(
                 Candidate(
                     node,
@@ -451,15 +468,14 @@ class Karpenter:
                     savings_ratio(price, moving),
                     disruption_cost(moving, age),
                     consolidatable,
-                    self._drifted(node, groups[group.id]),
+                    template is not None and self._drifted(node, template),
                 )
             )
         return candidates
 
-    def _drifted(self, node: Node, group: NodeGroup) -> bool:
+    def _drifted(self, node: Node, template: Node) -> bool:
         """The node no longer matches its NodePool's template: a label it should carry differs,
         or its taints are not the template's (node-state and autoscaler taints aside)."""
-        template = group.template_node()
         labels = node.labels
         if any(labels.get(k) != v for k, v in template.labels.items() if k != HOSTNAME_LABEL):
             return True
