@@ -174,3 +174,26 @@ def test_converge_seconds(nodes, last_change, expected):
     summary = {"disruption": {"last_load_change_at": last_change}}
     result = SimulationResult(scenario=None, summary=summary, timeline=timeline, events=[])
     assert converge_seconds(result) == expected
+
+
+def test_a_restarted_karpenter_releases_the_nodes_its_lost_commands_tainted():
+    """An autoscalerRestart in the middle of the quarter-load consolidation: the new process holds
+    no command, so no node stays tainted karpenter.sh/disrupted, and the invariants hold."""
+    from kubetide.sim.spec.scenario import load_scenario as load
+
+    text = QUARTER.read_text().replace(
+        "  events:\n",
+        "  events:\n    - at: 10m40s\n      fault: {type: autoscalerRestart}\n",
+        1,
+    )
+    path = Path(__file__).parent / "_restart.yaml"
+    try:
+        path.write_text(text)
+        scenario = Variant("k", Setting((("policy", "karpenter"),))).apply(load(path))
+    finally:
+        path.unlink(missing_ok=True)
+    sim = Simulation(scenario)
+    summary = sim.run().summary
+    assert summary["autoscaler_restarts"] == 1
+    assert summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
+    assert not [n.name for n in sim.world.snapshot.nodes() if n.has_taint("karpenter.sh/disrupted")]

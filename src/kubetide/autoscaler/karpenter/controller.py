@@ -111,6 +111,7 @@ class Termination:
     group_id: str
     started: float
     next_eviction: float = 0.0
+    deleted: bool = False  # the cloud is deleting it: held (tainted) until the Node is gone
 
 
 class Karpenter:
@@ -152,6 +153,7 @@ class Karpenter:
     def run_once(self) -> None:
         now = self.clock.now()
         snapshot = self.view.snapshot()
+        self._release_stale_taints(snapshot)
         self._observe(snapshot, now)
         self._provision(snapshot, now)
         self._orchestrate(snapshot, now)
@@ -173,7 +175,7 @@ class Karpenter:
             times.append(min(self._batch_changed + BATCH_IDLE, self._batch_start + BATCH_MAX))
         if self.pending_command is not None:
             times.append(self.pending_command[1] + VALIDATION_DELAY)
-        times += [t.next_eviction for t in self.terminations.values()]
+        times += [t.next_eviction for t in self.terminations.values() if not t.deleted]
         return min(times, default=None)
 
     def close(self) -> None:
@@ -227,6 +229,24 @@ class Karpenter:
         self.actions.emit_event(
             Event(kind, key, EventType.WARNING if warning else EventType.NORMAL, reason, message, now)
         )
+
+    def _release_stale_taints(self, snapshot: ClusterSnapshot) -> None:
+        """Karpenter's controller takes its disrupted taint off nodes no command holds (a
+        restarted process forgot its commands; their nodes must not stay cordoned)."""
+        held = self._disrupting()
+        stale = [n for n in snapshot.nodes() if n.has_taint(DISRUPTED_TAINT) and n.name not in held]
+        if not stale:
+            return
+        # A node whose instance the cloud is already deleting keeps its taint: it is going.
+        deleting = {
+            i.id
+            for group in self.cloud.node_groups()
+            for i in group.instances()
+            if i.state is InstanceState.DELETING
+        }
+        for node in stale:
+            if node.provider_id not in deleting:
+                self._untaint(node.name)
 
     # -- 1. observe ----------------------------------------------------------------------------
     def _observe(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -362,7 +382,7 @@ class Karpenter:
             if name not in snapshot:
                 del self.terminations[name]
                 continue
-            if termination.next_eviction > now:
+            if termination.deleted or termination.next_eviction > now:
                 continue
             left = reschedulable(list(snapshot.pods_on(name).values()))
             leaving = [p for p in snapshot.pods_on(name).values() if p.is_terminating and not p.is_daemonset]
@@ -378,7 +398,7 @@ class Karpenter:
                     self._emit("Node", name, "FailedDraining", str(exc), now, True)
                     termination.next_eviction = now + EVICTION_RETRY
                     continue
-                del self.terminations[name]
+                termination.deleted = True
                 continue
             for pod in left:
                 outcome = self.actions.evict(pod, pod.termination_grace_period)
@@ -441,7 +461,9 @@ class Karpenter:
             group = self.cloud.node_group_for(node)
             if group is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
-            in_progress = sum(1 for t in self.terminations.values() if t.group_id == group.id)
+            in_progress = sum(
+                1 for t in self.terminations.values() if t.group_id == group.id and not t.deleted
+            )
             if group.target_size() - in_progress - launched_groups[group.id] <= group.min_size:
                 continue
             moving = reschedulable(list(snapshot.pods_on(node.name).values()))
