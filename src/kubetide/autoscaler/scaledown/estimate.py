@@ -19,11 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.durations import format_duration
 from kubetide.model import Pod
+
+if TYPE_CHECKING:
+    from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 
 # The Cluster Autoscaler retries a refused eviction every 10 s.
 EVICTION_RETRY_INTERVAL = 10.0
@@ -79,3 +82,9 @@ def _bound_to_ready(pod: Pod) -> float | None:
     if not pod.ready or pod.restarts or bound is None or ready is None or ready < bound:
         return None
     return ready - bound
+
+
+def drain_estimates(plan: ScaleDownPlan) -> dict[str, DrainEstimate]:
+    """The plan's drain estimates by node (the planner's, made as it chose the drains), in the
+    plan's order: what `explain` reports beside the unblock answers."""
+    return {name: status.estimate for name, status in plan.nodes.items() if status.estimate is not None}
