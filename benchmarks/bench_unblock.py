@@ -25,6 +25,7 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import pdb_shapes
+from kubetide.autoscaler import explain
 from kubetide.autoscaler.scaledown import narrow, unblocking
 from kubetide.cli.main import main as kubetide
 
@@ -57,7 +58,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
 
     out = io.StringIO()
     with (
-        mock.patch.object(unblocking, "find_unblocks", answers),
+        mock.patch.object(explain, "find_unblocks", answers),  # what explain() calls
         mock.patch.object(unblocking, "Replay", Counted),
         mock.patch.object(unblocking.Planner, "__init__", counting_init),
         contextlib.redirect_stdout(out),
