@@ -97,7 +97,7 @@ def explain(
                 budget=unblock.budget,
                 recording=unblock.recording,
             )
-    return Explanation(MappingProxyType(drain_estimates(plan)), MappingProxyType(answers))
+    return Explanation(MappingProxyType(drain_estimates(plan.nodes)), MappingProxyType(answers))
 
 
 @contextmanager

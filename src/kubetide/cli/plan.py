@@ -61,10 +61,9 @@ from kubetide.errors import ManifestError, UserError
 # The loop, the snapshot, the scheduler and the model are imported by the functions using them:
 # `kubetide plan --help` and a usage error need none of them (tests/cli/test_startup.py).
 if TYPE_CHECKING:
-    from kubetide.autoscaler.decision import LoopDecision
     from kubetide.autoscaler.ports import UsageSample
-    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
-    from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
+    from kubetide.autoscaler.scaledown import ScaleDownPlan
+    from kubetide.cli.plan_words import PlanResult
     from kubetide.cloud.static import StaticCloud
     from kubetide.model import ConfigMap, Manifests, Pod
     from kubetide.snapshot import ClusterSnapshot
@@ -322,49 +321,6 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
 # -- the loop -------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class PlanResult:
-    """The loop's decision (autoscaler/decision.py) as plan shows it."""
-
-    decision: LoopDecision
-    budget: BudgetDecision
-    options: AutoscalerOptions = dataclasses.field(default_factory=AutoscalerOptions)
-
-    @property
-    def scale_up(self) -> ScaleUpPlan:
-        from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
-
-        # plan decides past an unhealthy halt; a size-fix halt (not from a dump) decides none
-        return self.decision.scale_up if self.decision.scale_up is not None else ScaleUpPlan()
-
-    @property
-    def scale_down(self) -> ScaleDownPlan:
-        from kubetide.autoscaler.scaledown import ScaleDownPlan
-
-        if self.decision.scale_down is None:  # scale-down-enabled=false
-            return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
-        return self.decision.scale_down
-
-    @property
-    def unhealthy(self) -> str | None:
-        from kubetide.autoscaler.decision import Halt
-
-        if self.decision.halted is not Halt.CLUSTER_UNHEALTHY:
-            return None
-        return (
-            f"{self.decision.halt_message}; the autoscaler would stop this loop here"
-            " (the plan shows what it would do otherwise)"
-        )
-
-    @property
-    def bound_for_scale_down(self) -> dict[str, str]:
-        return self.decision.bound
-
-    @property
-    def cooldown_expired(self) -> bool:
-        return self.decision.cooldown_expired
-
-
 def plan_loop(
     options: AutoscalerOptions,
     snapshot: ClusterSnapshot,
@@ -386,6 +342,7 @@ def plan_loop(
     from kubetide.autoscaler.scaledown import crop
     from kubetide.autoscaler.scaledown.narrow import Recording
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+    from kubetide.cli.plan_words import PlanResult
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
     from kubetide.sim.runtime.simulation import work_timer

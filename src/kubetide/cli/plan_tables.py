@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kubetide.autoscaler.options import AutoscalerOptions
     from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
     from kubetide.autoscaler.scaledown.plan import NodeStatus
-    from kubetide.cli.plan import PlanResult
+    from kubetide.cli.plan_words import PlanResult
     from kubetide.cloud.static import StaticCloud
     from kubetide.snapshot import ClusterSnapshot
 

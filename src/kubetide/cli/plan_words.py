@@ -1,10 +1,12 @@
-"""`kubetide plan`'s answers in words and as its JSON document (a PlanResult): what both the
+"""`kubetide plan`'s result (PlanResult: the loop's decision as plan shows it), in words and as its
+JSON document: what both the
 `--json` document and the tables (plan_tables.py) say of each node and of scale-up. Nothing here
 draws: `plan --json` imports no terminal library (tests/cli/test_startup.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -13,12 +15,57 @@ from kubetide.cli.json_output import document, rfc3339
 from kubetide.durations import format_duration
 
 if TYPE_CHECKING:
+    from kubetide.autoscaler.decision import LoopDecision
+    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
     from kubetide.autoscaler.scaledown.plan import NodeStatus
-    from kubetide.cli.plan import PlanResult
+    from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
     from kubetide.cloud.static import StaticCloud, StaticNodeGroup
     from kubetide.snapshot import ClusterSnapshot
 
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
+
+
+@dataclass
+class PlanResult:
+    """The loop's decision (autoscaler/decision.py) as plan shows it."""
+
+    decision: LoopDecision
+    budget: BudgetDecision
+    options: AutoscalerOptions = field(default_factory=AutoscalerOptions)
+
+    @property
+    def scale_up(self) -> ScaleUpPlan:
+        from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
+
+        # plan decides past an unhealthy halt; a size-fix halt (not from a dump) decides none
+        return self.decision.scale_up if self.decision.scale_up is not None else ScaleUpPlan()
+
+    @property
+    def scale_down(self) -> ScaleDownPlan:
+        from kubetide.autoscaler.scaledown import ScaleDownPlan
+
+        if self.decision.scale_down is None:  # scale-down-enabled=false
+            return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
+        return self.decision.scale_down
+
+    @property
+    def unhealthy(self) -> str | None:
+        from kubetide.autoscaler.decision import Halt
+
+        if self.decision.halted is not Halt.CLUSTER_UNHEALTHY:
+            return None
+        return (
+            f"{self.decision.halt_message}; the autoscaler would stop this loop here"
+            " (the plan shows what it would do otherwise)"
+        )
+
+    @property
+    def bound_for_scale_down(self) -> dict[str, str]:
+        return self.decision.bound
+
+    @property
+    def cooldown_expired(self) -> bool:
+        return self.decision.cooldown_expired
 
 
 def plan_json(

@@ -17,16 +17,13 @@ default DEFAULT_REPLACEMENT_READY is used and the estimate says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.durations import format_duration
 from kubetide.model import Pod
-
-if TYPE_CHECKING:
-    from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
 
 # The Cluster Autoscaler retries a refused eviction every 10 s.
 EVICTION_RETRY_INTERVAL = 10.0
@@ -84,7 +81,14 @@ def _bound_to_ready(pod: Pod) -> float | None:
     return ready - bound
 
 
-def drain_estimates(plan: ScaleDownPlan) -> dict[str, DrainEstimate]:
-    """The plan's drain estimates by node (the planner's, made as it chose the drains), in the
-    plan's order: what `explain` reports beside the unblock answers."""
-    return {name: status.estimate for name, status in plan.nodes.items() if status.estimate is not None}
+class Estimated(Protocol):
+    """A node's status as the planner leaves it (plan.NodeStatus): its drain estimate, if drained."""
+
+    @property
+    def estimate(self) -> DrainEstimate | None: ...
+
+
+def drain_estimates(nodes: Mapping[str, Estimated]) -> dict[str, DrainEstimate]:
+    """The drain estimates of a plan's nodes (`ScaleDownPlan.nodes`: the planner's, made as it
+    chose the drains), in its order: what `explain` reports beside the unblock answers."""
+    return {name: status.estimate for name, status in nodes.items() if status.estimate is not None}
