@@ -1,7 +1,7 @@
 """`kubetide plan`'s result (PlanResult: the loop's decision as plan shows it), in words and as its
-JSON document: what both the
-`--json` document and the tables (plan_tables.py) say of each node and of scale-up. Nothing here
-draws: `plan --json` imports no terminal library (tests/cli/test_startup.py)."""
+JSON document: what both the `--json` document and the tables (plan_tables.py) say of each node
+and of scale-up. Nothing here draws: `plan --json` imports no terminal library
+(tests/cli/test_startup.py)."""
 
 from __future__ import annotations
 
