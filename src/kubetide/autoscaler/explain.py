@@ -1,8 +1,8 @@
 """Why the loop decided what it did, as a value: `explain(decision, inputs)` beside `decide()`.
 
 `decide` says what happens; `explain` says what the scale-down plan's nodes would need: the drain
-estimates (estimate.py's pure function over the plan) and, when asked (`UnblockRequest`), what
-would unblock each unremovable node (unblocking.py: each suggested change checked by running the
+estimates (planning/estimate.py's pure function over the plan) and, when asked (`UnblockRequest`), what
+would unblock each unremovable node (scaledown/explanation: each suggested change checked by running the
 planner again with it). All three drivers call it, and it is the one place that puts the cluster
 in the state the answers are asked of:
 
@@ -32,11 +32,14 @@ from kubetide.autoscaler.decision import LoopDecision
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown.estimate import DrainEstimate, drain_estimates
-from kubetide.autoscaler.scaledown.narrow import Recording
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.unblock import Unblock
-from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_BUDGET, UNBLOCK_LIMIT, find_unblocks
+from kubetide.autoscaler.scaledown.explanation import (
+    UNBLOCK_BUDGET,
+    UNBLOCK_LIMIT,
+    Recording,
+    Unblock,
+    find_unblocks,
+)
+from kubetide.autoscaler.scaledown.planning import DrainEstimate, ScaleDownPlan, drain_estimates
 from kubetide.clock import Timer
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot

@@ -62,14 +62,14 @@ from kubetide.errors import ManifestError, UserError
 # `kubetide plan --help` and a usage error need none of them (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from kubetide.autoscaler.ports import UsageSample
-    from kubetide.autoscaler.scaledown import ScaleDownPlan
+    from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
     from kubetide.cli.plan_words import PlanResult
     from kubetide.cloud.static import StaticCloud
     from kubetide.model import ConfigMap, Manifests, Pod
     from kubetide.snapshot import ClusterSnapshot
 
 CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
-# autoscaler/scaledown/unblocking.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
+# autoscaler/scaledown/explanation/unblock_search.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
 # imports no planner; tests/cli/test_startup.py holds the two equal.
 UNBLOCK_BUDGET = 10.0
 
@@ -307,7 +307,7 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
     dump without any ReplicaSet would block every node that way. With controllers unknown, rule 3
     stays silent, as the Cluster Autoscaler without listers.
     """
-    from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+    from kubetide.autoscaler.scaledown.planning import REPLICATED_KINDS
 
     present = {w.kind for w in manifests.workloads}
     referenced = {
@@ -339,8 +339,8 @@ def plan_loop(
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
     from kubetide.autoscaler.decision import LoopInputs, LoopState, decide
     from kubetide.autoscaler.explain import UnblockRequest, bind_scheduled, explain
-    from kubetide.autoscaler.scaledown import crop
-    from kubetide.autoscaler.scaledown.narrow import Recording
+    from kubetide.autoscaler.scaledown.explanation import Recording
+    from kubetide.autoscaler.scaledown.planning import crop
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.cli.plan_words import PlanResult
     from kubetide.grpcexpander import expander_service
@@ -359,7 +359,7 @@ def plan_loop(
         expander_service=expander_service(options),
     )
     # The loop's search, recorded: with timers expired it is the one the unblock answers start
-    # from (unblocking.find_unblocks), which then need not run it again.
+    # from (unblock_search.find_unblocks), which then need not run it again.
     unblock = unblock_budget > 0
     recording = Recording() if unblock and expire_timers else None
     if recording is not None:
@@ -378,7 +378,7 @@ def plan_loop(
     with PredicateChecker(snapshot, namespaces) as checker:
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
         # What would unblock each unremovable node: the planner again, on the cluster as the
-        # scheduler leaves it, with each suggested change applied (explain.py, unblocking.py).
+        # scheduler leaves it, with each suggested change applied (explain.py, explanation/unblock_search.py).
         request = (
             UnblockRequest(nodes=unblock_nodes, budget=unblock_budget, recording=recording)
             if unblock

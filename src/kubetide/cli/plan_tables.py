@@ -13,8 +13,7 @@ from kubetide.durations import format_duration
 
 if TYPE_CHECKING:
     from kubetide.autoscaler.options import AutoscalerOptions
-    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.plan import NodeStatus
+    from kubetide.autoscaler.scaledown.planning import BudgetDecision, NodeStatus, ScaleDownPlan
     from kubetide.cli.plan_words import PlanResult
     from kubetide.cloud.static import StaticCloud
     from kubetide.snapshot import ClusterSnapshot
@@ -47,7 +46,7 @@ def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
 
 def summary_lines(result: PlanResult) -> list[str]:
     """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
-    from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE
+    from kubetide.autoscaler.scaledown.planning import BEING_DELETED, REMOVABLE, UNREMOVABLE
 
     sd = result.scale_down
     statuses = list(sd.nodes.values())
@@ -229,7 +228,7 @@ def _node_table(
     options: AutoscalerOptions,
     width: int,
 ) -> list[str]:
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
 
     rows = []
     for name, status in plan.nodes.items():
@@ -253,7 +252,7 @@ def node_explanation(
     name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
 ) -> list[tuple[str, str]]:
     """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
     from kubetide.model.quantity import CPU, MEMORY, format_units
 
     sd = result.scale_down

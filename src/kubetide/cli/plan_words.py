@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown import NodeReason, PodReason
 from kubetide.cli.json_output import document, rfc3339
 from kubetide.durations import format_duration
 
 if TYPE_CHECKING:
     from kubetide.autoscaler.decision import LoopDecision
-    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.plan import NodeStatus
+    from kubetide.autoscaler.scaledown.planning import BudgetDecision, NodeStatus, ScaleDownPlan
     from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
     from kubetide.cloud.static import StaticCloud, StaticNodeGroup
     from kubetide.snapshot import ClusterSnapshot
@@ -42,7 +41,7 @@ class PlanResult:
 
     @property
     def scale_down(self) -> ScaleDownPlan:
-        from kubetide.autoscaler.scaledown import ScaleDownPlan
+        from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
 
         if self.decision.scale_down is None:  # scale-down-enabled=false
             return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
@@ -120,7 +119,6 @@ POD_REASON_WORDS = {
     PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
     PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",
     PodReason.MIN_REPLICAS_REACHED: "its ReplicaSet has fewer replicas than min-replica-count",
-    PodReason.UNEXPECTED_ERROR: "the drainability rules failed on this pod",
 }
 _TIMERS = {
     NodeReason.NOT_UNNEEDED_LONG_ENOUGH: "scale-down-unneeded-time",
@@ -205,7 +203,7 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
     Timer details are rewritten: the planner states them in absolute seconds, while here every
     timer starts with this one loop.
     """
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
 
     if status.reason in _TIMERS:
         flag = _TIMERS[status.reason]

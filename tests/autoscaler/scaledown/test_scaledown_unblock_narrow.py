@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from unblock_cluster import SAFE_TO_EVICT, SCALE_DOWN_DISABLED, Cluster
 
 from kubetide.autoscaler import explain
-from kubetide.autoscaler.scaledown import candidates, narrow, unblocking
+from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
+from kubetide.autoscaler.scaledown.planning import candidates
 
 APPS = ("api", "web", "db", "cache")
 KINDS = ("replicated",) * 6 + ("bare", "not-safe", "kube-system", "local-storage")
@@ -79,7 +80,7 @@ def clusters(draw) -> Cluster:
 
 def _whole_plan(cluster: Cluster, tmp: Path) -> dict:
     """`kubetide plan` with every change checked by a whole re-plan, each planner from nothing."""
-    whole = functools.partial(unblocking.find_unblocks, narrow=False)
+    whole = functools.partial(unblock_search.find_unblocks, narrow=False)
     asked: list[bool] = []
 
     def reference(*args, **kwargs):
@@ -126,8 +127,8 @@ def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path:
     _Counted.made = []
     baseline = mock.Mock(side_effect=AssertionError("the loop's recorded search is there to start from"))
     with (
-        mock.patch.object(unblocking, "Replay", _Counted),
-        mock.patch.object(unblocking._Search, "baseline", baseline),
+        mock.patch.object(unblock_search, "Replay", _Counted),
+        mock.patch.object(unblock_search._Search, "baseline", baseline),
     ):
         plan = c.plan(tmp_path)
     assert plan == _whole_plan(c, tmp_path)
@@ -164,13 +165,13 @@ def test_the_checks_read_again_only_the_nodes_their_changes_touched(tmp_path: Pa
     def per_check(plan_with):
         def find(*args, **kwargs):
             start = len(drained)
-            original = unblocking.Planner.update
+            original = unblock_search.Planner.update
 
             def update(self, *a, **k):
                 drained.append([])
                 return original(self, *a, **k)
 
-            with mock.patch.object(unblocking.Planner, "update", update):
+            with mock.patch.object(unblock_search.Planner, "update", update):
                 answers = plan_with(*args, **kwargs)
             checks.extend(drained[start:])
             return answers
@@ -178,7 +179,10 @@ def test_the_checks_read_again_only_the_nodes_their_changes_touched(tmp_path: Pa
         return find
 
     results = {}
-    for way, find in (("narrowed", unblocking.find_unblocks), ("whole", _whole(unblocking.find_unblocks))):
+    for way, find in (
+        ("narrowed", unblock_search.find_unblocks),
+        ("whole", _whole(unblock_search.find_unblocks)),
+    ):
         checks: list[list[str]] = []
         drained.clear()
         drained.append([])  # the loop's own planner
