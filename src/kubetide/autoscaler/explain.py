@@ -1,10 +1,10 @@
 """Why the loop decided what it did, as a value: `explain(decision, inputs)` beside `decide()`.
 
 `decide` says what happens; `explain` says what the scale-down plan's nodes would need: the drain
-estimates (planning/estimate.py's pure function over the plan) and, when asked (`UnblockRequest`), what
-would unblock each unremovable node (scaledown/explanation: each suggested change checked by running the
-planner again with it). All three drivers call it, and it is the one place that puts the cluster
-in the state the answers are asked of:
+estimates (planning/estimate.py's pure function over the plan) and, when asked
+(`UnblockRequest`), what would unblock each unremovable node (scaledown/explanation: each
+suggested change checked by running the planner again with it). All three drivers call it, and
+it is the one place that puts the cluster in the state the answers are asked of:
 
 - `Autoscaler.run_once` every loop (the estimates feed the status), with answers for the nodes
   its UnblockMemo says are due when --annotate-scale-down-blockers is on;
