@@ -21,7 +21,11 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     SAFE_TO_EVICT_LOCAL_VOLUMES,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
-from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning.estimate import (
+    EVICTION_RETRY_INTERVAL,
+    DrainEstimate,
+    drain_estimates,
+)
 from kubetide.autoscaler.scaledown.planning.methods import (
     CA_METHODS,
     Command,
@@ -61,6 +65,7 @@ __all__ = [
     "BudgetDecision",
     "Command",
     "DisruptionMethod",
+    "DrainEstimate",
     "EmptyNodeDeletion",
     "MethodInputs",
     "NodeStatus",
@@ -70,6 +75,7 @@ __all__ = [
     "UnderutilizedNodeRemoval",
     "ca_method_name",
     "crop",
+    "drain_estimates",
     "gpu_resource",
     "homeless",
     "propose_in_order",
