@@ -285,6 +285,10 @@ def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
         options = parse_options(mapping, "--set", field="", warnings=warnings)
     except ManifestError as exc:
         raise UserError(f"--set {exc.field}: {exc.message}") from None
+    if options.policy == "karpenter":
+        raise UserError(
+            "--set policy=karpenter: plan shows kubetide's decisions; Karpenter's run in kubetide simulate"
+        )
     warn(f"--set {w}" for w in warnings)
     return options
 

@@ -8,7 +8,9 @@ what it decides: the `plan`, each node's drain `estimate`, the disruption `metho
 which removable candidates go (CA's empty-node deletion and underutilised-node removal, tried in
 order; another list plugs in through `Planner(methods=...)`), and the `budgets` that crop it.
 
-Code outside scaledown/ imports these names only, never the modules.
+Code outside scaledown/ imports these names only, never the modules (Karpenter's policy,
+autoscaler/karpenter/, charges PodDisruptionBudgets with `PdbTracker` and asks the scheduler
+about pods with `homeless` stand-ins, as the planner does).
 """
 
 from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
@@ -34,6 +36,8 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     ca_method_name,
     propose_in_order,
 )
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
@@ -65,6 +69,7 @@ __all__ = [
     "EmptyNodeDeletion",
     "MethodInputs",
     "NodeStatus",
+    "PdbTracker",
     "Planner",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",
@@ -72,5 +77,6 @@ __all__ = [
     "crop",
     "drain_estimates",
     "gpu_resource",
+    "homeless",
     "propose_in_order",
 ]
