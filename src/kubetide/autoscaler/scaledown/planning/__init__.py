@@ -35,6 +35,7 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     UnderutilizedNodeRemoval,
     ca_method_name,
     propose_in_order,
+    try_in_order,
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import homeless
@@ -79,4 +80,5 @@ __all__ = [
     "gpu_resource",
     "homeless",
     "propose_in_order",
+    "try_in_order",
 ]
