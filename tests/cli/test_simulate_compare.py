@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tiny_scenario import TINY_SCENARIO
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli import main as cli_main
@@ -13,36 +14,12 @@ from kubetide.errors import UserError
 from kubetide.sim.spec.scenario import CompareEntry
 from kubetide.sweep.compare import parse_compare, parse_set
 
-SCENARIO = """\
-apiVersion: kubetide.io/v1alpha1
-kind: Scenario
-metadata: {name: tiny}
-spec:
-  duration: 20m
-  seed: 4
-  autoscaler: {scan-interval: 10s}
-  nodeGroups:
-    - name: general
-      maxSize: 5
-      initialSize: 2
-      price: 0.5
-      template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
-  objects:
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: web}
-      spec:
-        replicas: 3
-        selector: {matchLabels: {app: web}}
-        template:
-          metadata: {labels: {app: web}}
-          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-  events:
-    - at: 5m
-      scale: {kind: Deployment, name: web, replicas: 12}
+SCENARIO = TINY_SCENARIO + (
+    """\
     - at: 12m
       scale: {kind: Deployment, name: web, replicas: 2}
 """
+)
 RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
 
 
