@@ -52,6 +52,9 @@ STARTUP_TAINT_PREFIXES = (
     "startup-taint.cluster-autoscaler.kubernetes.io/",
 )
 STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
+# The status ConfigMap's name unless --status-config-map-name says otherwise (CA's default), in the
+# namespace of --namespace (kube-system).
+STATUS_CONFIG_MAP_NAME = "cluster-autoscaler-status"
 # The first item of a pasted `command:` (the binary), skipped in an args list.
 _COMMAND_NAMES = ("cluster-autoscaler", "./cluster-autoscaler", "/cluster-autoscaler")
 
@@ -159,7 +162,7 @@ class AutoscalerOptions:
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"
-    status_config_map_name: str = "cluster-autoscaler-status"
+    status_config_map_name: str = STATUS_CONFIG_MAP_NAME
     # Taint keys, besides CA's prefixes: startup taints (ignore-taint: CA's deprecated spelling of
     # the same), which keep a Ready node "not started" while they last, and status taints; both
     # are left out of templates.
