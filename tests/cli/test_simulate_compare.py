@@ -23,19 +23,25 @@ SCENARIO = TINY_SCENARIO + (
 RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
 
 
-@pytest.fixture
-def simulate(monkeypatch, tmp_path, capsys):
-    """`kubetide simulate s.yaml ARGS...` in tmp_path: (exit code, stdout, stderr)."""
+def on_scenario_file(monkeypatch, tmp_path, capsys, command: str, *flags: str, default: str):
+    """`kubetide COMMAND s.yaml FLAGS... ARGS...` in tmp_path, s.yaml holding `scenario`
+    (`default` unless given): (exit code, stdout, stderr)."""
     monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
     monkeypatch.chdir(tmp_path)
 
-    def run(*args: str, scenario: str = SCENARIO):
+    def run(*args: str, scenario: str = default):
         (tmp_path / "s.yaml").write_text(scenario)
-        code = cli_main.main(["simulate", "s.yaml", *args])
+        code = cli_main.main([command, "s.yaml", *flags, *args])
         out, err = capsys.readouterr()
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def simulate(monkeypatch, tmp_path, capsys):
+    """`kubetide simulate s.yaml ARGS...` of SCENARIO."""
+    return on_scenario_file(monkeypatch, tmp_path, capsys, "simulate", default=SCENARIO)
 
 
 def _without_wall_time(path):
@@ -323,17 +329,9 @@ COMPARED = SCENARIO + (
 
 @pytest.fixture
 def sweep(monkeypatch, tmp_path, capsys):
-    """`kubetide sweep s.yaml ARGS... --workers 1`: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str, scenario: str = COMPARED):
-        (tmp_path / "s.yaml").write_text(scenario)
-        code = cli_main.main(["sweep", "s.yaml", "--workers", "1", "--seed-list", "4", *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+    """`kubetide sweep s.yaml --workers 1 --seed-list 4 ARGS...` of COMPARED."""
+    flags = ("--workers", "1", "--seed-list", "4")
+    return on_scenario_file(monkeypatch, tmp_path, capsys, "sweep", *flags, default=COMPARED)
 
 
 def test_a_sweep_runs_the_scenarios_compared_settings(sweep, simulate, tmp_path):
