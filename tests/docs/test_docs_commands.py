@@ -81,6 +81,16 @@ SYNOPSES = {
 SLOW = {
     "kubetide sweep examples/nightly-scale-down.yaml --grid scale-down-unneeded-time=5m,10m,20m "
     "--grid max-drain-parallelism=1,5,10 --seeds 20": "180 simulated nights: minutes of CPU",
+    "kubetide simulate examples/comparison/karpenter-consolidation.yaml": (
+        "three policies on 1 000 pods and up to 140 nodes: half a minute of CPU"
+    ),
+    "kubetide sweep examples/comparison/quarter-load.yaml --seeds 5": "15 simulated 4-hour runs",
+    "kubetide simulate examples/nightly-scale-down.yaml --compare cluster-autoscaler:policy=cluster-autoscaler "
+    "--compare kubetide:policy=kubetide --compare karpenter:policy=karpenter": (
+        "three 3-hour runs of 120 nodes"
+    ),
+    "kubetide simulate examples/nightly-scale-down.yaml --compare ca:policy=cluster-autoscaler "
+    "--compare kubetide: --compare karpenter:policy=karpenter": "three 3-hour runs of 120 nodes",
 }
 
 # Documented exit codes other than 0, with where the doc says so

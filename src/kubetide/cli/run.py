@@ -168,6 +168,8 @@ def parse_autoscaler_flags(extra: Sequence[str], booleans: dict[str, bool] | Non
         raise UserError(f"run: {len(exc.errors)} flags refused: {said}") from None
     except ManifestError as exc:
         raise UserError(f"run: {_refusal(exc)}") from None
+    if options.policy == "karpenter":
+        raise UserError("run: --policy=karpenter runs in the simulator only (kubetide simulate)")
     warn(f"run: --{w}" for w in warnings)
     others = [name for name in ignored if name not in RUN_BOOLEANS]
     if others:

@@ -25,7 +25,17 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from kubetide.sim.report.plotting import Drawing, Grid, Panel, colour, period_rect, series, stacked, time_axis
+from kubetide.sim.report.plotting import (
+    TEMPLATE,
+    Drawing,
+    Grid,
+    Panel,
+    colour,
+    period_rect,
+    series,
+    stacked,
+    time_axis,
+)
 from kubetide.sim.report.qos import watermarks
 from kubetide.sim.report.why import (
     FITS_NO_GROUP,
@@ -480,6 +490,46 @@ def build_qos_figure(result: SimulationResult) -> go.Figure:
 Runs = Sequence[tuple[str, SimulationResult]]  # (setting name, its run)
 
 _MAX_GROUP_PANELS = 6  # more node groups than this: their totals only
+
+
+def build_cost_disruption_figure(settings: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """A comparison's settings as points: the disruption they caused (pod-seconds below the
+    workloads' desired replicas, the ledger's) across, their cost up; the lower left is better.
+    The hover adds evictions, nodes churned and the policy when compared."""
+    figure = go.Figure()
+    for index, entry in enumerate(settings):
+        metrics = entry["metrics"]
+        policy = entry.get("policy", {})
+        hover = (
+            f"{html.escape(entry['name'])}<br>cost ${metrics['cost']:,.2f}"
+            f"<br>below desired {metrics['below_desired_pod_seconds']:,.0f} pod-s"
+            f"<br>evictions {metrics['evictions']:,}"
+        )
+        if policy:
+            hover += (
+                f"<br>autoscaler {html.escape(policy['autoscaler'])}<br>churned {policy['churned_nodes']}"
+            )
+        figure.add_trace(
+            go.Scatter(
+                x=[metrics["below_desired_pod_seconds"]],
+                y=[metrics["cost"]],
+                mode="markers+text",
+                text=[entry["name"]],
+                textposition="top center",
+                name=entry["name"],
+                marker={"size": 12, "color": colour(index)},
+                hovertemplate=hover + "<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        template=TEMPLATE,
+        height=380,
+        title="Cost against disruption (lower left is better)",
+        xaxis_title="pod-seconds below desired replicas",
+        yaxis_title="cost ($)",
+        showlegend=False,
+    )
+    return figure
 
 
 def build_comparison_figure(runs: Runs) -> go.Figure:
