@@ -7,14 +7,14 @@ method reads and what it proposes, so that both policies' methods implement it: 
 and candidates -> its command, with the instance types to launch). `try_in_order` is the one way
 both try their methods: in order, each seeing the commands of the methods before it, as
 Karpenter's disruption controller tries emptiness, drift, multi-node and single-node
-consolidation in order. This planner tries its methods with `propose_in_order`, which then checks
-the commands against what its actuator can carry out. The Cluster Autoscaler's two ways of removing a node are the default
-list, `CA_METHODS`: `EmptyNodeDeletion` (its empty nodes, deleted without a drain) then
-`UnderutilizedNodeRemoval` (the others, drained). Their names are CA's: the `reason` label of
-`scaled_down_nodes_total` ("empty", "underutilized").
+consolidation in order. This planner tries its methods with `propose_in_order`, which then
+checks the commands against what its actuator can carry out. The Cluster Autoscaler's two ways of
+removing a node are the default list, `CA_METHODS`: `EmptyNodeDeletion` (its empty nodes, deleted
+without a drain) then `UnderutilizedNodeRemoval` (the others, drained). Their names are CA's: the
+`reason` label of `scaled_down_nodes_total` ("empty", "underutilized").
 
 Both run in every loop, and the parallelism budgets (budgets.py) then start empty nodes first.
-A method that, like Karpenter's, wants the loop to itself once an earlier method proposed
+A method that, like Karpenter's (`karpenter.methods.Method.propose`), wants the loop to itself once an earlier method proposed
 something returns None when `inputs.earlier` is not empty; one that should win over CA's goes
 first in the list, and CA's skip the nodes it already claimed.
 
