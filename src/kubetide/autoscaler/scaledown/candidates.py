@@ -21,7 +21,7 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -238,19 +238,33 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
         if refusal is not None and not refusal.waiting:
             removal.failed = _refused_for_good(now, refusal, drain.movable, tracker)
             return removal
-    hints, old_hints, mover = u.old_hints.get(name, {}), u.old_hints, u.mover
+    mover = u.mover
     # A node waiting for budget is reverted whatever its pods find: the pods whose fit reads
     # nothing they change but requests are placed on paper (placement.py: the same answers, no
     # snapshot changes); the others are moved.
     paper = _on_paper(u, to_move) if refusal is not None else None
     added: dict[str, dict[str, int]] = {}
-    for r in sorted(to_move, key=lambda r: pod_order(r.pod)):
+    ordered = sorted(to_move, key=lambda r: pod_order(r.pod))
+    hints = [_hint(u.old_hints, name, r) for r in ordered]
+    i = 0
+    while i < len(ordered):
+        r, hint = ordered[i], hints[i]
         pod, own = r.pod, r.source == name
-        if own:
-            hint = hints.get(pod.uid)
-        else:
-            hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-        if paper is not None and pod.uid in paper:
+        on_paper = paper is not None and pod.uid in paper
+        if on_paper and hint is None:
+            # Most pods of a trial on paper land on the pointer's node: the run of them without
+            # a hint goes there together, and the first it cannot take is moved below.
+            assert paper is not None
+            end = i + 1
+            while end < len(ordered) and hints[end] is None and ordered[end].pod.uid in paper:
+                end += 1
+            placed = mover.fill_on_paper([x.pod for x in ordered[i:end]], u.skip, added)
+            if placed:
+                dest = mover.pointer_node()
+                removal.moved.extend((x, dest) for x in ordered[i : i + placed])
+                i += placed
+                continue
+        if on_paper:
             dest = mover.move_on_paper(pod, hint, u.skip, added)
         else:
             dest = mover.move(pod.uid, hint, u.skip, guarded=True, added=added)
@@ -259,8 +273,17 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
             removal.failed = _no_place(now, pod, came_from, mover.refused)
             return removal
         removal.moved.append((r, dest))
+        i += 1
     removal.waiting = refusal  # a budget used up for now: the pods fit, the node waits
     return removal
+
+
+def _hint(old_hints: Mapping[str, Mapping[str, str]], name: str, r: Received) -> str | None:
+    """Where last loop's search put the pod: under node `name` for its own pods, under the node
+    it came from for a received one."""
+    if r.source == name:
+        return old_hints.get(name, {}).get(r.pod.uid)
+    return old_hints.get(r.source, {}).get(r.pod.uid) if r.source is not None else None
 
 
 # What the search calls to simulate one node's removal: `simulate_removal`, or a stand-in with the

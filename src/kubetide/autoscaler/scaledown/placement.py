@@ -256,6 +256,60 @@ class PodMover:
                 extra[resource] = extra.get(resource, 0) + amount
         return dest
 
+    def pointer_node(self) -> str:
+        """The name of the node at the search pointer (after `fill_on_paper` put pods there)."""
+        node = self.snapshot.node_at(self.pointer)
+        assert node is not None
+        return node.name
+
+    def fill_on_paper(
+        self, pods: Sequence[Pod], skip: Container[str], added: dict[str, dict[str, int]]
+    ) -> int:
+        """How many of `pods`, first to last, `move_on_paper` would put on the pointer's node
+        (each without a hint, the same conditions as `move_on_paper`'s), recorded in `added` as
+        it would: the pods it takes until the first that does not fit there. That pod is the
+        caller's to move on paper (it looks further and moves the pointer), and the pointer
+        stays. The snapshot does not change while pods go on paper, so the checker's answer for
+        the pointer's node is asked once per stand-in, not once per pod; the requests are then
+        the only thing that differs from one pod to the next (`_Filled`'s sums)."""
+        snapshot = self.snapshot
+        slot = self.pointer
+        node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
+        if node is None or node.name in skip or not pods:
+            return 0
+        name = node.name
+        columns = snapshot.columns.index
+        alloc, used = snapshot.alloc, snapshot.used
+        free: dict[str, int] = {}  # resource -> the pointer node's room, read once
+        extra = added.get(name, {})
+        answers: dict[int, bool] = {}  # id(stand-in) -> whether it fits the pointer's node
+        self.refused = None
+        placed = 0
+        for pod in pods:
+            need = [(r, a) for r, a in pod.shape.requests.items if a > 0]
+            for resource, amount in need:
+                taken = extra.get(resource)
+                if taken is None:
+                    continue  # no paper pod there asks for it: the checker's answer stands
+                room = free.get(resource)
+                if room is None:
+                    column = columns[resource]
+                    room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
+                if room - taken < amount:
+                    return placed
+            standin = self.standin(pod)
+            fits = answers.get(id(standin))
+            if fits is None:
+                fits = answers[id(standin)] = self.checker.fits(standin, name) is None
+            if not fits:
+                return placed
+            for resource, amount in need:
+                extra[resource] = extra.get(resource, 0) + amount
+            if not placed:
+                added[name] = extra
+            placed += 1
+        return placed
+
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:
         """Whether some node would take `pod` by requests alone (the search pointer stays)."""
         return self.checker.find_node(pod, skip=skip, start=self.pointer) is not None
