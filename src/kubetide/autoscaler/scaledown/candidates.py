@@ -212,11 +212,14 @@ class Removal:
 def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
     """Remove node `name` in the simulated cluster: charge its own pods to their budgets all at once
     (CA's CanRemovePods; budget-pinned pods may leave by a surge instead, surge.py), then move every
-    pod to move, its own and those earlier removals put here, each to its hint or else the first
-    node that takes it. Works on the caller's what-if: the moves and charges stay for the caller to
+    pod to move, its own (`to_move` holds every pod of `drain.movable`) and those earlier removals
+    put here, each to its hint or else the first node that takes it. Works on the caller's what-if: the moves and charges stay for the caller to
     keep or revert. `u.skip` must already hold `name`."""
     tracker, now = u.ctx.pdbs, u.now
-    own_pods = sorted(drain.movable, key=pod_order)
+    # `pod_order` is a total order (it ends with the pod's namespace and name), so the node's
+    # own pods in it are those of `to_move` in it: one sort serves both.
+    ordered = sorted(to_move, key=lambda r: pod_order(r.pod))
+    own_pods = [r.pod for r in ordered if r.source == name]
     removal = Removal(charge=tracker.charge_node(own_pods))
     refusal = removal.charge.refusal
     if refusal is not None and not refusal.waiting:
@@ -244,8 +247,10 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
     # snapshot changes); the others are moved.
     paper = _on_paper(u, to_move) if refusal is not None else None
     added: dict[str, dict[str, int]] = {}
-    ordered = sorted(to_move, key=lambda r: pod_order(r.pod))
-    hints = [_hint(u.old_hints, name, r) for r in ordered]
+    if name in u.old_hints or len(own_pods) < len(ordered):
+        hints = [_hint(u.old_hints, name, r) for r in ordered]
+    else:
+        hints = [None] * len(ordered)  # no hint for any own pod, and no pod received
     i = 0
     while i < len(ordered):
         r, hint = ordered[i], hints[i]

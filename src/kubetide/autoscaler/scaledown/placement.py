@@ -178,6 +178,7 @@ class PodMover:
         # gives back the version with the content, and any change takes a version never used).
         self._answers: dict[tuple[int, int], bool] = {}
         self._answers_version = -1
+        self._needs: dict[Any, tuple[tuple[str, int], ...]] = {}  # requests -> the non-zero ones
         # The design starts the pointer at the last node.
         valid = snapshot.valid.nonzero()[0]
         self.pointer = int(valid[-1]) if len(valid) else 0
@@ -302,8 +303,12 @@ class PodMover:
         answers = self._answers
         self.refused = None
         placed = 0
+        needs = self._needs
         for pod in pods:
-            need = [(r, a) for r, a in pod.shape.requests.items if a > 0]
+            requests = pod.shape.requests
+            need = needs.get(requests)
+            if need is None:
+                need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
             for resource, amount in need:
                 taken = extra.get(resource)
                 if taken is None:
