@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kubetide.autoscaler.ports import NodeGroup
-from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
+from kubetide.autoscaler.scaledown.drainability import (
+    BlockingPod,
+    DrainMemo,
+    NodeDrain,
+    drain_node,
+    looks_empty,
+)
 from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
 from kubetide.autoscaler.scaledown.estimate import estimate_drain
 from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall, is_healthy
@@ -89,8 +95,11 @@ class Eligible(NamedTuple):
 
 
 # -- 3. eligibility -----------------------------------------------------------------------------
-def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, Checked]) -> list[Eligible]:
-    """Status for every node; returns the eligible ones with their drains."""
+def eligible_nodes(
+    u: Update, unremovable: UnremovableNodes, checked: Memo[str, Checked], drains: DrainMemo
+) -> list[Eligible]:
+    """Status for every node; returns the eligible ones with their drains (`drains` keeps those
+    of nodes whose pods and controllers' answers did not change)."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
@@ -100,6 +109,7 @@ def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, 
     node_group_for = u.cloud.node_group_for
     deleted, resume = u.deleted, u.resume
     checked.new_pass()
+    drains.new_pass()
     statuses = u.plan.nodes
     for node, stamp in snapshot.stamps():
         name = node.meta.name
@@ -167,9 +177,10 @@ def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, 
             # the node's own: they move on as received pods, and their eviction is already paid.
             received = {r.pod.uid for r in u.received.get(name, ())}
             pods_here = snapshot.pods_on(name).values()
-            drain = drain_node(
-                [p for p in pods_here if p.uid not in received] if received else list(pods_here), u.ctx
-            )
+            if received:
+                drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
+            else:
+                drain = drains.drain(name, stamp, pods_here, u.ctx)
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible
@@ -247,6 +258,7 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
     # snapshot changes); the others are moved.
     paper = _on_paper(u, to_move) if refusal is not None else None
     added: dict[str, dict[str, int]] = {}
+    hints: list[str | None]
     if name in u.old_hints or len(own_pods) < len(ordered):
         hints = [_hint(u.old_hints, name, r) for r in ordered]
     else:
@@ -265,8 +277,8 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
                 end += 1
             placed = mover.fill_on_paper([x.pod for x in ordered[i:end]], u.skip, added)
             if placed:
-                dest = mover.pointer_node()
-                removal.moved.extend((x, dest) for x in ordered[i : i + placed])
+                filled = mover.pointer_node()
+                removal.moved.extend((x, filled) for x in ordered[i : i + placed])
                 i += placed
                 continue
         if on_paper:

@@ -36,7 +36,7 @@ they never block and are never moved; the scheduler would preempt them anyway.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,7 @@ from kubetide.model import Pod, Workload
 from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
 from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
+from kubetide.snapshot import Memo
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # The value of SAFE_TO_EVICT that lets a pod finish rather than be evicted (CA 1.36).
@@ -272,13 +273,95 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class _KeptDrain:
+    pods: tuple[Pod, ...]  # in the order they were drained: a revert may reorder a node's pods
+    owners: tuple[tuple[str, str, str], ...]  # the pods' controllers (kind, namespace, name)
+    answers: tuple[PodReason | None, ...]  # rule 3's answer for each
+    drain: NodeDrain
+
+
+class DrainMemo:
+    """Nodes' drains kept between loops under the node's stamp and the rules object, for nodes
+    whose pods' verdicts read nothing but the pods, the rules and rule 3's answers for their
+    controllers: no pod terminating (rule 2 reads `now`), none in kube-system (rule 8 reads
+    `now` and the budgets), none annotated do-not-disrupt (it reads `now`). Rule 3's answers
+    are asked again for the node's few controllers, and the drain is reused while they hold and
+    the node lists its pods in the same order (a what-if's revert puts pods back last, and the
+    drain's lists keep the node's order: CA's order of blockers). A
+    node waiting for budget is drained again every loop its search runs; its pods rarely
+    change."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: Memo[str, _KeptDrain] = Memo()
+
+    def new_pass(self) -> None:
+        self._memo.new_pass()
+
+    def drain(self, name: str, stamp: int, pods: Collection[Pod], ctx: DrainContext) -> NodeDrain:
+        """`drain_node(pods, ctx)` for node `name` at `stamp` (all its pods)."""
+        kept = self._memo.get(name, stamp, ctx.rules)
+        listed = tuple(pods)
+        if (
+            kept is not None
+            and kept.pods == listed
+            and kept.answers == tuple(_rule_3(o, ctx) for o in kept.owners)
+        ):
+            return _copy(kept.drain)
+        drain = drain_node(listed, ctx)
+        if all(_reads_only_pod(pod) for pod in listed):
+            owners = tuple(
+                {(ref.kind, pod.namespace, ref.name): None for pod in listed if (ref := pod.controller)}
+            )
+            answers = tuple(_rule_3(o, ctx) for o in owners)
+            self._memo.put(name, _KeptDrain(listed, owners, answers, _copy(drain)), stamp, ctx.rules)
+        return drain
+
+
+def _reads_only_pod(pod: Pod) -> bool:
+    meta = pod.meta
+    return (
+        meta.deletion_timestamp is None
+        and meta.namespace != KUBE_SYSTEM
+        and DO_NOT_DISRUPT not in meta.annotations
+    )
+
+
+def _rule_3(owner: tuple[str, str, str], ctx: DrainContext) -> PodReason | None:
+    """What rule 3 answers for a pod of this controller (None when it does not block)."""
+    rules = ctx.rules
+    if not rules.skip_nodes_with_custom_controller_pods or ctx.workloads is None:
+        return None
+    kind, namespace, name = owner
+    return _controller_check_key(kind, namespace, name, ctx.workloads, rules.min_replica_count)
+
+
+def _copy(drain: NodeDrain) -> NodeDrain:
+    return NodeDrain(
+        list(drain.movable),
+        list(drain.terminal),
+        list(drain.daemonset),
+        list(drain.skipped),
+        list(drain.on_completion),
+        list(drain.blockers),
+    )
+
+
 def _controller_check(
     pod: Pod, kind: str, name: str, workloads: WorkloadIndex, min_replicas: int
+) -> PodReason | None:
+    return _controller_check_key(kind, pod.namespace, name, workloads, min_replicas)
+
+
+def _controller_check_key(
+    kind: str, namespace: str, name: str, workloads: WorkloadIndex, min_replicas: int
 ) -> PodReason | None:
     # CA checks only these kinds; a DaemonSet's existence is not checked (rule 4 handles its pods).
     if kind not in REPLICATED_KINDS:
         return None
-    workload = workloads.get((kind, pod.namespace, name))
+    workload = workloads.get((kind, namespace, name))
     if workload is None:
         return PodReason.CONTROLLER_NOT_FOUND
     if (

@@ -54,6 +54,7 @@ from kubetide.autoscaler.scaledown.candidates import (
 )
 from kubetide.autoscaler.scaledown.drainability import (
     DrainContext,
+    DrainMemo,
     DrainRules,
     index_workloads,
     is_expendable,
@@ -142,6 +143,7 @@ class Planner:
         # not change at all reads none of its nodes.
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
         self._checked: Memo[str, Checked] = Memo()
+        self._drains = DrainMemo()
         self.incremental = incremental
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
@@ -215,6 +217,7 @@ class Planner:
             self._cached_options = o
             self._scanned.clear()
             self._checked.clear()
+            self._drains = DrainMemo()
             self._last_search = self._last_scan = None
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
@@ -326,7 +329,7 @@ class Planner:
             failure = inject_recent_evictions(u, self.recent_evictions)
         plan.validation_failure = failure
 
-        eligible = eligible_nodes(u, self.unremovable, self._checked)
+        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains)
         found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
