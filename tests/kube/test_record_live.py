@@ -144,3 +144,34 @@ def test_a_live_recording_replays_its_replicas_usage_and_jobs(kube, tmp_path):
         if e.get("reason") == "Scaled" and e.get("object", "").endswith(f"{kube.namespace}/web")
     ]
     assert scaled == ["replicas -> 2", "replicas -> 4", "replicas -> 1"]
+
+
+def test_a_recording_without_watch_permission_is_one_line_and_writes_nothing(kube, tmp_path):
+    account = "kubetide-record-none"
+    kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": account}})
+    token = kube.core.create_namespaced_service_account_token(
+        account, kube.namespace, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    kubeconfig = kube.control_plane.write_token_kubeconfig(token, name="record-none")
+    out = tmp_path / "recording"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubetide.cli.main",
+            "record",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--for",
+            "1m",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "missing permission" in line and "watch pods" in line, line
+    assert not out.exists()

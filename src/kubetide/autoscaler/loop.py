@@ -39,24 +39,29 @@ from kubetide.autoscaler.ports import (
     NodeGroup,
     UsageSource,
 )
-from kubetide.autoscaler.scaledown import (
+from kubetide.autoscaler.scaledown.actuation import (
     Actuator,
-    ScaleDownPlan,
+    SoftTaintMemo,
+    Stale,
     StartResult,
     recover,
     release_orphans,
+    stale_reason,
     update_soft_taints,
 )
-from kubetide.autoscaler.scaledown.blockers import annotation_changes, blocking_pods_text
-from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
-from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
-from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_REFRESH, UnblockMemo, find_unblocks
-from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
+from kubetide.autoscaler.scaledown.explanation import (
+    BLOCKER_ANNOTATION,
+    UNBLOCK_REFRESH,
+    UnblockMemo,
+    annotation_changes,
+    blocking_pods_text,
+    find_unblocks,
+)
+from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
-from kubetide.autoscaler.status import DrainStatus, UnremovableNode, WaitingNode
+from kubetide.autoscaler.status import DrainStatus, ProviderFailure, UnremovableNode, WaitingNode
 from kubetide.clock import Clock, Timer, timed
 from kubetide.model import Node, PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
@@ -351,7 +356,7 @@ class Autoscaler:
             )
 
     def _find_unblocks(self, inputs: LoopInputs, decision: LoopDecision) -> None:
-        """What would unblock each unremovable node (unblocking.py), on the cluster as the
+        """What would unblock each unremovable node (explanation/unblock_search.py), on the cluster as the
         scheduler will leave it (the pods the decision bound), into the plan's statuses."""
         plan, snapshot = decision.scale_down, inputs.snapshot
         assert plan is not None
@@ -394,6 +399,11 @@ class Autoscaler:
                 backed_off=bool(needing)
                 and not plan.increases
                 and any(skip.reason is SkipReason.BACKED_OFF for skip in plan.skipped_groups.values()),
+                provider_failures={
+                    group_id: ProviderFailure(name, skip.error_code, skip.detail)
+                    for group_id, skip in plan.skipped_groups.items()
+                    if (name := skip.provider_name) is not None
+                },
             )
         if result is not None and result.scale_down is not None:
             scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)

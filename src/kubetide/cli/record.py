@@ -19,6 +19,23 @@ from kubetide.errors import UserError
 DEFAULT_INTERVAL = "15s"
 
 
+def _permissions():
+    from kubetide.kube.permissions import WATCH, Permission
+
+    why = "record what changes"
+    return tuple(
+        Permission(WATCH, resource, group, why=why)
+        for resource, group in (
+            ("deployments", "apps"),
+            ("replicasets", "apps"),
+            ("statefulsets", "apps"),
+            ("replicationcontrollers", ""),
+            ("pods", ""),
+            ("nodes", ""),
+        )
+    )
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "record",
@@ -56,6 +73,7 @@ def run(args) -> int:
     from kubetide.cli.simulate import duration_flag
     from kubetide.durations import format_duration, rfc3339
     from kubetide.kube.client import connect
+    from kubetide.kube.permissions import check_permissions
     from kubetide.kube.record import Recorder, Recording, write_recording
 
     length = duration_flag(args.length)
@@ -66,6 +84,13 @@ def run(args) -> int:
     if not out.parent.is_dir():
         raise UserError(f"--out {out}: no directory {out.parent}")
     definitions = read_node_groups(args.node_groups) if args.node_groups else None
+    client = connect(args.kubeconfig, args.context)
+    try:
+        # Before the minutes a large cluster's export takes: a watch refused later would only
+        # show as informers that never sync.
+        check_permissions(client, _permissions(), "")
+    finally:
+        client.close()
     documents, source = _read_live_cluster(args.kubeconfig, args.context)
     start_scenario, warnings = export_scenario(
         documents, source, definitions, name="recorded", duration=length

@@ -6,7 +6,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import node, pdb, pod, workload
 
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
@@ -19,7 +19,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     pods_needing_homes,
     verdict,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model.pod import MIRROR_ANNOTATION, Volume
 from kubetide.snapshot import ClusterSnapshot

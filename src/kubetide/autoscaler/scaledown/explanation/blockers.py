@@ -6,16 +6,16 @@ a candidate waiting out scale-down-unneeded-time or a pause is on its way out, a
 deleted is going, a node of no node group is not the autoscaler's, and one annotated
 scale-down-disabled says so itself. The line names the reason, the first blocking pod as the Cluster Autoscaler
 orders them with "+N more", and what would unblock it when the planner found that
-(unblocking.py), else the planner's detail.
+(explanation/unblock_search.py), else the planner's detail.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.model import Node
 
 # Annotation values are small by convention; a line longer than this is cut with an ellipsis.
