@@ -287,9 +287,8 @@ class DrainMemo:
     `now` and the budgets), none annotated do-not-disrupt (it reads `now`). Rule 3's answers
     are asked again for the node's few controllers, and the drain is reused while they hold and
     the node lists its pods in the same order (a what-if's revert puts pods back last, and the
-    drain's lists keep the node's order: CA's order of blockers). A
-    node waiting for budget is drained again every loop its search runs; its pods rarely
-    change."""
+    drain's lists keep the node's order: CA's order of blockers). A node waiting for budget is
+    drained again every loop its search runs; its pods rarely change."""
 
     __slots__ = ("_memo",)
 
@@ -310,22 +309,22 @@ class DrainMemo:
         ):
             return _copy(kept.drain)
         drain = drain_node(listed, ctx)
-        if all(_reads_only_pod(pod) for pod in listed):
-            owners = tuple(
-                {(ref.kind, pod.namespace, ref.name): None for pod in listed if (ref := pod.controller)}
-            )
-            answers = tuple(_rule_3(o, ctx) for o in owners)
-            self._memo.put(name, _KeptDrain(listed, owners, answers, _copy(drain)), stamp, ctx.rules)
+        owners: dict[tuple[str, str, str], None] = {}
+        for pod in listed:
+            meta = pod.meta
+            if (
+                meta.deletion_timestamp is not None
+                or meta.namespace == KUBE_SYSTEM
+                or DO_NOT_DISRUPT in meta.annotations
+            ):
+                return drain  # its verdict reads `now` or the budgets: not kept
+            ref = meta.controller
+            if ref is not None:
+                owners[ref.kind, meta.namespace, ref.name] = None
+        answers = tuple(_rule_3(o, ctx) for o in owners)
+        # Kept as built: nothing changes a NodeDrain's lists, and a hit hands out copies.
+        self._memo.put(name, _KeptDrain(listed, tuple(owners), answers, drain), stamp, ctx.rules)
         return drain
-
-
-def _reads_only_pod(pod: Pod) -> bool:
-    meta = pod.meta
-    return (
-        meta.deletion_timestamp is None
-        and meta.namespace != KUBE_SYSTEM
-        and DO_NOT_DISRUPT not in meta.annotations
-    )
 
 
 def _rule_3(owner: tuple[str, str, str], ctx: DrainContext) -> PodReason | None:
