@@ -22,7 +22,7 @@ start-up), and the planner counts its pods as used budget (pdb.py): their nodes 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
@@ -142,14 +142,20 @@ class RecentEvictions:
         return result
 
 
-def _totals(per_node: Iterable[Counter[OwnerKey]], owners: Container[OwnerKey]) -> Counter[OwnerKey]:
-    """The per-node counts of `owners` summed over the nodes (one pass over the nodes' entries,
-    not one per owner)."""
+def _totals(per_node: Iterable[Counter[OwnerKey]], owners: Collection[OwnerKey]) -> Counter[OwnerKey]:
+    """The per-node counts of `owners` summed over the nodes, in one pass over the nodes (not one
+    per owner), each node read by the fewer of its entries and the owners."""
     total: Counter[OwnerKey] = Counter()
+    few = len(owners)
     for counts in per_node:
-        for key, n in counts.items():
-            if key in owners:
-                total[key] += n
+        if len(counts) <= few:
+            for key, n in counts.items():
+                if key in owners:
+                    total[key] += n
+        else:
+            for key in owners:
+                if key in counts:
+                    total[key] += counts[key]
     return total
 
 
