@@ -30,6 +30,7 @@ from kubetide.autoscaler.clusterstate import (
 )
 from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide, observe
 from kubetide.autoscaler.events import Event, StatusObject
+from kubetide.autoscaler.explain import Explanation, UnblockRequest, explain
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -55,7 +56,6 @@ from kubetide.autoscaler.scaledown.explanation import (
     UnblockMemo,
     annotation_changes,
     blocking_pods_text,
-    find_unblocks,
 )
 from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
@@ -74,6 +74,7 @@ class LoopResult:
 
     now: float
     decision: LoopDecision | None = None
+    explanation: Explanation | None = None  # the decision's (explain.py), when it planned scale-down
     halted: str | None = None  # why the loop stopped early, if it did
     scaled_up: dict[str, int] = field(default_factory=dict)  # group -> nodes added
     started: StartResult | None = None
@@ -192,9 +193,8 @@ class Autoscaler:
             self.state, inputs, cloud=self.cloud, checker=self._checker_for(snapshot), observed=observed
         )
         result.durations.update(decision.durations)  # scaleUp (its plan) and findUnneeded, ...
-        if self.options.annotate_scale_down_blockers and decision.scale_down is not None:
-            with timed(result.durations, "scaleDown:unblock", self.timer):
-                self._find_unblocks(inputs, decision)
+        if decision.scale_down is not None:
+            result.explanation = self._explain(inputs, decision, result)
         with timed(result.durations, "scaleUp", self.timer):
             self._scale_up(decision, now, result)
         if decision.scale_down is not None:
@@ -355,29 +355,30 @@ class Autoscaler:
                 memo=self._soft_taints,
             )
 
-    def _find_unblocks(self, inputs: LoopInputs, decision: LoopDecision) -> None:
-        """What would unblock each unremovable node (explanation/unblock_search.py), on the cluster as the
-        scheduler will leave it (the pods the decision bound), into the plan's statuses."""
-        plan, snapshot = decision.scale_down, inputs.snapshot
-        assert plan is not None
-        by_key = {pod.key: pod for pod in inputs.pending}
-        checker = self._checker_for(snapshot)
-        snapshot.fork()
-        try:
-            for key, node in decision.bound.items():
-                pod = by_key[key]
-                snapshot.bind(pod, node)
-            due = self._unblocks.due(plan, inputs.now)
-            answers = (
-                find_unblocks(
-                    inputs, self.options, self.cloud, plan=plan, checker=checker, timer=self.timer, nodes=due
-                )
-                if due
-                else {}
+    def _explain(self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult) -> Explanation:
+        """The decision's explanation (explain.py): its drain estimates for the status and, with
+        --annotate-scale-down-blockers, what would unblock each unremovable node: kept answers
+        (UnblockMemo), and new ones for the nodes it says are due, into the plan's statuses."""
+        checker = self._checker_for(inputs.snapshot)
+        if not self.options.annotate_scale_down_blockers:
+            return explain(
+                decision, inputs, options=self.options, cloud=self.cloud, checker=checker, timer=self.timer
             )
-        finally:
-            snapshot.revert()
-        self._unblocks.store(plan, answers, inputs.now)
+        plan = decision.scale_down
+        assert plan is not None
+        with timed(result.durations, "scaleDown:unblock", self.timer):
+            due = self._unblocks.due(plan, inputs.now)
+            explanation = explain(
+                decision,
+                inputs,
+                options=self.options,
+                cloud=self.cloud,
+                checker=checker,
+                timer=self.timer,
+                unblock=UnblockRequest(nodes=due) if due else None,
+            )
+        self._unblocks.store(plan, explanation.unblocks, inputs.now)
+        return explanation
 
     def _annotate_blockers(self, plan: ScaleDownPlan, nodes: Iterable[Node]) -> None:
         """kubetide.io/scale-down-blocker on each blocked node, off the others (blockers.py)."""
@@ -405,8 +406,8 @@ class Autoscaler:
                     if (name := skip.provider_name) is not None
                 },
             )
-        if result is not None and result.scale_down is not None:
-            scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)
+        if result is not None and result.scale_down is not None and result.explanation is not None:
+            scale_down = _scale_down_summary(result.scale_down, result.explanation, self._candidates_by_group)
         self.actions.write_status(
             self.status.build(self.registry, now, scale_up=scale_up, scale_down=scale_down, message=message)
         )
@@ -442,14 +443,14 @@ class Autoscaler:
 
 
 def _scale_down_summary(
-    plan: ScaleDownPlan, by_group: Callable[[Iterable[str]], dict[str, list[str]]]
+    plan: ScaleDownPlan, explanation: Explanation, by_group: Callable[[Iterable[str]], dict[str, list[str]]]
 ) -> ScaleDownSummary:
     """What the status says of scale-down: candidates per group, the drains they need (estimated
     time, budget waves, why risky) and the nodes waiting for budget."""
     drains = tuple(
         DrainStatus(name, round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
         for name in plan.candidate_set
-        if (estimate := plan.nodes[name].estimate) is not None
+        if (estimate := explanation.estimates.get(name)) is not None
     )
     waiting = tuple(WaitingNode(name, plan.nodes[name].detail) for name in plan.waiting_for_budget)
     unremovable = tuple(

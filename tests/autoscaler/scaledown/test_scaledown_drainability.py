@@ -1,17 +1,12 @@
-"""Drainability rules: each rule, the flags that switch rules off, and the order between them; drains
-kept between loops (DrainMemo) equal fresh ones."""
+"""Drainability rules: each rule, the flags that switch rules off, and the order between them."""
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-from scaledown_fakes import node, pdb, pod, workload
+from scaledown_fakes import pdb, pod, workload
 
 from kubetide.autoscaler.scaledown.planning.drainability import (
-    DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     DrainContext,
-    DrainMemo,
     DrainRules,
     Outcome,
     drain_node,
@@ -22,7 +17,6 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model.pod import MIRROR_ANNOTATION, Volume
-from kubetide.snapshot import ClusterSnapshot
 
 NOW = 10_000.0
 WORKLOADS = [
@@ -362,69 +356,3 @@ def test_nodes_being_drained_count_blocked_pods_as_needing_homes():
         pod("m", annotations=MIRROR),
     ]
     assert [p.name for p in pods_needing_homes(pods, ctx(pods))] == ["a", "bare"]
-
-
-# -- DrainMemo: a kept drain is the one drain_node gives ------------------------------------------
-_KINDS = st.sampled_from(
-    [
-        {},
-        {"namespace": "kube-system", "created": NOW - 3500.0},
-        {"deleted": NOW - 5.0},
-        {"deleted": NOW - 500.0},
-        {"annotations": {DO_NOT_DISRUPT: "true"}},
-        {"annotations": UNSAFE},
-        {"annotations": SAFE},
-        {"owner": ("ReplicaSet", "small")},
-        {"owner": ("ReplicaSet", "gone")},
-        {"owner": ("StatefulSet", "sts")},
-        {"owner": None},
-        {"priority": -20},
-    ]
-)
-
-
-@settings(max_examples=100, deadline=None)
-# Each way a kept drain goes stale if the memo ignored it: time passing a terminating pod's grace
-# period or a kube-system pod's age, a controller's replicas, a revert reordering the node's pods.
-@example(steps=[("add", {"deleted": NOW - 5.0}, 0), ("time", {}, 1)])
-@example(steps=[("add", {"namespace": "kube-system", "created": NOW - 3500.0}, 0), ("time", {}, 2)])
-@example(steps=[("add", {"owner": ("ReplicaSet", "small")}, 0), ("replicas", {}, 3)])
-@example(steps=[("add", {"annotations": UNSAFE}, 0), ("add", {"owner": None}, 0), ("revert", {}, 0)])
-@given(
-    steps=st.lists(
-        st.tuples(
-            st.sampled_from(["add", "remove", "revert", "replicas", "time", "drain"]),
-            _KINDS,
-            st.integers(0, 3),
-        ),
-        min_size=1,
-        max_size=25,
-    )
-)
-def test_a_kept_drain_is_the_one_drain_node_gives(steps):
-    """Pods come and go (some in a what-if that is reverted, which reorders the node's pods), the
-    workloads' replicas change, time passes; after every step the memo's drain of the node, asked
-    under its stamp, equals drain_node's on its pods as they are listed."""
-    snapshot = ClusterSnapshot([node("n0", 4000)])
-    memo, now, counter = DrainMemo(), NOW, 0
-    workloads = list(WORKLOADS)
-    rules = DrainRules(min_replica_count=2)
-    for action, kind, n in steps:
-        if action == "add":
-            counter += 1
-            snapshot.add_pod(pod(f"p{counter}", "n0", **kind), "n0")
-        elif action == "remove" and snapshot.pod_count():
-            snapshot.remove_pod(list(snapshot.pods_on("n0"))[n % snapshot.pod_count()])
-        elif action == "revert" and snapshot.pod_count():
-            snapshot.fork()
-            snapshot.remove_pod(list(snapshot.pods_on("n0"))[n % snapshot.pod_count()])
-            snapshot.revert()
-        elif action == "replicas":
-            workloads[1] = workload("ReplicaSet", "small", n)
-        elif action == "time":
-            now += 100.0 * n
-        index = index_workloads(workloads)
-        pods = snapshot.pods_on("n0").values()
-        context = DrainContext(rules, PdbTracker([], list(pods), index), now, index)
-        memo.new_pass()
-        assert memo.drain("n0", snapshot.stamp("n0"), pods, context) == drain_node(list(pods), context)

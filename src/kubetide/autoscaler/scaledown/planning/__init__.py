@@ -4,9 +4,13 @@ The parallel-drain design's UpdateUnneededNodes (`planner`, one module per step:
 `evictions`, `candidates`, `timers`, over the update's working state in `update`), what it
 simulates a drain with (`drainability`, `eligibility`, `pdb`, `placement`, `whatif`, `room`,
 `usage`, `surge`, `oncompletion`), what it keeps between loops (`state`, `reuse`, `limit`), and
-what it decides: the `plan`, each node's drain `estimate`, and the `budgets` that crop it.
+what it decides: the `plan`, each node's drain `estimate`, the disruption `methods` that propose
+which removable candidates go (CA's empty-node deletion and underutilised-node removal, tried in
+order; another list plugs in through `Planner(methods=...)`), and the `budgets` that crop it.
 
-Code outside scaledown/ imports these names only, never the modules.
+Code outside scaledown/ imports these names only, never the modules (Karpenter's policy,
+autoscaler/karpenter/, charges PodDisruptionBudgets with `PdbTracker` and asks the scheduler
+about pods with `homeless` stand-ins, as the planner does).
 """
 
 from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
@@ -17,7 +21,23 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     SAFE_TO_EVICT_LOCAL_VOLUMES,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
-from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning.estimate import (
+    EVICTION_RETRY_INTERVAL,
+    DrainEstimate,
+    drain_estimates,
+)
+from kubetide.autoscaler.scaledown.planning.methods import (
+    CA_METHODS,
+    Command,
+    DisruptionMethod,
+    EmptyNodeDeletion,
+    MethodInputs,
+    UnderutilizedNodeRemoval,
+    ca_method_name,
+    propose_in_order,
+)
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
@@ -31,6 +51,7 @@ from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 
 __all__ = [
     "BEING_DELETED",
+    "CA_METHODS",
     "DO_NOT_DISRUPT",
     "EVICTION_RETRY_INTERVAL",
     "REMOVABLE",
@@ -42,9 +63,20 @@ __all__ = [
     "SURGE_ANNOTATION",
     "UNREMOVABLE",
     "BudgetDecision",
+    "Command",
+    "DisruptionMethod",
+    "DrainEstimate",
+    "EmptyNodeDeletion",
+    "MethodInputs",
     "NodeStatus",
+    "PdbTracker",
     "Planner",
     "ScaleDownPlan",
+    "UnderutilizedNodeRemoval",
+    "ca_method_name",
     "crop",
+    "drain_estimates",
     "gpu_resource",
+    "homeless",
+    "propose_in_order",
 ]

@@ -28,7 +28,6 @@ from typing import NamedTuple
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.planning.drainability import (
     BlockingPod,
-    DrainMemo,
     NodeDrain,
     drain_node,
     looks_empty,
@@ -102,10 +101,15 @@ class Eligible(NamedTuple):
 
 # -- 3. eligibility -----------------------------------------------------------------------------
 def eligible_nodes(
-    u: Update, unremovable: UnremovableNodes, checked: Memo[str, Checked], drains: DrainMemo
+    u: Update,
+    unremovable: UnremovableNodes,
+    checked: Memo[str, Checked],
+    drains: Memo[str, NodeDrain] | None = None,
 ) -> list[Eligible]:
-    """Status for every node; returns the eligible ones with their drains (`drains` keeps those
-    of nodes whose pods and controllers' answers did not change)."""
+    """Status for every node; returns the eligible ones with their drains. `drains`: the drains
+    of nodes with nothing received, kept under their stamps, when the caller knows the rest of
+    what a drain reads (`now`, the rules, workloads, budgets' selectors) is the same throughout
+    (planner.NodeFacts)."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
@@ -115,7 +119,8 @@ def eligible_nodes(
     node_group_for = u.cloud.node_group_for
     deleted, resume = u.deleted, u.resume
     checked.new_pass()
-    drains.new_pass()
+    if drains is not None:
+        drains.new_pass()
     statuses = u.plan.nodes
     for node, stamp in snapshot.stamps():
         name = node.meta.name
@@ -185,8 +190,15 @@ def eligible_nodes(
             pods_here = snapshot.pods_on(name).values()
             if received:
                 drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
+            elif drains is None:
+                drain = drain_node(list(pods_here), u.ctx)
             else:
-                drain = drains.drain(name, stamp, pods_here, u.ctx)
+                known = drains.get(name, stamp)
+                drain = (
+                    known
+                    if known is not None
+                    else drains.put(name, drain_node(list(pods_here), u.ctx), stamp)
+                )
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible

@@ -36,18 +36,17 @@ they never block and are never moved; the scheduler would preempt them anyway.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
-from kubetide.model import Pod, Workload
+from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
 from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
-from kubetide.snapshot import Memo
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # The value of SAFE_TO_EVICT that lets a pod finish rather than be evicted (CA 1.36).
@@ -181,23 +180,29 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     value a rule parses, karpenter.sh/do-not-disrupt, reads as absent when it is not a duration,
     as Karpenter reads it. So nothing is caught here: an exception is a bug, and goes up.
     """
-    rules = ctx.rules
-    if pod.priority < rules.expendable_pods_priority_cutoff:
+    if pod.priority < ctx.rules.expendable_pods_priority_cutoff:
         return _EXPENDABLE
     meta = pod.meta
-    annotations = meta.annotations
     # 1
-    if MIRROR_ANNOTATION in annotations:
+    if MIRROR_ANNOTATION in meta.annotations:
         return _MIRROR
     # 2
     deleted = meta.deletion_timestamp
     if deleted is not None and deleted + pod.termination_grace_period + LONG_TERMINATING_EXTRA < ctx.now:
         return _LONG_TERMINATING
-    ref = None
-    for owner in meta.owner_references:
+    return _verdict_by_owner(pod, _controller_of(meta.owner_references), ctx)
+
+
+def _controller_of(owner_references: Iterable[OwnerReference]) -> OwnerReference | None:
+    for owner in owner_references:
         if owner.controller:
-            ref = owner
-            break
+            return owner
+    return None
+
+
+def _verdict_by_owner(pod: Pod, ref: OwnerReference | None, ctx: DrainContext) -> Verdict:
+    """Rules 3-6b: the pod's controller, safe-to-evict "true", a finished pod."""
+    rules = ctx.rules
     # 3
     if rules.skip_nodes_with_custom_controller_pods and ref is not None and ctx.workloads is not None:
         blocked = _controller_check(pod, ref.kind, ref.name, ctx.workloads, rules.min_replica_count)
@@ -206,7 +211,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 4
     if ref is not None and ref.kind == "DaemonSet":
         return _DAEMONSET
-    annotation = annotations.get(SAFE_TO_EVICT)
+    annotation = pod.meta.annotations.get(SAFE_TO_EVICT)
     # 5
     if annotation == "true":
         return _SAFE_TO_EVICT
@@ -215,6 +220,15 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
         return _TERMINAL
     if annotation == ON_COMPLETION:
         return _ON_COMPLETION
+    return _blocking_verdict(pod, ref, annotation, ctx)
+
+
+def _blocking_verdict(
+    pod: Pod, ref: OwnerReference | None, annotation: str | None, ctx: DrainContext
+) -> Verdict:
+    """Rules 7-10: what forbids moving a pod that is otherwise moved."""
+    rules = ctx.rules
+    meta = pod.meta
     # 7
     if ref is None or (rules.skip_nodes_with_custom_controller_pods and ref.kind not in REPLICATED_KINDS):
         return _NOT_REPLICATED
@@ -226,7 +240,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 9
     if annotation == "false":
         return _NOT_SAFE_TO_EVICT
-    if DO_NOT_DISRUPT in annotations and do_not_disrupt(pod, ctx.now):
+    if DO_NOT_DISRUPT in meta.annotations and do_not_disrupt(pod, ctx.now):
         return _DO_NOT_DISRUPT
     # 10
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):
@@ -272,94 +286,13 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
     return result
 
 
-@dataclass(frozen=True, slots=True)
-class _KeptDrain:
-    pods: tuple[Pod, ...]  # in the order they were drained: a revert may reorder a node's pods
-    owners: tuple[tuple[str, str, str], ...]  # the pods' controllers (kind, namespace, name)
-    answers: tuple[PodReason | None, ...]  # rule 3's answer for each
-    drain: NodeDrain
-
-
-class DrainMemo:
-    """Nodes' drains kept between loops under the node's stamp and the rules object, for nodes
-    whose pods' verdicts read nothing but the pods, the rules and rule 3's answers for their
-    controllers: no pod terminating (rule 2 reads `now`), none in kube-system (rule 8 reads
-    `now` and the budgets), none annotated do-not-disrupt (it reads `now`). Rule 3's answers
-    are asked again for the node's few controllers, and the drain is reused while they hold and
-    the node lists its pods in the same order (a what-if's revert puts pods back last, and the
-    drain's lists keep the node's order: CA's order of blockers). A node waiting for budget is
-    drained again every loop its search runs; its pods rarely change."""
-
-    __slots__ = ("_memo",)
-
-    def __init__(self) -> None:
-        self._memo: Memo[str, _KeptDrain] = Memo()
-
-    def new_pass(self) -> None:
-        self._memo.new_pass()
-
-    def drain(self, name: str, stamp: int, pods: Collection[Pod], ctx: DrainContext) -> NodeDrain:
-        """`drain_node(pods, ctx)` for node `name` at `stamp` (all its pods)."""
-        kept = self._memo.get(name, stamp, ctx.rules)
-        listed = tuple(pods)
-        if (
-            kept is not None
-            and kept.pods == listed
-            and kept.answers == tuple(_rule_3(o, ctx) for o in kept.owners)
-        ):
-            return _copy(kept.drain)
-        drain = drain_node(listed, ctx)
-        owners: dict[tuple[str, str, str], None] = {}
-        for pod in listed:
-            meta = pod.meta
-            if (
-                meta.deletion_timestamp is not None
-                or meta.namespace == KUBE_SYSTEM
-                or DO_NOT_DISRUPT in meta.annotations
-            ):
-                return drain  # its verdict reads `now` or the budgets: not kept
-            ref = meta.controller
-            if ref is not None:
-                owners[ref.kind, meta.namespace, ref.name] = None
-        answers = tuple(_rule_3(o, ctx) for o in owners)
-        # Kept as built: nothing changes a NodeDrain's lists, and a hit hands out copies.
-        self._memo.put(name, _KeptDrain(listed, tuple(owners), answers, drain), stamp, ctx.rules)
-        return drain
-
-
-def _rule_3(owner: tuple[str, str, str], ctx: DrainContext) -> PodReason | None:
-    """What rule 3 answers for a pod of this controller (None when it does not block)."""
-    rules = ctx.rules
-    if not rules.skip_nodes_with_custom_controller_pods or ctx.workloads is None:
-        return None
-    kind, namespace, name = owner
-    return _controller_check_key(kind, namespace, name, ctx.workloads, rules.min_replica_count)
-
-
-def _copy(drain: NodeDrain) -> NodeDrain:
-    return NodeDrain(
-        list(drain.movable),
-        list(drain.terminal),
-        list(drain.daemonset),
-        list(drain.skipped),
-        list(drain.on_completion),
-        list(drain.blockers),
-    )
-
-
 def _controller_check(
     pod: Pod, kind: str, name: str, workloads: WorkloadIndex, min_replicas: int
-) -> PodReason | None:
-    return _controller_check_key(kind, pod.namespace, name, workloads, min_replicas)
-
-
-def _controller_check_key(
-    kind: str, namespace: str, name: str, workloads: WorkloadIndex, min_replicas: int
 ) -> PodReason | None:
     # CA checks only these kinds; a DaemonSet's existence is not checked (rule 4 handles its pods).
     if kind not in REPLICATED_KINDS:
         return None
-    workload = workloads.get((kind, namespace, name))
+    workload = workloads.get((kind, pod.namespace, name))
     if workload is None:
         return PodReason.CONTROLLER_NOT_FOUND
     if (

@@ -17,9 +17,9 @@ default DEFAULT_REPLACEMENT_READY is used and the estimate says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.durations import format_duration
@@ -79,3 +79,16 @@ def _bound_to_ready(pod: Pod) -> float | None:
     if not pod.ready or pod.restarts or bound is None or ready is None or ready < bound:
         return None
     return ready - bound
+
+
+class Estimated(Protocol):
+    """A node's status as the planner leaves it (plan.NodeStatus): its drain estimate, if drained."""
+
+    @property
+    def estimate(self) -> DrainEstimate | None: ...
+
+
+def drain_estimates(nodes: Mapping[str, Estimated]) -> dict[str, DrainEstimate]:
+    """The drain estimates of a plan's nodes (`ScaleDownPlan.nodes`: the planner's, made as it
+    chose the drains), in its order: what `explain` reports beside the unblock answers."""
+    return {name: status.estimate for name, status in nodes.items() if status.estimate is not None}

@@ -22,7 +22,9 @@ one module each, sharing the update's working state (update.py):
 3. candidates.py: every node's eligibility;
 4. candidates.py: the candidate search, within scale-down-simulation-timeout and CA's limit on
    how many unneeded nodes are worth finding (limit.py);
-5. timers.py: timers and pauses decide which candidates are removable now.
+5. timers.py: timers and pauses decide which candidates are removable now, and the disruption
+   methods (methods.py), tried in order, propose which of them go: CA's empty-node deletion, then
+   its underutilised-node removal, unless the planner is given others.
 Budgets (budgets.py) then crop what the actuator starts.
 
 Steps 1-4 are skipped when nothing they read changed since the last update (reuse.py): their
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -55,8 +57,8 @@ from kubetide.autoscaler.scaledown.planning.candidates import (
 from kubetide.autoscaler.scaledown.planning.deleted_set import revalidate_deleted
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
-    DrainMemo,
     DrainRules,
+    NodeDrain,
     index_workloads,
     is_expendable,
 )
@@ -66,6 +68,7 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
     inject_recent_evictions,
 )
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
+from kubetide.autoscaler.scaledown.planning.methods import CA_METHODS, DisruptionMethod
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
@@ -100,6 +103,24 @@ class _Scanned:
 _ScanResult = tuple[list[str], list[Pod], tuple[int, ...], list[float]]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What a planner memoizes per node under the snapshot's change stamps (a stamp is issued
+    once per process, and a revert gives back the stamps of the content it restores).
+
+    A planner makes its own; `explanation.find_unblocks` shares one among the fresh planners that
+    check its changes (same `now`, flags, workloads and budgets' selectors; only the changed
+    nodes' stamps differ), so each check reads again only the nodes its change touched.
+    `checked` is shared only among planners asking the same cloud (its entries carry the node
+    group object). `drains` (each eligible node's `drain_node`) is kept only when shared: a
+    drain reads `now`, which moves between a planner's own loops."""
+
+    homeless: Memo[str, Pod] = field(default_factory=Memo)
+    scanned: Memo[str, _Scanned] = field(default_factory=Memo)
+    checked: Memo[str, Checked] = field(default_factory=Memo)
+    drains: Memo[str, NodeDrain] | None = None
+
+
 class Planner:
     """Keeps the scale-down state and updates it once per loop (`update`).
 
@@ -119,9 +140,12 @@ class Planner:
         incremental: bool = True,
         simulate: SimulateRemoval = simulate_removal,
         on_paper: bool = True,
+        facts: NodeFacts | None = None,
+        methods: Sequence[DisruptionMethod] = CA_METHODS,
     ):
         self.options = options
         self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)
+        self.methods = tuple(methods)  # what removes the candidates that may go now, in order
         self.timers_expired = timers_expired
         self.timer = timer
         self.rules = DrainRules.from_options(options)
@@ -136,18 +160,19 @@ class Planner:
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
+        facts = facts if facts is not None else NodeFacts()
         # Pod UID -> the same pod bound to no node, reused across loops (see placement).
-        self._homeless: Memo[str, Pod] = Memo()
+        self._homeless: Memo[str, Pod] = facts.homeless
         # Per-node facts under the snapshot's change stamps, so a loop over a quiet cluster
         # costs a lookup per node instead of a pass over every pod (see `_scan`, candidates).
         # Both depend on the options, so they are dropped if the options object is replaced.
         self._cached_options = options
-        self._scanned: Memo[str, _Scanned] = Memo()
+        self._scanned: Memo[str, _Scanned] = facts.scanned
         # The snapshot, its version and what `_scan` found there: a loop over a snapshot that did
         # not change at all reads none of its nodes.
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
-        self._checked: Memo[str, Checked] = Memo()
-        self._drains = DrainMemo()
+        self._checked: Memo[str, Checked] = facts.checked
+        self._drains = facts.drains
         self.incremental = incremental
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
@@ -221,7 +246,8 @@ class Planner:
             self._cached_options = o
             self._scanned.clear()
             self._checked.clear()
-            self._drains = DrainMemo()
+            if self._drains is not None:
+                self._drains.clear()
             self._last_search = self._last_scan = None
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
@@ -242,7 +268,7 @@ class Planner:
                 self.reused += 1
                 found, failures = last.replay(plan)
                 self.hints = last.hints
-                self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
+                self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
                 self.last_plan = plan
                 return plan
         index = index_workloads(workloads) if workloads is not None else None
@@ -274,7 +300,7 @@ class Planner:
             )
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
-            self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
+            self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
@@ -354,6 +380,7 @@ class Planner:
         self,
         plan: ScaleDownPlan,
         snapshot: ClusterSnapshot,
+        cloud: CloudProvider,
         resume: set[str],
         found: Search,
         failures: dict[str, Unremovable],
@@ -373,7 +400,15 @@ class Planner:
             self.options, now, last_scale_up, self.last_deletion, self.last_failure, scaling_up=scaling_up
         )
         decide_removals(
-            plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired
+            plan,
+            snapshot,
+            cloud,
+            resume,
+            self.options,
+            self.unneeded_since,
+            paused,
+            self.timers_expired,
+            self.methods,
         )
 
     def _system_timeout(self) -> float | None:
