@@ -783,6 +783,8 @@ def _print_human(
         say("no nodes in the dump")
     for line in deletion_lines(result.budget, sd):
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
+    if sd.schedule is not None and (total := sd.schedule.words()):
+        say(total)
     if not explain:
         for line in unblock_lines(sd):
             say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])

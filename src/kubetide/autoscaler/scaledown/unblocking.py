@@ -148,13 +148,13 @@ class UnblockMemo:
         self.refresh, self.per_loop = refresh, per_loop
         self._kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
 
-    def due(self, plan: ScaleDownPlan, now: float) -> list[str]:
-        """Unremovable nodes whose answer is missing, outdated or too old, at most `per_loop`.
-        The others get their kept answer."""
+    def due(self, plan: ScaleDownPlan, now: float, only: Collection[str] | None = None) -> list[str]:
+        """Unremovable nodes (of `only`, if given) whose answer is missing, outdated or too old,
+        at most `per_loop`. The others get their kept answer."""
         due: list[str] = []
         kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
         for name, status in plan.nodes.items():
-            if status.status != UNREMOVABLE:
+            if status.status != UNREMOVABLE or (only is not None and name not in only):
                 continue
             entry = self._kept.get(name)
             if entry is not None and entry[0] == _signature(status) and now < entry[1] + self.refresh:
@@ -454,7 +454,7 @@ class _Search:
         if not self.options.surge_before_evict and not any(c.target == SURGE_FLAG for c in done):
             # A single replica's budget never allows a disruption: a replacement started first
             # is the fix, not a budget that lets the only pod go.
-            single = [b.pod for b in by_budget if _replicas_of(b.pod, self.inputs) == 1]
+            single = [b.pod for b in by_budget if replicas_of(b.pod, self.inputs) == 1]
             surge = _flag(
                 self.options,
                 SURGE_FLAG,
@@ -766,7 +766,7 @@ def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopIn
             value=local,
         )
     elif reason is PodReason.MIN_REPLICAS_REACHED:
-        replicas = _replicas_of(pod, inputs)
+        replicas = replicas_of(pod, inputs)
         return _flag(
             options,
             "min-replica-count",
@@ -887,7 +887,8 @@ def new_node(group: NodeGroup, name: str) -> Node:
     )
 
 
-def _replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
+def replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
+    """The replicas of the workload that controls `pod`, if the inputs know it."""
     ref = pod.controller
     if ref is None or inputs.workloads is None:
         return None
