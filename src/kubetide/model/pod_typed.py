@@ -234,6 +234,7 @@ _SLOTS_BUILT = (
     "priority_class_name",
     "explicit_priority",
     "termination_grace_period",
+    "active_deadline_seconds",
     "host_network",
     "scheduler_name",
     "phase",
@@ -269,6 +270,9 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
     priority = spec.priority
     if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
         raise Declined
+    active_deadline = spec.active_deadline_seconds
+    if active_deadline is not None and not 0 < active_deadline <= INT64_MAX:
+        raise Declined  # the Reader words the error
 
     # parse_pod reads an absent status as an empty one
     phase, start_time, nominated, restarts = "Pending", None, "", 0
@@ -335,6 +339,7 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             spec.priority_class_name or "",
             priority is not None,  # explicit_priority
             DEFAULT_GRACE_PERIOD if grace is None else grace,
+            active_deadline,
             False,  # host_network: a pod with it set is the Reader's
             "default-scheduler" if spec.scheduler_name is None else spec.scheduler_name,
             phase,

@@ -117,7 +117,7 @@ def find_unblocks(
     deadline = timer() + budget
     searched = 0  # nodes whose answer ran the planner: the ones `limit` counts
     for name, status in plan.nodes.items():
-        if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
+        if not _answered(status) or (nodes is not None and name not in nodes):
             continue
         settled = search.settled(status)  # a wait, a node of no group: no planner run
         if settled is not None:
@@ -154,7 +154,7 @@ class UnblockMemo:
         due: list[str] = []
         kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
         for name, status in plan.nodes.items():
-            if status.status != UNREMOVABLE or (only is not None and name not in only):
+            if not _answered(status) or (only is not None and name not in only):
                 continue
             entry = self._kept.get(name)
             if entry is not None and entry[0] == _signature(status) and now < entry[1] + self.refresh:
@@ -225,7 +225,12 @@ class _Search:
     def settled(self, status: NodeStatus, plan: ScaleDownPlan | None = None) -> Unblock | None:
         """The answer when no change is needed or possible (`_no_change`), the time a waiting
         node's budget comes back read off `plan` (the loop's by default)."""
-        back = _budget_back(status, plan or self._plan_seen, self.inputs.pdbs) if _waits(status) else ""
+        plan = plan or self._plan_seen
+        if status.reason is NodeReason.BLOCKED_BY_ON_COMPLETION_POD:
+            drain = plan.drains.get(status.name) if plan is not None else None
+            if drain is not None and drain.on_completion:
+                return Unblock(status.name, text=_on_completion_words(drain.on_completion), waiting=True)
+        back = _budget_back(status, plan, self.inputs.pdbs) if _waits(status) else ""
         return _no_change(status, back)
 
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -625,6 +630,12 @@ class _Search:
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
+def _answered(status: NodeStatus) -> bool:
+    """Whether the node gets an answer: unremovable, or unneeded but left to its running
+    on-completion pods (oncompletion.py: it waits, and the answer says until when)."""
+    return status.status == UNREMOVABLE or status.reason is NodeReason.BLOCKED_BY_ON_COMPLETION_POD
+
+
 def _no_change(status: NodeStatus, back: str = "") -> Unblock | None:
     """The answer for a node that no change to the cluster unblocks: it waits (its budget back
     as `back` says), or cannot go."""
@@ -957,6 +968,25 @@ class _ChangedCloud:
     def node_group_for(self, node: Node) -> NodeGroup | None:
         group = self._added.get(node.name) or self._cloud.node_group_for(node)
         return None if group is None else self._groups.get(group.id)
+
+
+def _on_completion_words(pods: Sequence[Pod]) -> str:
+    """A node left to its running safe-to-evict "on-completion" pods (oncompletion.py): when each
+    completes at the latest, where its spec.activeDeadlineSeconds says (from its start)."""
+    said = []
+    for pod in pods:
+        deadline, start = pod.active_deadline_seconds, pod.start_time
+        if deadline is not None and start is not None:
+            said.append(
+                f"pod {pod.key} completes at {rfc3339(start + deadline)} at the latest"
+                f" (activeDeadlineSeconds {deadline} from its start)"
+            )
+        else:
+            said.append(f"pod {pod.key} completes when it is done (no activeDeadlineSeconds: no time known)")
+    return (
+        f'waiting, not blocked: left to finish ({SAFE_TO_EVICT}: "on-completion"): {"; ".join(said)};'
+        f' the node goes once they have completed, or sooner with {SAFE_TO_EVICT}: "true"'
+    )
 
 
 def _do_not_disrupt_words(pod: Pod, safe: str) -> str:
