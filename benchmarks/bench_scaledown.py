@@ -28,7 +28,7 @@ import time
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.model import LabelSelector, Node, ObjectMeta, OwnerReference, Pod, PodDisruptionBudget
 from kubetide.model.workloads import PodTemplate, Workload
 from kubetide.snapshot import ClusterSnapshot
@@ -117,7 +117,7 @@ def main() -> None:
     snapshot, workloads = build()
     cloud = _Cloud(NODES)
     # The benchmark asks for every removable node: CA's cap on the unneeded nodes a loop looks for
-    # (2 x max-scale-down-parallelism on a first update, scaledown/limit.py) is lifted.
+    # (2 x max-scale-down-parallelism on a first update, scaledown/planning/limit.py) is lifted.
     options = AutoscalerOptions(max_scale_down_parallelism=NODES)
     runs = []
     cpu = []

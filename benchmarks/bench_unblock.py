@@ -25,7 +25,7 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import pdb_shapes
-from kubetide.autoscaler.scaledown import narrow, unblocking
+from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
 from kubetide.cli.main import main as kubetide
 
 
@@ -38,7 +38,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
             super().__init__(*args, **kwargs)
             seen["replays"].append(self)
 
-    find_unblocks = unblocking.find_unblocks  # the real one: `answers` stands in for it below
+    find_unblocks = unblock_search.find_unblocks  # the real one: `answers` stands in for it below
 
     def answers(*args: Any, **kwargs: Any) -> dict[str, Any]:
         start = time.process_time()
@@ -48,7 +48,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
             seen["cpu"] += time.process_time() - start
 
     runs = {"n": 0}
-    planner_init = unblocking.Planner.__init__
+    planner_init = unblock_search.Planner.__init__
 
     @functools.wraps(planner_init)
     def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -57,9 +57,9 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
 
     out = io.StringIO()
     with (
-        mock.patch.object(unblocking, "find_unblocks", answers),
-        mock.patch.object(unblocking, "Replay", Counted),
-        mock.patch.object(unblocking.Planner, "__init__", counting_init),
+        mock.patch.object(unblock_search, "find_unblocks", answers),
+        mock.patch.object(unblock_search, "Replay", Counted),
+        mock.patch.object(unblock_search.Planner, "__init__", counting_init),
         contextlib.redirect_stdout(out),
     ):
         kubetide(["plan", str(dump), "--json=compact"])
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dump", type=Path, help="a pdb_shapes dump (default: written to a temporary directory)"
     )
-    parser.add_argument("--limit", type=int, default=unblocking.UNBLOCK_LIMIT, help="nodes answered")
+    parser.add_argument("--limit", type=int, default=unblock_search.UNBLOCK_LIMIT, help="nodes answered")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         dump = args.dump or pdb_shapes.write(tmp, "json")

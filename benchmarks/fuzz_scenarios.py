@@ -205,7 +205,7 @@ def generate(count: int, seed: int) -> list[dict]:
 def check(path: Path) -> dict:
     """Run a scenario and return what two processes must agree on, and what must be empty."""
     from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-    from kubetide.autoscaler.scaledown.actuator import POD_EVICTION_HEADROOM
+    from kubetide.autoscaler.scaledown.actuation.actuator import POD_EVICTION_HEADROOM
     from kubetide.sim import Simulation, load_scenario
 
     scenario = load_scenario(path)

@@ -22,6 +22,8 @@ PLANTED = {
     "sim/_planted_real_cluster.py": "import kubetide.kube\n",  # sim and kube are independent
     "sim/spec/_planted_runtime.py": "import kubetide.sim.runtime.world\n",  # the spec is below the runtime
     "autoscaler/_planted_http.py": "import urllib.request\n",  # decisions do no I/O
+    # outside scaledown/, only its sub-packages' faces
+    "autoscaler/_planted_scaledown_module.py": "import kubetide.autoscaler.scaledown.planning.planner\n",
     "scheduling/_planted_cycle_a.py": "from kubetide.scheduling import _planted_cycle_b\n",
     "scheduling/_planted_cycle_b.py": "from kubetide.scheduling import _planted_cycle_a\n",
 }
@@ -76,6 +78,7 @@ def test_each_planted_violation_breaks_its_contract(tmp_path):
         "The simulator in three parts",
         "The simulated cluster and the real one never depend on each other",
         "Decision code imports no HTTP client",
+        "Outside scaledown/, code imports its sub-packages' faces, never their modules",
         "No import cycles between sibling modules",
     ):
         assert contract in broken, f"{contract!r} not reported broken:\n{out}"
@@ -84,6 +87,7 @@ def test_each_planted_violation_breaks_its_contract(tmp_path):
         "_planted_real_cluster",
         "_planted_runtime",
         "_planted_http",
+        "_planted_scaledown_module",
         "_planted_cycle_",
     ):
         assert module in broken, f"{module} not named:\n{out}"

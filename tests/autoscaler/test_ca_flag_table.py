@@ -176,7 +176,7 @@ def test_a_real_eks_args_list_is_taken_whole():
     ]
     assert all(": approximated: " in w for w in warnings)
     # The legacy scale-down's candidate pool: read as CA reads it, and used, as by CA's planner,
-    # by no decision (scaledown/limit.py).
+    # by no decision (scaledown/planning/limit.py).
     assert (
         options.scale_down_non_empty_candidates_count,
         options.scale_down_candidates_pool_ratio,

@@ -13,8 +13,8 @@ import pytest
 
 import kubetide.cli.main as cli_main
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.drainability import SAFE_TO_EVICT
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.model import load_files
 from kubetide.model.reader import parse_time
 

@@ -83,15 +83,15 @@ def test_plan_json_imports_nothing_for_drawing_or_live_clusters():
 
 def test_plans_unblock_budget_default_is_the_planners():
     """cli/plan.py spells the default out so that --help imports no planner."""
-    from kubetide.autoscaler.scaledown import unblocking
+    from kubetide.autoscaler.scaledown.explanation import unblock_search
     from kubetide.cli import plan
 
-    assert plan.UNBLOCK_BUDGET == unblocking.UNBLOCK_BUDGET
+    assert plan.UNBLOCK_BUDGET == unblock_search.UNBLOCK_BUDGET
 
 
 def test_lazy_package_exports_are_the_submodules_objects():
-    """Every name a package re-exports on first use is there (what its __all__ and its
-    TYPE_CHECKING imports, which type checkers read, say) and is its module's own object."""
+    """Every name a package re-exports (a lazy one on first use) is there (what its __all__ and
+    its imports, which type checkers read, say) and is its module's own object."""
     import ast
     import importlib
 
@@ -101,6 +101,9 @@ def test_lazy_package_exports_are_the_submodules_objects():
         "kubetide.scheduling",
         "kubetide.workloads",
         "kubetide.autoscaler.scaledown",
+        "kubetide.autoscaler.scaledown.planning",
+        "kubetide.autoscaler.scaledown.actuation",
+        "kubetide.autoscaler.scaledown.explanation",
         "kubetide.autoscaler.clusterstate",
     ):
         module = importlib.import_module(package)

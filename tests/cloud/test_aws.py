@@ -27,7 +27,7 @@ from test_deletions_counted_once import CASES, DOOMED, min_size_verdict
 
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import ActionError, InstanceState
+from kubetide.autoscaler.ports import ActionError, InstanceState, ProviderErrorCode, TemplateError
 from kubetide.cloud.aws import connect
 from kubetide.cloud.aws.flags import ExplicitGroup, TagDiscovery
 from kubetide.cloud.aws.provider import AwsCloudProvider
@@ -372,6 +372,23 @@ def test_template_instance_type_sources(aws):
         assert template.labels["node.kubernetes.io/instance-type"] == "m6g.large", group.id
         assert template.labels["kubernetes.io/arch"] == "arm64"
         assert (template.capacity["cpu"], template.capacity["memory"]) == (2000, 8 * GI)
+
+
+def test_a_template_aws_cannot_give_is_a_template_error(aws):
+    """The port's typed error, classed as the cloud's: scale-up passes the group over and says
+    why (a launch template that names no instance type, then a group deleted behind our back)."""
+    aws.ec2.create_launch_template(LaunchTemplateName="bare-lt", LaunchTemplateData={"ImageId": AMI})
+    aws.asg("bare", LaunchTemplate={"LaunchTemplateName": "bare-lt", "Version": "$Latest"})
+    aws.asg("gone")
+    cloud = aws.provider(nodes=[ExplicitGroup(0, 3, "bare"), ExplicitGroup(0, 3, "gone")], clock=aws.clock)
+    bare, gone = cloud.node_groups()
+    with pytest.raises(TemplateError, match="names no instance type") as info:
+        bare.template_node()
+    assert (info.value.group_id, info.value.code) == ("bare", ProviderErrorCode.CLOUD_PROVIDER)
+    aws.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="gone", ForceDelete=True)
+    aws.tick()
+    with pytest.raises(TemplateError, match="no longer exists"):
+        gone.template_node()
 
 
 def test_a_group_with_a_ready_node_takes_its_template_from_it(aws):

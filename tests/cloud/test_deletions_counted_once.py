@@ -17,7 +17,7 @@ import pytest
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, InstanceState
-from kubetide.autoscaler.scaledown.eligibility import RemovalLimits
+from kubetide.autoscaler.scaledown.planning.eligibility import RemovalLimits
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.cloud.clusterapi import (
     MACHINE_SET,

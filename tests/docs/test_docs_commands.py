@@ -57,6 +57,15 @@ NOT_OFFLINE = {
     "asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/my-cluster": (
         "needs a live cluster and AWS credentials and network"
     ),
+    "kubetide record --kubeconfig ~/.kube/config --for 1h --out tuesday": (
+        "watches a live cluster for an hour (tests/kube/test_record_live.py records one)"
+    ),
+    "kubetide scenario from-cluster --trace tuesday --out tuesday/replay.yaml": (
+        "tuesday/ is the recording of a live cluster the line before it makes"
+    ),
+    "kubetide simulate tuesday/replay.yaml --compare patient:scale-down-unneeded-time=30m": (
+        "tuesday/replay.yaml replays a live cluster's recording"
+    ),
     "kubetide run --cloud-provider clusterapi --node-group-auto-discovery=clusterapi:namespace=default": (
         "needs a live Cluster API management cluster"
     ),

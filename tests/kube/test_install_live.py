@@ -23,7 +23,7 @@ import yaml
 from controlplane import KubeTestContext, wait_until
 from test_deploy_rbac import DEPLOY, kubectl, one, render, render_wrapped
 
-from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
+from kubetide.autoscaler.scaledown.planning.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
 
 pytestmark = pytest.mark.controlplane
 

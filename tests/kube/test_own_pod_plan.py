@@ -19,7 +19,7 @@ import yaml
 from test_deploy_rbac import DEPLOY, PROVIDER, one, render
 
 import kubetide.cli.main as cli_main
-from kubetide.autoscaler.scaledown.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
+from kubetide.autoscaler.scaledown.planning.drainability import SAFE_TO_EVICT_LOCAL_VOLUMES
 
 NOW = "2026-03-10T14:00:00Z"
 CREATED = "2026-03-01T00:00:00Z"

@@ -22,7 +22,7 @@ from kubetide_process import (
     write_groups,
 )
 
-from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
 
 pytestmark = pytest.mark.controlplane
 

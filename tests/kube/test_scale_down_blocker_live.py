@@ -13,7 +13,7 @@ from controlplane import KubeTestContext, wait_until
 
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.clock import WallClock
 from kubetide.cloud.static import StaticCloud
 from kubetide.kube.actions import KubeClusterActions

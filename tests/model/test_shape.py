@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetide.autoscaler.scaledown.placement import _standin_key
+from kubetide.autoscaler.scaledown.planning.placement import _standin_key
 from kubetide.autoscaler.scaleup.equivalence import group_pods
 from kubetide.model.pod import parse_pod
 from kubetide.model.pod_typed import convert_pod

@@ -84,7 +84,7 @@ def ca_scaledown(binary: Path, dump: Path, order: list[str], *args: str) -> dict
     order-dependent: give CA kubetide's order), the unneeded set uncapped.
 
     Like with like: kubetide's `plan`, with timers taken as run out (its default, and how these
-    tests run it), never applies CA's cap on the unneeded set (scaledown/limit.py; the planner
+    tests run it), never applies CA's cap on the unneeded set (scaledown/planning/limit.py; the planner
     answers for every node), so CA runs uncapped too (-max-scale-down-parallelism 0). The size
     check below is stricter than that needs: it keeps these clusters under the cap a first loop
     of `kubetide run` or `plan --no-expire-timers` would apply (2 x max-scale-down-parallelism,

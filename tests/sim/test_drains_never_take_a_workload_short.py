@@ -28,8 +28,8 @@ from unittest.mock import patch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetide.autoscaler.scaledown import actuator
-from kubetide.autoscaler.scaledown.soledestination import sole_destinations
+from kubetide.autoscaler.scaledown.actuation import actuator
+from kubetide.autoscaler.scaledown.actuation.soledestination import sole_destinations
 from kubetide.sim import Simulation
 from kubetide.sim.spec.scenario import parse_scenario
 

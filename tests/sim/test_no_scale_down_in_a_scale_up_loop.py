@@ -14,7 +14,7 @@ import pytest
 from sim_helpers import deployment, group, make_scenario
 
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
-from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
+from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 from kubetide.cli.run_log import loop_lines
 from kubetide.sim import Simulation
 from kubetide.sim.runtime.simulation import work_timer

@@ -20,7 +20,7 @@ from sim_helpers import advance, deployment, group, make_scenario, pdb, simulate
 
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, InstanceState
-from kubetide.autoscaler.scaledown.actuator import POD_EVICTION_HEADROOM
+from kubetide.autoscaler.scaledown.actuation.actuator import POD_EVICTION_HEADROOM
 from kubetide.durations import parse_duration
 from kubetide.sim import Simulation
 from kubetide.sim.runtime.simulation import work_timer

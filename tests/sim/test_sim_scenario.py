@@ -107,7 +107,12 @@ def test_a_valid_scenario_loads_with_files_relative_to_it(sample):
         ),
         ("kind: Scenario", "kind: Scenaro", "kind: Input should be 'Scenario'"),
         ("file: workloads.yaml", "file: missing.yaml", 'spec.objects[0].file: no such file "missing.yaml"'),
-        ("scale: {kind", "scael: {kind", 'spec.events[0].scael: unknown field (did you mean "scale"?)'),
+        (
+            "scale: {kind",
+            "scael: {kind",
+            'spec.events[0]: unknown event kind "scael" (did you mean "scale"?); '
+            "the kinds are scale, apply, delete, fault, restart, setImage",
+        ),
     ],
 )
 def test_errors_name_the_file_and_the_field(sample, before, after, expected):

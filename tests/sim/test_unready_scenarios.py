@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kubetide.sim import Simulation, load_scenario
+from kubetide.sim.spec.scenario import ApplyEvent, FaultEvent, ScaleEvent
 
 UNREADY = Path(__file__).resolve().parents[2] / "examples" / "unready"
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
@@ -35,18 +36,18 @@ def workload(scenario, kind: str, name: str):
 
 def applied(scenario, kind: str, name: str):
     for event in scenario.events:
-        if event.kind == "apply":
-            for w in event.payload.workloads:
+        if isinstance(event, ApplyEvent):
+            for w in event.manifests.workloads:
                 if w.kind == kind and w.name == name:
                     return w
     raise LookupError(name)
 
 
-def event_at(scenario, kind: str, **match) -> float:
+def fault_at(scenario, fault_type: str) -> float:
     for event in scenario.events:
-        if event.kind == kind and all(getattr(event.payload, k) == v for k, v in match.items()):
+        if isinstance(event, FaultEvent) and event.fault.type == fault_type:
             return event.at
-    raise LookupError(match)
+    raise LookupError(fault_type)
 
 
 def group_config(scenario, name: str):
@@ -109,7 +110,7 @@ def test_uc1_slow_provisioning_counts_upcoming_nodes_and_asks_once():
     per_node = pods_per_node(scenario, "general", web.template.prototype.requests)
     group = group_config(scenario, "general")
     free = group.initial_size * per_node - web.replicas
-    grown_to = next(e.payload.replicas for e in scenario.events if e.kind == "scale")
+    grown_to = next(e.target.replicas for e in scenario.events if isinstance(e, ScaleEvent))
     needed = math.ceil((grown_to - web.replicas - free) / per_node)
 
     (scaled_at, delta), *again = increases(result, "general")
@@ -144,7 +145,7 @@ def test_uc2_slow_readiness_is_starting_not_unready():
     group = group_config(scenario, "general")
     per_node = pods_per_node(scenario, "general", web.template.prototype.requests)
     free = group.initial_size * per_node - web.replicas
-    grown_to = next(e.payload.replicas for e in scenario.events if e.kind == "scale")
+    grown_to = next(e.target.replicas for e in scenario.events if isinstance(e, ScaleEvent))
     needed = math.ceil((grown_to - web.replicas - free) / per_node)
     assert group.ready_delay.max < scenario.options.max_node_startup_time
 
@@ -241,7 +242,7 @@ def test_uc4_stockout_fixes_the_target_backs_off_and_uses_another_group():
 def test_uc5_instances_that_never_register_are_deleted():
     scenario, result = run("uc5-never-registers")
     fault = next(
-        e.payload for e in scenario.events if e.kind == "fault" and e.payload.type == "nodeNeverRegisters"
+        e.fault for e in scenario.events if isinstance(e, FaultEvent) and e.fault.type == "nodeNeverRegisters"
     )
     s = result.summary
     assert s["node_groups"]["general"]["unregistered_removed"] == fault.count
@@ -273,7 +274,7 @@ def test_uc6_a_dead_node_is_removed_after_scale_down_unready_time():
     group = group_config(scenario, "general")
     per_node = pods_per_node(scenario, "general", web.template.prototype.requests)
     assert web.replicas == group.initial_size * per_node  # every node holds per_node web pods
-    died_at = event_at(scenario, "fault", type="nodeNotReady")
+    died_at = fault_at(scenario, "nodeNotReady")
 
     dead = [e["object"].removeprefix("Node/") for e in events(result, "NodeNotReady")]
     assert len(dead) == 1
@@ -293,7 +294,7 @@ def test_uc7_nodes_being_deleted_are_neither_unready_nor_capacity():
     scenario, result = run("uc7-under-deletion")
     s = result.summary
     batch = group_config(scenario, "batch")
-    notready_at = event_at(scenario, "fault", type="nodeNotReady")
+    notready_at = fault_at(scenario, "nodeNotReady")
     # Every batch node went NotReady while the cloud was deleting it ...
     down = [e for e in events(result, "NodeNotReady") if e["object"].startswith("Node/batch-")]
     assert len(down) == batch.initial_size
@@ -326,8 +327,8 @@ def test_uc7_nodes_being_deleted_are_neither_unready_nor_capacity():
 def test_uc8_a_zone_outage_halts_the_autoscaler_until_the_zone_is_back():
     scenario, result = run("uc8-zone-outage")
     options = scenario.options
-    down_at = event_at(scenario, "fault", type="nodeNotReady")
-    back_at = event_at(scenario, "fault", type="nodeReady")
+    down_at = fault_at(scenario, "nodeNotReady")
+    back_at = fault_at(scenario, "nodeReady")
     zone = group_config(scenario, "zone-a")
     total = sum(g.initial_size for g in scenario.groups)
     assert zone.initial_size > options.ok_total_unready_count
@@ -359,7 +360,10 @@ def test_every_use_case_has_a_scenario():
     names = sorted(p.name for p in UNREADY.glob("uc*.yaml"))
     assert [n[:3] for n in names] == [f"uc{i}" for i in range(1, 9)]
     types = {
-        e.payload.type for p in UNREADY.glob("uc*.yaml") for e in load_scenario(p).events if e.kind == "fault"
+        e.fault.type
+        for p in UNREADY.glob("uc*.yaml")
+        for e in load_scenario(p).events
+        if isinstance(e, FaultEvent)
     }
     assert types == {
         "stockout",

@@ -31,7 +31,7 @@ def story():
     two_n = web.replicas
     assert two_n % 2 == 0
     n = two_n // 2
-    assert [e.payload.replicas for e in scales] == [3 * n, 2 * n], "the story: 2N -> 3N -> 2N"
+    assert [e.target.replicas for e in scales] == [3 * n, 2 * n], "the story: 2N -> 3N -> 2N"
     return scenario, n, scales[-1].at
 
 

@@ -37,11 +37,16 @@ from kubetide.autoscaler.events import Event
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown import BudgetDecision, Planner, ScaleDownPlan, crop
-from kubetide.autoscaler.scaledown.estimate import plan_schedule
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED
-from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.validate import NodeBasis, basis_of
+from kubetide.autoscaler.scaledown import NodeReason
+from kubetide.autoscaler.scaledown.actuation import NodeBasis, basis_of
+from kubetide.autoscaler.scaledown.planning import (
+    BEING_DELETED,
+    BudgetDecision,
+    Planner,
+    ScaleDownPlan,
+    crop,
+    plan_schedule,
+)
 from kubetide.autoscaler.scaleup.expanders import ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import (
     Increase,

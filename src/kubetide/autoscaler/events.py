@@ -109,6 +109,15 @@ class Event:
         return cls._on_status(status, EventType.WARNING, "FailedToScaleUpGroup", message, at)
 
     @classmethod
+    def node_group_skipped(
+        cls, status: StatusObject, group_id: str, reason: str, why: str, warning: bool, at: float
+    ) -> Event:
+        """Scale-up passed a group over for its provider's answer (no template, a ProviderError):
+        `reason` is the name the status document gives it too; a Warning for an error."""
+        type_ = EventType.WARNING if warning else EventType.NORMAL
+        return cls._on_status(status, type_, reason, f"Scale-up skipped group {group_id}: {why}", at)
+
+    @classmethod
     def scale_up_failed(cls, status: StatusObject, message: str, at: float) -> Event:
         """Instances the cloud failed to create (CA's registry: ScaleUpFailed)."""
         return cls._on_status(status, EventType.WARNING, "ScaleUpFailed", message, at)

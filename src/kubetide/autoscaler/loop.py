@@ -40,30 +40,31 @@ from kubetide.autoscaler.ports import (
     NodeGroup,
     UsageSource,
 )
-from kubetide.autoscaler.scaledown import (
+from kubetide.autoscaler.scaledown.actuation import (
     Actuator,
-    ScaleDownPlan,
+    SoftTaintMemo,
+    Stale,
     StartResult,
     recover,
     release_orphans,
+    stale_reason,
     update_soft_taints,
 )
-from kubetide.autoscaler.scaledown.blockers import (
+from kubetide.autoscaler.scaledown.explanation import (
+    BLOCKER_ANNOTATION,
+    UNBLOCK_REFRESH,
+    UnblockMemo,
     annotation_changes,
     blocking_pods_text,
+    find_unblocks,
     single_replica_hold,
     single_replica_words,
 )
-from kubetide.autoscaler.scaledown.drainability import BlockingPod
-from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo
-from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
-from kubetide.autoscaler.scaledown.unblocking import UNBLOCK_REFRESH, UnblockMemo, find_unblocks
-from kubetide.autoscaler.scaledown.validate import Stale, stale_reason
+from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, BlockingPod, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
-from kubetide.autoscaler.status import DrainStatus, UnremovableNode, WaitingNode
+from kubetide.autoscaler.status import DrainStatus, ProviderFailure, UnremovableNode, WaitingNode
 from kubetide.clock import Clock, Timer, timed
 from kubetide.model import Node, PodDisruptionBudget, Workload
 from kubetide.scheduling import PredicateChecker
@@ -375,9 +376,9 @@ class Autoscaler:
     def _find_unblocks(
         self, inputs: LoopInputs, decision: LoopDecision, only: Collection[str] | None = None
     ) -> None:
-        """What would unblock each unremovable node (of `only`, if given: unblocking.py), on the
-        cluster as the scheduler will leave it (the pods the decision bound), into the plan's
-        statuses."""
+        """What would unblock each unremovable node (of `only`, if given:
+        explanation/unblock_search.py), on the cluster as the scheduler will leave it (the pods
+        the decision bound), into the plan's statuses."""
         plan, snapshot = decision.scale_down, inputs.snapshot
         assert plan is not None
         by_key = {pod.key: pod for pod in inputs.pending}
@@ -434,6 +435,11 @@ class Autoscaler:
                 backed_off=bool(needing)
                 and not plan.increases
                 and any(skip.reason is SkipReason.BACKED_OFF for skip in plan.skipped_groups.values()),
+                provider_failures={
+                    group_id: ProviderFailure(name, skip.error_code, skip.detail)
+                    for group_id, skip in plan.skipped_groups.items()
+                    if (name := skip.provider_name) is not None
+                },
             )
         if result is not None and result.scale_down is not None:
             scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)

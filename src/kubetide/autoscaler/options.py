@@ -119,7 +119,7 @@ class AutoscalerOptions:
     node_deletion_batcher_interval: float = 0.0
     # The legacy scale-down's candidate pool (non-empty count, max(ceil(nodes x ratio), min-count)):
     # accepted and checked, read by no decision, as in CA's parallel-drain planner (1.31+: read
-    # nowhere). What bounds the search is CA's unneeded-nodes limit (scaledown/limit.py).
+    # nowhere). What bounds the search is CA's unneeded-nodes limit (scaledown/planning/limit.py).
     scale_down_non_empty_candidates_count: int = 30
     scale_down_candidates_pool_ratio: float = 0.1
     scale_down_candidates_pool_min_count: int = 50
@@ -146,7 +146,7 @@ class AutoscalerOptions:
     # unremovable-node-recheck-timeout, timer restarted)
     scale_down_budget_wait_keeps_unneeded_time: bool = True
     # kubetide's own: a pod a budget pins for good leaves by its Deployment's rollout (replacement
-    # first) when the Deployment allows a surge (autoscaler/scaledown/surge.py)
+    # first) when the Deployment allows a surge (autoscaler/scaledown/planning/surge.py)
     surge_before_evict: bool = False
     # Not a flag: whether kubetide's credentials may restart Deployments (patch deployments.apps,
     # which deploy/components/surge-before-evict grants). `kubetide run` asks at start; without
@@ -154,7 +154,7 @@ class AutoscalerOptions:
     # the process at start instead).
     may_restart_deployments: bool = dataclasses.field(default=True, metadata={"flag": False})
     # kubetide's own: unremovable nodes carry kubetide.io/scale-down-blocker, the reason and what
-    # would unblock them in one line (autoscaler/scaledown/unblocking.py; a few planner runs a node)
+    # would unblock them in one line (autoscaler/scaledown/explanation/unblock_search.py; a few planner runs a node)
     annotate_scale_down_blockers: bool = False
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)

@@ -139,6 +139,42 @@ class ClusterActions(Protocol):
         ...
 
 
+class ProviderErrorCode(enum.StrEnum):
+    """The Cluster Autoscaler's AutoscalerErrorType values a provider's failure is classed under."""
+
+    CLOUD_PROVIDER = "cloudProviderError"  # the cloud's API failed or refused
+    CONFIGURATION = "configurationError"  # the group's own settings are wrong (an operator's fix)
+
+
+class ProviderError(Exception):
+    """A cloud provider could not answer a question about one node group. Raised only by
+    NodeGroup implementations (kubetide.cloud.*, the simulator's cloud), as one of the subclasses
+    below, never bare; decision code catches exactly these, passes the group over for this loop,
+    and says why in the status document and an Event. `group_id` names the group, `code` classes
+    the failure, the message says what went wrong in one line."""
+
+    def __init__(
+        self, group_id: str, message: str, code: ProviderErrorCode = ProviderErrorCode.CLOUD_PROVIDER
+    ):
+        super().__init__(message)
+        self.group_id = group_id
+        self.code = code
+
+
+class TemplateError(ProviderError):
+    """`template_node()` failed although the group should have a template: the cloud's API did
+    not answer (the AWS provider reading a launch template), or the group's template settings
+    are malformed (Cluster API capacity annotations that do not parse: CONFIGURATION). A group
+    that simply has no template returns None instead."""
+
+
+class PriceError(ProviderError):
+    """`price_per_hour()` failed for a provider that prices its groups: its pricing source did
+    not answer or gave nonsense. A group the provider knows no price for returns None instead.
+    No bundled provider raises it yet: their prices are configured (static, kwok, the
+    simulator) or 0.0 (AWS, Cluster API); it is the contract for one that asks a pricing API."""
+
+
 class InstanceState(enum.Enum):
     CREATING = "creating"
     RUNNING = "running"
@@ -197,11 +233,19 @@ class NodeGroup(Protocol):
 
     def instances(self) -> Sequence[Instance]: ...
 
-    def template_node(self) -> Node:
-        """What a new node of this group looks like: labels, taints, allocatable."""
+    def template_node(self) -> Node | None:
+        """What a new node of this group looks like: labels, taints, allocatable. None when the
+        group has no template (a normal answer: a Cluster API group with no Node to copy and no
+        capacity annotations); scale-up passes it over. Raises TemplateError when the group has
+        one but the provider cannot build it now. Any other exception is a provider bug and
+        propagates."""
         ...
 
-    def price_per_hour(self) -> float: ...
+    def price_per_hour(self) -> float | None:
+        """What one node of this group costs per hour; None when the provider knows no price for
+        it (a normal answer: the price expander then prefers priced groups). Raises PriceError
+        when the provider has prices but cannot give this group's now."""
+        ...
 
 
 class CloudProvider(Protocol):

@@ -13,7 +13,9 @@ written, so a document parsed back compares equal to the one built.
 Differences from CA, on purpose: counts and candidates are written even when zero (CA omits some
 zero values); ``backoffInfo`` is written only when the group is in Backoff; a group's ``scaleUp`` also says,
 kubetide's own, ``neverReady`` while the group holds nodes that registered and never became Ready
-(UC3: not scaled up until they are Ready or gone, whatever its status says). The cluster-wide
+(UC3: not scaled up until they are Ready or gone, whatever its status says), and
+``providerFailure`` when its cloud provider gave no template or failed with a ProviderError
+(ports.py) this loop (the reason, CA's error type, the message). The cluster-wide
 ``scaleDown`` also lists, kubetide's own and only when there are any, the ``drains`` the planner
 would start (estimated time, PodDisruptionBudget waves, why a node is risky), the nodes
 ``waitingForBudget`` (with their estimated drain time once the budget is back), the
@@ -111,6 +113,18 @@ class BackoffInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderFailure:
+    """kubetide's own: why scale-up passed the group over for its cloud provider's answer this
+    loop. `reason` is the Event's reason too (NoTemplateNode, FailedToGetTemplateNode,
+    FailedToGetNodePrice); `errorCode` is CA's error type (cloudProviderError,
+    configurationError), empty when the group simply has no template."""
+
+    reason: str = ""
+    error_code: str = ""
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class NodeGroupScaleUpCondition:
     status: str = ""
     backoff_info: BackoffInfo | None = None
@@ -119,6 +133,8 @@ class NodeGroupScaleUpCondition:
     # kubetide's own, written only when the group holds nodes that registered and never became
     # Ready (UC3): why scale-up leaves it alone, in one line naming them.
     never_ready: str | None = None
+    # kubetide's own, written only when the provider's answer made scale-up pass the group over.
+    provider_failure: ProviderFailure | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,18 @@ from kubetide import __version__
 from kubetide.errors import UserError
 
 # Subcommands, in the order `kubetide --help` lists them.
-COMMANDS = ("simulate", "scenario", "sweep", "plan", "schedule", "qos", "qos_agent", "downscale", "run")
+COMMANDS = (
+    "simulate",
+    "scenario",
+    "sweep",
+    "plan",
+    "schedule",
+    "qos",
+    "qos_agent",
+    "downscale",
+    "run",
+    "record",
+)
 # What `kubetide --help` says of each without importing it; tests/cli/test_inputs.py checks these
 # against the help the modules themselves give.
 SUMMARIES = {
@@ -32,6 +43,7 @@ SUMMARIES = {
     "qos_agent": "run the node QoS agent on this node (throttle, evict, disable scheduling)",
     "downscale": "show which pods a ReplicaSet would delete to reach N replicas, and why",
     "run": "run the autoscaler against a live cluster",
+    "record": "watch a live cluster (read-only) and record its load, to replay in the simulator",
 }
 
 

@@ -52,7 +52,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown import NodeReason, PodReason
 from kubetide.cli.json_output import add_json_argument, document, rfc3339
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
 from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
@@ -64,8 +64,7 @@ from kubetide.errors import ManifestError, UserError
 if TYPE_CHECKING:
     from kubetide.autoscaler.decision import LoopDecision
     from kubetide.autoscaler.ports import UsageSample
-    from kubetide.autoscaler.scaledown import BudgetDecision, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.plan import NodeStatus
+    from kubetide.autoscaler.scaledown.planning import BudgetDecision, NodeStatus, ScaleDownPlan
     from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
     from kubetide.cloud.static import StaticCloud, StaticNodeGroup
     from kubetide.model import ConfigMap, Manifests, Pod
@@ -73,7 +72,7 @@ if TYPE_CHECKING:
 
 CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
 SHOWN_PODS = 5  # pod names listed per line before "and N more"
-# autoscaler/scaledown/unblocking.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
+# autoscaler/scaledown/explanation/unblock_search.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
 # imports no planner; tests/cli/test_startup.py holds the two equal.
 UNBLOCK_BUDGET = 10.0
 
@@ -308,7 +307,7 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
     dump without any ReplicaSet would block every node that way. With controllers unknown, rule 3
     stays silent, as the Cluster Autoscaler without listers.
     """
-    from kubetide.autoscaler.scaledown.drainability import REPLICATED_KINDS
+    from kubetide.autoscaler.scaledown.planning import REPLICATED_KINDS
 
     present = {w.kind for w in manifests.workloads}
     referenced = {
@@ -339,7 +338,7 @@ class PlanResult:
 
     @property
     def scale_down(self) -> ScaleDownPlan:
-        from kubetide.autoscaler.scaledown import ScaleDownPlan
+        from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
 
         if self.decision.scale_down is None:  # scale-down-enabled=false
             return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
@@ -382,9 +381,8 @@ def plan_loop(
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
     from kubetide.autoscaler.decision import LoopInputs, LoopState, decide
-    from kubetide.autoscaler.scaledown import crop
-    from kubetide.autoscaler.scaledown.narrow import Recording
-    from kubetide.autoscaler.scaledown.unblocking import find_unblocks
+    from kubetide.autoscaler.scaledown.explanation import Recording, find_unblocks
+    from kubetide.autoscaler.scaledown.planning import crop
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
@@ -402,7 +400,7 @@ def plan_loop(
         expander_service=expander_service(options),
     )
     # The loop's search, recorded: with timers expired it is the one the unblock answers start
-    # from (unblocking.find_unblocks), which then need not run it again.
+    # from (unblock_search.find_unblocks), which then need not run it again.
     unblock = unblock_budget > 0
     recording = Recording() if unblock and expire_timers else None
     if recording is not None:
@@ -426,7 +424,7 @@ def plan_loop(
                 snapshot.bind(by_key[key], node)
         if unblock and decision.scale_down is not None:
             # What would unblock each unremovable node: the planner again, on the cluster as the
-            # scheduler leaves it, with each suggested change applied (unblocking.py).
+            # scheduler leaves it, with each suggested change applied (explanation/unblock_search.py).
             plan = decision.scale_down
             answers = find_unblocks(
                 inputs,
@@ -510,7 +508,6 @@ POD_REASON_WORDS = {
     PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
     PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",
     PodReason.MIN_REPLICAS_REACHED: "its ReplicaSet has fewer replicas than min-replica-count",
-    PodReason.UNEXPECTED_ERROR: "the drainability rules failed on this pod",
 }
 _TIMERS = {
     NodeReason.NOT_UNNEEDED_LONG_ENOUGH: "scale-down-unneeded-time",
@@ -595,7 +592,7 @@ def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: Auto
     Timer details are rewritten: the planner states them in absolute seconds, while here every
     timer starts with this one loop.
     """
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
 
     if status.reason in _TIMERS:
         flag = _TIMERS[status.reason]
@@ -647,7 +644,7 @@ def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
 
 def summary_lines(result: PlanResult) -> list[str]:
     """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
-    from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE
+    from kubetide.autoscaler.scaledown.planning import BEING_DELETED, REMOVABLE, UNREMOVABLE
 
     sd = result.scale_down
     statuses = list(sd.nodes.values())
@@ -840,7 +837,7 @@ def _node_table(
     options: AutoscalerOptions,
     width: int,
 ) -> list[str]:
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
 
     rows = []
     for name, status in plan.nodes.items():
@@ -864,7 +861,7 @@ def node_explanation(
     name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
 ) -> list[tuple[str, str]]:
     """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
-    from kubetide.autoscaler.scaledown.plan import REMOVABLE
+    from kubetide.autoscaler.scaledown.planning import REMOVABLE
     from kubetide.model.quantity import CPU, MEMORY, format_units
 
     sd = result.scale_down

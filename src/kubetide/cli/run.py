@@ -272,8 +272,8 @@ def run(args) -> int:
     if not options.surge_before_evict and missing_permissions(client, (SURGE_BEFORE_EVICT,), args.namespace):
         # A Deployment may still opt in by its annotation: without the permission its restart
         # would be refused in the middle of a drain, loop after loop. Said once, here; the plan
-        # says it of each node it keeps (autoscaler/scaledown/surge.py).
-        from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
+        # says it of each node it keeps (autoscaler/scaledown/planning/surge.py).
+        from kubetide.autoscaler.scaledown.planning import SURGE_ANNOTATION
 
         log.warning(
             'surge before evict: Deployments annotated %s: "true" are not surged: cannot %s '

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning import EVICTION_RETRY_INTERVAL
 
 # Pod names listed in an eviction line at most; the count is always whole.
 MAX_PODS_NAMED = 10

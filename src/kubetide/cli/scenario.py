@@ -94,6 +94,12 @@ def add_parser(subparsers) -> None:
         help="PodMetrics (kubectl get --raw /apis/metrics.k8s.io/v1beta1/pods): each workload's pods get "
         "their average usage as a constant profile under spec.usage (what HPAs read); repeatable",
     )
+    export.add_argument(
+        "--trace",
+        metavar="DIR",
+        help="replay a recording (`kubetide record --out DIR`): its start, with each workload's replicas, "
+        "usage and Job run times as recorded (instead of DUMP or --kubeconfig)",
+    )
     export.add_argument("--out", metavar="FILE", help="write the scenario here (default: stdout)")
     export.add_argument("--force", action="store_true", help="replace --out FILE if it exists")
     export.add_argument(
@@ -133,6 +139,8 @@ def _from_cluster(args, display) -> int:
     elif args.force:
         raise UserError("--force: only with --out FILE (it replaces that file)")
     check_single_stdin([args.dump, args.node_groups])
+    if args.trace:
+        return _from_recording(args, out, display)
     definitions = read_node_groups(args.node_groups) if args.node_groups else None
     if args.kubeconfig and args.dump:
         raise UserError("scenario from-cluster: give a cluster dump (DUMP) or --kubeconfig, not both")
@@ -177,6 +185,59 @@ def _from_cluster(args, display) -> int:
     except OSError as exc:
         raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     print_export_summary(summary, out, sys.stdout)
+    return 0
+
+
+def _from_recording(args, out: Path | None, display) -> int:
+    """`--trace DIR`: the recording's start, replayed (sim/spec/recording.py); checked as simulate
+    will load it before anything is written."""
+    from kubetide.durations import format_duration
+    from kubetide.model.loader import parse_text
+    from kubetide.sim.spec.recording import scenario_from_recording
+    from kubetide.sim.spec.scenario import parse_scenario
+
+    others = [f for f, v in (("DUMP", args.dump), ("--kubeconfig", args.kubeconfig)) if v]
+    others += [f for f, v in (("--node-groups", args.node_groups), ("--usage", args.usage)) if v]
+    others += [f for f, v in (("--keep-env", args.keep_env), ("--name", args.name)) if v]
+    if others:
+        raise UserError(
+            f"scenario from-cluster --trace: {', '.join(others)} cannot be given with it (the recording has its start)"
+        )
+    directory = Path(args.trace)
+    if not directory.is_dir():
+        raise UserError(f"--trace {directory}: not a directory (give the one `kubetide record --out` wrote)")
+    scenario_dir = (out.parent if out is not None else Path.cwd()).resolve()
+    display.stage(f"replaying the recording in {directory}")
+    replay = scenario_from_recording(directory.resolve(), scenario_dir)
+    where = f"the replay of {directory}"
+    parse_scenario(parse_text(replay.text, where)[0], where, base_dir=scenario_dir)
+    display.close()
+    if out is None:
+        sys.stdout.write(replay.text)
+        stream = sys.stderr
+    else:
+        try:
+            with out.open("w" if args.force else "x", encoding="utf-8") as file:
+                file.write(replay.text)
+        except OSError as exc:
+            raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        stream = sys.stdout
+    lines = [
+        f"{'wrote ' + str(out) if out else 'the scenario is on stdout'}: {format_duration(replay.duration)} "
+        f"of {directory} replayed",
+        f"  replicas traced: {', '.join(replay.traced) or 'none (no workload changed)'}",
+    ]
+    if replay.dropped_hpas:
+        lines.append(f"  HPAs left out (the trace holds their decisions): {', '.join(replay.dropped_hpas)}")
+    lines.append(f"  usage: {'as recorded (PodMetrics)' if replay.usage else 'requests (none recorded)'}")
+    if replay.job_run is not None:
+        lines.append(
+            f"  jobRunDuration: {format_duration(round(replay.job_run))} (the recorded Job pods' median)"
+        )
+    lines += [f"  note: {note}" for note in replay.notes]
+    if out is not None:
+        lines.append(f"next: kubetide simulate {out} (--compare to try other settings)")
+    stream.write("\n".join(lines) + "\n")
     return 0
 
 

@@ -42,7 +42,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, ActionError, Instance, InstanceError, InstanceState
+from kubetide.autoscaler.ports import (
+    TO_BE_DELETED_TAINT,
+    ActionError,
+    Instance,
+    InstanceError,
+    InstanceState,
+    ProviderErrorCode,
+    TemplateError,
+)
 from kubetide.cloud.static import template_from_node
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient
@@ -446,7 +454,9 @@ class ClusterApiNodeGroup:
         result = [Instance(m.instance_id, m.state, m.error) for m in self._members()]
         return result + self.provider.placeholders(self)
 
-    def template_node(self) -> Node:
+    def template_node(self) -> Node | None:
+        """A Node of the group when it has one, else its capacity annotations; None when it has
+        neither. Raises TemplateError (configurationError) when the annotations do not parse."""
         nodes = [
             m.node for m in self._members() if m.node is not None and m.state is not InstanceState.DELETING
         ]
@@ -457,14 +467,11 @@ class ClusterApiNodeGroup:
             ]
             return template_from_node((usable or nodes)[0], name)
         try:
-            template = template_from_annotations(self._object(), f"{name}-template")
+            return template_from_annotations(self._object(), f"{name}-template")
         except ValueError as exc:
-            raise ActionError(f"{self.id}: capacity annotations: {exc}") from None
-        if template is None:
-            raise ActionError(
-                f"{self.id}: no Node to copy and no {CAPACITY_CPU} and {CAPACITY_MEMORY} annotations"
-            )
-        return template
+            raise TemplateError(
+                self.id, f"{self.id}: capacity annotations: {exc}", ProviderErrorCode.CONFIGURATION
+            ) from None
 
     def price_per_hour(self) -> float:
         return 0.0  # Cluster API knows no prices

@@ -37,10 +37,9 @@ from prometheus_client import (
 
 from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
-from kubetide.autoscaler.ports import CHURN_SECONDS
-from kubetide.autoscaler.scaledown.eligibility import gpu_resource
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.ports import CHURN_SECONDS, TemplateError
+from kubetide.autoscaler.scaledown import NodeReason
+from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, ScaleDownPlan, gpu_resource
 from kubetide.autoscaler.scaleup.orchestrator import GIB
 from kubetide.model import Node
 
@@ -416,9 +415,9 @@ class AutoscalerMetrics:
             if delta:
                 try:
                     template = node_group.template_node()
-                except Exception:  # no template: CA counts no GPU either
+                except TemplateError:  # scale-up said why; CA counts no GPU either
                     continue
-                gpu = gpu_name(template)
+                gpu = gpu_name(template) if template is not None else ""
                 if gpu:
                     self.scaled_up_gpu_nodes_total.labels(gpu).inc(delta)
         # A failed scale-up backs its group off at the loop's time (an increase the cloud refused,

@@ -4,7 +4,7 @@
 and permissions the autoscaler does not otherwise ask for). At most once per interval it lists
 PodMetrics and NodeMetrics (metrics.k8s.io/v1beta1: metrics-server serves no watch) and crane's
 NodeQOS and AvoidanceAction objects (ensurance.crane.io/v1alpha1), and turns them into a
-UsageSample for scale-down's QoS watermark guard (autoscaler/scaledown/usage.py): usage per pod
+UsageSample for scale-down's QoS watermark guard (autoscaler/scaledown/planning/usage.py): usage per pod
 UID (PodMetrics name the pod, the view's snapshot gives its UID), usage per node, and each node's
 ceilings (qos/ceilings.py). Between reads the last sample is given again; the guard's peaks are
 kept per loop, so a one-minute interval only means fewer samples.

@@ -2,7 +2,7 @@
 
 Every consumer that asks "are these pods alike?" keys on this value: the PredicateChecker's
 classes (scheduling/classes.py), scale-up's equivalence groups (autoscaler/scaleup/equivalence.py),
-the drain simulation's stand-ins (autoscaler/scaledown/placement.py) and the snapshot's per-request
+the drain simulation's stand-ins (autoscaler/scaledown/planning/placement.py) and the snapshot's per-request
 caches. Before it there were three hand-written fingerprints and caches keyed on `id()` of spec
 objects that only the fast parser shared; pods parsed by the Reader path missed them all.
 

@@ -273,8 +273,8 @@ class DeletionWorld:
     and cloud (one group of every node), and the planner and actuator wired as the loop wires them."""
 
     def __init__(self, nodes, pods, options, pdbs=()):
-        from kubetide.autoscaler.scaledown.actuator import Actuator
-        from kubetide.autoscaler.scaledown.planner import Planner
+        from kubetide.autoscaler.scaledown.actuation.actuator import Actuator
+        from kubetide.autoscaler.scaledown.planning.planner import Planner
         from kubetide.clock import WorkTimer
 
         self.options = options

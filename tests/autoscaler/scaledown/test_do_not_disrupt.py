@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import pod, workload
 
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     DrainContext,
@@ -19,7 +19,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     index_workloads,
     verdict,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model.disruption import do_not_disrupt, do_not_disrupt_until
 from kubetide.model.pod import MIRROR_ANNOTATION

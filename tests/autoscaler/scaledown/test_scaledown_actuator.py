@@ -9,11 +9,11 @@ from scaledown_fakes import DeletionWorld, FakeActions, node, pod, workload
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, EvictionOutcome
-from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX, Phase
-from kubetide.autoscaler.scaledown.budgets import crop
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.restart import recover
-from kubetide.autoscaler.scaledown.softtaint import SoftTaintMemo, update_soft_taints
+from kubetide.autoscaler.scaledown.actuation.actuator import DELAY_DELETION_PREFIX, Phase
+from kubetide.autoscaler.scaledown.actuation.restart import recover
+from kubetide.autoscaler.scaledown.actuation.softtaint import SoftTaintMemo, update_soft_taints
+from kubetide.autoscaler.scaledown.planning.budgets import crop
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 

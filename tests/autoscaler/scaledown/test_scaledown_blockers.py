@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.sim import Simulation
 from kubetide.sim.spec.scenario import parse_scenario
 

@@ -27,9 +27,9 @@ from test_scaledown_properties import APPS, OPTIONS, WORKLOADS, clusters
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-from kubetide.autoscaler.scaledown.actuator import Actuator
-from kubetide.autoscaler.scaledown.planner import Planner
-from kubetide.autoscaler.scaledown.restart import recover
+from kubetide.autoscaler.scaledown.actuation.actuator import Actuator
+from kubetide.autoscaler.scaledown.actuation.restart import recover
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 from kubetide.snapshot import ClusterSnapshot

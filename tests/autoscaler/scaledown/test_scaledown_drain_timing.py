@@ -15,12 +15,12 @@ from scaledown_fakes import (
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
-from kubetide.autoscaler.scaledown.actuator import Phase
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.plan import REMOVABLE, NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.restart import recover
-from kubetide.autoscaler.scaledown.soledestination import sole_destinations
+from kubetide.autoscaler.scaledown.actuation.actuator import Phase
+from kubetide.autoscaler.scaledown.actuation.restart import recover
+from kubetide.autoscaler.scaledown.actuation.soledestination import sole_destinations
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.errors import ManifestError
 from kubetide.model import Taint
 from kubetide.scheduling.checker import PredicateChecker

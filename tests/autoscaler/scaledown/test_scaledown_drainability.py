@@ -3,7 +3,7 @@
 import pytest
 from scaledown_fakes import pdb, pod, workload
 
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     DrainContext,
@@ -14,7 +14,7 @@ from kubetide.autoscaler.scaledown.drainability import (
     pods_needing_homes,
     verdict,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model.pod import MIRROR_ANNOTATION, Volume
 

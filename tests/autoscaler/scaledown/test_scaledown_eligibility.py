@@ -4,7 +4,7 @@ import pytest
 from scaledown_fakes import GI, FakeCloud, FakeGroup, cloud_for, node, pod
 
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
-from kubetide.autoscaler.scaledown.eligibility import (
+from kubetide.autoscaler.scaledown.planning.eligibility import (
     SCALE_DOWN_DISABLED_ANNOTATION,
     EligibilityChecker,
     RemovalLimits,

@@ -7,7 +7,7 @@ import pytest
 from scaledown_fakes import pod
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.estimate import DEFAULT_REPLACEMENT_READY, estimate_drain
+from kubetide.autoscaler.scaledown.planning.estimate import DEFAULT_REPLACEMENT_READY, estimate_drain
 
 
 def started(name, bound_to_ready, grace=30, restarts=0):

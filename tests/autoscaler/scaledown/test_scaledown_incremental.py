@@ -23,8 +23,8 @@ from scaledown_fakes import FakeCloud, FakeGroup, node, pdb, pod, workload
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.clock import WorkTimer
 from kubetide.model import LabelSelector, Taint
 from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint

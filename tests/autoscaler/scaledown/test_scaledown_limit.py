@@ -9,9 +9,9 @@ from scaledown_fakes import cloud_for, node, pod, snapshot_of, workload
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.limit import UnneededLimit, unneeded_nodes_limit
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit, unneeded_nodes_limit
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.clock import WorkTimer
 

@@ -8,7 +8,7 @@ from scaledown_fakes import cloud_for, node, pod, snapshot_of, workload
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
     Outcome,
@@ -17,8 +17,8 @@ from kubetide.autoscaler.scaledown.drainability import (
     pods_needing_homes,
     verdict,
 )
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.clock import WorkTimer
 

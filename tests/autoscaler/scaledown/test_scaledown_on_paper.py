@@ -17,7 +17,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import node, pod
 
-from kubetide.autoscaler.scaledown.placement import PodMover, is_node_local, paper_pods
+from kubetide.autoscaler.scaledown.planning.placement import PodMover, is_node_local, paper_pods
 from kubetide.model import LabelSelector, Taint, Toleration
 from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint
 from kubetide.scheduling import PredicateChecker

@@ -4,8 +4,8 @@
 import pytest
 from scaledown_fakes import pdb, pod, workload
 
-from kubetide.autoscaler.scaledown.drainability import index_workloads
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.drainability import index_workloads
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 
 
 def tracker(pdbs, pods, workloads=None):

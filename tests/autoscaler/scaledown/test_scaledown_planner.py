@@ -10,8 +10,8 @@ from scaledown_fakes import FakeCloud, FakeGroup, cloud_for, node, pdb, pod, sna
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, ResourceRange
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.clock import WorkTimer
 from kubetide.model import Taint
@@ -489,7 +489,7 @@ def test_plan_json_has_the_documented_shape():
 
 
 def test_plan_json_can_show_what_the_budgets_let_start():
-    from kubetide.autoscaler.scaledown.budgets import crop
+    from kubetide.autoscaler.scaledown.planning.budgets import crop
 
     nodes = [node("a"), node("b"), node("c"), node("d", annotations=BUSY)]
     plan = plan_for(nodes, [pod("pa", "a", 100)])

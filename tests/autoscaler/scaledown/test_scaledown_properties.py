@@ -21,18 +21,21 @@ from scaledown_fakes import FakeCloud, FakeGroup, node, pdb, pod, state, workloa
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, UsageCeiling, UsageSample
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
     drain_node,
     index_workloads,
     pods_needing_homes,
 )
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, EligibilityChecker
-from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
-from kubetide.autoscaler.scaledown.placement import PodMover, homeless
-from kubetide.autoscaler.scaledown.planner import Planner
-from kubetide.autoscaler.scaledown.update import pod_order
+from kubetide.autoscaler.scaledown.planning.eligibility import (
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    EligibilityChecker,
+)
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
+from kubetide.autoscaler.scaledown.planning.placement import PodMover, homeless
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.update import pod_order
 from kubetide.clock import WorkTimer
 from kubetide.model import Taint
 from kubetide.scheduling.checker import PredicateChecker

@@ -9,11 +9,11 @@ from scaledown_fakes import cloud_for, node, pod, snapshot_of, workload
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.candidates import MIN_CONSIDERED_PER_LOOP
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.candidates import MIN_CONSIDERED_PER_LOOP
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.timers import SCALED_UP_THIS_LOOP
 from kubetide.clock import WorkTimer
 
 RS = [workload("ReplicaSet", "rs", 100)]

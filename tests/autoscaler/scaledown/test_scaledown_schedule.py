@@ -14,7 +14,7 @@ from scaledown_fakes import pod
 from unblock_cluster import SCALE_DOWN_DISABLED, Cluster
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.estimate import (
+from kubetide.autoscaler.scaledown.planning.estimate import (
     DEFAULT_REPLACEMENT_READY,
     EVICTION_RETRY_INTERVAL,
     REPLACEMENT_LAG,

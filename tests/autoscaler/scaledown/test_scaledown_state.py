@@ -4,8 +4,8 @@ non-candidate set with its recheck time."""
 from __future__ import annotations
 
 from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.planning.state import UnneededNodes, Unremovable, UnremovableNodes
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
 
 
 def test_unneeded_nodes_keep_their_time_start_anew_or_are_forgotten():

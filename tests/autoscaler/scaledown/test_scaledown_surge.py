@@ -8,10 +8,10 @@ from scaledown_fakes import FakeActions, FakeCloud, FakeGroup, node, pdb, pod, s
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.actuator import Actuator, Phase
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.actuation.actuator import Actuator, Phase
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
 from kubetide.clock import WorkTimer
 from kubetide.kube.permissions import SURGE_BEFORE_EVICT_COMPONENT
 from kubetide.model import LabelSelector, ObjectMeta, OwnerReference, PodTemplate, Workload
@@ -242,7 +242,7 @@ def test_a_refused_restart_abandons_the_drain_and_says_why():
 
 def test_a_restarted_process_resumes_a_surge_from_its_recovery_plan():
     from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-    from kubetide.autoscaler.scaledown.restart import recover
+    from kubetide.autoscaler.scaledown.actuation.restart import recover
     from kubetide.model import Taint
 
     options, snapshot, workloads = world(deployment())

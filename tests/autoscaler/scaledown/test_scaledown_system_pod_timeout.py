@@ -5,14 +5,14 @@ import pytest
 from scaledown_fakes import pod, workload
 
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
     Outcome,
     index_workloads,
     verdict,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 
 NOW = 100_000.0

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unblock_cluster import SAFE_TO_EVICT, SCALE_DOWN_DISABLED, Cluster
 
-from kubetide.autoscaler.scaledown import narrow, unblocking
+from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
 
 APPS = ("api", "web", "db", "cache")
 KINDS = ("replicated",) * 6 + ("bare", "not-safe", "kube-system", "local-storage")
@@ -77,8 +77,8 @@ def clusters(draw) -> Cluster:
 
 
 def _whole_plan(cluster: Cluster, tmp: Path) -> dict:
-    whole = functools.partial(unblocking.find_unblocks, narrow=False)
-    with mock.patch.object(unblocking, "find_unblocks", whole):
+    whole = functools.partial(unblock_search.find_unblocks, narrow=False)
+    with mock.patch.object(unblock_search, "find_unblocks", whole):
         return cluster.plan(tmp)
 
 
@@ -116,8 +116,8 @@ def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path:
     _Counted.made = []
     baseline = mock.Mock(side_effect=AssertionError("the loop's recorded search is there to start from"))
     with (
-        mock.patch.object(unblocking, "Replay", _Counted),
-        mock.patch.object(unblocking._Search, "baseline", baseline),
+        mock.patch.object(unblock_search, "Replay", _Counted),
+        mock.patch.object(unblock_search._Search, "baseline", baseline),
     ):
         plan = c.plan(tmp_path)
     assert plan == _whole_plan(c, tmp_path)

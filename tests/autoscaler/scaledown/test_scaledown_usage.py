@@ -9,9 +9,9 @@ from scaledown_fakes import cloud_for, node, pod, snapshot_of, state, workload
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
-from kubetide.autoscaler.scaledown import placement
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning import placement
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.cli.plan import node_detail
 from kubetide.clock import WorkTimer

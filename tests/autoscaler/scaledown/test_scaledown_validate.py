@@ -11,7 +11,7 @@ from scaledown_fakes import FakeActions, cloud_for, node, pdb, pod, workload
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
-from kubetide.autoscaler.scaledown.validate import Stale, basis_of, stale_reason
+from kubetide.autoscaler.scaledown.actuation.staleness import Stale, basis_of, stale_reason
 from kubetide.clock import ManualClock, WorkTimer
 from kubetide.snapshot import ClusterSnapshot
 

@@ -7,14 +7,14 @@ import pytest
 from scaledown_fakes import cloud_for, node, pdb, pod
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.candidates import simulate_removal
-from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.placement import PodMover
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.candidates import simulate_removal
+from kubetide.autoscaler.scaledown.planning.drainability import DrainContext, DrainRules, drain_node
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.update import Received, Update
+from kubetide.autoscaler.scaledown.planning.whatif import what_if
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.update import Received, Update
-from kubetide.autoscaler.scaledown.whatif import what_if
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 

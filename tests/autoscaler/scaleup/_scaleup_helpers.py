@@ -151,10 +151,8 @@ class FakeGroup:
     def instances(self):
         return ()
 
-    def template_node(self) -> Node:
+    def template_node(self) -> Node | None:
         return self._template
 
-    def price_per_hour(self) -> float:
-        if self.price is None:
-            raise NotImplementedError("no price")
+    def price_per_hour(self) -> float | None:
         return self.price

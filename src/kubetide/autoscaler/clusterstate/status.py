@@ -32,6 +32,7 @@ from kubetide.autoscaler.status import (
     NodeGroupHealthCondition,
     NodeGroupScaleUpCondition,
     NodeGroupStatus,
+    ProviderFailure,
     RegisteredNodeCount,
     RegisteredUnreadyNodeCount,
     ScaleDownCondition,
@@ -62,6 +63,8 @@ class ScaleUpSummary:
     evaluated: bool = False  # scale-up ran (False when the loop halted or skipped it)
     pods_needing_nodes: int = 0  # pending pods no existing or upcoming node can take
     backed_off: bool = False  # such pods exist and every group that could take them is backed off
+    # Groups passed over for their provider's answer (no template, a ProviderError), by id.
+    provider_failures: Mapping[str, ProviderFailure] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,7 @@ class StatusBuilder:
             self._scale_down, self._scale_down_probe = scale_down, now
         down_probe = self._scale_down_probe if self._scale_down_probe is not None else now
         candidates = self._scale_down.candidates
+        failures = scale_up.provider_failures if scale_up is not None else {}
 
         groups = []
         any_in_progress = False
@@ -135,6 +139,7 @@ class StatusBuilder:
                         rfc3339(now),
                         self._transition(group_id, "scaleUp", up_status, now),
                         never_ready_text(stuck) if stuck else None,
+                        failures.get(group_id),
                     ),
                     scale_down=self._scale_down_condition(group_id, group_candidates, down_probe),
                 )

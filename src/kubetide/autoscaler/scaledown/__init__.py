@@ -1,61 +1,15 @@
 """Scale-down with parallel drain: which nodes can go together, and taking them away safely.
 
-- `drainability`: which pods a drain moves, skips, or is blocked by (CA's rules, in order);
-- `eligibility`: which nodes are considered at all; node group and cluster minimums;
-- `pdb`: PodDisruptionBudget remaining disruptions, consumed across candidates;
-- `planner`: the parallel-drain design's UpdateUnneededNodes, step by step in the design's
-  names: `revalidate` (the deleted set), `evictions` (recent evictions), `candidates`
-  (eligibility and the candidate search), `timers` (unneeded times and pauses), over the
-  update's working state in `update`; `placement` moves one pod; `plan`: the result,
-  explainable per node and as `kubetide plan` JSON;
-- `budgets`, `actuator`: the design's StartDeletion (parallelism budgets, taints, drains as
-  per-node state machines driven by the loop); `softtaint`: DeletionCandidate taints;
-  `restart`: resuming or releasing nodes left tainted by a previous run.
+Three sub-packages, each with a small public face (its `__init__`), which is all that code outside
+scaledown/ imports (an import-linter contract says so):
+- `planning`: the parallel-drain design's UpdateUnneededNodes and the plan it produces;
+- `actuation`: its StartDeletion, soft taints, restart safety;
+- `explanation`: what would unblock each unremovable node, and the blocker line.
+Explanation and actuation build on planning; planning imports neither. Two modules stay here,
+below all three since the plan carries their values: `reasons` (the names scale-down gives its
+decisions, re-exported below) and `unblock_answer` (what would unblock a node, as a value).
 """
 
-from __future__ import annotations
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 
-from typing import TYPE_CHECKING
-
-from kubetide.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from kubetide.autoscaler.scaledown.actuator import Actuator, StartResult, TickResult
-    from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
-    from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
-    from kubetide.autoscaler.scaledown.planner import Planner
-    from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-    from kubetide.autoscaler.scaledown.restart import RecoveryReport, recover, release_orphans
-    from kubetide.autoscaler.scaledown.softtaint import SoftTaintResult, update_soft_taints
-else:
-    # Each name's module is imported when the name is first read (kubetide.lazy says why).
-    __getattr__ = lazy_exports(
-        __name__,
-        {
-            "kubetide.autoscaler.scaledown.actuator": ("Actuator", "StartResult", "TickResult"),
-            "kubetide.autoscaler.scaledown.budgets": ("BudgetDecision", "crop"),
-            "kubetide.autoscaler.scaledown.plan": ("NodeStatus", "ScaleDownPlan"),
-            "kubetide.autoscaler.scaledown.planner": ("Planner",),
-            "kubetide.autoscaler.scaledown.reasons": ("NodeReason", "PodReason"),
-            "kubetide.autoscaler.scaledown.restart": ("RecoveryReport", "recover", "release_orphans"),
-            "kubetide.autoscaler.scaledown.softtaint": ("SoftTaintResult", "update_soft_taints"),
-        },
-    )
-
-__all__ = [
-    "Actuator",
-    "BudgetDecision",
-    "NodeReason",
-    "NodeStatus",
-    "Planner",
-    "PodReason",
-    "RecoveryReport",
-    "ScaleDownPlan",
-    "SoftTaintResult",
-    "StartResult",
-    "TickResult",
-    "crop",
-    "recover",
-    "release_orphans",
-    "update_soft_taints",
-]
+__all__ = ["NodeReason", "PodReason"]

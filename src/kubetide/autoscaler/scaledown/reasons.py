@@ -45,4 +45,3 @@ class PodReason(enum.StrEnum):
     NOT_SAFE_TO_EVICT_ANNOTATION = "NotSafeToEvictAnnotation"
     UNMOVABLE_KUBE_SYSTEM_POD = "UnmovableKubeSystemPod"
     NOT_ENOUGH_PDB = "NotEnoughPdb"
-    UNEXPECTED_ERROR = "UnexpectedError"

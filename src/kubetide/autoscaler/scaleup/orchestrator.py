@@ -39,7 +39,7 @@ from typing import Any
 from kubetide.autoscaler.events import Event, StatusObject
 from kubetide.autoscaler.inputs import LoopInputs, PrioritiesSource
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import NodeGroup
+from kubetide.autoscaler.ports import NodeGroup, PriceError, TemplateError
 from kubetide.autoscaler.scaleup.balance import BalanceTarget, similar, split
 from kubetide.autoscaler.scaleup.equivalence import PodGroup, group_pods
 from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON, BinpackingEstimator, Estimate, NodeLimit
@@ -174,6 +174,57 @@ def _never_ready_of(value: NeverReady | None) -> Callable[[str], Sequence[str]]:
     return lambda group_id: value.get(group_id, ())
 
 
+def _ask_provider(group: NodeGroup) -> tuple[Node, float | None] | GroupSkip:
+    """The group's template and price, or why the provider's answer passes the group over."""
+    try:
+        template = group.template_node()
+        if template is None:
+            return GroupSkip(SkipReason.NO_TEMPLATE)
+        price = group.price_per_hour()
+        return template, None if price is None else float(price)
+    except TemplateError as exc:
+        return GroupSkip(SkipReason.TEMPLATE_ERROR, str(exc), str(exc.code))
+    except PriceError as exc:
+        return GroupSkip(SkipReason.PRICE_ERROR, str(exc), str(exc.code))
+
+
+def _add_upcoming(
+    snapshot: ClusterSnapshot, upcoming: Mapping[str, int], templates: Mapping[str, GroupTemplate]
+) -> tuple[int, int, int]:
+    """Template copies of the nodes on their way, into the snapshot: how many, and their cpu and
+    memory (a group without a template counts its nodes but adds no copies)."""
+    total = cpu = mem = 0
+    for group_id, count in upcoming.items():
+        if count <= 0:
+            continue
+        total += count
+        template = templates.get(group_id)
+        if template is None:
+            continue
+        cpu += _capacity(template.node, CPU) * count
+        mem += _capacity(template.node, MEMORY) * count
+        for i in range(count):
+            snapshot.add_node(template.copy(f"upcoming-{i}"))
+    return total, cpu, mem
+
+
+def _state_skip(
+    group_id: str,
+    is_backed_off: Callable[[str], bool],
+    is_healthy: Callable[[str], bool],
+    never_ready_of: Callable[[str], Sequence[str]],
+) -> GroupSkip | None:
+    """Why the registry's view of the group passes it over (backoff, unhealthy, never-Ready
+    nodes), in that order, or None."""
+    if is_backed_off(group_id):
+        return GroupSkip(SkipReason.BACKED_OFF)
+    if not is_healthy(group_id):
+        return GroupSkip(SkipReason.NOT_READY)
+    if stuck := never_ready_of(group_id):
+        return GroupSkip(SkipReason.NEVER_READY, ", ".join(stuck))
+    return None
+
+
 def _capacity(node: Node, resource: str) -> int:
     return node.capacity.get(resource) or node.allocatable.get(resource, 0)
 
@@ -219,9 +270,7 @@ def min_size_increases(
         target = group.target_size()
         if (
             target < group.min_size
-            and not is_backed_off(group.id)
-            and is_healthy(group.id)
-            and not never_ready_of(group.id)
+            and _state_skip(group.id, is_backed_off, is_healthy, never_ready_of) is None
         ):
             result.append(Increase(group.id, group.min_size - target, target, group.max_size, ()))
     return result
@@ -331,31 +380,9 @@ class ScaleUp:
                 )
             return
         deleting = nodes_being_deleted(snapshot)
-
-        templates: dict[str, GroupTemplate] = {}
-        daemonsets = daemonsets_of(workloads)
-        for group in node_groups:
-            try:
-                raw = group.template_node()
-            except Exception as exc:  # a provider without templates for a group: skip the group
-                plan.skipped_groups[group.id] = GroupSkip(SkipReason.NO_TEMPLATE, str(exc))
-                continue
-            templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker, options)
-
+        templates, prices = self._provider_answers(plan, node_groups, workloads, snapshot, checker)
         # Upcoming nodes take pods first, as template copies.
-        upcoming_total = 0
-        upcoming_cpu = upcoming_mem = 0
-        for group_id, count in upcoming.items():
-            if count <= 0:
-                continue
-            upcoming_total += count
-            template = templates.get(group_id)
-            if template is None:
-                continue
-            upcoming_cpu += _capacity(template.node, CPU) * count
-            upcoming_mem += _capacity(template.node, MEMORY) * count
-            for i in range(count):
-                snapshot.add_node(template.copy(f"upcoming-{i}"))
+        upcoming_total, upcoming_cpu, upcoming_mem = _add_upcoming(snapshot, upcoming, templates)
 
         started = self.timer()
         all_groups = group_pods(candidates)
@@ -399,21 +426,14 @@ class ScaleUp:
             target = targets[gid]
             sizes[gid] = (target, group.max_size)
             limit = self._limit(group, template, target, node_total, cpu_total, mem_total)
-            reason: SkipReason | None = None
-            detail = ""
-            if is_backed_off(gid):
-                reason = SkipReason.BACKED_OFF
-            elif not is_healthy(gid):
-                reason = SkipReason.NOT_READY
-            elif stuck := never_ready_of(gid):
-                reason, detail = SkipReason.NEVER_READY, ", ".join(stuck)
-            elif limit.max_nodes <= 0:
-                reason = limit.reason
-            elif self.timer() > deadline:
-                reason = SkipReason.BINPACKING_TIME
-            if reason is not None:
-                plan.skipped_groups[gid] = GroupSkip(reason, detail)
-                common.append(reason)
+            skip = _state_skip(gid, is_backed_off, is_healthy, never_ready_of)
+            if skip is None and limit.max_nodes <= 0:
+                skip = GroupSkip(limit.reason)
+            elif skip is None and self.timer() > deadline:
+                skip = GroupSkip(SkipReason.BINPACKING_TIME)
+            if skip is not None:
+                plan.skipped_groups[gid] = skip
+                common.append(skip.reason)
                 continue
             started = self.timer()
             estimate = estimator.estimate(template, groups, limit, deadline)
@@ -431,7 +451,7 @@ class ScaleUp:
                         estimate.node_count,
                         tuple(estimate.helped),
                         template.node,
-                        self._price(group),
+                        prices[gid],
                         dict(estimate.requested),
                     )
                 )
@@ -476,12 +496,34 @@ class ScaleUp:
         tightest = min(limits, key=lambda lim: lim.max_nodes)
         return NodeLimit(max(0, tightest.max_nodes), tightest.reason)
 
-    @staticmethod
-    def _price(group: NodeGroup) -> float | None:
-        try:
-            return float(group.price_per_hour())
-        except Exception:  # providers without prices: the price expander keeps such options
-            return None
+    def _provider_answers(
+        self,
+        plan: ScaleUpPlan,
+        node_groups: Sequence[NodeGroup],
+        workloads: Sequence[Workload],
+        snapshot: ClusterSnapshot,
+        checker: PredicateChecker,
+    ) -> tuple[dict[str, GroupTemplate], dict[str, float | None]]:
+        """Each group's template (net of its DaemonSets) and price. A group whose provider gave
+        no template or raised a ProviderError is passed over this loop, with its reason in the
+        plan (for the status) and an Event; any other exception is a provider bug and goes up."""
+        templates: dict[str, GroupTemplate] = {}
+        prices: dict[str, float | None] = {}
+        daemonsets = daemonsets_of(workloads)
+        status = StatusObject.of(self.options)
+        for group in node_groups:
+            answer = _ask_provider(group)
+            if isinstance(answer, GroupSkip):
+                plan.skipped_groups[group.id] = answer
+                name = answer.provider_name
+                assert name is not None  # _ask_provider skips for the provider's reasons only
+                warning = answer.reason is not SkipReason.NO_TEMPLATE
+                event = Event.node_group_skipped(status, group.id, name, str(answer), warning, plan.at)
+                plan.planned_events.append((event, None))
+                continue
+            raw, prices[group.id] = answer
+            templates[group.id] = build_template(group.id, raw, daemonsets, snapshot, checker, self.options)
+        return templates, prices
 
     def _priorities(
         self, source: PrioritiesSource | None, plan: ScaleUpPlan

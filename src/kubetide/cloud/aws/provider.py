@@ -28,7 +28,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, ActionError, Instance, InstanceState
+from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, ActionError, Instance, InstanceState, TemplateError
 from kubetide.cloud.aws.flags import ExplicitGroup, TagDiscovery
 from kubetide.cloud.aws.groups import AWS_ERRORS, DEFAULT_REFRESH_INTERVAL, Asg, AsgCache, AwsError
 from kubetide.cloud.aws.provider_id import instance_id_of, is_placeholder, placeholder_id, provider_id
@@ -192,11 +192,15 @@ class AwsNodeGroup:
 
     def template_node(self) -> Node:
         """From a live node of the group when one is Ready (its allocatable is what the kubelet
-        really reserves, as CA prefers), else from the instance type and the group's tags."""
+        really reserves, as CA prefers), else from the instance type and the group's tags.
+        Raises TemplateError when the group is gone or AWS does not say what it launches."""
         live = self.provider.live_member(self.name)
         if live is not None:
             return template_from_node(live, self.name)
-        return self.provider.template_from_aws(self._asg())
+        try:
+            return self.provider.template_from_aws(self._asg())
+        except (AwsError, ActionError) as exc:
+            raise TemplateError(self.id, str(exc)) from None
 
     def price_per_hour(self) -> float:
         # Not looked up: the EC2 pricing API is another service and region; price-based expanders

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown import NodeReason
 from kubetide.sim.report.plotting import Drawing, series
 from kubetide.sim.runtime.decisions import LOWEST_UTILIZATION, UNREMOVABLE_PREFIX
 from kubetide.sim.runtime.simulation import SimulationResult

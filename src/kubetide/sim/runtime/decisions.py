@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubetide.autoscaler.loop import LoopResult
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED
-from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown import NodeReason
+from kubetide.autoscaler.scaledown.planning import BEING_DELETED
 
 PENDING_CAUSES = (
     "pending_fits_no_group",

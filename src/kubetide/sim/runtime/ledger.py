@@ -43,9 +43,6 @@ from kubetide.sim.runtime.engine import Engine
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.world import World, WorldObserver
 
-# Scenario events that change what runs (the ledger's load changes; HPA writes are the others).
-LOAD_CHANGES = frozenset({"scale", "apply", "delete"})
-
 
 @dataclass(frozen=True, slots=True)
 class WorkloadDisruption:
@@ -207,6 +204,7 @@ class Ledger(WorldObserver):
             self._churned.add(node.name)
 
     def load_changed(self) -> None:
+        """What runs changed: a scale, apply or delete scenario event, or an HPA's write."""
         self.last_load_change_at = self.engine.elapsed()
 
     # -- open disruptions ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from kubetide.autoscaler.events import StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -49,7 +49,7 @@ from kubetide.sim.runtime.faults import Faults
 from kubetide.sim.runtime.hpa import HorizontalPodAutoscalers, hpa_settings
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.kubelet import Kubelets
-from kubetide.sim.runtime.ledger import LOAD_CHANGES, Ledger
+from kubetide.sim.runtime.ledger import Ledger
 from kubetide.sim.runtime.metrics import Metrics
 from kubetide.sim.runtime.namespaces import Namespaces
 from kubetide.sim.runtime.nodelifecycle import NodeLifecycle
@@ -58,7 +58,20 @@ from kubetide.sim.runtime.scheduler import Scheduler
 from kubetide.sim.runtime.statefulset import StatefulSets
 from kubetide.sim.runtime.world import World
 from kubetide.sim.spec.limits import check_timeline
-from kubetide.sim.spec.scenario import Event, ObjectRef, RestartSpec, ScaleSpec, Scenario, SetImageSpec
+from kubetide.sim.spec.scenario import (
+    ApplyEvent,
+    DeleteEvent,
+    FaultEvent,
+    ObjectRef,
+    RestartEvent,
+    RestartSpec,
+    ScaleEvent,
+    ScaleSpec,
+    Scenario,
+    ScenarioEvent,
+    SetImageEvent,
+    SetImageSpec,
+)
 
 
 class SupportsRunOnce(Protocol):
@@ -321,27 +334,33 @@ class Simulation:
         return {"StatefulSet": self.statefulsets, "DaemonSet": self.daemonsets, "Job": self.jobs}[kind]
 
     # -- scenario events -----------------------------------------------------------------------
-    def _scenario_event(self, event: Event) -> None:
+    def _scenario_event(self, event: ScenarioEvent) -> None:
         label = _describe(event)
         self._markers.append({"time": event.at, "kind": event.kind, "label": label})
-        if event.kind in LOAD_CHANGES:
-            self.ledger.load_changed()
-        if event.kind == "scale":
-            self._scale(event.payload, event)
-        elif event.kind == "apply":
-            self.log.record("Scenario", event.field, "Normal", "Applied", label, "scenario")
-            admitted, refused = self.namespaces.admit(event.payload)
-            if refused:
-                self._ignored(event, refused[0], f"namespace is terminating: {', '.join(refused)} refused")
-            self.apply(admitted)
-        elif event.kind == "delete":
-            self._delete(event.payload, event)
-        elif event.kind in ("restart", "setImage"):
-            self._rollout(event.payload, event, label)
-        else:
-            self.faults.inject(event.payload)
+        match event:
+            case ScaleEvent():
+                self.ledger.load_changed()
+                self._scale(event.target, event)
+            case ApplyEvent():
+                self.ledger.load_changed()
+                self.log.record("Scenario", event.field, "Normal", "Applied", label, "scenario")
+                admitted, refused = self.namespaces.admit(event.manifests)
+                if refused:
+                    self._ignored(
+                        event, refused[0], f"namespace is terminating: {', '.join(refused)} refused"
+                    )
+                self.apply(admitted)
+            case DeleteEvent():
+                self.ledger.load_changed()
+                self._delete(event.target, event)
+            case RestartEvent() | SetImageEvent():
+                self._rollout(event.target, event, label)
+            case FaultEvent():
+                self.faults.inject(event.fault)
+            case _:
+                assert_never(event)
 
-    def _scale(self, spec: ScaleSpec, event: Event) -> None:
+    def _scale(self, spec: ScaleSpec, event: ScenarioEvent) -> None:
         key = f"{spec.kind}/{spec.namespace}/{spec.name}"
         if key not in self.world.workloads:
             self._missing(event, key)
@@ -352,7 +371,7 @@ class Simulation:
         else:
             self._controller(spec.kind).scale(key, spec.replicas)
 
-    def _delete(self, ref: ObjectRef, event: Event) -> None:
+    def _delete(self, ref: ObjectRef, event: ScenarioEvent) -> None:
         key = f"{ref.kind}/{ref.namespace}/{ref.name}"
         self.log.record(
             "Scenario", key, "Normal", "Deleted", f"{ref.kind} {ref.namespace}/{ref.name} deleted", "scenario"
@@ -382,7 +401,7 @@ class Simulation:
         else:
             self._controller(ref.kind).delete(key)
 
-    def _rollout(self, spec: RestartSpec | SetImageSpec, event: Event, label: str) -> None:
+    def _rollout(self, spec: RestartSpec | SetImageSpec, event: ScenarioEvent, label: str) -> None:
         """A restart or setImage event: the Deployment's template changes and it rolls out."""
         key = f"{spec.kind}/{spec.namespace}/{spec.name}"
         if key not in self.world.workloads:
@@ -399,10 +418,10 @@ class Simulation:
             self.deployments.restart(key, self.engine.now())
             self.log.record("Scenario", key, "Normal", "Restarted", label, "scenario")
 
-    def _missing(self, event: Event, key: str) -> None:
+    def _missing(self, event: ScenarioEvent, key: str) -> None:
         self._ignored(event, key, f"no {key.replace('/', ' ', 1)}")
 
-    def _ignored(self, event: Event, key: str, why: str) -> None:
+    def _ignored(self, event: ScenarioEvent, key: str, why: str) -> None:
         message = f"{self.scenario.source}: {event.field}: {why} at {event.at:g}s; event ignored"
         self.warnings.append(message)
         self.log.record("Scenario", key, "Warning", "ScenarioEventIgnored", message, "scenario")
@@ -658,23 +677,28 @@ def _zone_of(node) -> str:
     return node.labels.get(ZONE_LABEL, "")
 
 
-def _describe(event: Event) -> str:
-    payload = event.payload
-    if event.kind == "scale":
-        return f"scale {payload.kind} {payload.name} to {payload.replicas}"
-    if event.kind == "apply":
-        count = len(payload.workloads) + len(payload.pods) + len(payload.pdbs) + len(payload.nodes)
-        return f"apply {count} object{'s' if count != 1 else ''}"
-    if event.kind == "delete":
-        return f"delete {payload.kind} {payload.name}"
-    if event.kind == "restart":
-        return f"restart {payload.kind} {payload.name}"
-    if event.kind == "setImage":
-        images = ", ".join(f"{name}={image}" for name, image in payload.images.items())
-        return f"set image {payload.kind} {payload.name} {images}"
-    label = payload.type
-    if payload.nodeGroup:
-        label += f" {payload.nodeGroup}"
-    if payload.count:
-        label += f" x{payload.count}"
-    return label
+def _describe(event: ScenarioEvent) -> str:
+    match event:
+        case ScaleEvent(target=target):
+            return f"scale {target.kind} {target.name} to {target.replicas}"
+        case ApplyEvent(manifests=manifests):
+            count = (
+                len(manifests.workloads) + len(manifests.pods) + len(manifests.pdbs) + len(manifests.nodes)
+            )
+            return f"apply {count} object{'s' if count != 1 else ''}"
+        case DeleteEvent(target=ref):
+            return f"delete {ref.kind} {ref.name}"
+        case RestartEvent(target=restart):
+            return f"restart {restart.kind} {restart.name}"
+        case SetImageEvent(target=set_image):
+            images = ", ".join(f"{name}={image}" for name, image in set_image.images.items())
+            return f"set image {set_image.kind} {set_image.name} {images}"
+        case FaultEvent(fault=fault):
+            label = fault.type
+            if fault.nodeGroup:
+                label += f" {fault.nodeGroup}"
+            if fault.count:
+                label += f" x{fault.count}"
+            return label
+        case _:
+            assert_never(event)

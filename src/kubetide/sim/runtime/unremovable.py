@@ -23,9 +23,9 @@ from kubetide.autoscaler.decision import LoopState, decide
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterView, UsageSource
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblocking import NOT_COMPUTED, find_unblocks
+from kubetide.autoscaler.scaledown import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.explanation import NOT_COMPUTED, find_unblocks
+from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.clock import Timer
 from kubetide.scheduling.checker import PredicateChecker

@@ -36,15 +36,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetide.autoscaler.scaledown.actuator import DELAY_DELETION_PREFIX
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.actuation import DELAY_DELETION_PREFIX
+from kubetide.autoscaler.scaledown.explanation import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.planning import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    SURGE_ANNOTATION,
 )
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
-from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION
 from kubetide.autoscaler.scaleup.pending import SCALE_UP_DELAY_ANNOTATION
 from kubetide.model.node import TROUBLE_CONDITIONS
 from kubetide.model.pod import MIRROR_ANNOTATION
@@ -57,7 +57,7 @@ from kubetide.workloads.cost import DELETION_COST_ANNOTATION
 # Every annotation kubetide reads, each where it is read; all others are dropped.
 ANNOTATIONS = frozenset(
     {
-        SAFE_TO_EVICT,  # a pod: may it be evicted (autoscaler/scaledown/drainability.py)
+        SAFE_TO_EVICT,  # a pod: may it be evicted (autoscaler/scaledown/planning/drainability.py)
         SAFE_TO_EVICT_LOCAL_VOLUMES,  # a pod: the local volumes that do not block it
         DO_NOT_DISRUPT,  # a pod: Karpenter's opt-out, honoured as not-safe-to-evict
         MIRROR_ANNOTATION,  # a static pod's mirror: never drained

@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -132,10 +133,9 @@ class SetImageSpec(_Model):
         return images
 
 
-EVENT_ACTIONS = ("scale", "apply", "delete", "fault", "restart", "setImage")
-
-
 class EventSpec(_Model):
+    """One spec.events entry: `at` and exactly one of the kinds (its key names it)."""
+
     at: Duration
     scale: ScaleSpec | None = None
     apply: list[dict[str, Any]] | None = None
@@ -144,9 +144,22 @@ class EventSpec(_Model):
     restart: RestartSpec | None = None
     setImage: SetImageSpec | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key != "at" and key not in EVENT_KINDS:
+                    close = difflib.get_close_matches(str(key), ("at", *EVENT_KINDS), n=1)
+                    hint = f' (did you mean "{close[0]}"?)' if close else ""
+                    raise ValueError(
+                        f'unknown event kind "{key}"{hint}; the kinds are {", ".join(EVENT_KINDS)}'
+                    )
+        return data
+
     @model_validator(mode="after")
     def _one_action(self) -> EventSpec:
-        actions = [name for name in EVENT_ACTIONS if getattr(self, name) is not None]
+        actions = [name for name in EVENT_KINDS if getattr(self, name) is not None]
         if len(actions) != 1:
             found = ", ".join(actions) or "none"
             raise ValueError(
@@ -276,14 +289,76 @@ class GroupConfig:
     template: Node
 
 
-@dataclass(frozen=True)
-class Event:
-    """Something the scenario makes happen at `at` seconds after the start."""
+# Scenario events: something the scenario makes happen `at` seconds after the start, one frozen
+# class per kind. `kind` is the key that names it in spec.events; `field` is where it came from,
+# for messages (spec.events[3], or a trace's row). `_parse_event` builds them from the file and
+# the simulator dispatches them with a `match` that ends in assert_never: mypy fails on a kind
+# added here and not handled there.
 
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    """A workload's replicas set (spec.events[].scale, or a row of a trace)."""
+
+    kind: ClassVar[str] = "scale"
     at: float
-    kind: str  # scale | apply | delete | fault | restart | setImage
-    payload: Any  # ScaleSpec | Manifests | ObjectRef | FaultSpec | RestartSpec | SetImageSpec
-    field: str  # where it came from, for messages (spec.events[3])
+    field: str
+    target: ScaleSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyEvent:
+    """Objects created or replaced (`kubectl apply`)."""
+
+    kind: ClassVar[str] = "apply"
+    at: float
+    field: str
+    manifests: Manifests
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEvent:
+    """An object deleted."""
+
+    kind: ClassVar[str] = "delete"
+    at: float
+    field: str
+    target: ObjectRef
+
+
+@dataclass(frozen=True, slots=True)
+class FaultEvent:
+    """A cloud or node fault injected (stockout, nodes never Ready, an autoscaler restart...)."""
+
+    kind: ClassVar[str] = "fault"
+    at: float
+    field: str
+    fault: FaultSpec
+
+
+@dataclass(frozen=True, slots=True)
+class RestartEvent:
+    """`kubectl rollout restart` of a Deployment."""
+
+    kind: ClassVar[str] = "restart"
+    at: float
+    field: str
+    target: RestartSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SetImageEvent:
+    """`kubectl set image` on a Deployment."""
+
+    kind: ClassVar[str] = "setImage"
+    at: float
+    field: str
+    target: SetImageSpec
+
+
+ScenarioEvent: TypeAlias = ScaleEvent | ApplyEvent | DeleteEvent | FaultEvent | RestartEvent | SetImageEvent
+# The keys of spec.events entries, in the order the messages list them.
+EVENT_KINDS = tuple(kind.kind for kind in typing.get_args(ScenarioEvent))
 
 
 @dataclass(frozen=True)
@@ -305,7 +380,7 @@ class Scenario:
     options: AutoscalerOptions
     groups: list[GroupConfig]
     objects: Manifests
-    events: list[Event]
+    events: list[ScenarioEvent]
     cluster: ClusterSpec
     logarithmic_ranking: bool = True
     warnings: list[str] = field(default_factory=list)
@@ -395,7 +470,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEF
     classes = list(objects.priority_classes)
     resolve_priorities(objects, source)
 
-    events: list[Event] = []
+    events: list[ScenarioEvent] = []
     for index, event in enumerate(spec.events):
         where = f"spec.events[{index}]"
         if event.at > spec.duration:
@@ -404,44 +479,18 @@ def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEF
                 f"{where}.at",
                 f"{format_duration(event.at)} is after the end of the scenario ({format_duration(spec.duration)})",
             )
-        if event.scale is not None:
-            _within(limits, "replicas", event.scale.replicas, source, f"{where}.scale.replicas", "pods")
-            events.append(Event(event.at, "scale", event.scale, where))
-        elif event.apply is not None:
-            manifests = read_manifests(event.apply, source, f"{where}.apply", base_dir)
-            _check_workload_sizes(manifests, limits)
-            classes.extend(manifests.priority_classes)
-            known = Manifests(priority_classes=list(classes))
-            known.pods, known.workloads = manifests.pods, manifests.workloads
-            resolve_priorities(known, source)
-            events.append(Event(event.at, "apply", manifests, where))
-        elif event.delete is not None:
-            events.append(Event(event.at, "delete", event.delete, where))
-        elif event.restart is not None or event.setImage is not None:
-            kind = "restart" if event.restart is not None else "setImage"
-            target = event.restart if event.restart is not None else event.setImage
-            events.append(Event(event.at, kind, target, where))
-        else:
-            fault = event.fault
-            assert fault is not None
-            if fault.nodeGroup is not None and fault.nodeGroup not in names:
-                raise ScenarioError(
-                    source, f"{where}.fault.nodeGroup", _unknown("node group", fault.nodeGroup, names)
-                )
-            if fault.count is not None:
-                _within(limits, "nodes", fault.count, source, f"{where}.fault.count", "nodes")
-            events.append(Event(event.at, "fault", fault, where))
+        events.append(_parse_event(event, where, source, base_dir, limits, names, classes))
     for loaded in events:  # once every apply is known: one may come later in the file
-        if loaded.kind in ("restart", "setImage"):
+        if isinstance(loaded, RestartEvent | SetImageEvent):
             where = f"{loaded.field}.{loaded.kind}"
-            _check_rollout_target(loaded.payload, objects, events, source, where, loaded.at)
+            _check_rollout_target(loaded.target, objects, events, source, where, loaded.at)
     for index, trace in enumerate(spec.traces):
         where = f"spec.traces[{index}]"
         events.extend(_trace_events(trace, source, where, base_dir, spec.duration, limits, len(events)))
     events.sort(key=lambda e: e.at)  # stable: same-time events keep file order
     warnings = [f"{source}: {w}" for w in flag_warnings] + list(objects.warnings)
     warnings += _ungrouped_nodes(objects, names, source)
-    applied = [(f"{e.field}.apply", e.payload) for e in events if e.kind == "apply"]
+    applied = [(f"{e.field}.apply", e.manifests) for e in events if isinstance(e, ApplyEvent)]
     warnings += controller_warnings([("spec.objects", objects), *applied], source)
     qos, usage = load_qos(
         spec.qos, spec.usage, spec.seed, [("spec.objects", objects), *applied], source, base_dir, warnings
@@ -468,6 +517,47 @@ def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEF
         usage=usage,
         limits=limits,
     )
+
+
+def _parse_event(
+    event: EventSpec,
+    where: str,
+    source: str,
+    base_dir: Path,
+    limits: Limits,
+    groups: set[str],
+    classes: list[Any],
+) -> ScenarioEvent:
+    """The typed event of one spec.events entry (its shape already checked by EventSpec), its
+    contents read and checked against the scenario: the node groups named, the limits, and the
+    PriorityClasses known so far (`classes`, which an apply extends)."""
+    at = event.at
+    if event.scale is not None:
+        _within(limits, "replicas", event.scale.replicas, source, f"{where}.scale.replicas", "pods")
+        return ScaleEvent(at, where, event.scale)
+    if event.apply is not None:
+        manifests = read_manifests(event.apply, source, f"{where}.apply", base_dir)
+        _check_workload_sizes(manifests, limits)
+        classes.extend(manifests.priority_classes)
+        known = Manifests(priority_classes=list(classes))
+        known.pods, known.workloads = manifests.pods, manifests.workloads
+        resolve_priorities(known, source)
+        return ApplyEvent(at, where, manifests)
+    if event.delete is not None:
+        return DeleteEvent(at, where, event.delete)
+    if event.restart is not None:
+        return RestartEvent(at, where, event.restart)
+    if event.setImage is not None:
+        return SetImageEvent(at, where, event.setImage)
+    fault = event.fault
+    assert fault is not None  # EventSpec holds exactly one kind
+    if fault.nodeGroup is not None and fault.nodeGroup not in groups:
+        raise ScenarioError(
+            source, f"{where}.fault.nodeGroup", _unknown("node group", fault.nodeGroup, groups)
+        )
+    if fault.count is not None:
+        _within(limits, "nodes", fault.count, source, f"{where}.fault.count", "nodes")
+    return FaultEvent(at, where, fault)
 
 
 def _compare(spec: Spec, options: AutoscalerOptions, source: str) -> list[CompareEntry]:
@@ -509,14 +599,19 @@ def _ungrouped_nodes(objects: Manifests, groups: set[str], source: str) -> list[
 
 
 def _check_rollout_target(
-    target: Any, objects: Manifests, earlier: list[Event], source: str, where: str, at: float
+    target: RestartSpec | SetImageSpec,
+    objects: Manifests,
+    earlier: list[ScenarioEvent],
+    source: str,
+    where: str,
+    at: float,
 ) -> None:
     """A restart or setImage event names a Deployment of the scenario (in spec.objects or applied
     by an earlier event), and setImage only containers its template has."""
     versions = [w for w in objects.workloads if w.kind == "Deployment"]
     for event in earlier:
-        if event.kind == "apply" and event.at <= at:
-            versions.extend(w for w in event.payload.workloads if w.kind == "Deployment")
+        if isinstance(event, ApplyEvent) and event.at <= at:
+            versions.extend(w for w in event.manifests.workloads if w.kind == "Deployment")
     key = f"{target.namespace}/{target.name}"
     found = [w for w in versions if w.meta.key == key]
     if not found:
@@ -596,7 +691,7 @@ def _check_starting_nodes(groups: list[GroupConfig], objects: Manifests, limits:
             raise ScenarioError(source, f"spec.nodeGroups[{index}]", message)
 
 
-def _check_pods(objects: Manifests, events: list[Event], limits: Limits, source: str) -> None:
+def _check_pods(objects: Manifests, events: list[ScenarioEvent], limits: Limits, source: str) -> None:
     """The most pods the scenario could ask for within the pods limit (most_pods says how they
     are counted); the error names the workload that asks for the most."""
     counts = most_pods(objects, events, source)
@@ -609,7 +704,7 @@ def _check_pods(objects: Manifests, events: list[Event], limits: Limits, source:
     raise ScenarioError(at, field, f"{message}; {name} asks for {count:,} of them here")
 
 
-def most_pods(objects: Manifests, events: list[Event], source: str) -> dict[str, tuple[int, str]]:
+def most_pods(objects: Manifests, events: list[ScenarioEvent], source: str) -> dict[str, tuple[int, str]]:
     """Object -> (the most pods it could ask for at once, where that number was given as
     "file: field"), over spec.objects and every event:
 
@@ -626,7 +721,7 @@ def most_pods(objects: Manifests, events: list[Event], source: str) -> dict[str,
         if key not in counts or count > counts[key][0]:
             counts[key] = (count, where)
 
-    for manifests in [objects] + [e.payload for e in events if e.kind == "apply"]:
+    for manifests in [objects] + [e.manifests for e in events if isinstance(e, ApplyEvent)]:
 
         def given(identity: str, field: str) -> str:
             return f"{manifests.origins.get(identity, source + ': spec.objects')}: {field}"  # noqa: B023
@@ -656,10 +751,10 @@ def most_pods(objects: Manifests, events: list[Event], source: str) -> dict[str,
                 identity = f"Pod {pod.meta.key}"
                 ask(identity, 1, given(identity, "spec"))
     for event in events:
-        if event.kind == "scale":
-            target = event.payload
+        if isinstance(event, ScaleEvent):
+            scale = event.target
             field = event.field if event.field.startswith("spec.traces") else f"{event.field}.scale.replicas"
-            ask(f"{target.kind} {target.namespace}/{target.name}", target.replicas, f"{source}: {field}")
+            ask(f"{scale.kind} {scale.namespace}/{scale.name}", scale.replicas, f"{source}: {field}")
     return counts
 
 
@@ -669,12 +764,12 @@ def _template(data: dict, group: str, source: str, where: str) -> Node:
 
 def _trace_events(
     trace: TraceSpec, source: str, where: str, base_dir: Path, duration: float, limits: Limits, before: int
-) -> list[Event]:
+) -> list[ScenarioEvent]:
     """The scale events of a trace file's rows up to `duration`; `before`: the scenario's events
     before them, which count towards the events limit with them."""
     file = base_dir / trace.file
     text = read_relative(file, trace.file, source, f"{where}.file")
-    events: list[Event] = []
+    events: list[ScenarioEvent] = []
     target = ScaleSpec(kind=trace.kind, namespace=trace.namespace, name=trace.name, replicas=0)
     for number, row in csv_rows(text, str(file)):
         if not row or row[0].strip().startswith("#"):
@@ -704,7 +799,7 @@ def _trace_events(
                 limits, "events", total, str(file), f"line {number}", "events (spec.events and trace rows)"
             )
             events.append(
-                Event(at, "scale", target.model_copy(update={"replicas": replicas}), f"{where} line {number}")
+                ScaleEvent(at, f"{where} line {number}", target.model_copy(update={"replicas": replicas}))
             )
     return events
 

@@ -16,7 +16,7 @@ node (status.nominatedNodeName, e.g. by preemption) are put there, as CA's snaps
 scheduler has promised them that room, so they count in the node's utilization, move with its
 drain and take room on destinations. Then the design's steps,
 one module each, sharing the update's working state (update.py):
-1. revalidate.py: the pods still on nodes being deleted must fit elsewhere;
+1. deleted_set.py: the pods still on nodes being deleted must fit elsewhere;
 2. evictions.py: recently evicted pods still short of a replacement are placed back the same way
    (if either fails, no new candidates this loop);
 3. candidates.py: every node's eligibility;
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, CloudProvider
-from kubetide.autoscaler.scaledown.candidates import (
+from kubetide.autoscaler.scaledown.planning.candidates import (
     Checked,
     Search,
     SimulateRemoval,
@@ -52,30 +52,34 @@ from kubetide.autoscaler.scaledown.candidates import (
     search_candidates,
     simulate_removal,
 )
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.deleted_set import revalidate_deleted
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
     index_workloads,
     is_expendable,
 )
-from kubetide.autoscaler.scaledown.evictions import OwnerKey, RecentEvictions, inject_recent_evictions
-from kubetide.autoscaler.scaledown.limit import UnneededLimit
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.placement import PodMover
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.reuse import (
+from kubetide.autoscaler.scaledown.planning.evictions import (
+    OwnerKey,
+    RecentEvictions,
+    inject_recent_evictions,
+)
+from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.reuse import (
     SearchKey,
     SearchRecord,
     frozen_mapping,
     group_facts,
     time_edges,
 )
-from kubetide.autoscaler.scaledown.revalidate import revalidate_deleted
-from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
-from kubetide.autoscaler.scaledown.timers import cooldown, decide_removals
-from kubetide.autoscaler.scaledown.update import Update
-from kubetide.autoscaler.scaledown.usage import UsageGuard, UsageHistory
+from kubetide.autoscaler.scaledown.planning.state import UnneededNodes, Unremovable, UnremovableNodes
+from kubetide.autoscaler.scaledown.planning.timers import cooldown, decide_removals
+from kubetide.autoscaler.scaledown.planning.update import Update
+from kubetide.autoscaler.scaledown.planning.usage import UsageGuard, UsageHistory
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.clock import Timer
 from kubetide.model import Pod, Workload
 from kubetide.scheduling.checker import PredicateChecker

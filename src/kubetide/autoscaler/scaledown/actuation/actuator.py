@@ -64,17 +64,22 @@ from kubetide.autoscaler.ports import (
     EvictionOutcome,
     NodeGroup,
 )
-from kubetide.autoscaler.scaledown.budgets import BudgetDecision, crop
-from kubetide.autoscaler.scaledown.drainability import DrainContext, DrainRules, drain_node, index_workloads
-from kubetide.autoscaler.scaledown.estimate import EVICTION_RETRY_INTERVAL
-from kubetide.autoscaler.scaledown.evictions import OwnerKey, owner_key
-from kubetide.autoscaler.scaledown.oncompletion import running_on_completion
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.soledestination import competing, sole_destinations
-from kubetide.autoscaler.scaledown.surge import Surge
-from kubetide.autoscaler.scaledown.update import pod_order, size_class
-from kubetide.autoscaler.scaledown.validate import Stale
+from kubetide.autoscaler.scaledown.actuation.soledestination import competing, sole_destinations
+from kubetide.autoscaler.scaledown.actuation.staleness import Stale
+from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DrainContext,
+    DrainRules,
+    drain_node,
+    index_workloads,
+)
+from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning.evictions import OwnerKey, owner_key
+from kubetide.autoscaler.scaledown.planning.oncompletion import running_on_completion
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.surge import Surge
+from kubetide.autoscaler.scaledown.planning.update import pod_order, size_class
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.model.workloads import rolling_out
 from kubetide.scheduling.checker import PredicateChecker
@@ -239,7 +244,7 @@ class Actuator:
     ) -> StartResult:
         """Taint and track the removable nodes `budget` lets start (the loop's decision; by
         default the parallelism budgets over the deletions in progress), except those the
-        validation found `stale` (validate.py), which are left for the next loop."""
+        validation found `stale` (staleness.py), which are left for the next loop."""
         result = StartResult(stale=dict(stale or {}))
         if not plan.empty_to_delete and not plan.drain_to_delete:
             return result

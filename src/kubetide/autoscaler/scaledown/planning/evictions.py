@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
-from kubetide.autoscaler.scaledown.placement import PodMover
-from kubetide.autoscaler.scaledown.update import Update
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.update import Update
 from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.snapshot import ClusterSnapshot, Memo
 

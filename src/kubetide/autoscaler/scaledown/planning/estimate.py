@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
     NodeDrain,
     drain_node,
     index_workloads,
 )
-from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.durations import format_duration
 from kubetide.model import Pod, PodDisruptionBudget, Workload
 from kubetide.snapshot import ClusterSnapshot

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 from typing import Any
 
-from kubetide.autoscaler.scaledown.usage import Refusal, UsageGuard
+from kubetide.autoscaler.scaledown.planning.usage import Refusal, UsageGuard
 from kubetide.model import LabelSelector, Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo

@@ -1,7 +1,7 @@
 """Finding what would unblock each unremovable node, by asking the planner itself.
 
 For a node the planner left out, `find_unblocks` proposes the change its reason and blocking
-pods call for (unblock.py's kinds), applies it to the loop's inputs in a fork of the snapshot
+pods call for (unblock_answer.py's kinds), applies it to the loop's inputs in a fork of the snapshot
 (pods, PodDisruptionBudgets, flags, nodes and node groups as the change says), runs a fresh
 planner with its timers run out, and looks at the node again. A change that does not suffice is
 kept and the next one is proposed from the node's new reason, for at most `MAX_ROUNDS` rounds.
@@ -37,28 +37,28 @@ from dataclasses import dataclass, replace
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
-from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup
-from kubetide.autoscaler.scaledown.candidates import SimulateRemoval, simulate_removal
-from kubetide.autoscaler.scaledown.drainability import (
+from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup, TemplateError
+from kubetide.autoscaler.scaledown.explanation.narrow import Decided, Recording, Replay
+from kubetide.autoscaler.scaledown.explanation.nowhere import refusal
+from kubetide.autoscaler.scaledown.planning.candidates import SimulateRemoval, simulate_removal
+from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     BlockingPod,
 )
-from kubetide.autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
-from kubetide.autoscaler.scaledown.narrow import Decided, Recording, Replay
-from kubetide.autoscaler.scaledown.nowhere import refusal
-from kubetide.autoscaler.scaledown.plan import (
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
+from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
     UNREMOVABLE,
     NodeStatus,
     ScaleDownPlan,
 )
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.surge import SURGE_ANNOTATION
-from kubetide.autoscaler.scaledown.unblock import (
+from kubetide.autoscaler.scaledown.unblock_answer import (
     MAX_ROUNDS,
     SURGE_FLAG,
     Change,
@@ -219,6 +219,7 @@ class _Search:
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
 
     # -- one node -------------------------------------------------------------------------------
@@ -490,9 +491,9 @@ class _Search:
     def _new_nodes(self, status: NodeStatus, done: tuple[Change, ...]) -> list[Change]:
         """One more node of a group, for each group worth trying: the node's own group first."""
         own = self._group_of(status.name)
-        groups = [g for g in self.cloud.node_groups() if g is not own]
+        groups = [g for g in self.cloud.node_groups() if g is not own and self._template(g) is not None]
         groups.sort(key=lambda g: (g.target_size() >= g.max_size, g.id))
-        if own is not None:
+        if own is not None and self._template(own) is not None:
             groups.insert(0, own)
         added = {c.target: int(c.value) for c in done if c.kind is ChangeKind.ADD_NODE}
         pod = status.unplaced or "its pods"
@@ -514,6 +515,16 @@ class _Search:
                 )
             )
         return changes
+
+    def _template(self, group: NodeGroup) -> Node | None:
+        """The group's template, None when its provider gives none now (scale-up passes such a
+        group over and says why; no node of it is proposed here)."""
+        if group.id not in self._templates:
+            try:
+                self._templates[group.id] = group.template_node()
+            except TemplateError:
+                self._templates[group.id] = None
+        return self._templates[group.id]
 
     def refusal(self, status: NodeStatus) -> str:
         """kube-scheduler's reasons, node by node, for the pod that fits on no other node
@@ -601,8 +612,10 @@ class _Search:
                     options = options.with_values(**{field: parse_flag(c.target, c.value)})
                 elif c.kind is ChangeKind.ADD_NODE:
                     group = next(g for g in cloud.node_groups() if g.id == c.target)
+                    template = self._template(group)
+                    assert template is not None  # _new_nodes proposes groups with a template only
                     for i in range(int(c.value)):
-                        node = new_node(group, f"{NEW_NODE_PREFIX}{group.id}-{i + 1}")
+                        node = new_node(template, f"{NEW_NODE_PREFIX}{group.id}-{i + 1}")
                         snapshot.add_node(node)
                         added[node.name] = group
                 elif c.kind is ChangeKind.NODE_GROUP_MIN_SIZE:
@@ -764,8 +777,6 @@ def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopIn
         text = f'pod {pod.key} is annotated {SAFE_TO_EVICT}: "false": make it "true" if it may move'
     elif reason is PodReason.UNMOVABLE_KUBE_SYSTEM_POD:
         text = f"kube-system pod {pod.key} has no PodDisruptionBudget: give it one or annotate {safe}"
-    elif reason is PodReason.UNEXPECTED_ERROR:
-        text = f"pod {pod.key} could not be checked: annotate {safe} if it may move"
     elif reason is PodReason.LOCAL_STORAGE_REQUESTED:
         local = ",".join(v.name for v in pod.volumes if v.is_local_storage)
         return Change(
@@ -888,9 +899,8 @@ def annotated(pod: Pod, key: str, value: str) -> Pod:
     return replace(pod, meta=meta, parsed_shape=pod.shape)
 
 
-def new_node(group: NodeGroup, name: str) -> Node:
-    """A new node of the group, kept from scale-down as a new node is (see the module's note)."""
-    template = group.template_node()
+def new_node(template: Node, name: str) -> Node:
+    """A new node of a group, kept from scale-down as a new node is (see the module's note)."""
     labels = {**template.meta.labels, "kubernetes.io/hostname": name}
     annotations = {**template.meta.annotations, SCALE_DOWN_DISABLED_ANNOTATION: "true"}
     return replace(
@@ -942,10 +952,10 @@ class _ChangedGroup:
     def instances(self) -> Sequence[Instance]:
         return self._group.instances()
 
-    def template_node(self) -> Node:
+    def template_node(self) -> Node | None:
         return self._group.template_node()
 
-    def price_per_hour(self) -> float:
+    def price_per_hour(self) -> float | None:
         return self._group.price_per_hour()
 
 

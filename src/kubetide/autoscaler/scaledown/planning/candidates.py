@@ -26,19 +26,30 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kubetide.autoscaler.ports import NodeGroup
-from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain, drain_node, looks_empty
-from kubetide.autoscaler.scaledown.eligibility import Eligibility, EligibilityChecker, RemovalLimits
-from kubetide.autoscaler.scaledown.estimate import estimate_drain
-from kubetide.autoscaler.scaledown.pdb import NodeCharge, PdbRefusal, PdbTracker, Shortfall, is_healthy
-from kubetide.autoscaler.scaledown.placement import paper_pods
-from kubetide.autoscaler.scaledown.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    BlockingPod,
+    NodeDrain,
+    drain_node,
+    looks_empty,
+)
+from kubetide.autoscaler.scaledown.planning.eligibility import Eligibility, EligibilityChecker, RemovalLimits
+from kubetide.autoscaler.scaledown.planning.estimate import estimate_drain
+from kubetide.autoscaler.scaledown.planning.pdb import (
+    NodeCharge,
+    PdbRefusal,
+    PdbTracker,
+    Shortfall,
+    is_healthy,
+)
+from kubetide.autoscaler.scaledown.planning.placement import paper_pods
+from kubetide.autoscaler.scaledown.planning.plan import BEING_DELETED, REMOVABLE, UNREMOVABLE, NodeStatus
+from kubetide.autoscaler.scaledown.planning.room import FreeRoom
+from kubetide.autoscaler.scaledown.planning.state import UnneededNodes, Unremovable, UnremovableNodes
+from kubetide.autoscaler.scaledown.planning.surge import NoSurge, Surge, plan_surge
+from kubetide.autoscaler.scaledown.planning.update import Received, Update, pod_order
+from kubetide.autoscaler.scaledown.planning.usage import Refusal
+from kubetide.autoscaler.scaledown.planning.whatif import what_if
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.room import FreeRoom
-from kubetide.autoscaler.scaledown.state import UnneededNodes, Unremovable, UnremovableNodes
-from kubetide.autoscaler.scaledown.surge import NoSurge, Surge, plan_surge
-from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
-from kubetide.autoscaler.scaledown.usage import Refusal
-from kubetide.autoscaler.scaledown.whatif import what_if
 from kubetide.clock import Timer
 from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget

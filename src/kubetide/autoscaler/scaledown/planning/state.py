@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.drainability import BlockingPod
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 
 

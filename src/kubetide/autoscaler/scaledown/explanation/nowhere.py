@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from kubetide.autoscaler.scaledown.placement import homeless
+from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.model import Node, Pod
 from kubetide.model.pod import PodAffinityTerm
 from kubetide.scheduling import reasons as R

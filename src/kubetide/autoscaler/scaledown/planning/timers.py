@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.oncompletion import hold_for_on_completion_pods
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.oncompletion import hold_for_on_completion_pods
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.state import UnneededNodes
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.state import UnneededNodes
 from kubetide.durations import format_duration, rfc3339
 from kubetide.snapshot import ClusterSnapshot
 

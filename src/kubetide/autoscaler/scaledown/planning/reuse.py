@@ -30,10 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown.candidates import Search
-from kubetide.autoscaler.scaledown.drainability import KUBE_SYSTEM, LONG_TERMINATING_EXTRA, NodeDrain
-from kubetide.autoscaler.scaledown.plan import NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.state import Unremovable
+from kubetide.autoscaler.scaledown.planning.candidates import Search
+from kubetide.autoscaler.scaledown.planning.drainability import KUBE_SYSTEM, LONG_TERMINATING_EXTRA, NodeDrain
+from kubetide.autoscaler.scaledown.planning.plan import NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.state import Unremovable
 from kubetide.model import Pod, PodDisruptionBudget, Workload
 
 

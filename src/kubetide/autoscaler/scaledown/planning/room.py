@@ -18,7 +18,7 @@ from collections.abc import Container, Iterable
 
 import numpy as np
 
-from kubetide.autoscaler.scaledown.update import Received
+from kubetide.autoscaler.scaledown.planning.update import Received
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.snapshot import ClusterSnapshot
 

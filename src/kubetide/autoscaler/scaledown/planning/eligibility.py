@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, InstanceState, NodeGroup
-from kubetide.autoscaler.scaledown.drainability import is_long_terminating
+from kubetide.autoscaler.scaledown.planning.drainability import is_long_terminating
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubetide.autoscaler.scaledown.drainability import WorkloadIndex
-from kubetide.autoscaler.scaledown.pdb import PdbTracker, is_healthy
+from kubetide.autoscaler.scaledown.planning.drainability import WorkloadIndex
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.model import Pod, Workload
 from kubetide.model.scaled import resolve_fenceposts
 

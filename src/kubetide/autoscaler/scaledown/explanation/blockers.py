@@ -6,12 +6,12 @@ a candidate waiting out scale-down-unneeded-time or a pause is on its way out, a
 deleted is going, a node of no node group is not the autoscaler's, and one annotated
 scale-down-disabled says so itself. The line names the reason, the first blocking pod as the Cluster Autoscaler
 orders them with "+N more", and what would unblock it when the planner found that
-(unblocking.py), else the planner's detail.
+(explanation/unblock_search.py), else the planner's detail.
 
 A single-replica pod behind a budget is a block of its own kind: the budget never allows its
 only pod to go, and nothing changes by waiting. Without --surge-before-evict such a node is said
 to the operator outside --annotate-scale-down-blockers too (`single_replica_hold`): the loop asks
-unblocking.py for its answer, which suggests the surge first, and says it in the status
+unblock_search.py for its answer, which suggests the surge first, and says it in the status
 ConfigMap, in an Event on the node and in the --v=0 log.
 """
 
@@ -21,11 +21,11 @@ from collections.abc import Iterable
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.drainability import BlockingPod
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
+from kubetide.autoscaler.scaledown.explanation.unblock_search import replicas_of
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.unblock import BLOCKER_ANNOTATION, SURGE_FLAG
-from kubetide.autoscaler.scaledown.unblocking import replicas_of
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION, SURGE_FLAG
 from kubetide.model import Node
 
 # Annotation values are small by convention; a line longer than this is cut with an ellipsis.
@@ -84,7 +84,7 @@ def single_replica_hold(
 
 def single_replica_words(status: NodeStatus, blocker: BlockingPod) -> str | None:
     """Why the node stays and what would drain it, in one line: its budget allows no disruption
-    and the answer unblocking.py found (which names the surge). None while that answer is not
+    and the answer unblock_search.py found (which names the surge). None while that answer is not
     known yet or does not go through the surge (the planner found it would not help)."""
     answer = status.unblock
     if answer is None or not any(change.target == SURGE_FLAG for change in answer.changes):

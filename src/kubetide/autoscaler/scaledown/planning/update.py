@@ -1,5 +1,5 @@
 """The working state of one planner update (the design's UpdateUnneededNodes), shared by its
-steps: `revalidate` (the deleted set), `evictions` (recent evictions), `candidates` (eligibility
+steps: `deleted_set` (the deleted set re-validated), `evictions` (recent evictions), `candidates` (eligibility
 and the candidate search) and `timers`. It lives for one update, so nothing leaks between loops;
 what is kept between loops is the Planner's."""
 
@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown.drainability import BlockingPod, DrainContext
-from kubetide.autoscaler.scaledown.placement import PodMover
-from kubetide.autoscaler.scaledown.plan import UNREMOVABLE, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, DrainContext
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY

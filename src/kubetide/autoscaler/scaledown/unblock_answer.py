@@ -1,6 +1,6 @@
 """What would unblock a node: the smallest change that makes an unremovable node removable.
 
-A value, not a guess: `unblocking.find_unblocks` proposes a change from the node's reason and
+A value, not a guess: `unblock_search.find_unblocks` proposes a change from the node's reason and
 blocking pods, applies it to a copy of the loop's inputs, runs the planner again, and repeats
 (at most `MAX_ROUNDS` times) until the node is a scale-down candidate, then drops every change
 the others made unnecessary. `removable` says whether the changes listed were enough; `waiting`

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from kubetide.autoscaler.scaledown.placement import homeless
+from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.model import Pod
 from kubetide.scheduling.checker import PredicateChecker
 

@@ -35,11 +35,11 @@ from kubetide.autoscaler.ports import (
     CloudProvider,
     InstanceState,
 )
-from kubetide.autoscaler.scaledown.actuator import Actuator, resume_deadline
-from kubetide.autoscaler.scaledown.drainability import DrainContext, drain_node, index_workloads
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
-from kubetide.autoscaler.scaledown.planner import Planner
+from kubetide.autoscaler.scaledown.actuation.actuator import Actuator, resume_deadline
+from kubetide.autoscaler.scaledown.planning.drainability import DrainContext, drain_node, index_workloads
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.model import Node, PodDisruptionBudget, Workload
 from kubetide.snapshot import ClusterSnapshot
 

@@ -40,10 +40,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.candidates import Removal, simulate_removal
-from kubetide.autoscaler.scaledown.drainability import NodeDrain
-from kubetide.autoscaler.scaledown.plan import REMOVABLE, ScaleDownPlan
-from kubetide.autoscaler.scaledown.update import Received, Update, pod_order
+from kubetide.autoscaler.scaledown.planning.candidates import Removal, simulate_removal
+from kubetide.autoscaler.scaledown.planning.drainability import NodeDrain
+from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.update import Received, Update, pod_order
 from kubetide.model import PodDisruptionBudget
 
 # Flags a replayed search may differ in: they decide which nodes are eligible, what a drain

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetide.autoscaler.scaledown.budgets import BudgetDecision
-from kubetide.autoscaler.scaledown.drainability import BlockingPod, NodeDrain
-from kubetide.autoscaler.scaledown.estimate import DrainEstimate, ScaleDownSchedule
+from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, NodeDrain
+from kubetide.autoscaler.scaledown.planning.estimate import DrainEstimate, ScaleDownSchedule
+from kubetide.autoscaler.scaledown.planning.surge import Surge
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.surge import Surge
-from kubetide.autoscaler.scaledown.unblock import Unblock
+from kubetide.autoscaler.scaledown.unblock_answer import Unblock
 
 REMOVABLE = "removable"
 UNREMOVABLE = "unremovable"

@@ -8,8 +8,8 @@ scale-down must not do.
 
 from __future__ import annotations
 
-from kubetide.autoscaler.scaledown.drainability import pods_needing_homes
-from kubetide.autoscaler.scaledown.update import Update, pod_order
+from kubetide.autoscaler.scaledown.planning.drainability import pods_needing_homes
+from kubetide.autoscaler.scaledown.planning.update import Update, pod_order
 
 
 def revalidate_deleted(u: Update) -> str | None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubetide.autoscaler.scaledown.drainability import DrainContext, Outcome, verdict
-from kubetide.autoscaler.scaledown.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.drainability import DrainContext, Outcome, verdict
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Pod
 

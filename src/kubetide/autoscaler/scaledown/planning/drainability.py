@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
 from kubetide.model import Pod, Workload
 from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
@@ -175,7 +175,10 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     """Rules 1-11 for one pod (expendable pods included, as a rule 0).
 
     Written against the fields rather than the Pod's convenience properties: it runs for every
-    pod of every eligible node, every loop.
+    pod of every eligible node, every loop. Total over parsed Pods: a malformed object never gets
+    here (the model's readers refuse it where it is read, naming its field), and the one free-form
+    value a rule parses, karpenter.sh/do-not-disrupt, reads as absent when it is not a duration,
+    as Karpenter reads it. So nothing is caught here: an exception is a bug, and goes up.
     """
     rules = ctx.rules
     if pod.priority < rules.expendable_pods_priority_cutoff:
@@ -250,11 +253,7 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
     needs them all); the first decides the node's reason."""
     result = NodeDrain()
     for pod in pods:
-        try:
-            v = verdict(pod, ctx)
-        except Exception:  # a malformed object must block its node, never crash the loop
-            result.blockers.append(BlockingPod(pod, PodReason.UNEXPECTED_ERROR))
-            continue
+        v = verdict(pod, ctx)
         outcome = v.outcome
         if outcome is Outcome.MOVE:
             result.movable.append(pod)
@@ -308,10 +307,7 @@ def pods_needing_homes(pods: Iterable[Pod], ctx: DrainContext) -> list[Pod]:
     """
     result = []
     for pod in pods:
-        try:
-            outcome = verdict(pod, ctx).outcome
-        except Exception:  # same stance as drain_node: an odd object still needs its home
-            outcome = Outcome.BLOCK
+        outcome = verdict(pod, ctx).outcome
         if outcome is Outcome.MOVE or outcome is Outcome.BLOCK:
             result.append(pod)
     return result

@@ -1,0 +1,53 @@
+"""Scale-down planning: which nodes can go together, and why the others cannot.
+
+The parallel-drain design's UpdateUnneededNodes (`planner`, one module per step: `deleted_set`,
+`evictions`, `candidates`, `timers`, over the update's working state in `update`), what it
+simulates a drain with (`drainability`, `eligibility`, `pdb`, `placement`, `whatif`, `room`,
+`usage`, `surge`, `oncompletion`), what it keeps between loops (`state`, `reuse`, `limit`), and
+what it decides: the `plan`, each node's drain `estimate`, and the `budgets` that crop it.
+
+Code outside scaledown/ imports these names only, never the modules.
+"""
+
+from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DO_NOT_DISRUPT,
+    REPLICATED_KINDS,
+    SAFE_TO_EVICT,
+    SAFE_TO_EVICT_LOCAL_VOLUMES,
+    BlockingPod,
+)
+from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
+from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL, plan_schedule
+from kubetide.autoscaler.scaledown.planning.plan import (
+    BEING_DELETED,
+    REMOVABLE,
+    UNREMOVABLE,
+    NodeStatus,
+    ScaleDownPlan,
+)
+from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
+
+__all__ = [
+    "BEING_DELETED",
+    "DO_NOT_DISRUPT",
+    "EVICTION_RETRY_INTERVAL",
+    "REMOVABLE",
+    "REPLICATED_KINDS",
+    "SAFE_TO_EVICT",
+    "SAFE_TO_EVICT_LOCAL_VOLUMES",
+    "SCALED_UP_THIS_LOOP",
+    "SCALE_DOWN_DISABLED_ANNOTATION",
+    "SURGE_ANNOTATION",
+    "UNREMOVABLE",
+    "BlockingPod",
+    "BudgetDecision",
+    "NodeStatus",
+    "Planner",
+    "ScaleDownPlan",
+    "crop",
+    "gpu_resource",
+    "plan_schedule",
+]
