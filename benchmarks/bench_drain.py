@@ -30,8 +30,8 @@ from rich.table import Table
 
 from benchmarks.clusters import node_agent_daemonset
 from kubetide.autoscaler.loop import Autoscaler
+from kubetide.clock import work_timer
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 from kubetide.sim.spec.scenario import parse_scenario
 
 NODES = 1000

@@ -41,10 +41,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kubetide.autoscaler.loop import Autoscaler
+from kubetide.clock import work_timer
 from kubetide.kube.metrics import AutoscalerMetrics
 from kubetide.kube.server import HealthCheck, StatusServer
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 from kubetide.sim.spec.scenario import parse_scenario
 
 PODS = 5000

@@ -60,6 +60,18 @@ class WorkTimer:
         return self.readings * self.step
 
 
+# What one unit of budgeted work costs on the simulator's timer (a node considered by the
+# scale-down simulation, a group, pod or node handled by the binpacking estimator, a soft taint
+# written). Roughly what kubetide spends per unit on a laptop, so the time budgets bound about the
+# work they would bound there, but at the same point on every machine and every run.
+WORK_STEP = 1e-4
+
+
+def work_timer() -> WorkTimer:
+    """The Timer the simulator and `plan` give each autoscaler they build: driven by work, not the machine."""
+    return WorkTimer(WORK_STEP)
+
+
 class WallClock:
     """Real time, for running against a real cluster."""
 

@@ -36,8 +36,8 @@ from random_clusters import GROUP_LABEL, node_item, pod_item, random_cluster, re
 
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.cli.main import main
+from kubetide.clock import work_timer
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 from kubetide.sim.spec.scenario import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

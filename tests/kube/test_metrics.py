@@ -12,9 +12,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.clock import work_timer
 from kubetide.kube.metrics import FUNCTION_DURATION_BUCKETS, AutoscalerMetrics
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 from kubetide.sim.spec.scenario import parse_scenario
 
 LOOP_SECONDS = 0.25  # what the tests pretend every loop took

@@ -16,8 +16,8 @@ from sim_helpers import deployment, group, make_scenario
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 from kubetide.cli.run_log import loop_lines
+from kubetide.clock import work_timer
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 
 SCAN = 10.0
 GROW_FROM, GROW_UNTIL = 20, 200  # seconds: one more "special" pod every scan-interval

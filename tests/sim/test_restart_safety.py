@@ -21,9 +21,9 @@ from sim_helpers import advance, deployment, group, make_scenario, pdb, simulate
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, InstanceState
 from kubetide.autoscaler.scaledown.actuation.actuator import POD_EVICTION_HEADROOM
+from kubetide.clock import work_timer
 from kubetide.durations import parse_duration
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import work_timer
 
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
 DELETION_DELAY = "1m"

@@ -13,8 +13,8 @@ from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.ports import DELETION_CANDIDATE_TAINT
 from kubetide.autoscaler.scaleup.estimator import TIME_LIMIT_REASON
 from kubetide.autoscaler.scaleup.skips import SkipReason
+from kubetide.clock import WORK_STEP, work_timer
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.simulation import WORK_STEP, work_timer
 
 # Budgets worth a handful of units of work, off by half a unit so no rounding decides: three
 # nodes simulated for scale-down per loop, two soft taints (the pass stops once the budget is

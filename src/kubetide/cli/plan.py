@@ -384,9 +384,9 @@ def plan_loop(
     from kubetide.autoscaler.scaledown.explanation import Recording, find_unblocks
     from kubetide.autoscaler.scaledown.planning import crop
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+    from kubetide.clock import work_timer
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
-    from kubetide.sim.runtime.simulation import work_timer
 
     namespaces = {ns.name: ns.labels for ns in manifests.namespaces}
     # Offline, every time budget (scale-down-simulation-timeout, --unblock-budget, ...) is counted

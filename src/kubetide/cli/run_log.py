@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetide.autoscaler.scaledown.planning import EVICTION_RETRY_INTERVAL
+from kubetide.autoscaler.scaledown.planning import EVICTION_RETRY_INTERVAL, ca_method_name
 
 # Pod names listed in an eviction line at most; the count is always whole.
 MAX_PODS_NAMED = 10
@@ -97,7 +97,7 @@ def _started(result, reasons: dict[str, str]) -> list[LogLine]:
     ]:
         status = plan.nodes.get(name) if plan is not None else None
         utilization = None if status is None or status.utilization is None else round(status.utilization, 2)
-        reason = reasons.get(name, "empty" if empty else "underutilized")
+        reason = reasons.get(name, ca_method_name(empty=empty))
         kind = "empty" if empty else "drain"
         detail = f"{kind}, {reason}" + ("" if utilization is None else f", utilization {utilization:g}")
         lines.append(
@@ -155,7 +155,7 @@ def deletion_lines(result, reasons: dict[str, str]) -> list[LogLine]:
             )
         )
     for name in result.deleted:
-        reason = reasons.get(name) or ("underutilized" if name in result.deleted_drained else "empty")
+        reason = reasons.get(name) or ca_method_name(empty=name not in result.deleted_drained)
         lines.append(
             LogLine(
                 logging.INFO, f"Scale-down: node {name} removed ({reason})", {"node": name, "reason": reason}

@@ -39,7 +39,7 @@ from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
 from kubetide.autoscaler.ports import CHURN_SECONDS, TemplateError
 from kubetide.autoscaler.scaledown import NodeReason
-from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, ScaleDownPlan, gpu_resource
+from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, ScaleDownPlan, ca_method_name, gpu_resource
 from kubetide.autoscaler.scaleup.orchestrator import GIB
 from kubetide.model import Node
 
@@ -58,7 +58,7 @@ _TIMER_REASONS = frozenset({NodeReason.NOT_UNNEEDED_LONG_ENOUGH, NodeReason.NOT_
 
 # Label values, as CA spells them.
 NODE_STATES = ("ready", "unready", "notStarted", "longUnregistered", "unregistered")
-SCALE_DOWN_REASONS = ("empty", "underutilized", "unready")
+SCALE_DOWN_REASONS = (ca_method_name(empty=True), ca_method_name(empty=False), "unready")
 FAILED_SCALE_UP_REASONS = ("cloudProviderError", "apiCallError", "timeout")
 ERROR_TYPES = ("cloudProviderError", "apiCallError", "internalError")
 # Every function label kubetide measures (CA's names): the driver's, then the loop's steps.
@@ -437,7 +437,7 @@ class AutoscalerMetrics:
         for name in result.deleted:
             # A deletion this process did not see start (resumed from a previous leader and
             # finished in the same loop) is labelled by how it ended: drained or empty.
-            fallback = "underutilized" if name in result.deleted_drained else "empty"
+            fallback = ca_method_name(empty=name not in result.deleted_drained)
             reason, gpu = self._deletions.pop(name, (fallback, ""))
             reasons[name] = reason
             self.scaled_down_nodes_total.labels(reason).inc()
@@ -471,7 +471,7 @@ class AutoscalerMetrics:
             if record is not None and record.readiness is Readiness.UNREADY:
                 reason = "unready"
             else:
-                reason = "empty" if deletion.empty else "underutilized"
+                reason = ca_method_name(empty=deletion.empty)
             gpu = gpu_name(snapshot.node(name)) if name in snapshot else ""
             self._deletions[name] = (reason, gpu)
         reasons.update({name: self._deletions[name][0] for name in started if name in self._deletions})

@@ -472,8 +472,7 @@ def _required_nonempty(reader: Reader, key: str) -> str:
 
 def _parse_volume(reader: Reader) -> Volume:
     name = reader.str("name", required=True)
-    data = reader.data if isinstance(reader.data, dict) else {}
-    kind = next((k for k in data if k != "name"), "unknown")
+    kind = next((k for k in reader.fields() if k != "name"), "unknown")
     medium = reader.child("emptyDir").str("medium", default="") if kind == "emptyDir" else ""
     return Volume(name, kind, medium)
 

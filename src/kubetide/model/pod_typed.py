@@ -30,6 +30,7 @@ from kubetide.model.pod import (
     NO_AFFINITY,
     PHASES,
     POD_SLOTS,
+    Affinity,
     Container,
     Pod,
     TopologySpreadConstraint,
@@ -54,6 +55,9 @@ from kubetide.model.wire import (
     VOLUME_SOURCES,
     ContainerWire,
     EmptyDirWire,
+    PodConditionWire,
+    PodSpecWire,
+    PodStatusWire,
     PodWire,
     VolumeWire,
 )
@@ -256,14 +260,7 @@ if POD_SLOTS != _SLOTS_BUILT:
 def _pod(wire: PodWire, source: str, location: str) -> Pod:
     meta = typed_meta(wire.metadata, "Pod", namespaced=True)
     spec = wire.spec
-    if spec.init_containers is not None or spec.overhead is not None or spec.host_network is not None:
-        raise Declined
-    if not spec.containers:
-        raise Declined
-    keys = tuple(map(_container, spec.containers))
-    toleration_fields = tuple(tuple(t.items()) for t in spec.tolerations) if spec.tolerations else ()
-    selector = tuple(spec.node_selector.items()) if spec.node_selector else ()
-    template = _template(keys, selector, toleration_fields)
+    template = _spec_template(spec)
     grace = spec.termination_grace_period_seconds
     if grace is not None and not 0 <= grace <= INT64_MAX:
         raise Declined
@@ -273,55 +270,8 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
     active_deadline = spec.active_deadline_seconds
     if active_deadline is not None and not 0 < active_deadline <= INT64_MAX:
         raise Declined  # the Reader words the error
-
-    # parse_pod reads an absent status as an empty one
-    phase, start_time, nominated, restarts = "Pending", None, "", 0
-    ready, ready_transition = False, None
-    scheduled_status, scheduled_reason, scheduled_transition = "", "", None
-    status = wire.status
-    if status is not None:
-        if status.init_container_statuses is not None:
-            raise Declined
-        if status.phase is not None:
-            known = _PHASES.get(status.phase)  # the constant: one str for every pod
-            if known is None:
-                raise Declined
-            phase = known
-        for condition in status.conditions or ():
-            kind = condition.type
-            if kind == "Ready":
-                ready = condition.status == "True"
-                ready_transition = timestamp(condition.last_transition_time)
-            elif kind == "PodScheduled":
-                scheduled_status = condition.status or ""
-                scheduled_status = shared(scheduled_status, scheduled_status)
-                scheduled_reason = condition.reason or ""
-                scheduled_reason = shared(scheduled_reason, scheduled_reason)
-                scheduled_transition = timestamp(condition.last_transition_time)
-        start_time = timestamp(status.start_time)
-        nominated = status.nominated_node_name or ""
-        if status.container_statuses:
-            restarts = max(_int64(s.restart_count) or 0 for s in status.container_statuses)
-
+    affinity, spread, shape = _placement(spec, template, source, location)
     node_name = spec.node_name or ""
-
-    # The Reader parsers, with the Reader path's field paths; a Reader only where there is a field.
-    affinity = NO_AFFINITY
-    spread: tuple[TopologySpreadConstraint, ...] = ()
-    volumes: tuple[Volume, ...] = ()
-    if spec.affinity is not None or spec.topology_spread_constraints is not None:
-        rare = {"affinity": spec.affinity, "topologySpreadConstraints": spec.topology_spread_constraints}
-        spec_reader = Reader(rare, source, location, "spec")
-        if spec.affinity is not None:
-            affinity = _parse_affinity(spec_reader)
-        spread = _parse_spreads(spec_reader)
-    if spec.volumes:
-        volumes = tuple(map(_volume, spec.volumes))
-    shape = template.shape
-    if affinity is not NO_AFFINITY or spread:
-        shape = PodShape.of(
-            template.requests, (), template.node_selector, affinity, template.tolerations, spread
-        )
     return assembled_pod(
         (
             meta,
@@ -334,7 +284,7 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             affinity,
             template.tolerations,
             spread,
-            volumes,
+            tuple(map(_volume, spec.volumes)) if spec.volumes else (),
             priority or 0,
             spec.priority_class_name or "",
             priority is not None,  # explicit_priority
@@ -342,16 +292,88 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             active_deadline,
             False,  # host_network: a pod with it set is the Reader's
             "default-scheduler" if spec.scheduler_name is None else spec.scheduler_name,
-            phase,
-            ready,
-            ready_transition,
-            scheduled_status,
-            scheduled_reason,
-            scheduled_transition,
-            start_time,
-            restarts,
-            0,  # sidecar_restarts: only restartable init containers have them
-            nominated,
+            *(_NO_STATUS if wire.status is None else _status(wire.status)),
             shape,
         )
     )
+
+
+def _spec_template(spec: PodSpecWire) -> _Template:
+    """The parsed objects of the pod's template (shared with every pod stamped from it); Declined
+    for a spec with a field only the Reader reads."""
+    if spec.init_containers is not None or spec.overhead is not None or spec.host_network is not None:
+        raise Declined
+    if not spec.containers:
+        raise Declined
+    keys = tuple(map(_container, spec.containers))
+    toleration_fields = tuple(tuple(t.items()) for t in spec.tolerations) if spec.tolerations else ()
+    selector = tuple(spec.node_selector.items()) if spec.node_selector else ()
+    return _template(keys, selector, toleration_fields)
+
+
+def _placement(
+    spec: PodSpecWire, template: _Template, source: str, location: str
+) -> tuple[Affinity, tuple[TopologySpreadConstraint, ...], PodShape]:
+    """Affinity, topology spread and the pod's shape: the template's shape for a pod with
+    neither; otherwise parsed by the Reader's parsers, with the Reader path's field paths (a
+    Reader only where there is a field), and the shape worked out for this pod."""
+    if spec.affinity is None and spec.topology_spread_constraints is None:
+        return NO_AFFINITY, (), template.shape
+    rare = {"affinity": spec.affinity, "topologySpreadConstraints": spec.topology_spread_constraints}
+    spec_reader = Reader(rare, source, location, "spec")
+    affinity = NO_AFFINITY if spec.affinity is None else _parse_affinity(spec_reader)
+    spread = _parse_spreads(spec_reader)
+    if affinity is NO_AFFINITY and not spread:
+        return affinity, spread, template.shape
+    shape = PodShape.of(template.requests, (), template.node_selector, affinity, template.tolerations, spread)
+    return affinity, spread, shape
+
+
+# The status slots (phase ... nominated_node_name) of a pod without a status: parse_pod reads an
+# absent status as an empty one.
+_NO_STATUS = ("Pending", False, None, "", "", None, None, 0, 0, "")
+
+
+def _status(status: PodStatusWire) -> tuple[Any, ...]:
+    """The status slots, phase to nominated_node_name, in POD_SLOTS order."""
+    if status.init_container_statuses is not None:
+        raise Declined
+    phase = "Pending"
+    if status.phase is not None:
+        known = _PHASES.get(status.phase)  # the constant: one str for every pod
+        if known is None:
+            raise Declined
+        phase = known
+    restarts = 0
+    if status.container_statuses:
+        restarts = max(_int64(s.restart_count) or 0 for s in status.container_statuses)
+    return (
+        phase,
+        *(_conditions(status.conditions) if status.conditions else _NO_CONDITIONS),
+        timestamp(status.start_time),
+        restarts,
+        0,  # sidecar_restarts: only restartable init containers have them
+        status.nominated_node_name or "",
+    )
+
+
+# ready, ready_transition, scheduled_status, scheduled_reason, scheduled_transition
+_NO_CONDITIONS = (False, None, "", "", None)
+
+
+def _conditions(conditions: list[PodConditionWire]) -> tuple[Any, ...]:
+    """What the Ready and PodScheduled conditions say (the last of each kind written wins)."""
+    ready, ready_transition = False, None
+    scheduled_status, scheduled_reason, scheduled_transition = "", "", None
+    for condition in conditions:
+        kind = condition.type
+        if kind == "Ready":
+            ready = condition.status == "True"
+            ready_transition = timestamp(condition.last_transition_time)
+        elif kind == "PodScheduled":
+            scheduled_status = condition.status or ""
+            scheduled_status = shared(scheduled_status, scheduled_status)
+            scheduled_reason = condition.reason or ""
+            scheduled_reason = shared(scheduled_reason, scheduled_reason)
+            scheduled_transition = timestamp(condition.last_transition_time)
+    return ready, ready_transition, scheduled_status, scheduled_reason, scheduled_transition

@@ -51,6 +51,10 @@ class Reader:
     def has(self, key: builtins.str) -> builtins.bool:
         return self._mapping().get(key) is not None
 
+    def fields(self) -> list[Any]:
+        """The mapping's keys, in the manifest's order."""
+        return list(self._mapping())
+
     def raw(self, key: builtins.str, default: Any = None) -> Any:
         value = self._mapping().get(key)
         return default if value is None else value

@@ -73,9 +73,19 @@ class JobTemplateMetaWire(msgspec.Struct, **_OPTIONS):
     annotations: dict[str, str] | None = None
 
 
+class JobSpecWire(msgspec.Struct, **_OPTIONS):
+    """A CronJob's job spec: what parse_workload reads of a Job (WorkloadSpecWire's Job fields)."""
+
+    selector: Any = None
+    template: PodTemplateWire | None = None
+    pod_management_policy: str | None = None
+    parallelism: int | None = None
+    completions: int | None = None
+
+
 class JobTemplateWire(msgspec.Struct, **_OPTIONS):
     metadata: JobTemplateMetaWire | None = None
-    spec: WorkloadSpecWire | None = None
+    spec: JobSpecWire | None = None
 
 
 class CronJobSpecWire(msgspec.Struct, **_OPTIONS):

@@ -36,6 +36,7 @@ from kubetide.model.typed_kinds import Decode, wire_decoder, wire_parser
 from kubetide.model.validation import int32_problem, labels_problem
 from kubetide.model.wire_workloads import (
     CronJobWire,
+    JobSpecWire,
     PodTemplateWire,
     WorkloadMetaWire,
     WorkloadSpecWire,
@@ -240,6 +241,16 @@ def _history_limit(value: int | None, default: int) -> int:
     return value
 
 
+def _workload_spec(spec: JobSpecWire) -> WorkloadSpecWire:
+    return WorkloadSpecWire(
+        selector=spec.selector,
+        template=spec.template,
+        pod_management_policy=spec.pod_management_policy,
+        parallelism=spec.parallelism,
+        completions=spec.completions,
+    )
+
+
 def _cronjob(wire: CronJobWire) -> CronJob:
     meta = typed_meta(wire.metadata, "CronJob", namespaced=True)
     spec = wire.spec
@@ -260,7 +271,8 @@ def _cronjob(wire: CronJobWire) -> CronJob:
         labels=(template_meta.labels if template_meta else None) or {},
         annotations=(template_meta.annotations if template_meta else None) or {},
     )
-    job = build_workload("Job", job_meta, (template.spec if template else None) or WorkloadSpecWire())
+    job_spec = template.spec if template else None
+    job = build_workload("Job", job_meta, _workload_spec(job_spec) if job_spec else WorkloadSpecWire())
     status = wire.status
     return CronJob(
         meta=meta,

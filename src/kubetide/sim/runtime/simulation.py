@@ -24,7 +24,7 @@ from typing import Any, Protocol, assert_never
 from kubetide.autoscaler.events import StatusObject
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
-from kubetide.clock import Clock, WorkTimer
+from kubetide.clock import Clock, work_timer
 from kubetide.durations import rfc3339
 from kubetide.model import Manifests, Pod
 from kubetide.model.node import ZONE_LABEL
@@ -92,18 +92,6 @@ class NoAutoscaler:
 
     def run_once(self) -> None:
         return None
-
-
-# What one unit of budgeted work costs on the simulator's timer (a node considered by the
-# scale-down simulation, a group, pod or node handled by the binpacking estimator, a soft taint
-# written). Roughly what kubetide spends per unit on a laptop, so the time budgets bound about the
-# work they would bound there, but at the same point on every machine and every run.
-WORK_STEP = 1e-4
-
-
-def work_timer() -> WorkTimer:
-    """The Timer the simulator gives each autoscaler it builds: driven by work, not the machine."""
-    return WorkTimer(WORK_STEP)
 
 
 def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:

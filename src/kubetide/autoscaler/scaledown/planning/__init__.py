@@ -4,7 +4,9 @@ The parallel-drain design's UpdateUnneededNodes (`planner`, one module per step:
 `evictions`, `candidates`, `timers`, over the update's working state in `update`), what it
 simulates a drain with (`drainability`, `eligibility`, `pdb`, `placement`, `whatif`, `room`,
 `usage`, `surge`, `oncompletion`), what it keeps between loops (`state`, `reuse`, `limit`), and
-what it decides: the `plan`, each node's drain `estimate`, and the `budgets` that crop it.
+what it decides: the `plan`, each node's drain `estimate`, the disruption `methods` that propose
+which removable candidates go (CA's empty-node deletion and underutilised-node removal, tried in
+order; another list plugs in through `Planner(methods=...)`), and the `budgets` that crop it.
 
 Code outside scaledown/ imports these names only, never the modules.
 """
@@ -19,6 +21,16 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
 from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL, plan_schedule
+from kubetide.autoscaler.scaledown.planning.methods import (
+    CA_METHODS,
+    Command,
+    DisruptionMethod,
+    EmptyNodeDeletion,
+    MethodInputs,
+    UnderutilizedNodeRemoval,
+    ca_method_name,
+    propose_in_order,
+)
 from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
@@ -32,6 +44,7 @@ from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 
 __all__ = [
     "BEING_DELETED",
+    "CA_METHODS",
     "DO_NOT_DISRUPT",
     "EVICTION_RETRY_INTERVAL",
     "REMOVABLE",
@@ -44,10 +57,17 @@ __all__ = [
     "UNREMOVABLE",
     "BlockingPod",
     "BudgetDecision",
+    "Command",
+    "DisruptionMethod",
+    "EmptyNodeDeletion",
+    "MethodInputs",
     "NodeStatus",
     "Planner",
     "ScaleDownPlan",
+    "UnderutilizedNodeRemoval",
+    "ca_method_name",
     "crop",
     "gpu_resource",
     "plan_schedule",
+    "propose_in_order",
 ]

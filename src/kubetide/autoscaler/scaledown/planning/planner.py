@@ -22,7 +22,9 @@ one module each, sharing the update's working state (update.py):
 3. candidates.py: every node's eligibility;
 4. candidates.py: the candidate search, within scale-down-simulation-timeout and CA's limit on
    how many unneeded nodes are worth finding (limit.py);
-5. timers.py: timers and pauses decide which candidates are removable now.
+5. timers.py: timers and pauses decide which candidates are removable now, and the disruption
+   methods (methods.py), tried in order, propose which of them go: CA's empty-node deletion, then
+   its underutilised-node removal, unless the planner is given others.
 Budgets (budgets.py) then crop what the actuator starts.
 
 Steps 1-4 are skipped when nothing they read changed since the last update (reuse.py): their
@@ -65,6 +67,7 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
     inject_recent_evictions,
 )
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
+from kubetide.autoscaler.scaledown.planning.methods import CA_METHODS, DisruptionMethod
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
@@ -118,9 +121,11 @@ class Planner:
         incremental: bool = True,
         simulate: SimulateRemoval = simulate_removal,
         on_paper: bool = True,
+        methods: Sequence[DisruptionMethod] = CA_METHODS,
     ):
         self.options = options
         self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)
+        self.methods = tuple(methods)  # what removes the candidates that may go now, in order
         self.timers_expired = timers_expired
         self.timer = timer
         self.rules = DrainRules.from_options(options)
@@ -244,7 +249,7 @@ class Planner:
                 self.reused += 1
                 found, failures = last.replay(plan)
                 self.hints = last.hints
-                self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
+                self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
                 self.last_plan = plan
                 return plan
         index = index_workloads(workloads) if workloads is not None else None
@@ -276,7 +281,7 @@ class Planner:
             )
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
-            self._after_search(plan, snapshot, resume_set, found, failures, scaling_up)
+            self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
@@ -356,6 +361,7 @@ class Planner:
         self,
         plan: ScaleDownPlan,
         snapshot: ClusterSnapshot,
+        cloud: CloudProvider,
         resume: set[str],
         found: Search,
         failures: dict[str, Unremovable],
@@ -375,7 +381,15 @@ class Planner:
             self.options, now, last_scale_up, self.last_deletion, self.last_failure, scaling_up=scaling_up
         )
         decide_removals(
-            plan, snapshot, resume, self.options, self.unneeded_since, paused, self.timers_expired
+            plan,
+            snapshot,
+            cloud,
+            resume,
+            self.options,
+            self.unneeded_since,
+            paused,
+            self.timers_expired,
+            self.methods,
         )
 
     def _system_timeout(self) -> float | None:

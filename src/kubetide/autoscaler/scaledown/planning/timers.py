@@ -5,14 +5,18 @@ scale-down-unready-time), unless scale-down is paused: disabled, within
 scale-down-delay-after-add / -delete / -failure of the last such event, or in a loop that scales
 up, whatever scale-down-delay-after-add is (the Cluster Autoscaler's RunOnce returns after a
 scale-up: "No scale down in this iteration"). A removable candidate still running a
-safe-to-evict "on-completion" pod waits for it (oncompletion.py).
+safe-to-evict "on-completion" pod waits for it (oncompletion.py). The disruption methods
+(methods.py: CA's empty-node deletion, then its underutilised-node removal) then propose which of
+the others go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import CloudProvider
+from kubetide.autoscaler.scaledown.planning.methods import DisruptionMethod, MethodInputs, propose_in_order
 from kubetide.autoscaler.scaledown.planning.oncompletion import hold_for_on_completion_pods
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.state import UnneededNodes
@@ -51,15 +55,19 @@ def cooldown(
 def decide_removals(
     plan: ScaleDownPlan,
     snapshot: ClusterSnapshot,
+    cloud: CloudProvider,
     resume: Collection[str],
     options: AutoscalerOptions,
     unneeded_since: UnneededNodes,
     paused: str | None,
     timers_expired: bool,
+    methods: Sequence[DisruptionMethod],
 ) -> None:
-    """Fill the plan's empty_to_delete / drain_to_delete, and say why other candidates wait."""
+    """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
+    the disruption `methods`, tried in order, propose of the others (methods.py)."""
     now, o = plan.now, options
     plan.cooldown = paused
+    ready: list[str] = []
     for name in plan.candidate_set:
         status = plan.nodes[name]
         node = snapshot.node(name)
@@ -80,10 +88,11 @@ def decide_removals(
             continue
         if hold_for_on_completion_pods(plan, name):
             continue
-        (plan.empty_to_delete if status.empty else plan.drain_to_delete).append(name)
-    # CA's sortByRisk: nodes a budget lets go only pod by pod come after the others, so that the
-    # parallelism budgets start the drains that can finish at once first.
-    plan.drain_to_delete.sort(key=lambda name: name in plan.risky)
+        ready.append(name)
+    inputs = MethodInputs(plan, tuple(ready), snapshot, cloud, o)
+    for command in propose_in_order(methods, inputs):
+        for name in command.nodes:
+            (plan.empty_to_delete if plan.nodes[name].empty else plan.drain_to_delete).append(name)
 
 
 def _also(why: str, earlier: str) -> str:

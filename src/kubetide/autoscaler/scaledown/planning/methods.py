@@ -1,0 +1,138 @@
+"""Disruption methods: what the planner proposes to remove, once the candidate search and the
+timers have said which nodes may go now.
+
+A `DisruptionMethod` has a `name` and `propose(inputs) -> Command | None`. The planner tries its
+methods in order (`propose_in_order`), each seeing the commands of the methods before it, as
+Karpenter's disruption controller tries emptiness, drift, multi-node and single-node
+consolidation in order. The Cluster Autoscaler's two ways of removing a node are the default
+list, `CA_METHODS`: `EmptyNodeDeletion` (its empty nodes, deleted without a drain) then
+`UnderutilizedNodeRemoval` (the others, drained). Their names are CA's: the `reason` label of
+`scaled_down_nodes_total` ("empty", "underutilized").
+
+Both run in every loop, and the parallelism budgets (budgets.py) then start empty nodes first.
+A method that, like Karpenter's, wants the loop to itself once an earlier method proposed
+something returns None when `inputs.earlier` is not empty; one that should win over CA's goes
+first in the list, and CA's skip the nodes it already claimed.
+
+A `Command` names the nodes to remove, in the order to start them, and the nodes to launch in
+their place (`replacements`, node group ids, one per node: Karpenter's replace). CA's methods never
+replace: theirs is always (). This planner's actuator has no way to launch a replacement before it
+drains, so it refuses a command carrying one (`ValueError`, a bug in the method list); a method
+that replaces runs under a controller that carries replacements out (Karpenter's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import CloudProvider
+from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One method's proposal: remove `nodes` (in the order to start them), launching
+    `replacements` (node group ids, one per new node) first; empty for a plain removal."""
+
+    method: str  # the proposing method's name
+    nodes: tuple[str, ...]
+    replacements: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MethodInputs:
+    """What a method reads, all of it as the planner left it (a method changes none of it; one
+    that simulates forks the snapshot and reverts it). The snapshot is the planner's fork
+    (expendable pods out, nominated pods in) when the search ran this loop, the loop's own when
+    it was replayed (reuse.py): the nodes and their other pods are the same in both.
+
+    `ready` are the candidates whose timers ran out and that no pause or on-completion pod holds,
+    in the candidate search's order: the only nodes this planner lets a method propose. `plan`
+    holds what the search found of every node (`plan.nodes[name].empty`, `plan.risky`,
+    `plan.drains`, `plan.destinations`)."""
+
+    plan: ScaleDownPlan
+    ready: tuple[str, ...]
+    snapshot: ClusterSnapshot
+    cloud: CloudProvider
+    options: AutoscalerOptions
+    earlier: tuple[Command, ...] = ()  # what the methods before this one proposed
+
+    def claimed(self) -> frozenset[str]:
+        """Nodes an earlier method already proposed."""
+        return frozenset(name for command in self.earlier for name in command.nodes)
+
+
+class DisruptionMethod(Protocol):
+    """One way of removing nodes, tried in order with the others (see the module's docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def propose(self, inputs: MethodInputs) -> Command | None:
+        """The nodes this method would remove now (and what would replace them), or None."""
+        ...
+
+
+class EmptyNodeDeletion:
+    """CA's empty-node deletion: ready candidates the search found empty, in its order."""
+
+    name = "empty"
+
+    def propose(self, inputs: MethodInputs) -> Command | None:
+        nodes, claimed = inputs.plan.nodes, inputs.claimed()
+        empty = tuple(name for name in inputs.ready if nodes[name].empty and name not in claimed)
+        return Command(self.name, empty) if empty else None
+
+
+class UnderutilizedNodeRemoval:
+    """CA's underutilised-node removal: ready candidates with pods to move, drained. Those a
+    budget lets go only pod by pod (risky) come last, as CA's sortByRisk puts them, so that the
+    parallelism budgets start the drains that can finish at once first."""
+
+    name = "underutilized"
+
+    def propose(self, inputs: MethodInputs) -> Command | None:
+        plan, claimed = inputs.plan, inputs.claimed()
+        drains = [name for name in inputs.ready if not plan.nodes[name].empty and name not in claimed]
+        drains.sort(key=lambda name: name in plan.risky)
+        return Command(self.name, tuple(drains)) if drains else None
+
+
+CA_METHODS: tuple[DisruptionMethod, ...] = (EmptyNodeDeletion(), UnderutilizedNodeRemoval())
+
+
+def ca_method_name(*, empty: bool) -> str:
+    """The name of CA's method that removes a node deleted empty or drained (the reason label of
+    scaled_down_nodes_total, and of kubetide run's log lines)."""
+    return EmptyNodeDeletion.name if empty else UnderutilizedNodeRemoval.name
+
+
+def propose_in_order(methods: Sequence[DisruptionMethod], inputs: MethodInputs) -> tuple[Command, ...]:
+    """Every method in order, each seeing the commands before it. A command must name only
+    `inputs.ready` nodes not claimed before, and no replacement (see the module's docstring)."""
+    commands: list[Command] = []
+    ready = set(inputs.ready)
+    taken: set[str] = set()
+    for method in methods:
+        command = method.propose(replace(inputs, earlier=tuple(commands)))
+        if command is None:
+            continue
+        wrong = [name for name in command.nodes if name not in ready or name in taken]
+        if wrong:
+            raise ValueError(
+                f"disruption method {method.name} proposed {', '.join(wrong)}: not a candidate removable"
+                " now, or proposed by an earlier method"
+            )
+        if command.replacements:
+            raise ValueError(
+                f"disruption method {method.name} proposed replacements; the scale-down actuator"
+                " launches none"
+            )
+        taken.update(command.nodes)
+        commands.append(command)
+    return tuple(commands)
