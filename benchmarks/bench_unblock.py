@@ -25,6 +25,7 @@ from typing import Any
 from unittest import mock
 
 from benchmarks import pdb_shapes
+from kubetide.autoscaler import explain
 from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
 from kubetide.cli.main import main as kubetide
 
@@ -57,7 +58,7 @@ def measure(dump: Path, limit: int, narrowed: bool) -> dict[str, Any]:
 
     out = io.StringIO()
     with (
-        mock.patch.object(unblock_search, "find_unblocks", answers),
+        mock.patch.object(explain, "find_unblocks", answers),  # what explain() calls
         mock.patch.object(unblock_search, "Replay", Counted),
         mock.patch.object(unblock_search.Planner, "__init__", counting_init),
         contextlib.redirect_stdout(out),

@@ -134,8 +134,9 @@ def test_sweep_output_and_sweep_json_validate(capsys, tmp_path):
     [
         [SCENARIO, "--compare", "quick:scale-down-unneeded-time=1m,scan-interval=20s", "--compare", "own:"],
         [EXAMPLES / "qos-watermark.yaml"],  # spec.qos.compare: qos_precise and the agent's counts
+        [SCENARIO, "--compare", "ca:policy=cluster-autoscaler", "--compare", "karpenter:policy=karpenter"],
     ],
-    ids=["flags", "qos"],
+    ids=["flags", "qos", "policies"],
 )
 def test_compare_output_and_compare_json_validate(capsys, tmp_path, argv):
     document = run_json(capsys, ["simulate", *argv, "--duration", "15m", "--no-report", "--out", tmp_path])
@@ -145,6 +146,10 @@ def test_compare_output_and_compare_json_validate(capsys, tmp_path, argv):
     for entry in document["settings"]:  # each setting's run is a SimulationSummary
         validate("simulate", json.loads((tmp_path / entry["dir"] / "summary.json").read_text()))
     assert all("qos" in entry for entry in document["settings"]) == ("qos-watermark" in str(argv[0]))
+    # the policy block comes with a comparison of policies only
+    assert [entry.get("policy", {}).get("autoscaler") for entry in document["settings"]] == (
+        ["cluster-autoscaler", "karpenter"] if "ca:policy=cluster-autoscaler" in argv else [None, None]
+    )
 
 
 def test_a_document_off_its_schema_is_caught():

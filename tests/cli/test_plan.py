@@ -550,12 +550,16 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
-@pytest.mark.parametrize("copies", [None, 12], ids=["example", "156-node copy"])
-def test_the_table_fits_100_columns_and_drops_no_word(kubetide, monkeypatch, tmp_path, copies):
-    dump_file, groups = CLUSTER, GROUPS
-    if copies is not None:
-        dump_file = large_dump(tmp_path / "large.yaml", copies)
-        groups = large_groups(tmp_path / "groups.yaml", copies)
+@pytest.fixture(scope="module")
+def large_cluster(tmp_path_factory) -> tuple[Path, Path]:
+    """The example copied 12 times (156 nodes) and its groups, written once for the module."""
+    directory = tmp_path_factory.mktemp("large")
+    return large_dump(directory / "large.yaml", 12), large_groups(directory / "groups.yaml", 12)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["example", "156-node copy"])
+def test_the_table_fits_100_columns_and_drops_no_word(kubetide, monkeypatch, request, large):
+    dump_file, groups = request.getfixturevalue("large_cluster") if large else (CLUSTER, GROUPS)
     monkeypatch.setenv("COLUMNS", "1000")
     code, wide, _ = kubetide(dump_file, "--node-groups", groups)
     assert code == 0
@@ -573,9 +577,8 @@ def test_the_table_fits_100_columns_and_drops_no_word(kubetide, monkeypatch, tmp
         assert words(narrow) == expected
 
 
-def test_the_summary_counts_come_first(kubetide, monkeypatch, tmp_path):
-    dump_file = large_dump(tmp_path / "large.yaml", 12)
-    groups = large_groups(tmp_path / "groups.yaml", 12)
+def test_the_summary_counts_come_first(kubetide, large_cluster):
+    dump_file, groups = large_cluster
     plan = json.loads(kubetide(dump_file, "--node-groups", groups, "--json")[1])
     down, up = plan["scale_down"], plan["scale_up"]
     code, out, _ = kubetide(dump_file, "--node-groups", groups)

@@ -296,26 +296,32 @@ def test_surge_before_evict_moves_a_single_replica_behind_min_available_one(kube
     available: dict[str, bool] = {p.metadata.name: True for p in running(kube, "solo")}
     least = [len(available)]
     watch = kubernetes.watch.Watch()
-    stream = watch.stream(
-        kube.core.list_namespaced_pod, kube.namespace, label_selector="app=solo", timeout_seconds=150
-    )
+
+    def moved_off_b() -> bool:
+        return len(group_nodes(kube, "small")) == 1 and first.metadata.name not in {
+            p.metadata.name for p in running(kube, "solo")
+        }
+
     # Load drops: A keeps 2 web pods (50%), B holds solo (10%); solo can only go by a surge.
     scale(kube, "web", 2)
     deadline = time.monotonic() + 150
-    for event in stream:
-        pod = event["object"]
-        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-        available[pod.metadata.name] = (
-            event["type"] != "DELETED" and ready and pod.metadata.deletion_timestamp is None
-        )
-        least.append(sum(available.values()))
-        if len(group_nodes(kube, "small")) == 1 and first.metadata.name not in {
-            p.metadata.name for p in running(kube, "solo")
-        }:
-            break
-        if time.monotonic() > deadline:
-            break
-    watch.stop()
+    # Watched in stretches of 5 s, each from where the last left off, until B is gone: B's removal
+    # comes after solo's last event, which one long watch then waited out to its timeout.
+    while not moved_off_b() and time.monotonic() < deadline:
+        since = {"resource_version": watch.resource_version} if watch.resource_version else {}
+        for event in watch.stream(
+            kube.core.list_namespaced_pod,
+            kube.namespace,
+            label_selector="app=solo",
+            timeout_seconds=5,
+            **since,
+        ):
+            pod = event["object"]
+            ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+            available[pod.metadata.name] = (
+                event["type"] != "DELETED" and ready and pod.metadata.deletion_timestamp is None
+            )
+            least.append(sum(available.values()))
     wait_until(lambda: len(group_nodes(kube, "small")) == 1, timeout=60, what="node B removed")
     (moved,) = wait_running(kube, "solo", 1)
     assert moved.metadata.name != first.metadata.name

@@ -31,6 +31,7 @@ from kubetide.autoscaler.clusterstate import (
 )
 from kubetide.autoscaler.decision import Halt, LoopDecision, LoopInputs, LoopState, decide, observe
 from kubetide.autoscaler.events import Event, StatusObject
+from kubetide.autoscaler.explain import Explanation, UnblockRequest, explain
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -56,7 +57,6 @@ from kubetide.autoscaler.scaledown.explanation import (
     UnblockMemo,
     annotation_changes,
     blocking_pods_text,
-    find_unblocks,
     single_replica_hold,
     single_replica_words,
 )
@@ -77,6 +77,7 @@ class LoopResult:
 
     now: float
     decision: LoopDecision | None = None
+    explanation: Explanation | None = None  # the decision's (explain.py), when it planned scale-down
     halted: str | None = None  # why the loop stopped early, if it did
     scaled_up: dict[str, int] = field(default_factory=dict)  # group -> nodes added
     started: StartResult | None = None
@@ -207,11 +208,7 @@ class Autoscaler:
                 for name, status in decision.scale_down.nodes.items()
                 if (blocker := single_replica_hold(status, inputs, self.options)) is not None
             }
-            if self.options.annotate_scale_down_blockers or held:
-                with timed(result.durations, "scaleDown:unblock", self.timer):
-                    # Without the flag, only the single-replica holds are asked (blockers.py).
-                    only = None if self.options.annotate_scale_down_blockers else held
-                    self._find_unblocks(inputs, decision, only=only)
+            result.explanation = self._explain(inputs, decision, result, held)
         with timed(result.durations, "scaleUp", self.timer):
             self._scale_up(decision, now, result)
         if decision.scale_down is not None:
@@ -373,32 +370,35 @@ class Autoscaler:
                 memo=self._soft_taints,
             )
 
-    def _find_unblocks(
-        self, inputs: LoopInputs, decision: LoopDecision, only: Collection[str] | None = None
-    ) -> None:
-        """What would unblock each unremovable node (of `only`, if given:
-        explanation/unblock_search.py), on the cluster as the scheduler will leave it (the pods
-        the decision bound), into the plan's statuses."""
-        plan, snapshot = decision.scale_down, inputs.snapshot
-        assert plan is not None
-        by_key = {pod.key: pod for pod in inputs.pending}
-        checker = self._checker_for(snapshot)
-        snapshot.fork()
-        try:
-            for key, node in decision.bound.items():
-                pod = by_key[key]
-                snapshot.bind(pod, node)
-            due = self._unblocks.due(plan, inputs.now, only)
-            answers = (
-                find_unblocks(
-                    inputs, self.options, self.cloud, plan=plan, checker=checker, timer=self.timer, nodes=due
-                )
-                if due
-                else {}
+    def _explain(
+        self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult, held: Collection[str]
+    ) -> Explanation:
+        """The decision's explanation (explain.py): its drain estimates for the status and, with
+        --annotate-scale-down-blockers, what would unblock each unremovable node: kept answers
+        (UnblockMemo), and new ones for the nodes it says are due, into the plan's statuses.
+        Without the flag, only the nodes a single replica's budget holds (`held`, blockers.py)
+        are answered."""
+        checker = self._checker_for(inputs.snapshot)
+        if not self.options.annotate_scale_down_blockers and not held:
+            return explain(
+                decision, inputs, options=self.options, cloud=self.cloud, checker=checker, timer=self.timer
             )
-        finally:
-            snapshot.revert()
-        self._unblocks.store(plan, answers, inputs.now)
+        plan = decision.scale_down
+        assert plan is not None
+        with timed(result.durations, "scaleDown:unblock", self.timer):
+            only = None if self.options.annotate_scale_down_blockers else held
+            due = self._unblocks.due(plan, inputs.now, only)
+            explanation = explain(
+                decision,
+                inputs,
+                options=self.options,
+                cloud=self.cloud,
+                checker=checker,
+                timer=self.timer,
+                unblock=UnblockRequest(nodes=due) if due else None,
+            )
+        self._unblocks.store(plan, explanation.unblocks, inputs.now)
+        return explanation
 
     def _say_single_replica_holds(
         self, plan: ScaleDownPlan, held: Mapping[str, BlockingPod], now: float, result: LoopResult
@@ -441,8 +441,8 @@ class Autoscaler:
                     if (name := skip.provider_name) is not None
                 },
             )
-        if result is not None and result.scale_down is not None:
-            scale_down = _scale_down_summary(result.scale_down, self._candidates_by_group)
+        if result is not None and result.scale_down is not None and result.explanation is not None:
+            scale_down = _scale_down_summary(result.scale_down, result.explanation, self._candidates_by_group)
         self.actions.write_status(
             self.status.build(self.registry, now, scale_up=scale_up, scale_down=scale_down, message=message)
         )
@@ -478,7 +478,7 @@ class Autoscaler:
 
 
 def _scale_down_summary(
-    plan: ScaleDownPlan, by_group: Callable[[Iterable[str]], dict[str, list[str]]]
+    plan: ScaleDownPlan, explanation: Explanation, by_group: Callable[[Iterable[str]], dict[str, list[str]]]
 ) -> ScaleDownSummary:
     """What the status says of scale-down: candidates per group, the drains they need (estimated
     time, budget waves, why risky) and the nodes waiting for budget."""
@@ -490,7 +490,7 @@ def _scale_down_summary(
     drains = tuple(
         DrainStatus(name, seconds(name) or round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
         for name in plan.candidate_set
-        if (estimate := plan.nodes[name].estimate) is not None
+        if (estimate := explanation.estimates.get(name)) is not None
     )
     waiting = tuple(
         WaitingNode(name, plan.nodes[name].detail, seconds(name)) for name in plan.waiting_for_budget

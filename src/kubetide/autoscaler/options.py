@@ -52,6 +52,20 @@ STARTUP_TAINT_PREFIXES = (
     "startup-taint.cluster-autoscaler.kubernetes.io/",
 )
 STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
+# The autoscaler a scenario runs (the `policy` flag); the first is the default.
+POLICIES = ("kubetide", "cluster-autoscaler", "karpenter")
+# What `policy: cluster-autoscaler` changes: CA's own defaults where kubetide's differ (drain
+# parallelism 1, a PDB-blocked node sent back to the non-candidates, no surge before evict), each
+# unless given beside the policy.
+CA_POLICY_DEFAULTS: dict[str, Any] = {
+    "max_drain_parallelism": 1,
+    "scale_down_budget_wait_keeps_unneeded_time": False,
+    "surge_before_evict": False,
+}
+CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty")
+# The status ConfigMap's name unless --status-config-map-name says otherwise (CA's default), in the
+# namespace of --namespace (kube-system).
+STATUS_CONFIG_MAP_NAME = "cluster-autoscaler-status"
 # The first item of a pasted `command:` (the binary), skipped in an args list.
 _COMMAND_NAMES = ("cluster-autoscaler", "./cluster-autoscaler", "/cluster-autoscaler")
 
@@ -159,7 +173,7 @@ class AutoscalerOptions:
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"
-    status_config_map_name: str = "cluster-autoscaler-status"
+    status_config_map_name: str = STATUS_CONFIG_MAP_NAME
     # Taint keys, besides CA's prefixes: startup taints (ignore-taint: CA's deprecated spelling of
     # the same), which keep a Ready node "not started" while they last, and status taints; both
     # are left out of templates.
@@ -167,6 +181,19 @@ class AutoscalerOptions:
     startup_taint_prefix: tuple[str, ...] = ()
     ignore_taint: tuple[str, ...] = ()
     status_taint: tuple[str, ...] = ()
+    # kubetide's own: which autoscaler decides (POLICIES). `kubetide` is kubetide's own scale-up
+    # and scale-down; `cluster-autoscaler` the same code held to CA's behaviour (CA_POLICY_DEFAULTS
+    # for every flag not given beside it); `karpenter` Karpenter's provisioning and disruption
+    # (autoscaler/karpenter/), set up by the karpenter-* flags below.
+    policy: str = "kubetide"
+    # Karpenter's NodePool disruption settings, for policy karpenter (model/nodepool.py)
+    karpenter_consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    karpenter_consolidate_after: float = 0.0
+    # spec.disruption.budgets: `NODES[:REASON+REASON][@CRON/DURATION]` entries joined by `;`
+    karpenter_budgets: str = "10%"
+    # the NodeClaim's terminationGracePeriod: a drain longer than this deletes the node anyway
+    # (0: none, the drain waits for its pods however long)
+    karpenter_termination_grace_period: float = 0.0
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)
@@ -219,6 +246,12 @@ def parse_flag(name: str, value: Any) -> Any:
         parsed = _parse_range(value)
     elif name == "expander":
         parsed = _parse_expanders(value)
+    elif name == "policy":
+        parsed = _parse_choice(value, POLICIES, "policy")
+    elif name == "karpenter-consolidation-policy":
+        parsed = _parse_choice(value, CONSOLIDATION_POLICIES, "consolidation policy")
+    elif name == "karpenter-budgets":
+        parsed = _parse_budgets(value)
     elif name in ("grpc-expander-url", "grpc-expander-cert"):
         parsed = str(value)  # checked when the expander is built (grpcexpander/)
     elif kind == "str":
@@ -353,6 +386,8 @@ def parse_options(
         raise errors[0]
     if errors:
         raise FlagErrors(source, errors)
+    if changes.get("policy") == "cluster-autoscaler":
+        changes = {**CA_POLICY_DEFAULTS, **changes}
     return dataclasses.replace(options, **changes)
 
 
@@ -563,6 +598,23 @@ def _parse_range(value: Any) -> ResourceRange:
     if result.min < 0 or result.max < 0 or (result.max and result.min > result.max):
         raise ValueError(f"expected 0 <= min <= max, got {value!r}")
     return result
+
+
+def _parse_choice(value: Any, choices: Sequence[str], what: str) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise ValueError(f"unknown {what} {text!r}; expected one of {', '.join(choices)}")
+    return text
+
+
+def _parse_budgets(value: Any) -> str:
+    """karpenter-budgets, checked by the parser that reads it (model/nodepool.py)
+    and kept as written, so a sweep's table shows it as given."""
+    from kubetide.model.nodepool import parse_budgets
+
+    text = str(value).strip()
+    parse_budgets(text)
+    return text
 
 
 def _parse_expanders(value: Any) -> tuple[str, ...]:

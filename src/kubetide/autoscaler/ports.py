@@ -113,7 +113,7 @@ class ClusterActions(Protocol):
 
     def write_status(self, status: ClusterAutoscalerStatus) -> None:
         """Store the status document (the options' namespace/status-config-map-name, by
-        default kube-system/cluster-autoscaler-status; key `status`).
+        default kube-system/STATUS_CONFIG_MAP_NAME of options.py; key `status`).
 
         The object, not its YAML: the loop writes it every scan-interval, and an adapter that
         only keeps the latest (the simulator) need not serialise thousands it will never show.

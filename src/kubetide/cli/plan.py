@@ -52,26 +52,23 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown import NodeReason, PodReason
-from kubetide.cli.json_output import add_json_argument, document, rfc3339
+from kubetide.cli.json_output import add_json_argument
 from kubetide.cli.now import add_now_argument, parse_now, resolve_now
-from kubetide.cli.output import console, line_width, print_json, text_table, warn, wrap
-from kubetide.durations import format_duration, parse_duration
+from kubetide.cli.output import print_json, warn
+from kubetide.durations import parse_duration
 from kubetide.errors import ManifestError, UserError
 
 # The loop, the snapshot, the scheduler and the model are imported by the functions using them:
 # `kubetide plan --help` and a usage error need none of them (tests/cli/test_startup.py).
 if TYPE_CHECKING:
-    from kubetide.autoscaler.decision import LoopDecision
     from kubetide.autoscaler.ports import UsageSample
-    from kubetide.autoscaler.scaledown.planning import BudgetDecision, NodeStatus, ScaleDownPlan
-    from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
-    from kubetide.cloud.static import StaticCloud, StaticNodeGroup
+    from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
+    from kubetide.cli.plan_words import PlanResult
+    from kubetide.cloud.static import StaticCloud
     from kubetide.model import ConfigMap, Manifests, Pod
     from kubetide.snapshot import ClusterSnapshot
 
 CLUSTER_DUMP = "a cluster dump (kubectl get nodes,pods,... -o yaml)"
-SHOWN_PODS = 5  # pod names listed per line before "and N more"
 # autoscaler/scaledown/explanation/unblock_search.py's UNBLOCK_BUDGET, written out so that --help, which shows it,
 # imports no planner; tests/cli/test_startup.py holds the two equal.
 UNBLOCK_BUDGET = 10.0
@@ -204,13 +201,16 @@ def run(args) -> int:
         unblock_nodes=args.explain_nodes or None,
         unblock_budget=args.unblock_budget,
     )
+    from kubetide.cli.plan_tables import print_human
+    from kubetide.cli.plan_words import plan_json
+
     explain = _chosen_nodes(args.explain_nodes, result.scale_down, source)  # checked with --json too
     if result.unhealthy and args.json:
         warn([result.unhealthy])
     if args.json:
         print_json(plan_json(result, cloud, snapshot, now, now_source, untried), args.json)
         return 0
-    _print_human(
+    print_human(
         result,
         cloud,
         snapshot,
@@ -285,6 +285,10 @@ def parse_set_flags(items: Sequence[str]) -> AutoscalerOptions:
         options = parse_options(mapping, "--set", field="", warnings=warnings)
     except ManifestError as exc:
         raise UserError(f"--set {exc.field}: {exc.message}") from None
+    if options.policy == "karpenter":
+        raise UserError(
+            "--set policy=karpenter: plan shows kubetide's decisions; Karpenter's run in kubetide simulate"
+        )
     warn(f"--set {w}" for w in warnings)
     return options
 
@@ -321,49 +325,6 @@ def missing_controller_kinds(manifests: Manifests, snapshot: ClusterSnapshot) ->
 # -- the loop -------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class PlanResult:
-    """The loop's decision (autoscaler/decision.py) as plan shows it."""
-
-    decision: LoopDecision
-    budget: BudgetDecision
-    options: AutoscalerOptions = dataclasses.field(default_factory=AutoscalerOptions)
-
-    @property
-    def scale_up(self) -> ScaleUpPlan:
-        from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
-
-        # plan decides past an unhealthy halt; a size-fix halt (not from a dump) decides none
-        return self.decision.scale_up if self.decision.scale_up is not None else ScaleUpPlan()
-
-    @property
-    def scale_down(self) -> ScaleDownPlan:
-        from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
-
-        if self.decision.scale_down is None:  # scale-down-enabled=false
-            return ScaleDownPlan(now=self.decision.now, cooldown="scale-down-enabled is false")
-        return self.decision.scale_down
-
-    @property
-    def unhealthy(self) -> str | None:
-        from kubetide.autoscaler.decision import Halt
-
-        if self.decision.halted is not Halt.CLUSTER_UNHEALTHY:
-            return None
-        return (
-            f"{self.decision.halt_message}; the autoscaler would stop this loop here"
-            " (the plan shows what it would do otherwise)"
-        )
-
-    @property
-    def bound_for_scale_down(self) -> dict[str, str]:
-        return self.decision.bound
-
-    @property
-    def cooldown_expired(self) -> bool:
-        return self.decision.cooldown_expired
-
-
 def plan_loop(
     options: AutoscalerOptions,
     snapshot: ClusterSnapshot,
@@ -381,9 +342,11 @@ def plan_loop(
     """The loop's decision (decide, with a fresh LoopState) on `snapshot`, which is left with the
     pending pods that fit existing nodes bound there, as the scheduler would place them."""
     from kubetide.autoscaler.decision import LoopInputs, LoopState, decide
-    from kubetide.autoscaler.scaledown.explanation import Recording, find_unblocks
+    from kubetide.autoscaler.explain import UnblockRequest, bind_scheduled, explain
+    from kubetide.autoscaler.scaledown.explanation import Recording
     from kubetide.autoscaler.scaledown.planning import crop
     from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
+    from kubetide.cli.plan_words import PlanResult
     from kubetide.clock import work_timer
     from kubetide.grpcexpander import expander_service
     from kubetide.scheduling import PredicateChecker
@@ -418,27 +381,20 @@ def plan_loop(
     )
     with PredicateChecker(snapshot, namespaces) as checker:
         decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
-        if decision.bound:  # a pod's key is built on each read: only when some are to be bound
-            by_key = {p.key: p for p in pending}
-            for key, node in decision.bound.items():
-                snapshot.bind(by_key[key], node)
-        if unblock and decision.scale_down is not None:
-            # What would unblock each unremovable node: the planner again, on the cluster as the
-            # scheduler leaves it, with each suggested change applied (explanation/unblock_search.py).
-            plan = decision.scale_down
-            answers = find_unblocks(
-                inputs,
-                options,
-                cloud,
-                plan=plan,
-                checker=checker,
-                timer=timer,
-                budget=unblock_budget,
-                nodes=unblock_nodes,
-                recording=recording,
-            )
-            for name, answer in answers.items():
-                plan.nodes[name].unblock = answer
+        # What would unblock each unremovable node: the planner again, on the cluster as the
+        # scheduler leaves it, with each suggested change applied (explain.py, explanation/unblock_search.py).
+        request = (
+            UnblockRequest(nodes=unblock_nodes, budget=unblock_budget, recording=recording)
+            if unblock
+            else None
+        )
+        explanation = explain(
+            decision, inputs, options=options, cloud=cloud, checker=checker, timer=timer, unblock=request
+        )
+    if decision.scale_down is not None:
+        explanation.attach(decision.scale_down)
+    # The tables show the cluster as the scheduler will leave it: the pending pods that fit bound.
+    bind_scheduled(decision, inputs)
     budget = decision.budget or crop([], [], options)
     return PlanResult(decision, budget, options=options)
 
@@ -448,468 +404,3 @@ def _configmap(configmaps: Iterable[ConfigMap], namespace: str, name: str) -> Co
         if cm.meta.namespace == namespace and cm.meta.name == name:
             return cm
     return None
-
-
-# -- --json -------------------------------------------------------------------------------------------
-
-
-def plan_json(
-    result: PlanResult,
-    cloud: StaticCloud,
-    snapshot: ClusterSnapshot,
-    now: float,
-    now_source: str,
-    untried: Sequence[str],
-) -> dict:
-    """The PlanResult document: the plans' own JSON, with the table's "why" beside each node."""
-    scale_down = result.scale_down.to_json(result.budget)
-    for name, status in result.scale_down.nodes.items():
-        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
-        scale_down["nodes"][name].update(
-            node_group=group.id if group is not None else None,
-            why=node_detail(status, group, result.options),
-        )
-    scale_up = result.scale_up.to_json()
-    scale_up["increases"] = [
-        {
-            "node_group": i.group_id,
-            "delta": i.delta,
-            "new_size": i.new_size,
-            "reason": "min_size" if i.group_id in result.decision.min_size_groups else "pending_pods",
-        }
-        for i in result.decision.increases
-    ]
-    scale_up["why"] = [line.strip() for line in scale_up_lines(result, untried)]
-    scale_down["held"] = list(result.decision.held)
-    return document(
-        "PlanResult",
-        {
-            "now": rfc3339(now),
-            "now_source": now_source,
-            "unhealthy": result.unhealthy,
-            "scale_up": scale_up,
-            "scale_down": scale_down,
-        },
-    )
-
-
-# -- human output -------------------------------------------------------------------------------------
-
-# Why a pod blocks its node, in words, with the flag that would change the answer.
-POD_REASON_WORDS = {
-    PodReason.UNMOVABLE_KUBE_SYSTEM_POD: "a kube-system pod without a PodDisruptionBudget "
-    "(skip-nodes-with-system-pods; blocks while the pod is younger than {timeout}:"
-    " blocking-system-pod-distruption-timeout)",
-    PodReason.LOCAL_STORAGE_REQUESTED: "the pod uses local storage (emptyDir or hostPath) not listed in "
-    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes (skip-nodes-with-local-storage)",
-    PodReason.NOT_SAFE_TO_EVICT_ANNOTATION: 'the pod is annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false" '
-    '(or karpenter.sh/do-not-disrupt: "true")',
-    PodReason.NOT_REPLICATED: "the pod has no controller that would recreate it elsewhere",
-    PodReason.NOT_ENOUGH_PDB: "its PodDisruptionBudget allows no more disruptions",
-    PodReason.CONTROLLER_NOT_FOUND: "the pod's controller does not exist (skip-nodes-with-custom-controller-pods)",
-    PodReason.MIN_REPLICAS_REACHED: "its ReplicaSet has fewer replicas than min-replica-count",
-}
-_TIMERS = {
-    NodeReason.NOT_UNNEEDED_LONG_ENOUGH: "scale-down-unneeded-time",
-    NodeReason.NOT_UNREADY_LONG_ENOUGH: "scale-down-unready-time",
-}
-NODE_REASON_WORDS = {
-    NodeReason.SCALE_DOWN_DISABLED_ANNOTATION: 'annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"',
-    NodeReason.MINIMAL_RESOURCE_LIMIT_EXCEEDED: "the cluster would go below cores-total / memory-total minimum",
-    NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK: "kubetide's own reason: with a usage source, "
-    "scale-down keeps each destination's usage (its pods at their workloads' peaks over "
-    "scale-down-usage-window) at or under the lowest evict or throttle watermark of the NodeQOS "
-    "selecting it, so the node QoS agent does not evict the moved pods again at the next spike "
-    "(scale-down-respect-qos-watermarks=false packs by requests alone, as the Cluster Autoscaler does)",
-}
-# Reasons whose words follow the planner's detail: the detail names the pod and node, the words
-# say why kubetide refuses where the Cluster Autoscaler would not.
-_EXPLAINED_AFTER_DETAIL = {NodeReason.NO_PLACE_TO_MOVE_PODS_BELOW_QOS_WATERMARK}
-
-
-def _names(keys: Sequence[str], limit: int = SHOWN_PODS) -> str:
-    shown = ", ".join(keys[:limit])
-    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def scale_up_lines(result: PlanResult, untried: Sequence[str] = ()) -> list[str]:
-    """The scale-up half in a few lines: what grows, for whom, and why the others get nothing."""
-    plan, expander = result.scale_up, result.options.expander
-    min_size = [i for i in result.decision.increases if i.group_id in result.decision.min_size_groups]
-    lines = [
-        f"growing {i.group_id} by {_plural(i.delta, 'node')} to its min size {i.new_size}"
-        " (enforce-node-group-min-size)"
-        for i in min_size
-    ]
-    if not plan.pending and not plan.schedulable and not plan.not_helped:
-        return [*lines, "no unschedulable pods: nothing to scale up"]
-    if plan.schedulable:
-        fit = [f"{key} on {node}" for key, node in plan.schedulable.items()]
-        lines.append(f"{_plural(len(fit), 'pending pod')} fit existing or upcoming nodes: {_names(fit)}")
-    if untried:
-        lines.append(
-            f"({_plural(len(untried), 'pending pod')} without a PodScheduled condition taken as "
-            f"unschedulable: {_names(list(untried))})"
-        )
-    if plan.pending:
-        head = f"{_plural(len(plan.pending), 'pod')} need a new node"
-        if plan.increases:
-            grow = ", ".join(
-                f"{i.group_id} by {_plural(i.delta, 'node')} to {i.new_size} (max {i.max_size})"
-                for i in plan.increases
-            )
-            helped = list(plan.increases[0].pods)
-            lines.append(
-                f"{head}; growing {grow}, chosen by {','.join(expander)}, "
-                f"for {_plural(len(helped), 'pod')}: {_names(helped)}"
-            )
-        else:
-            lines.append(f"{head}; no node group can take them: no scale-up")
-    if plan.chosen is not None:
-        for option in plan.options:
-            if option.group_id != plan.chosen.group_id:
-                lines.append(
-                    f"  other option: {option.group_id} +{_plural(option.node_count, 'node')} "
-                    f"for {_plural(len(option.pods), 'pod')}"
-                )
-    for group_id, skip in plan.skipped_groups.items():
-        lines.append(f"  node group {group_id} skipped: {skip}")
-    by_reason: dict[str, list[str]] = {}
-    for key, reason in plan.not_helped.items():
-        by_reason.setdefault(reason, []).append(key)
-    for reason, keys in by_reason.items():
-        lines.append(f"  not helped: {_names(keys)}: {reason}")
-    return lines
-
-
-def node_detail(status: NodeStatus, group: StaticNodeGroup | None, options: AutoscalerOptions) -> str:
-    """The planner's detail, or the reason in words when the planner left it blank.
-
-    Timer details are rewritten: the planner states them in absolute seconds, while here every
-    timer starts with this one loop.
-    """
-    from kubetide.autoscaler.scaledown.planning import REMOVABLE
-
-    if status.reason in _TIMERS:
-        flag = _TIMERS[status.reason]
-        wait = format_duration(getattr(options, flag.replace("-", "_")))
-        return f"unneeded from now on: removable once it stays so for {flag} ({wait})"
-    if status.detail and status.status == REMOVABLE and status.estimate is not None:
-        return f"{status.detail}; {status.estimate.words()}"  # a risky node
-    if status.detail:
-        if status.reason in _EXPLAINED_AFTER_DETAIL:
-            return f"{status.detail}. {NODE_REASON_WORDS[status.reason]}"
-        return status.detail
-    if status.status == REMOVABLE:
-        if status.empty:
-            return "empty: deleted without a drain"
-        estimate = f"; {status.estimate.words()}" if status.estimate is not None else ""
-        return "its pods fit on other nodes" + estimate
-    if status.blocking_pod is not None:
-        timeout = format_duration(options.blocking_system_pod_distruption_timeout)
-        return POD_REASON_WORDS.get(status.blocking_pod.reason, "").format(timeout=timeout)
-    if status.reason is NodeReason.NODE_GROUP_MIN_SIZE_REACHED and group is not None:
-        return f"removing it would take node group {group.id} below its min size {group.min_size}"
-    return NODE_REASON_WORDS.get(status.reason, "") if status.reason is not None else ""
-
-
-def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
-    if not budget.empty and not budget.drain:
-        removable = plan.removable_now()
-        return [
-            "would delete: nothing"
-            + (
-                ""
-                if removable or not plan.candidate_set
-                else " (candidates are waiting, see the reasons above)"
-            )
-        ]
-    chosen = set(budget.drain)
-    lines = [
-        "would delete: "
-        + ", ".join([*(f"{n} (empty)" for n in budget.empty), *(f"{n} (drain)" for n in budget.drain)])
-    ]
-    drained = {
-        pod.key for name in chosen if (drain := plan.drains.get(name)) is not None for pod in drain.movable
-    }
-    moving = [f"{pod} -> {node}" for pod, node in plan.destinations.items() if pod in drained]
-    if moving:
-        lines.append(f"  pods move: {_names(moving, 8)}")
-    return lines
-
-
-def summary_lines(result: PlanResult) -> list[str]:
-    """The counts first: nodes by status, unremovable ones by reason, and the scale-up decision."""
-    from kubetide.autoscaler.scaledown.planning import BEING_DELETED, REMOVABLE, UNREMOVABLE
-
-    sd = result.scale_down
-    statuses = list(sd.nodes.values())
-    removable = [s for s in statuses if s.status == REMOVABLE]
-    deleting = sum(1 for s in statuses if s.status == BEING_DELETED)
-    unremovable = [s for s in statuses if s.status == UNREMOVABLE]
-    chosen = len(result.budget.empty) + len(result.budget.drain)
-    head = (
-        f"{_plural(len(statuses), 'node')}: {len(removable)} removable "
-        f"({sum(1 for s in removable if s.empty)} empty), {len(unremovable)} unremovable"
-        + (f", {deleting} being deleted" if deleting else "")
-        + f"; would delete {chosen}"
-    )
-    lines = [head]
-    by_reason: dict[str, list[NodeStatus]] = {}
-    for status in unremovable:
-        by_reason.setdefault(str(status.reason) if status.reason is not None else "-", []).append(status)
-    if by_reason:
-        parts = []
-        for reason, nodes in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
-            pods: dict[str, int] = {}
-            for status in nodes:
-                if status.blocking_pod is not None:
-                    key = str(status.blocking_pod.reason)
-                    pods[key] = pods.get(key, 0) + 1
-            detail = ", ".join(
-                f"{k} {n}" for k, n in sorted(pods.items(), key=lambda item: (-item[1], item[0]))
-            )
-            parts.append(f"{reason} {len(nodes)}" + (f" ({detail})" if detail else ""))
-        lines.append("unremovable by reason: " + ", ".join(parts))
-    paced = [
-        f"{len(sd.risky)} risky (drained pod by pod as their PDBs allow)" if sd.risky else "",
-        f"{len(sd.waiting_for_budget)} waiting for PDB budget (unneeded timers kept)"
-        if sd.waiting_for_budget
-        else "",
-        f"{len(sd.surges)} moved by surge before evict (Deployments restarted first)" if sd.surges else "",
-    ]
-    if any(paced):
-        lines.append("PodDisruptionBudget-paced: " + ", ".join(part for part in paced if part))
-    up = result.scale_up
-    grows = ", ".join(f"{i.group_id} +{i.delta}" for i in result.decision.increases) or "no node group grows"
-    lines.append(
-        f"scale-up: {grows}; {_plural(len(up.pending), 'pending pod')} need a new node, "
-        f"{len(up.schedulable)} fit existing nodes, {len(up.not_helped)} not helped"
-    )
-    return lines
-
-
-def _print_human(
-    result: PlanResult,
-    cloud: StaticCloud,
-    snapshot: ClusterSnapshot,
-    now: float,
-    now_source: str,
-    untried: Sequence[str],
-    *,
-    expire_timers: bool,
-    explain: Sequence[str] = (),
-) -> None:
-    from rich.markup import escape
-
-    from kubetide.cloud.static import GROUPS_YAML
-
-    out = console()
-    width = line_width(out)
-
-    def say(text: str = "", indent: str = "") -> None:
-        for line in wrap(text, width, indent=indent, more=indent + "    "):
-            out.print(escape(line), soft_wrap=True)
-
-    def bold(text: str) -> None:
-        out.print(f"[bold]{escape(text)}[/bold]", soft_wrap=True)
-
-    say(
-        f"{_plural(len(snapshot), 'node')}, {_plural(snapshot.pod_count(), 'bound pod')}; "
-        f"now = {rfc3339(now)} ({now_source})"
-    )
-    bold("Summary")
-    for line in summary_lines(result):
-        say(line, indent="  ")
-    say()
-    unmanaged = [n.name for n in snapshot.nodes() if cloud.node_group_for(n) is None]
-    for g in cloud.node_groups():
-        say(
-            f"node group {g.id}: {_plural(g.target_size(), 'node')}, min {g.min_size}, max {g.max_size} "
-            f"({'from ' + g.origin if g.origin != GROUPS_YAML else g.origin})"
-        )
-    if unmanaged:
-        say(f"not autoscaled: {_names(unmanaged)}")
-    if result.unhealthy:
-        say(f"warning: {result.unhealthy}")
-
-    say()
-    bold("Scale-up")
-    for line in scale_up_lines(result, untried):
-        say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
-
-    sd = result.scale_down
-    say()
-    timers = "timers taken as expired" if expire_timers else "timers running: --no-expire-timers"
-    bold(f"Scale-down ({timers})")
-    if result.bound_for_scale_down:
-        say(
-            f"{_plural(len(result.bound_for_scale_down), 'pending pod')} counted on the nodes they fit "
-            "(the scheduler will bind them there)"
-        )
-    if sd.validation_failure:
-        say(f"note: no new candidates: {sd.validation_failure}")
-    if sd.cooldown:
-        options = result.options
-        if options.scale_down_enabled:  # a fresh planner: only this loop's scale-up pauses it
-            wait = format_duration(options.scale_down_delay_after_add)
-            say(f"note: scale-down paused: this scale-up starts scale-down-delay-after-add ({wait})")
-        else:
-            say(f"note: scale-down paused: {sd.cooldown}")
-    if sd.timed_out:
-        say("note: scale-down-simulation-timeout reached; the remaining nodes were not simulated")
-    if result.cooldown_expired and not sd.cooldown:
-        say(
-            "note: after this scale-up the autoscaler waits scale-down-delay-after-add before deleting; "
-            "taken as run out"
-        )
-    if explain:
-        for name in explain:
-            for text, indent in node_explanation(name, result, cloud, snapshot):
-                say(text, indent=indent)
-    elif sd.nodes:
-        header, *rows = _node_table(sd, cloud, snapshot, result.options, width)
-        bold(header)
-        for line in rows:
-            out.print(escape(line), soft_wrap=True)
-    else:
-        say("no nodes in the dump")
-    for line in deletion_lines(result.budget, sd):
-        say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
-    if sd.schedule is not None and (total := sd.schedule.words()):
-        say(total)
-    if not explain:
-        for line in unblock_lines(sd):
-            say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
-    if held := result.decision.held:
-        one = len(held) == 1
-        say(
-            f"held: {_names(held)}: unready in a group at its target size, {'it goes' if one else 'they go'}"
-            f" once the node controller has removed {'its' if one else 'their'} pods (UC6)"
-        )
-    if result.budget.left_out:
-        say(
-            f"waiting for the parallelism budgets: {_names(result.budget.left_out)}"
-            + (" (ScaleDownThrottled)" if result.budget.throttled else "")
-        )
-
-
-def why_text(status: NodeStatus, group: StaticNodeGroup | None, options: AutoscalerOptions) -> str:
-    """The node's answer in words, naming the blocking pod first when a pod decided it."""
-    detail = node_detail(status, group, options)
-    if status.blocking_pod is None:
-        return detail
-    pod = f"{status.blocking_pod.pod.key} ({status.blocking_pod.reason}){status.more_blockers()}"
-    return f"blocked by {pod}" + (f": {detail}" if detail else "")
-
-
-def unblock_lines(plan: ScaleDownPlan) -> list[str]:
-    """What would make each unremovable node removable, found by the planner: the nodes with the
-    same answer on one line ("7 nodes (...): ..."), so that the section fits a screen, and the
-    most actionable answers first (`Unblock.rank`: a verified fix, the blocking pod's before a
-    budget's or a group's before a flag's; then waits), in the plan's order within a rank."""
-    nodes: dict[str, list[str]] = {}
-    ranks: dict[str, tuple[int, int]] = {}
-    for name, status in plan.nodes.items():
-        answer = status.unblock
-        if answer is None or not answer.text:
-            continue
-        text = answer.text + (" [not enough]" if answer.needs_more else "")
-        nodes.setdefault(text, []).append(name)
-        ranks[text] = min(ranks.get(text, answer.rank), answer.rank)
-    lines = [
-        f"  {names[0] if len(names) == 1 else f'{len(names)} nodes ({_names(names)})'}: {text}"
-        for text, names in sorted(nodes.items(), key=lambda item: ranks[item[0]])
-    ]
-    if not lines:
-        return []
-    return ["What would unblock them (each change checked by running the planner again with it):", *lines]
-
-
-def _node_table(
-    plan: ScaleDownPlan,
-    cloud: StaticCloud,
-    snapshot: ClusterSnapshot,
-    options: AutoscalerOptions,
-    width: int,
-) -> list[str]:
-    from kubetide.autoscaler.scaledown.planning import REMOVABLE
-
-    rows = []
-    for name, status in plan.nodes.items():
-        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
-        util = "-" if status.utilization is None else f"{status.utilization:.0%}"
-        state = status.status + (" (empty)" if status.empty and status.status == REMOVABLE else "")
-        rows.append(
-            (
-                name,
-                group.id if group is not None else "-",
-                util,
-                state,
-                str(status.reason) if status.reason is not None else "-",
-                why_text(status, group, options),
-            )
-        )
-    return text_table(("node", "group", "util", "status", "reason", "why"), rows, width)
-
-
-def node_explanation(
-    name: str, result: PlanResult, cloud: StaticCloud, snapshot: ClusterSnapshot
-) -> list[tuple[str, str]]:
-    """`--node NAME`: everything the loop decided about one node, as (text, indent) lines."""
-    from kubetide.autoscaler.scaledown.planning import REMOVABLE
-    from kubetide.model.quantity import CPU, MEMORY, format_units
-
-    sd = result.scale_down
-    status = sd.nodes[name]
-    node = snapshot.node(name) if name in snapshot else None
-    group = cloud.node_group_for(node) if node is not None else None
-    state = status.status + (" (empty)" if status.empty and status.status == REMOVABLE else "")
-    reason = f": {status.reason}" if status.reason is not None else ""
-    lines = [(f"node {name}: {state}{reason}", "")]
-    if group is not None:
-        lines.append(
-            (
-                f"node group: {group.id} ({group.target_size()} nodes, min {group.min_size}, max {group.max_size})",
-                "  ",
-            )
-        )
-    else:
-        lines.append(("node group: none (not autoscaled)", "  "))
-    if node is not None:
-        allocatable = snapshot.allocatable(name)
-        requested = snapshot.requested(name)
-        shares = [
-            f"{resource} {format_units(resource, requested.get(resource, 0))} of {format_units(resource, amount)}"
-            for resource, amount in allocatable.items()
-            if resource in (CPU, MEMORY)
-        ]
-        util = "-" if status.utilization is None else f"{status.utilization:.0%}"
-        lines.append((f"utilization: {util} (requests: {', '.join(shares)})", "  "))
-    lines.append((f"why: {why_text(status, group, result.options) or '-'}", "  "))
-    if status.unblock is not None and status.unblock.text:
-        more = " [not enough]" if status.unblock.needs_more else ""
-        lines.append((f"what would unblock it: {status.unblock.text}{more}", "  "))
-    deleted = "empty" if name in result.budget.empty else "drain" if name in result.budget.drain else None
-    if deleted is not None:
-        lines.append((f"would delete it now ({deleted})", "  "))
-    elif name in result.budget.left_out:
-        lines.append(("removable, but waiting for the parallelism budgets", "  "))
-    pods = sorted(snapshot.pods_on(name).values(), key=lambda p: p.key) if node is not None else []
-    lines.append((f"pods ({len(pods)}):", "  "))
-    blocking = {b.pod.key: b for b in status.blockers}
-    for pod in pods:
-        if pod.key in blocking:
-            fate = f"blocks the drain ({blocking[pod.key].reason})"
-        elif pod.is_daemonset or pod.is_mirror:
-            fate = "DaemonSet pod: not moved" if pod.is_daemonset else "mirror pod: not moved"
-        elif pod.key in sd.destinations:
-            fate = f"would move to {sd.destinations[pod.key]}"
-        else:
-            fate = ""
-        lines.append((pod.key + (f": {fate}" if fate else ""), "    "))
-    return lines

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
         QosConfig,
         RoundResult,
     )
-    from kubetide.qos.executor import Execution
+    from kubetide.qos.executor import Decision, Execution
 
 QUOTA_ANNOTATION = "qos.kubetide.io/cpu-quota"
 
@@ -398,30 +398,13 @@ def _item(out, text: str) -> None:
 
 
 def _render_execution(out, prefix: str, execution: Execution, state: NodeState, registry, args) -> None:
-    from kubetide.qos.config import ACTION_KINDS
-    from kubetide.qos.executor import DISABLE_SCHEDULING, REFUSED, SCHEDULING_TAINT
-
     out.print()
-    change = execution.scheduling
-    if change is not None:
-        taint = f"{SCHEDULING_TAINT.key}:{SCHEDULING_TAINT.effect}"
-        if change.kind == DISABLE_SCHEDULING:
-            out.print(
-                f"[bold]{prefix}Disable scheduling[/bold]: taint the node {taint} ({', '.join(change.rules)})"
-            )
-        else:
-            out.print(f"[bold]{prefix}Restore scheduling[/bold]: remove the taint {taint}")
+    _render_scheduling(out, prefix, execution)
     if not execution.gaps:
-        if change is None:
+        if execution.scheduling is None:
             out.print(f"[bold]{prefix}Nothing to do[/bold]: no rule in force has a gap to close.")
         return
-    margin = f" (+{args.execute_excess}% execute excess on avoidance)" if args.execute_excess else ""
-    out.print(f"[bold]{prefix}Gaps[/bold]{margin}")
-    for kind in ACTION_KINDS:
-        for name, gap in execution.gaps.get(kind, {}).items():
-            amount = "unknown (usage missing)" if gap is None else registry[name].format(gap)
-            _item(out, f"  {kind} on {name}: {amount}")
-
+    _render_gaps(out, prefix, execution, registry, args)
     pods = {p.key: p for p in state.pods}
     title = "actions it would take, not carried out" if prefix else "Actions, in execution order"
     out.print(f"[bold]{prefix}{title}[/bold]")
@@ -429,30 +412,69 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
         out.print("  none")
     for index, d in enumerate(execution.decisions, start=1):
         p = pods[d.pod].pod
-        metric = registry[d.metric]
-        parts = []
-        if d.kind != "Evict":
-            before = pods[d.pod].cpu_quota
-            after = f"{d.quota}m" if d.quota is not None else "none"
-            parts.append(f"quota {'none' if before is None else f'{before}m'} -> {after}")
-        if d.outcome == REFUSED:
-            parts.append("refused by a PodDisruptionBudget, nothing released")
-        else:
-            word = "takes" if d.kind == "ThrottleUp" else "releases"
-            parts.append(f"{word} {metric.format(d.released)} of {d.metric}")
-            if d.gap_before is not None and d.gap_before <= 0:
-                parts.append("gap already closed")
-            elif d.gap_before is not None and d.released is not None:
-                after_gap = d.gap_before - d.released
-                closed = " (closed)" if after_gap <= 0 else ""
-                parts.append(
-                    f"gap {metric.format(d.gap_before)} -> {metric.format(max(after_gap, 0))}{closed}"
-                )
-        if not d.precise:
-            parts.append(d.reason)
+        parts = _decision_parts(d, pods[d.pod], registry[d.metric])
         _item(
             out, f"  {index}. {d.action} {d.pod} (priority {p.priority}, {p.qos_class}): " + ", ".join(parts)
         )
+    _render_gaps_after(out, execution, registry)
+    _render_untouched(out, execution, state)
+
+
+def _render_scheduling(out, prefix: str, execution: Execution) -> None:
+    from kubetide.qos.executor import DISABLE_SCHEDULING, SCHEDULING_TAINT
+
+    change = execution.scheduling
+    if change is None:
+        return
+    taint = f"{SCHEDULING_TAINT.key}:{SCHEDULING_TAINT.effect}"
+    if change.kind == DISABLE_SCHEDULING:
+        out.print(
+            f"[bold]{prefix}Disable scheduling[/bold]: taint the node {taint} ({', '.join(change.rules)})"
+        )
+    else:
+        out.print(f"[bold]{prefix}Restore scheduling[/bold]: remove the taint {taint}")
+
+
+def _render_gaps(out, prefix: str, execution: Execution, registry, args) -> None:
+    from kubetide.qos.config import ACTION_KINDS
+
+    margin = f" (+{args.execute_excess}% execute excess on avoidance)" if args.execute_excess else ""
+    out.print(f"[bold]{prefix}Gaps[/bold]{margin}")
+    for kind in ACTION_KINDS:
+        for name, gap in execution.gaps.get(kind, {}).items():
+            amount = "unknown (usage missing)" if gap is None else registry[name].format(gap)
+            _item(out, f"  {kind} on {name}: {amount}")
+
+
+def _decision_parts(d: Decision, pod: PodState, metric) -> list[str]:
+    """What one action does: the quota it sets, what it releases or takes, the gap it closes."""
+    from kubetide.qos.executor import REFUSED
+
+    parts = []
+    if d.kind != "Evict":
+        before = pod.cpu_quota
+        after = f"{d.quota}m" if d.quota is not None else "none"
+        parts.append(f"quota {'none' if before is None else f'{before}m'} -> {after}")
+    if d.outcome == REFUSED:
+        parts.append("refused by a PodDisruptionBudget, nothing released")
+    else:
+        word = "takes" if d.kind == "ThrottleUp" else "releases"
+        parts.append(f"{word} {metric.format(d.released)} of {d.metric}")
+        if d.gap_before is not None and d.gap_before <= 0:
+            parts.append("gap already closed")
+        elif d.gap_before is not None and d.released is not None:
+            after_gap = d.gap_before - d.released
+            closed = " (closed)" if after_gap <= 0 else ""
+            parts.append(f"gap {metric.format(d.gap_before)} -> {metric.format(max(after_gap, 0))}{closed}")
+    if not d.precise:
+        parts.append(d.reason)
+    return parts
+
+
+def _render_gaps_after(out, execution: Execution, registry) -> None:
+    """Each gap no action worked on, and why; each one still open after acting."""
+    from kubetide.qos.config import ACTION_KINDS
+
     for kind in ACTION_KINDS:
         for name, open_gap in execution.gaps.get(kind, {}).items():
             acted = any(d.kind == kind for d in execution.decisions)
@@ -465,13 +487,16 @@ def _render_execution(out, prefix: str, execution: Execution, state: NodeState, 
             elif left is not None and left > 0 and acted:
                 _item(out, f"  {kind} on {name}: {registry[name].format(left)} still open after acting")
 
+
+def _render_untouched(out, execution: Execution, state: NodeState) -> None:
     acted_on = {d.pod for d in execution.decisions}
     untouched = [p for p in state.pods if p.key not in acted_on]
-    if untouched:
-        out.print("[bold]Untouched[/bold]")
-        restoring_only = set(execution.gaps) == {"ThrottleUp"}
-        for pod_state in untouched:
-            default = "not throttled" if restoring_only else "not needed: the gaps closed without it"
-            why = execution.skipped.get(pod_state.key, default)
-            pod = pod_state.pod
-            _item(out, f"  {pod_state.key} (priority {pod.priority}, {pod.qos_class}): {why}")
+    if not untouched:
+        return
+    out.print("[bold]Untouched[/bold]")
+    restoring_only = set(execution.gaps) == {"ThrottleUp"}
+    for pod_state in untouched:
+        default = "not throttled" if restoring_only else "not needed: the gaps closed without it"
+        why = execution.skipped.get(pod_state.key, default)
+        pod = pod_state.pod
+        _item(out, f"  {pod_state.key} (priority {pod.priority}, {pod.qos_class}): {why}")

@@ -107,7 +107,8 @@ def add_parser(subparsers) -> None:
         help="aws: a node group (repeatable)",
     )
     add("--namespace", default="kube-system", help="for the status ConfigMap and the lease (kube-system)")
-    add("--status-config-map-name", default="cluster-autoscaler-status", metavar="NAME")
+    # default: the options' (autoscaler/options.py STATUS_CONFIG_MAP_NAME, not imported for --help)
+    add("--status-config-map-name", metavar="NAME")
     # --write-status-configmap and --leader-elect (RUN_BOOLEANS) are read with the autoscaler's
     # flags, as Go booleans: argparse has no option that is both `--flag` and `--flag=false`.
     add("--address", default=":8085", help="where /metrics and /health-check are served (:8085)")
@@ -167,6 +168,8 @@ def parse_autoscaler_flags(extra: Sequence[str], booleans: dict[str, bool] | Non
         raise UserError(f"run: {len(exc.errors)} flags refused: {said}") from None
     except ManifestError as exc:
         raise UserError(f"run: {_refusal(exc)}") from None
+    if options.policy == "karpenter":
+        raise UserError("run: --policy=karpenter runs in the simulator only (kubetide simulate)")
     warn(f"run: --{w}" for w in warnings)
     others = [name for name in ignored if name not in RUN_BOOLEANS]
     if others:
@@ -189,7 +192,11 @@ def run(args) -> int:
         [
             *getattr(args, "extra_flags", []),
             f"--namespace={args.namespace}",
-            f"--status-config-map-name={args.status_config_map_name}",
+            *(
+                [f"--status-config-map-name={name}"]
+                if (name := args.status_config_map_name) is not None
+                else []
+            ),
         ],
         booleans,
     )

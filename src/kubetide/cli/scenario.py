@@ -271,6 +271,7 @@ class ExportSummary:
 def print_export_summary(summary: ExportSummary, out: Path | None, stream: TextIO) -> None:
     """A screenful: what was exported, each group's bounds and price and where they came from,
     what to check, what to run next."""
+    from kubetide.autoscaler.options import STATUS_CONFIG_MAP_NAME
     from kubetide.cli.output import console, line_width, text_table, wrap
 
     where = f"wrote {out}" if out is not None else "the scenario is on stdout"
@@ -305,7 +306,7 @@ def print_export_summary(summary: ExportSummary, out: Path | None, stream: TextI
         notes.append(
             "bounds from plan are not your cloud's (min 0, max 10 x the nodes): set them in the file, "
             "give --node-groups GROUPS.yaml, or add CA's status to the dump (kubectl get cm -n "
-            "kube-system cluster-autoscaler-status -o yaml)"
+            f"kube-system {STATUS_CONFIG_MAP_NAME} -o yaml)"
         )
     if out is not None:
         notes.append(f"next: kubetide simulate {out}")

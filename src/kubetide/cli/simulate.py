@@ -291,8 +291,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     under the table); a value is never cut, so settings that differ always look different."""
     from rich.table import Table
 
-    from kubetide.sim.report.columns import format_flags, format_metric
-    from kubetide.sweep.compare import METRICS
+    from kubetide.sim.report.columns import format_flags
 
     out = console()
     out.print(
@@ -300,15 +299,7 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
         f"{format_duration(data['simulated_seconds'])}, seed {data['seed']}",
     )
     settings = data["settings"]
-    rows: list[tuple[str, list[str]]] = []
-    for key, heading, _ in METRICS:
-        rows.append((heading, [format_metric(key, entry["metrics"][key]) for entry in settings]))
-    if all("qos" in entry for entry in settings):
-        rows.append(("QoS agent evictions", [f"{entry['qos']['evictions']:,}" for entry in settings]))
-        rows.append(("QoS agent throttles", [f"{entry['qos']['throttles']:,}" for entry in settings]))
-    worst = [entry["metrics"]["disruption"]["worst"] for entry in settings]
-    if any(worst):
-        rows.append(("most disrupted", [name.split("/", 1)[1] if name else "none" for name in worst]))
+    rows = _comparison_rows(settings)
     cells = []
     for entry in settings:
         broken = {name: count for name, count in entry["metrics"]["invariants"].items() if count}
@@ -337,6 +328,27 @@ def _print_comparison(data: dict, out_dir: Path, *, report: bool) -> None:
     if report:
         written.append("report.html")
     out.print(f"wrote {', '.join(written)} to {out_dir}/")
+
+
+def _comparison_rows(settings: list[dict]) -> list[tuple[str, list[str]]]:
+    """The comparison table's metric rows (heading, one cell per setting): METRICS, then what a
+    comparison of policies adds, the QoS agent's counts, and the most disrupted workload."""
+    from kubetide.sim.report.columns import POLICY_ROWS, format_metric
+    from kubetide.sweep.compare import METRICS
+
+    rows: list[tuple[str, list[str]]] = []
+    for key, heading, _ in METRICS:
+        rows.append((heading, [format_metric(key, entry["metrics"][key]) for entry in settings]))
+    if all("policy" in entry for entry in settings):
+        for key, heading in POLICY_ROWS:
+            rows.append((heading, [format_metric(key, entry["policy"][key]) for entry in settings]))
+    if all("qos" in entry for entry in settings):
+        rows.append(("QoS agent evictions", [f"{entry['qos']['evictions']:,}" for entry in settings]))
+        rows.append(("QoS agent throttles", [f"{entry['qos']['throttles']:,}" for entry in settings]))
+    worst = [entry["metrics"]["disruption"]["worst"] for entry in settings]
+    if any(worst):
+        rows.append(("most disrupted", [name.split("/", 1)[1] if name else "none" for name in worst]))
+    return rows
 
 
 def _table_width(settings: list[dict], flags: list[str], rows: list[tuple[str, list[str]]]) -> int:

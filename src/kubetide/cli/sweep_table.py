@@ -216,43 +216,21 @@ def _laid_out(
     sweep: Mapping[str, Any], own_values: Mapping[str, str], layout: _Layout
 ) -> tuple[list[str], Table, list[str]]:
     rows = sweep["settings"]
-    flags = differing_flags(rows, own_values)
-    short = short_names(flags)
+    settings = _SettingColumns.of(rows, own_values, layout)
     same = constant_metrics(rows)
     shown = [key for key in COLUMNS if key not in same]
     ran = [row for row in rows if row["runs"]]
     breaks_same = len(ran) > 1 and len({len(row["invariant_breaks"]) for row in ran}) == 1
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
-    fold = layout.fold_flags and len(flags) > 1
-    values = {row["id"]: flag_values(row, own_values) for row in rows}
-    widths = {
-        flag: max(len(str(values[row["id"]].get(flag, UNKNOWN_VALUE))) for row in rows) for flag in flags
-    }
-    if not flags:
-        pass  # one setting (nothing differs): its label is said above the table
-    elif fold:
-        table.add_column("setting", no_wrap=True)
-    else:
-        for flag in flags:
-            heading = _two_lines(short[flag]) if layout.wrap_flag_headings else short[flag]
-            table.add_column(escape(heading), no_wrap=True)
+    settings.add_columns(table)
     for key in shown:
         table.add_column(_two_lines(COLUMNS[key][0]), justify="right", no_wrap=True)
     if not breaks_same:
         table.add_column(_two_lines(_BREAKS), justify="right", no_wrap=True)
     own = sweep["scenario_setting"]
     for number, row in enumerate(rows, start=1):
-        cells = [f"{number}{OWN_MARK if row['id'] == own else ' '}"]
-        texts = [str(values[row["id"]].get(flag, UNKNOWN_VALUE)) for flag in flags]
-        if not flags:
-            pass
-        elif fold:
-            cells.append(
-                escape(" ".join(text.ljust(widths[flag]) for flag, text in zip(flags, texts)).rstrip())
-            )
-        else:
-            cells += [escape(text) for text in texts]
+        cells = [f"{number}{OWN_MARK if row['id'] == own else ' '}", *settings.cells(row)]
         breaks = [] if breaks_same else ["-"]
         if not row["runs"]:
             table.add_row(*cells, *("-" for _ in shown), *breaks)
@@ -263,13 +241,7 @@ def _laid_out(
             count = len(row["invariant_breaks"])
             cells.append(f"[{'green' if count == 0 else 'bold red'}]{count}[/]")
         table.add_row(*cells)
-    above = []
-    if not flags:
-        above += [f"setting: {escape(row['label'])}" for row in rows if row["flags"]]
-    elif fold:
-        above.append("setting = " + " ".join(escape(f) for f in flags))
-    elif flags and any(short[f] != f for f in flags):
-        above.append("settings by " + ", ".join(escape(f) for f in flags))
+    above = settings.legend(rows)
     if not shown:
         pass  # no metric column: nothing to read a cell of
     elif layout.spreads:
@@ -281,3 +253,67 @@ def _laid_out(
         said.append(f"{_BREAKS} {len(ran[0]['invariant_breaks'])}")
     under_lines = ["the same for every setting: " + ", ".join(said)] if said else []
     return above, table, under_lines
+
+
+@dataclass(frozen=True)
+class _SettingColumns:
+    """How the table shows each setting's flags: not at all when nothing differs (its label is
+    said above the table), the values in one folded "setting" column, or a column per flag."""
+
+    flags: list[str]  # the flags whose value differs between settings
+    short: dict[str, str]
+    fold: bool
+    wrap_headings: bool
+    values: dict[str, dict[str, str]]  # setting id -> flag -> value
+    widths: dict[str, int]  # flag -> its longest value (the folded column's values align)
+
+    @classmethod
+    def of(
+        cls, rows: Sequence[Mapping[str, Any]], own_values: Mapping[str, str], layout: _Layout
+    ) -> _SettingColumns:
+        flags = differing_flags(rows, own_values)
+        values = {row["id"]: flag_values(row, own_values) for row in rows}
+        return cls(
+            flags=flags,
+            short=short_names(flags),
+            fold=layout.fold_flags and len(flags) > 1,
+            wrap_headings=layout.wrap_flag_headings,
+            values=values,
+            widths={
+                flag: max(len(str(values[row["id"]].get(flag, UNKNOWN_VALUE))) for row in rows)
+                for flag in flags
+            },
+        )
+
+    def add_columns(self, table: Table) -> None:
+        if not self.flags:
+            return
+        if self.fold:
+            table.add_column("setting", no_wrap=True)
+            return
+        for flag in self.flags:
+            heading = _two_lines(self.short[flag]) if self.wrap_headings else self.short[flag]
+            table.add_column(escape(heading), no_wrap=True)
+
+    def cells(self, row: Mapping[str, Any]) -> list[str]:
+        texts = [self._text(row, flag) for flag in self.flags]
+        if not self.flags:
+            return []
+        if not self.fold:
+            return [escape(text) for text in texts]
+        return [
+            escape(" ".join(text.ljust(self.widths[flag]) for flag, text in zip(self.flags, texts)).rstrip())
+        ]
+
+    def legend(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The lines above the table that say which flags the setting columns show."""
+        if not self.flags:
+            return [f"setting: {escape(row['label'])}" for row in rows if row["flags"]]
+        if self.fold:
+            return ["setting = " + " ".join(escape(f) for f in self.flags)]
+        if any(self.short[f] != f for f in self.flags):
+            return ["settings by " + ", ".join(escape(f) for f in self.flags)]
+        return []
+
+    def _text(self, row: Mapping[str, Any], flag: str) -> str:
+        return str(self.values[row["id"]].get(flag, UNKNOWN_VALUE))

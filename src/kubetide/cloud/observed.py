@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
+from kubetide.autoscaler.options import STATUS_CONFIG_MAP_NAME
+
 STATUS_NAMESPACE = "kube-system"
-STATUS_NAME = "cluster-autoscaler-status"
 
 
 def _objects(documents: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
@@ -35,7 +36,7 @@ def observed_bounds(documents: Iterable[Any]) -> dict[str, tuple[int, int]]:
         meta = obj.get("metadata") or {}
         if obj.get("kind") != "ConfigMap" or (meta.get("namespace"), meta.get("name")) != (
             STATUS_NAMESPACE,
-            STATUS_NAME,
+            STATUS_CONFIG_MAP_NAME,
         ):
             continue
         try:

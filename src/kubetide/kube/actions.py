@@ -26,6 +26,7 @@ from typing import Any
 
 from kubetide.autoscaler.clusterstate.status import ClusterAutoscalerStatus, status_yaml, to_dict
 from kubetide.autoscaler.events import Event
+from kubetide.autoscaler.options import STATUS_CONFIG_MAP_NAME
 from kubetide.autoscaler.ports import ActionError, EvictionOutcome
 from kubetide.clock import Clock
 from kubetide.durations import rfc3339
@@ -74,7 +75,7 @@ class KubeClusterActions:
         clock: Clock,
         *,
         namespace: str = "kube-system",
-        status_configmap: str = "cluster-autoscaler-status",
+        status_configmap: str = STATUS_CONFIG_MAP_NAME,
         write_status_configmap: bool = True,
         may_write: Callable[[], bool] = lambda: True,
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,

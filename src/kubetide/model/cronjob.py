@@ -13,9 +13,10 @@ import math
 import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import ClassVar
 
 from kubetide.durations import parse_duration
-from kubetide.model.meta import ObjectMeta, parse_meta
+from kubetide.model.meta import KindKeyedIdentity, ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.workloads import Workload, parse_workload
 
@@ -111,7 +112,8 @@ def check_time_zone(name: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class CronJob:
+class CronJob(KindKeyedIdentity):
+    kind: ClassVar[str] = "CronJob"
     meta: ObjectMeta
     schedule: Schedule
     time_zone: str | None
@@ -123,18 +125,6 @@ class CronJob:
     job: Workload  # the Job spec.jobTemplate stamps (named after the CronJob)
     last_schedule_time: float | None = None
     last_successful_time: float | None = None
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"CronJob/{self.meta.key}"
 
 
 def parse_cronjob(reader: Reader) -> CronJob:

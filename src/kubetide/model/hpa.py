@@ -10,8 +10,9 @@ them, and the controller treats a metric it cannot read as upstream does (sim/ru
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from kubetide.model.meta import ObjectMeta, parse_meta
+from kubetide.model.meta import KindKeyedIdentity, ObjectMeta, parse_meta
 from kubetide.model.quantity import CPU, MEMORY, QuantityError, parse_quantity, parse_resource
 from kubetide.model.reader import Reader
 from kubetide.model.validation import int32_problem, path_segment_problem
@@ -71,7 +72,8 @@ class ResourceMetric:
 
 
 @dataclass(frozen=True, slots=True)
-class HorizontalPodAutoscaler:
+class HorizontalPodAutoscaler(KindKeyedIdentity):
+    kind: ClassVar[str] = "HorizontalPodAutoscaler"
     meta: ObjectMeta
     target_kind: str
     target_name: str
@@ -86,18 +88,6 @@ class HorizontalPodAutoscaler:
     last_scale_time: float | None = None
     # status.currentMetrics of Resource metrics: resource -> (averageUtilization, averageValue)
     current_metrics: tuple[tuple[str, int | None, int | None], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"HorizontalPodAutoscaler/{self.meta.key}"
 
     @property
     def target_key(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubetide.model.reader import Reader
 from kubetide.model.validation import labels_problem, namespace_problem, object_name_problem
@@ -39,6 +40,43 @@ class ObjectMeta:
             if ref.controller:
                 return ref
         return None
+
+
+class ObjectIdentity:
+    """The identity of an object that keeps its metadata in `meta`: its name, its namespace ("" for
+    cluster-scoped kinds) and its key, `namespace/name` (just `name` when cluster-scoped)."""
+
+    __slots__ = ()  # the dataclasses using it keep their slots
+    meta: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+
+class KindKeyedIdentity(ObjectIdentity):
+    """An ObjectIdentity whose key starts with its kind, `Kind/namespace/name`: the keys of the
+    workload kinds, CronJobs and HPAs share one space in the simulator's world."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # a field of Workload, a class attribute of CronJob and HPA; at run time
+        # not here, where dataclasses would take it for the Workload field's default
+
+        @property
+        def kind(self) -> str: ...
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.meta.key}"
 
 
 def parse_meta(reader: Reader, kind: str, namespaced: bool) -> ObjectMeta:

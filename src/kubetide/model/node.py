@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kubetide.model.meta import ObjectMeta, parse_meta
+from kubetide.model.meta import ObjectIdentity, ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -47,7 +47,7 @@ class Toleration:
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(ObjectIdentity):
     meta: ObjectMeta
     allocatable: dict[str, int]
     capacity: dict[str, int]
@@ -56,10 +56,6 @@ class Node:
     ready: bool = True
     ready_transition: float | None = None
     provider_id: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def labels(self) -> dict[str, str]:

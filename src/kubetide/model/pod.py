@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import InitVar, dataclass, field, fields
 from typing import Any, TypeVar
 
-from kubetide.model.meta import ObjectMeta, OwnerReference, parse_meta
+from kubetide.model.meta import ObjectIdentity, ObjectMeta, OwnerReference, parse_meta
 from kubetide.model.node import Toleration, parse_toleration
 from kubetide.model.quantity import CPU, MAX_UNITS, MEMORY, PODS
 from kubetide.model.reader import Reader
@@ -113,7 +113,7 @@ NO_AFFINITY = Affinity()
 
 
 @dataclass(frozen=True, slots=True)
-class Pod:
+class Pod(ObjectIdentity):
     meta: ObjectMeta
     requests: dict[str, int]  # effective pod requests, `pods: 1` included
     limits: dict[str, int]
@@ -158,22 +158,10 @@ class Pod:
             parsed_shape = shape_of(self)
         object.__setattr__(self, "shape", parsed_shape)
 
-    # -- identity ---------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
+    # -- identity (name, namespace, key: ObjectIdentity) ------------------------------------
     @property
     def uid(self) -> str:
         return self.meta.uid
-
-    @property
-    def key(self) -> str:
-        return self.meta.key
 
     @property
     def labels(self) -> dict[str, str]:

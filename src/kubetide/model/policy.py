@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kubetide.model.meta import ObjectMeta, parse_meta
+from kubetide.model.meta import ObjectIdentity, ObjectMeta, parse_meta
 from kubetide.model.reader import Reader
 from kubetide.model.scaled import scaled_value
 from kubetide.model.selectors import LabelSelector, optional_label_selector
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class PodDisruptionBudget:
+class PodDisruptionBudget(ObjectIdentity):
     meta: ObjectMeta
     selector: LabelSelector | None  # None selects nothing; an empty selector selects every pod
     min_available: int | str | None = None
@@ -27,10 +27,6 @@ class PodDisruptionBudget:
     current_healthy: int | None = None
     desired_healthy: int | None = None
     expected_pods: int | None = None
-
-    @property
-    def key(self) -> str:
-        return self.meta.key
 
     def matches(self, pod: Pod) -> bool:
         return (
@@ -83,15 +79,11 @@ def parse_pdb(reader: Reader) -> PodDisruptionBudget:
 
 
 @dataclass(frozen=True, slots=True)
-class PriorityClass:
+class PriorityClass(ObjectIdentity):
     meta: ObjectMeta
     value: int
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
 
 def parse_priority_class(reader: Reader) -> PriorityClass:
@@ -112,12 +104,8 @@ SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-nod
 
 
 @dataclass(frozen=True, slots=True)
-class Namespace:
+class Namespace(ObjectIdentity):
     meta: ObjectMeta
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def labels(self) -> dict[str, str]:

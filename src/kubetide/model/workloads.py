@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from kubetide.model.meta import ObjectMeta, OwnerReference, checked_labels, parse_meta
+from kubetide.model.meta import KindKeyedIdentity, ObjectMeta, OwnerReference, checked_labels, parse_meta
 from kubetide.model.pod import Pod, parse_pod_spec
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import LabelSelector, parse_label_selector
@@ -48,7 +48,7 @@ class PodTemplate:
 
 
 @dataclass(frozen=True, slots=True)
-class Workload:
+class Workload(KindKeyedIdentity):
     """Fields every controller kind shares. `replicas` is None for DaemonSets."""
 
     kind: str
@@ -78,18 +78,6 @@ class Workload:
     status_observed_generation: int | None = None
     status_updated_replicas: int | None = None
     status_available_replicas: int | None = None
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.kind}/{self.meta.key}"
 
     def owner_reference(self) -> OwnerReference:
         return OwnerReference(self.kind, self.meta.name, self.meta.uid, controller=True)

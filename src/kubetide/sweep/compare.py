@@ -243,13 +243,51 @@ def metrics(summary: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+# "converged" after a load change: the node count within this fraction of the final one, for good
+CONVERGED_WITHIN = 0.05
+
+
+def converge_seconds(result: SimulationResult) -> float | None:
+    """From the last load change (the ledger's) until the node count is within 5% of its final
+    value for the rest of the run, as sampled after each loop; None without a timeline."""
+    rows = result.timeline
+    if not rows:
+        return None
+    final = rows[-1]["nodes_total"]
+    settled = rows[-1]["time"]
+    for row in reversed(rows):
+        if abs(row["nodes_total"] - final) > CONVERGED_WITHIN * final:
+            break
+        settled = row["time"]
+    return round(max(0.0, settled - result.summary["disruption"]["last_load_change_at"]), 3)
+
+
+def policy_metrics(result: SimulationResult) -> dict[str, Any]:
+    """What a comparison of policies adds to a setting (compare.json's `policy`): which autoscaler
+    ran, the median pod's wait, churn (nodes removed within 30 minutes of joining) and the time to
+    converge after the last load change."""
+    summary = result.summary
+    return {
+        "autoscaler": summary["autoscaler"],
+        "pending_seconds_p50": result.pending_seconds_p50,
+        "churned_nodes": summary["disruption"]["churned_nodes"],
+        "converge_seconds": converge_seconds(result),
+    }
+
+
+def compares_policies(variants: Sequence[Variant]) -> bool:
+    return any(name == "policy" for variant in variants for name, _ in variant.setting.flags)
+
+
 def comparison(
     scenario: Scenario, seed: int, results: Sequence[tuple[Variant, SimulationResult]]
 ) -> dict[str, Any]:
     """compare.json: the settings in order, each with its flags, directory and metrics (and the
-    QoS agent's counts when the scenario runs it; this was summary.json's qos.comparison)."""
+    QoS agent's counts when the scenario runs it; this was summary.json's qos.comparison; and,
+    when a setting chooses the policy, `policy_metrics`)."""
     from kubetide.sim.report.qos import mode_counts
 
+    policies = compares_policies([variant for variant, _ in results])
     settings = []
     for variant, result in results:
         entry: dict[str, Any] = {
@@ -262,6 +300,8 @@ def comparison(
             entry["qos_precise"] = variant.qos_precise
         if "qos" in result.summary:
             entry["qos"] = mode_counts(result.summary)
+        if policies:
+            entry["policy"] = policy_metrics(result)
         settings.append(entry)
     return {
         "apiVersion": API_VERSION,

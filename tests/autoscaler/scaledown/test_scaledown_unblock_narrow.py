@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unblock_cluster import SAFE_TO_EVICT, SCALE_DOWN_DISABLED, Cluster
 
+from kubetide.autoscaler import explain
 from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
+from kubetide.autoscaler.scaledown.planning import candidates
 
 APPS = ("api", "web", "db", "cache")
 KINDS = ("replicated",) * 6 + ("bare", "not-safe", "kube-system", "local-storage")
@@ -77,9 +79,18 @@ def clusters(draw) -> Cluster:
 
 
 def _whole_plan(cluster: Cluster, tmp: Path) -> dict:
+    """`kubetide plan` with every change checked by a whole re-plan, each planner from nothing."""
     whole = functools.partial(unblock_search.find_unblocks, narrow=False)
-    with mock.patch.object(unblock_search, "find_unblocks", whole):
-        return cluster.plan(tmp)
+    asked: list[bool] = []
+
+    def reference(*args, **kwargs):
+        asked.append(True)
+        return whole(*args, **kwargs)
+
+    with mock.patch.object(explain, "find_unblocks", reference):  # the name explain() calls
+        plan = cluster.plan(tmp)
+    assert asked, "the reference never ran: the narrowed answers would be compared with themselves"
+    return plan
 
 
 class _Counted(narrow.Replay):
@@ -127,6 +138,74 @@ def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path:
     assert all(a["removable"] and [c["kind"] for c in a["changes"]] == ["safe-to-evict"] for a in answers)
     counts = {r.node: (r.simulated, r.replayed) for r in _Counted.made}
     assert [counts[n] for n in held] == [(1, len(light))] * len(held)
+
+
+def test_the_checks_read_again_only_the_nodes_their_changes_touched(tmp_path: Path):
+    """The planners checking changes share their per-node facts (planner.NodeFacts): after the
+    first check, a check that annotates one pod works out the drains of that pod's node (and of
+    the node the check before it touched), where a planner from nothing works out every eligible
+    node's."""
+    c = Cluster()
+    c.group("general", 0)
+    c.node("dest", cpu="16", **{SCALE_DOWN_DISABLED: "true"})
+    held = [f"b{i}" for i in range(4)]
+    c.replicaset("web", len(held))
+    for i, name in enumerate(held):
+        c.node(name)
+        c.pod(f"web-{i}", name, "200m", app="web")
+        c.pod(f"debug-{i}", name, "500m")  # bare: holds its node
+    drained: list[list[str]] = []
+    real = candidates.drain_node
+
+    def counted(pods, ctx):
+        pods = list(pods)
+        drained[-1].extend({p.node_name for p in pods})
+        return real(pods, ctx)
+
+    def per_check(plan_with):
+        def find(*args, **kwargs):
+            start = len(drained)
+            original = unblock_search.Planner.update
+
+            def update(self, *a, **k):
+                drained.append([])
+                return original(self, *a, **k)
+
+            with mock.patch.object(unblock_search.Planner, "update", update):
+                answers = plan_with(*args, **kwargs)
+            checks.extend(drained[start:])
+            return answers
+
+        return find
+
+    results = {}
+    for way, find in (
+        ("narrowed", unblock_search.find_unblocks),
+        ("whole", _whole(unblock_search.find_unblocks)),
+    ):
+        checks: list[list[str]] = []
+        drained.clear()
+        drained.append([])  # the loop's own planner
+        with (
+            mock.patch.object(candidates, "drain_node", counted),
+            mock.patch.object(explain, "find_unblocks", per_check(find)),
+        ):
+            results[way] = c.plan(tmp_path)
+        answered = [results[way]["scale_down"]["nodes"][n]["unblock"] for n in held]
+        assert all(a["removable"] for a in answered), answered
+        if way == "narrowed":
+            first, *later = checks
+            assert sorted(first) == held  # every eligible node once
+            # Its own node, and the one the check before annotated: that node is back as it was,
+            # but a memo keeps only what its last pass read (snapshot/memo.py).
+            assert later and all(1 <= len(nodes) <= 2 for nodes in later), later
+        else:
+            assert all(sorted(nodes) == held for nodes in checks)
+    assert results["narrowed"] == results["whole"]
+
+
+def _whole(find):
+    return functools.partial(find, narrow=False)
 
 
 def test_a_replayed_trial_leaves_the_pointer_where_the_recorded_one_did(tmp_path: Path):

@@ -13,7 +13,7 @@ from kubetide.autoscaler.scaledown.planning import placement
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planning.planner import Planner
 from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.cli.plan import node_detail
+from kubetide.cli.plan_words import node_detail
 from kubetide.clock import WorkTimer
 
 OPTS = AutoscalerOptions()

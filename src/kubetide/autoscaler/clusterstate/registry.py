@@ -67,6 +67,47 @@ class _NodeMemory:
     unready_seen_at: float | None = None  # first loop it was seen NotReady (since the last Ready)
     deletion_seen_at: float | None = None
 
+    def note(self, *, being_deleted: bool, ready: bool, now: float) -> None:
+        """Keep the first loop the node was seen being deleted, and NotReady, since it last was not."""
+        if being_deleted:
+            if self.deletion_seen_at is None:
+                self.deletion_seen_at = now
+        else:
+            self.deletion_seen_at = None
+        if ready:
+            self.unready_seen_at = None
+        elif self.unready_seen_at is None:
+            self.unready_seen_at = now
+
+
+def _remembered(remembered: _NodeMemory | None, node: Node, now: float) -> _NodeMemory:
+    """What is remembered of a node, anew when it is new or was re-created under the same name."""
+    created = node.meta.creation_timestamp
+    if remembered is None or (created is not None and remembered.created != created):
+        return _NodeMemory(created=created if created is not None else now)
+    return remembered
+
+
+def _unready_since(
+    readiness: Readiness, node: Node, remembered: _NodeMemory, *, starting: bool
+) -> float | None:
+    """Since when a not-started or unready node has been so: its Ready condition's transition,
+    else what the registry saw (a startup-tainted node counts from its creation)."""
+    if readiness not in (Readiness.NOT_STARTED, Readiness.UNREADY):
+        return None
+    since = remembered.created if starting else node.ready_transition
+    if since is not None:
+        return since
+    return remembered.created if readiness is Readiness.NOT_STARTED else remembered.unready_seen_at
+
+
+def _deletion_since(readiness: Readiness, taint: Taint | None, remembered: _NodeMemory) -> float | None:
+    """Since when a node has been being deleted: its ToBeDeleted taint's time, else first seen."""
+    if readiness is not Readiness.BEING_DELETED:
+        return None
+    since = _taint_time(taint) if taint is not None else None
+    return since if since is not None else remembered.deletion_seen_at
+
 
 @dataclass(slots=True)
 class _Scan:
@@ -247,7 +288,6 @@ class ClusterStateRegistry:
         now: float,
     ) -> None:
         group_of_instance = self._group_of_instance
-        deleting = InstanceState.DELETING
         if self._still_all_ready(nodes, group_of_instance, instance_by_id):
             return  # every record and memory entry is what the pass below would make again
         records: dict[str, NodeReadiness] = {}
@@ -265,95 +305,88 @@ class ClusterStateRegistry:
                 group_id = group.id if group is not None else None
             instance = instance_by_id.get(provider_id) if provider_id else None
 
-            previous = ready.get(name, tag=node)
-            if (
-                previous is not None
-                and previous.group_id == group_id
-                and (instance is None or instance.state is not deleting)
-            ):
-                # The same Node object, still Ready, not tainted (or it would not have been
-                # READY) and its instance not being deleted: classify would say READY again
-                # with the same times, and the memory (seen Ready, no unready or deletion
-                # times) is already what this pass would leave. Nothing here depends on `now`.
+            previous = self._still_ready(node, group_id, instance)
+            if previous is not None:
                 records[name] = previous
                 memory[name] = old_memory[name]
                 continue
 
-            created = node.meta.creation_timestamp
-            remembered = old_memory.get(name)
-            if remembered is None or (created is not None and remembered.created != created):
-                remembered = _NodeMemory(created=created if created is not None else now)
-            memory[name] = remembered
-
-            taint = next((t for t in node.taints if t.key == TO_BE_DELETED_TAINT), None)
-            cloud_deleting = instance is not None and instance.state is InstanceState.DELETING
-            being_deleted = taint is not None or cloud_deleting
-            if being_deleted:
-                if remembered.deletion_seen_at is None:
-                    remembered.deletion_seen_at = now
-            else:
-                remembered.deletion_seen_at = None
-            # A Ready node with a startup taint (--startup-taint, startup-taint.cluster-autoscaler.
-            # kubernetes.io/...) is not capacity yet: CA judges it as a node whose first status
-            # is NotReady, so it is coming (not started) within max-node-startup-time.
-            starting = node.ready and any(self.options.is_startup_taint(t.key) for t in node.taints)
-            is_ready = node.ready and not starting
-            if is_ready:
-                remembered.unready_seen_at = None
-            elif remembered.unready_seen_at is None:
-                remembered.unready_seen_at = now
-
-            never_started = (
-                not node.ready
-                and not being_deleted
-                and not remembered.seen_ready
-                and first_status(remembered.created, node.ready_transition)
-            )
-            readiness, reason = classify(
-                ready=is_ready,
-                being_deleted=being_deleted,
-                created=remembered.created,
-                ready_transition=remembered.created if starting else node.ready_transition,
-                seen_ready=remembered.seen_ready and not starting,
-                now=now,
-                max_node_startup_time=self.options.max_node_startup_time,
-            )
-            if starting and readiness is not Readiness.BEING_DELETED:
-                reason = f"{reason} (startup taint)"
-            unready_since = None
-            if readiness in (Readiness.NOT_STARTED, Readiness.UNREADY):
-                unready_since = remembered.created if starting else node.ready_transition
-                if unready_since is None:
-                    unready_since = (
-                        remembered.created
-                        if readiness is Readiness.NOT_STARTED
-                        else remembered.unready_seen_at
-                    )
-            deletion_since = None
-            if readiness is Readiness.BEING_DELETED:
-                deletion_since = _taint_time(taint) if taint is not None else None
-                if deletion_since is None:
-                    deletion_since = remembered.deletion_seen_at
-            record = records[name] = NodeReadiness(
-                name=name,
-                group_id=group_id,
-                readiness=readiness,
-                created=remembered.created,
-                ready_transition=node.ready_transition,
-                unready_since=unready_since,
-                deletion_since=deletion_since,
-                reason=reason,
-                never_started=never_started,
-            )
-            if readiness is Readiness.READY:
+            remembered = memory[name] = _remembered(old_memory.get(name), node, now)
+            record = records[name] = self._classify_node(node, group_id, instance, remembered, now)
+            if record.readiness is Readiness.READY:
                 ready.put(name, record, tag=node)
             else:
                 all_ready = False
-            if is_ready:
-                remembered.seen_ready = True
         self._nodes = records
         self._memory = memory
         self._all_ready = (tuple(nodes), dict(group_of_instance)) if all_ready else None
+
+    def _still_ready(
+        self, node: Node, group_id: str | None, instance: Instance | None
+    ) -> NodeReadiness | None:
+        """The last pass's READY record of this very Node object, when it still holds.
+
+        The same Node object, still Ready, not tainted (or it would not have been READY), in the
+        same group and its instance not being deleted: classify would say READY again with the
+        same times, and the memory (seen Ready, no unready or deletion times) is already what a
+        pass would leave. Nothing here depends on `now`."""
+        previous = self._ready.get(node.name, tag=node)
+        if previous is None or previous.group_id != group_id:
+            return None
+        if instance is not None and instance.state is InstanceState.DELETING:
+            return None
+        return previous
+
+    def _classify_node(
+        self,
+        node: Node,
+        group_id: str | None,
+        instance: Instance | None,
+        remembered: _NodeMemory,
+        now: float,
+    ) -> NodeReadiness:
+        """One node's readiness record; updates what is remembered about it."""
+        taint = next((t for t in node.taints if t.key == TO_BE_DELETED_TAINT), None)
+        cloud_deleting = instance is not None and instance.state is InstanceState.DELETING
+        being_deleted = taint is not None or cloud_deleting
+        # A Ready node with a startup taint (--startup-taint, startup-taint.cluster-autoscaler.
+        # kubernetes.io/...) is not capacity yet: CA judges it as a node whose first status
+        # is NotReady, so it is coming (not started) within max-node-startup-time.
+        starting = node.ready and any(self.options.is_startup_taint(t.key) for t in node.taints)
+        is_ready = node.ready and not starting
+        remembered.note(being_deleted=being_deleted, ready=is_ready, now=now)
+
+        never_started = (
+            not node.ready
+            and not being_deleted
+            and not remembered.seen_ready
+            and first_status(remembered.created, node.ready_transition)
+        )
+        readiness, reason = classify(
+            ready=is_ready,
+            being_deleted=being_deleted,
+            created=remembered.created,
+            ready_transition=remembered.created if starting else node.ready_transition,
+            seen_ready=remembered.seen_ready and not starting,
+            now=now,
+            max_node_startup_time=self.options.max_node_startup_time,
+        )
+        if starting and readiness is not Readiness.BEING_DELETED:
+            reason = f"{reason} (startup taint)"
+        record = NodeReadiness(
+            name=node.name,
+            group_id=group_id,
+            readiness=readiness,
+            created=remembered.created,
+            ready_transition=node.ready_transition,
+            unready_since=_unready_since(readiness, node, remembered, starting=starting),
+            deletion_since=_deletion_since(readiness, taint, remembered),
+            reason=reason,
+            never_started=never_started,
+        )
+        if is_ready:
+            remembered.seen_ready = True
+        return record
 
     def _still_all_ready(
         self, nodes: Sequence[Node], group_of_instance: dict[str, str], instance_by_id: Mapping[str, Instance]

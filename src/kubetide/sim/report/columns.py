@@ -25,6 +25,14 @@ METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("budget_wait_node_seconds", "waits for budget", ("disruption", "budget_wait_node_seconds")),
 )
 
+# The rows a comparison of policies adds (compare.json's `policy`, sweep/compare.py policy_metrics).
+POLICY_ROWS: tuple[tuple[str, str], ...] = (
+    ("autoscaler", "autoscaler"),
+    ("pending_seconds_p50", "pending p50"),
+    ("churned_nodes", "nodes churned (<30m)"),
+    ("converge_seconds", "converged after last change"),
+)
+
 
 def format_flags(entry: Mapping[str, Any], separator: str = " ") -> str:
     """A compare.json setting's flags (and QoS mode) as the console and the report show them."""
@@ -40,6 +48,8 @@ _DURATIONS = {
     "pending_seconds_p99",
     "below_pdb_minimum_seconds",
     "budget_wait_node_seconds",
+    "pending_seconds_p50",
+    "converge_seconds",
 }
 
 
@@ -47,6 +57,8 @@ def format_metric(key: str, value: Any) -> str:
     """A compare.json metric as the console and the report show it."""
     if value is None:
         return "none"  # e.g. last_removal_seconds: no node removed after the last load change
+    if isinstance(value, str):
+        return value
     if key in _DURATIONS:
         return format_duration(round(value) if value >= 1 else value)
     if key == "cost":

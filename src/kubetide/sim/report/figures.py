@@ -25,7 +25,17 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from kubetide.sim.report.plotting import Drawing, Grid, Panel, colour, period_rect, series, stacked, time_axis
+from kubetide.sim.report.plotting import (
+    TEMPLATE,
+    Drawing,
+    Grid,
+    Panel,
+    colour,
+    period_rect,
+    series,
+    stacked,
+    time_axis,
+)
 from kubetide.sim.report.qos import watermarks
 from kubetide.sim.report.why import (
     FITS_NO_GROUP,
@@ -482,6 +492,46 @@ Runs = Sequence[tuple[str, SimulationResult]]  # (setting name, its run)
 _MAX_GROUP_PANELS = 6  # more node groups than this: their totals only
 
 
+def build_cost_disruption_figure(settings: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """A comparison's settings as points: the disruption they caused (pod-seconds below the
+    workloads' desired replicas, the ledger's) across, their cost up; the lower left is better.
+    The hover adds evictions, nodes churned and the policy when compared."""
+    figure = go.Figure()
+    for index, entry in enumerate(settings):
+        metrics = entry["metrics"]
+        policy = entry.get("policy", {})
+        hover = (
+            f"{html.escape(entry['name'])}<br>cost ${metrics['cost']:,.2f}"
+            f"<br>below desired {metrics['below_desired_pod_seconds']:,.0f} pod-s"
+            f"<br>evictions {metrics['evictions']:,}"
+        )
+        if policy:
+            hover += (
+                f"<br>autoscaler {html.escape(policy['autoscaler'])}<br>churned {policy['churned_nodes']}"
+            )
+        figure.add_trace(
+            go.Scatter(
+                x=[metrics["below_desired_pod_seconds"]],
+                y=[metrics["cost"]],
+                mode="markers+text",
+                text=[entry["name"]],
+                textposition="top center",
+                name=entry["name"],
+                marker={"size": 12, "color": colour(index)},
+                hovertemplate=hover + "<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        template=TEMPLATE,
+        height=380,
+        title="Cost against disruption (lower left is better)",
+        xaxis_title="pod-seconds below desired replicas",
+        yaxis_title="cost ($)",
+        showlegend=False,
+    )
+    return figure
+
+
 def build_comparison_figure(runs: Runs) -> go.Figure:
     """Every run overlaid on one time axis, one colour and legend entry per run (clicking it hides
     the run everywhere): nodes (in all and per node group, on axes fitted to the data), pending
@@ -489,70 +539,14 @@ def build_comparison_figure(runs: Runs) -> go.Figure:
     against each setting's scale-down-utilization-threshold, per run the nodes kept by reason,
     drains, evictions and cost. The scenario's events are marked across every panel; each run's
     halted and backed-off periods are shaded in its colour (backoff with a dotted edge)."""
-    results = [result for _, result in runs]
-    first = results[0]
-    explained = any(has_decisions(result) for result in results)
-    groups = [g.name for g in first.scenario.groups]
-    per_group = 1 < len(groups) <= _MAX_GROUP_PANELS
-    reasons = unremovable_reasons(results) if explained else []
-    panels: list[Panel] = [Panel("Nodes (registered)", 0.6, "nodes", counts=True, from_zero=False)]
-    if per_group:
-        panels += [Panel(f"Nodes: {group}", 0.45, "nodes", counts=True, from_zero=False) for group in groups]
-    pending_title = "Pending pods (dotted: those no node group can take)" if explained else "Pending pods"
-    panels.append(Panel(pending_title, 0.5, "pods", counts=True))
-    utilisation_row = len(panels) + 1
-    panels.append(
-        Panel(
-            "Utilisation: cpu requests / allocatable (dotted: the least utilised node)"
-            if explained
-            else "Utilisation: cpu requests / allocatable",
-            0.5,
-            "%",
-            from_zero=False,
-        )
-    )
-    kept_rows = {}
-    if reasons:
-        for name, _ in runs:
-            kept_rows[name] = len(panels) + 1
-            panels.append(Panel(f"Nodes kept, by the autoscaler's reason: {name}", 0.5, "nodes", counts=True))
-    panels += [
-        Panel("Drains in progress", 0.35, "nodes", counts=True),
-        Panel("Evictions (cumulative)", 0.4, "evictions", counts=True),
-        Panel("Cumulative cost", 0.45, "$"),
-    ]
+    first = runs[0][1]
+    layout = _ComparisonLayout.of(runs)
+    panels = layout.panels
     duration = first.scenario.duration
     scale, axis_title = time_axis(duration)
     drawing = Drawing()
     for index, (name, result) in enumerate(runs):
-        timeline = result.timeline
-        x = _times(result, scale)
-        run_colour = colour(index)
-
-        line = partial(_run_line, drawing, x, name, index)
-        row = 1
-        line(row, series(r.get("nodes_total", 0) for r in timeline))
-        if per_group:
-            for group in groups:
-                row += 1
-                line(row, series(r.get(f"{group}_total", 0) for r in timeline))
-        row += 1
-        line(row, series(r.get("pending_pods", 0) for r in timeline))
-        if has_decisions(result):
-            line(row, series(r.get(FITS_NO_GROUP) for r in timeline), "dot", label=" (fits no node group)")
-        row += 1
-        line(row, series(_values(timeline, "cpu_requested", "cpu_allocatable")), shape="linear", label=" cpu")
-        if has_decisions(result):
-            line(row, lowest_utilization(timeline), "dot", label=" (least utilised node)")
-        if name in kept_rows:
-            add_unremovable(
-                drawing, kept_rows[name], x, timeline, reasons, stack=f"kept-{name}", show_legend=index == 0
-            )
-        row = len(panels) - 2
-        line(row, series(r.get("drains_in_progress", 0) for r in timeline))
-        line(row + 1, series(r.get("evictions_total", 0) for r in timeline))
-        line(row + 2, series(r.get("cost", 0) for r in timeline), shape="linear")
-        _shade_run_periods(drawing, name, result, scale, run_colour)
+        _draw_run(drawing, layout, index, name, result, scale)
     _mark_scenario_events(drawing, first, scale)
     grid = stacked(
         panels,
@@ -564,6 +558,98 @@ def build_comparison_figure(runs: Runs) -> go.Figure:
         spacing=0.16 / len(panels),
     )
     grid.layout["legend"] = {"title": {"text": "Setting"}, "font": {"size": 12}, "groupclick": "toggleitem"}
+    _draw_thresholds(drawing, grid, runs, layout.utilisation_row)
+    return drawing.draw(grid)
+
+
+@dataclass
+class _ComparisonLayout:
+    """The comparison's panels, top to bottom, and the rows a run's lines go to."""
+
+    panels: list[Panel]
+    groups: list[str]  # the node groups with a panel each (none for one group, or too many)
+    utilisation_row: int
+    kept_rows: dict[str, int]  # run -> its panel of nodes kept, by reason
+    reasons: list[str]
+
+    @classmethod
+    def of(cls, runs: Runs) -> _ComparisonLayout:
+        results = [result for _, result in runs]
+        explained = any(has_decisions(result) for result in results)
+        groups = [g.name for g in results[0].scenario.groups]
+        if not 1 < len(groups) <= _MAX_GROUP_PANELS:
+            groups = []
+        reasons = unremovable_reasons(results) if explained else []
+        panels = [Panel("Nodes (registered)", 0.6, "nodes", counts=True, from_zero=False)]
+        panels += [Panel(f"Nodes: {group}", 0.45, "nodes", counts=True, from_zero=False) for group in groups]
+        pending_title = "Pending pods (dotted: those no node group can take)" if explained else "Pending pods"
+        panels.append(Panel(pending_title, 0.5, "pods", counts=True))
+        utilisation_row = len(panels) + 1
+        panels.append(
+            Panel(
+                "Utilisation: cpu requests / allocatable (dotted: the least utilised node)"
+                if explained
+                else "Utilisation: cpu requests / allocatable",
+                0.5,
+                "%",
+                from_zero=False,
+            )
+        )
+        kept_rows = {}
+        if reasons:
+            for name, _ in runs:
+                kept_rows[name] = len(panels) + 1
+                panels.append(
+                    Panel(f"Nodes kept, by the autoscaler's reason: {name}", 0.5, "nodes", counts=True)
+                )
+        panels += [
+            Panel("Drains in progress", 0.35, "nodes", counts=True),
+            Panel("Evictions (cumulative)", 0.4, "evictions", counts=True),
+            Panel("Cumulative cost", 0.45, "$"),
+        ]
+        return cls(panels, groups, utilisation_row, kept_rows, reasons)
+
+
+def _draw_run(
+    drawing: Drawing, layout: _ComparisonLayout, index: int, name: str, result: SimulationResult, scale: float
+) -> None:
+    """One run's lines on every panel, and its halted and backed-off periods."""
+    timeline = result.timeline
+    x = _times(result, scale)
+    line = partial(_run_line, drawing, x, name, index)
+    row = 1
+    line(row, series(r.get("nodes_total", 0) for r in timeline))
+    for group in layout.groups:
+        row += 1
+        line(row, series(r.get(f"{group}_total", 0) for r in timeline))
+    row += 1
+    line(row, series(r.get("pending_pods", 0) for r in timeline))
+    if has_decisions(result):
+        line(row, series(r.get(FITS_NO_GROUP) for r in timeline), "dot", label=" (fits no node group)")
+    row += 1
+    line(row, series(_values(timeline, "cpu_requested", "cpu_allocatable")), shape="linear", label=" cpu")
+    if has_decisions(result):
+        line(row, lowest_utilization(timeline), "dot", label=" (least utilised node)")
+    if name in layout.kept_rows:
+        add_unremovable(
+            drawing,
+            layout.kept_rows[name],
+            x,
+            timeline,
+            layout.reasons,
+            stack=f"kept-{name}",
+            show_legend=index == 0,
+        )
+    row = len(layout.panels) - 2
+    line(row, series(r.get("drains_in_progress", 0) for r in timeline))
+    line(row + 1, series(r.get("evictions_total", 0) for r in timeline))
+    line(row + 2, series(r.get("cost", 0) for r in timeline), shape="linear")
+    _shade_run_periods(drawing, name, result, scale, colour(index))
+
+
+def _draw_thresholds(drawing: Drawing, grid: Grid, runs: Runs, utilisation_row: int) -> None:
+    """Each scaling-down run's scale-down-utilization-threshold on the utilisation panel: one
+    line for all when every run scales down at the same threshold."""
     scaling_down = [(i, name, r) for i, (name, r) in enumerate(runs) if draws_threshold(r)]
     thresholds = {threshold_percent(result) for _, _, result in scaling_down}
     for index, name, result in scaling_down:
@@ -575,7 +661,6 @@ def build_comparison_figure(runs: Runs) -> go.Figure:
         drawing.hline(
             grid, utilisation_row, threshold_percent(result), threshold_label(result, name), colour(index)
         )
-    return drawing.draw(grid)
 
 
 def _run_line(

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubetide.durations import format_duration, rfc3339
-from kubetide.sim.report.columns import METRICS, format_flags, format_metric
+from kubetide.sim.report.columns import METRICS, POLICY_ROWS, format_flags, format_metric
 from kubetide.sim.report.disruption import disruption_section
 from kubetide.sim.report.figures import (
     build_comparison_figure,
+    build_cost_disruption_figure,
     build_figure,
     build_hpa_figure,
     build_qos_comparison_figure,
@@ -239,6 +240,11 @@ def render(result: SimulationResult) -> str:
 # -- several runs of one scenario (simulate --compare) -------------------------------------------
 
 
+def _cost_disruption(settings: Sequence[Mapping[str, Any]]) -> str:
+    figure = plot_div(build_cost_disruption_figure(settings), "cost-disruption")
+    return f"<section><h2>Cost and disruption, per policy</h2>{figure}</section>"
+
+
 def render_comparison(comparison: Mapping[str, Any], results: Sequence[SimulationResult]) -> str:
     """report.html of `simulate --compare`: compare.json's settings side by side and their runs
     overlaid. `results` are the settings' SimulationResults, in compare.json's order."""
@@ -265,6 +271,11 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
         if key == "pending_pod_seconds":
             rows += _why_pending_rows(results)
     rows += _kept_rows(results)
+    policies = all("policy" in entry for entry in settings)
+    if policies:
+        for key, heading in POLICY_ROWS:
+            cells = "".join(f"<td>{html.escape(format_metric(key, e['policy'][key]))}</td>" for e in settings)
+            rows.append(f"<tr><th>{html.escape(heading)}</th>{cells}</tr>")
     verdicts = []
     for entry in settings:
         broken = {k: v for k, v in entry["metrics"]["invariants"].items() if v}
@@ -281,6 +292,7 @@ def render_comparison(comparison: Mapping[str, Any], results: Sequence[Simulatio
     main = f"""<section><h2>Settings side by side</h2><table class="compare">{head}{"".join(rows)}</table>
 {_why_pending_note(runs)}</section>
 <section>{plot}</section>
+{_cost_disruption(settings) if policies else ""}
 {disruption_section(runs)}
 {unremovable_section(runs)}
 {_qos_comparison(settings, qos_plot)}

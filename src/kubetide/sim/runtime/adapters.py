@@ -112,8 +112,8 @@ class WorkloadStatus(WorldObserver):
 
 
 def status_configmap(status, where: StatusObject = DEFAULT_STATUS) -> ConfigMap:
-    """The in-memory status ConfigMap (kube-system/cluster-autoscaler-status by default) for a
-    status document."""
+    """The in-memory status ConfigMap (the options' namespace and status-config-map-name, by
+    default kube-system/STATUS_CONFIG_MAP_NAME of autoscaler/options.py) for a status document."""
     from kubetide.autoscaler.status import status_yaml
 
     meta = ObjectMeta(name=where.name, namespace=where.namespace, uid=f"{where.namespace}.{where.name}")

@@ -500,9 +500,13 @@ class Metrics(WorldObserver):
         return self.c.pending_pod_seconds
 
     def pending_seconds_p99(self) -> float:
+        return self.pending_seconds_percentile(99)
+
+    def pending_seconds_percentile(self, q: float) -> float:
+        """The q-th percentile of each pod's wait from creation to binding (still pending: so far)."""
         now = self.engine.now()
         waits = self._pending_waits + [now - created for created in self._pending_from.values()]
-        return round(float(np.percentile(waits, 99)), 3) if waits else 0.0
+        return round(float(np.percentile(waits, q)), 3) if waits else 0.0
 
     def max_pending(self) -> int:
         self._close_pending_stretch()

@@ -94,11 +94,17 @@ class NoAutoscaler:
         return None
 
 
-def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
-    """kubetide's autoscaler, its random expander seeded from the scenario. Returns (factory, name)."""
+def default_autoscaler_factory(seed: int, policy: str = "kubetide") -> tuple[AutoscalerFactory, str]:
+    """The autoscaler the options' policy names: kubetide's (also for `cluster-autoscaler`, whose
+    flags options.py has set), its random expander seeded from the scenario, or Karpenter's.
+    Returns (factory, name), the name being the policy's."""
     from kubetide.autoscaler.loop import Autoscaler
 
     def factory(options, clock, view, actions, cloud):
+        if options.policy == "karpenter":
+            from kubetide.autoscaler.karpenter.controller import Karpenter
+
+            return Karpenter(options, clock, view, actions, cloud)
         service = None
         if "grpc" in options.expander:  # an external expander service: only then import grpc
             from kubetide.grpcexpander import expander_service
@@ -108,7 +114,7 @@ def default_autoscaler_factory(seed: int) -> tuple[AutoscalerFactory, str]:
             options, clock, view, actions, cloud, seed=seed, timer=work_timer(), expander_service=service
         )
 
-    return factory, "kubetide"
+    return factory, policy
 
 
 @dataclass
@@ -121,6 +127,8 @@ class SimulationResult:
     warnings: list[str] = field(default_factory=list)
     status_yaml: str | None = None  # the autoscaler's last status document
     unfit_pods: dict[str, str] = field(default_factory=dict)  # pods no node group could take -> why
+    # the median pod's wait from creation to binding: for comparisons of policies, not in summary.json
+    pending_seconds_p50: float = 0.0
 
 
 class Simulation:
@@ -143,7 +151,7 @@ class Simulation:
         self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
         self.seed = scenario.seed if seed is None else seed
         if autoscaler_factory is None:
-            autoscaler_factory, default_name = default_autoscaler_factory(self.seed)
+            autoscaler_factory, default_name = default_autoscaler_factory(self.seed, scenario.options.policy)
             autoscaler_name = autoscaler_name or default_name
         self.factory = autoscaler_factory
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")
@@ -532,6 +540,7 @@ class Simulation:
             warnings=self.warnings,
             status_yaml=self._status_yaml(),
             unfit_pods=dict(self.decisions.unfit),
+            pending_seconds_p50=self.metrics.pending_seconds_percentile(50),
         )
 
     def _unremovable_at_end(self) -> dict[str, Any] | None:

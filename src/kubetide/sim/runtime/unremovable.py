@@ -4,7 +4,7 @@
 Asked once, on the cluster as the run leaves it, as `kubetide plan` would ask it of a real cluster:
 a fresh loop decision (timers taken as run out, so nodes merely waiting out
 scale-down-unneeded-time are not listed), the pending pods that fit bound where the scheduler
-would put them, then `find_unblocks` for the blocked nodes. Asking it in every loop
+would put them, then `explain` (autoscaler/explain.py) for the blocked nodes. Asking it in every loop
 (--annotate-scale-down-blockers) costs about twelve times a loop; asking it once costs a few
 planner runs per blocked node (each a whole planner update), so only `END_OF_RUN_LIMIT` blocked
 nodes are answered, the most actionable (a blocking pod a user can annotate before a budget, a
@@ -20,11 +20,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetide.autoscaler.decision import LoopState, decide
+from kubetide.autoscaler.explain import UnblockRequest, explain
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterView, UsageSource
 from kubetide.autoscaler.scaledown import NodeReason, PodReason
-from kubetide.autoscaler.scaledown.explanation import NOT_COMPUTED, find_unblocks
+from kubetide.autoscaler.scaledown.explanation import NOT_COMPUTED
 from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP
 from kubetide.clock import Timer
@@ -68,39 +69,22 @@ def unremovable_at_end(
         usage=usage.sample() if usage is not None else None,
     )
     state = LoopState(options, timer=timer, timers_expired=True)
-    snapshot.fork()
-    try:
-        with PredicateChecker(snapshot, namespaces) as checker:
-            decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
-            plan = decision.scale_down
-            if plan is None:
-                return None
-            pending = {p.key: p for p in inputs.pending}
-            for key, node in decision.bound.items():
-                pod = pending[key]
-                snapshot.bind(pod, node)
-            blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
-            # The most actionable first: answered, then ordered by their answers.
-            listed = sorted(blocked, key=_actionable)[:END_OF_RUN_LIMIT]
-            answers = find_unblocks(
-                inputs,
-                options,
-                cloud,
-                plan=plan,
-                checker=checker,
-                timer=timer,
-                nodes={s.name for s in listed},
-                limit=END_OF_RUN_LIMIT,
-                budget=END_OF_RUN_BUDGET,
-            )
-            for name, answer in answers.items():
-                plan.nodes[name].unblock = answer
-            listed.sort(
-                key=lambda s: (s.unblock.rank if s.unblock is not None else _UNANSWERED, _actionable(s))
-            )
-            groups = {s.name: _group_of(cloud, snapshot, s.name) for s in listed}
-    finally:
-        snapshot.revert()
+    with PredicateChecker(snapshot, namespaces) as checker:
+        decision = decide(state, inputs, cloud=cloud, checker=checker, past_halt=True)
+        plan = decision.scale_down
+        if plan is None:
+            return None
+        blocked = [s for s in plan.nodes.values() if _blocked(s, plan)]
+        # The most actionable first: answered, then ordered by their answers.
+        listed = sorted(blocked, key=_actionable)[:END_OF_RUN_LIMIT]
+        request = UnblockRequest(
+            nodes={s.name for s in listed}, limit=END_OF_RUN_LIMIT, budget=END_OF_RUN_BUDGET
+        )
+        explain(
+            decision, inputs, options=options, cloud=cloud, checker=checker, timer=timer, unblock=request
+        ).attach(plan)
+    listed.sort(key=lambda s: (s.unblock.rank if s.unblock is not None else _UNANSWERED, _actionable(s)))
+    groups = {s.name: _group_of(cloud, snapshot, s.name) for s in listed}
     by_reason: dict[str, int] = {}
     for s in blocked:
         by_reason[_reason(s)] = by_reason.get(_reason(s), 0) + 1

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,7 +51,7 @@ from kubetide.model import Manifests
 from kubetide.model.loader import read_text
 from kubetide.model.quantity import QuantityError, parse_resource
 from kubetide.model.reader import Reader
-from kubetide.model.selectors import parse_label_selector
+from kubetide.model.selectors import LabelSelector, parse_label_selector
 from kubetide.sim.spec.errors import ScenarioError
 from kubetide.sim.spec.files import csv_rows
 from kubetide.sim.spec.profiles import (
@@ -226,75 +227,103 @@ class _Loader:
 def _parse_trace(text: str, source: str) -> dict[str, dict[str, Trace]]:
     """Columns per workload: "" for a `time,cpu,memory` file; a `time,workload,cpu,memory` file
     holds each workload's rows (`namespace/name`), each in time order."""
-    header: list[str] | None = None
-    resources: list[str] = []
-    by_workload = False
+    header: _TraceHeader | None = None
     times: dict[str, list[float]] = {}
     values: dict[str, dict[str, list[int]]] = {}
     for number, row in csv_rows(text, source):
         if not row or not "".join(row).strip() or row[0].strip().startswith("#"):
             continue
         cells = [cell.strip() for cell in row]
+        at = f"line {number}"
         if header is None:
-            header = [cell.lower() for cell in cells]
-            if not header or header[0] != "time":
-                raise ScenarioError(
-                    source, f"line {number}", 'expected a header naming the columns, e.g. "time,cpu,memory"'
-                )
-            by_workload = len(header) > 1 and header[1] == "workload"
-            resources = header[2:] if by_workload else header[1:]
-            for name in resources:
-                if name not in RESOURCES:
-                    raise ScenarioError(
-                        source, f"line {number}", f'unknown column "{name}" (expected cpu, memory)'
-                    )
-            if len(set(header)) != len(header):
-                raise ScenarioError(source, f"line {number}", "a column is named twice")
-            if not resources:
-                raise ScenarioError(source, f"line {number}", "no cpu or memory column")
+            header = _TraceHeader.parse(cells, source, at)
             continue
-        if len(cells) != len(header):
-            raise ScenarioError(
-                source,
-                f"line {number}",
-                f"expected {len(header)} columns ({','.join(header)}), got {len(cells)}",
-            )
-        try:
-            seconds = float(cells[0])
-        except ValueError:
-            try:
-                seconds = parse_duration(cells[0])
-            except ValueError as exc:
-                raise ScenarioError(source, f"line {number}", f"time: {exc}") from None
-        if seconds < 0:
-            raise ScenarioError(source, f"line {number}", f"time: must not be negative, got {cells[0]!r}")
-        workload = cells[1] if by_workload else ""
-        if by_workload and (workload.count("/") != 1 or not all(workload.split("/"))):
-            raise ScenarioError(
-                source, f"line {number}", f"workload: expected namespace/name, got {workload!r}"
-            )
+        header.check_width(cells, source, at)
+        seconds = _row_time(cells[0], source, at)
+        workload = header.workload(cells, source, at)
         rows = times.setdefault(workload, [])
-        columns = values.setdefault(workload, {name: [] for name in resources})
+        columns = values.setdefault(workload, {name: [] for name in header.resources})
         if rows and seconds <= rows[-1]:
-            previous = "row's" if not by_workload else f"row's for {workload}"
-            raise ScenarioError(
-                source, f"line {number}", f"time: {cells[0]} is not after the previous {previous}"
-            )
+            previous = "row's" if not header.by_workload else f"row's for {workload}"
+            raise ScenarioError(source, at, f"time: {cells[0]} is not after the previous {previous}")
         rows.append(seconds)
-        for name, cell in zip(resources, cells[2 if by_workload else 1 :], strict=True):
-            try:
-                amount = parse_resource(name, cell)
-            except QuantityError as exc:
-                raise ScenarioError(source, f"line {number}", f"{name}: {exc}") from None
-            if amount < 0:
-                raise ScenarioError(source, f"line {number}", f"{name}: must not be negative, got {cell!r}")
-            columns[name].append(amount)
+        for name, cell in zip(header.resources, header.amounts(cells), strict=True):
+            columns[name].append(_row_amount(name, cell, source, at))
     if header is None or not times:
         raise ScenarioError(source, "", "no rows: expected a header (time,cpu,memory) and at least one row")
     return {
         workload: {name: Trace(tuple(times[workload]), tuple(column)) for name, column in columns.items()}
         for workload, columns in values.items()
     }
+
+
+@dataclass(frozen=True)
+class _TraceHeader:
+    """A trace file's columns: time, then workload (optional), then resources."""
+
+    columns: list[str]
+    by_workload: bool
+    resources: list[str]
+
+    @classmethod
+    def parse(cls, cells: list[str], source: str, at: str) -> _TraceHeader:
+        columns = [cell.lower() for cell in cells]
+        if not columns or columns[0] != "time":
+            raise ScenarioError(source, at, 'expected a header naming the columns, e.g. "time,cpu,memory"')
+        by_workload = len(columns) > 1 and columns[1] == "workload"
+        resources = columns[2:] if by_workload else columns[1:]
+        for name in resources:
+            if name not in RESOURCES:
+                raise ScenarioError(source, at, f'unknown column "{name}" (expected cpu, memory)')
+        if len(set(columns)) != len(columns):
+            raise ScenarioError(source, at, "a column is named twice")
+        if not resources:
+            raise ScenarioError(source, at, "no cpu or memory column")
+        return cls(columns, by_workload, resources)
+
+    def check_width(self, cells: list[str], source: str, at: str) -> None:
+        if len(cells) != len(self.columns):
+            raise ScenarioError(
+                source,
+                at,
+                f"expected {len(self.columns)} columns ({','.join(self.columns)}), got {len(cells)}",
+            )
+
+    def workload(self, cells: list[str], source: str, at: str) -> str:
+        """The row's `namespace/name`, or "" in a file without a workload column."""
+        if not self.by_workload:
+            return ""
+        workload = cells[1]
+        if workload.count("/") != 1 or not all(workload.split("/")):
+            raise ScenarioError(source, at, f"workload: expected namespace/name, got {workload!r}")
+        return workload
+
+    def amounts(self, cells: list[str]) -> list[str]:
+        return cells[2 if self.by_workload else 1 :]
+
+
+def _row_time(cell: str, source: str, at: str) -> float:
+    """A row's time: seconds, or a duration ("90s", "1h30m"), never negative."""
+    try:
+        seconds = float(cell)
+    except ValueError:
+        try:
+            seconds = parse_duration(cell)
+        except ValueError as exc:
+            raise ScenarioError(source, at, f"time: {exc}") from None
+    if seconds < 0:
+        raise ScenarioError(source, at, f"time: must not be negative, got {cell!r}")
+    return seconds
+
+
+def _row_amount(name: str, cell: str, source: str, at: str) -> int:
+    try:
+        amount = parse_resource(name, cell)
+    except QuantityError as exc:
+        raise ScenarioError(source, at, f"{name}: {exc}") from None
+    if amount < 0:
+        raise ScenarioError(source, at, f"{name}: must not be negative, got {cell!r}")
+    return amount
 
 
 def _annotated(manifests: Manifests) -> Iterable[tuple[str, str]]:
@@ -325,6 +354,28 @@ def load_usage(
     for a workload no pod can belong to add a warning to `warnings`."""
     loader = _Loader(source, base_dir)
     model = UsageModel(seed=seed)
+    _load_annotations(loader, model, manifests)
+    workloads = {(w.kind, w.meta.name) for _, loaded in manifests for w in loaded.workloads}
+    workloads |= {("Pod", p.name) for _, loaded in manifests for p in loaded.pods}
+    controllers = _controllers(manifests)
+    for index, rule in enumerate(rules):
+        at = f"spec.usage[{index}]"
+        _check_match(loader, at, rule.match, workloads)
+        selector = _selector(loader, at, rule.match)
+        traces = loader.traces(f"{at}.trace", rule.trace) if rule.trace is not None else {"": {}}
+        if "" not in traces:  # a trace with a workload column: a rule per workload it names
+            _add_workload_traces(loader, model, at, rule, selector, traces, controllers, warnings)
+            continue
+        data = {key: getattr(rule, key) for key in PROFILE_KEYS if getattr(rule, key) is not None}
+        match = rule.match
+        model.rules.append(
+            UsageRule(match.kind, match.namespace, match.name, selector, loader.profile(at, data), at)
+        )
+    return model
+
+
+def _load_annotations(loader: _Loader, model: UsageModel, manifests: list[tuple[str, Manifests]]) -> None:
+    """Each distinct usage annotation's profile, checked once."""
     for where, loaded in manifests:
         for what, text in _annotated(loaded):
             if text in model.annotations:
@@ -336,54 +387,57 @@ def load_usage(
                 mark = getattr(exc, "problem", None) or str(exc).splitlines()[0]
                 raise loader.error(at, f"not a JSON or YAML mapping: {mark}") from None
             model.annotations[text] = loader.profile(at, data)
-    workloads = {(w.kind, w.meta.name) for _, loaded in manifests for w in loaded.workloads}
-    workloads |= {("Pod", p.name) for _, loaded in manifests for p in loaded.pods}
-    controllers = _controllers(manifests)
-    for index, rule in enumerate(rules):
-        at = f"spec.usage[{index}]"
-        match = rule.match
-        if match.name is not None and match.kind is None:
-            raise loader.error(f"{at}.match.name", "a name needs a kind (Deployment, StatefulSet, ...)")
-        if match.kind is not None and match.name is not None and (match.kind, match.name) not in workloads:
-            known = sorted(name for kind, name in workloads if kind == match.kind)
-            close = difflib.get_close_matches(match.name, known, n=1)
-            hint = f' (did you mean "{close[0]}"?)' if close else ""
-            raise loader.error(
-                f"{at}.match.name", f'no {match.kind} "{match.name}" in spec.objects or spec.events{hint}'
-            )
-        selector = None
-        if match.selector is not None:
-            try:
-                selector = parse_label_selector(Reader(match.selector, source, "", f"{at}.match.selector"))
-            except ManifestError as exc:
-                raise loader.error(exc.field or f"{at}.match.selector", exc.message) from None
-        data = {key: getattr(rule, key) for key in PROFILE_KEYS if getattr(rule, key) is not None}
-        traces = loader.traces(f"{at}.trace", rule.trace) if rule.trace is not None else {"": {}}
-        if "" not in traces:  # a trace with a workload column: a rule per workload it names
-            if (
-                match.kind is not None
-                or match.name is not None
-                or rule.cpu is not None
-                or rule.memory is not None
-            ):
-                raise loader.error(
-                    f"{at}.trace",
-                    f"{rule.trace} names its workloads: give it with no match kind or name, cpu or memory",
-                )
-            unmatched: dict[str, int] = {}
-            for workload, columns in traces.items():
-                namespace, name = workload.split("/")
-                if match.namespace is None or match.namespace == namespace:
-                    model.rules.append(UsageRule(None, namespace, name, selector, Profile(dict(columns)), at))
-                    if (namespace, name) not in controllers:
-                        unmatched[workload] = len(next(iter(columns.values())).times)
-            if unmatched and warnings is not None:
-                warnings.append(_unmatched_rows(source, f"{at}.trace", rule.trace, unmatched))
-            continue
-        model.rules.append(
-            UsageRule(match.kind, match.namespace, match.name, selector, loader.profile(at, data), at)
+
+
+def _check_match(loader: _Loader, at: str, match: UsageMatch, workloads: set[tuple[str, str]]) -> None:
+    """A rule's match names a kind with its name, and a workload that exists."""
+    if match.name is not None and match.kind is None:
+        raise loader.error(f"{at}.match.name", "a name needs a kind (Deployment, StatefulSet, ...)")
+    if match.kind is not None and match.name is not None and (match.kind, match.name) not in workloads:
+        known = sorted(name for kind, name in workloads if kind == match.kind)
+        close = difflib.get_close_matches(match.name, known, n=1)
+        hint = f' (did you mean "{close[0]}"?)' if close else ""
+        raise loader.error(
+            f"{at}.match.name", f'no {match.kind} "{match.name}" in spec.objects or spec.events{hint}'
         )
-    return model
+
+
+def _selector(loader: _Loader, at: str, match: UsageMatch) -> LabelSelector | None:
+    if match.selector is None:
+        return None
+    try:
+        return parse_label_selector(Reader(match.selector, loader.source, "", f"{at}.match.selector"))
+    except ManifestError as exc:
+        raise loader.error(exc.field or f"{at}.match.selector", exc.message) from None
+
+
+def _add_workload_traces(
+    loader: _Loader,
+    model: UsageModel,
+    at: str,
+    rule: UsageSpec,
+    selector: LabelSelector | None,
+    traces: dict[str, dict[str, Trace]],
+    controllers: set[tuple[str, str]],
+    warnings: list[str] | None,
+) -> None:
+    """A rule per workload a trace with a workload column names (in the rule's namespace, if it
+    gives one); rows for workloads no pod can belong to add a warning."""
+    match = rule.match
+    if match.kind is not None or match.name is not None or rule.cpu is not None or rule.memory is not None:
+        raise loader.error(
+            f"{at}.trace",
+            f"{rule.trace} names its workloads: give it with no match kind or name, cpu or memory",
+        )
+    unmatched: dict[str, int] = {}
+    for workload, columns in traces.items():
+        namespace, name = workload.split("/")
+        if match.namespace is None or match.namespace == namespace:
+            model.rules.append(UsageRule(None, namespace, name, selector, Profile(dict(columns)), at))
+            if (namespace, name) not in controllers:
+                unmatched[workload] = len(next(iter(columns.values())).times)
+    if unmatched and warnings is not None:
+        warnings.append(_unmatched_rows(loader.source, f"{at}.trace", rule.trace, unmatched))
 
 
 def _controllers(manifests: list[tuple[str, Manifests]]) -> set[tuple[str, str]]:

@@ -433,83 +433,125 @@ class Actuator:
         result: TickResult,
         pacing: _Pacing,
     ) -> str | None:
-        o = self.options
-        if d.phase is Phase.TAINTED:
-            if now < d.tainted_at + o.node_delete_delay_after_taint:
-                return None
-            drain = drain_node(list(snapshot.pods_on(d.node).values()), ctx)
-            if drain.blocking is not None:
-                return f"pod {drain.blocking.pod.key} blocks the drain ({drain.blocking.reason})"
-            # An "empty" node that gained pods meanwhile is drained rather than deleted under them.
-            d.pending = {p.uid: p for p in drain.movable}
-            if d.surge is not None:
-                d.surged = {uid: d.pending.pop(uid) for uid in d.surge.pods if uid in d.pending}
-            evict_ds = (
-                o.daemonset_eviction_for_empty_nodes if d.empty else o.daemonset_eviction_for_occupied_nodes
-            )
-            d.daemonset = {p.uid: p for p in drain.daemonset} if evict_ds else {}
-            d.phase = Phase.EVICTING
-            # A resumed drain's evictions started (in the previous run) when its taint delay ended.
-            d.eviction_started = (
-                min(now, d.tainted_at + o.node_delete_delay_after_taint) if d.resumed else now
-            )
-            d.next_attempt = now
-            # A surge is one more wave: the replacements become available, then the pods go.
-            d.waves = max(ctx.pdbs.waves(d.pending.values()), pacing.waves(d.pending.values())) + (
-                1 if d.surged else 0
-            )
-            d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
-        if d.phase is Phase.EVICTING:
-            if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):
-                return None
-            if (d.pending or d.surged) and now >= d.eviction_deadline:
-                keys = ", ".join(sorted(p.key for p in [*d.pending.values(), *d.surged.values()]))
-                budget = f"max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
-                if d.waves > 1:
-                    budget = f"{d.waves} PDB budget waves x {budget}"
-                return f"could not evict {keys} within {budget}"
-            failure = self._surge_round(d, snapshot, now, ctx)
-            if failure is not None:
+        """Take a deletion through as many phases as it can go now: a failure's message, else None.
+        Each step either moves the deletion to its next phase, leaves it where it is to wait, or
+        fails it."""
+        while True:
+            phase = d.phase
+            if phase is Phase.TAINTED:
+                failure = self._start_evicting(d, snapshot, now, ctx, pacing)
+            elif phase is Phase.EVICTING:
+                failure = self._evict(d, snapshot, now, ctx, result, pacing)
+            elif phase is Phase.WAITING:
+                failure = self._wait_for_evicted(d, snapshot, now)
+            elif phase is Phase.DELAYED:
+                failure = self._wait_for_delays(d, snapshot, now, ctx)
+            else:
+                return None  # DELETING: its batch deletes it
+            if failure is not None or d.phase is phase:
                 return failure
-            self._evict_round(d, snapshot, now, result, pacing, ctx.pdbs)
-            if d.pending or d.surged:
-                d.next_attempt = now + EVICTION_RETRY_INTERVAL
-                return None
-            d.daemonset.clear()  # best effort only: what was refused goes with the node
-            grace = max((self._grace(p) for p in d.evicted.values()), default=0)
-            d.wait_until = now + grace + POD_EVICTION_HEADROOM
-            d.phase = Phase.WAITING
-        if d.phase is Phase.WAITING:
-            left = [p for uid, p in d.evicted.items() if snapshot.node_of(uid) == d.node]
-            if left:
-                if now >= d.wait_until:
-                    keys = ", ".join(sorted(p.key for p in left))
-                    return (
-                        f"pods {keys} still on the node after their grace period + {POD_EVICTION_HEADROOM:g}s"
-                    )
-                return None
+
+    def _start_evicting(
+        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext, pacing: _Pacing
+    ) -> str | None:
+        """Once the taint delay has passed: what the drain evicts, and its deadline."""
+        o = self.options
+        if now < d.tainted_at + o.node_delete_delay_after_taint:
+            return None
+        drain = drain_node(list(snapshot.pods_on(d.node).values()), ctx)
+        if drain.blocking is not None:
+            return f"pod {drain.blocking.pod.key} blocks the drain ({drain.blocking.reason})"
+        # An "empty" node that gained pods meanwhile is drained rather than deleted under them.
+        d.pending = {p.uid: p for p in drain.movable}
+        if d.surge is not None:
+            d.surged = {uid: d.pending.pop(uid) for uid in d.surge.pods if uid in d.pending}
+        evict_ds = (
+            o.daemonset_eviction_for_empty_nodes if d.empty else o.daemonset_eviction_for_occupied_nodes
+        )
+        d.daemonset = {p.uid: p for p in drain.daemonset} if evict_ds else {}
+        d.phase = Phase.EVICTING
+        # A resumed drain's evictions started (in the previous run) when its taint delay ended.
+        d.eviction_started = min(now, d.tainted_at + o.node_delete_delay_after_taint) if d.resumed else now
+        d.next_attempt = now
+        # A surge is one more wave: the replacements become available, then the pods go.
+        d.waves = max(ctx.pdbs.waves(d.pending.values()), pacing.waves(d.pending.values())) + (
+            1 if d.surged else 0
+        )
+        d.eviction_deadline = d.eviction_started + d.waves * o.max_pod_eviction_time
+        return None
+
+    def _evict(
+        self,
+        d: NodeDeletion,
+        snapshot: ClusterSnapshot,
+        now: float,
+        ctx: DrainContext,
+        result: TickResult,
+        pacing: _Pacing,
+    ) -> str | None:
+        """One round of surges and evictions, when due; WAITING once every pod has been evicted."""
+        if now < d.next_attempt and not (d.pending and now >= d.eviction_deadline):
+            return None
+        if (d.pending or d.surged) and now >= d.eviction_deadline:
+            return self._eviction_timed_out(d)
+        failure = self._surge_round(d, snapshot, now, ctx)
+        if failure is not None:
+            return failure
+        self._evict_round(d, snapshot, now, result, pacing, ctx.pdbs)
+        if d.pending or d.surged:
+            d.next_attempt = now + EVICTION_RETRY_INTERVAL
+            return None
+        d.daemonset.clear()  # best effort only: what was refused goes with the node
+        grace = max((self._grace(p) for p in d.evicted.values()), default=0)
+        d.wait_until = now + grace + POD_EVICTION_HEADROOM
+        d.phase = Phase.WAITING
+        return None
+
+    def _eviction_timed_out(self, d: NodeDeletion) -> str:
+        o = self.options
+        keys = ", ".join(sorted(p.key for p in [*d.pending.values(), *d.surged.values()]))
+        budget = f"max-pod-eviction-time ({o.max_pod_eviction_time:g}s)"
+        if d.waves > 1:
+            budget = f"{d.waves} PDB budget waves x {budget}"
+        return f"could not evict {keys} within {budget}"
+
+    @staticmethod
+    def _wait_for_evicted(d: NodeDeletion, snapshot: ClusterSnapshot, now: float) -> str | None:
+        """The evicted pods leave the node within their grace period; DELAYED once they have."""
+        left = [p for uid, p in d.evicted.items() if snapshot.node_of(uid) == d.node]
+        if not left:
             d.phase = Phase.DELAYED
-        if d.phase is Phase.DELAYED:
-            finishing = running_on_completion(snapshot.pods_on(d.node).values(), ctx)
-            if finishing:
-                d.finishing_until = max(d.eviction_deadline, d.wait_until)
-                if now < d.finishing_until:
-                    return None
-                keys = ", ".join(sorted(p.key for p in finishing))
-                return (
-                    f"{keys} (safe-to-evict: on-completion) still running at the drain's deadline:"
-                    " left to finish, never evicted"
-                )
-            d.finishing_until = None
-            timeout = o.node_deletion_delay_timeout
-            if timeout > 0 and has_delay_deletion(snapshot.node(d.node)):
-                if d.delay_started is None:
-                    d.delay_started = now
-                if now < d.delay_started + timeout:
-                    return None
-                # Timed out: CA goes ahead (with a warning), and so do we.
-                self._emit(Event.delay_deletion_timed_out(d.node, timeout, now))
-            d.phase = Phase.DELETING
+            return None
+        if now < d.wait_until:
+            return None
+        keys = ", ".join(sorted(p.key for p in left))
+        return f"pods {keys} still on the node after their grace period + {POD_EVICTION_HEADROOM:g}s"
+
+    def _wait_for_delays(
+        self, d: NodeDeletion, snapshot: ClusterSnapshot, now: float, ctx: DrainContext
+    ) -> str | None:
+        """Pods left to finish (safe-to-evict: on-completion) and delay-deletion annotations are
+        waited for, each up to its deadline; DELETING after."""
+        finishing = running_on_completion(snapshot.pods_on(d.node).values(), ctx)
+        if finishing:
+            d.finishing_until = max(d.eviction_deadline, d.wait_until)
+            if now < d.finishing_until:
+                return None
+            keys = ", ".join(sorted(p.key for p in finishing))
+            return (
+                f"{keys} (safe-to-evict: on-completion) still running at the drain's deadline:"
+                " left to finish, never evicted"
+            )
+        d.finishing_until = None
+        timeout = self.options.node_deletion_delay_timeout
+        if timeout > 0 and has_delay_deletion(snapshot.node(d.node)):
+            if d.delay_started is None:
+                d.delay_started = now
+            if now < d.delay_started + timeout:
+                return None
+            # Timed out: CA goes ahead (with a warning), and so do we.
+            self._emit(Event.delay_deletion_timed_out(d.node, timeout, now))
+        d.phase = Phase.DELETING
         return None
 
     def _evict_round(

@@ -17,17 +17,22 @@ from kubetide.autoscaler.scaledown.explanation.blockers import (
 from kubetide.autoscaler.scaledown.explanation.narrow import Recording
 from kubetide.autoscaler.scaledown.explanation.unblock_search import (
     NOT_COMPUTED,
+    UNBLOCK_BUDGET,
+    UNBLOCK_LIMIT,
     UNBLOCK_REFRESH,
     UnblockMemo,
     find_unblocks,
 )
-from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION, Unblock
 
 __all__ = [
     "BLOCKER_ANNOTATION",
     "NOT_COMPUTED",
+    "UNBLOCK_BUDGET",
+    "UNBLOCK_LIMIT",
     "UNBLOCK_REFRESH",
     "Recording",
+    "Unblock",
     "UnblockMemo",
     "annotation_changes",
     "blocking_pods_text",

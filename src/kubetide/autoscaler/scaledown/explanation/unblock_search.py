@@ -22,7 +22,9 @@ offline callers pass a work-driven Timer, so the same input gets the same answer
 `kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is
 on. A run is narrowed to what the change can affect (narrow.py): the search without changes is
 recorded once, a search with changes replays it up to the first node the change alters and stops
-at the node's verdict; the same change set asked twice is answered once.
+at the node's verdict; the same change set asked twice is answered once; and the planners of
+the checks share their per-node facts (eligibility, drains: planner.NodeFacts), so each reads
+again only the nodes its change touched.
 
 A node added by a change carries scale-down-disabled in the simulation: a real new node is not
 removed for scale-down-delay-after-add and scale-down-unneeded-time, which is the window in
@@ -55,7 +57,7 @@ from kubetide.autoscaler.scaledown.planning.plan import (
     NodeStatus,
     ScaleDownPlan,
 )
-from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.planner import NodeFacts, Planner
 from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblock_answer import (
@@ -72,6 +74,7 @@ from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.disruption import do_not_disrupt_until
 from kubetide.scheduling.checker import PredicateChecker
+from kubetide.snapshot import Memo
 
 # Nodes answered per call, and the seconds (by the caller's Timer: work offline, the clock in
 # `kubetide run`) spent on them: each answer costs a few planner runs, and on a large cluster a
@@ -108,7 +111,8 @@ def find_unblocks(
     that no change can unblock is answered without a search and counts for neither). `inputs`
     are the planner's (its snapshot with the pods the scheduler will bind, left as found);
     `checker` must observe that snapshot. `narrow`
-    False runs the whole planner for every change (the narrowed runs' reference, for tests).
+    False runs the whole planner for every change, each from nothing (the narrowed runs'
+    reference, for tests).
     `recording`: the search of a fresh planner with expired timers on these inputs, if the caller
     ran one (`kubetide plan`'s loop), so that it is not run again; it is used only if it started
     from the same options, budgets, nodes and nodes being deleted (narrow.py checks)."""
@@ -219,6 +223,7 @@ class _Search:
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
 
@@ -553,6 +558,22 @@ class _Search:
         return self.cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
 
     # -- simulate ---------------------------------------------------------------------------------
+    def _facts_for(self, changes: tuple[Change, ...], *, same_cloud: bool) -> NodeFacts:
+        """The per-node facts the planners of these checks share (planner.NodeFacts): one set
+        per combination of changed flags (what a node's eligibility and drain read besides the
+        node and its pods), so a check reads again only the nodes its changes touched; a
+        changed cloud's planner keeps its own eligibility (its entries carry node groups).
+        Unnarrowed (the reference) every planner starts from nothing, as a fresh loop would."""
+        if not self.narrow:
+            return NodeFacts()
+        flags = tuple(sorted((c.target, c.value) for c in changes if c.kind is ChangeKind.FLAG))
+        shared = self._facts.get(flags)
+        if shared is None:
+            shared = self._facts[flags] = NodeFacts(drains=Memo())
+        if same_cloud:
+            return shared
+        return NodeFacts(shared.homeless, shared.scanned, Memo(), shared.drains)
+
     def baseline(self) -> ScaleDownPlan:
         if self._baseline is None:
             recording = Recording() if self.narrow else None
@@ -627,7 +648,13 @@ class _Search:
                     }
                     snapshot.replace_node(replace(node, meta=replace(node.meta, annotations=annotations)))
             changed_cloud = _ChangedCloud(cloud, added, min_sizes) if added or min_sizes else cloud
-            planner = Planner(options, timers_expired=True, timer=self.timer, simulate=simulate)
+            planner = Planner(
+                options,
+                timers_expired=True,
+                timer=self.timer,
+                simulate=simulate,
+                facts=self._facts_for(changes, same_cloud=changed_cloud is cloud),
+            )
             return planner.update(
                 replace(inputs, pdbs=pdbs, being_deleted=self.being_deleted),
                 cloud=changed_cloud,

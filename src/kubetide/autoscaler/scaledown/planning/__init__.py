@@ -8,7 +8,9 @@ what it decides: the `plan`, each node's drain `estimate`, the disruption `metho
 which removable candidates go (CA's empty-node deletion and underutilised-node removal, tried in
 order; another list plugs in through `Planner(methods=...)`), and the `budgets` that crop it.
 
-Code outside scaledown/ imports these names only, never the modules.
+Code outside scaledown/ imports these names only, never the modules (Karpenter's policy,
+autoscaler/karpenter/, charges PodDisruptionBudgets with `PdbTracker` and asks the scheduler
+about pods with `homeless` stand-ins, as the planner does).
 """
 
 from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
@@ -20,7 +22,12 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     BlockingPod,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
-from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL, plan_schedule
+from kubetide.autoscaler.scaledown.planning.estimate import (
+    EVICTION_RETRY_INTERVAL,
+    DrainEstimate,
+    drain_estimates,
+    plan_schedule,
+)
 from kubetide.autoscaler.scaledown.planning.methods import (
     CA_METHODS,
     Command,
@@ -31,6 +38,8 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     ca_method_name,
     propose_in_order,
 )
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
+from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.autoscaler.scaledown.planning.plan import (
     BEING_DELETED,
     REMOVABLE,
@@ -59,15 +68,19 @@ __all__ = [
     "BudgetDecision",
     "Command",
     "DisruptionMethod",
+    "DrainEstimate",
     "EmptyNodeDeletion",
     "MethodInputs",
     "NodeStatus",
+    "PdbTracker",
     "Planner",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",
     "ca_method_name",
     "crop",
+    "drain_estimates",
     "gpu_resource",
+    "homeless",
     "plan_schedule",
     "propose_in_order",
 ]

@@ -100,8 +100,16 @@ class Eligible(NamedTuple):
 
 
 # -- 3. eligibility -----------------------------------------------------------------------------
-def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, Checked]) -> list[Eligible]:
-    """Status for every node; returns the eligible ones with their drains."""
+def eligible_nodes(
+    u: Update,
+    unremovable: UnremovableNodes,
+    checked: Memo[str, Checked],
+    drains: Memo[str, NodeDrain] | None = None,
+) -> list[Eligible]:
+    """Status for every node; returns the eligible ones with their drains. `drains`: the drains
+    of nodes with nothing received, kept under their stamps, when the caller knows the rest of
+    what a drain reads (`now`, the rules, workloads, budgets' selectors) is the same throughout
+    (planner.NodeFacts)."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
@@ -111,6 +119,8 @@ def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, 
     node_group_for = u.cloud.node_group_for
     deleted, resume = u.deleted, u.resume
     checked.new_pass()
+    if drains is not None:
+        drains.new_pass()
     statuses = u.plan.nodes
     for node, stamp in snapshot.stamps():
         name = node.meta.name
@@ -178,9 +188,17 @@ def eligible_nodes(u: Update, unremovable: UnremovableNodes, checked: Memo[str, 
             # the node's own: they move on as received pods, and their eviction is already paid.
             received = {r.pod.uid for r in u.received.get(name, ())}
             pods_here = snapshot.pods_on(name).values()
-            drain = drain_node(
-                [p for p in pods_here if p.uid not in received] if received else list(pods_here), u.ctx
-            )
+            if received:
+                drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
+            elif drains is None:
+                drain = drain_node(list(pods_here), u.ctx)
+            else:
+                known = drains.get(name, stamp)
+                drain = (
+                    known
+                    if known is not None
+                    else drains.put(name, drain_node(list(pods_here), u.ctx), stamp)
+                )
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible

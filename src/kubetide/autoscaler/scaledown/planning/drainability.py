@@ -43,7 +43,7 @@ from typing import Any
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.reasons import PodReason
-from kubetide.model import Pod, Workload
+from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
 from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
@@ -180,23 +180,29 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     value a rule parses, karpenter.sh/do-not-disrupt, reads as absent when it is not a duration,
     as Karpenter reads it. So nothing is caught here: an exception is a bug, and goes up.
     """
-    rules = ctx.rules
-    if pod.priority < rules.expendable_pods_priority_cutoff:
+    if pod.priority < ctx.rules.expendable_pods_priority_cutoff:
         return _EXPENDABLE
     meta = pod.meta
-    annotations = meta.annotations
     # 1
-    if MIRROR_ANNOTATION in annotations:
+    if MIRROR_ANNOTATION in meta.annotations:
         return _MIRROR
     # 2
     deleted = meta.deletion_timestamp
     if deleted is not None and deleted + pod.termination_grace_period + LONG_TERMINATING_EXTRA < ctx.now:
         return _LONG_TERMINATING
-    ref = None
-    for owner in meta.owner_references:
+    return _verdict_by_owner(pod, _controller_of(meta.owner_references), ctx)
+
+
+def _controller_of(owner_references: Iterable[OwnerReference]) -> OwnerReference | None:
+    for owner in owner_references:
         if owner.controller:
-            ref = owner
-            break
+            return owner
+    return None
+
+
+def _verdict_by_owner(pod: Pod, ref: OwnerReference | None, ctx: DrainContext) -> Verdict:
+    """Rules 3-6b: the pod's controller, safe-to-evict "true", a finished pod."""
+    rules = ctx.rules
     # 3
     if rules.skip_nodes_with_custom_controller_pods and ref is not None and ctx.workloads is not None:
         blocked = _controller_check(pod, ref.kind, ref.name, ctx.workloads, rules.min_replica_count)
@@ -205,7 +211,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 4
     if ref is not None and ref.kind == "DaemonSet":
         return _DAEMONSET
-    annotation = annotations.get(SAFE_TO_EVICT)
+    annotation = pod.meta.annotations.get(SAFE_TO_EVICT)
     # 5
     if annotation == "true":
         return _SAFE_TO_EVICT
@@ -214,6 +220,15 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
         return _TERMINAL
     if annotation == ON_COMPLETION:
         return _ON_COMPLETION
+    return _blocking_verdict(pod, ref, annotation, ctx)
+
+
+def _blocking_verdict(
+    pod: Pod, ref: OwnerReference | None, annotation: str | None, ctx: DrainContext
+) -> Verdict:
+    """Rules 7-10: what forbids moving a pod that is otherwise moved."""
+    rules = ctx.rules
+    meta = pod.meta
     # 7
     if ref is None or (rules.skip_nodes_with_custom_controller_pods and ref.kind not in REPLICATED_KINDS):
         return _NOT_REPLICATED
@@ -225,7 +240,7 @@ def verdict(pod: Pod, ctx: DrainContext) -> Verdict:
     # 9
     if annotation == "false":
         return _NOT_SAFE_TO_EVICT
-    if DO_NOT_DISRUPT in annotations and do_not_disrupt(pod, ctx.now):
+    if DO_NOT_DISRUPT in meta.annotations and do_not_disrupt(pod, ctx.now):
         return _DO_NOT_DISRUPT
     # 10
     if rules.skip_nodes_with_local_storage and pod.volumes and _blocking_local_storage(pod):

@@ -29,7 +29,7 @@ import heapq
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.drainability import (
@@ -309,3 +309,16 @@ def schedule_drains(
 def _replacement_ready(pod: Pod) -> tuple[float, bool]:
     known = _bound_to_ready(pod)
     return (DEFAULT_REPLACEMENT_READY, False) if known is None else (known, True)
+
+
+class Estimated(Protocol):
+    """A node's status as the planner leaves it (plan.NodeStatus): its drain estimate, if drained."""
+
+    @property
+    def estimate(self) -> DrainEstimate | None: ...
+
+
+def drain_estimates(nodes: Mapping[str, Estimated]) -> dict[str, DrainEstimate]:
+    """The drain estimates of a plan's nodes (`ScaleDownPlan.nodes`: the planner's, made as it
+    chose the drains), in its order: what `explain` reports beside the unblock answers."""
+    return {name: status.estimate for name, status in nodes.items() if status.estimate is not None}

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -58,6 +58,7 @@ from kubetide.autoscaler.scaledown.planning.deleted_set import revalidate_delete
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
+    NodeDrain,
     index_workloads,
     is_expendable,
 )
@@ -102,6 +103,24 @@ class _Scanned:
 _ScanResult = tuple[list[str], list[Pod], tuple[int, ...], list[float]]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What a planner memoizes per node under the snapshot's change stamps (a stamp is issued
+    once per process, and a revert gives back the stamps of the content it restores).
+
+    A planner makes its own; `explanation.find_unblocks` shares one among the fresh planners that
+    check its changes (same `now`, flags, workloads and budgets' selectors; only the changed
+    nodes' stamps differ), so each check reads again only the nodes its change touched.
+    `checked` is shared only among planners asking the same cloud (its entries carry the node
+    group object). `drains` (each eligible node's `drain_node`) is kept only when shared: a
+    drain reads `now`, which moves between a planner's own loops."""
+
+    homeless: Memo[str, Pod] = field(default_factory=Memo)
+    scanned: Memo[str, _Scanned] = field(default_factory=Memo)
+    checked: Memo[str, Checked] = field(default_factory=Memo)
+    drains: Memo[str, NodeDrain] | None = None
+
+
 class Planner:
     """Keeps the scale-down state and updates it once per loop (`update`).
 
@@ -121,6 +140,7 @@ class Planner:
         incremental: bool = True,
         simulate: SimulateRemoval = simulate_removal,
         on_paper: bool = True,
+        facts: NodeFacts | None = None,
         methods: Sequence[DisruptionMethod] = CA_METHODS,
     ):
         self.options = options
@@ -140,17 +160,19 @@ class Planner:
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
+        facts = facts if facts is not None else NodeFacts()
         # Pod UID -> the same pod bound to no node, reused across loops (see placement).
-        self._homeless: Memo[str, Pod] = Memo()
+        self._homeless: Memo[str, Pod] = facts.homeless
         # Per-node facts under the snapshot's change stamps, so a loop over a quiet cluster
         # costs a lookup per node instead of a pass over every pod (see `_scan`, candidates).
         # Both depend on the options, so they are dropped if the options object is replaced.
         self._cached_options = options
-        self._scanned: Memo[str, _Scanned] = Memo()
+        self._scanned: Memo[str, _Scanned] = facts.scanned
         # The snapshot, its version and what `_scan` found there: a loop over a snapshot that did
         # not change at all reads none of its nodes.
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
-        self._checked: Memo[str, Checked] = Memo()
+        self._checked: Memo[str, Checked] = facts.checked
+        self._drains = facts.drains
         self.incremental = incremental
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
@@ -229,6 +251,8 @@ class Planner:
             self._cached_options = o
             self._scanned.clear()
             self._checked.clear()
+            if self._drains is not None:
+                self._drains.clear()
             self._last_search = self._last_scan = None
         resume_set = {n for n in resume if n in snapshot}
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
@@ -340,7 +364,7 @@ class Planner:
             failure = inject_recent_evictions(u, self.recent_evictions)
         plan.validation_failure = failure
 
-        eligible = eligible_nodes(u, self.unremovable, self._checked)
+        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains)
         found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:

@@ -1,0 +1,579 @@
+"""Karpenter as an autoscaler behind kubetide's ports (`policy: karpenter`): one NodePool whose
+instance types are the scenario's node groups.
+
+Each `run_once` (every scan-interval, 10 s by default: Karpenter's disruption polling period):
+
+1. observe: NodeClaims launched earlier that are now initialized (Ready) or failed; when each
+   node's pods last changed (consolidateAfter);
+2. provisioning: unschedulable pods are batched (closed after 1 s without a new pod, or 10 s
+   after the first) and scheduled on the cluster, the NodeClaims in flight and new NodeClaims,
+   each launched as its cheapest instance type (scheduling.py);
+3. orchestration (Karpenter's queue.go): a command's candidates are tainted
+   `karpenter.sh/disrupted:NoSchedule`, its replacements launched, and once every replacement
+   is initialized the candidates are terminated: their pods evicted (the Eviction API honours
+   PDBs; a refusal is retried), the node deleted when no pod but DaemonSet and mirror pods is
+   left, or at once when terminationGracePeriod has passed. Replacements not initialized within
+   the command timeout (10 min) roll the command back (the taints are taken off);
+4. disruption: a command decided earlier is validated 15 s later (candidates still candidates
+   within budget, the same decision on the cluster as it is then; an emptiness command keeps
+   the still-empty subset) and queued, or abandoned; otherwise the methods are tried in order
+   (methods.py) and the first command waits for its validation.
+
+Decisions read the Clock only; every write goes through ClusterActions and the cloud ports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kubetide.autoscaler.events import Event, EventType
+from kubetide.autoscaler.karpenter.cost import disruption_cost, savings_ratio
+from kubetide.autoscaler.karpenter.methods import (
+    DRIFTED,
+    EMPTY,
+    UNDERUTILIZED,
+    Candidate,
+    Command,
+    Context,
+    consolidate,
+    first_command,
+)
+from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.ports import (
+    ActionError,
+    CloudProvider,
+    ClusterActions,
+    ClusterView,
+    EvictionOutcome,
+    InstanceState,
+    NodeGroup,
+    ProviderError,
+)
+from kubetide.autoscaler.scaledown.planning import PdbTracker
+from kubetide.autoscaler.scaleup.template import GroupTemplate, build_template, daemonsets_of, sanitize_taints
+from kubetide.clock import Clock
+from kubetide.model import Node, Pod, Taint
+from kubetide.model.disruption import DO_NOT_DISRUPT, do_not_disrupt
+from kubetide.model.node import HOSTNAME_LABEL
+from kubetide.model.nodepool import NodePoolSettings, parse_budgets
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
+BATCH_IDLE = 1.0  # BATCH_IDLE_DURATION
+BATCH_MAX = 10.0  # BATCH_MAX_DURATION
+VALIDATION_DELAY = 15.0  # consolidation.go commandValidationDelay
+COMMAND_TIMEOUT = 600.0  # queue.go: clamp(80 ms x commands, 10 min, 1 h); a few commands at once
+UNAVAILABLE_TTL = 180.0  # the unavailable-offerings cache: an instance type that failed to launch
+EVICTION_RETRY = 10.0  # how soon a terminating node tries its refused evictions again
+CONSOLIDATED_FOR = 300.0  # cluster state: a consolidated cluster is looked at again after 5 minutes
+
+
+def settings_of(options: AutoscalerOptions) -> NodePoolSettings:
+    return NodePoolSettings(
+        consolidation_policy=options.karpenter_consolidation_policy,
+        consolidate_after=options.karpenter_consolidate_after,
+        budgets=parse_budgets(options.karpenter_budgets),
+        termination_grace_period=options.karpenter_termination_grace_period,
+    )
+
+
+def reschedulable(pods: Sequence[Pod]) -> tuple[Pod, ...]:
+    """The pods a disruption moves: not DaemonSet, mirror, finished or already leaving."""
+    return tuple(p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating))
+
+
+@dataclass(slots=True)
+class Launched:
+    """A NodeClaim in flight: the instance asked of a group, and the pods it was launched for."""
+
+    claim: NodeClaim
+    group_id: str
+    instance_id: str
+    launched_at: float
+
+
+@dataclass(slots=True)
+class Orchestration:
+    command: Command
+    started: float
+    replacements: list[str] = field(default_factory=list)  # instance ids
+    terminating: bool = False
+
+
+@dataclass(slots=True)
+class Termination:
+    node: str
+    group_id: str
+    started: float
+    next_eviction: float = 0.0
+    deleted: bool = False  # the cloud is deleting it: held (tainted) until the Node is gone
+
+
+class Karpenter:
+    def __init__(
+        self,
+        options: AutoscalerOptions,
+        clock: Clock,
+        view: ClusterView,
+        actions: ClusterActions,
+        cloud: CloudProvider,
+    ):
+        self.options = options
+        self.settings = settings_of(options)
+        self.clock = clock
+        self.view = view
+        self.actions = actions
+        self.cloud = cloud
+        self.launched: dict[str, Launched] = {}  # instance id -> its NodeClaim
+        self.orchestrations: list[Orchestration] = []
+        self.terminations: dict[str, Termination] = {}
+        self.pending_command: tuple[Command, float] | None = None
+        self.unavailable: dict[str, float] = {}  # group -> until
+        self._batch_start: float | None = None
+        self._batch_changed = 0.0
+        self._batch_seen: set[str] = set()
+        self._pod_events: dict[str, tuple[int, float]] = {}  # node -> (stamp, when its pods last changed)
+        self._templates: dict[str, tuple[tuple[str, ...], GroupTemplate]] = {}
+        self._checker: PredicateChecker | None = None
+        self._checked: ClusterSnapshot | None = None
+        # Nothing to do at this snapshot version (Karpenter's "consolidated" cluster state):
+        # the methods are not tried again until the cluster changes, or for 5 minutes.
+        self._consolidated_at: int | None = None
+        self._consolidated_since = 0.0
+        # karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}
+        self.decisions: Counter[tuple[str, str, str]] = Counter()
+        self.nodeclaims_created = 0
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run_once(self) -> None:
+        now = self.clock.now()
+        snapshot = self.view.snapshot()
+        self._release_stale_taints(snapshot)
+        self._observe(snapshot, now)
+        self._provision(snapshot, now)
+        self._orchestrate(snapshot, now)
+        self._disrupt(snapshot, now)
+
+    def drive_deletions(self) -> None:
+        """Between loops: a batch that closed, a command due for validation, evictions to retry."""
+        now = self.clock.now()
+        snapshot = self.view.snapshot()
+        self._observe(snapshot, now)
+        self._provision(snapshot, now)
+        self._orchestrate(snapshot, now)
+        if self.pending_command is not None and self.pending_command[1] + VALIDATION_DELAY <= now:
+            self._disrupt(snapshot, now)
+
+    def next_wakeup(self) -> float | None:
+        times = []
+        if self._batch_start is not None:
+            times.append(min(self._batch_changed + BATCH_IDLE, self._batch_start + BATCH_MAX))
+        if self.pending_command is not None:
+            times.append(self.pending_command[1] + VALIDATION_DELAY)
+        times += [t.next_eviction for t in self.terminations.values() if not t.deleted]
+        return min(times, default=None)
+
+    def close(self) -> None:
+        if self._checker is not None:
+            self._checker.close()
+            self._checker = None
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _checker_for(self, snapshot: ClusterSnapshot) -> PredicateChecker:
+        if self._checker is None or self._checked is not snapshot:
+            self.close()
+            self._checker = PredicateChecker(snapshot)
+            self._checked = snapshot
+        return self._checker
+
+    def _groups(self) -> dict[str, NodeGroup]:
+        return {g.id: g for g in self.cloud.node_groups()}
+
+    def _types(self, snapshot: ClusterSnapshot, now: float) -> list[InstanceType]:
+        checker = self._checker_for(snapshot)
+        daemonsets = daemonsets_of(self.view.workloads())
+        keys = tuple(ds.key for ds in daemonsets)
+        types = []
+        for group in self.cloud.node_groups():
+            if self.unavailable.get(group.id, 0.0) > now:
+                continue
+            # A group without a template or a price offers no instance type (Karpenter launches
+            # only what it can price); a provider that cannot say now makes it unavailable a while.
+            try:
+                price = group.price_per_hour()
+                cached = self._templates.get(group.id)
+                if cached is None or cached[0] != keys:
+                    raw = group.template_node()
+                    if raw is None:
+                        continue
+                    template = build_template(group.id, raw, daemonsets, snapshot, checker, self.options)
+                    cached = self._templates[group.id] = (keys, template)
+            except ProviderError as exc:
+                self.unavailable[group.id] = now + UNAVAILABLE_TTL
+                self._emit("NodeGroup", group.id, "InstanceTypeUnavailable", str(exc), now, True)
+                continue
+            if price is None:
+                continue
+            headroom = group.max_size - group.target_size()
+            types.append(InstanceType(group.id, price, cached[1], headroom))
+        return types
+
+    def _emit(
+        self, kind: str, key: str, reason: str, message: str, now: float, warning: bool = False
+    ) -> None:
+        self.actions.emit_event(
+            Event(kind, key, EventType.WARNING if warning else EventType.NORMAL, reason, message, now)
+        )
+
+    def _release_stale_taints(self, snapshot: ClusterSnapshot) -> None:
+        """Karpenter's controller takes its disrupted taint off nodes no command holds (a
+        restarted process forgot its commands; their nodes must not stay cordoned)."""
+        held = self._disrupting()
+        stale = [n for n in snapshot.nodes() if n.has_taint(DISRUPTED_TAINT) and n.name not in held]
+        if not stale:
+            return
+        # A node whose instance the cloud is already deleting keeps its taint: it is going.
+        deleting = {
+            i.id
+            for group in self.cloud.node_groups()
+            for i in group.instances()
+            if i.state is InstanceState.DELETING
+        }
+        for node in stale:
+            if node.provider_id not in deleting:
+                self._untaint(node.name)
+
+    # -- 1. observe ----------------------------------------------------------------------------
+    def _observe(self, snapshot: ClusterSnapshot, now: float) -> None:
+        ready = {n.provider_id for n in snapshot.nodes() if n.ready and n.provider_id}
+        groups = self._groups()
+        for instance_id, launched in list(self.launched.items()):
+            if instance_id in ready:
+                del self.launched[instance_id]
+                continue
+            group = groups.get(launched.group_id)
+            state = (
+                None if group is None else next((i for i in group.instances() if i.id == instance_id), None)
+            )
+            if state is None or state.error is not None:
+                # Launch failed (a stockout): the type is unavailable for a while, the pods go
+                # back to provisioning, which picks another type.
+                del self.launched[instance_id]
+                self.unavailable[launched.group_id] = now + UNAVAILABLE_TTL
+                if group is not None and state is not None and state.state is InstanceState.CREATING:
+                    with contextlib.suppress(ActionError):
+                        group.decrease_target_size(-1)
+                self._emit(
+                    "NodeGroup",
+                    launched.group_id,
+                    "InsufficientCapacityError",
+                    "NodeClaim launch failed",
+                    now,
+                    True,
+                )
+        seen = set()
+        for node, stamp in snapshot.stamps():
+            seen.add(node.name)
+            last = self._pod_events.get(node.name)
+            if last is None:
+                self._pod_events[node.name] = (stamp, node.ready_transition or now)
+            elif last[0] != stamp:
+                self._pod_events[node.name] = (stamp, now)
+        for name in set(self._pod_events) - seen:
+            del self._pod_events[name]
+
+    # -- 2. provisioning -----------------------------------------------------------------------
+    def _provision(self, snapshot: ClusterSnapshot, now: float) -> None:
+        pending = [p for p in self.view.pending_pods() if p.is_unschedulable]
+        uids = {p.uid for p in pending}
+        if not uids:
+            self._batch_start, self._batch_seen = None, set()
+            return
+        if uids - self._batch_seen:
+            if self._batch_start is None:
+                self._batch_start = now
+            self._batch_changed = now
+            self._batch_seen |= uids
+        assert self._batch_start is not None
+        if now < min(self._batch_changed + BATCH_IDLE, self._batch_start + BATCH_MAX):
+            return
+        self._batch_start, self._batch_seen = None, set()
+        types = self._types(snapshot, now)
+        outcome = simulate(
+            snapshot,
+            self._checker_for(snapshot),
+            types,
+            pending,
+            skip=self._disrupting(),
+            existing_claims=[launched.claim for launched in self.launched.values()],
+        )
+        room = {t.group_id: t.headroom for t in types}
+        for claim in outcome.claims:
+            options = [t for t in claim.options if room[t.group_id] > 0]
+            if not options:
+                continue
+            kind = min(options, key=lambda t: (t.price, t.group_id))
+            if self._launch(kind, claim, now):
+                room[kind.group_id] -= 1
+
+    def _launch(self, kind: InstanceType, claim: NodeClaim, now: float) -> str | None:
+        group = self._groups().get(kind.group_id)
+        if group is None:
+            return None
+        before = {i.id for i in group.instances()}
+        try:
+            group.increase_size(1)
+        except ActionError as exc:
+            self.unavailable[kind.group_id] = now + UNAVAILABLE_TTL
+            self._emit("NodeGroup", kind.group_id, "LaunchFailed", str(exc), now, True)
+            return None
+        new = [i.id for i in group.instances() if i.id not in before]
+        if not new:
+            return None
+        self.nodeclaims_created += 1
+        self.launched[new[0]] = Launched(
+            NodeClaim([kind], list(claim.pods), dict(claim.requests)), kind.group_id, new[0], now
+        )
+        return new[0]
+
+    # -- 3. orchestration and termination -------------------------------------------------------
+    def _disrupting(self) -> set[str]:
+        names = set(self.terminations)
+        for orchestration in self.orchestrations:
+            names.update(orchestration.command.names)
+        return names
+
+    def _orchestrate(self, snapshot: ClusterSnapshot, now: float) -> None:
+        ready = {n.provider_id for n in snapshot.nodes() if n.ready and n.provider_id}
+        for orchestration in list(self.orchestrations):
+            if all(r in ready for r in orchestration.replacements):
+                self.orchestrations.remove(orchestration)
+                for candidate in orchestration.command.candidates:
+                    if candidate.name in snapshot:
+                        self.terminations[candidate.name] = Termination(
+                            candidate.name, candidate.group_id, now
+                        )
+                        self._emit(
+                            "Node",
+                            candidate.name,
+                            "DisruptionTerminating",
+                            f"Disrupting Node: {orchestration.command.reason}/{orchestration.command.decision.title()}",
+                            now,
+                        )
+            elif now - orchestration.started >= COMMAND_TIMEOUT:
+                self.orchestrations.remove(orchestration)
+                for name in orchestration.command.names:
+                    self._untaint(name)
+                self._emit(
+                    "Node",
+                    orchestration.command.names[0],
+                    "DisruptionBlocked",
+                    "replacements were not initialized in time; command rolled back",
+                    now,
+                    True,
+                )
+        groups = self._groups()
+        for name, termination in list(self.terminations.items()):
+            if name not in snapshot:
+                del self.terminations[name]
+                continue
+            if termination.deleted or termination.next_eviction > now:
+                continue
+            left = reschedulable(list(snapshot.pods_on(name).values()))
+            leaving = [p for p in snapshot.pods_on(name).values() if p.is_terminating and not p.is_daemonset]
+            grace = self.settings.termination_grace_period
+            overdue = grace > 0 and now - termination.started >= grace
+            if (not left and not leaving) or overdue:
+                group = groups.get(termination.group_id)
+                try:
+                    if group is None:
+                        raise ActionError(f"no node group {termination.group_id}")
+                    group.delete_nodes([snapshot.node(name)])
+                except ActionError as exc:
+                    self._emit("Node", name, "FailedDraining", str(exc), now, True)
+                    termination.next_eviction = now + EVICTION_RETRY
+                    continue
+                termination.deleted = True
+                continue
+            for pod in left:
+                outcome = self.actions.evict(pod, pod.termination_grace_period)
+                if outcome is EvictionOutcome.BLOCKED_BY_PDB:
+                    self._emit("Pod", pod.key, "FailedDraining", "evicting pod violates a PDB", now, True)
+            termination.next_eviction = now + EVICTION_RETRY
+
+    def _untaint(self, name: str) -> None:
+        with contextlib.suppress(ActionError):
+            self.actions.remove_taint(name, DISRUPTED_TAINT)
+
+    def _queue(self, command: Command, snapshot: ClusterSnapshot, now: float) -> None:
+        tainted: list[str] = []
+        try:
+            for name in command.names:
+                self.actions.add_taint(name, Taint(DISRUPTED_TAINT, "", "NoSchedule", now))
+                tainted.append(name)
+        except ActionError:
+            for name in tainted:
+                self._untaint(name)
+            return
+        orchestration = Orchestration(command, now)
+        for kind in command.replacements:
+            instance = self._launch(kind, NodeClaim([kind]), now)
+            if instance is None:
+                for name in tainted:
+                    self._untaint(name)
+                return
+            orchestration.replacements.append(instance)
+            self._emit(
+                "Node",
+                command.names[0],
+                "DisruptionLaunching",
+                f"Launching NodeClaim: {command.reason}/{kind.group_id}",
+                now,
+            )
+        self.orchestrations.append(orchestration)
+        consolidation = command.method if command.reason == UNDERUTILIZED else ""
+        self.decisions[(command.decision, command.reason, consolidation)] += 1
+
+    # -- 4. disruption -------------------------------------------------------------------------
+    def _budgets(self, snapshot: ClusterSnapshot, now: float) -> dict[str, int]:
+        managed = [n for n in snapshot.nodes() if self.cloud.node_group_for(n) is not None]
+        disrupting = self._disrupting()
+        total = sum(1 for n in managed if n.ready and n.name not in disrupting)
+        busy = sum(1 for n in managed if not n.ready or n.name in disrupting)
+        return {
+            reason: max(0, self.settings.allowed_disruptions(reason, total + busy, now) - busy)
+            for reason in (EMPTY, DRIFTED, UNDERUTILIZED)
+        }
+
+    def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
+        disrupting = self._disrupting()
+        pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
+        launched_groups = Counter(launched.group_id for launched in self.launched.values())
+        candidates = []
+        for node in snapshot.nodes():
+            if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
+                continue
+            group = self.cloud.node_group_for(node)
+            if group is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
+                continue
+            in_progress = sum(
+                1 for t in self.terminations.values() if t.group_id == group.id and not t.deleted
+            )
+            if group.target_size() - in_progress - launched_groups[group.id] <= group.min_size:
+                continue
+            moving = reschedulable(list(snapshot.pods_on(node.name).values()))
+            if any(do_not_disrupt(p, now) or pdbs.refuses(p) is not None for p in moving):
+                continue
+            age = now - (node.meta.creation_timestamp or now)
+            since = self._pod_events.get(node.name, (0, now))[1]
+            consolidatable = now - since >= self.settings.consolidate_after and (
+                not moving or self.settings.consolidation_policy == "WhenEmptyOrUnderutilized"
+            )
+            try:  # Karpenter consolidates only nodes it can price
+                price = group.price_per_hour()
+                template = group.template_node()
+            except ProviderError:
+                continue
+            if price is None:
+                continue
+            candidates.append(
+                Candidate(
+                    node,
+                    group.id,
+                    price,
+                    moving,
+                    savings_ratio(price, moving),
+                    disruption_cost(moving, age),
+                    consolidatable,
+                    template is not None and self._drifted(node, template),
+                )
+            )
+        return candidates
+
+    def _drifted(self, node: Node, template: Node) -> bool:
+        """The node no longer matches its NodePool's template: a label it should carry differs,
+        or its taints are not the template's (node-state and autoscaler taints aside)."""
+        labels = node.labels
+        if any(labels.get(k) != v for k, v in template.labels.items() if k != HOSTNAME_LABEL):
+            return True
+        own = {(t.key, t.value, t.effect) for t in sanitize_taints(node.taints, self.options)}
+        want = {(t.key, t.value, t.effect) for t in sanitize_taints(template.taints, self.options)}
+        own.discard((DISRUPTED_TAINT, "", "NoSchedule"))
+        return own != want
+
+    def _context(self, snapshot: ClusterSnapshot, now: float) -> Context:
+        disrupting = self._disrupting()
+        not_destinations = set(disrupting)
+        after = self.settings.consolidate_after
+        if after > 0:
+            not_destinations |= {n for n, (_, since) in self._pod_events.items() if now - since < after}
+        reserved = [*self.view.pending_pods()]
+        for name in disrupting:
+            if name in snapshot:
+                reserved += reschedulable(list(snapshot.pods_on(name).values()))
+        return Context(
+            snapshot,
+            self._checker_for(snapshot),
+            self._types(snapshot, now),
+            self._budgets(snapshot, now),
+            not_destinations,
+            [launched.claim for launched in self.launched.values()],
+            reserved=reserved,
+        )
+
+    def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
+        if self.pending_command is not None:
+            command, decided = self.pending_command
+            if now < decided + VALIDATION_DELAY:
+                return
+            self.pending_command = None
+            valid = self._validate(command, snapshot, now)
+            if valid is not None:
+                self._queue(valid, snapshot, now)
+                self._consolidated_at = None
+            return
+        if self._consolidated_at == snapshot.version and now - self._consolidated_since < CONSOLIDATED_FOR:
+            return
+        ctx = self._context(snapshot, now)
+        found = first_command(ctx, self._candidates(snapshot, now))
+        if found is None:
+            if not ctx.budget_blocked:
+                self._consolidated_at, self._consolidated_since = snapshot.version, now
+            return
+        self.pending_command = (found, now)
+
+    def _validate(self, command: Command, snapshot: ClusterSnapshot, now: float) -> Command | None:
+        """The command on the cluster as it is 15 s later, or None (Karpenter's validation)."""
+        current = {c.name: c for c in self._candidates(snapshot, now)}
+        ctx = self._context(snapshot, now)
+        budget = ctx.budgets.get(command.reason, 0)
+        if command.method == "emptiness":
+            still = [current[n] for n in command.names if n in current and current[n].empty][:budget]
+            return Command(command.method, command.reason, tuple(still)) if still else None
+        if any(n not in current for n in command.names) or len(command.names) > budget:
+            return None
+        candidates = [current[n] for n in command.names]
+        if command.method == "drift":
+            outcome = simulate(
+                snapshot,
+                ctx.checker,
+                ctx.types,
+                candidates[0].pods,
+                skip={*command.names, *self._disrupting()},
+                existing_claims=ctx.inflight,
+            )
+            if outcome.unschedulable or len(outcome.claims) > len(command.replacements):
+                return None
+            return Command(
+                command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims)
+            )
+        result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1)
+        if isinstance(result, str) or len(result[1]) > len(command.replacements):
+            self._emit("Node", command.names[0], "Unconsolidatable", f"validation failed: {result}", now)
+            return None
+        return Command(command.method, command.reason, tuple(candidates), result[1])

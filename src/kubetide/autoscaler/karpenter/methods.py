@@ -1,0 +1,274 @@
+"""Karpenter's disruption methods, tried in its order each loop: emptiness, drift, multi-node
+consolidation, single-node consolidation (pkg/controllers/disruption/, v1.14). The first method
+that returns a command wins the loop.
+
+Each method is one small object behind `DisruptionMethod`: given the loop's `Context` and the
+candidates, a `Command` (nodes to remove and the instance types to launch in their place) or
+None. The methods are pure: they read the snapshot (and leave it as found) and decide; the
+controller (controller.py) validates and carries the command out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.model import Node, Pod
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+# Karpenter's disruption reasons (the budgets' `reasons`, the metrics' `reason` label)
+EMPTY, DRIFTED, UNDERUTILIZED = "Empty", "Drifted", "Underutilized"
+# multinodeconsolidation.go: at most this many candidates in one command
+MAX_MULTI_NODE_CANDIDATES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node: Node
+    group_id: str
+    price: float
+    pods: tuple[Pod, ...]  # the pods that would move (DaemonSet, mirror and finished pods aside)
+    savings_ratio: float
+    disruption_cost: float
+    consolidatable: bool  # past consolidateAfter, under a policy that consolidates it
+    drifted: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def empty(self) -> bool:
+        return not self.pods
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Remove `candidates`, launching `replacements` first (one instance type each)."""
+
+    method: str  # emptiness | drift | multi-node | single-node
+    reason: str  # Empty | Drifted | Underutilized
+    candidates: tuple[Candidate, ...]
+    replacements: tuple[InstanceType, ...] = ()
+
+    @property
+    def decision(self) -> str:
+        return "replace" if self.replacements else "delete"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.candidates)
+
+    @property
+    def savings(self) -> float:
+        return sum(c.price for c in self.candidates) - sum(r.price for r in self.replacements)
+
+
+@dataclass
+class Context:
+    """What a method reads: the cluster (its snapshot and a checker attached to it), the
+    NodePool's instance types, the budgets left per reason, the nodes pods may not move to, and
+    the NodeClaims in flight."""
+
+    snapshot: ClusterSnapshot
+    checker: PredicateChecker
+    types: Sequence[InstanceType]
+    budgets: dict[str, int]
+    not_destinations: Container[str]
+    inflight: Sequence[NodeClaim] = ()
+    # pods that need room before any candidate's: pending ones and those of nodes being disrupted
+    reserved: Sequence[Pod] = ()
+    # why a candidate could not go (for Karpenter's Unconsolidatable / DisruptionBlocked events)
+    blocked: dict[str, str] = field(default_factory=dict)
+    # a candidate was left out for want of budget: the cluster is not "consolidated" then
+    budget_blocked: bool = False
+
+
+class DisruptionMethod(Protocol):
+    name: str
+    reason: str
+
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None: ...
+
+
+def by_savings(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Highest savings per unit of disruption first; node name breaks ties, so runs repeat."""
+    return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
+
+
+def within_budget(candidates: Sequence[Candidate], budget: int) -> list[Candidate]:
+    return list(candidates[: max(0, budget)])
+
+
+def consolidate(
+    ctx: Context, candidates: Sequence[Candidate], *, same_type_filter: bool
+) -> tuple[str, tuple[InstanceType, ...]] | str:
+    """computeConsolidation: ("delete", ()) or ("replace", (type,)), or why not (a str).
+
+    The candidates' pods are scheduled on the rest of the cluster (not on nodes being disrupted,
+    nor on nodes still inside consolidateAfter) and on new NodeClaims, after the pods already
+    waiting for room (pending ones, those of nodes being disrupted) took theirs. Any pod left over: no;
+    no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
+    one: replace with its cheapest instance type strictly cheaper than the candidates together
+    (and, for several candidates, cheaper than any candidate of a type the replacement could
+    be: otherwise deleting those alone would do)."""
+    names = {c.name for c in candidates}
+    skip = _Union(names, ctx.not_destinations)
+    outcome = simulate(
+        ctx.snapshot,
+        ctx.checker,
+        ctx.types,
+        [p for c in candidates for p in c.pods],
+        skip=skip,
+        existing_claims=ctx.inflight,
+        reserved=ctx.reserved,
+    )
+    if outcome.unschedulable:
+        pod = outcome.unschedulable[0]
+        return f"pod {pod.key} would not schedule"
+    if not outcome.claims:
+        return ("delete", ())
+    if len(outcome.claims) > 1:
+        return f"can't remove without creating {len(outcome.claims)} candidates"
+    claim = outcome.claims[0]
+    price = sum(c.price for c in candidates)
+    options = [o for o in claim.options if o.price < price]
+    if same_type_filter:
+        options = filter_out_same_type(candidates, options)
+    if not options:
+        return "can't replace with a cheaper node"
+    return ("replace", (min(options, key=lambda t: (t.price, t.group_id)),))
+
+
+def filter_out_same_type(candidates: Sequence[Candidate], options: list[InstanceType]) -> list[InstanceType]:
+    """Karpenter's filterOutSameInstanceType: when the replacement could be of a type some
+    candidates already are, keep only options cheaper than the cheapest such candidate
+    ("[2 x 2xl, small] -> 1 of {small, xl, 2xl}" is better done by deleting the 2xl's)."""
+    types = {o.group_id for o in options}
+    same = [c.price for c in candidates if c.group_id in types]
+    if not same:
+        return options
+    ceiling = min(same)
+    return [o for o in options if o.price < ceiling]
+
+
+class Emptiness:
+    """Every empty, consolidatable node within the Empty budget, in one command."""
+
+    name, reason = "emptiness", EMPTY
+
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+        empty = by_savings([c for c in candidates if c.empty and c.consolidatable])
+        chosen = within_budget(empty, ctx.budgets.get(EMPTY, 0))
+        for c in empty[len(chosen) :]:
+            ctx.blocked[c.name] = "disruption budget for Empty reached"
+            ctx.budget_blocked = True
+        return Command(self.name, self.reason, tuple(chosen)) if chosen else None
+
+
+class Drift:
+    """Drifted nodes one at a time (empty ones first, then the oldest), each replaced by the
+    NodeClaims its pods need; a node whose pods would not all schedule is skipped."""
+
+    name, reason = "drift", DRIFTED
+
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+        if ctx.budgets.get(DRIFTED, 0) <= 0:
+            ctx.budget_blocked = ctx.budget_blocked or any(c.drifted for c in candidates)
+            return None
+        drifted = sorted(
+            (c for c in candidates if c.drifted),
+            key=lambda c: (not c.empty, c.node.meta.creation_timestamp or 0.0, c.name),
+        )
+        for candidate in drifted:
+            outcome = simulate(
+                ctx.snapshot,
+                ctx.checker,
+                ctx.types,
+                candidate.pods,
+                skip=_Union({candidate.name}, ctx.not_destinations),
+                existing_claims=ctx.inflight,
+                reserved=ctx.reserved,
+            )
+            if outcome.unschedulable:
+                ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
+                continue
+            replacements = tuple(claim.cheapest() for claim in outcome.claims)
+            return Command(self.name, self.reason, (candidate,), replacements)
+        return None
+
+
+class MultiNodeConsolidation:
+    """The largest prefix of the candidates (by savings per disruption, within the Underutilized
+    budget, at most 100) that can go at once, found by binary search on its length, deleted or
+    replaced by one cheaper node."""
+
+    name, reason = "multi-node", UNDERUTILIZED
+
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+        ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
+        eligible = within_budget(ranked, ctx.budgets.get(UNDERUTILIZED, 0))
+        ctx.budget_blocked = ctx.budget_blocked or len(eligible) < len(ranked)
+        eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
+        if len(eligible) < 2:
+            return None
+        best: Command | None = None
+        low, high = 1, len(eligible) - 1
+        while low <= high:
+            mid = (low + high) // 2
+            prefix = eligible[: mid + 1]
+            result = consolidate(ctx, prefix, same_type_filter=True)
+            if isinstance(result, tuple):
+                best = Command(self.name, self.reason, tuple(prefix), result[1])
+                low = mid + 1
+            else:
+                high = mid - 1
+        return best
+
+
+class SingleNodeConsolidation:
+    """The first candidate (by savings per disruption) that can be deleted, or replaced by one
+    strictly cheaper node: one node per loop."""
+
+    name, reason = "single-node", UNDERUTILIZED
+
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+        if ctx.budgets.get(UNDERUTILIZED, 0) <= 0:
+            ctx.budget_blocked = ctx.budget_blocked or any(
+                c.consolidatable and not c.empty for c in candidates
+            )
+            return None
+        for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+            result = consolidate(ctx, [candidate], same_type_filter=False)
+            if isinstance(result, tuple):
+                return Command(self.name, self.reason, (candidate,), result[1])
+            ctx.blocked[candidate.name] = result
+        return None
+
+
+def methods() -> tuple[DisruptionMethod, ...]:
+    """Karpenter's order (controller.go NewMethods; Node Repair and StaticDrift aside)."""
+    return (Emptiness(), Drift(), MultiNodeConsolidation(), SingleNodeConsolidation())
+
+
+def first_command(
+    ctx: Context, candidates: Sequence[Candidate], order: Sequence[DisruptionMethod] | None = None
+) -> Command | None:
+    """The first method's command, in `order` (Karpenter's by default)."""
+    for method in order if order is not None else methods():
+        command = method.compute(ctx, candidates)
+        if command is not None:
+            return command
+    return None
+
+
+class _Union:
+    def __init__(self, first: Container[str], second: Container[str]):
+        self.first = first
+        self.second = second
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.second

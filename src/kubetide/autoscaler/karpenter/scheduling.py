@@ -1,0 +1,188 @@
+"""Karpenter's scheduling simulation: where would these pods go, and which new nodes would it take?
+
+One function serves provisioning (pending pods) and disruption (the pods of the candidates, with
+the candidates left out), as Karpenter's provisioner.Schedule serves both. Pods go largest first
+(cpu, then memory). Each pod tries the existing nodes (the project's PredicateChecker, kube-
+scheduler's filters, on the snapshot as earlier pods left it), then the NodeClaims this run has
+opened, then a new NodeClaim. A NodeClaim keeps every instance type (node group) that can still
+hold all its pods; it is launched as the cheapest of them.
+
+A pod fits an instance type when the checker accepts it on an empty copy of the group's template
+(DaemonSet overhead taken off, scaleup/template.py) and the NodeClaim's pods' requests sum within
+that type's allocatable. Inter-pod terms between pods of the same new NodeClaim are not checked
+(docs/differences.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetide.autoscaler.scaledown.planning import homeless
+from kubetide.autoscaler.scaleup.template import GroupTemplate
+from kubetide.model import Pod
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """One node group as one of the NodePool's instance types."""
+
+    group_id: str
+    price: float
+    template: GroupTemplate
+    headroom: int  # nodes the group may still add (max size - target)
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return self.template.node.allocatable
+
+
+@dataclass(slots=True)
+class NodeClaim:
+    """A node to launch: the instance types still possible and the pods it would take."""
+
+    options: list[InstanceType]
+    pods: list[Pod] = field(default_factory=list)
+    requests: dict[str, int] = field(default_factory=dict)
+
+    def cheapest(self) -> InstanceType:
+        return min(self.options, key=lambda t: (t.price, t.group_id))
+
+    def add(self, pod: Pod, options: list[InstanceType]) -> None:
+        self.options = options
+        self.pods.append(pod)
+        for resource, amount in pod.requests.items():
+            self.requests[resource] = self.requests.get(resource, 0) + amount
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    destinations: dict[str, str]  # pod UID -> existing node
+    claims: tuple[NodeClaim, ...]
+    unschedulable: tuple[Pod, ...]
+
+
+def pod_order(pod: Pod) -> tuple[int, int, str]:
+    """Largest first, as Karpenter's scheduling queue orders pods (cpu, then memory)."""
+    return (-pod.requests.get("cpu", 0), -pod.requests.get("memory", 0), pod.uid)
+
+
+def _within(requests: dict[str, int], pod: Pod, allocatable: dict[str, int]) -> bool:
+    return all(requests.get(r, 0) + amount <= allocatable.get(r, 0) for r, amount in pod.requests.items())
+
+
+def _shape_key(pod: Pod) -> tuple[Any, ...]:
+    return (pod.shape, pod.meta.namespace, tuple(pod.meta.labels.items()))
+
+
+def simulate(
+    snapshot: ClusterSnapshot,
+    checker: PredicateChecker,
+    types: Sequence[InstanceType],
+    pods: Iterable[Pod],
+    *,
+    skip: Container[str] = frozenset(),
+    existing_claims: Sequence[NodeClaim] = (),
+    reserved: Sequence[Pod] = (),
+) -> Outcome:
+    """Schedule `pods` (bound ones are moved, pending ones bound) on the snapshot's nodes but
+    those in `skip`, then on `existing_claims` (in-flight NodeClaims, kept as they are; a pod one
+    of them was launched for waits for it, as Karpenter's nomination) and new NodeClaims.
+    `reserved` pods (pending ones, pods of nodes being disrupted) go first and take room on the
+    existing nodes and in-flight NodeClaims only; where they end up is not reported. The
+    snapshot is left as found."""
+    destinations: dict[str, str] = {}
+    claims: list[NodeClaim] = []
+    unschedulable: list[Pod] = []
+    inflight = [NodeClaim(list(c.options), list(c.pods), dict(c.requests)) for c in existing_claims]
+    snapshot.fork()
+    try:
+        probes: dict[str, str] = {}
+        for index, kind in enumerate(types):
+            probe = kind.template.copy(f"karpenter-probe-{index}")
+            snapshot.add_node(probe)
+            probes[kind.group_id] = probe.name
+        probe_names = set(probes.values())
+        everywhere_but = _Skip(skip, probe_names)
+        admits: dict[tuple[Any, str], bool] = {}
+
+        def admitted(pod: Pod, standin: Pod) -> list[InstanceType]:
+            key = _shape_key(pod)
+            result = []
+            for kind in types:
+                verdict = admits.get((key, kind.group_id))
+                if verdict is None:
+                    verdict = admits[(key, kind.group_id)] = (
+                        checker.fits(standin, probes[kind.group_id]) is None
+                    )
+                if verdict:
+                    result.append(kind)
+            return result
+
+        # Pods an in-flight NodeClaim was launched for are counted in it already: they wait for it.
+        nominated = {p.uid for claim in inflight for p in claim.pods}
+        for pod in sorted(reserved, key=pod_order):
+            if pod.uid in nominated:
+                continue
+            standin = homeless(pod)
+            dest = checker.find_node(standin, skip=everywhere_but)
+            if dest is not None:
+                _place(snapshot, pod, dest)
+                continue
+            kinds = admitted(pod, standin)
+            for claim in inflight:
+                options = [
+                    k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
+                ]
+                if options:
+                    claim.add(pod, options)
+                    break
+        for pod in sorted(pods, key=pod_order):
+            if pod.uid in nominated:
+                continue
+            standin = homeless(pod)
+            dest = checker.find_node(standin, skip=everywhere_but)
+            if dest is not None:
+                destinations[pod.uid] = dest
+                _place(snapshot, pod, dest)
+                continue
+            kinds = admitted(pod, standin)
+            for claim in (*inflight, *claims):
+                options = [
+                    k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
+                ]
+                if options:
+                    claim.add(pod, options)
+                    break
+            else:
+                options = [k for k in kinds if k.headroom > 0 and _within({}, pod, k.allocatable)]
+                if options:
+                    claim = NodeClaim([])
+                    claim.add(pod, options)
+                    claims.append(claim)
+                else:
+                    unschedulable.append(pod)
+    finally:
+        snapshot.revert()
+    return Outcome(destinations, tuple(claims), tuple(unschedulable))
+
+
+def _place(snapshot: ClusterSnapshot, pod: Pod, node: str) -> None:
+    if snapshot.has_pod(pod.uid):
+        snapshot.move_pod(pod.uid, node)
+    else:
+        snapshot.bind(pod, node)
+
+
+class _Skip:
+    """Nodes no pod may go to in a simulation: the caller's and the probes."""
+
+    def __init__(self, skip: Container[str], probes: set[str]):
+        self.skip = skip
+        self.probes = probes
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.probes or name in self.skip
