@@ -237,73 +237,116 @@ def schedule_drains(
     whether evicting the pod takes one of them (the disruption controller counts Ready pods);
     `ready_of(pod)`: its replacement's seconds from bound to Ready and whether from history (by
     default the pod's own history, else DEFAULT_REPLACEMENT_READY)."""
-    ready_of = ready_of or _replacement_ready
-    left = list(allowed)
-    returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets its disruption goes back to)
+    paper = _Paper(budgets_of, allowed, options, healthy, ready_of or _replacement_ready)
     waiting = list(nodes)[::-1]  # popped from the end: the plan's order
-    # name -> start, next try, pods still to go (budgets, replacement Ready, grace), gone, a drain
-    active: dict[str, tuple[float, float, list[tuple[tuple[int, ...], float, float]], float, bool]] = {}
-    finishing: dict[str, tuple[float, float, bool]] = {}  # name -> start, empties, holds a slot
-    drains: dict[str, ScheduledDrain] = {}
-    unfinished: list[str] = []
-    history = False
-    delay, grace_cap = options.node_delete_delay_after_taint, options.max_graceful_termination_sec
     slots = max(1, options.max_drain_parallelism)
-    now = 0.0
-    while waiting or active or finishing:
-        for name, (start, empties, _) in list(finishing.items()):
-            if empties <= now:
-                drains[name] = ScheduledDrain(name, start, empties)
-                del finishing[name]
+    while waiting or paper.active or paper.finishing:
+        paper.finish()
         # An empty node is no drain: it takes no slot of max-drain-parallelism.
-        draining = len(active) + sum(1 for *_, slot in finishing.values() if slot)
-        while waiting and waiting[-1].not_before <= now and (draining < slots or not waiting[-1].pods):
+        draining = paper.draining()
+        while waiting and waiting[-1].not_before <= paper.now and (draining < slots or not waiting[-1].pods):
             draining += bool(waiting[-1].pods)
-            node = waiting.pop()
-            gone, pods = now + delay, []
-            for pod in node.pods:  # each pod's facts once
-                ready, known = ready_of(pod)
-                history = history or known
-                grace = float(min(pod.termination_grace_period, grace_cap))
-                if pod.uid in node.surged:  # its replacement first, then the pod, no budget
-                    gone = max(gone, now + delay + REPLACEMENT_LAG + ready + grace)
-                else:
-                    pods.append((budgets_of(pod) if healthy(pod) else (), ready, grace))
-            active[node.name] = (now, now + delay, pods, gone, bool(node.pods))
-        while returns and returns[0][0] <= now:
-            for i in heapq.heappop(returns)[1]:
-                left[i] += 1
-        for name, (start, next_try, pods, gone, drained) in list(active.items()):
-            if next_try > now:
-                continue
-            kept = []
-            for budgets, ready, grace in pods:
-                if any(left[i] < 1 for i in budgets):
-                    kept.append((budgets, ready, grace))
-                    continue
-                for i in budgets:
-                    left[i] -= 1
-                if budgets:
-                    heapq.heappush(returns, (now + REPLACEMENT_LAG + ready, budgets))
-                gone = max(gone, now + grace)
-            if not kept:
-                del active[name]
-                finishing[name] = (start, gone, drained)
-            elif not returns:  # nothing evicted gives a disruption back: the budget never does
-                del active[name]
-                unfinished.append(name)
-            else:
-                # Retried every EVICTION_RETRY_INTERVAL; the first retry that can succeed is the
-                # first after a disruption comes back.
-                retries = max(1, math.ceil((returns[0][0] - now) / EVICTION_RETRY_INTERVAL))
-                active[name] = (start, now + retries * EVICTION_RETRY_INTERVAL, kept, gone, drained)
-        times = [t for _, t, *_ in active.values()] + [e for _, e, _ in finishing.values()]
-        if waiting and waiting[-1].not_before > now:
+            paper.start(waiting.pop())
+        paper.give_back()
+        for name in list(paper.active):
+            paper.evict(name)
+        times = paper.times()
+        if waiting and waiting[-1].not_before > paper.now:
             times.append(waiting[-1].not_before)
         if not times:
             continue  # only nodes still to start: they start now
-        now = max(now, min(times))
-    return ScaleDownSchedule(drains, tuple(unfinished), history)
+        paper.now = max(paper.now, min(times))
+    return ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
+
+
+# A pod still to go on paper: the budgets its eviction takes, its replacement's Ready time, grace.
+_PaperPod = tuple[tuple[int, ...], float, float]
+
+
+class _Paper:
+    """The state of `schedule_drains`, one step per method: the budgets left, the disruptions
+    coming back, the drains evicting (`active`) and those waiting for their pods to go."""
+
+    def __init__(
+        self,
+        budgets_of: Callable[[Pod], tuple[int, ...]],
+        allowed: Sequence[int],
+        options: AutoscalerOptions,
+        healthy: Callable[[Pod], bool],
+        ready_of: Callable[[Pod], tuple[float, bool]],
+    ):
+        self.budgets_of, self.healthy, self.ready_of = budgets_of, healthy, ready_of
+        self.left = list(allowed)
+        self.returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets given back)
+        # name -> start, next try, pods still to go, gone, a drain
+        self.active: dict[str, tuple[float, float, list[_PaperPod], float, bool]] = {}
+        self.finishing: dict[str, tuple[float, float, bool]] = {}  # name -> start, empties, holds a slot
+        self.drains: dict[str, ScheduledDrain] = {}
+        self.unfinished: list[str] = []
+        self.history = False
+        self.delay, self.grace_cap = (
+            options.node_delete_delay_after_taint,
+            options.max_graceful_termination_sec,
+        )
+        self.now = 0.0
+
+    def finish(self) -> None:
+        for name, (start, empties, _) in list(self.finishing.items()):
+            if empties <= self.now:
+                self.drains[name] = ScheduledDrain(name, start, empties)
+                del self.finishing[name]
+
+    def draining(self) -> int:
+        return len(self.active) + sum(1 for *_, slot in self.finishing.values() if slot)
+
+    def start(self, node: NodeToDrain) -> None:
+        now = self.now
+        gone, pods = now + self.delay, []
+        for pod in node.pods:  # each pod's facts once
+            ready, known = self.ready_of(pod)
+            self.history = self.history or known
+            grace = float(min(pod.termination_grace_period, self.grace_cap))
+            if pod.uid in node.surged:  # its replacement first, then the pod, no budget
+                gone = max(gone, now + self.delay + REPLACEMENT_LAG + ready + grace)
+            else:
+                pods.append((self.budgets_of(pod) if self.healthy(pod) else (), ready, grace))
+        self.active[node.name] = (now, now + self.delay, pods, gone, bool(node.pods))
+
+    def give_back(self) -> None:
+        while self.returns and self.returns[0][0] <= self.now:
+            for i in heapq.heappop(self.returns)[1]:
+                self.left[i] += 1
+
+    def evict(self, name: str) -> None:
+        """One try of drain `name`: every pod its budgets let go now goes."""
+        start, next_try, pods, gone, drained = self.active[name]
+        now, left = self.now, self.left
+        if next_try > now:
+            return
+        kept = []
+        for budgets, ready, grace in pods:
+            if any(left[i] < 1 for i in budgets):
+                kept.append((budgets, ready, grace))
+                continue
+            for i in budgets:
+                left[i] -= 1
+            if budgets:
+                heapq.heappush(self.returns, (now + REPLACEMENT_LAG + ready, budgets))
+            gone = max(gone, now + grace)
+        if not kept:
+            del self.active[name]
+            self.finishing[name] = (start, gone, drained)
+        elif not self.returns:  # nothing evicted gives a disruption back: the budget never does
+            del self.active[name]
+            self.unfinished.append(name)
+        else:
+            # Retried every EVICTION_RETRY_INTERVAL; the first retry that can succeed is the
+            # first after a disruption comes back.
+            retries = max(1, math.ceil((self.returns[0][0] - now) / EVICTION_RETRY_INTERVAL))
+            self.active[name] = (start, now + retries * EVICTION_RETRY_INTERVAL, kept, gone, drained)
+
+    def times(self) -> list[float]:
+        return [t for _, t, *_ in self.active.values()] + [e for _, e, _ in self.finishing.values()]
 
 
 def _replacement_ready(pod: Pod) -> tuple[float, bool]:
