@@ -5,6 +5,7 @@ are throttled."""
 from __future__ import annotations
 
 import pytest
+from crane_objects import avoidance_action, node_qos, rule
 from test_agent_usage import UID, FakeNode, make_pod
 
 from kubetide.agent.cgroups import detect_layout
@@ -16,28 +17,9 @@ from kubetide.model import load_documents
 from kubetide.qos.config import THROTTLE_DOWN
 from kubetide.qos.executor import DONE, PREVIEW
 
-API = "ensurance.crane.io/v1alpha1"
 THROTTLE = [
-    {
-        "apiVersion": API,
-        "kind": "AvoidanceAction",
-        "metadata": {"name": "throttle"},
-        "spec": {"coolDownSeconds": 0, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}},
-    },
-    {
-        "apiVersion": API,
-        "kind": "NodeQOS",
-        "metadata": {"name": "q"},
-        "spec": {
-            "rules": [
-                {
-                    "name": "cpu",
-                    "actionName": "throttle",
-                    "metricRule": {"name": "cpu_total_usage", "value": 1000},
-                }
-            ]
-        },
-    },
+    avoidance_action("throttle", throttle={"cpuThrottle": {"stepCPURatio": 50}}),
+    node_qos("q", rule("cpu", "throttle", "cpu_total_usage", 1000)),
 ]
 
 
@@ -201,13 +183,8 @@ def test_a_rule_on_an_unknown_metric_is_skipped_with_an_event_and_the_others_app
     """One mistyped metric used to reject the whole set: after a fresh start nothing was enforced."""
     loop, served, recorder, quota_file = make_loop(tmp_path)
     events = loop.events = Events()
-    nodeqos = dict(THROTTLE[1])
-    typo = {
-        "name": "typo",
-        "actionName": "throttle",
-        "metricRule": {"name": "cpu_total_utilisation", "value": 50},
-    }
-    nodeqos["spec"] = {"rules": [typo, *THROTTLE[1]["spec"]["rules"]]}
+    typo = rule("typo", "throttle", "cpu_total_utilisation", 50)
+    nodeqos = node_qos("q", typo, *THROTTLE[1]["spec"]["rules"])
     served.replace_crane(crane([THROTTLE[0], nodeqos]))
     served.usage = Usage(node={"cpu": 1700, "memory": 1}, pods={UID: {"cpu": 1600, "memory": 1}})
     loop.sample()  # analyze only

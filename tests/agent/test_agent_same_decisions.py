@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crane_objects import avoidance_action, node_qos, rule
+
 from kubetide.agent.loop import NodeAgentLoop
 from kubetide.agent.usage import Usage
 from kubetide.cli.qos import _DryRun
@@ -19,44 +21,15 @@ from kubetide.sim.runtime.qos import NodeAgents
 from kubetide.sim.runtime.simulation import NoAutoscaler, Simulation
 from kubetide.sim.spec.scenario import parse_scenario
 
-API = "ensurance.crane.io/v1alpha1"
 CRANE_OBJECTS = [
-    {
-        "apiVersion": API,
-        "kind": "AvoidanceAction",
-        "metadata": {"name": "evict"},
-        "spec": {"coolDownSeconds": 0, "eviction": {"terminationGracePeriodSeconds": 0}},
-    },
-    {
-        "apiVersion": API,
-        "kind": "AvoidanceAction",
-        "metadata": {"name": "throttle"},
-        "spec": {"coolDownSeconds": 0, "throttle": {"cpuThrottle": {"minCPURatio": 10, "stepCPURatio": 30}}},
-    },
-    {
-        "apiVersion": API,
-        "kind": "NodeQOS",
-        "metadata": {"name": "q"},
-        "spec": {
-            "rules": [
-                {
-                    "name": "evict",
-                    "actionName": "evict",
-                    "metricRule": {"name": "cpu_total_usage", "value": 3300},
-                },
-                {
-                    "name": "throttle",
-                    "actionName": "throttle",
-                    "metricRule": {"name": "cpu_total_usage", "value": 2400},
-                },
-                {
-                    "name": "mem",
-                    "actionName": "evict",
-                    "metricRule": {"name": "memory_total_utilization", "value": 40},
-                },
-            ]
-        },
-    },
+    avoidance_action("evict", eviction={"terminationGracePeriodSeconds": 0}),
+    avoidance_action("throttle", throttle={"cpuThrottle": {"minCPURatio": 10, "stepCPURatio": 30}}),
+    node_qos(
+        "q",
+        rule("evict", "evict", "cpu_total_usage", 3300),
+        rule("throttle", "throttle", "cpu_total_usage", 2400),
+        rule("mem", "evict", "memory_total_utilization", 40),
+    ),
 ]
 # name, priority, cpu request, cpu limit, memory request, cpu used, memory used
 PODS = [

@@ -5,8 +5,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-import kubetide.cli.main as cli_main
+from cli_subcommand import subcommand
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "downscale-pods.yaml")
 NOW = "2026-11-22T12:00:00Z"
@@ -15,15 +14,7 @@ NEW = "ReplicaSet/web-7f9c8d6b5"
 
 @pytest.fixture
 def kubetide(monkeypatch, capsys):
-    # Only this subcommand: the test must not depend on the others being importable.
-    monkeypatch.setattr(cli_main, "COMMANDS", ("downscale",))
-
-    def run(*argv):
-        code = cli_main.main(["downscale", *map(str, argv)])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+    return subcommand("downscale", monkeypatch, capsys)
 
 
 def test_example_explains_each_deletion(kubetide):

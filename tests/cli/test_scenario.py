@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_subcommand import subcommand
 
 import kubetide.cli.main as cli_main
 from kubetide.sim.spec.scenario import load_scenario
@@ -16,13 +17,8 @@ GROUPS = EXAMPLES / "plan-node-groups.yaml"
 
 
 @pytest.fixture
-def kubetide(capsys):
-    def run(*argv):
-        code = cli_main.main(["scenario", *map(str, argv)])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def kubetide(monkeypatch, capsys):
+    return subcommand("scenario", monkeypatch, capsys)
 
 
 def test_from_cluster_writes_a_scenario_that_loads_with_the_groups_yaml_bounds(kubetide, tmp_path):

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_subcommand import subcommand
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import kubetide.cli.main as cli_main
 from kubetide.cli.scenario import export_scenario
 from kubetide.model import load_documents
 
@@ -827,10 +827,5 @@ def test_a_secret_issue_36_found_exported_is_left_out(kubetide, tmp_path, leak):
 
 
 @pytest.fixture
-def kubetide(capsys):
-    def run(*argv):
-        code = cli_main.main(["scenario", *map(str, argv)])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def kubetide(monkeypatch, capsys):
+    return subcommand("scenario", monkeypatch, capsys)

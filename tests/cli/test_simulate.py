@@ -1,39 +1,9 @@
 import json
-import textwrap
 
 import pytest
+from tiny_scenario import TINY_SCENARIO
 
 from kubetide.cli import main as cli_main
-
-SCENARIO = textwrap.dedent(
-    """\
-    apiVersion: kubetide.io/v1alpha1
-    kind: Scenario
-    metadata: {name: tiny}
-    spec:
-      duration: 20m
-      seed: 4
-      nodeGroups:
-        - name: general
-          maxSize: 5
-          initialSize: 2
-          price: 0.5
-          template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
-      objects:
-        - apiVersion: apps/v1
-          kind: Deployment
-          metadata: {name: web}
-          spec:
-            replicas: 3
-            selector: {matchLabels: {app: web}}
-            template:
-              metadata: {labels: {app: web}}
-              spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-      events:
-        - at: 5m
-          scale: {kind: Deployment, name: web, replicas: 12}
-    """
-)
 
 
 @pytest.fixture
@@ -45,7 +15,7 @@ def kubetide(monkeypatch):
 
 def test_json_prints_summary_and_writes_every_file(kubetide, tmp_path, capsys):
     scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(SCENARIO)
+    scenario.write_text(TINY_SCENARIO)
     out = tmp_path / "out"
     assert kubetide(["simulate", str(scenario), "--out", str(out), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -68,7 +38,7 @@ def test_json_prints_summary_and_writes_every_file(kubetide, tmp_path, capsys):
 
 def test_seed_flag_and_human_summary(kubetide, tmp_path, capsys):
     scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(SCENARIO)
+    scenario.write_text(TINY_SCENARIO)
     out = tmp_path / "out"
     assert (
         kubetide(
@@ -93,6 +63,6 @@ def test_without_a_scenario_runs_the_bundled_demo(kubetide, tmp_path, capsys, mo
 
 def test_a_bad_duration_flag_is_a_user_error(kubetide, tmp_path, capsys):
     scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(SCENARIO)
+    scenario.write_text(TINY_SCENARIO)
     assert kubetide(["simulate", str(scenario), "--duration", "soon"]) == 2
     assert capsys.readouterr().err.startswith("kubetide: error: --duration: invalid duration")

@@ -3,37 +3,14 @@ the file and the field, exit code 2, before the simulation starts (tracebacks, h
 accepts before)."""
 
 import pytest
+from tiny_scenario import TINY_SCENARIO
 
 from kubetide.cli import main as cli_main
 from kubetide.sim.spec.limits import DEFAULT_LIMITS
 
-SCENARIO = """\
-apiVersion: kubetide.io/v1alpha1
-kind: Scenario
-metadata: {name: tiny}
-spec:
-  duration: 20m
-  autoscaler: {scan-interval: 10s}
-  nodeGroups:
-    - name: general
-      maxSize: 5
-      price: 0.5
-      template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
-  objects:
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: web}
-      spec:
-        replicas: 3
-        selector: {matchLabels: {app: web}}
-        template:
-          metadata: {labels: {app: web}}
-          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-  events:
-    - at: 5m
-      scale: {kind: Deployment, name: web, replicas: 12}
-"""
-DEPLOYMENT = SCENARIO[SCENARIO.index("    - apiVersion: apps/v1") : SCENARIO.index("  events:")]
+DEPLOYMENT = TINY_SCENARIO[
+    TINY_SCENARIO.index("    - apiVersion: apps/v1") : TINY_SCENARIO.index("  events:")
+]
 
 
 @pytest.fixture
@@ -115,8 +92,8 @@ def simulate(monkeypatch, tmp_path, capsys):
     ],
 )
 def test_bad_scenarios_are_one_line_before_any_work(simulate, old, new, expected):
-    assert old in SCENARIO
-    message = simulate(SCENARIO.replace(old, new, 1))
+    assert old in TINY_SCENARIO
+    message = simulate(TINY_SCENARIO.replace(old, new, 1))
     assert expected in message, message
 
 
@@ -134,7 +111,7 @@ def test_bad_scenarios_are_one_line_before_any_work(simulate, old, new, expected
     ],
 )
 def test_bad_flags_are_one_line_before_any_work(simulate, flags, expected):
-    assert simulate(SCENARIO, *flags).startswith(expected)
+    assert simulate(TINY_SCENARIO, *flags).startswith(expected)
 
 
 @pytest.mark.parametrize(
@@ -151,7 +128,7 @@ def test_bad_trace_files_name_the_file(simulate, tmp_path, trace, expected):
         (tmp_path / "trace.csv").mkdir()
     else:
         (tmp_path / "trace.csv").write_bytes(trace)
-    text = SCENARIO + "  traces: [{name: web, file: trace.csv}]\n"
+    text = TINY_SCENARIO + "  traces: [{name: web, file: trace.csv}]\n"
     assert expected in simulate(text)
 
 
@@ -161,7 +138,7 @@ def test_an_empty_scenario_file_is_named(simulate):
 
 # -- the simulator's limits (sim/spec/limits.py; tests/sim/test_sim_limits.py has them all) ------
 OVER_THE_LIMITS = (
-    SCENARIO.replace("duration: 20m", "duration: 30m")
+    TINY_SCENARIO.replace("duration: 20m", "duration: 30m")
     .replace("at: 5m", "at: 20m")
     .replace("replicas: 12", "replicas: 100000")
 )
@@ -201,12 +178,12 @@ def test_the_limit_flag_lifts_a_limit(monkeypatch, tmp_path, capsys):
     ],
 )
 def test_bad_limit_flags_are_one_line_before_any_work(simulate, flags, expected):
-    assert simulate(SCENARIO, *flags).startswith(expected)
+    assert simulate(TINY_SCENARIO, *flags).startswith(expected)
 
 
 def test_a_run_past_the_recorded_events_limit_writes_nothing(simulate, tmp_path):
     """The limit is checked as the run goes: the output directory it created is removed."""
-    message = simulate(SCENARIO, "--limit", "recorded-events=5", "--out", "out")
+    message = simulate(TINY_SCENARIO, "--limit", "recorded-events=5", "--out", "out")
     assert not (tmp_path / "out").exists()
     assert message.startswith("s.yaml: the run had recorded 5 events after ")
     assert message.endswith("(lift it with --limit recorded-events=N); nothing written")

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tiny_scenario import TINY_SCENARIO
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.cli import main as cli_main
@@ -13,52 +14,34 @@ from kubetide.errors import UserError
 from kubetide.sim.spec.scenario import CompareEntry
 from kubetide.sweep.compare import parse_compare, parse_set
 
-SCENARIO = """\
-apiVersion: kubetide.io/v1alpha1
-kind: Scenario
-metadata: {name: tiny}
-spec:
-  duration: 20m
-  seed: 4
-  autoscaler: {scan-interval: 10s}
-  nodeGroups:
-    - name: general
-      maxSize: 5
-      initialSize: 2
-      price: 0.5
-      template: {status: {allocatable: {cpu: "2", memory: 8Gi}}}
-  objects:
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: web}
-      spec:
-        replicas: 3
-        selector: {matchLabels: {app: web}}
-        template:
-          metadata: {labels: {app: web}}
-          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
-  events:
-    - at: 5m
-      scale: {kind: Deployment, name: web, replicas: 12}
+SCENARIO = TINY_SCENARIO + (
+    """\
     - at: 12m
       scale: {kind: Deployment, name: web, replicas: 2}
 """
+)
 RUN_FILES = ("timeline.csv", "events.jsonl", "status.yaml")
 
 
-@pytest.fixture
-def simulate(monkeypatch, tmp_path, capsys):
-    """`kubetide simulate s.yaml ARGS...` in tmp_path: (exit code, stdout, stderr)."""
+def on_scenario_file(monkeypatch, tmp_path, capsys, command: str, *flags: str, default: str):
+    """`kubetide COMMAND s.yaml FLAGS... ARGS...` in tmp_path, s.yaml holding `scenario`
+    (`default` unless given): (exit code, stdout, stderr)."""
     monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
     monkeypatch.chdir(tmp_path)
 
-    def run(*args: str, scenario: str = SCENARIO):
+    def run(*args: str, scenario: str = default):
         (tmp_path / "s.yaml").write_text(scenario)
-        code = cli_main.main(["simulate", "s.yaml", *args])
+        code = cli_main.main([command, "s.yaml", *flags, *args])
         out, err = capsys.readouterr()
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def simulate(monkeypatch, tmp_path, capsys):
+    """`kubetide simulate s.yaml ARGS...` of SCENARIO."""
+    return on_scenario_file(monkeypatch, tmp_path, capsys, "simulate", default=SCENARIO)
 
 
 def _without_wall_time(path):
@@ -346,17 +329,9 @@ COMPARED = SCENARIO + (
 
 @pytest.fixture
 def sweep(monkeypatch, tmp_path, capsys):
-    """`kubetide sweep s.yaml ARGS... --workers 1`: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(cli_main, "COMMANDS", ("simulate", "sweep"))
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str, scenario: str = COMPARED):
-        (tmp_path / "s.yaml").write_text(scenario)
-        code = cli_main.main(["sweep", "s.yaml", "--workers", "1", "--seed-list", "4", *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+    """`kubetide sweep s.yaml --workers 1 --seed-list 4 ARGS...` of COMPARED."""
+    flags = ("--workers", "1", "--seed-list", "4")
+    return on_scenario_file(monkeypatch, tmp_path, capsys, "sweep", *flags, default=COMPARED)
 
 
 def test_a_sweep_runs_the_scenarios_compared_settings(sweep, simulate, tmp_path):

@@ -101,6 +101,17 @@ class Kubetide:
         return self.process is not None and self.process.poll() is None
 
 
+def kwok_run_args(kube: KubeTestContext, groups: Path) -> list[str]:
+    """The flags a `kubetide run` on the test cluster starts with: its kubeconfig, KWOK node
+    groups from `groups` (write_groups), and a free port for the health and metrics endpoint."""
+    return [
+        f"--kubeconfig={kube.control_plane.kubeconfig_path}",
+        "--cloud-provider=kwok",
+        f"--node-groups={groups}",
+        "--address=127.0.0.1:0",
+    ]
+
+
 def run_kubetide(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "kubetide.cli.main", "run", *args],
@@ -121,9 +132,12 @@ def create_deployment(
     cpu: str,
     *,
     node_selector: dict[str, str] | None = None,
-    spread: bool = False,
+    pod_annotations: dict[str, str] | None = None,
 ) -> None:
     labels = {"app": name}
+    template_metadata: dict = {"labels": labels}
+    if pod_annotations:
+        template_metadata["annotations"] = pod_annotations
     spec: dict = {
         "containers": [
             {
@@ -143,7 +157,7 @@ def create_deployment(
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": spec},
+                "template": {"metadata": template_metadata, "spec": spec},
             },
         },
     )
@@ -182,4 +196,42 @@ def wait_running(kube: KubeTestContext, app: str, count: int, timeout: float = 6
         lambda: (found := running(kube, app)) and len(found) == count and found,
         timeout=timeout,
         what=f"{count} running pods of {app}",
+    )
+
+
+def run_bare_pod(
+    kube: KubeTestContext,
+    name: str,
+    node: str,
+    what: str,
+    *,
+    annotations: dict[str, str] | None = None,
+    **spec: object,
+) -> None:
+    """A pod no controller owns, bound to `node` (100m, 64Mi; `spec` adds fields), waited for
+    until it runs."""
+    metadata: dict = {"name": name}
+    if annotations:
+        metadata["annotations"] = annotations
+    kube.core.create_namespaced_pod(
+        kube.namespace,
+        {
+            "metadata": metadata,
+            "spec": {
+                "nodeName": node,
+                **spec,
+                "containers": [
+                    {
+                        "name": "pause",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                    }
+                ],
+            },
+        },
+    )
+    wait_until(
+        lambda: kube.core.read_namespaced_pod(name, kube.namespace).status.phase == "Running",
+        timeout=30,
+        what=what,
     )

@@ -18,6 +18,8 @@ from kubetide_process import (
     Kubetide,
     create_deployment,
     group_nodes,
+    kwok_run_args,
+    run_bare_pod,
     running,
     scale,
     tainted_for_deletion,
@@ -37,38 +39,21 @@ def test_an_on_completion_pod_holds_its_node_until_it_completes(kube: KubeTestCo
     kubetide = Kubetide(
         kube,
         tmp_path,
-        f"--kubeconfig={kube.control_plane.kubeconfig_path}",
-        "--cloud-provider=kwok",
-        f"--node-groups={groups}",
-        "--address=127.0.0.1:0",
+        *kwok_run_args(kube, groups),
         "--status-config-map-name=oncompletion-status",
         "--leader-elect=false",
         *FAST_FLAGS,
     ).start()
     (web,) = wait_running(kube, "web", 1, timeout=90)
     node = web.spec.node_name
-    kube.core.create_namespaced_pod(
-        kube.namespace,
-        {
-            "metadata": {"name": "finish", "annotations": ON_COMPLETION},
-            "spec": {
-                "nodeName": node,
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "containers": [
-                    {
-                        "name": "work",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    }
-                ],
-            },
-        },
-    )
-    wait_until(
-        lambda: kube.core.read_namespaced_pod("finish", kube.namespace).status.phase == "Running",
-        timeout=30,
-        what="the on-completion pod running",
+    run_bare_pod(
+        kube,
+        "finish",
+        node,
+        "the on-completion pod running",
+        annotations=ON_COMPLETION,
+        restartPolicy="Never",
+        terminationGracePeriodSeconds=0,
     )
 
     # The load goes: the node holds only the running on-completion pod, and stays.

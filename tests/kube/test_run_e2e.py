@@ -15,6 +15,7 @@ from kubetide_process import (
     Kubetide,
     create_deployment,
     group_nodes,
+    kwok_run_args,
     running,
     scale,
     tainted_for_deletion,
@@ -29,10 +30,7 @@ pytestmark = pytest.mark.controlplane
 
 def base_args(kube: KubeTestContext, groups, name: str) -> list[str]:
     return [
-        f"--kubeconfig={kube.control_plane.kubeconfig_path}",
-        "--cloud-provider=kwok",
-        f"--node-groups={groups}",
-        "--address=127.0.0.1:0",
+        *kwok_run_args(kube, groups),
         f"--status-config-map-name={name}-status",
         f"--leader-elect-resource-name={name}",
         *FAST_FLAGS,

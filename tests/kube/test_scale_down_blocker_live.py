@@ -10,6 +10,7 @@ import time
 
 import pytest
 from controlplane import KubeTestContext, wait_until
+from kubetide_process import run_bare_pod
 
 from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -47,27 +48,7 @@ def test_the_loop_annotates_a_blocked_node_and_clears_it_once_unblocked(kube: Ku
         timeout=60,
         what="the spare node's not-ready taint removed",
     )
-    kube.core.create_namespaced_pod(
-        kube.namespace,
-        {
-            "metadata": {"name": "lonely"},
-            "spec": {
-                "nodeName": blocked,
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "app",
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    }
-                ],
-            },
-        },
-    )
-    wait_until(
-        lambda: kube.core.read_namespaced_pod("lonely", kube.namespace).status.phase == "Running",
-        timeout=30,
-        what="the bare pod running",
-    )
+    run_bare_pod(kube, "lonely", blocked, "the bare pod running")
 
     client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
     view = KubeClusterView(client)

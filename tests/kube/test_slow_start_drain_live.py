@@ -15,9 +15,9 @@ from controlplane import START_DELAY_ANNOTATION, KubeTestContext, wait_until
 from kubetide_process import (
     FAST_FLAGS,
     Kubetide,
-    apps,
     create_deployment,
     group_nodes,
+    kwok_run_args,
     scale,
     tainted_for_deletion,
     wait_running,
@@ -34,37 +34,6 @@ def is_ready(pod) -> bool:
     """Ready and not on its way out: what a PodDisruptionBudget counts as healthy."""
     return pod.metadata.deletion_timestamp is None and any(
         c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []
-    )
-
-
-def create_slow_deployment(kube: KubeTestContext, name: str) -> None:
-    labels = {"app": name}
-    apps(kube).create_namespaced_deployment(
-        kube.namespace,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": REPLICAS,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {START_DELAY_ANNOTATION: f"{START_DELAY_SECONDS}s"},
-                    },
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "pause",
-                                "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                            }
-                        ],
-                        "nodeSelector": {"size": "small"},
-                        "terminationGracePeriodSeconds": 0,
-                    },
-                },
-            },
-        },
     )
 
 
@@ -149,10 +118,7 @@ def test_parallel_drains_of_a_slow_starting_deployment_keep_the_budget_minimum_r
     kubetide = Kubetide(
         kube,
         tmp_path,
-        f"--kubeconfig={kube.control_plane.kubeconfig_path}",
-        "--cloud-provider=kwok",
-        f"--node-groups={groups}",
-        "--address=127.0.0.1:0",
+        *kwok_run_args(kube, groups),
         "--status-config-map-name=slowstart-status",
         "--leader-elect-resource-name=slowstart",
         "--leader-elect=false",
@@ -170,7 +136,14 @@ def test_parallel_drains_of_a_slow_starting_deployment_keep_the_budget_minimum_r
             "spec": {**budget, "selector": {"matchLabels": {"app": "slow"}}},
         },
     )
-    create_slow_deployment(kube, "slow")
+    create_deployment(
+        kube,
+        "slow",
+        REPLICAS,
+        "100m",
+        node_selector={"size": "small"},
+        pod_annotations={START_DELAY_ANNOTATION: f"{START_DELAY_SECONDS}s"},
+    )
 
     def ready_slow_pods() -> list:
         found = [p for p in kube.core.list_namespaced_pod(kube.namespace, label_selector="app=slow").items]

@@ -1,14 +1,18 @@
 """Odd values planted at random places of a full object: what the wire-schema property tests
 (test_pod_typed.py, test_node_typed.py) feed both parsers to show the typed path is the Reader's
-answer or declines."""
+answer or declines, and the check they make (assert_reader_or_nothing)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
+
+from kubetide.errors import ManifestError
 
 
 def odd_values(*words: str) -> st.SearchStrategy[Any]:
@@ -48,3 +52,28 @@ def mutated(original: dict, mutations: list[tuple[tuple, Any]]) -> dict:
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation replaced a parent
     return data
+
+
+def assert_reader_or_nothing(
+    data: dict,
+    fast: Callable[[dict], Any],
+    slow: Callable[[dict], Any],
+    typed: Callable[[dict], Any] | None = None,
+    same: Callable[[Any, Any], bool] = operator.eq,
+) -> None:
+    """The typed path alone (`fast`) gives the Reader's (`slow`) answer for `data`, or None (never
+    an error of its own). With `typed`, the parser that leaves what it declines to the Reader: its
+    answer is the Reader's, and so is its error, word for word."""
+    result = fast(data)
+    try:
+        expected = slow(data)
+    except ManifestError as exc:
+        assert result is None
+        if typed is not None:
+            with pytest.raises(ManifestError) as raised:
+                typed(data)
+            assert str(raised.value) == str(exc)
+    else:
+        assert result is None or same(result, expected)
+        if typed is not None:
+            assert typed(data) == expected

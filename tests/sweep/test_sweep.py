@@ -254,31 +254,23 @@ def test_sweep_json_and_the_report_give_the_same_front(local_sweep):
     assert f"Pareto front: {len(sweep['pareto_front'])} of {len(sweep['settings'])} settings" in page
 
 
+def sweep_on_dask(address: str, out: Path, *flags: str) -> Path:
+    """`kubetide sweep` of the small grid, seed 1, on the Dask scheduler at `address`: its four
+    runs ran there, on its one worker. Returns the output directory."""
+    on_dask = ["--engine", "dask", "--scheduler-address", address, *flags]
+    code = main(["sweep", str(SMALL), *GRID, "--seed-list", "1", "--out", str(out), "--json", *on_dask])
+    assert code == 0
+    remote = json.loads((out / "sweep.json").read_text())
+    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+    return out
+
+
 def test_the_cli_runs_on_a_dask_scheduler_by_address(local_sweep, tmp_path):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        out = tmp_path / "remote"
-        code = main(
-            [
-                "sweep",
-                str(SMALL),
-                *GRID,
-                "--seed-list",
-                "1",
-                "--out",
-                str(out),
-                "--json",
-                "--engine",
-                "dask",
-                "--scheduler-address",
-                cluster.scheduler_address,
-                "--insecure",  # an in-process scheduler: nothing crosses a network
-            ]
-        )
-    assert code == 0
-    remote = json.loads((out / "sweep.json").read_text())
-    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+        # --insecure: an in-process scheduler, nothing crosses a network
+        out = sweep_on_dask(cluster.scheduler_address, tmp_path / "remote", "--insecure")
     for name, text in _run_files(out).items():
         assert _without_wall(text) == _without_wall((local_sweep / name).read_bytes()), name
 
@@ -313,26 +305,7 @@ def test_the_cli_runs_on_a_tls_scheduler_with_certificates_from_dask_config(loca
         dask.config.set(tls),
     ):
         assert cluster.scheduler_address.startswith("tls://")
-        out = tmp_path / "remote"
-        code = main(
-            [
-                "sweep",
-                str(SMALL),
-                *GRID,
-                "--seed-list",
-                "1",
-                "--out",
-                str(out),
-                "--json",
-                "--engine",
-                "dask",
-                "--scheduler-address",
-                cluster.scheduler_address,
-            ]
-        )
-    assert code == 0
-    remote = json.loads((out / "sweep.json").read_text())
-    assert remote["timing"] == remote["timing"] | {"engine": "dask", "workers": 1, "runs": 4}
+        sweep_on_dask(cluster.scheduler_address, tmp_path / "remote")
 
 
 def test_grid_flags_are_checked_and_warned_of_once_per_flag():

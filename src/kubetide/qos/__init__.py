@@ -43,7 +43,7 @@ from kubetide.qos.executor import (
     compute_gaps,
     over_evictions,
 )
-from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric
+from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, register_metric, usage_metric
 from kubetide.qos.podqos import PodQOS, scope_refusal
 from kubetide.qos.sorters import (
     compare_class_and_priority,
@@ -131,4 +131,5 @@ __all__ = [
     "restore_cpu",
     "scope_refusal",
     "throttle_cpu",
+    "usage_metric",
 ]

@@ -17,8 +17,7 @@ execution, Preview, restore) comes from the framework.
 from __future__ import annotations
 
 from kubetide.model.quantity import CPU
-from kubetide.qos.actions import evict_pod, restore_cpu, throttle_cpu
-from kubetide.qos.metrics import METRICS, Metric, MetricRegistry
+from kubetide.qos.metrics import METRICS, Metric, MetricRegistry, usage_metric
 from kubetide.qos.sorters import (
     compare_class_and_priority,
     compare_ext_cpu,
@@ -37,21 +36,14 @@ def uses_ext_cpu(state: PodState) -> bool:
 
 ext_cpu_sorter = ordered_by(compare_ext_cpu, compare_class_and_priority, compare_running_time)
 
-EXT_CPU_METRIC = Metric(
-    name=EXT_CPU_TOTAL_USAGE,
-    resource=CPU,
+EXT_CPU_METRIC = usage_metric(
+    EXT_CPU_TOTAL_USAGE,
+    CPU,
+    ext_cpu_sorter,
+    "cpu usage of the pods on ext (elastic) cpu (millicores)",
+    throttles_cpu=True,
     action_priority=4,  # below the node-wide cpu metrics: they win when the agent must pick one
-    sortable=True,
-    sort=ext_cpu_sorter,
-    throttleable=True,
-    throttle_quantified=True,
-    throttle=throttle_cpu,
-    restore=restore_cpu,
-    evictable=True,
-    evict_quantified=True,
-    evict=evict_pod,
     selects=uses_ext_cpu,
-    description="cpu usage of the pods on ext (elastic) cpu (millicores)",
 )
 
 

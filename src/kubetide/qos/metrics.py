@@ -21,8 +21,9 @@ Build a `Metric` and register it before the NodeQOS objects that name it are loa
                            sortable=True, sort=ordered_by(compare_class_and_priority, my_compare),
                            evictable=True, evict_quantified=True, evict=evict_pod))
 
-`kubetide.qos.extcpu` is a complete example (ext-cpu usage with its own sorter), registered by
-default through exactly this call.
+`usage_metric` builds one the way the built-in metrics are built (sorted pods, quantified
+eviction, and throttling for cpu usage). `kubetide.qos.extcpu` is a complete example (ext-cpu
+usage with its own sorter), built with it and registered by default through exactly this call.
 """
 
 from __future__ import annotations
@@ -190,56 +191,60 @@ class MetricRegistry:
         return list(self._metrics).index(name)
 
 
+def usage_metric(
+    name: str,
+    resource: str,
+    sort: Sorter,
+    description: str,
+    *,
+    percent: bool = False,
+    throttles_cpu: bool = False,
+    action_priority: int = 5,
+    selects: Callable[[PodState], bool] | None = None,
+) -> Metric:
+    """A metric as the built-in ones are: its pods sort by `sort` and it evicts them (`evict_pod`,
+    quantified); a cpu usage metric also throttles them (`throttle_cpu` / `restore_cpu`, quantified).
+    A percentage cannot be throttled precisely, and memory not at all."""
+    return Metric(
+        name=name,
+        resource=resource,
+        action_priority=action_priority,
+        percent=percent,
+        sortable=True,
+        sort=sort,
+        throttleable=throttles_cpu,
+        throttle_quantified=throttles_cpu,
+        throttle=throttle_cpu if throttles_cpu else None,
+        restore=restore_cpu if throttles_cpu else None,
+        evictable=True,
+        evict_quantified=True,
+        evict=evict_pod,
+        selects=selects,
+        description=description,
+    )
+
+
 BUILTIN_METRICS = (
-    Metric(
-        name=CPU_TOTAL_USAGE,
-        resource=CPU,
-        action_priority=5,
-        sortable=True,
-        sort=cpu_sorter,
-        throttleable=True,
-        throttle_quantified=True,
-        throttle=throttle_cpu,
-        restore=restore_cpu,
-        evictable=True,
-        evict_quantified=True,
-        evict=evict_pod,
-        description="node cpu usage (millicores)",
-    ),
-    Metric(
-        name=CPU_TOTAL_UTILIZATION,
-        resource=CPU,
+    usage_metric(CPU_TOTAL_USAGE, CPU, cpu_sorter, "node cpu usage (millicores)", throttles_cpu=True),
+    usage_metric(
+        CPU_TOTAL_UTILIZATION,
+        CPU,
+        cpu_sorter,
+        "node cpu usage as a percentage of its cpu capacity",
         percent=True,
-        action_priority=5,
-        sortable=True,
-        sort=cpu_sorter,
-        evictable=True,
-        evict_quantified=True,
-        evict=evict_pod,
-        description="node cpu usage as a percentage of its cpu capacity",
     ),
-    Metric(
-        name=MEMORY_TOTAL_USAGE,
-        resource=MEMORY,
-        action_priority=5,
-        sortable=True,
-        sort=memory_sorter,
-        evictable=True,
-        evict_quantified=True,
-        evict=evict_pod,
-        description="node memory usage (bytes); memory cannot be throttled, only evicted",
+    usage_metric(
+        MEMORY_TOTAL_USAGE,
+        MEMORY,
+        memory_sorter,
+        "node memory usage (bytes); memory cannot be throttled, only evicted",
     ),
-    Metric(
-        name=MEMORY_TOTAL_UTILIZATION,
-        resource=MEMORY,
+    usage_metric(
+        MEMORY_TOTAL_UTILIZATION,
+        MEMORY,
+        memory_sorter,
+        "node memory usage as a percentage of its memory capacity",
         percent=True,
-        action_priority=5,
-        sortable=True,
-        sort=memory_sorter,
-        evictable=True,
-        evict_quantified=True,
-        evict=evict_pod,
-        description="node memory usage as a percentage of its memory capacity",
     ),
 )
 

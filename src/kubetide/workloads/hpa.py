@@ -26,10 +26,10 @@ direction or one within the tolerance keeps the current count.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kubetide.model.hpa import Behavior, HorizontalPodAutoscaler, ResourceMetric, ScalingRules
+from kubetide.model.hpa import Behavior, HorizontalPodAutoscaler, ResourceMetric, ScalingPolicy, ScalingRules
 from kubetide.model.quantity import CPU
 
 # kube-controller-manager's defaults for its HPA flags.
@@ -249,40 +249,53 @@ def _replicas_at_period_start(
     return current - _change_in_period(up, period, now) + _change_in_period(down, period, now)
 
 
+def _limit_by_policies(
+    current: int,
+    up: list[_Timestamped],
+    down: list[_Timestamped],
+    rules: ScalingRules,
+    now: float,
+    propose: Callable[[int, ScalingPolicy], int],
+    *,
+    scaling_up: bool,
+) -> int:
+    """What the policies allow now: each proposes a count from the replicas at the start of its
+    period; selectPolicy Min takes the proposal that changes the least, Max the most."""
+    if rules.select_policy == "Disabled":
+        return current
+    least, most = (min, max) if scaling_up else (max, min)
+    pick = least if rules.select_policy == "Min" else most
+    proposals = [
+        propose(_replicas_at_period_start(current, up, down, policy.period_seconds, now), policy)
+        for policy in rules.policies
+    ]
+    return pick(proposals) if proposals else current
+
+
+def _scale_up_proposal(start: int, policy: ScalingPolicy) -> int:
+    if policy.type == "Pods":
+        return start + policy.value
+    return math.ceil(start * (1 + policy.value / 100))  # rounded up, or a small Percent would never add a pod
+
+
+def _scale_down_proposal(start: int, policy: ScalingPolicy) -> int:
+    if policy.type == "Pods":
+        return start - policy.value
+    return int(start * (1 - policy.value / 100))  # truncated, as upstream's int32 conversion
+
+
 def scale_up_limit(
     current: int, up: list[_Timestamped], down: list[_Timestamped], rules: ScalingRules, now: float
 ) -> int:
     """calculateScaleUpLimitWithScalingRules: the most replicas the policies allow now."""
-    if rules.select_policy == "Disabled":
-        return current
-    pick = min if rules.select_policy == "Min" else max
-    result: int | None = None
-    for policy in rules.policies:
-        start = _replicas_at_period_start(current, up, down, policy.period_seconds, now)
-        if policy.type == "Pods":
-            proposed = start + policy.value
-        else:  # rounded up, or a small Percent would never add a pod
-            proposed = math.ceil(start * (1 + policy.value / 100))
-        result = proposed if result is None else pick(result, proposed)
-    return current if result is None else result
+    return _limit_by_policies(current, up, down, rules, now, _scale_up_proposal, scaling_up=True)
 
 
 def scale_down_limit(
     current: int, up: list[_Timestamped], down: list[_Timestamped], rules: ScalingRules, now: float
 ) -> int:
     """calculateScaleDownLimitWithBehaviors: the fewest replicas the policies allow now."""
-    if rules.select_policy == "Disabled":
-        return current
-    pick = max if rules.select_policy == "Min" else min
-    result: int | None = None
-    for policy in rules.policies:
-        start = _replicas_at_period_start(current, up, down, policy.period_seconds, now)
-        if policy.type == "Pods":
-            proposed = start - policy.value
-        else:  # truncated, as upstream's int32 conversion
-            proposed = int(start * (1 - policy.value / 100))
-        result = proposed if result is None else pick(result, proposed)
-    return current if result is None else result
+    return _limit_by_policies(current, up, down, rules, now, _scale_down_proposal, scaling_up=False)
 
 
 @dataclass

@@ -169,12 +169,10 @@ def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the in
     targets = find_targets(manifests)
     with_pods = [t for t in targets if t.pods]
     if owner is None:
-        if len(with_pods) == 1:
-            return with_pods[0]
-        if not with_pods:
-            raise UserError(f"{source}: no active pods controlled by a ReplicaSet or ReplicationController")
-        raise UserError(
-            f"{source}: pods of {len(with_pods)} owners ({_listing(with_pods)}); choose one with --owner KIND/NAME"
+        return _the_one(
+            with_pods,
+            f"{source}: no active pods controlled by a ReplicaSet or ReplicationController",
+            f"{source}: pods of {len(with_pods)} owners ({_listing(with_pods)}); choose one with --owner KIND/NAME",
         )
     kind, namespace, name = _parse_owner(owner)
     if kind in CONTROLLERS_OF_REPLICASETS:
@@ -189,14 +187,12 @@ def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the in
             raise UserError(f"--owner {owner}: no ReplicaSet of {kind} {name} in {source}{_known(targets)}")
         _one_namespace(owner, family)
         active = [t for t in family if t.pods]
-        if len(active) == 1:
-            return active[0]
-        if not active:
-            raise UserError(f"--owner {owner}: {kind} {name} has no active pods in {source}")
-        raise UserError(
+        return _the_one(
+            active,
+            f"--owner {owner}: {kind} {name} has no active pods in {source}",
             f"--owner {owner}: {kind} {name} has active pods in {len(active)} ReplicaSets "
             f"({_listing(active)}) and would split the scale-down between them; "
-            "choose one with --owner ReplicaSet/NAME"
+            "choose one with --owner ReplicaSet/NAME",
         )
     matches = [
         t
@@ -228,6 +224,13 @@ def _one_namespace(owner: str, targets: list[Target]) -> None:
         raise UserError(
             f"--owner {owner}: found in namespaces {', '.join(namespaces)}; write KIND/NAMESPACE/NAME"
         )
+
+
+def _the_one(candidates: list[Target], if_none: str, if_several: str) -> Target:
+    """The only candidate; UserError with the message that says why there is not exactly one."""
+    if len(candidates) == 1:
+        return candidates[0]
+    raise UserError(if_several if candidates else if_none)
 
 
 def _listing(targets: list[Target]) -> str:

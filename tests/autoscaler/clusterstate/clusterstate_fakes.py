@@ -134,3 +134,18 @@ def assert_protocols(cloud: FakeCloud) -> None:
 def make_registry(**flags) -> ClusterStateRegistry:
     """A registry with default options except the given ones (field names of AutoscalerOptions)."""
     return ClusterStateRegistry(AutoscalerOptions().with_values(**flags))
+
+
+def scaling_up_by_one(
+    provision: float, startup: float
+) -> tuple[ClusterStateRegistry, FakeGroup, FakeCloud, list[Node]]:
+    """Group "ng" of one Ready node, seen at T0 and grown by one then, with these
+    max-node-provision-time and max-node-startup-time: the registry, the group, its cloud and the
+    old node (the new instance is the test's to add)."""
+    registry = make_registry(max_node_provision_time=provision, max_node_startup_time=startup)
+    group, old = group_with_nodes("ng", 1)
+    cloud = FakeCloud(group)
+    registry.update(old, cloud, T0)
+    group.increase_size(1)
+    registry.register_scale_up("ng", 1, T0)
+    return registry, group, cloud, old

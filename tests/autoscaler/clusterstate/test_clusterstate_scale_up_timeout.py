@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import pytest
-from clusterstate_fakes import T0, FakeCloud, group_with_nodes, node
+from clusterstate_fakes import T0, FakeCloud, group_with_nodes, node, scaling_up_by_one
 
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry, Readiness
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -69,15 +69,7 @@ TIMERS = [(900.0, 900.0), (600.0, 480.0)]
 
 
 def run(path: Path, provision: float, startup: float):
-    options = AutoscalerOptions().with_values(
-        max_node_provision_time=provision, max_node_startup_time=startup
-    )
-    registry = ClusterStateRegistry(options)
-    group, old = group_with_nodes("ng", 1)
-    cloud = FakeCloud(group)
-    registry.update(old, cloud, T0)
-    group.increase_size(1)
-    registry.register_scale_up("ng", 1, T0)
+    registry, group, cloud, old = scaling_up_by_one(provision, startup)
     timeline = []  # (t, upcoming, events) per loop
     end = provision + 6 * SCAN
     t = SCAN

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 import yaml
-from clusterstate_fakes import T0, FakeCloud, FakeGroup, group_with_nodes, node, pid
+from clusterstate_fakes import T0, FakeCloud, FakeGroup, group_with_nodes, node, pid, scaling_up_by_one
 
 from kubetide.autoscaler.clusterstate import Readiness, StatusBuilder, status_yaml
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
@@ -41,15 +41,7 @@ def broken_scale_up() -> tuple[ClusterStateRegistry, World, float]:
     """A group of one Ready node grown by one whose node registers and never turns Ready, run
     loop by loop until its request has timed out and the backoff that followed has ended.
     Returns the registry, the world and the first loop time after the backoff."""
-    options = AutoscalerOptions().with_values(
-        max_node_provision_time=PROVISION, max_node_startup_time=STARTUP
-    )
-    registry = ClusterStateRegistry(options)
-    group, old = group_with_nodes("ng", 1)
-    cloud = FakeCloud(group)
-    registry.update(old, cloud, T0)
-    group.increase_size(1)
-    registry.register_scale_up("ng", 1, T0)
+    registry, group, cloud, old = scaling_up_by_one(PROVISION, STARTUP)
     group.add(NEW)
     stuck = node(NEW, created=T0 + REGISTERED, ready=False)
     world = World(group, cloud, old, stuck)
@@ -61,7 +53,10 @@ def broken_scale_up() -> tuple[ClusterStateRegistry, World, float]:
             timed_out_at = T0 + t
         t += SCAN
     backoff = registry.backoff_status("ng", timed_out_at)
-    assert backoff.backed_off and backoff.until == timed_out_at + options.initial_node_group_backoff_duration
+    assert (
+        backoff.backed_off
+        and backoff.until == timed_out_at + registry.options.initial_node_group_backoff_duration
+    )
     after = backoff.until
     registry.update([*old, stuck], cloud, after)
     return registry, world, after

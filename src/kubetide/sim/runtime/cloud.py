@@ -101,14 +101,7 @@ class SimNodeGroup:
         self._target += delta
         for _ in range(delta):
             self._launch()
-        self.cloud.log.record(
-            "NodeGroup",
-            self.id,
-            "Normal",
-            "IncreaseSize",
-            f"target size {self._target - delta} -> {self._target}",
-            "cloud",
-        )
+        self._record("IncreaseSize", f"target size {self._target - delta} -> {self._target}")
         for hook in self.cloud.hooks.scaled_up:
             hook(self.id, delta)
 
@@ -129,14 +122,7 @@ class SimNodeGroup:
         for instance in unfulfilled[:count]:
             self._drop(instance)
         self._target -= count
-        self.cloud.log.record(
-            "NodeGroup",
-            self.id,
-            "Normal",
-            "DecreaseTargetSize",
-            f"target size {self._target + count} -> {self._target}",
-            "cloud",
-        )
+        self._record("DecreaseTargetSize", f"target size {self._target + count} -> {self._target}")
         for hook in self.cloud.hooks.target_decreased:
             hook(self.id, count)
 
@@ -170,13 +156,8 @@ class SimNodeGroup:
                 instance.timer.cancel()
             delay = self.config.deletion_delay.draw(self.cloud.rng)
             instance.timer = self.cloud.engine.after(delay, self._terminated, instance)
-        self.cloud.log.record(
-            "NodeGroup",
-            self.id,
-            "Normal",
-            "DeleteNodes",
-            f"deleting {', '.join(i.node_name for i in instances)}; target size {self._target}",
-            "cloud",
+        self._record(
+            "DeleteNodes", f"deleting {', '.join(i.node_name for i in instances)}; target size {self._target}"
         )
 
     def instances(self) -> Sequence[Instance]:
@@ -243,6 +224,10 @@ class SimNodeGroup:
         self._by_node[name] = instance
         return instance
 
+    def _record(self, reason: str, message: str, event_type: str = "Normal", **extra: str) -> None:
+        """An event of this node group's, as the cloud reports it."""
+        self.cloud.log.record("NodeGroup", self.id, event_type, reason, message, "cloud", **extra)
+
     def _launch(self) -> None:
         cloud = self.cloud
         instance = self._new_instance()
@@ -250,15 +235,7 @@ class SimNodeGroup:
             instance.error = InstanceError(
                 "OutOfResources", "STOCKOUT", f"the zone does not have enough resources for {self.id}"
             )
-            cloud.log.record(
-                "NodeGroup",
-                self.id,
-                "Warning",
-                "InstanceCreationFailed",
-                instance.error.message,
-                "cloud",
-                instance=instance.id,
-            )
+            self._record("InstanceCreationFailed", instance.error.message, "Warning", instance=instance.id)
             return
         self._start_billing(instance)
         if cloud.faults.hit(self.id, "nodeNeverRegisters"):

@@ -297,62 +297,58 @@ class GroupConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ScaleEvent:
+class _TimedEvent:
+    """What every event has: when it happens and where it was written."""
+
+    at: float
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent(_TimedEvent):
     """A workload's replicas set (spec.events[].scale, or a row of a trace)."""
 
     kind: ClassVar[str] = "scale"
-    at: float
-    field: str
     target: ScaleSpec
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyEvent:
+class ApplyEvent(_TimedEvent):
     """Objects created or replaced (`kubectl apply`)."""
 
     kind: ClassVar[str] = "apply"
-    at: float
-    field: str
     manifests: Manifests
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteEvent:
+class DeleteEvent(_TimedEvent):
     """An object deleted."""
 
     kind: ClassVar[str] = "delete"
-    at: float
-    field: str
     target: ObjectRef
 
 
 @dataclass(frozen=True, slots=True)
-class FaultEvent:
+class FaultEvent(_TimedEvent):
     """A cloud or node fault injected (stockout, nodes never Ready, an autoscaler restart...)."""
 
     kind: ClassVar[str] = "fault"
-    at: float
-    field: str
     fault: FaultSpec
 
 
 @dataclass(frozen=True, slots=True)
-class RestartEvent:
+class RestartEvent(_TimedEvent):
     """`kubectl rollout restart` of a Deployment."""
 
     kind: ClassVar[str] = "restart"
-    at: float
-    field: str
     target: RestartSpec
 
 
 @dataclass(frozen=True, slots=True)
-class SetImageEvent:
+class SetImageEvent(_TimedEvent):
     """`kubectl set image` on a Deployment."""
 
     kind: ClassVar[str] = "setImage"
-    at: float
-    field: str
     target: SetImageSpec
 
 
