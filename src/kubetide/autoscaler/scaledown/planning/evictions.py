@@ -114,16 +114,34 @@ class RecentEvictions:
     ) -> frozenset[OwnerKey]:
         """The owners of recently evicted pods that have fewer Ready pods than their target
         replicas: a displaced pod of theirs is not made good yet."""
+        return self._short(snapshot, workloads, ready=True)
+
+    def unplaced(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[OwnerKey]:
+        """The owners of recently evicted pods that have fewer pods bound to a node (and not
+        terminating) than their target replicas: the replacement of a displaced pod of theirs has
+        no node yet, or (a StatefulSet's, created once its pod is gone) does not exist yet."""
+        return self._short(snapshot, workloads, ready=False)
+
+    def _short(
+        self,
+        snapshot: ClusterSnapshot,
+        workloads: Mapping[tuple[str, str, str], Workload] | None,
+        *,
+        ready: bool,
+    ) -> frozenset[OwnerKey]:
         if not self.by_uid or workloads is None:
             return frozenset()
         owners = self._owners()
-        ready = _totals((ready for _, ready in self._owned_per_node(snapshot)), owners)
+        # (bound, ready) per node: the ready count for `ready`, else every bound pod
+        totals = _totals((pair[1] if ready else pair[0] for pair in self._owned_per_node(snapshot)), owners)
         result = set()
         for key in owners:
             workload = workloads.get(key)
             if workload is None or workload.replicas is None:
                 continue
-            if ready[key] < workload.replicas:
+            if totals[key] < workload.replicas:
                 result.add(key)
         return frozenset(result)
 
