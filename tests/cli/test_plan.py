@@ -80,6 +80,10 @@ def test_json_shape_is_exactly_the_documented_one(kubetide):
         "surge_before_evict",
         "to_delete",
         "destinations",
+        "estimated_seconds_to_last_removal",
+        "replacement_ready_from",
+        "drains",
+        "unfinished",
         "held",
     ]
     assert list(down["to_delete"]) == ["empty", "drain"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from types import SimpleNamespace
@@ -20,6 +21,7 @@ class Deletions:
         self.clock = clock
         self.wakes = list(wakes)
         self.driven: list[float] = []
+        self.actuator = SimpleNamespace(deletions={})  # what the metrics read after a drive
 
     def next_wakeup(self):
         return self.wakes[0] if self.wakes else None
@@ -91,9 +93,21 @@ def test_a_drive_between_loops_counts_its_removals_under_their_reasons():
     r = runner(scan_interval=1.0)
     result = LoopResult(r.clock.now())
     result.deleted, result.deleted_drained = ["a", "b"], {"a"}
-    autoscaler = SimpleNamespace(drive_deletions=lambda: result)
+    autoscaler = SimpleNamespace(drive_deletions=lambda: result, actuator=SimpleNamespace(deletions={}))
     r.view = SimpleNamespace(sync=lambda: None)
     r._drive_deletions(autoscaler, None)
     text = r.metrics.exposition()[0].decode()
     assert 'cluster_autoscaler_scaled_down_nodes_total{reason="underutilized"} 1.0' in text
     assert 'cluster_autoscaler_scaled_down_nodes_total{reason="empty"} 1.0' in text
+
+
+def test_a_single_replica_hold_is_a_line_at_v0():
+    from kubetide.cli.run_log import loop_lines
+
+    result = LoopResult(0.0)
+    words = "PodDisruptionBudget prod/api allows no disruption of single-replica pod prod/api-1; ..."
+    result.single_replica_holds = {"n2": words, "n1": words}
+    lines = [line for line in loop_lines(result, {}) if "stays" in line.message]
+    assert [line.message for line in lines] == [f"Scale-down: node {n} stays: {words}" for n in ("n1", "n2")]
+    assert all(line.level == logging.INFO for line in lines)
+    assert lines[0].fields == {"node": "n1", "held_by": "single-replica"}

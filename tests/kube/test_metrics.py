@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
@@ -183,6 +184,11 @@ def test_a_scale_up_then_a_scale_down_as_ca_reports_them():
         "unready": 0,
     }
     assert value(metrics, "evicted_pods_total", eviction_result="succeeded") == evicted
+    # The restart falls inside a drain: started by the first Autoscaler, its node deleted by the
+    # second, and counted above all the same.
+    restart = sim.engine.start + 16 * 60 + 45
+    before = {n for r in observed.loops if r.now < restart and r.started for n in r.started.started_drain}
+    assert before & {n for r in results if r.now > restart for n in r.deleted}
     assert value(metrics, "unneeded_nodes_count") == len(observed.loops[-1].scale_down.candidate_set)
     assert observed.built == 2
     assert observed.autoscaler is not None and not observed.autoscaler.actuator.deletions
@@ -326,3 +332,29 @@ def test_a_node_needed_again_after_waiting_counts_as_not_deleted():
     assert set(again) == {"NotUnneededOtherReason"}
     count, total = again["NotUnneededOtherReason"]
     assert count >= 2 and 5 * 60 <= total / count <= 10 * 60  # from about 11m to about 20m
+
+
+def kubetide_value(metrics, name, **labels):
+    return samples(metrics).get(("kubetide_" + name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_the_live_ledger_counts_what_the_simulators_ledger_counts():
+    """The same run read twice: `kubetide run`'s ledger counters (fed by the loop's results and
+    the informer-side view, as live) against the simulator's ledger of the world's events, on
+    the PDB-paced drain example (drains that wait for their budget)."""
+    path = Path(__file__).parents[2] / "examples" / "pdb-paced-drain.yaml"
+    sc = parse_scenario(yaml.safe_load(path.read_text()), str(path), path.parent)
+    sim, observed = run(sc, 40 * 60)
+    ledger = sim.ledger.result()
+    metrics = observed.metrics
+    assert ledger.evictions >= 2 and ledger.budget_wait_node_seconds > 0, ledger
+    assert kubetide_value(metrics, "evictions_total", workload_kind="ReplicaSet") == ledger.evictions
+    assert kubetide_value(metrics, "restarts_total", workload_kind="Deployment") == ledger.restarts
+    assert kubetide_value(metrics, "churned_nodes_total") == ledger.churned_nodes
+    # Waits are seen at the loop's and the drives' times, the ledger's at the world's events:
+    # they agree to within an eviction retry (10 s) per node removed.
+    removed = sum(len(r.deleted) for r in observed.loops + observed.drives)
+    waited = kubetide_value(metrics, "budget_wait_node_seconds_total")
+    assert abs(waited - ledger.budget_wait_node_seconds) <= 10 * removed, (waited, ledger)
+    # The budget is never below its minimum in this run (the example says so): nor is it here.
+    assert kubetide_value(metrics, "below_pdb_minimum_seconds_total") == ledger.below_pdb_minimum_seconds == 0

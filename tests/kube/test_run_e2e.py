@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
 
 import kubernetes
 import pytest
+import yaml
 from controlplane import KubeTestContext, wait_until
 from kubetide_process import (
     FAST_FLAGS,
@@ -20,6 +22,8 @@ from kubetide_process import (
     wait_running,
     write_groups,
 )
+
+from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
 
 pytestmark = pytest.mark.controlplane
 
@@ -91,8 +95,15 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     most_tainted = 0
     least_healthy = 6
     deadline = time.monotonic() + 120
+    # node -> its estimatedDrainSeconds in the status, the last one written before its taint
+    estimates: dict[str, int] = {}
     while time.monotonic() < deadline:
-        most_tainted = max(most_tainted, len(tainted_for_deletion(kube)))
+        tainted = tainted_for_deletion(kube)
+        most_tainted = max(most_tainted, len(tainted))
+        written = kube.core.read_namespaced_config_map("drain-status", "kube-system").data["status"]
+        for drain in yaml.safe_load(written)["clusterWide"]["scaleDown"].get("drains", []):
+            if drain["node"] not in tainted:
+                estimates[drain["node"]] = drain["estimatedDrainSeconds"]
         status = policy.read_namespaced_pod_disruption_budget("web", kube.namespace).status
         if status.observed_generation:
             least_healthy = min(least_healthy, status.current_healthy)
@@ -107,6 +118,40 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     assert least_healthy >= 5  # maxUnavailable 1 of 6: the budget held throughout
     assert all(p.spec.node_name in remaining for p in running(kube, "web"))
     assert not tainted_for_deletion(kube)
+    # The drain estimate against the real drain, by the Events' timestamps (the taint's
+    # ScaleDown, then the removal's): within one eviction retry (the estimate counts whole 10 s
+    # waves, a real 429 is retried on the next retry), plus a scan interval for the loop that
+    # sees the node empty and deletes it and a second for the Events' whole-second timestamps.
+    compared = 0
+    for node in before - remaining:
+        events = kube.core.list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={node}"
+        ).items
+        times = {
+            e.message: (e.first_timestamp or e.event_time).timestamp()
+            for e in events
+            if e.reason == "ScaleDown"
+        }
+        marked, gone = (
+            times.get("marked the node as toBeDeleted/unschedulable"),
+            times.get("nodes removed by cluster autoscaler"),
+        )
+        if marked is None or gone is None or node not in estimates:
+            continue  # emptied by the scale-in itself: no drain to estimate
+        assert abs((gone - marked) - estimates[node]) <= EVICTION_RETRY_INTERVAL + 1 + 1, (
+            node,
+            estimates,
+            times,
+        )
+        compared += 1
+    assert compared >= 1, (estimates, kubetide.log())
+    # The live ledger: every eviction the log lists, counted under the pods' controller kind.
+    port = re.search(r"serving /metrics and /health-check on port (\d+)", kubetide.log())
+    assert port is not None, kubetide.log()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    logged = sum(int(n) for n in re.findall(r"\] Scale-down: (\d+) pods evicted: ", kubetide.log()))
+    assert f'kubetide_evictions_total{{workload_kind="ReplicaSet"}} {float(logged)}' in exposition, exposition
     assert kubetide.terminate() == 0
     log = kubetide.log()
     # What an operator sees at --v=0 (each line is INFO or WARNING, shown at every verbosity):

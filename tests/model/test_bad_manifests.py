@@ -93,6 +93,7 @@ def load_error(tmp_path, *texts: str | bytes) -> str:
             "spec.priority: 9223372036854775808 is out of range for an integer field (int64)",
         ),
         ([pod(terminationGracePeriodSeconds=True)], "expected an integer, got True"),
+        ([pod(activeDeadlineSeconds=0)], "spec.activeDeadlineSeconds: must be positive, got 0"),
     ],
 )
 def test_bad_objects_are_refused_naming_the_object_and_field(tmp_path, items, expected):

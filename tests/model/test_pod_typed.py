@@ -58,6 +58,7 @@ FULL_POD = {
         "priority": 1000,
         "priorityClassName": "high",
         "terminationGracePeriodSeconds": 60,
+        "activeDeadlineSeconds": 3600,
         "schedulerName": "default-scheduler",
         "tolerations": [
             {
@@ -251,6 +252,7 @@ def test_a_pod_assembled_from_its_slots_is_the_pod_the_constructor_builds():
         (("status", "conditions", 0, "lastTransitionTime"), "2026-11-01 00:00:00"),  # no zone: UTC
         (("spec", "terminationGracePeriodSeconds"), -1),
         (("spec", "terminationGracePeriodSeconds"), 2**63),
+        (("spec", "activeDeadlineSeconds"), 0),
     ],
 )
 def test_a_cached_answer_never_changes_what_the_reader_would_say(path, value):

@@ -119,6 +119,7 @@ ROWS = [
     ("scheduler name (equivalence adds it)", ("spec", "schedulerName"), "other", True),
     ("node name (classes add it; stand-ins have none)", ("spec", "nodeName"), "node-1", True),
     ("grace period", ("spec", "terminationGracePeriodSeconds"), 5, True),
+    ("active deadline", ("spec", "activeDeadlineSeconds"), 60, True),
     ("status", ("status",), READY, True),
     (
         "the same requests over two containers",

@@ -41,7 +41,7 @@ from kubetide.sim.runtime.world import WorldObserver
 from kubetide.sim.spec.scenario import parse_scenario
 
 SEEDS = range(30)
-# A scenario of the same family in which the simulator counts a pod lost (see the xfail below).
+# A scenario of the same family in which the simulator counted a pod lost (the last test below).
 LOSES_A_POD = 38
 DELETION_DELAY = 30.0  # every group's deletionDelay
 HEADROOM = 30.0  # the actuator's wait after the longest grace period (POD_EVICTION_HEADROOM)

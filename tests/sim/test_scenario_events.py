@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import textwrap
 import typing
 from pathlib import Path
@@ -157,6 +158,9 @@ def test_mypy_refuses_a_dispatch_that_leaves_a_kind_out(tmp_path):
     )
     previous = os.environ.get("MYPYPATH")
     os.environ["MYPYPATH"] = str(src)  # this checkout's sources, whatever the venv has installed
+    # mypy raises the interpreter's recursion limit for good; later tests (the loader's nesting
+    # limit on JSON, which leans on RecursionError) need the default back.
+    recursion_limit = sys.getrecursionlimit()
     try:
         out, err, status = api.run(
             [
@@ -170,6 +174,7 @@ def test_mypy_refuses_a_dispatch_that_leaves_a_kind_out(tmp_path):
             ]
         )
     finally:
+        sys.setrecursionlimit(recursion_limit)
         if previous is None:
             del os.environ["MYPYPATH"]
         else:

@@ -39,7 +39,14 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown import NodeReason
 from kubetide.autoscaler.scaledown.actuation import NodeBasis, basis_of
-from kubetide.autoscaler.scaledown.planning import BEING_DELETED, BudgetDecision, Planner, ScaleDownPlan, crop
+from kubetide.autoscaler.scaledown.planning import (
+    BEING_DELETED,
+    BudgetDecision,
+    Planner,
+    ScaleDownPlan,
+    crop,
+    plan_schedule,
+)
 from kubetide.autoscaler.scaleup.expanders import ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import (
     Increase,
@@ -227,6 +234,18 @@ def _decide_scale_down(
     finally:
         snapshot.revert()
     decision.held = hold_unready_drains(plan, registry.unready_nodes_at_target())
+    plan.schedule = plan_schedule(
+        [n for n in plan.candidate_set if n in plan.drains and n not in decision.held],
+        plan.waiting_for_budget,
+        plan.drains,
+        {name: surge.pods for name, surge in plan.surges.items()},
+        snapshot,
+        inputs.pdbs,
+        inputs.workloads,
+        state.options,
+        inputs.now,
+        lambda name: _removable_at(planner, snapshot, name, inputs.now, state.options),
+    )
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress
     if in_progress is None:
@@ -243,6 +262,15 @@ def _decide_scale_down(
             drain_in_progress=drain_in_progress,
         )
         decision.basis = {name: basis_of(snapshot, name, inputs.pdbs) for name in decision.to_delete}
+
+
+def _removable_at(
+    planner: Planner, snapshot: ClusterSnapshot, name: str, now: float, options: AutoscalerOptions
+) -> float:
+    """When an unneeded node's timer lets it go (now with the timers taken as run out)."""
+    if planner.timers_expired or name not in snapshot or name not in planner.unneeded_since:
+        return now
+    return planner.unneeded_since.removable_at(name, ready=snapshot.node(name).ready, options=options)
 
 
 def hold_unready_drains(plan: ScaleDownPlan, unready_at_target: set[str]) -> list[str]:

@@ -175,6 +175,11 @@ class Event:
         return cls("Node", node, EventType.WARNING, "ScaleDown", message, at)
 
     @classmethod
+    def single_replica_held(cls, node: str, why: str, at: float) -> Event:
+        """kubetide's own: a single replica's budget keeps the node (blockers.py says why)."""
+        return cls("Node", node, EventType.NORMAL, "ScaleDownBlockedBySingleReplica", why, at)
+
+    @classmethod
     def scale_down_failed(cls, node: str, why: str, at: float) -> Event:
         return cls("Node", node, EventType.WARNING, "ScaleDownFailed", why, at)
 

@@ -19,8 +19,9 @@ snapshot incrementally, and rebuilding them every loop would cost more than the 
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.clusterstate import (
@@ -56,8 +57,10 @@ from kubetide.autoscaler.scaledown.explanation import (
     UnblockMemo,
     annotation_changes,
     blocking_pods_text,
+    single_replica_hold,
+    single_replica_words,
 )
-from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, BlockingPod, ScaleDownPlan
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
@@ -83,6 +86,9 @@ class LoopResult:
     evicted: list[str] = field(default_factory=list)
     refused_evictions: list[str] = field(default_factory=list)  # refused by a PDB (429), retried
     failed_deletions: dict[str, str] = field(default_factory=dict)
+    # Node -> why a single replica's budget holds it and what would drain it (blockers.py), for
+    # the nodes said this loop (at most once per SINGLE_REPLICA_EVENT_INTERVAL each).
+    single_replica_holds: dict[str, str] = field(default_factory=dict)
     # Seconds (by the Timer) each step took, under CA's function_duration_seconds labels
     # (updateClusterState, scaleUp, findUnneeded, scaleDown, ...): measurements for the metrics,
     # never an input to a decision.
@@ -147,6 +153,8 @@ class Autoscaler:
         self._soft_taints = SoftTaintMemo()
         # What would unblock each blocked node, kept while it stays blocked the same way.
         self._unblocks = UnblockMemo(UNBLOCK_REFRESH)
+        # Node -> when its single-replica hold was last said in an Event and the log.
+        self._single_replica_said: dict[str, float] = {}
 
     def close(self) -> None:
         if self._checker is not None:
@@ -193,8 +201,14 @@ class Autoscaler:
             self.state, inputs, cloud=self.cloud, checker=self._checker_for(snapshot), observed=observed
         )
         result.durations.update(decision.durations)  # scaleUp (its plan) and findUnneeded, ...
+        held: dict[str, BlockingPod] = {}
         if decision.scale_down is not None:
-            result.explanation = self._explain(inputs, decision, result)
+            held = {
+                name: blocker
+                for name, status in decision.scale_down.nodes.items()
+                if (blocker := single_replica_hold(status, inputs, self.options)) is not None
+            }
+            result.explanation = self._explain(inputs, decision, result, held)
         with timed(result.durations, "scaleUp", self.timer):
             self._scale_up(decision, now, result)
         if decision.scale_down is not None:
@@ -203,6 +217,7 @@ class Autoscaler:
             if self.options.annotate_scale_down_blockers:
                 # After the actuator has started its nodes: their validation compares annotations.
                 self._annotate_blockers(decision.scale_down, snapshot.nodes())
+            self._say_single_replica_holds(decision.scale_down, held, now, result)
         self._write_status(now, result=result, message=result.scale_down_skipped or "")
         return result
 
@@ -355,19 +370,24 @@ class Autoscaler:
                 memo=self._soft_taints,
             )
 
-    def _explain(self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult) -> Explanation:
+    def _explain(
+        self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult, held: Collection[str]
+    ) -> Explanation:
         """The decision's explanation (explain.py): its drain estimates for the status and, with
         --annotate-scale-down-blockers, what would unblock each unremovable node: kept answers
-        (UnblockMemo), and new ones for the nodes it says are due, into the plan's statuses."""
+        (UnblockMemo), and new ones for the nodes it says are due, into the plan's statuses.
+        Without the flag, only the nodes a single replica's budget holds (`held`, blockers.py)
+        are answered."""
         checker = self._checker_for(inputs.snapshot)
-        if not self.options.annotate_scale_down_blockers:
+        if not self.options.annotate_scale_down_blockers and not held:
             return explain(
                 decision, inputs, options=self.options, cloud=self.cloud, checker=checker, timer=self.timer
             )
         plan = decision.scale_down
         assert plan is not None
         with timed(result.durations, "scaleDown:unblock", self.timer):
-            due = self._unblocks.due(plan, inputs.now)
+            only = None if self.options.annotate_scale_down_blockers else held
+            due = self._unblocks.due(plan, inputs.now, only)
             explanation = explain(
                 decision,
                 inputs,
@@ -379,6 +399,21 @@ class Autoscaler:
             )
         self._unblocks.store(plan, explanation.unblocks, inputs.now)
         return explanation
+
+    def _say_single_replica_holds(
+        self, plan: ScaleDownPlan, held: Mapping[str, BlockingPod], now: float, result: LoopResult
+    ) -> None:
+        """An Event on each node a single replica's budget holds, and a line in the log, at most
+        once per SINGLE_REPLICA_EVENT_INTERVAL per node (the status ConfigMap says it every loop)."""
+        said = {name: at for name, at in self._single_replica_said.items() if name in held}
+        for name, blocker in held.items():
+            words = single_replica_words(plan.nodes[name], blocker)
+            if words is None or now < said.get(name, -math.inf) + SINGLE_REPLICA_EVENT_INTERVAL:
+                continue
+            said[name] = now
+            result.single_replica_holds[name] = words
+            self.actions.emit_event(Event.single_replica_held(name, words, now))
+        self._single_replica_said = said
 
     def _annotate_blockers(self, plan: ScaleDownPlan, nodes: Iterable[Node]) -> None:
         """kubetide.io/scale-down-blocker on each blocked node, off the others (blockers.py)."""
@@ -447,12 +482,19 @@ def _scale_down_summary(
 ) -> ScaleDownSummary:
     """What the status says of scale-down: candidates per group, the drains they need (estimated
     time, budget waves, why risky) and the nodes waiting for budget."""
+    scheduled = plan.schedule.drains if plan.schedule is not None else {}
+
+    def seconds(name: str) -> int | None:
+        return round(scheduled[name].seconds) if name in scheduled else None
+
     drains = tuple(
-        DrainStatus(name, round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
+        DrainStatus(name, seconds(name) or round(estimate.seconds), estimate.waves, plan.risky.get(name, ""))
         for name in plan.candidate_set
         if (estimate := explanation.estimates.get(name)) is not None
     )
-    waiting = tuple(WaitingNode(name, plan.nodes[name].detail) for name in plan.waiting_for_budget)
+    waiting = tuple(
+        WaitingNode(name, plan.nodes[name].detail, seconds(name)) for name in plan.waiting_for_budget
+    )
     unremovable = tuple(
         UnremovableNode(
             s.name,
@@ -463,8 +505,17 @@ def _scale_down_summary(
         for s in plan.nodes.values()
         if s.blocking_pod is not None or (s.unblock is not None and s.unblock.changes)
     )[:UNREMOVABLE_IN_STATUS]
-    return ScaleDownSummary(by_group(plan.candidate_set), drains, waiting, unremovable)
+    total = round(plan.schedule.seconds_to_last_removal) if plan.schedule is not None and scheduled else None
+    return ScaleDownSummary(
+        by_group(plan.candidate_set),
+        drains,
+        waiting,
+        unremovable=unremovable,
+        estimated_seconds_to_last_removal=total,
+    )
 
 
+# A node held by a single replica's budget is said again (Event, log line) after this many seconds.
+SINGLE_REPLICA_EVENT_INTERVAL = 600.0
 # Unremovable nodes the status lists (the ConfigMap must stay far below the API's 1 MiB).
 UNREMOVABLE_IN_STATUS = 50

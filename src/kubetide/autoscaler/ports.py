@@ -21,6 +21,9 @@ from kubetide.snapshot import ClusterSnapshot
 # Taints the autoscaler owns (Cluster Autoscaler's names, so existing tooling recognises them).
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"  # NoSchedule, value = Unix seconds
 DELETION_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"  # PreferNoSchedule
+# A node removed within this many seconds of joining the cluster is churn (the disruption
+# ledger's definition, in the simulator and in `kubetide run`'s metrics alike).
+CHURN_SECONDS = 1800.0
 
 
 class ClusterView(Protocol):

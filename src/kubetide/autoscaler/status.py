@@ -18,7 +18,9 @@ kubetide's own, ``neverReady`` while the group holds nodes that registered and n
 (ports.py) this loop (the reason, CA's error type, the message). The cluster-wide
 ``scaleDown`` also lists, kubetide's own and only when there are any, the ``drains`` the planner
 would start (estimated time, PodDisruptionBudget waves, why a node is risky), the nodes
-``waitingForBudget``, and ``unremovable`` nodes (at most 50): those blocked by pods, with the
+``waitingForBudget`` (with their estimated drain time once the budget is back), the
+``estimatedSecondsToLastRemoval`` of them all (scheduled under the budgets and
+max-drain-parallelism), and ``unremovable`` nodes (at most 50): those blocked by pods, with the
 first blocking pod in the Cluster Autoscaler's order and "+N more", and what would unblock each
 when --annotate-scale-down-blockers has the planner find it. ``resourceUnready`` is
 always 0: kubetide does not model nodes unready for lack of a device plugin resource.
@@ -159,6 +161,8 @@ class WaitingNode:
 
     node: str = ""
     reason: str = ""
+    # From the schedule of the whole scale-down: seconds from its taint to empty, once it starts.
+    estimated_drain_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +173,16 @@ class UnremovableNode:
     reason: str = ""
     # the first blocking pod as the Cluster Autoscaler orders them, then "+N more"
     blocking_pods: str = ""
-    unblock: str = ""  # what would unblock it (--annotate-scale-down-blockers), in one line
+    # what would unblock it, in one line (--annotate-scale-down-blockers; always for a single
+    # replica its budget holds without --surge-before-evict)
+    unblock: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterScaleDownCondition(ScaleDownCondition):
     # kubetide's own, written only when there is something to say (None otherwise).
+    # Seconds until the last of the drains and waiting nodes is empty, scheduled on paper.
+    estimated_seconds_to_last_removal: int | None = None
     drains: tuple[DrainStatus, ...] | None = None
     waiting_for_budget: tuple[WaitingNode, ...] | None = None
     unremovable: tuple[UnremovableNode, ...] | None = None

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from kubetide.snapshot import ClusterSnapshot
 
 
+def schedule_lines(plan: ScaleDownPlan) -> list[str]:
+    """The whole scale-down's time on paper (estimate.py's schedule), when there is one."""
+    total = plan.schedule.words() if plan.schedule is not None else ""
+    return [total] if total else []
+
+
 def deletion_lines(budget: BudgetDecision, plan: ScaleDownPlan) -> list[str]:
     if not budget.empty and not budget.drain:
         removable = plan.removable_now()
@@ -180,7 +186,7 @@ def print_human(
             out.print(escape(line), soft_wrap=True)
     else:
         say("no nodes in the dump")
-    for line in deletion_lines(result.budget, sd):
+    for line in [*deletion_lines(result.budget, sd), *schedule_lines(sd)]:
         say(line.lstrip(), indent=line[: len(line) - len(line.lstrip())])
     if not explain:
         for line in unblock_lines(sd):

@@ -43,6 +43,14 @@ def loop_lines(result, reasons: dict[str, str]) -> list[LogLine]:
         lines.append(LogLine(logging.INFO, result.scale_down_skipped, {"scale_down": "skipped"}))
     lines += _started(result, reasons)
     lines += deletion_lines(result, reasons)
+    for node, words in sorted(result.single_replica_holds.items()):
+        lines.append(
+            LogLine(
+                logging.INFO,
+                f"Scale-down: node {node} stays: {words}",
+                {"node": node, "held_by": "single-replica"},
+            )
+        )
     return lines
 
 

@@ -23,6 +23,8 @@ findUnneeded).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -35,7 +37,7 @@ from prometheus_client import (
 
 from kubetide.autoscaler.clusterstate import Readiness
 from kubetide.autoscaler.loop import Autoscaler, LoopResult
-from kubetide.autoscaler.ports import TemplateError
+from kubetide.autoscaler.ports import CHURN_SECONDS, TemplateError
 from kubetide.autoscaler.scaledown import NodeReason
 from kubetide.autoscaler.scaledown.planning import UNREMOVABLE, ScaleDownPlan, ca_method_name, gpu_resource
 from kubetide.autoscaler.scaleup.orchestrator import GIB
@@ -258,6 +260,11 @@ class AutoscalerMetrics:
             buckets=NODE_REMOVAL_LATENCY_BUCKETS,
         )
 
+        # kubetide's own: the live counterparts of the simulator's disruption ledger
+        # (sim/runtime/ledger.py), by the same definitions, read from what this process did and
+        # from the informer cache (see LiveLedger).
+        self.ledger = LiveLedger(self.registry)
+
         # Series CA creates at start-up, so that rate() and alerts see a 0 before the first event.
         for state in NODE_STATES:
             self.nodes_count.labels(state)
@@ -316,6 +323,8 @@ class AutoscalerMetrics:
 
         self._observe_cluster(autoscaler, healthy, now)
         self._observe_scale_up(result, autoscaler)
+        self.ledger.observe(result, autoscaler)
+        self.ledger.observe_budgets(now, autoscaler)
         return self._observe_scale_down(result, autoscaler, healthy)
 
     def observe_deletions(self, result: LoopResult, autoscaler: Autoscaler) -> dict[str, str]:
@@ -324,6 +333,7 @@ class AutoscalerMetrics:
         counted in scaled_down_nodes_total."""
         self._follow(autoscaler)
         self._observe_durations(result.durations)
+        self.ledger.observe(result, autoscaler)
         return self._observe_deleted(result)
 
     def observe_wait(self, seconds: float) -> None:
@@ -336,6 +346,7 @@ class AutoscalerMetrics:
             self._deletions.clear()
             self._unregistered_removed = 0
             self._unneeded.clear()
+            self.ledger.follow()
 
     def _observe_durations(self, durations: dict[str, float]) -> None:
         for label, seconds in durations.items():
@@ -506,6 +517,134 @@ class AutoscalerMetrics:
             if reason is not None and reason not in _TIMER_REASONS:
                 delay = str(reason)
             self._unneeded[name] = (removable_at, delay)
+
+
+class LiveLedger:
+    """The simulator's disruption ledger (sim/runtime/ledger.py), live, as Prometheus counters:
+
+    - kubetide_evictions_total{workload_kind}: accepted evictions of this process's drains, by
+      the kind of the pod's controller ("Pod" for a bare pod);
+    - kubetide_restarts_total{workload_kind}: rollout restarts asked for (surge-before-evict);
+    - kubetide_budget_wait_node_seconds_total: seconds draining nodes waited for budget, from a
+      refused eviction (429) of one of its pods until none of its pods is refused any more (each
+      node once however many of its pods wait);
+    - kubetide_churned_nodes_total: nodes removed within CHURN_SECONDS of their creation;
+    - kubetide_below_pdb_minimum_seconds_total: budget-seconds a PodDisruptionBudget's status
+      said currentHealthy < desiredHealthy while a drain of ours held one of its pods, read from
+      the informer cache each loop and counted until the next loop.
+
+    Observed after each loop and each drive of the deletions between loops."""
+
+    def __init__(self, registry: CollectorRegistry):
+        ns, r = "kubetide", registry
+        self.evictions_total = Counter(
+            "evictions",
+            "Pods evicted by the autoscaler's drains, by the kind of their controller.",
+            ["workload_kind"],
+            namespace=ns,
+            registry=r,
+        )
+        self.restarts_total = Counter(
+            "restarts",
+            "Rollout restarts the autoscaler asked for (surge before evict), by workload kind.",
+            ["workload_kind"],
+            namespace=ns,
+            registry=r,
+        )
+        self.budget_wait_node_seconds_total = Counter(
+            "budget_wait_node_seconds",
+            "Seconds draining nodes waited for PodDisruptionBudget budget (a refused eviction).",
+            namespace=ns,
+            registry=r,
+        )
+        self.churned_nodes_total = Counter(
+            "churned_nodes",
+            f"Nodes the autoscaler removed within {CHURN_SECONDS:g}s of their creation.",
+            namespace=ns,
+            registry=r,
+        )
+        self.below_pdb_minimum_seconds_total = Counter(
+            "below_pdb_minimum_seconds",
+            "Seconds PodDisruptionBudgets were below their desired healthy pods while a drain of"
+            " the autoscaler held one of their pods (each budget counted).",
+            namespace=ns,
+            registry=r,
+        )
+        self.follow()
+
+    def follow(self) -> None:
+        """A new Autoscaler (a regained lease): nothing of the previous one's is carried over."""
+        self._kinds: dict[str, str] = {}  # pod key -> its controller's kind, for pods of our drains
+        self._created: dict[str, float | None] = {}  # draining node -> its creationTimestamp
+        self._restarts: set[tuple[str, str, str]] = set()  # (node, namespace, Deployment)
+        self._refused: dict[str, tuple[float, set[str]]] = {}  # node -> (waiting since, refused keys)
+        self._below: tuple[float, int] | None = None  # last loop: its time, budgets below minimum
+
+    def observe(self, result: LoopResult, autoscaler: Autoscaler) -> None:
+        now, deletions = result.now, autoscaler.actuator.deletions
+        node_of: dict[str, str] = {}
+        for name, d in deletions.items():
+            if name not in self._created:
+                snapshot = autoscaler.view.snapshot()
+                self._created[name] = (
+                    snapshot.node(name).meta.creation_timestamp if name in snapshot else None
+                )
+            for pod in (*d.pending.values(), *d.evicted.values(), *d.surged.values()):
+                ref = pod.controller
+                self._kinds[pod.key] = ref.kind if ref is not None else "Pod"
+                node_of[pod.key] = name
+            for namespace, deployment in d.restarted:
+                if (name, namespace, deployment) not in self._restarts:
+                    self._restarts.add((name, namespace, deployment))
+                    self.restarts_total.labels("Deployment").inc()
+        for key in result.evicted:
+            self.evictions_total.labels(self._kinds.get(key, "Pod")).inc()
+        self._observe_budget_wait(now, result, deletions, node_of)
+        for name in result.deleted:
+            created = self._created.pop(name, None)
+            if created is not None and now - created <= CHURN_SECONDS:
+                self.churned_nodes_total.inc()
+        for name in (*result.failed_deletions, *(n for n in self._created if n not in deletions)):
+            self._created.pop(name, None)
+        for key in [k for k in self._kinds if k not in node_of]:
+            del self._kinds[key]
+        self._restarts = {r for r in self._restarts if r[0] in deletions}
+
+    def _observe_budget_wait(
+        self, now: float, result: LoopResult, deletions: Mapping[str, Any], node_of: Mapping[str, str]
+    ) -> None:
+        evicted = set(result.evicted)
+        for key in result.refused_evictions:
+            node = node_of.get(key)
+            if node is not None:
+                since, keys = self._refused.setdefault(node, (now, set()))
+                keys.add(key)
+        for node, (since, keys) in list(self._refused.items()):
+            d = deletions.get(node)
+            pending = {p.key for p in d.pending.values()} if d is not None else set()
+            keys &= pending - evicted
+            if not keys:  # its refused pods evicted or gone, or the drain over
+                self.budget_wait_node_seconds_total.inc(max(0.0, now - since))
+                del self._refused[node]
+
+    def observe_budgets(self, now: float, autoscaler: Autoscaler) -> None:
+        """Budget-seconds below the minimum since the last loop, then this loop's count."""
+        if self._below is not None:
+            since, count = self._below
+            if count:
+                self.below_pdb_minimum_seconds_total.inc(max(0.0, now - since) * count)
+        ours = [
+            pod
+            for d in autoscaler.actuator.deletions.values()
+            for pod in (*d.pending.values(), *d.evicted.values(), *d.surged.values())
+        ]
+        below = 0
+        if ours:
+            for pdb in autoscaler.view.pdbs():
+                current, desired = pdb.current_healthy, pdb.desired_healthy
+                if current is not None and desired is not None and current < desired:
+                    below += any(pdb.matches(pod) for pod in ours)
+        self._below = (now, below)
 
 
 def gpu_name(node: Node) -> str:

@@ -129,6 +129,9 @@ class Pod(ObjectIdentity):
     priority_class_name: str = ""
     explicit_priority: bool = False  # spec.priority was set; otherwise resolved from the class
     termination_grace_period: int = DEFAULT_GRACE_PERIOD
+    # spec.activeDeadlineSeconds: the kubelet ends the pod this long after its start (a Job's
+    # pods carry the Job's)
+    active_deadline_seconds: int | None = None
     host_network: bool = False
     scheduler_name: str = "default-scheduler"
     # status
@@ -488,6 +491,9 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
     grace = spec.int("terminationGracePeriodSeconds", default=DEFAULT_GRACE_PERIOD)
     if grace < 0:
         raise spec.error(f"must be non-negative, got {grace}", "terminationGracePeriodSeconds")
+    active_deadline = spec.int("activeDeadlineSeconds")
+    if active_deadline is not None and active_deadline <= 0:
+        raise spec.error(f"must be positive, got {active_deadline}", "activeDeadlineSeconds")
     priority = spec.int("priority")
     problem = None if priority is None else int32_problem(priority)
     if problem is not None:
@@ -539,6 +545,7 @@ def parse_pod_spec(reader: Reader, meta: ObjectMeta, status: Reader | None = Non
         priority_class_name=spec.str("priorityClassName", default=""),
         explicit_priority=priority is not None,
         termination_grace_period=grace,
+        active_deadline_seconds=active_deadline,
         host_network=host_network,
         scheduler_name=spec.str("schedulerName", default="default-scheduler"),
         **fields,

@@ -238,6 +238,7 @@ _SLOTS_BUILT = (
     "priority_class_name",
     "explicit_priority",
     "termination_grace_period",
+    "active_deadline_seconds",
     "host_network",
     "scheduler_name",
     "phase",
@@ -266,6 +267,9 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
     priority = spec.priority
     if priority is not None and not INT32_MIN <= priority <= INT32_MAX:
         raise Declined
+    active_deadline = spec.active_deadline_seconds
+    if active_deadline is not None and not 0 < active_deadline <= INT64_MAX:
+        raise Declined  # the Reader words the error
     affinity, spread, shape = _placement(spec, template, source, location)
     node_name = spec.node_name or ""
     return assembled_pod(
@@ -285,6 +289,7 @@ def _pod(wire: PodWire, source: str, location: str) -> Pod:
             spec.priority_class_name or "",
             priority is not None,  # explicit_priority
             DEFAULT_GRACE_PERIOD if grace is None else grace,
+            active_deadline,
             False,  # host_network: a pod with it set is the Reader's
             "default-scheduler" if spec.scheduler_name is None else spec.scheduler_name,
             *(_NO_STATUS if wire.status is None else _status(wire.status)),

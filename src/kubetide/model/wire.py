@@ -124,6 +124,7 @@ class PodSpecWire(msgspec.Struct, **_OPTIONS):
     priority: int | None = None
     priority_class_name: str | None = None
     termination_grace_period_seconds: int | None = None
+    active_deadline_seconds: int | None = None
     scheduler_name: str | None = None
     # Read by the Reader's parsers (their field paths), or, when set, the whole pod is.
     affinity: Any = None

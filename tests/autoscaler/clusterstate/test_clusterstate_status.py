@@ -114,7 +114,8 @@ def test_drains_and_nodes_waiting_for_budget_are_said_when_there_are_any():
     summary = ScaleDownSummary(
         {"b": ["b-0", "b-1"]},
         drains=(DrainStatus("b-0", 55, 2, risky), DrainStatus("b-1", 35, 1, "")),
-        waiting_for_budget=(WaitingNode("b-2", "waiting for budget: PodDisruptionBudget prod/api"),),
+        waiting_for_budget=(WaitingNode("b-2", "waiting for budget: PodDisruptionBudget prod/api", 40),),
+        estimated_seconds_to_last_removal=95,
     )
     status = StatusBuilder().build(registry, T0 + 10.25, scale_down=summary)
     text = status_yaml(status)
@@ -125,13 +126,19 @@ def test_drains_and_nodes_waiting_for_budget_are_said_when_there_are_any():
         {"node": "b-1", "estimatedDrainSeconds": 35, "waves": 1, "risky": ""},
     ]
     assert down["waitingForBudget"] == [
-        {"node": "b-2", "reason": "waiting for budget: PodDisruptionBudget prod/api"}
+        {
+            "node": "b-2",
+            "reason": "waiting for budget: PodDisruptionBudget prod/api",
+            "estimatedDrainSeconds": 40,
+        }
     ]
+    assert down["estimatedSecondsToLastRemoval"] == 95
     # Nothing to say: the document keeps exactly CA's keys.
     quiet = yaml.safe_load(
         StatusBuilder().status_yaml(registry, T0, scale_down=ScaleDownSummary({"b": ["b-0"]}))
     )
     assert "drains" not in quiet["clusterWide"]["scaleDown"]
+    assert "estimatedSecondsToLastRemoval" not in quiet["clusterWide"]["scaleDown"]
 
 
 def test_contents_for_a_backed_off_group():

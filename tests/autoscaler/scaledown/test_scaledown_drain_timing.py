@@ -9,6 +9,7 @@ from scaledown_fakes import (
     node,
     pdb,
     pod,
+    snapshot_of,
     workload,
 )
 
@@ -16,11 +17,13 @@ from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, EvictionOutcome
 from kubetide.autoscaler.scaledown.actuation.actuator import Phase
 from kubetide.autoscaler.scaledown.actuation.restart import recover
+from kubetide.autoscaler.scaledown.actuation.soledestination import sole_destinations
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE, NodeStatus, ScaleDownPlan
 from kubetide.errors import ManifestError
 from kubetide.model import Taint
+from kubetide.scheduling.checker import PredicateChecker
 
 BLOCKED = EvictionOutcome.BLOCKED_BY_PDB
 EVICTED = EvictionOutcome.EVICTED
@@ -241,6 +244,91 @@ def test_the_largest_pods_of_a_priority_are_evicted_a_round_before_the_others():
     assert w.evictions() == ["default/urgent", "default/big"]
     w.tick(15)
     assert w.evictions()[2:] == ["default/small1", "default/small2"]
+
+
+# -- room for a pod with one possible destination (soledestination.py) ---------------------------
+@pytest.mark.parametrize(
+    ("cpu", "deleting", "expected"),
+    [
+        # (the pod's cpu, the nodes being deleted besides its own, its only destination or None)
+        (1500, set(), None),  # x (2500 free) and z (3000 free): two destinations
+        (1500, {"z"}, "x"),  # z is being deleted too: x only
+        (2800, set(), "z"),  # too big for x: z only
+        (900, {"z"}, None),  # x and y (1300 free)
+        (3500, set(), None),  # fits nowhere: not for this check to say
+    ],
+)
+def test_a_pod_with_one_destination_is_found_with_that_destination(cpu, deleting, expected):
+    snapshot = snapshot_of(
+        [node(n, 4000) for n in ("a", "x", "y", "z")],
+        [pod("fill-x", "x", 1500), pod("fill-y", "y", 2700), pod("fill-z", "z", 1000), pod("p", "a", cpu)],
+    )
+    checker = PredicateChecker(snapshot)
+    found = sole_destinations(checker, [snapshot.pod("uid-default-p")], {"a", *deleting})
+    assert found == ({"uid-default-p": expected} if expected else {})
+
+
+def _room_world(y_free, web_selector=None):
+    """Two drains at once: db-0 (1500m, a StatefulSet's) on a, w1 and w2 (900m each, with
+    `web_selector`) on b; x has 2500m free, y `y_free`, z 1300m; y and z are labelled pool=other."""
+    web = [pod(name, "b", 900, owner=("ReplicaSet", "web")) for name in ("w1", "w2")]
+    if web_selector is not None:
+        web = [dataclasses.replace(p, node_selector=web_selector) for p in web]
+    pods = [
+        pod("db-0", "a", 1500, owner=("StatefulSet", "db")),
+        pod("db-1", "y", 100, owner=("StatefulSet", "db")),
+        pod("db-2", "y", 100, owner=("StatefulSet", "db")),
+        *web,
+        pod("fill-x", "x", 1500),
+        pod("fill-y", "y", 3800 - y_free),
+        pod("fill-z", "z", 2700),
+    ]
+    other = {"pool": "other"}
+    return World(
+        [
+            node("a", 4000),
+            node("b", 4000),
+            node("x", 4000),
+            node("y", 4000, labels=other),
+            node("z", 4000, labels=other),
+        ],
+        pods,
+        opts(node_delete_delay_after_taint=5, max_pod_eviction_time=60),
+        workloads=[*RS, workload("StatefulSet", "db", 3)],
+    )
+
+
+def test_the_wave_leaves_room_for_a_pod_with_one_destination():
+    """db-0 fits on x only; w1 and w2 fit on x, y or z, and the scheduler could put them on x (the
+    emptiest) before db-0's replacement, created only once db-0 is gone. So db-0 goes, and the
+    drain of b evicts nothing until db-0's replacement is on a node; b gets one more wave."""
+    w = _room_world(y_free=1300)
+    w.start(0, drain=["a", "b"])
+    w.tick(5)
+    assert w.evictions() == ["default/db-0"]
+    assert w.actuator.deletions["b"].waves == 2
+    for t in (15, 25, 35):
+        w.tick(t)
+    assert w.evictions() == ["default/db-0"]  # its replacement has no node yet
+    w.snapshot.add_pod(pod("db-0", "x", 1500, owner=("StatefulSet", "db")), "x")
+    w.tick(45)
+    assert sorted(w.evictions()) == ["default/db-0", "default/w1", "default/w2"]
+    assert not w.actuator.awaited
+
+
+@pytest.mark.parametrize(
+    ("y_free", "web_selector"),
+    [
+        (2600, None),  # db-0 fits on x or y: no pod has a single destination
+        (1300, {"pool": "other"}),  # w1 and w2 may not go to x, db-0's only node
+    ],
+)
+def test_nothing_is_held_without_a_pod_whose_only_node_others_could_take(y_free, web_selector):
+    w = _room_world(y_free, web_selector)
+    w.start(0, drain=["a", "b"])
+    w.tick(5)
+    assert sorted(w.evictions()) == ["default/db-0", "default/w1", "default/w2"]
+    assert w.actuator.deletions["b"].waves == 1
 
 
 # -- restart: deadlines from the taint ------------------------------------------------------------------

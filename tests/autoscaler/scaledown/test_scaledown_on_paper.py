@@ -6,7 +6,8 @@ Random clusters: nodes of several sizes in two zones, some tainted or labelled f
 in the skip set, holding pods of random requests (cpu, memory, an extended resource), some with a
 hard zone spread, a required anti-affinity or pod affinity over two apps; then a random sequence
 of one node's pods (the node tried, in the skip set), each with or without a hint, is placed both
-ways from the same pointer.
+ways from the same pointer; and on paper a third way, runs of paper pods without a hint put on the
+pointer's node together (PodMover.fill_on_paper), as the candidate search does.
 """
 
 from __future__ import annotations
@@ -99,6 +100,33 @@ def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
         snapshot.revert()
         if len(paper) == len(trial):
             assert [s for _, s in snapshot.stamps()] == stamps  # nothing moved
+
+        # The same on paper, with each run of paper pods without a hint put on the pointer's
+        # node together first (fill_on_paper), as simulate_removal does.
+        mover.pointer = start
+        added = {}
+        filled: list[tuple[str | None, int]] = []
+        snapshot.fork()
+        i = 0
+        while i < len(trial) and (not filled or filled[-1][0] is not None):
+            p, hint = trial[i], hints[i]
+            if p.uid in paper and hint is None:
+                end = i + 1
+                while end < len(trial) and hints[end] is None and trial[end].uid in paper:
+                    end += 1
+                placed = mover.fill_on_paper(trial[i:end], skip, added)
+                filled.extend((mover.pointer_node(), mover.pointer) for _ in range(placed))
+                i += placed
+                if placed:
+                    continue
+            if p.uid in paper:
+                dest = mover.move_on_paper(p, hint, skip, added)
+            else:
+                dest = mover.move(p.uid, hint, skip, added=added)
+            filled.append((dest, mover.pointer))
+            i += 1
+        snapshot.revert()
+        assert filled == on_paper
 
         mover.pointer = start
         snapshot.fork()

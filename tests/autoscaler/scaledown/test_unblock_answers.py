@@ -309,13 +309,38 @@ def test_a_do_not_disrupt_duration_that_ran_out_holds_nothing(tmp_path):
     assert "a" in cluster.plan(tmp_path)["scale_down"]["candidate_set"]
 
 
-def test_a_node_held_by_an_on_completion_pod_is_unneeded_and_says_what_it_waits_for(tmp_path):
-    """CA 1.36's rule: the node stays unneeded (nothing to unblock), its status names the pod."""
+@pytest.mark.parametrize(
+    ("deadline", "start", "words"),
+    [
+        # started at NOW less an hour, activeDeadlineSeconds two hours: done by NOW plus an hour
+        (7200, "2026-11-26T11:00:00Z", "pod prod/batch-1 completes at 2026-11-26T13:00:00Z at the latest"),
+        (
+            None,
+            "2026-11-26T11:00:00Z",
+            "pod prod/batch-1 completes when it is done (no activeDeadlineSeconds",
+        ),
+        (7200, None, "pod prod/batch-1 completes when it is done (no activeDeadlineSeconds"),  # not started
+    ],
+    ids=["deadline", "no deadline", "not started"],
+)
+def test_a_node_held_by_an_on_completion_pod_is_unneeded_and_says_what_it_waits_for(
+    tmp_path, deadline, start, words
+):
+    """CA 1.36's rule: the node stays unneeded (nothing to unblock, it waits), its status names the
+    pod, and the answer says when the pod completes at the latest where its spec says so."""
     cluster = two_of_a_group()
     cluster.pod("batch-1", "a", annotations={SAFE_TO_EVICT: "on-completion"})
+    item = next(i for i in cluster.items if i["kind"] == "Pod" and i["metadata"]["name"] == "batch-1")
+    if deadline is not None:
+        item["spec"]["activeDeadlineSeconds"] = deadline
+    if start is not None:
+        started_at(cluster, "batch-1", start)
     down = cluster.plan(tmp_path)["scale_down"]
     status = down["nodes"]["a"]
     assert status["reason"] == "BlockedByOnCompletionPod", status
     assert "waits for prod/batch-1 to complete" in status["why"], status
+    unblock = status["unblock"]
+    assert (unblock["waiting"], unblock["changes"]) == (True, []), unblock
+    assert unblock["text"].startswith("waiting, not blocked: left to finish"), unblock
+    assert words in unblock["text"], unblock
     assert down["to_delete"] == {"empty": ["b"], "drain": []}, down["to_delete"]
-    assert status["unblock"] is None, status

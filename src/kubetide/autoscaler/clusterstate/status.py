@@ -75,6 +75,7 @@ class ScaleDownSummary:
     candidates: Mapping[str, Sequence[str]] = field(default_factory=dict)
     drains: tuple[DrainStatus, ...] = ()
     waiting_for_budget: tuple[WaitingNode, ...] = ()
+    estimated_seconds_to_last_removal: int | None = None
     unremovable: tuple[UnremovableNode, ...] = ()
 
 
@@ -183,6 +184,7 @@ class StatusBuilder:
             condition.candidates,
             condition.last_probe_time,
             condition.last_transition_time,
+            estimated_seconds_to_last_removal=self._scale_down.estimated_seconds_to_last_removal,
             drains=self._scale_down.drains or None,
             waiting_for_budget=self._scale_down.waiting_for_budget or None,
             unremovable=self._scale_down.unremovable or None,

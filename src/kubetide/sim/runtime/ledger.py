@@ -36,14 +36,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT
+from kubetide.autoscaler.ports import CHURN_SECONDS, TO_BE_DELETED_TAINT
 from kubetide.model import Node, Pod
 from kubetide.sim.runtime.disruption import Budgets, BudgetState, healthy
 from kubetide.sim.runtime.engine import Engine
 from kubetide.sim.runtime.job import Jobs
 from kubetide.sim.runtime.world import World, WorldObserver
-
-CHURN_SECONDS = 1800.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,9 @@ well-defined phase:
             again) is evicted while a PDB covers it or it belongs to an OrderedReady
             StatefulSet, and such a StatefulSet loses one pod per wave across all drains (its
             controller recreates one ordinal at a time), so a node with several of its pods
-            gets one wave each;
+            gets one wave each; while a pod with one possible destination (soledestination.py)
+            is to be evicted or its replacement has no node yet, no drain evicts a pod that
+            could take that node instead (one more wave for a drain started meanwhile);
   WAITING   wait for the evicted pods to disappear, up to the longest grace period
             (min(pod's, max-graceful-termination-sec)) + 30 s;
   DELAYED   hold while a running pod annotated safe-to-evict "on-completion" is on the node: it
@@ -62,6 +64,7 @@ from kubetide.autoscaler.ports import (
     EvictionOutcome,
     NodeGroup,
 )
+from kubetide.autoscaler.scaledown.actuation.soledestination import competing, sole_destinations
 from kubetide.autoscaler.scaledown.actuation.staleness import Stale
 from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision, crop
 from kubetide.autoscaler.scaledown.planning.drainability import (
@@ -71,7 +74,7 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     index_workloads,
 )
 from kubetide.autoscaler.scaledown.planning.estimate import EVICTION_RETRY_INTERVAL
-from kubetide.autoscaler.scaledown.planning.evictions import owner_key
+from kubetide.autoscaler.scaledown.planning.evictions import OwnerKey, owner_key
 from kubetide.autoscaler.scaledown.planning.oncompletion import running_on_completion
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
@@ -79,6 +82,7 @@ from kubetide.autoscaler.scaledown.planning.surge import Surge
 from kubetide.autoscaler.scaledown.planning.update import pod_order, size_class
 from kubetide.model import Node, Pod, PodDisruptionBudget, Taint, Workload
 from kubetide.model.workloads import rolling_out
+from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
@@ -139,6 +143,9 @@ class NodeDeletion:
     delay_started: float | None = None
     # While on-completion pods on the node are left to finish: the deadline they have.
     finishing_until: float | None = None
+    # Its pods with one possible destination (soledestination.py): UID -> that node, found when
+    # its evictions are due.
+    sole: dict[str, str] | None = None
 
     @property
     def drain(self) -> bool:
@@ -178,6 +185,10 @@ class DeletionListener(Protocol):
         self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
     ) -> frozenset[tuple[str, str, str]]: ...
 
+    def unplaced(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[tuple[str, str, str]]: ...
+
 
 class Actuator:
     """Starts and drives node deletions. `planner`, when given, hears about evictions, deletions
@@ -198,6 +209,9 @@ class Actuator:
         self.deletions: dict[str, NodeDeletion] = {}
         # node-deletion-batcher-interval: group id -> when its batch goes (from its first node)
         self.batches: dict[str, float] = {}
+        # Pods with one possible destination, evicted, whose replacement has no node yet: UID ->
+        # (owner, that node), kept across ticks (soledestination.py).
+        self.awaited: dict[str, tuple[OwnerKey, str]] = {}
 
     # -- state the planner and budgets read -----------------------------------------------------
     def being_deleted(self) -> set[str]:
@@ -312,12 +326,10 @@ class Actuator:
         ready: dict[str, list[NodeDeletion]] = {}
         index = index_workloads(workloads) if workloads is not None else None
         ctx = DrainContext(self.rules, PdbTracker(pdbs, ()), now, index)
-        pacing = _Pacing(
-            self.planner.recovering(snapshot, index)
-            if self.planner is not None and self.deletions
-            else frozenset(),
-            index,
-        )
+        pacing = _Pacing(frozenset(), index)
+        if self.planner is not None and self.deletions:
+            pacing = _Pacing(self.planner.recovering(snapshot, index), index, awaited=self.awaited)
+            self._keep_room(snapshot, now, self.planner.unplaced(snapshot, index), pacing)
         for d in list(self.deletions.values()):
             if d.node not in snapshot:
                 # Gone already (deleted by someone, or its instance vanished): nothing left to do.
@@ -339,6 +351,55 @@ class Actuator:
         for group_id in [g for g in self.batches if g not in ready]:
             del self.batches[group_id]  # its nodes failed or vanished meanwhile
         return result
+
+    def _keep_room(
+        self, snapshot: ClusterSnapshot, now: float, unplaced: frozenset[OwnerKey], pacing: _Pacing
+    ) -> None:
+        """The room of the pods with one destination (soledestination.py), into `pacing`: finds
+        them for every drain whose evictions are due, all before any of them evicts (a drain must
+        not go ahead of another's such pod because it came first in this tick), then the pods
+        that could take their nodes."""
+        for uid in [uid for uid, (key, _) in self.awaited.items() if key not in unplaced]:
+            del self.awaited[uid]  # its replacement has a node (or is not wanted any more)
+        deletions = [d for d in self.deletions.values() if d.node in snapshot]
+        due = [
+            d
+            for d in deletions
+            if d.sole is None
+            and (
+                d.phase is Phase.EVICTING
+                or (
+                    d.phase is Phase.TAINTED
+                    and now >= d.tainted_at + self.options.node_delete_delay_after_taint
+                )
+            )
+        ]
+        if not due and not any(d.sole for d in deletions) and not self.awaited:
+            return
+        checker = PredicateChecker(snapshot)
+        try:
+            for d in due:
+                d.sole = sole_destinations(checker, _to_evict(snapshot, d), self.deletions)
+            to_evict = {
+                uid: (pod, d.sole.get(uid) if d.sole else None)
+                for d in deletions
+                if d.sole is not None
+                for pod in _to_evict(snapshot, d)
+                if (uid := pod.uid) not in d.evicted
+            }
+            waiting = {uid: dest for uid, (_, dest) in to_evict.items() if dest is not None}
+            reserved = {*waiting.values(), *(dest for _, dest in self.awaited.values())}
+            if not reserved:
+                return
+            own = {key for key, _ in self.awaited.values()}
+            own.update(key for uid in waiting if (key := owner_key(to_evict[uid][0])) is not None)
+            pacing.sole = waiting
+            pacing.busy = bool(unplaced - own)
+            pacing.held = frozenset(
+                competing(checker, (pod for pod, dest in to_evict.values() if dest is None), reserved)
+            )
+        finally:
+            checker.close()
 
     def next_wakeup(self) -> float | None:
         """The earliest time a deletion in progress has something to do (its taint delay ends, an
@@ -512,13 +573,13 @@ class Actuator:
                 if snapshot.node_of(uid) != d.node:
                     del pods[uid]  # already gone
                     continue
-                if not pacing.may_evict(pod, pdbs):
+                if not pacing.may_evict(pod, pdbs, required=required):
                     continue  # retried in 10 s, within the drain's deadline
                 if required and first_round and largest.get(pod.priority, size_class(pod)) < size_class(pod):
                     continue  # smaller than a pod of its priority evicted now: next round
                 outcome = self.actions.evict(pod, self._grace(pod))
                 if outcome is EvictionOutcome.EVICTED:
-                    pacing.evicted(pod)
+                    pacing.evicted(pod, required=required)
                     if required:
                         largest.setdefault(pod.priority, size_class(pod))
                     del pods[uid]
@@ -614,28 +675,47 @@ class Actuator:
         self.actions.emit_event(event)
 
 
+def _to_evict(snapshot: ClusterSnapshot, d: NodeDeletion) -> list[Pod]:
+    """The pods of a drain's node that it evicts and that a controller replaces."""
+    return [
+        p
+        for p in snapshot.pods_on(d.node).values()
+        if p.controller is not None and p.controller.kind != "DaemonSet" and p.uid not in d.surged
+    ]
+
+
 class _Pacing:
     """kubetide's drain pacing for one tick: pods of recovering workloads wait (under a PDB, or of
-    an OrderedReady StatefulSet), and an OrderedReady StatefulSet loses at most one pod a tick."""
+    an OrderedReady StatefulSet), an OrderedReady StatefulSet loses at most one pod a tick, and
+    pods that could take the node of a pod with one destination wait (soledestination.py)."""
 
-    __slots__ = ("ordered_taken", "recovering", "workloads")
+    __slots__ = ("awaited", "busy", "held", "ordered_taken", "recovering", "sole", "workloads")
 
     def __init__(
         self,
-        recovering: frozenset[tuple[str, str, str]],
-        workloads: Mapping[tuple[str, str, str], Workload] | None,
+        recovering: frozenset[OwnerKey],
+        workloads: Mapping[OwnerKey, Workload] | None,
+        *,
+        awaited: dict[str, tuple[OwnerKey, str]] | None = None,
     ):
         self.recovering = recovering
         self.workloads = workloads
-        self.ordered_taken: set[tuple[str, str, str]] = set()
+        self.ordered_taken: set[OwnerKey] = set()
+        # The room of the pods with one destination (Actuator._keep_room):
+        self.sole: dict[str, str] = {}  # UID -> node, of those still to evict
+        self.held: frozenset[str] = frozenset()  # UIDs of pods that could take one of their nodes
+        self.busy = False  # another evicted pod's replacement waits for a node: they wait
+        self.awaited = awaited if awaited is not None else {}  # the Actuator's: kept across ticks
 
-    def _ordered(self, key: tuple[str, str, str] | None) -> bool:
+    def _ordered(self, key: OwnerKey | None) -> bool:
         if key is None or key[0] != "StatefulSet" or self.workloads is None:
             return False
         sts = self.workloads.get(key)
         return sts is not None and sts.pod_management_policy != "Parallel"
 
-    def may_evict(self, pod: Pod, pdbs: PdbTracker) -> bool:
+    def may_evict(self, pod: Pod, pdbs: PdbTracker, *, required: bool = True) -> bool:
+        if required and (pod.uid in self.held or (pod.uid in self.sole and self.busy)):
+            return False
         key = owner_key(pod)
         if key is None:
             return True
@@ -644,18 +724,24 @@ class _Pacing:
             return False
         return not (ordered and key in self.ordered_taken)
 
-    def evicted(self, pod: Pod) -> None:
+    def evicted(self, pod: Pod, *, required: bool = True) -> None:
         key = owner_key(pod)
+        dest = self.sole.get(pod.uid) if required else None
+        if dest is not None and key is not None:
+            self.awaited[pod.uid] = (key, dest)
         if self._ordered(key):
             assert key is not None
             self.ordered_taken.add(key)
 
     def waves(self, pods: Iterable[Pod]) -> int:
-        """One wave per pod of an OrderedReady StatefulSet among `pods` (at least 1)."""
-        counts: dict[tuple[str, str, str], int] = {}
+        """One wave per pod of an OrderedReady StatefulSet among `pods` (at least 1), and one more
+        while pods of the node wait for the room of a pod with one destination."""
+        counts: dict[OwnerKey, int] = {}
+        held = False
         for pod in pods:
             key = owner_key(pod)
+            held = held or pod.uid in self.held
             if self._ordered(key):
                 assert key is not None
                 counts[key] = counts.get(key, 0) + 1
-        return max(counts.values(), default=1)
+        return max(counts.values(), default=1) + (1 if held else 0)

@@ -8,7 +8,12 @@ the one line for the node annotation and the status.
 Code outside scaledown/ imports these names only, never the modules.
 """
 
-from kubetide.autoscaler.scaledown.explanation.blockers import annotation_changes, blocking_pods_text
+from kubetide.autoscaler.scaledown.explanation.blockers import (
+    annotation_changes,
+    blocking_pods_text,
+    single_replica_hold,
+    single_replica_words,
+)
 from kubetide.autoscaler.scaledown.explanation.narrow import Recording
 from kubetide.autoscaler.scaledown.explanation.unblock_search import (
     NOT_COMPUTED,
@@ -32,4 +37,6 @@ __all__ = [
     "annotation_changes",
     "blocking_pods_text",
     "find_unblocks",
+    "single_replica_hold",
+    "single_replica_words",
 ]

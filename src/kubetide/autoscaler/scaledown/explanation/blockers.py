@@ -7,15 +7,25 @@ deleted is going, a node of no node group is not the autoscaler's, and one annot
 scale-down-disabled says so itself. The line names the reason, the first blocking pod as the Cluster Autoscaler
 orders them with "+N more", and what would unblock it when the planner found that
 (explanation/unblock_search.py), else the planner's detail.
+
+A single-replica pod behind a budget is a block of its own kind: the budget never allows its
+only pod to go, and nothing changes by waiting. Without --surge-before-evict such a node is said
+to the operator outside --annotate-scale-down-blockers too (`single_replica_hold`): the loop asks
+unblock_search.py for its answer, which suggests the surge first, and says it in the status
+ConfigMap, in an Event on the node and in the --v=0 log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kubetide.autoscaler.inputs import LoopInputs
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.explanation.unblock_search import replicas_of
+from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, NodeStatus, ScaleDownPlan
-from kubetide.autoscaler.scaledown.reasons import NodeReason
-from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
+from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
+from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION, SURGE_FLAG
 from kubetide.model import Node
 
 # Annotation values are small by convention; a line longer than this is cut with an ellipsis.
@@ -56,6 +66,34 @@ def blocker_line(status: NodeStatus, plan: ScaleDownPlan) -> str | None:
     elif status.detail:
         line += f": {status.detail}"
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
+
+
+def single_replica_hold(
+    status: NodeStatus, inputs: LoopInputs, options: AutoscalerOptions
+) -> BlockingPod | None:
+    """The first pod of a single-replica workload whose budget refuses its eviction on this
+    unremovable node, when surge-before-evict is off; None otherwise."""
+    if options.surge_before_evict or status.status != UNREMOVABLE:
+        return None
+    blockers = status.blockers or ((status.blocking_pod,) if status.blocking_pod is not None else ())
+    for blocker in blockers:
+        if blocker.reason is PodReason.NOT_ENOUGH_PDB and replicas_of(blocker.pod, inputs) == 1:
+            return blocker
+    return None
+
+
+def single_replica_words(status: NodeStatus, blocker: BlockingPod) -> str | None:
+    """Why the node stays and what would drain it, in one line: its budget allows no disruption
+    and the answer unblock_search.py found (which names the surge). None while that answer is not
+    known yet or does not go through the surge (the planner found it would not help)."""
+    answer = status.unblock
+    if answer is None or not any(change.target == SURGE_FLAG for change in answer.changes):
+        return None
+    budget = f"PodDisruptionBudget {blocker.pdb}" if blocker.pdb else "its PodDisruptionBudget"
+    return (
+        f"{budget} allows no disruption of single-replica pod {blocker.pod.key}; to drain the node"
+        f" without downtime: {answer.text}"
+    )
 
 
 def annotation_changes(plan: ScaleDownPlan, nodes: Iterable[Node]) -> dict[str, str | None]:

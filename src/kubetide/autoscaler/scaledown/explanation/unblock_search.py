@@ -121,7 +121,7 @@ def find_unblocks(
     deadline = timer() + budget
     searched = 0  # nodes whose answer ran the planner: the ones `limit` counts
     for name, status in plan.nodes.items():
-        if status.status != UNREMOVABLE or (nodes is not None and name not in nodes):
+        if not _answered(status) or (nodes is not None and name not in nodes):
             continue
         settled = search.settled(status)  # a wait, a node of no group: no planner run
         if settled is not None:
@@ -152,13 +152,13 @@ class UnblockMemo:
         self.refresh, self.per_loop = refresh, per_loop
         self._kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
 
-    def due(self, plan: ScaleDownPlan, now: float) -> list[str]:
-        """Unremovable nodes whose answer is missing, outdated or too old, at most `per_loop`.
-        The others get their kept answer."""
+    def due(self, plan: ScaleDownPlan, now: float, only: Collection[str] | None = None) -> list[str]:
+        """Unremovable nodes (of `only`, if given) whose answer is missing, outdated or too old,
+        at most `per_loop`. The others get their kept answer."""
         due: list[str] = []
         kept: dict[str, tuple[tuple[object, ...], float, Unblock]] = {}
         for name, status in plan.nodes.items():
-            if status.status != UNREMOVABLE:
+            if not _answered(status) or (only is not None and name not in only):
                 continue
             entry = self._kept.get(name)
             if entry is not None and entry[0] == _signature(status) and now < entry[1] + self.refresh:
@@ -231,7 +231,12 @@ class _Search:
     def settled(self, status: NodeStatus, plan: ScaleDownPlan | None = None) -> Unblock | None:
         """The answer when no change is needed or possible (`_no_change`), the time a waiting
         node's budget comes back read off `plan` (the loop's by default)."""
-        back = _budget_back(status, plan or self._plan_seen, self.inputs.pdbs) if _waits(status) else ""
+        plan = plan or self._plan_seen
+        if status.reason is NodeReason.BLOCKED_BY_ON_COMPLETION_POD:
+            drain = plan.drains.get(status.name) if plan is not None else None
+            if drain is not None and drain.on_completion:
+                return Unblock(status.name, text=_on_completion_words(drain.on_completion), waiting=True)
+        back = _budget_back(status, plan, self.inputs.pdbs) if _waits(status) else ""
         return _no_change(status, back)
 
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -460,7 +465,7 @@ class _Search:
         if not self.options.surge_before_evict and not any(c.target == SURGE_FLAG for c in done):
             # A single replica's budget never allows a disruption: a replacement started first
             # is the fix, not a budget that lets the only pod go.
-            single = [b.pod for b in by_budget if _replicas_of(b.pod, self.inputs) == 1]
+            single = [b.pod for b in by_budget if replicas_of(b.pod, self.inputs) == 1]
             surge = _flag(
                 self.options,
                 SURGE_FLAG,
@@ -665,6 +670,12 @@ class _Search:
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
 
 
+def _answered(status: NodeStatus) -> bool:
+    """Whether the node gets an answer: unremovable, or unneeded but left to its running
+    on-completion pods (oncompletion.py: it waits, and the answer says until when)."""
+    return status.status == UNREMOVABLE or status.reason is NodeReason.BLOCKED_BY_ON_COMPLETION_POD
+
+
 def _no_change(status: NodeStatus, back: str = "") -> Unblock | None:
     """The answer for a node that no change to the cluster unblocks: it waits (its budget back
     as `back` says), or cannot go."""
@@ -804,7 +815,7 @@ def _pod_change(blocker: BlockingPod, options: AutoscalerOptions, inputs: LoopIn
             value=local,
         )
     elif reason is PodReason.MIN_REPLICAS_REACHED:
-        replicas = _replicas_of(pod, inputs)
+        replicas = replicas_of(pod, inputs)
         return _flag(
             options,
             "min-replica-count",
@@ -924,7 +935,8 @@ def new_node(template: Node, name: str) -> Node:
     )
 
 
-def _replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
+def replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
+    """The replicas of the workload that controls `pod`, if the inputs know it."""
     ref = pod.controller
     if ref is None or inputs.workloads is None:
         return None
@@ -993,6 +1005,25 @@ class _ChangedCloud:
     def node_group_for(self, node: Node) -> NodeGroup | None:
         group = self._added.get(node.name) or self._cloud.node_group_for(node)
         return None if group is None else self._groups.get(group.id)
+
+
+def _on_completion_words(pods: Sequence[Pod]) -> str:
+    """A node left to its running safe-to-evict "on-completion" pods (oncompletion.py): when each
+    completes at the latest, where its spec.activeDeadlineSeconds says (from its start)."""
+    said = []
+    for pod in pods:
+        deadline, start = pod.active_deadline_seconds, pod.start_time
+        if deadline is not None and start is not None:
+            said.append(
+                f"pod {pod.key} completes at {rfc3339(start + deadline)} at the latest"
+                f" (activeDeadlineSeconds {deadline} from its start)"
+            )
+        else:
+            said.append(f"pod {pod.key} completes when it is done (no activeDeadlineSeconds: no time known)")
+    return (
+        f'waiting, not blocked: left to finish ({SAFE_TO_EVICT}: "on-completion"): {"; ".join(said)};'
+        f' the node goes once they have completed, or sooner with {SAFE_TO_EVICT}: "true"'
+    )
 
 
 def _do_not_disrupt_words(pod: Pod, safe: str) -> str:

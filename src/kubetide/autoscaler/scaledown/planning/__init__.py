@@ -19,12 +19,14 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     REPLICATED_KINDS,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
+    BlockingPod,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, gpu_resource
 from kubetide.autoscaler.scaledown.planning.estimate import (
     EVICTION_RETRY_INTERVAL,
     DrainEstimate,
     drain_estimates,
+    plan_schedule,
 )
 from kubetide.autoscaler.scaledown.planning.methods import (
     CA_METHODS,
@@ -63,6 +65,7 @@ __all__ = [
     "SCALE_DOWN_DISABLED_ANNOTATION",
     "SURGE_ANNOTATION",
     "UNREMOVABLE",
+    "BlockingPod",
     "BudgetDecision",
     "Command",
     "DisruptionMethod",
@@ -79,6 +82,7 @@ __all__ = [
     "drain_estimates",
     "gpu_resource",
     "homeless",
+    "plan_schedule",
     "propose_in_order",
     "try_in_order",
 ]

@@ -21,7 +21,7 @@ pod fits somewhere by requests but only where it would cross a QoS watermark.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -241,11 +241,14 @@ class Removal:
 def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
     """Remove node `name` in the simulated cluster: charge its own pods to their budgets all at once
     (CA's CanRemovePods; budget-pinned pods may leave by a surge instead, surge.py), then move every
-    pod to move, its own and those earlier removals put here, each to its hint or else the first
-    node that takes it. Works on the caller's what-if: the moves and charges stay for the caller to
+    pod to move, its own (`to_move` holds every pod of `drain.movable`) and those earlier removals
+    put here, each to its hint or else the first node that takes it. Works on the caller's what-if: the moves and charges stay for the caller to
     keep or revert. `u.skip` must already hold `name`."""
     tracker, now = u.ctx.pdbs, u.now
-    own_pods = sorted(drain.movable, key=pod_order)
+    # `pod_order` is a total order (it ends with the pod's namespace and name), so the node's
+    # own pods in it are those of `to_move` in it: one sort serves both.
+    ordered = sorted(to_move, key=lambda r: pod_order(r.pod))
+    own_pods = [r.pod for r in ordered if r.source == name]
     removal = Removal(charge=tracker.charge_node(own_pods))
     refusal = removal.charge.refusal
     if refusal is not None and not refusal.waiting:
@@ -267,19 +270,36 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
         if refusal is not None and not refusal.waiting:
             removal.failed = _refused_for_good(now, refusal, drain.movable, tracker)
             return removal
-    hints, old_hints, mover = u.old_hints.get(name, {}), u.old_hints, u.mover
+    mover = u.mover
     # A node waiting for budget is reverted whatever its pods find: the pods whose fit reads
     # nothing they change but requests are placed on paper (placement.py: the same answers, no
     # snapshot changes); the others are moved.
     paper = _on_paper(u, to_move) if refusal is not None else None
     added: dict[str, dict[str, int]] = {}
-    for r in sorted(to_move, key=lambda r: pod_order(r.pod)):
+    hints: list[str | None]
+    if name in u.old_hints or len(own_pods) < len(ordered):
+        hints = [_hint(u.old_hints, name, r) for r in ordered]
+    else:
+        hints = [None] * len(ordered)  # no hint for any own pod, and no pod received
+    i = 0
+    while i < len(ordered):
+        r, hint = ordered[i], hints[i]
         pod, own = r.pod, r.source == name
-        if own:
-            hint = hints.get(pod.uid)
-        else:
-            hint = old_hints.get(r.source, {}).get(pod.uid) if r.source is not None else None
-        if paper is not None and pod.uid in paper:
+        on_paper = paper is not None and pod.uid in paper
+        if on_paper and hint is None:
+            # Most pods of a trial on paper land on the pointer's node: the run of them without
+            # a hint goes there together, and the first it cannot take is moved below.
+            assert paper is not None
+            end = i + 1
+            while end < len(ordered) and hints[end] is None and ordered[end].pod.uid in paper:
+                end += 1
+            placed = mover.fill_on_paper([x.pod for x in ordered[i:end]], u.skip, added)
+            if placed:
+                filled = mover.pointer_node()
+                removal.moved.extend((x, filled) for x in ordered[i : i + placed])
+                i += placed
+                continue
+        if on_paper:
             dest = mover.move_on_paper(pod, hint, u.skip, added)
         else:
             dest = mover.move(pod.uid, hint, u.skip, guarded=True, added=added)
@@ -288,8 +308,17 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
             removal.failed = _no_place(now, pod, came_from, mover.refused)
             return removal
         removal.moved.append((r, dest))
+        i += 1
     removal.waiting = refusal  # a budget used up for now: the pods fit, the node waits
     return removal
+
+
+def _hint(old_hints: Mapping[str, Mapping[str, str]], name: str, r: Received) -> str | None:
+    """Where last loop's search put the pod: under node `name` for its own pods, under the node
+    it came from for a received one."""
+    if r.source == name:
+        return old_hints.get(name, {}).get(r.pod.uid)
+    return old_hints.get(r.source, {}).get(r.pod.uid) if r.source is not None else None
 
 
 # What the search calls to simulate one node's removal: `simulate_removal`, or a stand-in with the

@@ -12,18 +12,37 @@ A replacement's time to Ready is read from the node's pods themselves: the time 
 (PodScheduled) to Ready of each pod that never restarted, the slowest of them, since the wave waits
 for all its replacements. Where no pod has that history (a hand-written manifest), the documented
 default DEFAULT_REPLACEMENT_READY is used and the estimate says so.
+
+The whole scale-down is scheduled on paper the same way (`schedule_drains`): the candidates in the
+plan's order, then the nodes waiting for budget, each once its unneeded time has run, at most max-drain-parallelism drains at a time
+(a node empty frees its slot for the next), every PodDisruptionBudget starting from the
+disruptions it allows now. A pod is evicted at a retry when each of its budgets has a disruption
+left; the disruption comes back when its replacement is Ready (REPLACEMENT_LAG plus the pod's
+own readiness history, else the default). A pod its Deployment surges leaves once its
+replacement is Ready, without a budget. Drains already under way are not in the schedule: their
+evictions show in the budgets' disruptionsAllowed.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DrainContext,
+    DrainRules,
+    NodeDrain,
+    drain_node,
+    index_workloads,
+)
+from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.durations import format_duration
-from kubetide.model import Pod
+from kubetide.model import Pod, PodDisruptionBudget, Workload
+from kubetide.snapshot import ClusterSnapshot
 
 # The Cluster Autoscaler retries a refused eviction every 10 s.
 EVICTION_RETRY_INTERVAL = 10.0
@@ -79,6 +98,260 @@ def _bound_to_ready(pod: Pod) -> float | None:
     if not pod.ready or pod.restarts or bound is None or ready is None or ready < bound:
         return None
     return ready - bound
+
+
+@dataclass(frozen=True, slots=True)
+class NodeToDrain:
+    """A node of the schedule: the pods to evict, and those its Deployments surge instead."""
+
+    name: str
+    pods: Sequence[Pod]
+    surged: Collection[str] = frozenset()  # pod UIDs
+    not_before: float = 0.0  # seconds from now until it may go (its unneeded time still running)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledDrain:
+    node: str
+    starts: float  # seconds from now: its taint goes on
+    empties: float  # seconds from now: its last pod has gone
+
+    @property
+    def seconds(self) -> float:
+        return self.empties - self.starts
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleDownSchedule:
+    drains: dict[str, ScheduledDrain] = field(default_factory=dict)
+    unfinished: tuple[str, ...] = ()  # nodes whose budget never lets their pods go
+    from_history: bool = False  # some pod's readiness history was read (else only the default)
+
+    @property
+    def seconds_to_last_removal(self) -> float:
+        return max((d.empties for d in self.drains.values()), default=0.0)
+
+    def words(self) -> str:
+        """One line for `plan`'s text: the whole scale-down's time ('' with nothing to drain)."""
+        if not self.drains and not self.unfinished:
+            return ""
+        source = (
+            "the pods' readiness history" if self.from_history else f"default {DEFAULT_REPLACEMENT_READY:g}s"
+        )
+        line = (
+            f"scale-down of {len(self.drains)} node(s) done in about"
+            f" {format_duration(round(self.seconds_to_last_removal))} (the drains' waves under the"
+            f" PodDisruptionBudgets and max-drain-parallelism; replacements Ready as in {source})"
+        )
+        if self.unfinished:
+            line += f"; never, for {', '.join(self.unfinished)}: a budget that does not come back"
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "estimated_seconds_to_last_removal": round(self.seconds_to_last_removal, 1),
+            "replacement_ready_from": "readiness history" if self.from_history else "default",
+            "drains": {
+                name: {"starts_in_seconds": round(d.starts, 1), "empties_in_seconds": round(d.empties, 1)}
+                for name, d in self.drains.items()
+            },
+            "unfinished": list(self.unfinished),
+        }
+
+
+def plan_schedule(
+    candidates: Sequence[str],
+    waiting: Sequence[str],
+    drains: Mapping[str, NodeDrain],
+    surged: Mapping[str, Collection[str]],
+    snapshot: ClusterSnapshot,
+    pdbs: Sequence[PodDisruptionBudget],
+    workloads: Sequence[Workload] | None,
+    options: AutoscalerOptions,
+    now: float,
+    removable_at: Callable[[str], float],
+) -> ScaleDownSchedule:
+    """The schedule of a plan's drains: its candidates (their drains as the planner found them),
+    then its nodes waiting for budget (their pods sorted by the drainability rules here), under
+    the budgets as the cluster's PodDisruptionBudgets state them now."""
+    index = index_workloads(workloads) if workloads is not None else None
+    tracker = PdbTracker(pdbs, snapshot.pods(), index)
+    ctx = DrainContext(DrainRules.from_options(options), tracker, now, index)
+    nodes = [
+        NodeToDrain(name, drains[name].movable, surged.get(name, ()), max(0.0, removable_at(name) - now))
+        for name in candidates
+    ]
+    nodes += [
+        NodeToDrain(
+            name,
+            drain_node(snapshot.pods_on(name).values(), ctx).movable,
+            (),
+            max(0.0, removable_at(name) - now),
+        )
+        for name in waiting
+        if name in snapshot
+    ]
+    # Drains start in the order their nodes may go (the plan's order among equals).
+    nodes.sort(key=lambda n: n.not_before)
+    return schedule_drains(
+        nodes, tracker.matching, tracker.initial, options, is_healthy, _slowest_of_controller(nodes, snapshot)
+    )
+
+
+def _slowest_of_controller(
+    nodes: Sequence[NodeToDrain], snapshot: ClusterSnapshot
+) -> Callable[[Pod], tuple[float, bool]]:
+    """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods (its
+    replacement is one more of them; a pod that started with the cluster may show none), else
+    its own history, else the default."""
+    owners = {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
+    slowest: dict[tuple[str, str, str], float] = {}
+    if owners:
+        for pod in snapshot.pods():
+            owner = _owner(pod)
+            if owner in owners and (known := _bound_to_ready(pod)) is not None:
+                slowest[owner] = max(slowest.get(owner, 0.0), known)
+
+    def ready_of(pod: Pod) -> tuple[float, bool]:
+        known = slowest.get(_owner(pod)) if pod.controller is not None else None
+        return (known, True) if known is not None else _replacement_ready(pod)
+
+    return ready_of
+
+
+def _owner(pod: Pod) -> tuple[str, str, str]:
+    ref = pod.controller
+    return (pod.namespace, ref.kind, ref.name) if ref is not None else (pod.namespace, "", pod.name)
+
+
+def schedule_drains(
+    nodes: Sequence[NodeToDrain],
+    budgets_of: Callable[[Pod], tuple[int, ...]],
+    allowed: Sequence[int],
+    options: AutoscalerOptions,
+    healthy: Callable[[Pod], bool],
+    ready_of: Callable[[Pod], tuple[float, bool]] | None = None,
+) -> ScaleDownSchedule:
+    """The drains of `nodes` (in the order they start) on paper. `budgets_of(pod)`: the indexes
+    of the budgets selecting it; `allowed[i]`: the disruptions budget i allows now; `healthy`:
+    whether evicting the pod takes one of them (the disruption controller counts Ready pods);
+    `ready_of(pod)`: its replacement's seconds from bound to Ready and whether from history (by
+    default the pod's own history, else DEFAULT_REPLACEMENT_READY)."""
+    paper = _Paper(budgets_of, allowed, options, healthy, ready_of or _replacement_ready)
+    waiting = list(nodes)[::-1]  # popped from the end: the plan's order
+    slots = max(1, options.max_drain_parallelism)
+    while waiting or paper.active or paper.finishing:
+        paper.finish()
+        # An empty node is no drain: it takes no slot of max-drain-parallelism.
+        draining = paper.draining()
+        while waiting and waiting[-1].not_before <= paper.now and (draining < slots or not waiting[-1].pods):
+            draining += bool(waiting[-1].pods)
+            paper.start(waiting.pop())
+        paper.give_back()
+        for name in list(paper.active):
+            paper.evict(name)
+        times = paper.times()
+        if waiting and waiting[-1].not_before > paper.now:
+            times.append(waiting[-1].not_before)
+        if not times:
+            continue  # only nodes still to start: they start now
+        paper.now = max(paper.now, min(times))
+    return ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
+
+
+# A pod still to go on paper: the budgets its eviction takes, its replacement's Ready time, grace.
+_PaperPod = tuple[tuple[int, ...], float, float]
+
+
+class _Paper:
+    """The state of `schedule_drains`, one step per method: the budgets left, the disruptions
+    coming back, the drains evicting (`active`) and those waiting for their pods to go."""
+
+    def __init__(
+        self,
+        budgets_of: Callable[[Pod], tuple[int, ...]],
+        allowed: Sequence[int],
+        options: AutoscalerOptions,
+        healthy: Callable[[Pod], bool],
+        ready_of: Callable[[Pod], tuple[float, bool]],
+    ):
+        self.budgets_of, self.healthy, self.ready_of = budgets_of, healthy, ready_of
+        self.left = list(allowed)
+        self.returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets given back)
+        # name -> start, next try, pods still to go, gone, a drain
+        self.active: dict[str, tuple[float, float, list[_PaperPod], float, bool]] = {}
+        self.finishing: dict[str, tuple[float, float, bool]] = {}  # name -> start, empties, holds a slot
+        self.drains: dict[str, ScheduledDrain] = {}
+        self.unfinished: list[str] = []
+        self.history = False
+        self.delay, self.grace_cap = (
+            options.node_delete_delay_after_taint,
+            options.max_graceful_termination_sec,
+        )
+        self.now = 0.0
+
+    def finish(self) -> None:
+        for name, (start, empties, _) in list(self.finishing.items()):
+            if empties <= self.now:
+                self.drains[name] = ScheduledDrain(name, start, empties)
+                del self.finishing[name]
+
+    def draining(self) -> int:
+        return len(self.active) + sum(1 for *_, slot in self.finishing.values() if slot)
+
+    def start(self, node: NodeToDrain) -> None:
+        now = self.now
+        gone, pods = now + self.delay, []
+        for pod in node.pods:  # each pod's facts once
+            ready, known = self.ready_of(pod)
+            self.history = self.history or known
+            grace = float(min(pod.termination_grace_period, self.grace_cap))
+            if pod.uid in node.surged:  # its replacement first, then the pod, no budget
+                gone = max(gone, now + self.delay + REPLACEMENT_LAG + ready + grace)
+            else:
+                pods.append((self.budgets_of(pod) if self.healthy(pod) else (), ready, grace))
+        self.active[node.name] = (now, now + self.delay, pods, gone, bool(node.pods))
+
+    def give_back(self) -> None:
+        while self.returns and self.returns[0][0] <= self.now:
+            for i in heapq.heappop(self.returns)[1]:
+                self.left[i] += 1
+
+    def evict(self, name: str) -> None:
+        """One try of drain `name`: every pod its budgets let go now goes."""
+        start, next_try, pods, gone, drained = self.active[name]
+        now, left = self.now, self.left
+        if next_try > now:
+            return
+        kept = []
+        for budgets, ready, grace in pods:
+            if any(left[i] < 1 for i in budgets):
+                kept.append((budgets, ready, grace))
+                continue
+            for i in budgets:
+                left[i] -= 1
+            if budgets:
+                heapq.heappush(self.returns, (now + REPLACEMENT_LAG + ready, budgets))
+            gone = max(gone, now + grace)
+        if not kept:
+            del self.active[name]
+            self.finishing[name] = (start, gone, drained)
+        elif not self.returns:  # nothing evicted gives a disruption back: the budget never does
+            del self.active[name]
+            self.unfinished.append(name)
+        else:
+            # Retried every EVICTION_RETRY_INTERVAL; the first retry that can succeed is the
+            # first after a disruption comes back.
+            retries = max(1, math.ceil((self.returns[0][0] - now) / EVICTION_RETRY_INTERVAL))
+            self.active[name] = (start, now + retries * EVICTION_RETRY_INTERVAL, kept, gone, drained)
+
+    def times(self) -> list[float]:
+        return [t for _, t, *_ in self.active.values()] + [e for _, e, _ in self.finishing.values()]
+
+
+def _replacement_ready(pod: Pod) -> tuple[float, bool]:
+    known = _bound_to_ready(pod)
+    return (DEFAULT_REPLACEMENT_READY, False) if known is None else (known, True)
 
 
 class Estimated(Protocol):

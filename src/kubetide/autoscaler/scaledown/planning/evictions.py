@@ -22,7 +22,7 @@ start-up), and the planner counts its pods as used budget (pdb.py): their nodes 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
@@ -65,7 +65,7 @@ class RecentEvictions:
         """The evicted pods to inject, oldest eviction first."""
         result = []
         left: dict[tuple[str, str, str], int] = {}
-        counts: list[tuple[Counter[OwnerKey], Counter[OwnerKey]]] | None = None
+        bound: Counter[OwnerKey] | None = None  # per owner of an evicted pod, its bound pods
         for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
             pod = eviction.pod
             if snapshot.has_pod(pod.uid):
@@ -77,9 +77,10 @@ class RecentEvictions:
                 workload = workloads.get(key)
             if key is not None and workload is not None and workload.replicas is not None:
                 if key not in left:
-                    if counts is None:
-                        counts = self._owned_per_node(snapshot)
-                    current = sum(c[key] for c, _ in counts if key in c)
+                    if bound is None:
+                        owners = self._owners()
+                        bound = _totals((c for c, _ in self._owned_per_node(snapshot)), owners)
+                    current = bound[key]
                     if workload.status_replicas is not None:
                         current = min(current, workload.status_replicas)
                     left[key] = max(0, workload.replicas - current)
@@ -113,18 +114,39 @@ class RecentEvictions:
     ) -> frozenset[OwnerKey]:
         """The owners of recently evicted pods that have fewer Ready pods than their target
         replicas: a displaced pod of theirs is not made good yet."""
+        return self._short(snapshot, workloads, ready=True)
+
+    def unplaced(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[OwnerKey]:
+        """The owners of recently evicted pods that have fewer pods bound to a node (and not
+        terminating) than their target replicas: the replacement of a displaced pod of theirs has
+        no node yet, or (a StatefulSet's, created once its pod is gone) does not exist yet."""
+        return self._short(snapshot, workloads, ready=False)
+
+    def _short(
+        self,
+        snapshot: ClusterSnapshot,
+        workloads: Mapping[tuple[str, str, str], Workload] | None,
+        *,
+        ready: bool,
+    ) -> frozenset[OwnerKey]:
         if not self.by_uid or workloads is None:
             return frozenset()
-        owners = {(e.owner.kind, e.pod.namespace, e.owner.name) for e in self.by_uid.values() if e.owner}
-        counts = self._owned_per_node(snapshot)
+        owners = self._owners()
+        # (bound, ready) per node: the ready count for `ready`, else every bound pod
+        totals = _totals((pair[1] if ready else pair[0] for pair in self._owned_per_node(snapshot)), owners)
         result = set()
         for key in owners:
             workload = workloads.get(key)
             if workload is None or workload.replicas is None:
                 continue
-            if sum(ready[key] for _, ready in counts if key in ready) < workload.replicas:
+            if totals[key] < workload.replicas:
                 result.add(key)
         return frozenset(result)
+
+    def _owners(self) -> set[OwnerKey]:
+        return {(e.owner.kind, e.pod.namespace, e.owner.name) for e in self.by_uid.values() if e.owner}
 
     def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[tuple[Counter[OwnerKey], Counter[OwnerKey]]]:
         memo = self._owned
@@ -136,6 +158,23 @@ class RecentEvictions:
                 counts = memo.put(name, _owned_pods(pods.values()), stamp)
             result.append(counts)
         return result
+
+
+def _totals(per_node: Iterable[Counter[OwnerKey]], owners: Collection[OwnerKey]) -> Counter[OwnerKey]:
+    """The per-node counts of `owners` summed over the nodes, in one pass over the nodes (not one
+    per owner), each node read by the fewer of its entries and the owners."""
+    total: Counter[OwnerKey] = Counter()
+    few = len(owners)
+    for counts in per_node:
+        if len(counts) <= few:
+            for key, n in counts.items():
+                if key in owners:
+                    total[key] += n
+        else:
+            for key in owners:
+                if key in counts:
+                    total[key] += counts[key]
+    return total
 
 
 def owner_key(pod: Pod) -> OwnerKey | None:

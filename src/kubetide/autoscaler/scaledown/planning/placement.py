@@ -94,6 +94,8 @@ def paper_pods(pods: Sequence[Pod]) -> set[str]:
         )
     if any(selector is None for selector in selectors):
         return set()
+    if not selectors:
+        return {pod.uid for pod in local}
     return {
         pod.uid
         for pod in local
@@ -167,17 +169,29 @@ class PodMover:
         # by requests, but the pod would push it over a QoS watermark.
         self.refused: Refusal | None = None
         self.cache: Memo[str, Pod] = cache if cache is not None else Memo()
-        # (shape, namespace, labels) -> stand-in
+        # (shape, namespace, labels) -> stand-in, and the same by pod UID (with the pod object
+        # it was found for): a node waiting for budget asks for its pods' every search pass.
         self._standins: dict[tuple[Any, ...], Pod] = {}
+        self._standin_of: dict[str, tuple[Pod, Pod]] = {}
+        # `fill_on_paper`'s checker answers, (id(stand-in), slot) -> fits, while the snapshot is
+        # at `_answers_version`: its nodes and pods are then what they were when asked (a revert
+        # gives back the version with the content, and any change takes a version never used).
+        self._answers: dict[tuple[int, int], bool] = {}
+        self._answers_version = -1
+        self._needs: dict[Any, tuple[tuple[str, int], ...]] = {}  # requests -> the non-zero ones
         # The design starts the pointer at the last node.
         valid = snapshot.valid.nonzero()[0]
         self.pointer = int(valid[-1]) if len(valid) else 0
 
     def standin(self, pod: Pod) -> Pod:
+        known = self._standin_of.get(pod.uid)
+        if known is not None and known[0] is pod:
+            return known[1]
         key = _standin_key(pod)
         found = self._standins.get(key)
         if found is None:
             found = self._standins[key] = homeless(pod, self.cache)
+        self._standin_of[pod.uid] = (pod, found)
         return found
 
     def destination(self, pod: Pod, hint: str | None, skip: Container[str]) -> str | None:
@@ -255,6 +269,68 @@ class PodMover:
             for resource, amount in need:
                 extra[resource] = extra.get(resource, 0) + amount
         return dest
+
+    def pointer_node(self) -> str:
+        """The name of the node at the search pointer (after `fill_on_paper` put pods there)."""
+        node = self.snapshot.node_at(self.pointer)
+        assert node is not None
+        return node.name
+
+    def fill_on_paper(
+        self, pods: Sequence[Pod], skip: Container[str], added: dict[str, dict[str, int]]
+    ) -> int:
+        """How many of `pods`, first to last, `move_on_paper` would put on the pointer's node
+        (each without a hint, the same conditions as `move_on_paper`'s), recorded in `added` as
+        it would: the pods it takes until the first that does not fit there. That pod is the
+        caller's to move on paper (it looks further and moves the pointer), and the pointer
+        stays. The snapshot does not change while pods go on paper, so the checker's answer for
+        a node is asked once per stand-in while the snapshot stays as it is (over every trial on
+        paper between two changes), not once per pod; the requests are then the only thing that
+        differs from one pod to the next (`_Filled`'s sums)."""
+        snapshot = self.snapshot
+        slot = self.pointer
+        node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
+        if node is None or node.name in skip or not pods:
+            return 0
+        name = node.name
+        columns = snapshot.columns.index
+        alloc, used = snapshot.alloc, snapshot.used
+        free: dict[str, int] = {}  # resource -> the pointer node's room, read once
+        extra = added.get(name, {})
+        if self._answers_version != snapshot.version:
+            self._answers.clear()
+            self._answers_version = snapshot.version
+        answers = self._answers
+        self.refused = None
+        placed = 0
+        needs = self._needs
+        for pod in pods:
+            requests = pod.shape.requests
+            need = needs.get(requests)
+            if need is None:
+                need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
+            for resource, amount in need:
+                taken = extra.get(resource)
+                if taken is None:
+                    continue  # no paper pod there asks for it: the checker's answer stands
+                room = free.get(resource)
+                if room is None:
+                    column = columns[resource]
+                    room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
+                if room - taken < amount:
+                    return placed
+            standin = self.standin(pod)
+            fits = answers.get((id(standin), slot))
+            if fits is None:
+                fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
+            if not fits:
+                return placed
+            for resource, amount in need:
+                extra[resource] = extra.get(resource, 0) + amount
+            if not placed:
+                added[name] = extra
+            placed += 1
+        return placed
 
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:
         """Whether some node would take `pod` by requests alone (the search pointer stays)."""

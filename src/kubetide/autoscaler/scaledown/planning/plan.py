@@ -13,7 +13,7 @@ from typing import Any
 
 from kubetide.autoscaler.scaledown.planning.budgets import BudgetDecision
 from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, NodeDrain
-from kubetide.autoscaler.scaledown.planning.estimate import DrainEstimate
+from kubetide.autoscaler.scaledown.planning.estimate import DrainEstimate, ScaleDownSchedule
 from kubetide.autoscaler.scaledown.planning.surge import Surge
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaledown.unblock_answer import Unblock
@@ -108,6 +108,9 @@ class ScaleDownPlan:
     on_paper: int = 0  # of them, nodes waiting for budget with pods placed on paper
     injected: dict[str, str] = field(default_factory=dict)  # recently evicted pod key -> node
     pdb_remaining: dict[str, int] = field(default_factory=dict)
+    # The drains of the candidates and the nodes waiting for budget on paper (estimate.py): set by
+    # the loop's decision, None for a plan alone.
+    schedule: ScaleDownSchedule | None = None
 
     def removable_now(self) -> list[str]:
         return [*self.empty_to_delete, *self.drain_to_delete]
@@ -121,8 +124,14 @@ class ScaleDownPlan:
         empty, drain = (
             (self.empty_to_delete, self.drain_to_delete) if budget is None else (budget.empty, budget.drain)
         )
+        nodes = {name: status.to_json() for name, status in self.nodes.items()}
+        for name, scheduled in self.schedule.drains.items() if self.schedule is not None else ():
+            # The schedule's: it shares the budgets with the other drains (the waiting nodes too).
+            # An empty node is deleted without a drain: it has none.
+            if not self.nodes[name].empty:
+                nodes[name]["estimated_drain_seconds"] = round(scheduled.seconds, 1)
         return {
-            "nodes": {name: status.to_json() for name, status in self.nodes.items()},
+            "nodes": nodes,
             "candidate_set": list(self.candidate_set),
             "risky": sorted(self.risky),
             "waiting_for_budget": list(self.waiting_for_budget),
@@ -132,6 +141,7 @@ class ScaleDownPlan:
             },
             "to_delete": {"empty": list(empty), "drain": list(drain)},
             "destinations": dict(self.destinations),
+            **({} if self.schedule is None else self.schedule.to_json()),
         }
 
     def explain(self, node: str) -> str:

@@ -198,6 +198,11 @@ class Planner:
     ) -> frozenset[OwnerKey]:
         return self.recent_evictions.recovering(snapshot, workloads)
 
+    def unplaced(
+        self, snapshot: ClusterSnapshot, workloads: Mapping[tuple[str, str, str], Workload] | None
+    ) -> frozenset[OwnerKey]:
+        return self.recent_evictions.unplaced(snapshot, workloads)
+
     def clear(self) -> None:
         """Forget unneeded nodes (the cluster is unhealthy; CA clears them too)."""
         self.unneeded_since.clear()

@@ -1,0 +1,116 @@
+"""A node held by a single replica's budget, without --surge-before-evict and without
+--annotate-scale-down-blockers, on a real control plane: the loop says why it stays and what
+would drain it (--surge-before-evict=true or the Deployment annotation) in an Event on the node
+and in the status ConfigMap's `unblock`, and says the Event again only after ten minutes. The
+loop runs in-process on the real adapters (view, actions), as in test_scale_down_blocker_live."""
+
+from __future__ import annotations
+
+import time
+
+import kubernetes
+import pytest
+import yaml
+from controlplane import KubeTestContext, wait_until
+from kubetide_process import create_deployment, wait_running
+
+from kubetide.autoscaler.loop import SINGLE_REPLICA_EVENT_INTERVAL, Autoscaler
+from kubetide.autoscaler.options import AutoscalerOptions
+from kubetide.clock import ManualClock
+from kubetide.cloud.static import StaticCloud
+from kubetide.kube.actions import KubeClusterActions
+from kubetide.kube.client import connect
+from kubetide.kube.view import KubeClusterView
+
+pytestmark = pytest.mark.controlplane
+
+GROUP_LABEL = "kubetide.io/node-group"
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+REASON = "ScaleDownBlockedBySingleReplica"
+
+
+def test_a_single_replica_hold_is_said_in_an_event_and_the_status(kube: KubeTestContext):
+    group = f"one-{kube.namespace[-6:]}"
+    held, spare = f"{group}-a", f"{group}-b"
+    kube.create_fake_node(held, labels={GROUP_LABEL: group})
+    kube.wait_node_ready(held)
+    create_deployment(kube, "solo", 1, "100m", node_selector={GROUP_LABEL: group})
+    wait_running(kube, "solo", 1)
+    # The spare node (never a candidate itself) is where the replica could go.
+    kube.create_fake_node(spare, labels={GROUP_LABEL: group})
+    kube.core.patch_node(spare, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}})
+    kube.wait_node_ready(spare)
+    wait_until(
+        lambda: (
+            not any(
+                t.key.startswith("node.kubernetes.io/") for t in kube.core.read_node(spare).spec.taints or ()
+            )
+        ),
+        timeout=60,
+        what="the spare node's not-ready taint removed",
+    )
+    policy = kubernetes.client.PolicyV1Api(kube.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "solo"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "solo"}}},
+        },
+    )
+    wait_until(
+        lambda: (
+            policy.read_namespaced_pod_disruption_budget("solo", kube.namespace).status.current_healthy == 1
+        ),
+        timeout=30,
+        what="the budget observed its pod",
+    )
+
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    view = KubeClusterView(client)
+    view.start()
+    try:
+        assert view.wait_for_sync(30) == []
+        ours = [n for n in view.snapshot().nodes() if n.labels.get(GROUP_LABEL) == group]
+        options = AutoscalerOptions().with_values(
+            namespace=kube.namespace, unremovable_node_recheck_timeout=0.0
+        )
+        assert not options.surge_before_evict and not options.annotate_scale_down_blockers
+        clock = ManualClock(time.time())  # the Event's interval is stepped, not waited for
+        actions = KubeClusterActions(client, clock, namespace=kube.namespace)
+        autoscaler = Autoscaler(
+            options, clock, view, actions, StaticCloud.from_nodes(ours), timer=time.perf_counter
+        )
+
+        def events() -> list:
+            return kube.core.list_namespaced_event(
+                "default", field_selector=f"involvedObject.name={held},reason={REASON}"
+            ).items
+
+        first = autoscaler.run_once()
+        assert held in first.single_replica_holds, first.single_replica_holds
+        wait_until(lambda: len(events()) == 1, timeout=30, what="the Event on the node")
+        message = events()[0].message
+        pod = next(p.metadata.name for p in kube.core.list_namespaced_pod(kube.namespace).items)
+        assert f"PodDisruptionBudget {kube.namespace}/solo allows no disruption" in message
+        assert f"single-replica pod {kube.namespace}/{pod}" in message
+        assert "--surge-before-evict=true" in message
+        assert 'kubetide.io/surge-before-evict: "true"' in message
+
+        status = yaml.safe_load(
+            kube.core.read_namespaced_config_map("cluster-autoscaler-status", kube.namespace).data["status"]
+        )
+        rows = [n for n in status["clusterWide"]["scaleDown"]["unremovable"] if n["node"] == held]
+        assert len(rows) == 1, status["clusterWide"]["scaleDown"]
+        assert "--surge-before-evict=true" in rows[0]["unblock"], rows[0]
+
+        # Said again only after the interval: a loop before it adds no Event, one after it does.
+        clock.advance(SINGLE_REPLICA_EVENT_INTERVAL / 2)
+        assert held not in autoscaler.run_once().single_replica_holds
+        clock.advance(SINGLE_REPLICA_EVENT_INTERVAL / 2)
+        assert held in autoscaler.run_once().single_replica_holds
+        wait_until(
+            lambda: sum(e.count or 1 for e in events()) == 2, timeout=30, what="the Event said a second time"
+        )
+    finally:
+        view.stop()
+        client.close()
