@@ -14,6 +14,14 @@ conditions are what the simulated controllers and kubelet give them.
 
 The sizes: `--nodes` at the start (split evenly over the two zones, each group up to 1.5x its
 share), `--pods` at the start (the services' replicas sum to about that), `--hours` simulated.
+
+Issue 38's speed target (a three-policy comparison of a 500-node day, BENCHMARKS.md), in CPU
+seconds of the whole process and its workers:
+
+    python -m benchmarks.zonal_day --nodes 500 --pods 5000 --hours 24 > day500.yaml
+    /usr/bin/time -v kubetide simulate day500.yaml --compare kubetide:policy=kubetide \
+        --compare cluster-autoscaler:policy=cluster-autoscaler --compare karpenter:policy=karpenter \
+        --out OUT --no-report
 """
 
 from __future__ import annotations

@@ -2,19 +2,24 @@
 consolidation, single-node consolidation (pkg/controllers/disruption/, v1.14). The first method
 that returns a command wins the loop.
 
-Each method is one small object behind `DisruptionMethod`: given the loop's `Context` and the
-candidates, a `Command` (nodes to remove and the instance types to launch in their place) or
-None. The methods are pure: they read the snapshot (and leave it as found) and decide; the
-controller (controller.py) validates and carries the command out.
+Each method is one small object implementing the scale-down planner's `DisruptionMethod`
+(scaledown/planning/methods.py) as `DisruptionMethod[Inputs, Command]`, tried in order by the same
+`try_in_order`: `propose(Inputs)` reads the loop's `Context` and the candidates and gives a
+`Command` (nodes to remove and the instance types to launch in their place) or None. Karpenter's
+rule that the first command wins is each method's own: it proposes nothing once an earlier one
+did (`inputs.earlier`). `compute(ctx, candidates)` is the method's decision itself (Karpenter's
+ComputeCommand). The methods are pure: they read the snapshot (and leave it as found) and decide;
+the controller (controller.py) validates and carries the command out.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
@@ -87,11 +92,29 @@ class Context:
     budget_blocked: bool = False
 
 
-class DisruptionMethod(Protocol):
-    name: str
-    reason: str
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a method reads: the loop's context, the candidates, and what the methods before it
+    proposed."""
 
-    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None: ...
+    ctx: Context
+    candidates: Sequence[Candidate]
+    earlier: tuple[Command, ...] = ()
+
+
+class Method(ABC):
+    """One of Karpenter's methods: a `DisruptionMethod[Inputs, Command]`."""
+
+    name: str  # emptiness | drift | multi-node | single-node
+    reason: str  # the disruption reason its commands carry
+
+    def propose(self, inputs: Inputs) -> Command | None:
+        """`compute`'s command, unless an earlier method proposed one: that one wins the loop."""
+        return None if inputs.earlier else self.compute(inputs.ctx, inputs.candidates)
+
+    @abstractmethod
+    def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+        """The command this method would give now, or None (marking in `ctx` what held back)."""
 
 
 def by_savings(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -155,7 +178,7 @@ def filter_out_same_type(candidates: Sequence[Candidate], options: list[Instance
     return [o for o in options if o.price < ceiling]
 
 
-class Emptiness:
+class Emptiness(Method):
     """Every empty, consolidatable node within the Empty budget, in one command."""
 
     name, reason = "emptiness", EMPTY
@@ -169,7 +192,7 @@ class Emptiness:
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
 
 
-class Drift:
+class Drift(Method):
     """Drifted nodes one at a time (empty ones first, then the oldest), each replaced by the
     NodeClaims its pods need; a node whose pods would not all schedule is skipped."""
 
@@ -201,7 +224,7 @@ class Drift:
         return None
 
 
-class MultiNodeConsolidation:
+class MultiNodeConsolidation(Method):
     """The largest prefix of the candidates (by savings per disruption, within the Underutilized
     budget, at most 100) that can go at once, found by binary search on its length, deleted or
     replaced by one cheaper node."""
@@ -229,7 +252,7 @@ class MultiNodeConsolidation:
         return best
 
 
-class SingleNodeConsolidation:
+class SingleNodeConsolidation(Method):
     """The first candidate (by savings per disruption) that can be deleted, or replaced by one
     strictly cheaper node: one node per loop."""
 
@@ -249,20 +272,21 @@ class SingleNodeConsolidation:
         return None
 
 
-def methods() -> tuple[DisruptionMethod, ...]:
+def methods() -> tuple[DisruptionMethod[Inputs, Command], ...]:
     """Karpenter's order (controller.go NewMethods; Node Repair and StaticDrift aside)."""
     return (Emptiness(), Drift(), MultiNodeConsolidation(), SingleNodeConsolidation())
 
 
 def first_command(
-    ctx: Context, candidates: Sequence[Candidate], order: Sequence[DisruptionMethod] | None = None
+    ctx: Context,
+    candidates: Sequence[Candidate],
+    order: Sequence[DisruptionMethod[Inputs, Command]] | None = None,
 ) -> Command | None:
     """The first method's command, in `order` (Karpenter's by default)."""
-    for method in order if order is not None else methods():
-        command = method.compute(ctx, candidates)
-        if command is not None:
-            return command
-    return None
+    commands = try_in_order(
+        order if order is not None else methods(), lambda earlier: Inputs(ctx, candidates, earlier)
+    )
+    return commands[0] if commands else None
 
 
 class _Union:

@@ -37,6 +37,7 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     UnderutilizedNodeRemoval,
     ca_method_name,
     propose_in_order,
+    try_in_order,
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import homeless
@@ -83,4 +84,5 @@ __all__ = [
     "homeless",
     "plan_schedule",
     "propose_in_order",
+    "try_in_order",
 ]

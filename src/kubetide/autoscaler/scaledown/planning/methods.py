@@ -1,16 +1,20 @@
 """Disruption methods: what the planner proposes to remove, once the candidate search and the
 timers have said which nodes may go now.
 
-A `DisruptionMethod` has a `name` and `propose(inputs) -> Command | None`. The planner tries its
-methods in order (`propose_in_order`), each seeing the commands of the methods before it, as
+A `DisruptionMethod` has a `name` and `propose(inputs) -> command | None`. It is generic in what a
+method reads and what it proposes, so that both policies' methods implement it: this planner's
+(`MethodInputs` -> `Command`) and Karpenter's (autoscaler/karpenter/methods.py: its loop's context
+and candidates -> its command, with the instance types to launch). `try_in_order` is the one way
+both try their methods: in order, each seeing the commands of the methods before it, as
 Karpenter's disruption controller tries emptiness, drift, multi-node and single-node
-consolidation in order. The Cluster Autoscaler's two ways of removing a node are the default
-list, `CA_METHODS`: `EmptyNodeDeletion` (its empty nodes, deleted without a drain) then
-`UnderutilizedNodeRemoval` (the others, drained). Their names are CA's: the `reason` label of
-`scaled_down_nodes_total` ("empty", "underutilized").
+consolidation in order. This planner tries its methods with `propose_in_order`, which then
+checks the commands against what its actuator can carry out. The Cluster Autoscaler's two ways of
+removing a node are the default list, `CA_METHODS`: `EmptyNodeDeletion` (its empty nodes, deleted
+without a drain) then `UnderutilizedNodeRemoval` (the others, drained). Their names are CA's: the
+`reason` label of `scaled_down_nodes_total` ("empty", "underutilized").
 
 Both run in every loop, and the parallelism budgets (budgets.py) then start empty nodes first.
-A method that, like Karpenter's, wants the loop to itself once an earlier method proposed
+A method that, like Karpenter's (`karpenter.methods.Method.propose`), wants the loop to itself once an earlier method proposed
 something returns None when `inputs.earlier` is not empty; one that should win over CA's goes
 first in the list, and CA's skip the nodes it already claimed.
 
@@ -23,9 +27,9 @@ that replaces runs under a controller that carries replacements out (Karpenter's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
@@ -67,15 +71,37 @@ class MethodInputs:
         return frozenset(name for command in self.earlier for name in command.nodes)
 
 
-class DisruptionMethod(Protocol):
-    """One way of removing nodes, tried in order with the others (see the module's docstring)."""
+InputsT = TypeVar("InputsT", contravariant=True)
+CommandT = TypeVar("CommandT", covariant=True)
+
+
+class DisruptionMethod(Protocol[InputsT, CommandT]):
+    """One way of removing nodes, tried in order with the others (see the module's docstring):
+    `DisruptionMethod[MethodInputs, Command]` here, Karpenter's with its own inputs and command."""
 
     @property
     def name(self) -> str: ...
 
-    def propose(self, inputs: MethodInputs) -> Command | None:
+    def propose(self, inputs: InputsT) -> CommandT | None:
         """The nodes this method would remove now (and what would replace them), or None."""
         ...
+
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+def try_in_order(
+    methods: Sequence[DisruptionMethod[In, Out]], inputs_after: Callable[[tuple[Out, ...]], In]
+) -> tuple[Out, ...]:
+    """Every method's command, trying the methods in order; each proposes from
+    `inputs_after(commands of the methods before it)`."""
+    commands: list[Out] = []
+    for method in methods:
+        command = method.propose(inputs_after(tuple(commands)))
+        if command is not None:
+            commands.append(command)
+    return tuple(commands)
 
 
 class EmptyNodeDeletion:
@@ -103,7 +129,10 @@ class UnderutilizedNodeRemoval:
         return Command(self.name, tuple(drains)) if drains else None
 
 
-CA_METHODS: tuple[DisruptionMethod, ...] = (EmptyNodeDeletion(), UnderutilizedNodeRemoval())
+CA_METHODS: tuple[DisruptionMethod[MethodInputs, Command], ...] = (
+    EmptyNodeDeletion(),
+    UnderutilizedNodeRemoval(),
+)
 
 
 def ca_method_name(*, empty: bool) -> str:
@@ -112,27 +141,26 @@ def ca_method_name(*, empty: bool) -> str:
     return EmptyNodeDeletion.name if empty else UnderutilizedNodeRemoval.name
 
 
-def propose_in_order(methods: Sequence[DisruptionMethod], inputs: MethodInputs) -> tuple[Command, ...]:
-    """Every method in order, each seeing the commands before it. A command must name only
-    `inputs.ready` nodes not claimed before, and no replacement (see the module's docstring)."""
-    commands: list[Command] = []
+def propose_in_order(
+    methods: Sequence[DisruptionMethod[MethodInputs, Command]], inputs: MethodInputs
+) -> tuple[Command, ...]:
+    """Every method in order, each seeing the commands before it (`try_in_order`). A command must
+    name only `inputs.ready` nodes not claimed before, and no replacement (see the module's
+    docstring)."""
+    commands = try_in_order(methods, lambda earlier: replace(inputs, earlier=earlier))
     ready = set(inputs.ready)
     taken: set[str] = set()
-    for method in methods:
-        command = method.propose(replace(inputs, earlier=tuple(commands)))
-        if command is None:
-            continue
+    for command in commands:
         wrong = [name for name in command.nodes if name not in ready or name in taken]
         if wrong:
             raise ValueError(
-                f"disruption method {method.name} proposed {', '.join(wrong)}: not a candidate removable"
+                f"disruption method {command.method} proposed {', '.join(wrong)}: not a candidate removable"
                 " now, or proposed by an earlier method"
             )
         if command.replacements:
             raise ValueError(
-                f"disruption method {method.name} proposed replacements; the scale-down actuator"
+                f"disruption method {command.method} proposed replacements; the scale-down actuator"
                 " launches none"
             )
         taken.update(command.nodes)
-        commands.append(command)
-    return tuple(commands)
+    return commands

@@ -68,7 +68,7 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
     inject_recent_evictions,
 )
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
-from kubetide.autoscaler.scaledown.planning.methods import CA_METHODS, DisruptionMethod
+from kubetide.autoscaler.scaledown.planning.methods import CA_METHODS, Command, DisruptionMethod, MethodInputs
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
@@ -141,7 +141,7 @@ class Planner:
         simulate: SimulateRemoval = simulate_removal,
         on_paper: bool = True,
         facts: NodeFacts | None = None,
-        methods: Sequence[DisruptionMethod] = CA_METHODS,
+        methods: Sequence[DisruptionMethod[MethodInputs, Command]] = CA_METHODS,
     ):
         self.options = options
         self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)

@@ -16,7 +16,12 @@ from collections.abc import Collection, Sequence
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
-from kubetide.autoscaler.scaledown.planning.methods import DisruptionMethod, MethodInputs, propose_in_order
+from kubetide.autoscaler.scaledown.planning.methods import (
+    Command,
+    DisruptionMethod,
+    MethodInputs,
+    propose_in_order,
+)
 from kubetide.autoscaler.scaledown.planning.oncompletion import hold_for_on_completion_pods
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.state import UnneededNodes
@@ -61,7 +66,7 @@ def decide_removals(
     unneeded_since: UnneededNodes,
     paused: str | None,
     timers_expired: bool,
-    methods: Sequence[DisruptionMethod],
+    methods: Sequence[DisruptionMethod[MethodInputs, Command]],
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
     the disruption `methods`, tried in order, propose of the others (methods.py)."""
