@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.events import Event, EventType
-from kubetide.autoscaler.karpenter.cost import disruption_cost, savings_ratio
+from kubetide.autoscaler.karpenter.cost import eviction_cost, lifetime_remaining, reschedule_cost
 from kubetide.autoscaler.karpenter.methods import (
     DRIFTED,
     EMPTY,
@@ -87,6 +87,37 @@ def reschedulable(pods: Sequence[Pod]) -> tuple[Pod, ...]:
     return tuple(p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating))
 
 
+def pdb_kind(pod: Pod) -> tuple[object, ...]:
+    """What a budget's answer for a pod's eviction depends on: which budgets select it (its
+    namespace and labels) and whether it is healthy (Ready, not terminating)."""
+    return (pod.namespace, frozenset(pod.labels.items()), pod.ready, pod.is_terminating)
+
+
+@dataclass(frozen=True, slots=True)
+class NodePods:
+    """A node's pods as a disruption candidate sees them."""
+
+    moving: tuple[Pod, ...]  # reschedulable: what a disruption moves
+    annotated: tuple[Pod, ...]  # those of them with a do-not-disrupt annotation
+    kinds: tuple[tuple[tuple[object, ...], Pod], ...]  # one of them per pdb_kind
+    reschedule_cost: float
+    eviction_cost: float  # the sum of the moving pods' eviction costs
+
+    @classmethod
+    def of(cls, pods: Mapping[str, Pod]) -> NodePods:
+        moving = reschedulable(list(pods.values()))
+        kinds: dict[tuple[object, ...], Pod] = {}
+        for pod in moving:
+            kinds.setdefault(pdb_kind(pod), pod)
+        return cls(
+            moving,
+            tuple(p for p in moving if DO_NOT_DISRUPT in p.meta.annotations),
+            tuple(kinds.items()),
+            reschedule_cost(moving),
+            sum(eviction_cost(p) for p in moving),
+        )
+
+
 @dataclass(slots=True)
 class Launched:
     """A NodeClaim in flight: the instance asked of a group, and the pods it was launched for."""
@@ -141,6 +172,7 @@ class Karpenter:
         self._templates: dict[str, tuple[tuple[str, ...], GroupTemplate]] = {}
         self._checker: PredicateChecker | None = None
         self._checked: ClusterSnapshot | None = None
+        self._node_pods_cache: dict[str, tuple[int, NodePods]] = {}  # node -> (its stamp, NodePods)
         # Nothing to do at this snapshot version (Karpenter's "consolidated" cluster state):
         # the methods are not tried again until the cluster changes, or for 5 minutes.
         self._consolidated_at: int | None = None
@@ -450,25 +482,50 @@ class Karpenter:
             for reason in (EMPTY, DRIFTED, UNDERUTILIZED)
         }
 
+    def _node_pods(self, node: Node, stamp: int, snapshot: ClusterSnapshot) -> NodePods:
+        """What the node's pods say about it as a candidate, worked out again only when they
+        change (the snapshot's stamp of the node)."""
+        cached = self._node_pods_cache.get(node.name)
+        if cached is None or cached[0] != stamp:
+            cached = self._node_pods_cache[node.name] = (stamp, NodePods.of(snapshot.pods_on(node.name)))
+        return cached[1]
+
     def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
         disrupting = self._disrupting()
         pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
+        # A pod's eviction is refused or not by its namespace, labels (which budgets select it)
+        # and health alone (no workload is "recovering" here): asked once per kind of pod.
+        refused: dict[tuple[object, ...], bool] = {}
         launched_groups = Counter(launched.group_id for launched in self.launched.values())
+        terminating_groups = Counter(t.group_id for t in self.terminations.values() if not t.deleted)
         candidates = []
-        for node in snapshot.nodes():
+        seen = set()
+        for node, stamp in snapshot.stamps():
+            seen.add(node.name)
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
                 continue
             group = self.cloud.node_group_for(node)
             if group is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
-            in_progress = sum(
-                1 for t in self.terminations.values() if t.group_id == group.id and not t.deleted
-            )
-            if group.target_size() - in_progress - launched_groups[group.id] <= group.min_size:
+            if (
+                group.target_size() - terminating_groups[group.id] - launched_groups[group.id]
+                <= group.min_size
+            ):
                 continue
-            moving = reschedulable(list(snapshot.pods_on(node.name).values()))
-            if any(do_not_disrupt(p, now) or pdbs.refuses(p) is not None for p in moving):
+            pods = self._node_pods(node, stamp, snapshot)
+            if any(do_not_disrupt(p, now) for p in pods.annotated):
                 continue
+            blocked = False
+            for key, pod in pods.kinds:
+                answer = refused.get(key)
+                if answer is None:
+                    answer = refused[key] = pdbs.refuses(pod) is not None
+                if answer:
+                    blocked = True
+                    break
+            if blocked:
+                continue
+            moving = pods.moving
             age = now - (node.meta.creation_timestamp or now)
             since = self._pod_events.get(node.name, (0, now))[1]
             consolidatable = now - since >= self.settings.consolidate_after and (
@@ -487,12 +544,14 @@ class Karpenter:
                     group.id,
                     price,
                     moving,
-                    savings_ratio(price, moving),
-                    disruption_cost(moving, age),
+                    price / pods.reschedule_cost,  # cost.savings_ratio, the pods' part kept
+                    pods.eviction_cost * lifetime_remaining(age),  # cost.disruption_cost, likewise
                     consolidatable,
                     template is not None and self._drifted(node, template),
                 )
             )
+        for name in self._node_pods_cache.keys() - seen:
+            del self._node_pods_cache[name]
         return candidates
 
     def _drifted(self, node: Node, template: Node) -> bool:

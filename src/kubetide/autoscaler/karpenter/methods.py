@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
-from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, SharedSimulation
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker
@@ -126,8 +126,25 @@ def within_budget(candidates: Sequence[Candidate], budget: int) -> list[Candidat
     return list(candidates[: max(0, budget)])
 
 
+def shared_simulation(ctx: Context) -> SharedSimulation:
+    """The scheduling simulation a method's candidates are tried on, one after another: the
+    cluster but the nodes pods may not move to, with the reserved pods placed first."""
+    return SharedSimulation(
+        ctx.snapshot,
+        ctx.checker,
+        ctx.types,
+        skip=ctx.not_destinations,
+        existing_claims=ctx.inflight,
+        reserved=ctx.reserved,
+    )
+
+
 def consolidate(
-    ctx: Context, candidates: Sequence[Candidate], *, same_type_filter: bool
+    ctx: Context,
+    candidates: Sequence[Candidate],
+    *,
+    same_type_filter: bool,
+    simulation: SharedSimulation | None = None,
 ) -> tuple[str, tuple[InstanceType, ...]] | str:
     """computeConsolidation: ("delete", ()) or ("replace", (type,)), or why not (a str).
 
@@ -137,17 +154,18 @@ def consolidate(
     no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
     one: replace with its cheapest instance type strictly cheaper than the candidates together
     (and, for several candidates, cheaper than any candidate of a type the replacement could
-    be: otherwise deleting those alone would do)."""
-    names = {c.name for c in candidates}
-    skip = _Union(names, ctx.not_destinations)
-    outcome = simulate(
-        ctx.snapshot,
-        ctx.checker,
-        ctx.types,
+    be: otherwise deleting those alone would do). A method trying several candidates passes
+    its `simulation` (shared_simulation) so that the reserved pods are placed once."""
+    if simulation is None:
+        with shared_simulation(ctx) as own:
+            return consolidate(ctx, candidates, same_type_filter=same_type_filter, simulation=own)
+    price = sum(c.price for c in candidates)
+    # With no instance type strictly cheaper than the candidates, only a delete can pass: the
+    # first pod that needs a new NodeClaim settles it ("can't replace with a cheaper node").
+    outcome = simulation.schedule(
         [p for c in candidates for p in c.pods],
-        skip=skip,
-        existing_claims=ctx.inflight,
-        reserved=ctx.reserved,
+        without={c.name for c in candidates},
+        existing_only=all(t.price >= price for t in ctx.types),
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
@@ -157,7 +175,6 @@ def consolidate(
     if len(outcome.claims) > 1:
         return f"can't remove without creating {len(outcome.claims)} candidates"
     claim = outcome.claims[0]
-    price = sum(c.price for c in candidates)
     options = [o for o in claim.options if o.price < price]
     if same_type_filter:
         options = filter_out_same_type(candidates, options)
@@ -206,21 +223,14 @@ class Drift(Method):
             (c for c in candidates if c.drifted),
             key=lambda c: (not c.empty, c.node.meta.creation_timestamp or 0.0, c.name),
         )
-        for candidate in drifted:
-            outcome = simulate(
-                ctx.snapshot,
-                ctx.checker,
-                ctx.types,
-                candidate.pods,
-                skip=_Union({candidate.name}, ctx.not_destinations),
-                existing_claims=ctx.inflight,
-                reserved=ctx.reserved,
-            )
-            if outcome.unschedulable:
-                ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
-                continue
-            replacements = tuple(claim.cheapest() for claim in outcome.claims)
-            return Command(self.name, self.reason, (candidate,), replacements)
+        with shared_simulation(ctx) as simulation:
+            for candidate in drifted:
+                outcome = simulation.schedule(candidate.pods, without={candidate.name})
+                if outcome.unschedulable:
+                    ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
+                    continue
+                replacements = tuple(claim.cheapest() for claim in outcome.claims)
+                return Command(self.name, self.reason, (candidate,), replacements)
         return None
 
 
@@ -240,15 +250,16 @@ class MultiNodeConsolidation(Method):
             return None
         best: Command | None = None
         low, high = 1, len(eligible) - 1
-        while low <= high:
-            mid = (low + high) // 2
-            prefix = eligible[: mid + 1]
-            result = consolidate(ctx, prefix, same_type_filter=True)
-            if isinstance(result, tuple):
-                best = Command(self.name, self.reason, tuple(prefix), result[1])
-                low = mid + 1
-            else:
-                high = mid - 1
+        with shared_simulation(ctx) as simulation:
+            while low <= high:
+                mid = (low + high) // 2
+                prefix = eligible[: mid + 1]
+                result = consolidate(ctx, prefix, same_type_filter=True, simulation=simulation)
+                if isinstance(result, tuple):
+                    best = Command(self.name, self.reason, tuple(prefix), result[1])
+                    low = mid + 1
+                else:
+                    high = mid - 1
         return best
 
 
@@ -264,11 +275,12 @@ class SingleNodeConsolidation(Method):
                 c.consolidatable and not c.empty for c in candidates
             )
             return None
-        for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
-            result = consolidate(ctx, [candidate], same_type_filter=False)
-            if isinstance(result, tuple):
-                return Command(self.name, self.reason, (candidate,), result[1])
-            ctx.blocked[candidate.name] = result
+        with shared_simulation(ctx) as simulation:
+            for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+                result = consolidate(ctx, [candidate], same_type_filter=False, simulation=simulation)
+                if isinstance(result, tuple):
+                    return Command(self.name, self.reason, (candidate,), result[1])
+                ctx.blocked[candidate.name] = result
         return None
 
 
@@ -287,12 +299,3 @@ def first_command(
         order if order is not None else methods(), lambda earlier: Inputs(ctx, candidates, earlier)
     )
     return commands[0] if commands else None
-
-
-class _Union:
-    def __init__(self, first: Container[str], second: Container[str]):
-        self.first = first
-        self.second = second
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.first or name in self.second
