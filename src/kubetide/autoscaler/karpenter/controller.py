@@ -93,6 +93,20 @@ def pdb_kind(pod: Pod) -> tuple[object, ...]:
     return (pod.namespace, frozenset(pod.labels.items()), pod.ready, pod.is_terminating)
 
 
+def blocked_by_pdb(pdbs: PdbTracker, pod: Pod) -> bool:
+    """Karpenter's candidate rule for a pod's budgets (pdb.Limits.CanEvictPods): a budget with no
+    disruption allowed blocks the node, whether the pod is Ready or not, unless the budget's
+    unhealthyPodEvictionPolicy is AlwaysAllow and the pod is not Ready. Stricter than the
+    Eviction API for a pod still starting: the API lets it go without asking its budget, and
+    taking starting pods (replacements of pods evicted earlier) away keeps the budget short."""
+    for i in pdbs.matching(pod):
+        if not pod.ready and pdbs.pdbs[i].unhealthy_pod_eviction_policy == "AlwaysAllow":
+            continue
+        if pdbs.remaining[i] <= 0:
+            return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class NodePods:
     """A node's pods as a disruption candidate sees them."""
@@ -432,7 +446,10 @@ class Karpenter:
                     continue
                 termination.deleted = True
                 continue
-            for pod in left:
+            # In the order the API server lists them (namespace, then name): the snapshot's own
+            # order moves with the what-ifs run on it, and which of two pods of one budget is
+            # evicted first must not.
+            for pod in sorted(left, key=lambda p: (p.namespace, p.name)):
                 outcome = self.actions.evict(pod, pod.termination_grace_period)
                 if outcome is EvictionOutcome.BLOCKED_BY_PDB:
                     self._emit("Pod", pod.key, "FailedDraining", "evicting pod violates a PDB", now, True)
@@ -493,8 +510,8 @@ class Karpenter:
     def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
         disrupting = self._disrupting()
         pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
-        # A pod's eviction is refused or not by its namespace, labels (which budgets select it)
-        # and health alone (no workload is "recovering" here): asked once per kind of pod.
+        # Whether a pod blocks its node depends on its namespace, labels (which budgets select it)
+        # and readiness alone: asked once per kind of pod.
         refused: dict[tuple[object, ...], bool] = {}
         launched_groups = Counter(launched.group_id for launched in self.launched.values())
         terminating_groups = Counter(t.group_id for t in self.terminations.values() if not t.deleted)
@@ -519,7 +536,7 @@ class Karpenter:
             for key, pod in pods.kinds:
                 answer = refused.get(key)
                 if answer is None:
-                    answer = refused[key] = pdbs.refuses(pod) is not None
+                    answer = refused[key] = blocked_by_pdb(pdbs, pod)
                 if answer:
                     blocked = True
                     break
