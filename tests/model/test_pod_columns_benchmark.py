@@ -1,11 +1,11 @@
-"""benchmarks/bench_pod_columns.py times reading pods as columns against building Pods: its figures
+"""benchmarks/pod_columns.py times reading pods as columns against building Pods: its figures
 mean something only if the columns hold what the Pods would (checked here on randomly broken pods,
 odd timestamps and quantities included) and its checks refuse no pod the loader builds."""
 
 import json
 
 import msgspec
-from benchmarks import bench_pod_columns, dumps
+from benchmarks import dumps, pod_columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated, odd_values
@@ -62,12 +62,12 @@ def test_the_columns_hold_what_the_pods_built_from_the_same_wires_hold(mutations
     pod = typed_pod(wire, "", "")
     if pod is None:
         return  # left to the Reader: a columns loader would leave it there too
-    columns = bench_pod_columns._columns([wire])
+    columns = pod_columns._columns([wire])
     assert {field: values[0] for field, values in columns.items()} == pod_fields(pod)
 
 
 def test_the_benchmark_reads_every_pod_of_a_dump_both_ways(tmp_path):
     path = dumps.filter_out_schedulable(tmp_path, "json", nodes=3, scheduled=5, pending=7)
-    figures = bench_pod_columns.measure(str(path))
+    figures = pod_columns.measure(str(path))
     assert figures["pods_count"] == 12 and figures["pods_for_the_reader"] == 0
     assert set(figures) == {"split", "decode", "pods", "columns", "pods_count", "pods_for_the_reader"}

@@ -1,6 +1,6 @@
 """What loading a JSON pod dump costs per pod, built as Pods or read as columns (issue 41 item 3).
 
-    PYTHONPATH=src python -m benchmarks.bench_pod_columns DUMP.json
+    PYTHONPATH=src python -m benchmarks.pod_columns DUMP.json
 
 DUMP.json is a `kind: List` (`python -m benchmarks.dumps downscale --out ...`). In-process CPU
 seconds (`time.process_time`, the cycle collector off as the loader has it) of each step, on the
@@ -116,7 +116,7 @@ def measure(path: str) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_pod_columns", description=__doc__.splitlines()[0]
+        prog="python -m benchmarks.pod_columns", description=__doc__.splitlines()[0]
     )
     parser.add_argument("dump", help="a JSON `kind: List` of pods (benchmarks.dumps)")
     figures = measure(parser.parse_args(argv).dump)
