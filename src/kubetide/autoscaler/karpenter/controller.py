@@ -648,7 +648,7 @@ class Karpenter:
             return Command(
                 command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims)
             )
-        result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1)
+        result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1, explain=True)
         if isinstance(result, str) or len(result[1]) > len(command.replacements):
             self._emit("Node", command.names[0], "Unconsolidatable", f"validation failed: {result}", now)
             return None

@@ -145,6 +145,7 @@ def consolidate(
     *,
     same_type_filter: bool,
     simulation: SharedSimulation | None = None,
+    explain: bool = False,
 ) -> tuple[str, tuple[InstanceType, ...]] | str:
     """computeConsolidation: ("delete", ()) or ("replace", (type,)), or why not (a str).
 
@@ -158,14 +159,18 @@ def consolidate(
     its `simulation` (shared_simulation) so that the reserved pods are placed once."""
     if simulation is None:
         with shared_simulation(ctx) as own:
-            return consolidate(ctx, candidates, same_type_filter=same_type_filter, simulation=own)
+            return consolidate(
+                ctx, candidates, same_type_filter=same_type_filter, simulation=own, explain=explain
+            )
     price = sum(c.price for c in candidates)
-    # With no instance type strictly cheaper than the candidates, only a delete can pass: the
-    # first pod that needs a new NodeClaim settles it ("can't replace with a cheaper node").
+    # Only an outcome with every pod placed and at most one new NodeClaim can pass (none when no
+    # instance type is strictly cheaper than the candidates): unless the reason is to be shown
+    # (`explain`), the simulation stops at the first pod that settles it otherwise, and the
+    # reason given can be another true one.
     outcome = simulation.schedule(
         [p for c in candidates for p in c.pods],
         without={c.name for c in candidates},
-        existing_only=all(t.price >= price for t in ctx.types),
+        max_new_claims=None if explain else 0 if all(t.price >= price for t in ctx.types) else 1,
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]

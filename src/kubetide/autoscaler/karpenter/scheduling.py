@@ -143,21 +143,22 @@ class SharedSimulation:
             self.snapshot.revert()
 
     def schedule(
-        self, pods: Iterable[Pod], *, without: Collection[str] = (), existing_only: bool = False
+        self, pods: Iterable[Pod], *, without: Collection[str] = (), max_new_claims: int | None = None
     ) -> Outcome:
         """Where `pods` would go with the nodes in `without` skipped as well (their pods move).
-        `existing_only`: the caller can use only an outcome without new NodeClaims, so the first
-        pod that needs one (or fits nowhere) ends the simulation, the outcome holding that one."""
+        `max_new_claims`: the caller can use only an outcome with every pod placed and at most
+        that many new NodeClaims, so the first pod that fits nowhere, or that would open one
+        NodeClaim more, ends the simulation (the outcome holds it)."""
         if self._base is None:
             self._base = self._prepare(self.skip)
         if not self._base.landed.isdisjoint(without):
             self.close()
             alone = self._prepare(_Union(without, self.skip))
             try:
-                return self._place_pods(alone, pods, without, existing_only)
+                return self._place_pods(alone, pods, without, max_new_claims)
             finally:
                 self.snapshot.revert()
-        return self._place_pods(self._base, pods, without, existing_only)
+        return self._place_pods(self._base, pods, without, max_new_claims)
 
     def _prepare(self, skip: Container[str]) -> _Prepared:
         """Fork, add a probe node per instance type and place the reserved pods."""
@@ -209,7 +210,11 @@ class SharedSimulation:
         return result
 
     def _place_pods(
-        self, prepared: _Prepared, pods: Iterable[Pod], without: Collection[str], existing_only: bool
+        self,
+        prepared: _Prepared,
+        pods: Iterable[Pod],
+        without: Collection[str],
+        max_new_claims: int | None,
     ) -> Outcome:
         snapshot, checker = self.snapshot, self.checker
         destinations: dict[str, str] = {}
@@ -245,7 +250,9 @@ class SharedSimulation:
                         claims.append(claim)
                     else:
                         unschedulable.append(pod)
-                    if existing_only:
+                        if max_new_claims is not None:
+                            break
+                    if max_new_claims is not None and len(claims) > max_new_claims:
                         break
         finally:
             snapshot.revert()
