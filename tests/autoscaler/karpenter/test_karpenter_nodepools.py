@@ -423,3 +423,61 @@ def test_budgets_flag_and_pool_budgets_share_one_reader():
     assert parse_budgets("0:Underutilized@0 9 * * 1-5/8h") == (
         budget("0", ("Underutilized",), "0 9 * * 1-5", "8h"),
     )
+
+
+def spot_catalogue(cheaper_types: int) -> dict:
+    """One 8-cpu spot node ($0.50) running one pod of 1 cpu, and `cheaper_types` 2-cpu spot
+    instance types from $0.05 up, each its own group."""
+    data = copy.deepcopy(BASE)
+    big = group("big", 0.50, "spot")
+    big["initialSize"] = 1
+    big["template"]["status"]["allocatable"]["cpu"] = "8"
+    big["template"]["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "big"
+    smalls = []
+    for i in range(cheaper_types):
+        small = group(f"small-{i}", round(0.05 + 0.01 * i, 2), "spot")
+        small["template"]["status"]["allocatable"]["cpu"] = "2"
+        small["template"]["metadata"]["labels"]["node.kubernetes.io/instance-type"] = f"small-{i}"
+        smalls.append(small)
+    data["spec"]["nodeGroups"] = [big, *smalls]
+    data["spec"]["objects"][0]["spec"]["replicas"] = 1
+    data["spec"]["objects"][0]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "cpu"
+    ] = "1"
+    return data
+
+
+@pytest.mark.parametrize(
+    ("cheaper_types", "gate", "replaced"),
+    [
+        (16, False, False),  # off by default: the spot node stays
+        (16, True, True),  # on, with 16 cheaper types: replaced by the cheapest
+        (14, True, False),  # on, but fewer than 15 cheaper types
+    ],
+)
+def test_spot_to_spot_consolidation_in_a_run(cheaper_types, gate, replaced):
+    data = spot_catalogue(cheaper_types)
+    data["spec"]["autoscaler"]["karpenter-spot-to-spot-consolidation"] = gate
+    summary = Simulation(parse_scenario(data, "s.yaml", base_dir=ROOT)).run().summary
+    groups = summary["groups"]
+    assert groups["big"]["final"] == (0 if replaced else 1)
+    assert groups["small-0"]["final"] == (1 if replaced else 0)
+    assert sum(g["final"] for g in groups.values()) == 1
+    assert summary["pods"]["pending_at_end"] == 0
+
+
+def test_the_bundled_node_pools_example():
+    """examples/comparison/karpenter-nodepools.yaml does what its comment says."""
+    from kubetide.sim import load_scenario
+
+    result = Simulation(load_scenario(ROOT / "examples" / "comparison" / "karpenter-nodepools.yaml")).run()
+    first = next(row for row in result.timeline if row["pending_pods"] == 0 and row["nodes_total"] > 0)
+    assert (first["od-8x_total"], first["spot-8x_total"], first["od-4x_total"], first["spot-4x_total"]) == (
+        2,
+        3,
+        0,
+        0,
+    )
+    final = {name: group["final"] for name, group in result.summary["groups"].items()}
+    assert final == {"od-4x": 0, "od-8x": 0, "spot-4x": 0, "spot-8x": 2}
+    assert result.summary["invariants"] == {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}

@@ -77,8 +77,8 @@ def by_weight(pools: Sequence[NodePool]) -> list[NodePool]:
 
 def pool_for(labels: Mapping[str, str], pools: Sequence[NodePool]) -> NodePool | None:
     """The pool a node that no launch recorded belongs to (adopted, or launched before a restart):
-    the first by weight whose requirements its labels meet."""
-    return next((p for p in by_weight(pools) if p.admits(labels)), None)
+    the first of `pools` (in weight order) whose requirements its labels meet."""
+    return next((p for p in pools if p.admits(labels)), None)
 
 
 class Offering(Protocol):
