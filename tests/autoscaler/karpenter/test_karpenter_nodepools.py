@@ -174,7 +174,11 @@ def test_without_node_pools_the_scenario_has_the_one_default_pool():
             "select no node group",
         ),
         ([{"name": "a", "limits": {"cpu": "-2"}}], "spec.nodePools[0].limits.cpu", "must not be negative"),
-        ([{"name": "a", "limits": {"memory": "lots"}}], "spec.nodePools[0].limits.memory", "not a quantity"),
+        (
+            [{"name": "a", "limits": {"memory": "lots"}}],
+            "spec.nodePools[0].limits.memory",
+            "invalid quantity",
+        ),
         ([{"name": "a", "weight": 101}], "spec.nodePools[0].weight", "100"),
         ([{"name": "a"}, {"name": "a"}], "spec.nodePools[1].name", 'duplicate NodePool "a"'),
         (

@@ -31,7 +31,7 @@ from kubetide.cloud.schema import StrictModel as _Model
 from kubetide.errors import ManifestError
 from kubetide.model import Node
 from kubetide.model.nodepool import MAX_BUDGETS, REASONS, Budget, budget
-from kubetide.model.quantity import parse_resource
+from kubetide.model.quantity import QuantityError, parse_capacity
 from kubetide.model.reader import Reader
 from kubetide.model.selectors import NODE_OPERATORS, parse_requirement
 from kubetide.sim.spec.errors import ScenarioError
@@ -109,12 +109,9 @@ def _limits(limits: dict[str, Any], source: str, where: str) -> list[tuple[str, 
     parsed = []
     for resource, value in limits.items():
         try:
-            amount = parse_resource(resource, value)
-        except (ValueError, ManifestError):
-            raise ScenarioError(source, f"{where}.{resource}", f"not a quantity: {value!r}") from None
-        if amount < 0:
-            raise ScenarioError(source, f"{where}.{resource}", f"must not be negative, got {value!r}")
-        parsed.append((resource, amount))
+            parsed.append((resource, parse_capacity(resource, value)))
+        except QuantityError as exc:
+            raise ScenarioError(source, f"{where}.{resource}", str(exc)) from None
     return parsed
 
 
