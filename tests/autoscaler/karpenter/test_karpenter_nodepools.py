@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubetide.autoscaler.karpenter.nodepools import (
     MIN_SPOT_TO_SPOT_TYPES,
@@ -264,6 +266,36 @@ def test_a_new_nodeclaim_goes_to_the_first_pool_by_weight_within_its_limits(left
     chosen = first_pool(options, left)
     assert [f"{o.pool}-{o.group_id}" for o in chosen] == expected
     assert left == left_after
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 16)), min_size=1, max_size=8),
+    st.dictionaries(st.sampled_from("abc"), st.integers(0, 40)),
+)
+def test_claims_never_take_a_pool_past_its_limits(offers, limits):
+    """However many NodeClaims are opened, the capacity taken from a pool with limits (the most
+    of its kept options, each time) stays within them, and each claim's options are one pool's:
+    the first, in the options' order, with a type that fits."""
+    options = sorted(
+        [Offer(f"g{i}", 0.1, pool, cpu * 1000) for i, (pool, cpu) in enumerate(offers)],
+        key=lambda o: o.pool,
+    )
+    left = {pool: {"cpu": cpu * 1000} for pool, cpu in limits.items()}
+    taken: dict[str, int] = {}
+    for _ in range(10):
+        expected = next(
+            (o.pool for o in options if o.pool not in left or o.capacity["cpu"] <= left[o.pool]["cpu"]),
+            None,
+        )
+        chosen = first_pool(options, left)
+        assert (chosen[0].pool if chosen else None) == expected
+        if not chosen:
+            break
+        assert {o.pool for o in chosen} == {expected}
+        taken[expected] = taken.get(expected, 0) + max(o.capacity["cpu"] for o in chosen)
+    for pool, cpu in limits.items():
+        assert taken.get(pool, 0) <= cpu * 1000
 
 
 def test_pools_are_tried_by_weight_then_name():
