@@ -231,7 +231,7 @@ class Karpenter:
             types.append(InstanceType(group.id, price, cached[1], headroom))
         # each pool's instance types, the pools by weight (a group in several pools in each)
         return [
-            dataclasses.replace(kind, pool=pool.name)
+            kind if kind.pool == pool.name else dataclasses.replace(kind, pool=pool.name)
             for pool in self.pools
             for kind in types
             if pool.admits(kind.template.raw.labels)

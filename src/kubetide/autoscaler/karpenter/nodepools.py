@@ -193,7 +193,8 @@ def spot_replacements(
     enabled: bool,
 ) -> list[OfferingT] | str:
     """The replacement options once Karpenter's capacity-type rules are applied, or why there is
-    no replacement. `options` are the NodeClaim's, cheapest first, not yet filtered by price.
+    no replacement. `options` are the NodeClaim's, not yet filtered by price; what is kept is in
+    their order but for spot-to-spot's, cheapest first.
 
     - All candidates spot and the claim may be spot: spot-to-spot. Off (the feature gate's
       default): no replacement. On: only spot options strictly cheaper than the candidates; a
@@ -202,12 +203,12 @@ def spot_replacements(
     - Otherwise the options strictly cheaper than the candidates, pinned to spot when they hold
       both spot and on-demand (a spot shortage then fails the launch rather than launching a
       dearer on-demand node)."""
-    options = sorted(options, key=lambda o: (o.price, o.group_id))
     all_spot = bool(candidate_labels) and all(capacity_type(c) == SPOT for c in candidate_labels)
-    spot = [o for o in options if o.capacity_type == SPOT]
-    if all_spot and spot:
+    spot = [o for o in options if o.capacity_type == SPOT] if all_spot else []
+    if spot:
         if not enabled:
             return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+        spot.sort(key=lambda o: (o.price, o.group_id))
         cheaper = [o for o in spot if o.price < candidates_price]
         if not cheaper:
             return "can't replace a spot node with a cheaper spot node"
@@ -222,6 +223,5 @@ def spot_replacements(
         allowed = set(kinds[:MIN_SPOT_TO_SPOT_TYPES])
         return [o for o in cheaper if o.instance_type in allowed]
     cheaper = [o for o in options if o.price < candidates_price]
-    if any(o.capacity_type == SPOT for o in cheaper) and any(o.capacity_type != SPOT for o in cheaper):
-        return [o for o in cheaper if o.capacity_type == SPOT]
-    return cheaper
+    pinned = [o for o in cheaper if o.capacity_type == SPOT]
+    return pinned if pinned and len(pinned) < len(cheaper) else cheaper
