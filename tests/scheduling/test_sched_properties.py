@@ -245,7 +245,7 @@ def test_indexes_survive_fork_and_revert(cluster, data):
     fresh.close()
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=30)
 @given(clusters(), st.data())
 def test_indexes_follow_a_batch_of_removals_as_they_follow_single_ones(cluster, data):
     # ClusterSnapshot.remove_pods hands an observer one batch per node (a feed's mass
