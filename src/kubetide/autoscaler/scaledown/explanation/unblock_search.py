@@ -290,16 +290,18 @@ class _Search:
 
     def _answer(self, name: str, changes: tuple[Change, ...], *, waiting: bool) -> Unblock:
         """The verified answer: the smallest of `changes` that still works, each minimum size at
-        the largest value that works, in `change_rank` order."""
+        the largest value that works, in `change_rank` order. A waiting answer's changes may
+        come out removing the node (dropping a budget's change lets surge-before-evict, among
+        the changes, replace the pods it held): then that is the answer."""
 
         def works(trial: tuple[Change, ...]) -> bool:
             outcome = self.replan(name, trial)
             return outcome.removable or (waiting and _waits(outcome.status))
 
         ordered = _ordered(self._tuned(self._smallest(changes, works), works))
-        if not waiting:
+        outcome = self.replan(name, ordered) if waiting else None
+        if outcome is None or outcome.removable:
             return Unblock(name, ordered, True, unblock_text(ordered, True))
-        outcome = self.replan(name, ordered)
         assert outcome.status is not None  # it waits
         wait = _waiting_words(outcome.status, outcome.back)
         return Unblock(name, ordered, False, f"{unblock_text(ordered, True)}; then {wait}", waiting=True)
