@@ -402,6 +402,8 @@ class Autoscaler:
             self.registry.register_scale_up(group.id, 1, now)
             result.scaled_up[group.id] = result.scaled_up.get(group.id, 0) + 1
             self.planner.note_replacement(replacement.nodes, PendingReplacement(group.id, now, before))
+            for name in replacement.nodes:
+                self.actions.emit_event(Event.node_replacing(name, group.id, now))
 
     def _explain(
         self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult, held: Collection[str]

@@ -412,7 +412,12 @@ class Planner:
             and name not in deleted
             and now - pending.launched_at < self.options.max_node_provision_time
         }
-        replaced = [name for name, pending in self.replacing.items() if pending.joined(snapshot, cloud)]
+        arrivals = {id(p): p.arrival(snapshot, cloud) for p in self.replacing.values()}
+        replaced = [name for name, p in self.replacing.items() if (a := arrivals[id(p)]) is not None and a[1]]
+        # A replacement that registered is kept from CA's methods while the nodes it stands in
+        # for wait (it joins empty, and unready at first: with no unneeded or unready time it
+        # would go before they are drained).
+        arrived = {a[0] for a in arrivals.values() if a is not None}
         self.unremovable.renew(failures, now=now, exists=snapshot.__contains__, candidates=found.candidates)
         # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
         # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
@@ -439,6 +444,7 @@ class Planner:
             replacing=self.replacing.keys(),
             replaced=replaced,
             being_deleted=deleted,
+            arrived=arrived,
         )
 
     def _system_timeout(self) -> float | None:

@@ -8,7 +8,8 @@ does too, within the Cluster Autoscaler's safety:
 - the nodes to replace are those the candidate search found removable but for room
   (NoPlaceToMovePods: every drain rule held, budgets included), lowest utilization first, after
   the candidates the other methods remove; a node younger than scale-down-unneeded-time is not
-  replaced (a replacement is not itself replaced at once: no churn);
+  replaced (a replacement is not itself replaced at once: no churn), nor an unready one (its
+  drain waits for the node controller, UC6);
 - their pods, with those of every node leaving (candidates, nodes being deleted), must all fit
   on the nodes that stay plus one new node of a cheaper group (its template net of DaemonSets),
   as the scheduler's filters say: no pod is left without a home;
@@ -61,14 +62,18 @@ class PendingReplacement:
     launched_at: float
     before: frozenset[str]
 
-    def joined(self, snapshot: ClusterSnapshot, cloud: CloudProvider) -> bool:
-        """A Ready node of the group that was not there at the launch has joined."""
+    def arrival(self, snapshot: ClusterSnapshot, cloud: CloudProvider) -> tuple[str, bool] | None:
+        """The node of the group that was not there at the launch (a Ready one first) and whether
+        it is Ready, if one has registered."""
+        found: tuple[str, bool] | None = None
         for node in snapshot.nodes():
-            if node.ready and node.name not in self.before:
+            if node.name not in self.before:
                 group = cloud.node_group_for(node)
                 if group is not None and group.id == self.group_id:
-                    return True
-        return False
+                    if node.ready:
+                        return node.name, True
+                    found = found or (node.name, False)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,7 @@ class CheaperGroupReplacement:
             settled = joined is None or plan.now - joined >= inputs.options.scale_down_unneeded_time
             if (
                 settled
+                and node.ready  # an unready node's pods wait for the node controller (UC6)
                 and status is not None
                 and status.status == UNREMOVABLE
                 and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS

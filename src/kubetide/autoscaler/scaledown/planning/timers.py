@@ -74,11 +74,13 @@ def decide_removals(
     replacing: Collection[str] = (),
     replaced: Sequence[str] = (),
     being_deleted: Collection[str] = (),
+    arrived: Collection[str] = (),
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
     the disruption `methods`, tried in order, propose of the others (methods.py), and its
     replacements with the commands that launch a node first. `replacing`: nodes a replacement
-    launched earlier stands in for; `replaced`: those whose replacement is Ready."""
+    launched earlier stands in for; `replaced`: those whose replacement is Ready, which is one of
+    `arrived` (not proposed by any method while they wait)."""
     now, o = plan.now, options
     plan.cooldown = paused
     ready: list[str] = []
@@ -101,6 +103,12 @@ def decide_removals(
             status.detail = _also(f"scale-down paused: {paused}", status.detail)
             continue
         if hold_for_on_completion_pods(plan, name):
+            continue
+        if name in arrived:
+            status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
+            status.detail = _also(
+                "a replacement: the nodes it stands in for are drained first", status.detail
+            )
             continue
         ready.append(name)
     inputs = MethodInputs(
