@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.consolidation import reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
 from kubetide.autoscaler.karpenter.cost import disruption_cost, savings_ratio
 from kubetide.autoscaler.karpenter.methods import (
@@ -472,7 +473,7 @@ class Karpenter:
             age = now - (node.meta.creation_timestamp or now)
             since = self._pod_events.get(node.name, (0, now))[1]
             consolidatable = now - since >= self.settings.consolidate_after and (
-                not moving or self.settings.consolidation_policy == "WhenEmptyOrUnderutilized"
+                not moving or self.settings.consolidation_policy != "WhenEmpty"
             )
             try:  # Karpenter consolidates only nodes it can price
                 price = group.price_per_hour()
@@ -524,7 +525,21 @@ class Karpenter:
             not_destinations,
             [launched.claim for launched in self.launched.values()],
             reserved=reserved,
+            pool=self._pool_totals(snapshot) if self.settings.consolidation_policy == "Balanced" else None,
         )
+
+    def _pool_totals(self, snapshot: ClusterSnapshot) -> tuple[float, float]:
+        """The NodePool's total cost per hour and total disruption, over every node of it
+        (candidates or not), for the Balanced score."""
+        cost = disruption = 0.0
+        for node in snapshot.nodes():
+            group = self.cloud.node_group_for(node)
+            if group is None:
+                continue
+            with contextlib.suppress(ProviderError):
+                cost += group.price_per_hour() or 0.0
+            disruption += reschedule_cost(reschedulable(list(snapshot.pods_on(node.name).values())))
+        return cost, disruption
 
     def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
         if self.pending_command is not None:

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.consolidation import BALANCED_K, balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
@@ -90,6 +91,8 @@ class Context:
     blocked: dict[str, str] = field(default_factory=dict)
     # a candidate was left out for want of budget: the cluster is not "consolidated" then
     budget_blocked: bool = False
+    # consolidationPolicy Balanced: the pool's total cost and disruption (None: no score)
+    pool: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,8 @@ def consolidate(
     no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
     one: replace with its cheapest instance type strictly cheaper than the candidates together
     (and, for several candidates, cheaper than any candidate of a type the replacement could
-    be: otherwise deleting those alone would do)."""
+    be: otherwise deleting those alone would do). Under consolidationPolicy Balanced the delete
+    or replace must also clear the Balanced score against the pool's totals (`ctx.pool`)."""
     names = {c.name for c in candidates}
     skip = _Union(names, ctx.not_destinations)
     outcome = simulate(
@@ -152,18 +156,31 @@ def consolidate(
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
         return f"pod {pod.key} would not schedule"
+    price = sum(c.price for c in candidates)
     if not outcome.claims:
-        return ("delete", ())
+        return _scored(ctx, candidates, price) or ("delete", ())
     if len(outcome.claims) > 1:
         return f"can't remove without creating {len(outcome.claims)} candidates"
     claim = outcome.claims[0]
-    price = sum(c.price for c in candidates)
     options = [o for o in claim.options if o.price < price]
     if same_type_filter:
         options = filter_out_same_type(candidates, options)
     if not options:
         return "can't replace with a cheaper node"
-    return ("replace", (min(options, key=lambda t: (t.price, t.group_id)),))
+    cheapest = min(options, key=lambda t: (t.price, t.group_id))
+    return _scored(ctx, candidates, price - cheapest.price) or ("replace", (cheapest,))
+
+
+def _scored(ctx: Context, candidates: Sequence[Candidate], savings: float) -> str | None:
+    """Under consolidationPolicy Balanced, why the move's saving does not pay for its
+    disruption (balanced.go's ConsolidationRejected), or None."""
+    if ctx.pool is None:
+        return None
+    disruption = sum(reschedule_cost(c.pods) for c in candidates)
+    score = balanced_score(savings, ctx.pool[0], disruption, ctx.pool[1])
+    if balanced_approves(score):
+        return None
+    return f"score {score:.2f} below the Balanced threshold {1 / BALANCED_K:.2f}"
 
 
 def filter_out_same_type(candidates: Sequence[Candidate], options: list[InstanceType]) -> list[InstanceType]:
