@@ -94,12 +94,15 @@ def moving_pods(snapshot: ClusterSnapshot, name: str) -> tuple[Pod, ...]:
 
 
 def _price(group: NodeGroup | None) -> float | None:
+    """The group's price per hour, None when unknown. A provider that looks no price up says 0
+    (AWS, Cluster API): such a group is never a replacement's, nor replaced."""
     if group is None:
         return None
     try:
-        return group.price_per_hour()
+        price = group.price_per_hour()
     except ProviderError:
         return None
+    return price if price is not None and price > 0 else None
 
 
 class CheaperGroupReplacement:
