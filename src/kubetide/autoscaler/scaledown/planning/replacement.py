@@ -30,8 +30,11 @@ consolidation looks for the longest prefix.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from kubetide.autoscaler.consolidation import balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.ports import CloudProvider, NodeGroup, ProviderError
@@ -46,7 +49,8 @@ from kubetide.autoscaler.scaledown.planning.placement import homeless
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.template import build_template
-from kubetide.model import Pod
+from kubetide.model import Node, Pod
+from kubetide.model.quantity import CPU, MEMORY
 from kubetide.scheduling import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
@@ -82,6 +86,7 @@ class _Priced:
     group_id: str
     price: float
     pods: tuple[Pod, ...]  # those that move
+    disruption: float  # their reschedule cost
 
 
 def moving_pods(snapshot: ClusterSnapshot, name: str) -> tuple[Pod, ...]:
@@ -110,6 +115,11 @@ class CheaperGroupReplacement:
 
     name = "replace"
 
+    def __init__(self) -> None:
+        # Each node's moving pods and disruption, under its snapshot stamp (stamps are issued
+        # once per process, so planners may share the method): a quiet node costs a lookup.
+        self._facts: dict[str, tuple[int, _Priced]] = {}
+
     def propose(self, inputs: MethodInputs) -> Command | None:
         if not inputs.options.consolidate_onto_cheaper_groups:
             return None
@@ -119,10 +129,10 @@ class CheaperGroupReplacement:
             # Their pods must fit on what stays now that the replacement is there; if the
             # cluster changed meanwhile, they wait (and are forgotten at the provision timeout).
             # (Candidates stay: the replacement itself is one, empty as it joins.)
-            going = _leaving(inputs, claimed, candidates=False)
-            if inputs.plan.cooldown is None and self._fits(inputs, None, replaced, going):
-                return Command(self.name, tuple(replaced))
-            return None
+            if inputs.plan.cooldown is not None:
+                return None
+            with _Trials(inputs, _leaving(inputs, claimed, candidates=False)) as trials:
+                return Command(self.name, tuple(replaced)) if trials.fit(None, replaced) else None
         if inputs.replacing or inputs.plan.cooldown is not None:
             return None
         return self._new_replacement(inputs, claimed)
@@ -130,97 +140,147 @@ class CheaperGroupReplacement:
     def _new_replacement(self, inputs: MethodInputs, claimed: frozenset[str]) -> Command | None:
         plan, snapshot, cloud = inputs.plan, inputs.snapshot, inputs.cloud
         leaving = _leaving(inputs, claimed)
-        staying: list[_Priced] = []
-        victims: list[tuple[float, _Priced]] = []
-        for node in snapshot.nodes():
+        # The nodes that may be replaced first, from the plan alone: most loops have none.
+        candidates: list[tuple[float, str]] = []
+        for name, status in plan.nodes.items():
+            if (
+                status.status == UNREMOVABLE
+                and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
+                and name not in leaving
+                and name in snapshot
+            ):
+                node = snapshot.node(name)
+                joined = node.meta.creation_timestamp
+                settled = joined is None or plan.now - joined >= inputs.options.scale_down_unneeded_time
+                # an unready node's pods wait for the node controller (UC6)
+                if settled and node.ready:
+                    candidates.append((status.utilization or 0.0, name))
+        if not candidates:
+            return None
+        groups = [
+            (price, g)
+            for g in cloud.node_groups()
+            if g.target_size() < g.max_size and (price := _price(g)) is not None
+        ]
+        if not groups:
+            return None
+        groups.sort(key=lambda pg: (pg[0], pg[1].id))
+        staying: dict[str, _Priced] = {}
+        facts: dict[str, tuple[int, _Priced]] = {}
+        for node, stamp in snapshot.stamps():
             if node.name in leaving:
                 continue
             group = cloud.node_group_for(node)
             price = _price(group)
             if group is None or price is None:
                 continue
-            priced = _Priced(node.name, group.id, price, moving_pods(snapshot, node.name))
-            staying.append(priced)
-            status = plan.nodes.get(node.name)
-            joined = node.meta.creation_timestamp
-            settled = joined is None or plan.now - joined >= inputs.options.scale_down_unneeded_time
-            if (
-                settled
-                and node.ready  # an unready node's pods wait for the node controller (UC6)
-                and status is not None
-                and status.status == UNREMOVABLE
-                and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
-                and priced.pods
-            ):
-                victims.append((status.utilization or 0.0, priced))
-        if not victims:
-            return None
-        victims.sort(key=lambda v: (v[0], v[1].name))
-        ranked = [v for _, v in victims][:MAX_REPLACED]
-        pool_cost = sum(p.price for p in staying)
-        pool_disruption = sum(reschedule_cost(p.pods) for p in staying)
+            hit = self._facts.get(node.name)
+            if hit is None or hit[0] != stamp or hit[1].group_id != group.id or hit[1].price != price:
+                pods = moving_pods(snapshot, node.name)
+                hit = (stamp, _Priced(node.name, group.id, price, pods, reschedule_cost(pods)))
+            facts[node.name] = hit
+            staying[node.name] = hit[1]
+        self._facts = facts  # only the nodes there are now
+        candidates.sort()  # lowest utilization first, then by name
+        ranked = [staying[n] for _, n in candidates if n in staying and staying[n].pods][:MAX_REPLACED]
+        if not ranked or groups[0][0] >= sum(v.price for v in ranked):
+            return None  # no group is cheaper than even all of them together
+        pool_cost = sum(p.price for p in staying.values())
+        pool_disruption = sum(p.disruption for p in staying.values())
         tracker = PdbTracker(inputs.pdbs, snapshot.pods())
         best: Command | None = None
-        # The longest prefix that works; a longer one saves more (each node has a price).
-        for size in range(1, len(ranked) + 1):
-            chosen = ranked[:size]
-            tracker.fork()
-            charge = tracker.charge_node([p for v in chosen for p in v.pods])
-            tracker.revert()
-            if charge.refusal is not None:
-                break  # a budget refuses them now: its minimum is never traded for money
-            found = self._replacement(inputs, chosen, leaving, pool_cost, pool_disruption)
-            if found is not None:
-                best = Command(self.name, tuple(v.name for v in chosen), (found,))
+        with _Trials(inputs, leaving) as trials:
+            # The longest prefix that works; a longer one saves more (each node has a price).
+            for size in range(1, len(ranked) + 1):
+                chosen = ranked[:size]
+                tracker.fork()
+                charge = tracker.charge_node([p for v in chosen for p in v.pods])
+                tracker.revert()
+                if charge.refusal is not None:
+                    break  # a budget refuses them now: its minimum is never traded for money
+                price = sum(v.price for v in chosen)
+                disruption = sum(v.disruption for v in chosen)
+                for new_price, group in groups:
+                    if new_price >= price:
+                        break
+                    score = balanced_score(price - new_price, pool_cost, disruption, pool_disruption)
+                    if not balanced_approves(score):
+                        break  # dearer groups save less still
+                    if trials.fit(group, [v.name for v in chosen]):
+                        best = Command(self.name, tuple(v.name for v in chosen), (group.id,))
+                        break
         return best
 
-    def _replacement(
-        self,
-        inputs: MethodInputs,
-        chosen: Sequence[_Priced],
-        leaving: set[str],
-        pool_cost: float,
-        pool_disruption: float,
-    ) -> str | None:
-        """The cheapest group one node of which, with the nodes staying, takes every pod of the
-        nodes leaving and of `chosen`, and whose saving the Balanced score approves; or None."""
-        price = sum(v.price for v in chosen)
-        groups = [g for g in inputs.cloud.node_groups() if g.target_size() < g.max_size]
-        options = sorted(
-            ((p, g) for g in groups if (p := _price(g)) is not None and p < price),
-            key=lambda pg: (pg[0], pg[1].id),
-        )
-        disruption = sum(reschedule_cost(v.pods) for v in chosen)
-        for new_price, group in options:
-            score = balanced_score(price - new_price, pool_cost, disruption, pool_disruption)
-            if not balanced_approves(score):
-                return None  # dearer options save less still
-            if self._fits(inputs, group, [v.name for v in chosen], leaving):
-                return group.id
-        return None
 
-    def _fits(
-        self, inputs: MethodInputs, group: NodeGroup | None, chosen: Sequence[str], leaving: set[str]
-    ) -> bool:
-        """Every pod of the nodes leaving and of `chosen` fits on the nodes staying, plus one new
-        node of `group` when given (its template net of DaemonSets)."""
-        snapshot = inputs.snapshot
-        raw = None
-        if group is not None:
-            try:
+class _Trials:
+    """Fit trials on one fork of the snapshot with one PredicateChecker, for one proposal: can
+    the pods of the nodes leaving, and of the nodes chosen, all move to the nodes staying plus
+    one new node of a group? Each trial forks again and reverts; the group templates (net of
+    DaemonSets) are built once."""
+
+    def __init__(self, inputs: MethodInputs, leaving: set[str]):
+        self.inputs = inputs
+        self.leaving = leaving
+        self.snapshot = inputs.snapshot
+        self.checker: PredicateChecker | None = None
+        self.templates: dict[str, Node | None] = {}
+        self.free = _free_room(self.snapshot, leaving)
+
+    def __enter__(self) -> _Trials:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.checker is not None:
+            self.checker.close()
+            self.snapshot.revert()
+
+    def _template(self, group: NodeGroup) -> Node | None:
+        if group.id not in self.templates:
+            template = None
+            with contextlib.suppress(ProviderError):
                 raw = group.template_node()
-            except ProviderError:
-                return False
-            if raw is None:
-                return False
-        gone = leaving | set(chosen)
+                if raw is not None:
+                    built = build_template(
+                        group.id,
+                        raw,
+                        self.inputs.daemonsets,
+                        self.snapshot,
+                        self._checker(),
+                        self.inputs.options,
+                    )
+                    template = built.copy("replacement")
+            self.templates[group.id] = template
+        return self.templates[group.id]
+
+    def _checker(self) -> PredicateChecker:
+        if self.checker is None:
+            self.snapshot.fork()
+            self.checker = PredicateChecker(self.snapshot)
+        return self.checker
+
+    def fit(self, group: NodeGroup | None, chosen: Sequence[str]) -> bool:
+        """Every pod of the nodes leaving and of `chosen` fits on the nodes staying, plus one new
+        node of `group` when given."""
+        snapshot = self.snapshot
+        gone = self.leaving | set(chosen)
         to_move = [p for name in sorted(gone) if name in snapshot for p in moving_pods(snapshot, name)]
+        new = self._template(group) if group is not None else None
+        if group is not None and new is None:
+            return False
+        # Total requests against total free room first: most trials that fail, fail here.
+        room = self.free - sum(
+            (self.free_of(name) for name in chosen if name not in self.leaving), np.zeros(2, np.int64)
+        )
+        if new is not None:
+            room = room + np.array([new.allocatable.get(r, 0) for r in (CPU, MEMORY)], np.int64)
+        need = np.array([sum(p.requests.get(r, 0) for p in to_move) for r in (CPU, MEMORY)], np.int64)
+        if (need > room).any():
+            return False
+        checker = self._checker()
         snapshot.fork()
-        checker = PredicateChecker(snapshot)
         try:
-            if group is not None and raw is not None:
-                template = build_template(group.id, raw, inputs.daemonsets, snapshot, checker, inputs.options)
-                snapshot.add_node(template.copy("replacement"))
+            if new is not None:
+                snapshot.add_node(new)
             for pod in to_move:
                 dest = checker.find_node(homeless(pod), skip=gone)
                 if dest is None:
@@ -228,8 +288,29 @@ class CheaperGroupReplacement:
                 snapshot.move_pod(pod.uid, dest)
             return True
         finally:
-            checker.close()
             snapshot.revert()
+
+    def free_of(self, name: str) -> np.ndarray:
+        return _free(self.snapshot, self.snapshot.slot_of(name))
+
+
+def _free(snapshot: ClusterSnapshot, slots: np.ndarray | int) -> np.ndarray:
+    """Free cpu and memory (never below zero) of the nodes at `slots`, per node."""
+    columns = [snapshot.columns.index[r] for r in (CPU, MEMORY)]
+    free: np.ndarray = np.clip(
+        snapshot.alloc[slots][..., columns] - snapshot.used[slots][..., columns], 0, None
+    )
+    return free
+
+
+def _free_room(snapshot: ClusterSnapshot, leaving: set[str]) -> np.ndarray:
+    """Free cpu and memory summed over the nodes not leaving."""
+    mask = snapshot.valid.copy()
+    for name in leaving:
+        if name in snapshot:
+            mask[snapshot.slot_of(name)] = False
+    total: np.ndarray = _free(snapshot, np.flatnonzero(mask)).sum(axis=0).astype(np.int64)
+    return total
 
 
 def _leaving(inputs: MethodInputs, claimed: frozenset[str], *, candidates: bool = True) -> set[str]:
