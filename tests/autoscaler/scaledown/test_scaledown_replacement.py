@@ -57,10 +57,21 @@ def cluster(
     return cloud, nodes, pods
 
 
-def plan_of(cloud, nodes, pods, *, pdbs=(), options=OPTS, planner=None, methods=KUBETIDE_METHODS):
-    planner = planner or Planner(options, timer=WorkTimer(1e-3), timers_expired=True, methods=methods)
+def plan_of(
+    cloud,
+    nodes,
+    pods,
+    *,
+    pdbs=(),
+    options=OPTS,
+    planner=None,
+    methods=KUBETIDE_METHODS,
+    now=0.0,
+    expired=True,
+):
+    planner = planner or Planner(options, timer=WorkTimer(1e-3), timers_expired=expired, methods=methods)
     inputs = LoopInputs(
-        0.0, snapshot_of(nodes, pods), pdbs=list(pdbs), workloads=[workload("ReplicaSet", "web", len(pods))]
+        now, snapshot_of(nodes, pods), pdbs=list(pdbs), workloads=[workload("ReplicaSet", "web", len(pods))]
     )
     return planner.update(inputs, cloud=cloud), planner
 
@@ -154,3 +165,19 @@ def test_the_balanced_score(savings, pool_cost, disruption, pool_disruption, app
 def test_the_method_is_named_and_last():
     assert [m.name for m in KUBETIDE_METHODS] == ["empty", "underutilized", "replace"]
     assert isinstance(KUBETIDE_METHODS[-1], CheaperGroupReplacement)
+
+
+def test_a_node_is_replaced_only_once_it_has_been_removable_but_for_room_for_the_unneeded_time():
+    """CA's wait before a removal holds for a replacement too, and restarts when the cluster was
+    unhealthy (Planner.clear)."""
+    cloud, nodes, pods = cluster()
+    wait = OPTS.scale_down_unneeded_time
+    plan, planner = plan_of(cloud, nodes, pods, expired=False, now=1000.0)
+    assert plan.replacements == []
+    plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait - 10)
+    assert plan.replacements == []
+    plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait)
+    assert plan.replacements == [Replacement(("a",), "small")]
+    planner.clear()
+    plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait + 10)
+    assert plan.replacements == []

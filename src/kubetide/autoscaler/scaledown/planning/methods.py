@@ -75,6 +75,8 @@ class MethodInputs:
     replacing: frozenset[str] = frozenset()
     replaced: tuple[str, ...] = ()
     being_deleted: frozenset[str] = frozenset()  # the deleted set: nodes whose deletion started
+    # Nodes removable but for room (NoPlaceToMovePods) for scale-down-unneeded-time
+    replaceable: frozenset[str] = frozenset()
 
     def claimed(self) -> frozenset[str]:
         """Nodes an earlier method already proposed."""

@@ -71,7 +71,7 @@ from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
 from kubetide.autoscaler.scaledown.planning.methods import Command, DisruptionMethod, MethodInputs
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
-from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.replacement import KUBETIDE_METHODS, PendingReplacement
 from kubetide.autoscaler.scaledown.planning.reuse import (
     SearchKey,
@@ -161,6 +161,9 @@ class Planner:
         self.last_failure = -math.inf
         # Nodes a launched replacement stands in for (replacement.py), until they are gone.
         self.replacing: dict[str, PendingReplacement] = {}
+        # Since when each node has been removable but for room (NoPlaceToMovePods): a node may be
+        # replaced once that lasted scale-down-unneeded-time, as a candidate may be removed.
+        self.replaceable_since: dict[str, float] = {}
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
@@ -213,9 +216,12 @@ class Planner:
         return self.recent_evictions.unplaced(snapshot, workloads)
 
     def clear(self) -> None:
-        """Forget unneeded nodes (the cluster is unhealthy; CA clears them too)."""
+        """Forget unneeded nodes (the cluster is unhealthy; CA clears them too), and the nodes
+        that might be replaced or are being replaced: their timers restart too."""
         self.unneeded_since.clear()
         self.hints.clear()
+        self.replaceable_since.clear()
+        self.replacing.clear()
 
     # -- the update ------------------------------------------------------------------------------
     def update(
@@ -403,6 +409,18 @@ class Planner:
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
         now, snapshot = plan.now, inputs.snapshot
+        room_bound = [
+            name
+            for name, status in plan.nodes.items()
+            if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
+        ]
+        self.replaceable_since = {name: self.replaceable_since.get(name, now) for name in room_bound}
+        unneeded_time = self.options.scale_down_unneeded_time
+        replaceable = frozenset(
+            name
+            for name, since in self.replaceable_since.items()
+            if self.timers_expired or now >= since + unneeded_time
+        )
         # A replaced node is forgotten once it is gone or its deletion started; its replacement
         # when it did not join within max-node-provision-time (the node stays).
         self.replacing = {
@@ -445,6 +463,7 @@ class Planner:
             replaced=replaced,
             being_deleted=deleted,
             arrived=arrived,
+            replaceable=replaceable,
         )
 
     def _system_timeout(self) -> float | None:

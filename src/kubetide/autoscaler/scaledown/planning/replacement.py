@@ -5,11 +5,12 @@ a cheaper group exists, it keeps nodes that one cheaper node could stand in for 
 each half used, where one large and one small would do). Karpenter replaces them; this method
 does too, within the Cluster Autoscaler's safety:
 
-- the nodes to replace are those the candidate search found removable but for room
-  (NoPlaceToMovePods: every drain rule held, budgets included), lowest utilization first, after
-  the candidates the other methods remove; a node younger than scale-down-unneeded-time is not
-  replaced (a replacement is not itself replaced at once: no churn), nor an unready one (its
-  drain waits for the node controller, UC6);
+- the nodes to replace are those the candidate search has found removable but for room
+  (NoPlaceToMovePods: every drain rule held, budgets included) for scale-down-unneeded-time, as
+  a candidate waits that long before it goes (the planner's `replaceable_since`, restarted with
+  the other timers when the cluster is unhealthy), lowest utilization first, after the
+  candidates the other methods remove; not an unready one (its drain waits for the node
+  controller, UC6);
 - their pods, with those of every node leaving (candidates, nodes being deleted), must all fit
   on the nodes that stay plus one new node of a cheaper group (its template net of DaemonSets),
   as the scheduler's filters say: no pod is left without a home;
@@ -17,6 +18,9 @@ does too, within the Cluster Autoscaler's safety:
   candidate): a budget with fewer disruptions left than their pods lets the drain go pod by pod,
   as CA drains a risky node, since the Eviction API never takes a budget below its minimum; one
   with none left, or pinned for good, refuses: a budget's minimum is never traded for money;
+- the new node is of a group none of them is of (Karpenter's filterOutSameInstanceType: a
+  node of their own group is never cheaper than they are; two half-used nodes of a group become
+  one only by CA's own removal), strictly cheaper than they are together;
 - the saving must clear Karpenter's Balanced score (autoscaler/consolidation.py) against the
   nodes that stay;
 - one replacement at a time, and none while scale-down is paused.
@@ -46,8 +50,6 @@ from kubetide.autoscaler.scaledown.planning.methods import (
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import homeless
-from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE
-from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.template import build_template
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY
@@ -142,19 +144,10 @@ class CheaperGroupReplacement:
         leaving = _leaving(inputs, claimed)
         # The nodes that may be replaced first, from the plan alone: most loops have none.
         candidates: list[tuple[float, str]] = []
-        for name, status in plan.nodes.items():
-            if (
-                status.status == UNREMOVABLE
-                and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
-                and name not in leaving
-                and name in snapshot
-            ):
-                node = snapshot.node(name)
-                joined = node.meta.creation_timestamp
-                settled = joined is None or plan.now - joined >= inputs.options.scale_down_unneeded_time
-                # an unready node's pods wait for the node controller (UC6)
-                if settled and node.ready:
-                    candidates.append((status.utilization or 0.0, name))
+        for name in inputs.replaceable:
+            # an unready node's pods wait for the node controller (UC6)
+            if name not in leaving and name in snapshot and snapshot.node(name).ready:
+                candidates.append((plan.nodes[name].utilization or 0.0, name))
         if not candidates:
             return None
         groups = [
@@ -200,9 +193,14 @@ class CheaperGroupReplacement:
                     break  # a budget refuses them now: its minimum is never traded for money
                 price = sum(v.price for v in chosen)
                 disruption = sum(v.disruption for v in chosen)
+                own = {v.group_id for v in chosen}
                 for new_price, group in groups:
                     if new_price >= price:
                         break
+                    if group.id in own:
+                        # Karpenter's filterOutSameInstanceType: a node of a group some of them
+                        # are of is never cheaper than those; removing them would do.
+                        continue
                     score = balanced_score(price - new_price, pool_cost, disruption, pool_disruption)
                     if not balanced_approves(score):
                         break  # dearer groups save less still

@@ -75,12 +75,14 @@ def decide_removals(
     replaced: Sequence[str] = (),
     being_deleted: Collection[str] = (),
     arrived: Collection[str] = (),
+    replaceable: Collection[str] = (),
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
     the disruption `methods`, tried in order, propose of the others (methods.py), and its
     replacements with the commands that launch a node first. `replacing`: nodes a replacement
     launched earlier stands in for; `replaced`: those whose replacement is Ready, which is one of
-    `arrived` (not proposed by any method while they wait)."""
+    `arrived` (not proposed by any method while they wait). `replaceable`: nodes removable but
+    for room for scale-down-unneeded-time, which a replacement may stand in for."""
     now, o = plan.now, options
     plan.cooldown = paused
     ready: list[str] = []
@@ -122,6 +124,7 @@ def decide_removals(
         replacing=frozenset(replacing),
         replaced=tuple(replaced),
         being_deleted=frozenset(being_deleted),
+        replaceable=frozenset(replaceable),
     )
     for command in propose_in_order(methods, inputs):
         if command.replacements:
