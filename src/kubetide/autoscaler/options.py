@@ -64,7 +64,7 @@ CA_POLICY_DEFAULTS: dict[str, Any] = {
     "surge_before_evict": False,
     "consolidate_onto_cheaper_groups": False,
 }
-CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty", "Balanced")
+CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty")
 # The status ConfigMap's name unless --status-config-map-name says otherwise (CA's default), in the
 # namespace of --namespace (kube-system).
 STATUS_CONFIG_MAP_NAME = "cluster-autoscaler-status"
@@ -201,6 +201,9 @@ class AutoscalerOptions:
     # the NodeClaim's terminationGracePeriod: a drain longer than this deletes the node anyway
     # (0: none, the drain waits for its pods however long)
     karpenter_termination_grace_period: float = 0.0
+    # Karpenter's SpotToSpotConsolidation feature gate (off, as Karpenter's default): a spot node
+    # may be replaced by a cheaper spot node (autoscaler/karpenter/nodepools.py)
+    karpenter_spot_to_spot_consolidation: bool = False
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)

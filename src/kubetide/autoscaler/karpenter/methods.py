@@ -15,10 +15,10 @@ the controller (controller.py) validates and carries the command out.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kubetide.autoscaler.consolidation import BALANCED_K, balanced_approves, balanced_score, reschedule_cost
+from kubetide.autoscaler.karpenter.nodepools import DEFAULT_POOL, Budgets, spot_replacements
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
@@ -41,6 +41,7 @@ class Candidate:
     disruption_cost: float
     consolidatable: bool  # past consolidateAfter, under a policy that consolidates it
     drifted: bool = False
+    pool: str = DEFAULT_POOL  # its NodePool (nodepools.py)
 
     @property
     def name(self) -> str:
@@ -76,13 +77,14 @@ class Command:
 @dataclass
 class Context:
     """What a method reads: the cluster (its snapshot and a checker attached to it), the
-    NodePool's instance types, the budgets left per reason, the nodes pods may not move to, and
-    the NodeClaims in flight."""
+    NodePools' instance types (in pool weight order), the budgets left per pool and reason (a
+    plain `{reason: nodes}` is the default pool's), the nodes pods may not move to, and the
+    NodeClaims in flight."""
 
     snapshot: ClusterSnapshot
     checker: PredicateChecker
     types: Sequence[InstanceType]
-    budgets: dict[str, int]
+    budgets: Budgets | Mapping[str, int]
     not_destinations: Container[str]
     inflight: Sequence[NodeClaim] = ()
     # pods that need room before any candidate's: pending ones and those of nodes being disrupted
@@ -91,8 +93,13 @@ class Context:
     blocked: dict[str, str] = field(default_factory=dict)
     # a candidate was left out for want of budget: the cluster is not "consolidated" then
     budget_blocked: bool = False
-    # consolidationPolicy Balanced: the pool's total cost and disruption (None: no score)
-    pool: tuple[float, float] | None = None
+    # pool -> the capacity it may still launch (pools without limits are not in it)
+    pool_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    spot_to_spot: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
+
+    @property
+    def pool_budgets(self) -> Budgets:
+        return Budgets.of(self.budgets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +132,6 @@ def by_savings(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
 
 
-def within_budget(candidates: Sequence[Candidate], budget: int) -> list[Candidate]:
-    return list(candidates[: max(0, budget)])
-
-
 def consolidate(
     ctx: Context, candidates: Sequence[Candidate], *, same_type_filter: bool
 ) -> tuple[str, tuple[InstanceType, ...]] | str:
@@ -140,8 +143,7 @@ def consolidate(
     no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
     one: replace with its cheapest instance type strictly cheaper than the candidates together
     (and, for several candidates, cheaper than any candidate of a type the replacement could
-    be: otherwise deleting those alone would do). Under consolidationPolicy Balanced the delete
-    or replace must also clear the Balanced score against the pool's totals (`ctx.pool`)."""
+    be: otherwise deleting those alone would do)."""
     names = {c.name for c in candidates}
     skip = _Union(names, ctx.not_destinations)
     outcome = simulate(
@@ -152,35 +154,28 @@ def consolidate(
         skip=skip,
         existing_claims=ctx.inflight,
         reserved=ctx.reserved,
+        pool_limits=ctx.pool_limits,
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
         return f"pod {pod.key} would not schedule"
-    price = sum(c.price for c in candidates)
     if not outcome.claims:
-        return _scored(ctx, candidates, price) or ("delete", ())
+        return ("delete", ())
     if len(outcome.claims) > 1:
         return f"can't remove without creating {len(outcome.claims)} candidates"
     claim = outcome.claims[0]
-    options = [o for o in claim.options if o.price < price]
+    price = sum(c.price for c in candidates)
+    spot = spot_replacements(
+        [c.node.labels for c in candidates], claim.options, price, enabled=ctx.spot_to_spot
+    )
+    if isinstance(spot, str):
+        return spot
+    options = spot
     if same_type_filter:
         options = filter_out_same_type(candidates, options)
     if not options:
         return "can't replace with a cheaper node"
-    cheapest = min(options, key=lambda t: (t.price, t.group_id))
-    return _scored(ctx, candidates, price - cheapest.price) or ("replace", (cheapest,))
-
-
-def _scored(ctx: Context, candidates: Sequence[Candidate], savings: float) -> str | None:
-    """Under consolidationPolicy Balanced, why the move's saving does not pay for its
-    disruption (balanced.go's ConsolidationRejected), or None."""
-    if ctx.pool is None:
-        return None
-    disruption = sum(reschedule_cost(c.pods) for c in candidates)
-    score = balanced_score(savings, ctx.pool[0], disruption, ctx.pool[1])
-    if balanced_approves(score):
-        return None
-    return f"score {score:.2f} below the Balanced threshold {1 / BALANCED_K:.2f}"
+    return ("replace", (min(options, key=lambda t: (t.price, t.group_id)),))
 
 
 def filter_out_same_type(candidates: Sequence[Candidate], options: list[InstanceType]) -> list[InstanceType]:
@@ -202,8 +197,9 @@ class Emptiness(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         empty = by_savings([c for c in candidates if c.empty and c.consolidatable])
-        chosen = within_budget(empty, ctx.budgets.get(EMPTY, 0))
-        for c in empty[len(chosen) :]:
+        chosen = ctx.pool_budgets.within(empty, EMPTY)
+        held = {c.name for c in chosen}
+        for c in (c for c in empty if c.name not in held):
             ctx.blocked[c.name] = "disruption budget for Empty reached"
             ctx.budget_blocked = True
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
@@ -224,6 +220,9 @@ class Drift(Method):
             key=lambda c: (not c.empty, c.node.meta.creation_timestamp or 0.0, c.name),
         )
         for candidate in drifted:
+            if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
+                ctx.budget_blocked = True
+                continue
             outcome = simulate(
                 ctx.snapshot,
                 ctx.checker,
@@ -232,6 +231,7 @@ class Drift(Method):
                 skip=_Union({candidate.name}, ctx.not_destinations),
                 existing_claims=ctx.inflight,
                 reserved=ctx.reserved,
+                pool_limits=ctx.pool_limits,
             )
             if outcome.unschedulable:
                 ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
@@ -250,7 +250,7 @@ class MultiNodeConsolidation(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
-        eligible = within_budget(ranked, ctx.budgets.get(UNDERUTILIZED, 0))
+        eligible = ctx.pool_budgets.within(ranked, UNDERUTILIZED)
         ctx.budget_blocked = ctx.budget_blocked or len(eligible) < len(ranked)
         eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
         if len(eligible) < 2:
@@ -282,6 +282,9 @@ class SingleNodeConsolidation(Method):
             )
             return None
         for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+            if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
+                ctx.budget_blocked = True
+                continue
             result = consolidate(ctx, [candidate], same_type_filter=False)
             if isinstance(result, tuple):
                 return Command(self.name, self.reason, (candidate,), result[1])
