@@ -140,24 +140,40 @@ class CheaperGroupReplacement:
         return self._new_replacement(inputs, claimed)
 
     def _new_replacement(self, inputs: MethodInputs, claimed: frozenset[str]) -> Command | None:
-        plan, snapshot, cloud = inputs.plan, inputs.snapshot, inputs.cloud
         leaving = _leaving(inputs, claimed)
         # The nodes that may be replaced first, from the plan alone: most loops have none.
-        candidates: list[tuple[float, str]] = []
-        for name in inputs.replaceable:
-            # an unready node's pods wait for the node controller (UC6)
-            if name not in leaving and name in snapshot and snapshot.node(name).ready:
-                candidates.append((plan.nodes[name].utilization or 0.0, name))
+        candidates = _replaceable(inputs, leaving)
         if not candidates:
             return None
-        groups = [
-            (price, g)
-            for g in cloud.node_groups()
-            if g.target_size() < g.max_size and (price := _price(g)) is not None
-        ]
+        groups = _launchable(inputs.cloud)
         if not groups:
             return None
-        groups.sort(key=lambda pg: (pg[0], pg[1].id))
+        staying = self._staying(inputs.snapshot, inputs.cloud, leaving)
+        ranked = [staying[n] for _, n in candidates if n in staying and staying[n].pods][:MAX_REPLACED]
+        if not ranked or groups[0][0] >= sum(v.price for v in ranked):
+            return None  # no group is cheaper than even all of them together
+        pool = (sum(p.price for p in staying.values()), sum(p.disruption for p in staying.values()))
+        tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods())
+        best: Command | None = None
+        with _Trials(inputs, leaving) as trials:
+            # The longest prefix that works; a longer one saves more (each node has a price).
+            for size in range(1, len(ranked) + 1):
+                chosen = ranked[:size]
+                tracker.fork()
+                charge = tracker.charge_node([p for v in chosen for p in v.pods])
+                tracker.revert()
+                if charge.refusal is not None:
+                    break  # a budget refuses them now: its minimum is never traded for money
+                group_id = _cheapest_that_pays(chosen, groups, pool, trials)
+                if group_id is not None:
+                    best = Command(self.name, tuple(v.name for v in chosen), (group_id,))
+        return best
+
+    def _staying(
+        self, snapshot: ClusterSnapshot, cloud: CloudProvider, leaving: set[str]
+    ) -> dict[str, _Priced]:
+        """Every priced node not leaving, with its moving pods and disruption (from `_facts`
+        while its stamp holds)."""
         staying: dict[str, _Priced] = {}
         facts: dict[str, tuple[int, _Priced]] = {}
         for node, stamp in snapshot.stamps():
@@ -174,40 +190,54 @@ class CheaperGroupReplacement:
             facts[node.name] = hit
             staying[node.name] = hit[1]
         self._facts = facts  # only the nodes there are now
-        candidates.sort()  # lowest utilization first, then by name
-        ranked = [staying[n] for _, n in candidates if n in staying and staying[n].pods][:MAX_REPLACED]
-        if not ranked or groups[0][0] >= sum(v.price for v in ranked):
-            return None  # no group is cheaper than even all of them together
-        pool_cost = sum(p.price for p in staying.values())
-        pool_disruption = sum(p.disruption for p in staying.values())
-        tracker = PdbTracker(inputs.pdbs, snapshot.pods())
-        best: Command | None = None
-        with _Trials(inputs, leaving) as trials:
-            # The longest prefix that works; a longer one saves more (each node has a price).
-            for size in range(1, len(ranked) + 1):
-                chosen = ranked[:size]
-                tracker.fork()
-                charge = tracker.charge_node([p for v in chosen for p in v.pods])
-                tracker.revert()
-                if charge.refusal is not None:
-                    break  # a budget refuses them now: its minimum is never traded for money
-                price = sum(v.price for v in chosen)
-                disruption = sum(v.disruption for v in chosen)
-                own = {v.group_id for v in chosen}
-                for new_price, group in groups:
-                    if new_price >= price:
-                        break
-                    if group.id in own:
-                        # Karpenter's filterOutSameInstanceType: a node of a group some of them
-                        # are of is never cheaper than those; removing them would do.
-                        continue
-                    score = balanced_score(price - new_price, pool_cost, disruption, pool_disruption)
-                    if not balanced_approves(score):
-                        break  # dearer groups save less still
-                    if trials.fit(group, [v.name for v in chosen]):
-                        best = Command(self.name, tuple(v.name for v in chosen), (group.id,))
-                        break
-        return best
+        return staying
+
+
+def _replaceable(inputs: MethodInputs, leaving: set[str]) -> list[tuple[float, str]]:
+    """(utilization, name) of the Ready nodes that may be replaced, lowest utilization first
+    (an unready node's pods wait for the node controller, UC6)."""
+    snapshot, nodes = inputs.snapshot, inputs.plan.nodes
+    found = [
+        (nodes[name].utilization or 0.0, name)
+        for name in inputs.replaceable
+        if name not in leaving and name in snapshot and snapshot.node(name).ready
+    ]
+    return sorted(found)
+
+
+def _launchable(cloud: CloudProvider) -> list[tuple[float, NodeGroup]]:
+    """The priced groups that may grow, cheapest first."""
+    groups = [
+        (price, g)
+        for g in cloud.node_groups()
+        if g.target_size() < g.max_size and (price := _price(g)) is not None
+    ]
+    return sorted(groups, key=lambda pg: (pg[0], pg[1].id))
+
+
+def _cheapest_that_pays(
+    chosen: Sequence[_Priced],
+    groups: Sequence[tuple[float, NodeGroup]],
+    pool: tuple[float, float],
+    trials: _Trials,
+) -> str | None:
+    """The cheapest group (none of `chosen`'s) one node of which takes every pod that must move,
+    if its saving clears the Balanced score against the pool's (cost, disruption)."""
+    price = sum(v.price for v in chosen)
+    disruption = sum(v.disruption for v in chosen)
+    own = {v.group_id for v in chosen}
+    for new_price, group in groups:
+        if new_price >= price:
+            return None
+        if group.id in own:
+            # Karpenter's filterOutSameInstanceType: a node of a group some of them are of is
+            # never cheaper than those; removing them would do.
+            continue
+        if not balanced_approves(balanced_score(price - new_price, pool[0], disruption, pool[1])):
+            return None  # dearer groups save less still
+        if trials.fit(group, [v.name for v in chosen]):
+            return group.id
+    return None
 
 
 class _Trials:
