@@ -31,8 +31,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
-from kubetide.autoscaler.karpenter.cost import eviction_cost, lifetime_remaining, reschedule_cost
+from kubetide.autoscaler.karpenter.cost import lifetime_remaining
 from kubetide.autoscaler.karpenter.methods import (
     DRIFTED,
     EMPTY,
