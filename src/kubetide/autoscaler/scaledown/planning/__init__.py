@@ -25,6 +25,7 @@ from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABL
 from kubetide.autoscaler.scaledown.planning.estimate import (
     EVICTION_RETRY_INTERVAL,
     DrainEstimate,
+    ReadinessHistory,
     drain_estimates,
     plan_schedule,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "NodeStatus",
     "PdbTracker",
     "Planner",
+    "ReadinessHistory",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",
     "ca_method_name",
