@@ -67,6 +67,14 @@ class WorkTimer:
 WORK_STEP = 1e-4
 
 
+def spend(timer: Timer, units: int) -> None:
+    """Count `units` of work done at once (each what one reading counts, a pod placed by a
+    simulation, ...) against `timer`'s budgets: a `WorkTimer` is told, a wall clock saw the time
+    pass by itself."""
+    if isinstance(timer, WorkTimer):
+        timer.readings += units
+
+
 def work_timer() -> WorkTimer:
     """The Timer the simulator and `plan` give each autoscaler they build: driven by work, not the machine."""
     return WorkTimer(WORK_STEP)

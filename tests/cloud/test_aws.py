@@ -325,6 +325,7 @@ def test_scale_from_zero_template_from_instance_type_and_tags(aws):
         "k8s.io/cluster-autoscaler/node-template/taint/broken": "no-effect",
         "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "100Gi",
         "k8s.io/cluster-autoscaler/node-template/resources/hugepages-2Mi": "not-a-quantity",
+        "k8s.io/cluster-autoscaler/node-template/resources/hugepages-1Gi": "-2Gi",
     }
     aws.asg("gpu", tags=tags, instance_type="g4dn.xlarge")
     cloud = aws.provider(nodes=[ExplicitGroup(0, 3, "gpu")], clock=aws.clock)

@@ -41,6 +41,7 @@ def test_a_template_or_none(annotations, cpu):
     [
         ({CAPACITY_CPU: "two", CAPACITY_MEMORY: "4Gi"}, 'invalid quantity "two"'),
         ({CAPACITY_CPU: "2", CAPACITY_MEMORY: "4 GiB"}, "4 GiB"),
+        ({CAPACITY_CPU: "2", CAPACITY_MEMORY: "-4Gi"}, 'quantity "-4Gi" must not be negative'),
     ],
 )
 def test_unreadable_capacity_annotations_are_a_configuration_error(annotations, message):

@@ -91,6 +91,12 @@ SLOW = {
     ),
     "kubetide simulate examples/nightly-scale-down.yaml --compare ca:policy=cluster-autoscaler "
     "--compare kubetide: --compare karpenter:policy=karpenter": "three 3-hour runs of 120 nodes",
+    # README's block of the bundled examples (15 s of the suite's wall time): the suite runs each
+    # example's simulation twice more without it, tests/golden pinning its `simulate --no-report
+    # --no-compare` output and tests/sim/test_sim_examples.py its invariants (the report and the
+    # compare are tests/sim's and tests/cli's); the block's schedule, downscale and qos commands on
+    # the same files are tests/cli's.
+    "kubetide simulate examples/hpa-night.yaml": "README's nine example simulations in one block",
 }
 
 # Documented exit codes other than 0, with where the doc says so

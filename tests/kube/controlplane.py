@@ -481,6 +481,9 @@ class ControlPlane:
                 # The node-lifecycle controller stays on (KWOK heartbeats the Leases) with its default
                 # grace period: a shorter one makes KWOK's nodes flap NotReady on a loaded machine.
                 "--controllers=*",
+                # A new HorizontalPodAutoscaler is first read one sync period after it is created
+                # (the controller's rate limiter): 5 s instead of the default 15 s per HPA test.
+                "--horizontal-pod-autoscaler-sync-period=5s",
             ],
             "kube-scheduler": [str(self.binaries / "kube-scheduler"), *delegated("kube-scheduler")],
             "kwok": [

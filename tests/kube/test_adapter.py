@@ -70,6 +70,41 @@ def test_view_follows_nodes_and_pods_incrementally(kube, view):
     synced_until(view, lambda: "view-a" not in view.snapshot(), "the node gone")
 
 
+def cached(view: KubeClusterView):
+    """What the autoscaler reads of a view: pods by node with their nodes' requests, and pending pods."""
+    snapshot = view.snapshot()
+    return (
+        {n.name: (sorted(snapshot.pods_on(n.name)), snapshot.requested(n.name)) for n in snapshot.nodes()},
+        sorted(p.uid for p in view.pending_pods()),
+    )
+
+
+def test_a_burst_of_deletions_synced_at_once_leaves_what_a_fresh_list_finds(kube, client, view):
+    # view.sync takes a run of pod deletions off the snapshot node by node; here they arrive
+    # between two syncs together with the ReplicaSet's replacements, as after a load drop.
+    for name in ("burst-a", "burst-b"):
+        kube.create_fake_node(name, cpu="4")
+    create_deployment(kube, "burst", 10, "300m")
+    first = wait_running(kube, "burst", 10)
+    synced_until(view, lambda: view.snapshot().pod_count() >= 10, "10 pods bound in the view")
+    victims = {p.metadata.uid for p in first[:7]}
+    for p in first[:7]:
+        kube.core.delete_namespaced_pod(p.metadata.name, kube.namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: len(found := running(kube, "burst")) == 10 and not victims & {p.metadata.uid for p in found},
+        timeout=30,
+        what="7 replacements running",
+    )
+    fresh = KubeClusterView(client)
+    fresh.start()
+    try:
+        assert fresh.wait_for_sync(30) == []
+        synced_until(view, lambda: cached(view) == cached(fresh), "the view to agree with a fresh list")
+    finally:
+        fresh.stop()
+    assert not any(view.snapshot().has_pod(uid) for uid in victims)
+
+
 class ExpiringClient:
     """The real client, except that its watches answer 410 Gone (the resourceVersion was compacted
     away) until told otherwise: a fault the API server gives only after etcd compaction outran

@@ -27,7 +27,7 @@ from kubetide_process import (
 pytestmark = pytest.mark.controlplane
 
 REPLICAS = 6
-START_DELAY_SECONDS = 10
+START_DELAY_SECONDS = 5
 
 
 def is_ready(pod) -> bool:

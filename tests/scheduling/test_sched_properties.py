@@ -243,3 +243,29 @@ def test_indexes_survive_fork_and_revert(cluster, data):
         assert checker.find_node(p) == fresh.find_node(p)
         assert checker.best_node(p) == fresh.best_node(p)
     fresh.close()
+
+
+@settings(SETTINGS, max_examples=30)
+@given(clusters(), st.data())
+def test_indexes_follow_a_batch_of_removals_as_they_follow_single_ones(cluster, data):
+    # ClusterSnapshot.remove_pods hands an observer one batch per node (a feed's mass
+    # deletion); the index kept up to date from batches answers as one built afresh.
+    nodes, bound, probes = cluster
+    snapshot = ClusterSnapshot(nodes)
+    checker = PredicateChecker(snapshot, NAMESPACES)  # built before the pods: everything incremental
+    for p, n in bound:
+        snapshot.add_pod(p, n)
+    assert_agrees(snapshot, checker, probes)  # warm the caches the batch must invalidate
+    gone = data.draw(st.lists(st.sampled_from(bound), unique_by=lambda b: b[0].uid)) if bound else []
+    by_node: dict[str, list[str]] = {}
+    for p, n in gone:
+        by_node.setdefault(n, []).append(p.uid)
+    for n, uids in by_node.items():
+        snapshot.remove_pods(n, uids)
+    assert snapshot.pod_count() == len(bound) - len(gone)
+    assert_agrees(snapshot, checker, probes)
+    fresh = PredicateChecker(snapshot, NAMESPACES)
+    for p in probes:
+        assert checker.reasons(p) == fresh.reasons(p)
+        assert checker.best_node(p) == fresh.best_node(p)
+    fresh.close()

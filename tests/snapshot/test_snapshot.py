@@ -377,3 +377,43 @@ def test_walks_can_be_consumed_while_the_snapshot_changes():
         s.add_pod(pod(f"on-{n.name}"), n.name)
         stamps.append((n.name, stamp != s.stamp(n.name)))
     assert stamps == [("n1", True), ("n2", True), ("after-n1", True), ("after-n2", True)]
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["outside-a-fork", "inside-a-fork"])
+def test_removing_a_node_s_pods_at_once_leaves_what_removing_them_one_by_one_leaves(forked):
+    def build():
+        s = ClusterSnapshot([node("n1"), node("n2")])
+        s.add_observer(counter := Counter())
+        for name, cpu, where in [("a", 100, "n1"), ("b", 250, "n1"), ("c", 400, "n1"), ("d", 50, "n2")]:
+            s.add_pod(pod(name, cpu, **({"nvidia.com/gpu": 1} if name == "b" else {})), where)
+        return s, counter
+
+    one_by_one, counted = build()
+    at_once, batched = build()
+    before = state(at_once)
+    n2_stamp, n1_stamp = at_once.stamp("n2"), at_once.stamp("n1")
+    if forked:
+        at_once.fork()
+    for uid in ["uid-c", "uid-a"]:
+        one_by_one.remove_pod(uid)
+    at_once.remove_pods("n1", ["uid-c", "uid-a"])
+    assert state(at_once) == state(one_by_one)
+    assert at_once.used.tolist() == one_by_one.used.tolist()
+    assert batched.pods == counted.pods == {"n1": 1, "n2": 1}
+    assert at_once.stamp("n1") != n1_stamp and at_once.stamp("n2") == n2_stamp
+    if forked:
+        at_once.revert()
+        assert state(at_once) == before
+        assert batched.pods == {"n1": 3, "n2": 1}
+        assert at_once.stamp("n1") == n1_stamp
+
+
+def test_removing_pods_at_once_refuses_a_pod_not_on_that_node_and_removes_none():
+    s = ClusterSnapshot([node("n1"), node("n2")])
+    s.add_pod(pod("a"), "n1")
+    s.add_pod(pod("b"), "n2")
+    before = state(s)
+    for uids in (["uid-a", "uid-b"], ["uid-a", "uid-missing"]):
+        with pytest.raises(SnapshotError, match="n1"):
+            s.remove_pods("n1", uids)
+        assert state(s) == before

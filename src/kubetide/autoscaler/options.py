@@ -194,6 +194,9 @@ class AutoscalerOptions:
     # the NodeClaim's terminationGracePeriod: a drain longer than this deletes the node anyway
     # (0: none, the drain waits for its pods however long)
     karpenter_termination_grace_period: float = 0.0
+    # Karpenter's SpotToSpotConsolidation feature gate (off, as Karpenter's default): a spot node
+    # may be replaced by a cheaper spot node (autoscaler/karpenter/nodepools.py)
+    karpenter_spot_to_spot_consolidation: bool = False
 
     def with_values(self, **changes: Any) -> AutoscalerOptions:
         return dataclasses.replace(self, **changes)

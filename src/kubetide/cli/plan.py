@@ -131,7 +131,8 @@ def add_parser(subparsers) -> None:
         default=UNBLOCK_BUDGET,
         help=f"work spent finding what would unblock each unremovable node (default {UNBLOCK_BUDGET:g}s, "
         "at most 50 nodes; 0 answers none): counted as the simulator counts it, 100us per node a planner "
-        "considers, never by the clock, so a loaded machine gives the same answers as an idle one",
+        "considers and per pod a check's simulation places, never by the clock, so a loaded machine "
+        "gives the same answers as an idle one",
     )
     add_json_argument(parser, "a PlanResult")
     parser.set_defaults(run=run)

@@ -58,7 +58,7 @@ from kubetide.kube.informer import DELETED, InformerGroup
 from kubetide.kube.resources import Resource
 from kubetide.model import Node, ObjectMeta, Taint
 from kubetide.model.node import TAINT_EFFECTS
-from kubetide.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_resource
+from kubetide.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_capacity
 from kubetide.snapshot import ClusterSnapshot
 
 log = logging.getLogger("kubetide.clusterapi")
@@ -213,15 +213,15 @@ def template_from_annotations(obj: dict, name: str) -> Node | None:
     if not annotations.get(CAPACITY_CPU) or not annotations.get(CAPACITY_MEMORY):
         return None
     capacity = {
-        CPU: parse_resource(CPU, annotations[CAPACITY_CPU]),
-        MEMORY: parse_resource(MEMORY, annotations[CAPACITY_MEMORY]),
-        PODS: parse_resource(PODS, annotations.get(CAPACITY_MAX_PODS) or DEFAULT_MAX_PODS),
+        CPU: parse_capacity(CPU, annotations[CAPACITY_CPU]),
+        MEMORY: parse_capacity(MEMORY, annotations[CAPACITY_MEMORY]),
+        PODS: parse_capacity(PODS, annotations.get(CAPACITY_MAX_PODS) or DEFAULT_MAX_PODS),
     }
     if annotations.get(CAPACITY_EPHEMERAL_DISK):
-        capacity[EPHEMERAL_STORAGE] = parse_resource(EPHEMERAL_STORAGE, annotations[CAPACITY_EPHEMERAL_DISK])
+        capacity[EPHEMERAL_STORAGE] = parse_capacity(EPHEMERAL_STORAGE, annotations[CAPACITY_EPHEMERAL_DISK])
     gpu_type, gpu_count = annotations.get(CAPACITY_GPU_TYPE), annotations.get(CAPACITY_GPU_COUNT)
     if gpu_type and gpu_count:
-        capacity[gpu_type] = parse_resource(gpu_type, gpu_count)
+        capacity[gpu_type] = parse_capacity(gpu_type, gpu_count)
     template_labels = (
         (((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")
     ) or {}

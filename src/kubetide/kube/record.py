@@ -30,7 +30,7 @@ from kubetide.kube.client import ApiError, KubeClient
 from kubetide.kube.informer import DELETED, Change, InformerGroup
 from kubetide.kube.resources import NODES, PODS, WORKLOADS
 from kubetide.kube.usage import POD_METRICS
-from kubetide.model.quantity import parse_resource
+from kubetide.model.quantity import QuantityError, parse_capacity
 from kubetide.model.reader import parse_time
 
 log = logging.getLogger(__name__)
@@ -255,9 +255,9 @@ class Recorder:
             try:
                 for container in item.get("containers") or ():
                     usage = container.get("usage") or {}
-                    cpu += parse_resource("cpu", usage.get("cpu", "0"))
-                    memory += parse_resource("memory", usage.get("memory", "0"))
-            except ManifestError:
+                    cpu += parse_capacity("cpu", usage.get("cpu", "0"))
+                    memory += parse_capacity("memory", usage.get("memory", "0"))
+            except QuantityError:
                 continue  # an odd sample from a metrics adapter is not worth a failed recording
             entry = totals.setdefault(workload, [0, 0, 0])
             entry[0] += cpu

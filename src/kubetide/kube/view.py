@@ -84,17 +84,30 @@ class KubeClusterView:
     def sync(self) -> int:
         """Apply every change queued since the last call; how many there were."""
         count = 0
+        # A run of pod deletions (a load drop, a namespace deleted) is taken off the snapshot
+        # node by node when the run ends: one index update per node, not one per pod. The run
+        # ends before any other change, so every change still sees the ones before it applied.
+        removals: dict[str, list[str]] = {}
         for change in self.informers.changes():
-            self._apply(change)
             count += 1
+            if removals and not (change.kind == "Pod" and change.type == DELETED):
+                self._remove_from_nodes(removals)
+            self._apply(change, removals)
+        if removals:
+            self._remove_from_nodes(removals)
         self.changes_applied += count
         return count
 
-    def _apply(self, change: Change) -> None:
+    def _remove_from_nodes(self, removals: dict[str, list[str]]) -> None:
+        for node_name, uids in removals.items():
+            self._snapshot.remove_pods(node_name, uids)
+        removals.clear()
+
+    def _apply(self, change: Change, removals: dict[str, list[str]]) -> None:
         kind, obj = change.kind, change.obj
         gone = change.type == DELETED
         if kind == "Pod":
-            self._remove_pod(obj) if gone else self._put_pod(obj)
+            self._remove_pod(obj, removals) if gone else self._put_pod(obj)
         elif kind == "Node":
             self._remove_node(obj.name) if gone else self._put_node(obj)
         elif kind == "PodDisruptionBudget":
@@ -167,18 +180,24 @@ class KubeClusterView:
         else:
             self._waiting.setdefault(pod.node_name, {})[pod.uid] = pod
 
-    def _remove_pod(self, pod: Pod) -> None:
-        known = self._pods.pop(pod.uid, None)
+    def _remove_pod(self, pod: Pod, removals: dict[str, list[str]]) -> None:
+        uid, key = pod.uid, pod.key
+        known = self._pods.pop(uid, None)
         if known is not None:
-            self._unplace(known)
-        if self._uid_of.get(pod.key) == pod.uid:
-            del self._uid_of[pod.key]
+            self._unplace(known, removals)
+        if self._uid_of.get(key) == uid:
+            del self._uid_of[key]
 
-    def _unplace(self, pod: Pod) -> None:
+    def _unplace(self, pod: Pod, removals: dict[str, list[str]] | None = None) -> None:
+        """Take a known pod out of the view; a bound one is left in `removals` under its node,
+        when given, for the caller to take off the snapshot with the others."""
         if not pod.node_name:
             self._pending.pop(pod.uid, None)
         elif self._snapshot.has_pod(pod.uid):
-            self._snapshot.remove_pod(pod.uid)
+            if removals is None:
+                self._snapshot.remove_pod(pod.uid)
+            else:
+                removals.setdefault(pod.node_name, []).append(pod.uid)
         else:
             waiting = self._waiting.get(pod.node_name)
             if waiting is not None:

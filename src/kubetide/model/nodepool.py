@@ -65,6 +65,27 @@ def parse_budgets(text: str) -> tuple[Budget, ...]:
 def _parse_budget(entry: str) -> Budget:
     head, at, when = entry.partition("@")
     nodes_text, colon, reasons_text = head.strip().partition(":")
+    reasons: tuple[str, ...] = ()
+    if colon:
+        reasons = tuple(r.strip() for r in reasons_text.split("+") if r.strip())
+        if not reasons:
+            raise ValueError(f"budget {entry!r}: reasons are {', '.join(REASONS)} joined by +")
+    cron = duration_text = None
+    if at:
+        cron, slash, duration_text = when.rpartition("/")
+        if not slash or not cron.strip():
+            raise ValueError(f"budget {entry!r}: a schedule needs its duration (@CRON/DURATION)")
+    try:
+        return budget(nodes_text, reasons, cron, duration_text)
+    except ValueError as exc:
+        raise ValueError(f"budget {entry!r}: {exc}") from None
+
+
+def budget(
+    nodes_text: str, reasons: tuple[str, ...] = (), cron: str | None = None, duration_text: str | None = None
+) -> Budget:
+    """One budget from its fields as a NodePool writes them (`nodes: "10%"`, `reasons`, `schedule`,
+    `duration`); ValueError saying what is wrong (the caller names the field)."""
     nodes_text = nodes_text.strip()
     nodes: int | None = None
     percent: int | None = None
@@ -78,26 +99,18 @@ def _parse_budget(entry: str) -> Budget:
             if nodes < 0:
                 raise ValueError
     except ValueError:
-        raise ValueError(f"budget {entry!r}: nodes must be a count or a percentage (0-100%)") from None
-    reasons: tuple[str, ...] = ()
-    if colon:
-        reasons = tuple(r.strip() for r in reasons_text.split("+") if r.strip())
-        unknown = [r for r in reasons if r not in REASONS]
-        if unknown or not reasons:
-            raise ValueError(f"budget {entry!r}: reasons are {', '.join(REASONS)} joined by +")
+        raise ValueError("nodes must be a count or a percentage (0-100%)") from None
+    if any(r not in REASONS for r in reasons):
+        raise ValueError(f"reasons are {', '.join(REASONS)} joined by +")
+    if (cron is None) != (duration_text is None):
+        raise ValueError("a schedule and a duration go together (both or neither)")
     schedule = None
     duration = 0.0
-    if at:
-        cron, slash, duration_text = when.rpartition("/")
-        if not slash or not cron.strip():
-            raise ValueError(f"budget {entry!r}: a schedule needs its duration (@CRON/DURATION)")
-        try:
-            schedule = parse_schedule(cron.strip())
-            duration = parse_duration(duration_text.strip())
-        except ValueError as exc:
-            raise ValueError(f"budget {entry!r}: {exc}") from None
+    if cron is not None and duration_text is not None:
+        schedule = parse_schedule(cron.strip())
+        duration = parse_duration(duration_text.strip())
         if duration <= 0:
-            raise ValueError(f"budget {entry!r}: the duration must be positive")
+            raise ValueError("the duration must be positive")
     return Budget(nodes, percent, reasons, schedule, duration)
 
 

@@ -106,6 +106,15 @@ def parse_resource(resource: str, value: object) -> int:
     return to_units(resource, parse_quantity(value))
 
 
+def parse_capacity(resource: str, value: object) -> int:
+    """A node's capacity or a measured usage: a quantity that cannot be negative (Kubernetes
+    accepts "-1Gi" as a quantity, but no node has less than nothing)."""
+    units = parse_resource(resource, value)
+    if units < 0:
+        raise QuantityError(f'quantity "{value}" must not be negative')
+    return units
+
+
 _BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 

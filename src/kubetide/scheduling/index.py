@@ -220,6 +220,34 @@ class SchedulingIndex(SnapshotObserver):
     def pod_removed(self, pod: Pod, node: Node) -> None:
         self._pod_changed(pod, self.slot[node.name], -1)
 
+    def pods_removed(self, pods: list[Pod], node: Node) -> None:
+        """A batch off one node (a feed's mass deletion): each label group, pod set and
+        anti-affinity entry is updated once by the group's count, not once per pod."""
+        slot = self.slot[node.name]
+        self.version += len(pods)
+        self._touch(slot)
+        by_group: dict[_Group, int] = {}
+        by_entry: dict[AntiEntry, int] = {}
+        for pod in pods:
+            info = self._pods.get(pod.meta.uid)
+            if info is None or info[0] is not pod:
+                info = self._describe(pod)
+            by_group[info[1]] = by_group.get(info[1], 0) + 1
+            for entry in info[2]:
+                by_entry[entry] = by_entry.get(entry, 0) + 1
+            if info[3]:
+                self._ports_changed(slot, info[3], -1)
+        for group, count in by_group.items():
+            left = group.slots[slot] - count
+            if left:
+                group.slots[slot] = left
+            else:
+                del group.slots[slot]
+            for pod_set in group.sets:
+                pod_set.add(slot, -count)
+        for entry, count in by_entry.items():
+            entry.add(slot, -count)
+
     def _pod_changed(self, pod: Pod, slot: int, delta: int) -> None:
         # The hot path of every simulation (each bind and each undo): kept flat on purpose.
         self.version += 1

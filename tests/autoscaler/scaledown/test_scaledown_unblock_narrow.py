@@ -237,3 +237,99 @@ def test_a_replayed_trial_leaves_the_pointer_where_the_recorded_one_did(tmp_path
     assert down["candidate_set"] == ["a"]
     assert down["nodes"]["b"]["unblock"]["waiting"] is True
     assert down["nodes"]["t"]["unblock"]["removable"], down["nodes"]["t"]
+
+
+class _Work:
+    """What the answers' checks really did, counted while `find_unblocks` runs, and the work its
+    timer was charged: the pods given to every removal simulated, the planner runs (each reads
+    the timer once per node its search considers, simulated or replayed) and the refusals worked
+    out (nowhere.py: the plan's moved pods put back, every node asked)."""
+
+    def __init__(self) -> None:
+        self.placed = self.charged = self.refusal_units = self.checks = 0
+        self._inside = False
+
+    def run(self, cluster: Cluster, tmp: Path, find=unblock_search.find_unblocks) -> dict:
+        real_simulate, real_update, real_refusal = (
+            candidates.simulate_removal,
+            unblock_search.Planner.update,
+            unblock_search.refusal,
+        )
+
+        def counted_find(*args, timer, **kwargs):
+            before = timer.readings
+            self._inside = True
+            try:
+                return find(*args, timer=timer, **kwargs)
+            finally:
+                self._inside = False
+                self.charged += timer.readings - before
+
+        def simulate(u, name, drain, to_move):
+            if self._inside:
+                self.placed += len(to_move)
+            return real_simulate(u, name, drain, to_move)
+
+        def update(planner, *args, **kwargs):
+            self.checks += self._inside
+            return real_update(planner, *args, **kwargs)
+
+        def refusal(snapshot, checker, key, **kwargs):
+            self.refusal_units += len(kwargs.get("destinations") or {}) + len(snapshot)
+            return real_refusal(snapshot, checker, key, **kwargs)
+
+        with (
+            mock.patch.object(explain, "find_unblocks", counted_find),
+            mock.patch.object(narrow, "simulate_removal", simulate),
+            mock.patch.object(unblock_search, "simulate_removal", simulate),
+            mock.patch.object(unblock_search.Planner, "update", update),
+            mock.patch.object(unblock_search, "refusal", refusal),
+        ):
+            plan = cluster.plan(tmp)
+        self.nodes = len(plan["scale_down"]["nodes"])
+        return plan
+
+    def at_most(self) -> int:
+        """The most a check may be charged besides its pods: a reading per node considered
+        (new nodes included) and the planner's own deadline."""
+        return self.placed + self.refusal_units + self.checks * (self.nodes + 8)
+
+
+def _full_cluster(nodes: int, pods: int) -> Cluster:
+    """`nodes` nodes of `pods` small replicated pods each, half of them fuller: the light ones
+    go onto the full ones' room, and then each node left needs new nodes (benchmarks.dumps
+    scale_down's shape, small)."""
+    c = Cluster()
+    c.group("general", 0)
+    c.replicaset("web", nodes * pods)
+    for n in range(nodes):
+        c.node(f"n{n}", cpu="4")
+        for i in range(pods):
+            c.pod(f"web-{n}-{i}", f"n{n}", "50m" if n < nodes // 2 else "65m", app="web", memory="64Mi")
+    return c
+
+
+def test_the_answers_are_charged_the_pods_their_checks_place(tmp_path: Path):
+    """Each check's removals are charged per pod placed, not per node: on nodes of 30 pods the
+    work charged to the answers' budget is what the simulations did (every pod placed, every
+    refusal worked out, a reading per node considered), where a reading per node considered
+    alone charged about a thirtieth of it."""
+    work = _Work()
+    plan = work.run(_full_cluster(8, 30), tmp_path)
+    answers = [s["unblock"] for s in plan["scale_down"]["nodes"].values() if s.get("unblock")]
+    assert any(a["changes"] and a["changes"][0]["kind"] == "add-node" for a in answers), answers
+    assert work.checks and work.placed >= 30 * work.checks
+    assert work.placed + work.refusal_units <= work.charged <= work.at_most()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=clusters(), whole=st.booleans())
+def test_the_work_charged_tracks_the_simulations_done(tmp_path: Path, cluster: Cluster, whole: bool):
+    """On random clusters, narrowed or whole: the answers' timer is charged at least a unit per
+    pod a check's simulated removals were given and per refusal's pod and node, and at most that
+    plus a reading per node each check's search considered (a replayed node costs that only)."""
+    work = _Work()
+    work.run(
+        cluster, tmp_path, _whole(unblock_search.find_unblocks) if whole else unblock_search.find_unblocks
+    )
+    assert work.placed + work.refusal_units <= work.charged <= work.at_most()

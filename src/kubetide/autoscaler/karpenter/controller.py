@@ -1,5 +1,6 @@
-"""Karpenter as an autoscaler behind kubetide's ports (`policy: karpenter`): one NodePool whose
-instance types are the scenario's node groups.
+"""Karpenter as an autoscaler behind kubetide's ports (`policy: karpenter`): the scenario's
+NodePools (one, `default`, without `spec.nodePools`), whose instance types are the node groups
+their requirements select (nodepools.py).
 
 Each `run_once` (every scan-interval, 10 s by default: Karpenter's disruption polling period):
 
@@ -25,6 +26,7 @@ Decisions read the Clock only; every write goes through ClusterActions and the c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ from kubetide.autoscaler.karpenter.methods import (
     consolidate,
     first_command,
 )
+from kubetide.autoscaler.karpenter.nodepools import Budgets, NodePool, by_weight, pool_for, remaining
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
@@ -122,9 +125,14 @@ class Karpenter:
         view: ClusterView,
         actions: ClusterActions,
         cloud: CloudProvider,
+        node_pools: Sequence[NodePool] = (),
     ):
         self.options = options
-        self.settings = settings_of(options)
+        self.settings = settings_of(options)  # the flags': every pool's where it sets none
+        self.pools = by_weight(node_pools or (NodePool(),))
+        self._pool_named = {p.name: p for p in self.pools}
+        self._pool_settings = {p.name: p.settings(self.settings) for p in self.pools}
+        self._launched_pool: dict[str, str] = {}  # instance id -> the pool it was launched for
         self.clock = clock
         self.view = view
         self.actions = actions
@@ -221,7 +229,41 @@ class Karpenter:
                 continue
             headroom = group.max_size - group.target_size()
             types.append(InstanceType(group.id, price, cached[1], headroom))
-        return types
+        # each pool's instance types, the pools by weight (a group in several pools in each)
+        return [
+            kind if kind.pool == pool.name else dataclasses.replace(kind, pool=pool.name)
+            for pool in self.pools
+            for kind in types
+            if pool.admits(kind.template.raw.labels)
+        ]
+
+    def _pool_of(self, node: Node) -> NodePool | None:
+        """The pool a node was launched for; one its labels meet when no launch recorded it."""
+        launched = self._launched_pool.get(node.provider_id or "")
+        return self._pool_named[launched] if launched is not None else pool_for(node.labels, self.pools)
+
+    def _settings_for(self, node: Node) -> NodePoolSettings:
+        pool = self._pool_of(node)
+        return self.settings if pool is None else self._pool_settings[pool.name]
+
+    def _pool_limits(self, snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
+        """What each pool with limits may still launch: its limits less the capacity of its nodes
+        and of its NodeClaims in flight."""
+        limited = [p for p in self.pools if p.limits]
+        if not limited:
+            return {}
+        capacities: dict[str, list[dict[str, int]]] = {p.name: [] for p in limited}
+        registered = set()
+        for node in snapshot.nodes():
+            registered.add(node.provider_id)
+            pool = self._pool_of(node) if self.cloud.node_group_for(node) is not None else None
+            if pool is not None and pool.name in capacities:
+                capacities[pool.name].append(node.capacity)
+        for instance_id, launched in self.launched.items():
+            kind = launched.claim.options[0]
+            if instance_id not in registered and kind.pool in capacities:
+                capacities[kind.pool].append(kind.capacity)
+        return {p.name: remaining(p, capacities[p.name]) for p in limited}
 
     def _emit(
         self, kind: str, key: str, reason: str, message: str, now: float, warning: bool = False
@@ -286,6 +328,9 @@ class Karpenter:
                 self._pod_events[node.name] = (stamp, now)
         for name in set(self._pod_events) - seen:
             del self._pod_events[name]
+        known = {n.provider_id for n in snapshot.nodes()} | set(self.launched)
+        for instance_id in set(self._launched_pool) - known:
+            del self._launched_pool[instance_id]
 
     # -- 2. provisioning -----------------------------------------------------------------------
     def _provision(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -311,6 +356,7 @@ class Karpenter:
             pending,
             skip=self._disrupting(),
             existing_claims=[launched.claim for launched in self.launched.values()],
+            pool_limits=self._pool_limits(snapshot),
         )
         room = {t.group_id: t.headroom for t in types}
         for claim in outcome.claims:
@@ -336,6 +382,7 @@ class Karpenter:
         if not new:
             return None
         self.nodeclaims_created += 1
+        self._launched_pool[new[0]] = kind.pool
         self.launched[new[0]] = Launched(
             NodeClaim([kind], list(claim.pods), dict(claim.requests)), kind.group_id, new[0], now
         )
@@ -386,7 +433,7 @@ class Karpenter:
                 continue
             left = reschedulable(list(snapshot.pods_on(name).values()))
             leaving = [p for p in snapshot.pods_on(name).values() if p.is_terminating and not p.is_daemonset]
-            grace = self.settings.termination_grace_period
+            grace = self._settings_for(snapshot.node(name)).termination_grace_period
             overdue = grace > 0 and now - termination.started >= grace
             if (not left and not leaving) or overdue:
                 group = groups.get(termination.group_id)
@@ -440,15 +487,26 @@ class Karpenter:
         self.decisions[(command.decision, command.reason, consolidation)] += 1
 
     # -- 4. disruption -------------------------------------------------------------------------
-    def _budgets(self, snapshot: ClusterSnapshot, now: float) -> dict[str, int]:
-        managed = [n for n in snapshot.nodes() if self.cloud.node_group_for(n) is not None]
+    def _budgets(self, snapshot: ClusterSnapshot, now: float) -> Budgets:
+        """Each pool's budgets over its nodes: Ready ones, and those not Ready or being disrupted,
+        which use budget."""
         disrupting = self._disrupting()
-        total = sum(1 for n in managed if n.ready and n.name not in disrupting)
-        busy = sum(1 for n in managed if not n.ready or n.name in disrupting)
-        return {
-            reason: max(0, self.settings.allowed_disruptions(reason, total + busy, now) - busy)
-            for reason in (EMPTY, DRIFTED, UNDERUTILIZED)
-        }
+        counts = {p.name: [0, 0] for p in self.pools}  # pool -> [ready, busy]
+        for node in snapshot.nodes():
+            pool = self._pool_of(node) if self.cloud.node_group_for(node) is not None else None
+            if pool is not None:
+                counts[pool.name][0 if node.ready and node.name not in disrupting else 1] += 1
+        return Budgets(
+            {
+                name: {
+                    reason: max(
+                        0, self._pool_settings[name].allowed_disruptions(reason, total + busy, now) - busy
+                    )
+                    for reason in (EMPTY, DRIFTED, UNDERUTILIZED)
+                }
+                for name, (total, busy) in counts.items()
+            }
+        )
 
     def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
         disrupting = self._disrupting()
@@ -459,8 +517,10 @@ class Karpenter:
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
                 continue
             group = self.cloud.node_group_for(node)
-            if group is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
+            pool = self._pool_of(node)
+            if group is None or pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
+            settings = self._pool_settings[pool.name]
             in_progress = sum(
                 1 for t in self.terminations.values() if t.group_id == group.id and not t.deleted
             )
@@ -471,8 +531,8 @@ class Karpenter:
                 continue
             age = now - (node.meta.creation_timestamp or now)
             since = self._pod_events.get(node.name, (0, now))[1]
-            consolidatable = now - since >= self.settings.consolidate_after and (
-                not moving or self.settings.consolidation_policy == "WhenEmptyOrUnderutilized"
+            consolidatable = now - since >= settings.consolidate_after and (
+                not moving or settings.consolidation_policy == "WhenEmptyOrUnderutilized"
             )
             try:  # Karpenter consolidates only nodes it can price
                 price = group.price_per_hour()
@@ -491,6 +551,7 @@ class Karpenter:
                     disruption_cost(moving, age),
                     consolidatable,
                     template is not None and self._drifted(node, template),
+                    pool.name,
                 )
             )
         return candidates
@@ -509,9 +570,12 @@ class Karpenter:
     def _context(self, snapshot: ClusterSnapshot, now: float) -> Context:
         disrupting = self._disrupting()
         not_destinations = set(disrupting)
-        after = self.settings.consolidate_after
-        if after > 0:
-            not_destinations |= {n for n, (_, since) in self._pod_events.items() if now - since < after}
+        if any(s.consolidate_after > 0 for s in self._pool_settings.values()):
+            not_destinations |= {
+                n
+                for n, (_, since) in self._pod_events.items()
+                if now - since < self._settings_for(snapshot.node(n)).consolidate_after
+            }
         reserved = [*self.view.pending_pods()]
         for name in disrupting:
             if name in snapshot:
@@ -524,6 +588,8 @@ class Karpenter:
             not_destinations,
             [launched.claim for launched in self.launched.values()],
             reserved=reserved,
+            pool_limits=self._pool_limits(snapshot),
+            spot_to_spot=self.options.karpenter_spot_to_spot_consolidation,
         )
 
     def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -551,13 +617,16 @@ class Karpenter:
         """The command on the cluster as it is 15 s later, or None (Karpenter's validation)."""
         current = {c.name: c for c in self._candidates(snapshot, now)}
         ctx = self._context(snapshot, now)
-        budget = ctx.budgets.get(command.reason, 0)
+        budgets = ctx.pool_budgets
         if command.method == "emptiness":
-            still = [current[n] for n in command.names if n in current and current[n].empty][:budget]
+            empty = [current[n] for n in command.names if n in current and current[n].empty]
+            still = budgets.within(empty, command.reason)
             return Command(command.method, command.reason, tuple(still)) if still else None
-        if any(n not in current for n in command.names) or len(command.names) > budget:
+        if any(n not in current for n in command.names):
             return None
         candidates = [current[n] for n in command.names]
+        if len(budgets.within(candidates, command.reason)) < len(candidates):
+            return None
         if command.method == "drift":
             outcome = simulate(
                 snapshot,
@@ -566,6 +635,7 @@ class Karpenter:
                 candidates[0].pods,
                 skip={*command.names, *self._disrupting()},
                 existing_claims=ctx.inflight,
+                pool_limits=ctx.pool_limits,
             )
             if outcome.unschedulable or len(outcome.claims) > len(command.replacements):
                 return None

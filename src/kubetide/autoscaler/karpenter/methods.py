@@ -15,9 +15,10 @@ the controller (controller.py) validates and carries the command out.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.karpenter.nodepools import DEFAULT_POOL, Budgets, spot_replacements
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
@@ -40,6 +41,7 @@ class Candidate:
     disruption_cost: float
     consolidatable: bool  # past consolidateAfter, under a policy that consolidates it
     drifted: bool = False
+    pool: str = DEFAULT_POOL  # its NodePool (nodepools.py)
 
     @property
     def name(self) -> str:
@@ -75,13 +77,14 @@ class Command:
 @dataclass
 class Context:
     """What a method reads: the cluster (its snapshot and a checker attached to it), the
-    NodePool's instance types, the budgets left per reason, the nodes pods may not move to, and
-    the NodeClaims in flight."""
+    NodePools' instance types (in pool weight order), the budgets left per pool and reason (a
+    plain `{reason: nodes}` is the default pool's), the nodes pods may not move to, and the
+    NodeClaims in flight."""
 
     snapshot: ClusterSnapshot
     checker: PredicateChecker
     types: Sequence[InstanceType]
-    budgets: dict[str, int]
+    budgets: Budgets | Mapping[str, int]
     not_destinations: Container[str]
     inflight: Sequence[NodeClaim] = ()
     # pods that need room before any candidate's: pending ones and those of nodes being disrupted
@@ -90,6 +93,13 @@ class Context:
     blocked: dict[str, str] = field(default_factory=dict)
     # a candidate was left out for want of budget: the cluster is not "consolidated" then
     budget_blocked: bool = False
+    # pool -> the capacity it may still launch (pools without limits are not in it)
+    pool_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    spot_to_spot: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
+
+    @property
+    def pool_budgets(self) -> Budgets:
+        return Budgets.of(self.budgets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +132,6 @@ def by_savings(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
 
 
-def within_budget(candidates: Sequence[Candidate], budget: int) -> list[Candidate]:
-    return list(candidates[: max(0, budget)])
-
-
 def consolidate(
     ctx: Context, candidates: Sequence[Candidate], *, same_type_filter: bool
 ) -> tuple[str, tuple[InstanceType, ...]] | str:
@@ -148,6 +154,7 @@ def consolidate(
         skip=skip,
         existing_claims=ctx.inflight,
         reserved=ctx.reserved,
+        pool_limits=ctx.pool_limits,
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
@@ -158,7 +165,12 @@ def consolidate(
         return f"can't remove without creating {len(outcome.claims)} candidates"
     claim = outcome.claims[0]
     price = sum(c.price for c in candidates)
-    options = [o for o in claim.options if o.price < price]
+    spot = spot_replacements(
+        [c.node.labels for c in candidates], claim.options, price, enabled=ctx.spot_to_spot
+    )
+    if isinstance(spot, str):
+        return spot
+    options = spot
     if same_type_filter:
         options = filter_out_same_type(candidates, options)
     if not options:
@@ -185,8 +197,9 @@ class Emptiness(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         empty = by_savings([c for c in candidates if c.empty and c.consolidatable])
-        chosen = within_budget(empty, ctx.budgets.get(EMPTY, 0))
-        for c in empty[len(chosen) :]:
+        chosen = ctx.pool_budgets.within(empty, EMPTY)
+        held = {c.name for c in chosen}
+        for c in (c for c in empty if c.name not in held):
             ctx.blocked[c.name] = "disruption budget for Empty reached"
             ctx.budget_blocked = True
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
@@ -207,6 +220,9 @@ class Drift(Method):
             key=lambda c: (not c.empty, c.node.meta.creation_timestamp or 0.0, c.name),
         )
         for candidate in drifted:
+            if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
+                ctx.budget_blocked = True
+                continue
             outcome = simulate(
                 ctx.snapshot,
                 ctx.checker,
@@ -215,6 +231,7 @@ class Drift(Method):
                 skip=_Union({candidate.name}, ctx.not_destinations),
                 existing_claims=ctx.inflight,
                 reserved=ctx.reserved,
+                pool_limits=ctx.pool_limits,
             )
             if outcome.unschedulable:
                 ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
@@ -233,7 +250,7 @@ class MultiNodeConsolidation(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
-        eligible = within_budget(ranked, ctx.budgets.get(UNDERUTILIZED, 0))
+        eligible = ctx.pool_budgets.within(ranked, UNDERUTILIZED)
         ctx.budget_blocked = ctx.budget_blocked or len(eligible) < len(ranked)
         eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
         if len(eligible) < 2:
@@ -265,6 +282,9 @@ class SingleNodeConsolidation(Method):
             )
             return None
         for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+            if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
+                ctx.budget_blocked = True
+                continue
             result = consolidate(ctx, [candidate], same_type_filter=False)
             if isinstance(result, tuple):
                 return Command(self.name, self.reason, (candidate,), result[1])

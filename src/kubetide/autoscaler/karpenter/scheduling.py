@@ -15,10 +15,16 @@ that type's allocatable. Inter-pod terms between pods of the same new NodeClaim 
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetide.autoscaler.karpenter.nodepools import (
+    DEFAULT_POOL,
+    INSTANCE_TYPE_LABEL,
+    capacity_type,
+    first_pool,
+)
 from kubetide.autoscaler.scaledown.planning import homeless
 from kubetide.autoscaler.scaleup.template import GroupTemplate
 from kubetide.model import Pod
@@ -28,16 +34,31 @@ from kubetide.snapshot import ClusterSnapshot
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:
-    """One node group as one of the NodePool's instance types."""
+    """One node group as one of a NodePool's instance types (a group in several pools is one
+    InstanceType in each)."""
 
     group_id: str
     price: float
     template: GroupTemplate
     headroom: int  # nodes the group may still add (max size - target)
+    pool: str = DEFAULT_POOL
 
     @property
     def allocatable(self) -> dict[str, int]:
         return self.template.node.allocatable
+
+    @property
+    def capacity(self) -> dict[str, int]:
+        """What a node of this type counts towards its pool's limits."""
+        return self.template.raw.capacity
+
+    @property
+    def capacity_type(self) -> str:
+        return capacity_type(self.template.node.labels)
+
+    @property
+    def instance_type(self) -> str:
+        return self.template.node.labels.get(INSTANCE_TYPE_LABEL, self.group_id)
 
 
 @dataclass(slots=True)
@@ -87,13 +108,17 @@ def simulate(
     skip: Container[str] = frozenset(),
     existing_claims: Sequence[NodeClaim] = (),
     reserved: Sequence[Pod] = (),
+    pool_limits: Mapping[str, Mapping[str, int]] = {},
 ) -> Outcome:
     """Schedule `pods` (bound ones are moved, pending ones bound) on the snapshot's nodes but
     those in `skip`, then on `existing_claims` (in-flight NodeClaims, kept as they are; a pod one
     of them was launched for waits for it, as Karpenter's nomination) and new NodeClaims.
     `reserved` pods (pending ones, pods of nodes being disrupted) go first and take room on the
     existing nodes and in-flight NodeClaims only; where they end up is not reported. The
-    snapshot is left as found."""
+    snapshot is left as found. A new NodeClaim is opened in the first pool (`types` come in pool
+    weight order) with a type for the pod within `pool_limits` (pool -> the capacity it may still
+    launch; a pool not in it has no limits)."""
+    left = {pool: dict(limit) for pool, limit in pool_limits.items()}
     destinations: dict[str, str] = {}
     claims: list[NodeClaim] = []
     unschedulable: list[Pod] = []
@@ -102,6 +127,8 @@ def simulate(
     try:
         probes: dict[str, str] = {}
         for index, kind in enumerate(types):
+            if kind.group_id in probes:  # the same group in another pool
+                continue
             probe = kind.template.copy(f"karpenter-probe-{index}")
             snapshot.add_node(probe)
             probes[kind.group_id] = probe.name
@@ -158,7 +185,9 @@ def simulate(
                     claim.add(pod, options)
                     break
             else:
-                options = [k for k in kinds if k.headroom > 0 and _within({}, pod, k.allocatable)]
+                options = first_pool(
+                    [k for k in kinds if k.headroom > 0 and _within({}, pod, k.allocatable)], left
+                )
                 if options:
                     claim = NodeClaim([])
                     claim.add(pod, options)

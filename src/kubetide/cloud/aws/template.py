@@ -24,7 +24,7 @@ from typing import Any
 from kubetide.cloud.aws.groups import AWS_ERRORS, Asg, AwsError
 from kubetide.model import Node, ObjectMeta, Taint
 from kubetide.model.node import REGION_LABEL, TAINT_EFFECTS, ZONE_LABEL
-from kubetide.model.quantity import CPU, MEMORY, PODS, QuantityError, parse_resource
+from kubetide.model.quantity import CPU, MEMORY, PODS, QuantityError, parse_capacity
 
 log = logging.getLogger("kubetide.cloud.aws")
 
@@ -148,7 +148,7 @@ def build_template(asg: Asg, info: InstanceTypeInfo, region: str) -> Node:
         elif key.startswith(RESOURCE_TAG):
             resource = key.removeprefix(RESOURCE_TAG)
             try:
-                capacity[resource] = parse_resource(resource, value)
+                capacity[resource] = parse_capacity(resource, value)
             except QuantityError as exc:
                 log.warning("%s: ignoring tag %s=%s: %s", asg.name, key, value, exc)
     return Node(

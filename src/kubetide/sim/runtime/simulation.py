@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, assert_never
 
 from kubetide.autoscaler.events import StatusObject
+from kubetide.autoscaler.karpenter.nodepools import NodePool
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider, ClusterActions, ClusterView
 from kubetide.clock import Clock, work_timer
@@ -94,17 +95,19 @@ class NoAutoscaler:
         return None
 
 
-def default_autoscaler_factory(seed: int, policy: str = "kubetide") -> tuple[AutoscalerFactory, str]:
+def default_autoscaler_factory(
+    seed: int, policy: str = "kubetide", node_pools: Sequence[NodePool] = ()
+) -> tuple[AutoscalerFactory, str]:
     """The autoscaler the options' policy names: kubetide's (also for `cluster-autoscaler`, whose
-    flags options.py has set), its random expander seeded from the scenario, or Karpenter's.
-    Returns (factory, name), the name being the policy's."""
+    flags options.py has set), its random expander seeded from the scenario, or Karpenter's with
+    the scenario's NodePools. Returns (factory, name), the name being the policy's."""
     from kubetide.autoscaler.loop import Autoscaler
 
     def factory(options, clock, view, actions, cloud):
         if options.policy == "karpenter":
             from kubetide.autoscaler.karpenter.controller import Karpenter
 
-            return Karpenter(options, clock, view, actions, cloud)
+            return Karpenter(options, clock, view, actions, cloud, node_pools)
         service = None
         if "grpc" in options.expander:  # an external expander service: only then import grpc
             from kubetide.grpcexpander import expander_service
@@ -151,7 +154,9 @@ class Simulation:
         self.explain_seconds = 0.0  # CPU time that took (not in summary.json: not deterministic)
         self.seed = scenario.seed if seed is None else seed
         if autoscaler_factory is None:
-            autoscaler_factory, default_name = default_autoscaler_factory(self.seed, scenario.options.policy)
+            autoscaler_factory, default_name = default_autoscaler_factory(
+                self.seed, scenario.options.policy, scenario.node_pools
+            )
             autoscaler_name = autoscaler_name or default_name
         self.factory = autoscaler_factory
         self.autoscaler_name = autoscaler_name or getattr(autoscaler_factory, "__name__", "custom")

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from kubetide.autoscaler.karpenter.nodepools import NodePool
 from kubetide.autoscaler.options import AutoscalerOptions, parse_options
 from kubetide.cloud.schema import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # re-exported for sim/
 from kubetide.cloud.schema import Delay, Duration, NodeGroupSpec, first_error, read_spec_documents
@@ -36,6 +37,7 @@ from kubetide.model.warnings import controller_warnings
 from kubetide.sim.spec.errors import ScenarioError
 from kubetide.sim.spec.files import csv_rows, read_manifests, read_relative
 from kubetide.sim.spec.limits import DEFAULT_LIMITS, Limits
+from kubetide.sim.spec.nodepools import NodePoolSpec, load_node_pools
 from kubetide.sim.spec.qos import QosSettings, QosSpec, load_qos
 from kubetide.sim.spec.usage import UsageSpec
 
@@ -232,6 +234,7 @@ class Spec(_Model):
     # `flag: value`, or the Cluster Autoscaler container's `args:` list as it is.
     autoscaler: dict[str, Any] | list[Any] = Field(default_factory=dict)
     nodeGroups: list[NodeGroupSpec] = Field(min_length=1)
+    nodePools: list[NodePoolSpec] = Field(default_factory=list)  # policy karpenter's NodePools
     objects: list[dict[str, Any]] = Field(default_factory=list)
     events: list[EventSpec] = Field(default_factory=list)
     traces: list[TraceSpec] = Field(default_factory=list)
@@ -385,6 +388,7 @@ class Scenario:
     start: float = EPOCH  # the Unix time simulated second 0 stands for
     usage: Any = None  # sim.usage.UsageModel: the pods' usage profiles (HPAs and the QoS agent)
     limits: Limits = DEFAULT_LIMITS  # what it was loaded within; its runs are held to them too
+    node_pools: tuple[NodePool, ...] = ()  # spec.nodePools (policy karpenter); none: one default pool
 
     def with_duration(self, seconds: float) -> Scenario:
         """The same scenario cut (or stretched) to `seconds`; later events are dropped."""
@@ -449,6 +453,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEF
             )
         )
 
+    node_pools = load_node_pools(spec.nodePools, {g.name: g.template for g in groups}, source)
     objects = read_manifests(spec.objects, source, "spec.objects", base_dir)
     _check_starting_nodes(groups, objects, limits, source)
     _check_workload_sizes(objects, limits)
@@ -512,6 +517,7 @@ def parse_scenario(data: dict, source: str, base_dir: Path, limits: Limits = DEF
         start=start,
         usage=usage,
         limits=limits,
+        node_pools=node_pools,
     )
 
 

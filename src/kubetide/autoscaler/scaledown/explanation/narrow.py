@@ -133,6 +133,7 @@ class Replay:
         self._changed: frozenset[int] = frozenset()  # indexes of the budgets the changes altered
         self._surge_changed = False
         self.replayed = self.simulated = 0
+        self.placed = 0  # pods given to the simulated removals: the check's work (clock.spend)
 
     def __call__(self, u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
         status = u.plan.nodes.get(self.node)
@@ -146,6 +147,7 @@ class Replay:
             self.replayed += 1
             return _replayed(u, drain, step)
         self.simulated += 1
+        self.placed += len(to_move)
         removal = simulate_removal(u, name, drain, to_move)
         self._in_step = step is not None and _same_outcome(step, removal, u.mover.pointer)
         return removal

@@ -20,7 +20,9 @@ Every answer is therefore a planner run, never a guess: `limit` bounds how many 
 at per call and `budget` the work (by the caller's Timer) spent on them (the rest get no answer;
 offline callers pass a work-driven Timer, so the same input gets the same answers on any machine,
 `kubetide run` the wall clock), and the loop only asks when --annotate-scale-down-blockers is
-on. A run is narrowed to what the change can affect (narrow.py): the search without changes is
+on. On a work-driven Timer a check is charged what it does: the planner's reading per node it
+considers, and a unit per pod its simulated removals were given (a node of 40 pods simulated
+costs forty times a node replayed), per pod and node of a refusal (`_spend`). A run is narrowed to what the change can affect (narrow.py): the search without changes is
 recorded once, a search with changes replays it up to the first node the change alters and stops
 at the node's verdict; the same change set asked twice is answered once; and the planners of
 the checks share their per-node facts (eligibility, drains: planner.NodeFacts), so each reads
@@ -42,12 +44,13 @@ from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
 from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup, TemplateError
 from kubetide.autoscaler.scaledown.explanation.narrow import Decided, Recording, Replay
 from kubetide.autoscaler.scaledown.explanation.nowhere import refusal
-from kubetide.autoscaler.scaledown.planning.candidates import SimulateRemoval, simulate_removal
+from kubetide.autoscaler.scaledown.planning.candidates import Removal, SimulateRemoval, simulate_removal
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     BlockingPod,
+    NodeDrain,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
 from kubetide.autoscaler.scaledown.planning.plan import (
@@ -59,6 +62,7 @@ from kubetide.autoscaler.scaledown.planning.plan import (
 )
 from kubetide.autoscaler.scaledown.planning.planner import NodeFacts, Planner
 from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
+from kubetide.autoscaler.scaledown.planning.update import Received, Update
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblock_answer import (
     MAX_ROUNDS,
@@ -69,7 +73,7 @@ from kubetide.autoscaler.scaledown.unblock_answer import (
     change_rank,
     unblock_text,
 )
-from kubetide.clock import Timer
+from kubetide.clock import Timer, spend
 from kubetide.durations import format_duration, rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.disruption import do_not_disrupt_until
@@ -226,6 +230,7 @@ class _Search:
         self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
+        self.placed = 0  # pods placed by their simulated removals and refusals (`_spend`)
 
     # -- one node -------------------------------------------------------------------------------
     def settled(self, status: NodeStatus, plan: ScaleDownPlan | None = None) -> Unblock | None:
@@ -285,16 +290,18 @@ class _Search:
 
     def _answer(self, name: str, changes: tuple[Change, ...], *, waiting: bool) -> Unblock:
         """The verified answer: the smallest of `changes` that still works, each minimum size at
-        the largest value that works, in `change_rank` order."""
+        the largest value that works, in `change_rank` order. A waiting answer's changes may
+        come out removing the node (dropping a budget's change lets surge-before-evict, among
+        the changes, replace the pods it held): then that is the answer."""
 
         def works(trial: tuple[Change, ...]) -> bool:
             outcome = self.replan(name, trial)
             return outcome.removable or (waiting and _waits(outcome.status))
 
         ordered = _ordered(self._tuned(self._smallest(changes, works), works))
-        if not waiting:
+        outcome = self.replan(name, ordered) if waiting else None
+        if outcome is None or outcome.removable:
             return Unblock(name, ordered, True, unblock_text(ordered, True))
-        outcome = self.replan(name, ordered)
         assert outcome.status is not None  # it waits
         wait = _waiting_words(outcome.status, outcome.back)
         return Unblock(name, ordered, False, f"{unblock_text(ordered, True)}; then {wait}", waiting=True)
@@ -548,6 +555,8 @@ class _Search:
                 destinations=plan.destinations,
                 namespaces=self.inputs.namespaces,
             )
+            # It puts the plan's moved pods on their destinations and asks every node.
+            self._spend(len(plan.destinations) + len(self.inputs.snapshot))
         return self._refusals[key]
 
     def _group_by_id(self, group_id: str) -> NodeGroup | None:
@@ -577,9 +586,11 @@ class _Search:
     def baseline(self) -> ScaleDownPlan:
         if self._baseline is None:
             recording = Recording() if self.narrow else None
-            self._baseline = self._plan((), recording or simulate_removal)
-            if recording is not None and not self._baseline.timed_out:
-                self._recording = recording
+            self._baseline = self._plan((), recording or self._counted())
+            if recording is not None:
+                self._spend(sum(len(step.to_move) for step in recording.steps))
+                if not self._baseline.timed_out:
+                    self._recording = recording
         return self._baseline
 
     def replan(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
@@ -594,7 +605,23 @@ class _Search:
         return outcome
 
     def _whole(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
-        return _outcome(name, self._plan(changes), self.inputs.pdbs, decided=False)
+        return _outcome(name, self._plan(changes, self._counted()), self.inputs.pdbs, decided=False)
+
+    def _counted(self) -> SimulateRemoval:
+        """`simulate_removal`, each pod it is given spent on the timer."""
+
+        def simulate(u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
+            self._spend(len(to_move))
+            return simulate_removal(u, name, drain, to_move)
+
+        return simulate
+
+    def _spend(self, placed: int) -> None:
+        """A check's work on the timer the answers' budget reads: the planner reads it once per
+        node it considers, and a removal simulated costs a pod placement per pod it moves (the
+        search's per-node reading under-counts a 40-pod node's simulation tenfold)."""
+        self.placed += placed
+        spend(self.timer, placed)
 
     def _narrowed(self, name: str, changes: tuple[Change, ...]) -> _Outcome:
         """The same verdict as `_whole`, replaying the baseline's search where the changes leave
@@ -608,6 +635,8 @@ class _Search:
             plan = self._plan(changes, replay)
         except Decided as decided:
             return _outcome(name, decided.plan, self.inputs.pdbs, decided=True)
+        finally:
+            self._spend(replay.placed)
         return _outcome(name, plan, self.inputs.pdbs, decided=False)
 
     def _plan(
