@@ -165,6 +165,13 @@ class Event:
         return cls("Node", node, EventType.NORMAL, "ScaleDown", message, at)
 
     @classmethod
+    def node_replacing(cls, node: str, group_id: str, at: float) -> Event:
+        """kubetide's own: a cheaper node was launched to stand in for this one, drained once it
+        is Ready (scaledown/planning/replacement.py)."""
+        message = f"launched a node of {group_id} to replace it; drained once that node is Ready"
+        return cls("Node", node, EventType.NORMAL, "ScaleDownReplacing", message, at)
+
+    @classmethod
     def node_removed(cls, node: str, at: float) -> Event:
         """The cloud accepted the node's deletion (CA's ScaleDown, its own message)."""
         return cls("Node", node, EventType.NORMAL, "ScaleDown", "nodes removed by cluster autoscaler", at)

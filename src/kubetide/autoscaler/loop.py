@@ -60,7 +60,12 @@ from kubetide.autoscaler.scaledown.explanation import (
     single_replica_hold,
     single_replica_words,
 )
-from kubetide.autoscaler.scaledown.planning import SCALED_UP_THIS_LOOP, BlockingPod, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning import (
+    SCALED_UP_THIS_LOOP,
+    BlockingPod,
+    PendingReplacement,
+    ScaleDownPlan,
+)
 from kubetide.autoscaler.scaleup.expanders import PRIORITY_CONFIGMAP, ExpanderService
 from kubetide.autoscaler.scaleup.orchestrator import ScaleUpPlan
 from kubetide.autoscaler.scaleup.skips import SkipReason
@@ -359,6 +364,7 @@ class Autoscaler:
                     stale[name] = reason
         with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
             result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget, stale=stale)
+        self._launch_replacements(snapshot, plan, now, result)
         with timed(result.durations, "scaleDown:softTaintUnneeded", self.timer):
             update_soft_taints(
                 self.actions,
@@ -369,6 +375,35 @@ class Autoscaler:
                 timer=self.timer,
                 memo=self._soft_taints,
             )
+
+    def _launch_replacements(
+        self, snapshot: ClusterSnapshot, plan: ScaleDownPlan, now: float, result: LoopResult
+    ) -> None:
+        """kubetide's cheaper-group replacement: the new node first (a scale-up the registry
+        tracks like any other, without scale-down-delay-after-add: it is part of a scale-down);
+        the planner drains the nodes it stands in for once it is Ready."""
+        for replacement in plan.replacements:
+            group = self._group(replacement.group_id)
+            if group is None:
+                continue
+            before = frozenset(
+                node.name
+                for node in snapshot.nodes()
+                if (owner := self.cloud.node_group_for(node)) is not None and owner.id == group.id
+            )
+            try:
+                group.increase_size(1)
+            except ActionError as exc:
+                self.registry.register_failed_scale_up(group.id, "CloudProviderError", now, str(exc))
+                self.actions.emit_event(
+                    Event.failed_to_scale_up_group(self.status_object, group.id, str(exc), now)
+                )
+                continue
+            self.registry.register_scale_up(group.id, 1, now)
+            result.scaled_up[group.id] = result.scaled_up.get(group.id, 0) + 1
+            self.planner.note_replacement(replacement.nodes, PendingReplacement(group.id, now, before))
+            for name in replacement.nodes:
+                self.actions.emit_event(Event.node_replacing(name, group.id, now))
 
     def _explain(
         self, inputs: LoopInputs, decision: LoopDecision, result: LoopResult, held: Collection[str]

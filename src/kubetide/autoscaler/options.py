@@ -55,12 +55,14 @@ STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
 # The autoscaler a scenario runs (the `policy` flag); the first is the default.
 POLICIES = ("kubetide", "cluster-autoscaler", "karpenter")
 # What `policy: cluster-autoscaler` changes: CA's own defaults where kubetide's differ (drain
-# parallelism 1, a PDB-blocked node sent back to the non-candidates, no surge before evict), each
+# parallelism 1, a PDB-blocked node sent back to the non-candidates, no surge before evict, no
+# replacement onto cheaper groups), each
 # unless given beside the policy.
 CA_POLICY_DEFAULTS: dict[str, Any] = {
     "max_drain_parallelism": 1,
     "scale_down_budget_wait_keeps_unneeded_time": False,
     "surge_before_evict": False,
+    "consolidate_onto_cheaper_groups": False,
 }
 CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty")
 # The status ConfigMap's name unless --status-config-map-name says otherwise (CA's default), in the
@@ -170,6 +172,11 @@ class AutoscalerOptions:
     # kubetide's own: unremovable nodes carry kubetide.io/scale-down-blocker, the reason and what
     # would unblock them in one line (autoscaler/scaledown/explanation/unblock_search.py; a few planner runs a node)
     annotate_scale_down_blockers: bool = False
+    # kubetide's own: nodes whose pods fit nowhere else may be replaced by one cheaper node of
+    # another group when the saving clears Karpenter's Balanced score (autoscaler/consolidation.py;
+    # scaledown/planning/replacement.py): the replacement is launched, and the nodes drained once
+    # it is Ready
+    consolidate_onto_cheaper_groups: bool = True
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"

@@ -138,7 +138,8 @@ class Propose:
     [
         ((Propose(Command("propose", ("x",))),), "proposed x: not a candidate removable now"),
         ((EmptyNodeDeletion(), Propose(Command("propose", ("b",)))), "proposed b: not a candidate"),
-        ((Propose(Command("propose", ("a",), ("g",))),), "proposed replacements"),
+        # With a replacement, any node of the cluster; never one it lacks.
+        ((Propose(Command("propose", ("x",), ("g",))),), "proposed x: not a candidate"),
     ],
 )
 def test_a_method_proposing_what_the_planner_cannot_carry_out_is_refused(methods, words):

@@ -28,11 +28,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
-from kubetide.autoscaler.karpenter.cost import disruption_cost, savings_ratio
+from kubetide.autoscaler.karpenter.cost import lifetime_remaining
 from kubetide.autoscaler.karpenter.methods import (
     DRIFTED,
     EMPTY,
@@ -88,6 +89,51 @@ def settings_of(options: AutoscalerOptions) -> NodePoolSettings:
 def reschedulable(pods: Sequence[Pod]) -> tuple[Pod, ...]:
     """The pods a disruption moves: not DaemonSet, mirror, finished or already leaving."""
     return tuple(p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating))
+
+
+def pdb_kind(pod: Pod) -> tuple[object, ...]:
+    """What a budget's answer for a pod's eviction depends on: which budgets select it (its
+    namespace and labels) and whether it is healthy (Ready, not terminating)."""
+    return (pod.namespace, frozenset(pod.labels.items()), pod.ready, pod.is_terminating)
+
+
+def blocked_by_pdb(pdbs: PdbTracker, pod: Pod) -> bool:
+    """Karpenter's candidate rule for a pod's budgets (pdb.Limits.CanEvictPods): a budget with no
+    disruption allowed blocks the node, whether the pod is Ready or not, unless the budget's
+    unhealthyPodEvictionPolicy is AlwaysAllow and the pod is not Ready. Stricter than the
+    Eviction API for a pod still starting: the API lets it go without asking its budget, and
+    taking starting pods (replacements of pods evicted earlier) away keeps the budget short."""
+    for i in pdbs.matching(pod):
+        if not pod.ready and pdbs.pdbs[i].unhealthy_pod_eviction_policy == "AlwaysAllow":
+            continue
+        if pdbs.remaining[i] <= 0:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodePods:
+    """A node's pods as a disruption candidate sees them."""
+
+    moving: tuple[Pod, ...]  # reschedulable: what a disruption moves
+    annotated: tuple[Pod, ...]  # those of them with a do-not-disrupt annotation
+    kinds: tuple[tuple[tuple[object, ...], Pod], ...]  # one of them per pdb_kind
+    reschedule_cost: float
+    eviction_cost: float  # the sum of the moving pods' eviction costs
+
+    @classmethod
+    def of(cls, pods: Mapping[str, Pod]) -> NodePods:
+        moving = reschedulable(list(pods.values()))
+        kinds: dict[tuple[object, ...], Pod] = {}
+        for pod in moving:
+            kinds.setdefault(pdb_kind(pod), pod)
+        return cls(
+            moving,
+            tuple(p for p in moving if DO_NOT_DISRUPT in p.meta.annotations),
+            tuple(kinds.items()),
+            reschedule_cost(moving),
+            sum(eviction_cost(p) for p in moving),
+        )
 
 
 @dataclass(slots=True)
@@ -149,6 +195,7 @@ class Karpenter:
         self._templates: dict[str, tuple[tuple[str, ...], GroupTemplate]] = {}
         self._checker: PredicateChecker | None = None
         self._checked: ClusterSnapshot | None = None
+        self._node_pods_cache: dict[str, tuple[int, NodePods]] = {}  # node -> (its stamp, NodePods)
         # Nothing to do at this snapshot version (Karpenter's "consolidated" cluster state):
         # the methods are not tried again until the cluster changes, or for 5 minutes.
         self._consolidated_at: int | None = None
@@ -447,7 +494,10 @@ class Karpenter:
                     continue
                 termination.deleted = True
                 continue
-            for pod in left:
+            # In the order the API server lists them (namespace, then name): the snapshot's own
+            # order moves with the what-ifs run on it, and which of two pods of one budget is
+            # evicted first must not.
+            for pod in sorted(left, key=lambda p: (p.namespace, p.name)):
                 outcome = self.actions.evict(pod, pod.termination_grace_period)
                 if outcome is EvictionOutcome.BLOCKED_BY_PDB:
                     self._emit("Pod", pod.key, "FailedDraining", "evicting pod violates a PDB", now, True)
@@ -508,12 +558,26 @@ class Karpenter:
             }
         )
 
+    def _node_pods(self, node: Node, stamp: int, snapshot: ClusterSnapshot) -> NodePods:
+        """What the node's pods say about it as a candidate, worked out again only when they
+        change (the snapshot's stamp of the node)."""
+        cached = self._node_pods_cache.get(node.name)
+        if cached is None or cached[0] != stamp:
+            cached = self._node_pods_cache[node.name] = (stamp, NodePods.of(snapshot.pods_on(node.name)))
+        return cached[1]
+
     def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
         disrupting = self._disrupting()
         pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
+        # Whether a pod blocks its node depends on its namespace, labels (which budgets select it)
+        # and readiness alone: asked once per kind of pod.
+        refused: dict[tuple[object, ...], bool] = {}
         launched_groups = Counter(launched.group_id for launched in self.launched.values())
+        terminating_groups = Counter(t.group_id for t in self.terminations.values() if not t.deleted)
         candidates = []
-        for node in snapshot.nodes():
+        seen = set()
+        for node, stamp in snapshot.stamps():
+            seen.add(node.name)
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
                 continue
             group = self.cloud.node_group_for(node)
@@ -521,14 +585,25 @@ class Karpenter:
             if group is None or pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
             settings = self._pool_settings[pool.name]
-            in_progress = sum(
-                1 for t in self.terminations.values() if t.group_id == group.id and not t.deleted
-            )
-            if group.target_size() - in_progress - launched_groups[group.id] <= group.min_size:
+            if (
+                group.target_size() - terminating_groups[group.id] - launched_groups[group.id]
+                <= group.min_size
+            ):
                 continue
-            moving = reschedulable(list(snapshot.pods_on(node.name).values()))
-            if any(do_not_disrupt(p, now) or pdbs.refuses(p) is not None for p in moving):
+            pods = self._node_pods(node, stamp, snapshot)
+            if any(do_not_disrupt(p, now) for p in pods.annotated):
                 continue
+            blocked = False
+            for key, pod in pods.kinds:
+                answer = refused.get(key)
+                if answer is None:
+                    answer = refused[key] = blocked_by_pdb(pdbs, pod)
+                if answer:
+                    blocked = True
+                    break
+            if blocked:
+                continue
+            moving = pods.moving
             age = now - (node.meta.creation_timestamp or now)
             since = self._pod_events.get(node.name, (0, now))[1]
             consolidatable = now - since >= settings.consolidate_after and (
@@ -547,13 +622,15 @@ class Karpenter:
                     group.id,
                     price,
                     moving,
-                    savings_ratio(price, moving),
-                    disruption_cost(moving, age),
+                    price / pods.reschedule_cost,  # cost.savings_ratio, the pods' part kept
+                    pods.eviction_cost * lifetime_remaining(age),  # cost.disruption_cost, likewise
                     consolidatable,
                     template is not None and self._drifted(node, template),
                     pool.name,
                 )
             )
+        for name in self._node_pods_cache.keys() - seen:
+            del self._node_pods_cache[name]
         return candidates
 
     def _drifted(self, node: Node, template: Node) -> bool:
@@ -642,7 +719,7 @@ class Karpenter:
             return Command(
                 command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims)
             )
-        result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1)
+        result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1, explain=True)
         if isinstance(result, str) or len(result[1]) > len(command.replacements):
             self._emit("Node", command.names[0], "Unconsolidatable", f"validation failed: {result}", now)
             return None

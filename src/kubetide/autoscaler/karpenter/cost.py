@@ -1,7 +1,8 @@
 """What disrupting a node costs and saves, as Karpenter ranks candidates
 (pkg/utils/disruption/disruption.go, pkg/controllers/disruption/types.go):
 
-- a pod's eviction cost: 1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to [-10, 10];
+- a pod's eviction cost and the reschedule cost below are autoscaler/consolidation.py's, shared
+  with kubetide's own consolidation;
 - a node's disruption cost: the sum of its pods' eviction costs, times the fraction of its
   lifetime (expireAfter, 720h by default) still ahead, so nodes near expiry are cheap to disrupt;
 - the reschedule cost: 1 + the positive eviction costs of the pods that would move;
@@ -12,15 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.model import Pod
-from kubetide.workloads.cost import deletion_cost
 
 EXPIRE_AFTER = 720 * 3600.0  # Karpenter's default expireAfter
-
-
-def eviction_cost(pod: Pod) -> float:
-    cost = 1.0 + deletion_cost(pod.meta.annotations) / 2**27 + pod.priority / 2**25
-    return max(-10.0, min(10.0, cost))
 
 
 def lifetime_remaining(age: float, expire_after: float = EXPIRE_AFTER) -> float:
@@ -31,10 +27,6 @@ def lifetime_remaining(age: float, expire_after: float = EXPIRE_AFTER) -> float:
 
 def disruption_cost(pods: Iterable[Pod], age: float) -> float:
     return sum(eviction_cost(p) for p in pods) * lifetime_remaining(age)
-
-
-def reschedule_cost(pods: Iterable[Pod]) -> float:
-    return 1.0 + sum(max(0.0, eviction_cost(p)) for p in pods)
 
 
 def savings_ratio(price: float, pods: Iterable[Pod]) -> float:

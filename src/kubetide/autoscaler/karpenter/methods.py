@@ -19,7 +19,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubetide.autoscaler.karpenter.nodepools import DEFAULT_POOL, Budgets, spot_replacements
-from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, SharedSimulation
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker
@@ -132,8 +132,27 @@ def by_savings(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
 
 
+def shared_simulation(ctx: Context) -> SharedSimulation:
+    """The scheduling simulation a method's candidates are tried on, one after another: the
+    cluster but the nodes pods may not move to, with the reserved pods placed first."""
+    return SharedSimulation(
+        ctx.snapshot,
+        ctx.checker,
+        ctx.types,
+        skip=ctx.not_destinations,
+        existing_claims=ctx.inflight,
+        reserved=ctx.reserved,
+        pool_limits=ctx.pool_limits,
+    )
+
+
 def consolidate(
-    ctx: Context, candidates: Sequence[Candidate], *, same_type_filter: bool
+    ctx: Context,
+    candidates: Sequence[Candidate],
+    *,
+    same_type_filter: bool,
+    simulation: SharedSimulation | None = None,
+    explain: bool = False,
 ) -> tuple[str, tuple[InstanceType, ...]] | str:
     """computeConsolidation: ("delete", ()) or ("replace", (type,)), or why not (a str).
 
@@ -143,18 +162,22 @@ def consolidate(
     no NodeClaim: delete; more than one: no (Karpenter never splits one node into several);
     one: replace with its cheapest instance type strictly cheaper than the candidates together
     (and, for several candidates, cheaper than any candidate of a type the replacement could
-    be: otherwise deleting those alone would do)."""
-    names = {c.name for c in candidates}
-    skip = _Union(names, ctx.not_destinations)
-    outcome = simulate(
-        ctx.snapshot,
-        ctx.checker,
-        ctx.types,
+    be: otherwise deleting those alone would do). A method trying several candidates passes
+    its `simulation` (shared_simulation) so that the reserved pods are placed once."""
+    if simulation is None:
+        with shared_simulation(ctx) as own:
+            return consolidate(
+                ctx, candidates, same_type_filter=same_type_filter, simulation=own, explain=explain
+            )
+    price = sum(c.price for c in candidates)
+    # Only an outcome with every pod placed and at most one new NodeClaim can pass (none when no
+    # instance type is strictly cheaper than the candidates): unless the reason is to be shown
+    # (`explain`), the simulation stops at the first pod that settles it otherwise, and the
+    # reason given can be another true one.
+    outcome = simulation.schedule(
         [p for c in candidates for p in c.pods],
-        skip=skip,
-        existing_claims=ctx.inflight,
-        reserved=ctx.reserved,
-        pool_limits=ctx.pool_limits,
+        without={c.name for c in candidates},
+        max_new_claims=None if explain else 0 if all(t.price >= price for t in ctx.types) else 1,
     )
     if outcome.unschedulable:
         pod = outcome.unschedulable[0]
@@ -164,7 +187,6 @@ def consolidate(
     if len(outcome.claims) > 1:
         return f"can't remove without creating {len(outcome.claims)} candidates"
     claim = outcome.claims[0]
-    price = sum(c.price for c in candidates)
     spot = spot_replacements(
         [c.node.labels for c in candidates], claim.options, price, enabled=ctx.spot_to_spot
     )
@@ -219,25 +241,17 @@ class Drift(Method):
             (c for c in candidates if c.drifted),
             key=lambda c: (not c.empty, c.node.meta.creation_timestamp or 0.0, c.name),
         )
-        for candidate in drifted:
-            if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
-                ctx.budget_blocked = True
-                continue
-            outcome = simulate(
-                ctx.snapshot,
-                ctx.checker,
-                ctx.types,
-                candidate.pods,
-                skip=_Union({candidate.name}, ctx.not_destinations),
-                existing_claims=ctx.inflight,
-                reserved=ctx.reserved,
-                pool_limits=ctx.pool_limits,
-            )
-            if outcome.unschedulable:
-                ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
-                continue
-            replacements = tuple(claim.cheapest() for claim in outcome.claims)
-            return Command(self.name, self.reason, (candidate,), replacements)
+        with shared_simulation(ctx) as simulation:
+            for candidate in drifted:
+                if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
+                    ctx.budget_blocked = True
+                    continue
+                outcome = simulation.schedule(candidate.pods, without={candidate.name})
+                if outcome.unschedulable:
+                    ctx.blocked[candidate.name] = f"pod {outcome.unschedulable[0].key} would not schedule"
+                    continue
+                replacements = tuple(claim.cheapest() for claim in outcome.claims)
+                return Command(self.name, self.reason, (candidate,), replacements)
         return None
 
 
@@ -257,15 +271,16 @@ class MultiNodeConsolidation(Method):
             return None
         best: Command | None = None
         low, high = 1, len(eligible) - 1
-        while low <= high:
-            mid = (low + high) // 2
-            prefix = eligible[: mid + 1]
-            result = consolidate(ctx, prefix, same_type_filter=True)
-            if isinstance(result, tuple):
-                best = Command(self.name, self.reason, tuple(prefix), result[1])
-                low = mid + 1
-            else:
-                high = mid - 1
+        with shared_simulation(ctx) as simulation:
+            while low <= high:
+                mid = (low + high) // 2
+                prefix = eligible[: mid + 1]
+                result = consolidate(ctx, prefix, same_type_filter=True, simulation=simulation)
+                if isinstance(result, tuple):
+                    best = Command(self.name, self.reason, tuple(prefix), result[1])
+                    low = mid + 1
+                else:
+                    high = mid - 1
         return best
 
 
@@ -281,14 +296,15 @@ class SingleNodeConsolidation(Method):
                 c.consolidatable and not c.empty for c in candidates
             )
             return None
-        for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
-            if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
-                ctx.budget_blocked = True
-                continue
-            result = consolidate(ctx, [candidate], same_type_filter=False)
-            if isinstance(result, tuple):
-                return Command(self.name, self.reason, (candidate,), result[1])
-            ctx.blocked[candidate.name] = result
+        with shared_simulation(ctx) as simulation:
+            for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+                if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
+                    ctx.budget_blocked = True
+                    continue
+                result = consolidate(ctx, [candidate], same_type_filter=False, simulation=simulation)
+                if isinstance(result, tuple):
+                    return Command(self.name, self.reason, (candidate,), result[1])
+                ctx.blocked[candidate.name] = result
         return None
 
 
@@ -307,12 +323,3 @@ def first_command(
         order if order is not None else methods(), lambda earlier: Inputs(ctx, candidates, earlier)
     )
     return commands[0] if commands else None
-
-
-class _Union:
-    def __init__(self, first: Container[str], second: Container[str]):
-        self.first = first
-        self.second = second
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.first or name in self.second

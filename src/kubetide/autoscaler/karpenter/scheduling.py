@@ -15,7 +15,7 @@ that type's allocatable. Inter-pod terms between pods of the same new NodeClaim 
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,13 +118,84 @@ def simulate(
     snapshot is left as found. A new NodeClaim is opened in the first pool (`types` come in pool
     weight order) with a type for the pod within `pool_limits` (pool -> the capacity it may still
     launch; a pool not in it has no limits)."""
-    left = {pool: dict(limit) for pool, limit in pool_limits.items()}
-    destinations: dict[str, str] = {}
-    claims: list[NodeClaim] = []
-    unschedulable: list[Pod] = []
-    inflight = [NodeClaim(list(c.options), list(c.pods), dict(c.requests)) for c in existing_claims]
-    snapshot.fork()
-    try:
+    with SharedSimulation(
+        snapshot,
+        checker,
+        types,
+        skip=skip,
+        existing_claims=existing_claims,
+        reserved=reserved,
+        pool_limits=pool_limits,
+    ) as sim:
+        return sim.schedule(pods)
+
+
+class SharedSimulation:
+    """`simulate` for several sets of pods on one cluster state, as consolidation asks it of
+    candidate after candidate: the probes and the reserved pods' places are worked out once and
+    kept (in a fork of the snapshot) while `schedule` tries each set in a fork of its own.
+
+    A set whose own nodes are left out (`without`) sees the reserved pods where they would be had
+    those nodes been skipped from the start, as long as no reserved pod was placed on one of
+    them: first-fit picks the same node when a node it did not pick is taken away. When one
+    was, the reserved pods are placed again for that set alone. Use it as a context manager:
+    leaving it reverts the snapshot."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        checker: PredicateChecker,
+        types: Sequence[InstanceType],
+        *,
+        skip: Container[str] = frozenset(),
+        existing_claims: Sequence[NodeClaim] = (),
+        reserved: Sequence[Pod] = (),
+        pool_limits: Mapping[str, Mapping[str, int]] = {},
+    ):
+        self.snapshot = snapshot
+        self.checker = checker
+        self.types = types
+        self.skip = skip
+        self.existing_claims = existing_claims
+        self.reserved = reserved
+        self.pool_limits = pool_limits
+        # Pods an in-flight NodeClaim was launched for are counted in it already: they wait for it.
+        self.nominated = {p.uid for claim in existing_claims for p in claim.pods}
+        self._base: _Prepared | None = None
+
+    def __enter__(self) -> SharedSimulation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._base is not None:
+            self._base = None
+            self.snapshot.revert()
+
+    def schedule(
+        self, pods: Iterable[Pod], *, without: Collection[str] = (), max_new_claims: int | None = None
+    ) -> Outcome:
+        """Where `pods` would go with the nodes in `without` skipped as well (their pods move).
+        `max_new_claims`: the caller can use only an outcome with every pod placed and at most
+        that many new NodeClaims, so the first pod that fits nowhere, or that would open one
+        NodeClaim more, ends the simulation (the outcome holds it)."""
+        if self._base is None:
+            self._base = self._prepare(self.skip)
+        if not self._base.landed.isdisjoint(without):
+            self.close()
+            alone = self._prepare(_Union(without, self.skip))
+            try:
+                return self._place_pods(alone, pods, without, max_new_claims)
+            finally:
+                self.snapshot.revert()
+        return self._place_pods(self._base, pods, without, max_new_claims)
+
+    def _prepare(self, skip: Container[str]) -> _Prepared:
+        """Fork, add a probe node per instance type and place the reserved pods."""
+        snapshot, checker, types = self.snapshot, self.checker, self.types
+        snapshot.fork()
         probes: dict[str, str] = {}
         for index, kind in enumerate(types):
             if kind.group_id in probes:  # the same group in another pool
@@ -132,71 +203,110 @@ def simulate(
             probe = kind.template.copy(f"karpenter-probe-{index}")
             snapshot.add_node(probe)
             probes[kind.group_id] = probe.name
-        probe_names = set(probes.values())
-        everywhere_but = _Skip(skip, probe_names)
-        admits: dict[tuple[Any, str], bool] = {}
-
-        def admitted(pod: Pod, standin: Pod) -> list[InstanceType]:
-            key = _shape_key(pod)
-            result = []
-            for kind in types:
-                verdict = admits.get((key, kind.group_id))
-                if verdict is None:
-                    verdict = admits[(key, kind.group_id)] = (
-                        checker.fits(standin, probes[kind.group_id]) is None
-                    )
-                if verdict:
-                    result.append(kind)
-            return result
-
-        # Pods an in-flight NodeClaim was launched for are counted in it already: they wait for it.
-        nominated = {p.uid for claim in inflight for p in claim.pods}
-        for pod in sorted(reserved, key=pod_order):
-            if pod.uid in nominated:
+        prepared = _Prepared(
+            probes,
+            _Skip(skip, set(probes.values())),
+            [NodeClaim(list(c.options), list(c.pods), dict(c.requests)) for c in self.existing_claims],
+        )
+        for pod in sorted(self.reserved, key=pod_order):
+            if pod.uid in self.nominated:
                 continue
             standin = homeless(pod)
-            dest = checker.find_node(standin, skip=everywhere_but)
+            dest = checker.find_node(standin, skip=prepared.everywhere_but)
             if dest is not None:
                 _place(snapshot, pod, dest)
+                prepared.landed.add(dest)
                 continue
-            kinds = admitted(pod, standin)
-            for claim in inflight:
+            kinds = self._admitted(prepared.admits, probes, pod, standin)
+            for claim in prepared.inflight:
                 options = [
                     k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
                 ]
                 if options:
                     claim.add(pod, options)
                     break
-        for pod in sorted(pods, key=pod_order):
-            if pod.uid in nominated:
-                continue
-            standin = homeless(pod)
-            dest = checker.find_node(standin, skip=everywhere_but)
-            if dest is not None:
-                destinations[pod.uid] = dest
-                _place(snapshot, pod, dest)
-                continue
-            kinds = admitted(pod, standin)
-            for claim in (*inflight, *claims):
-                options = [
-                    k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
-                ]
-                if options:
-                    claim.add(pod, options)
-                    break
-            else:
-                options = first_pool(
-                    [k for k in kinds if k.headroom > 0 and _within({}, pod, k.allocatable)], left
+        return prepared
+
+    def _admitted(
+        self, admits: dict[tuple[Any, str], bool], probes: dict[str, str], pod: Pod, standin: Pod
+    ) -> list[InstanceType]:
+        """The instance types whose empty node would take `pod` (cached per pod shape)."""
+        key = _shape_key(pod)
+        result = []
+        for kind in self.types:
+            verdict = admits.get((key, kind.group_id))
+            if verdict is None:
+                verdict = admits[(key, kind.group_id)] = (
+                    self.checker.fits(standin, probes[kind.group_id]) is None
                 )
-                if options:
-                    claim = NodeClaim([])
-                    claim.add(pod, options)
-                    claims.append(claim)
+            if verdict:
+                result.append(kind)
+        return result
+
+    def _place_pods(
+        self,
+        prepared: _Prepared,
+        pods: Iterable[Pod],
+        without: Collection[str],
+        max_new_claims: int | None,
+    ) -> Outcome:
+        snapshot, checker = self.snapshot, self.checker
+        left = {pool: dict(limit) for pool, limit in self.pool_limits.items()}
+        destinations: dict[str, str] = {}
+        claims: list[NodeClaim] = []
+        unschedulable: list[Pod] = []
+        inflight = [NodeClaim(list(c.options), list(c.pods), dict(c.requests)) for c in prepared.inflight]
+        admits = dict(prepared.admits)
+        skip = _Skip(_Union(without, prepared.everywhere_but.skip), prepared.everywhere_but.probes)
+        snapshot.fork()
+        try:
+            for pod in sorted(pods, key=pod_order):
+                if pod.uid in self.nominated:
+                    continue
+                standin = homeless(pod)
+                dest = checker.find_node(standin, skip=skip)
+                if dest is not None:
+                    destinations[pod.uid] = dest
+                    _place(snapshot, pod, dest)
+                    continue
+                kinds = self._admitted(admits, prepared.probes, pod, standin)
+                for claim in (*inflight, *claims):
+                    options = [
+                        k for k in claim.options if k in kinds and _within(claim.requests, pod, k.allocatable)
+                    ]
+                    if options:
+                        claim.add(pod, options)
+                        break
                 else:
-                    unschedulable.append(pod)
-    finally:
-        snapshot.revert()
-    return Outcome(destinations, tuple(claims), tuple(unschedulable))
+                    options = first_pool(
+                        [k for k in kinds if k.headroom > 0 and _within({}, pod, k.allocatable)], left
+                    )
+                    if options:
+                        claim = NodeClaim([])
+                        claim.add(pod, options)
+                        claims.append(claim)
+                    else:
+                        unschedulable.append(pod)
+                        if max_new_claims is not None:
+                            break
+                    if max_new_claims is not None and len(claims) > max_new_claims:
+                        break
+        finally:
+            snapshot.revert()
+        return Outcome(destinations, tuple(claims), tuple(unschedulable))
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A SharedSimulation's fork: the probes, what no pod may go to, the in-flight NodeClaims with the
+    reserved pods that waited for them, the nodes the reserved pods took and the admission
+    answers found so far."""
+
+    probes: dict[str, str]
+    everywhere_but: _Skip
+    inflight: list[NodeClaim]
+    landed: set[str] = field(default_factory=set)
+    admits: dict[tuple[Any, str], bool] = field(default_factory=dict)
 
 
 def _place(snapshot: ClusterSnapshot, pod: Pod, node: str) -> None:
@@ -215,3 +325,14 @@ class _Skip:
 
     def __contains__(self, name: object) -> bool:
         return name in self.probes or name in self.skip
+
+
+class _Union:
+    """Either of two sets of node names."""
+
+    def __init__(self, first: Container[str], second: Container[str]):
+        self.first = first
+        self.second = second
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.second

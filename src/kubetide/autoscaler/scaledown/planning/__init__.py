@@ -6,7 +6,8 @@ simulates a drain with (`drainability`, `eligibility`, `pdb`, `placement`, `what
 `usage`, `surge`, `oncompletion`), what it keeps between loops (`state`, `reuse`, `limit`), and
 what it decides: the `plan`, each node's drain `estimate`, the disruption `methods` that propose
 which removable candidates go (CA's empty-node deletion and underutilised-node removal, tried in
-order; another list plugs in through `Planner(methods=...)`), and the `budgets` that crop it.
+order, then kubetide's `replacement` onto a cheaper group; another list plugs in through
+`Planner(methods=...)`), and the `budgets` that crop it.
 
 Code outside scaledown/ imports these names only, never the modules (Karpenter's policy,
 autoscaler/karpenter/, charges PodDisruptionBudgets with `PdbTracker` and asks the scheduler
@@ -47,9 +48,15 @@ from kubetide.autoscaler.scaledown.planning.plan import (
     REMOVABLE,
     UNREMOVABLE,
     NodeStatus,
+    Replacement,
     ScaleDownPlan,
 )
 from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.replacement import (
+    KUBETIDE_METHODS,
+    CheaperGroupReplacement,
+    PendingReplacement,
+)
 from kubetide.autoscaler.scaledown.planning.surge import SURGE_ANNOTATION
 from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 
@@ -58,6 +65,7 @@ __all__ = [
     "CA_METHODS",
     "DO_NOT_DISRUPT",
     "EVICTION_RETRY_INTERVAL",
+    "KUBETIDE_METHODS",
     "REMOVABLE",
     "REPLICATED_KINDS",
     "SAFE_TO_EVICT",
@@ -68,6 +76,7 @@ __all__ = [
     "UNREMOVABLE",
     "BlockingPod",
     "BudgetDecision",
+    "CheaperGroupReplacement",
     "Command",
     "DisruptionMethod",
     "DrainEstimate",
@@ -75,8 +84,10 @@ __all__ = [
     "MethodInputs",
     "NodeStatus",
     "PdbTracker",
+    "PendingReplacement",
     "Planner",
     "ReadinessHistory",
+    "Replacement",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",
     "ca_method_name",

@@ -19,10 +19,12 @@ something returns None when `inputs.earlier` is not empty; one that should win o
 first in the list, and CA's skip the nodes it already claimed.
 
 A `Command` names the nodes to remove, in the order to start them, and the nodes to launch in
-their place (`replacements`, node group ids, one per node: Karpenter's replace). CA's methods never
-replace: theirs is always (). This planner's actuator has no way to launch a replacement before it
-drains, so it refuses a command carrying one (`ValueError`, a bug in the method list); a method
-that replaces runs under a controller that carries replacements out (Karpenter's).
+their place (`replacements`, node group ids, one per new node: Karpenter's replace). CA's methods
+never replace: theirs is always (). kubetide's own policy adds `CheaperGroupReplacement`
+(replacement.py) after CA's two (`KUBETIDE_METHODS` there): its command with a replacement may
+name nodes that are not candidates (nodes removable but for room); the planner records it in
+`plan.replacements`, the loop launches the replacement, and once it is Ready the nodes come back
+to the method as `inputs.replaced`, removed then by a plain command.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Protocol, TypeVar
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.snapshot import ClusterSnapshot
 
 
@@ -65,6 +68,15 @@ class MethodInputs:
     cloud: CloudProvider
     options: AutoscalerOptions
     earlier: tuple[Command, ...] = ()  # what the methods before this one proposed
+    pdbs: Sequence[PodDisruptionBudget] = ()
+    daemonsets: Sequence[Workload] = ()  # what a new node would run besides the pods moved to it
+    # Nodes a replacement launched earlier stands in for: still waiting for it, and those whose
+    # replacement has joined Ready (to remove now).
+    replacing: frozenset[str] = frozenset()
+    replaced: tuple[str, ...] = ()
+    being_deleted: frozenset[str] = frozenset()  # the deleted set: nodes whose deletion started
+    # Nodes removable but for room (NoPlaceToMovePods) for scale-down-unneeded-time
+    replaceable: frozenset[str] = frozenset()
 
     def claimed(self) -> frozenset[str]:
         """Nodes an earlier method already proposed."""
@@ -145,22 +157,19 @@ def propose_in_order(
     methods: Sequence[DisruptionMethod[MethodInputs, Command]], inputs: MethodInputs
 ) -> tuple[Command, ...]:
     """Every method in order, each seeing the commands before it (`try_in_order`). A command must
-    name only `inputs.ready` nodes not claimed before, and no replacement (see the module's
-    docstring)."""
+    name nodes not claimed before: without a replacement, only `inputs.ready` nodes and those
+    whose replacement is Ready (`inputs.replaced`); with one, nodes still in the snapshot (see
+    the module's docstring)."""
     commands = try_in_order(methods, lambda earlier: replace(inputs, earlier=earlier))
-    ready = set(inputs.ready)
+    removable = {*inputs.ready, *inputs.replaced}
     taken: set[str] = set()
     for command in commands:
-        wrong = [name for name in command.nodes if name not in ready or name in taken]
+        allowed = inputs.snapshot.__contains__ if command.replacements else removable.__contains__
+        wrong = [name for name in command.nodes if not allowed(name) or name in taken]
         if wrong:
             raise ValueError(
                 f"disruption method {command.method} proposed {', '.join(wrong)}: not a candidate removable"
                 " now, or proposed by an earlier method"
-            )
-        if command.replacements:
-            raise ValueError(
-                f"disruption method {command.method} proposed replacements; the scale-down actuator"
-                " launches none"
             )
         taken.update(command.nodes)
     return commands

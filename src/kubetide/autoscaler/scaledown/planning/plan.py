@@ -82,6 +82,18 @@ class NodeStatus:
         return f"{head}: {why}"
 
 
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """Nodes to replace by one new node of `group_id` (kubetide's cheaper-group replacement):
+    the node is launched first, the nodes drained once it is Ready."""
+
+    nodes: tuple[str, ...]
+    group_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": list(self.nodes), "with": self.group_id}
+
+
 @dataclass(slots=True)
 class ScaleDownPlan:
     now: float
@@ -97,6 +109,8 @@ class ScaleDownPlan:
     # Removable now (timers run out, no cooldown); budgets crop these in the actuator.
     empty_to_delete: list[str] = field(default_factory=list)
     drain_to_delete: list[str] = field(default_factory=list)
+    # Nodes to replace by a cheaper one, launched first (replacement.py); drained in a later loop.
+    replacements: list[Replacement] = field(default_factory=list)
     destinations: dict[str, str] = field(default_factory=dict)  # pod key -> node
     drains: dict[str, NodeDrain] = field(default_factory=dict)  # per candidate
     # Why no new candidates were added this loop (deleted nodes' pods or recent evictions do not
@@ -140,6 +154,8 @@ class ScaleDownPlan:
                 for node, surge in self.surges.items()
             },
             "to_delete": {"empty": list(empty), "drain": list(drain)},
+            # Only when there is one: the document of a plan without is as it was.
+            **({"replace": [r.to_json() for r in self.replacements]} if self.replacements else {}),
             "destinations": dict(self.destinations),
             **({} if self.schedule is None else self.schedule.to_json()),
         }
@@ -154,6 +170,8 @@ class ScaleDownPlan:
             lines.append(f"no new scale-down candidates this loop: {self.validation_failure}")
         if self.cooldown:
             lines.append(f"scale-down paused: {self.cooldown}")
+        for r in self.replacements:
+            lines.append(f"replacing {', '.join(r.nodes)} by a new node of {r.group_id} (launched first)")
         if self.timed_out:
             lines.append("scale-down-simulation-timeout reached; remaining nodes were not simulated")
         lines.extend(status.explain() for status in self.nodes.values())

@@ -68,10 +68,11 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
     inject_recent_evictions,
 )
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
-from kubetide.autoscaler.scaledown.planning.methods import CA_METHODS, Command, DisruptionMethod, MethodInputs
+from kubetide.autoscaler.scaledown.planning.methods import Command, DisruptionMethod, MethodInputs
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
-from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.replacement import KUBETIDE_METHODS, PendingReplacement
 from kubetide.autoscaler.scaledown.planning.reuse import (
     SearchKey,
     SearchRecord,
@@ -84,6 +85,7 @@ from kubetide.autoscaler.scaledown.planning.timers import cooldown, decide_remov
 from kubetide.autoscaler.scaledown.planning.update import Update
 from kubetide.autoscaler.scaledown.planning.usage import UsageGuard, UsageHistory
 from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaleup.template import daemonsets_of
 from kubetide.clock import Timer
 from kubetide.model import Pod, Workload
 from kubetide.scheduling.checker import PredicateChecker
@@ -141,7 +143,7 @@ class Planner:
         simulate: SimulateRemoval = simulate_removal,
         on_paper: bool = True,
         facts: NodeFacts | None = None,
-        methods: Sequence[DisruptionMethod[MethodInputs, Command]] = CA_METHODS,
+        methods: Sequence[DisruptionMethod[MethodInputs, Command]] = KUBETIDE_METHODS,
     ):
         self.options = options
         self.simulate = simulate  # one node's removal (unblocking's narrowed check replays some)
@@ -157,6 +159,11 @@ class Planner:
         self.last_scale_up = -math.inf
         self.last_deletion = -math.inf
         self.last_failure = -math.inf
+        # Nodes a launched replacement stands in for (replacement.py), until they are gone.
+        self.replacing: dict[str, PendingReplacement] = {}
+        # Since when each node has been removable but for room (NoPlaceToMovePods): a node may be
+        # replaced once that lasted scale-down-unneeded-time, as a candidate may be removed.
+        self.replaceable_since: dict[str, float] = {}
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
@@ -190,6 +197,11 @@ class Planner:
     def note_failure(self, now: float) -> None:
         self.last_failure = max(self.last_failure, now)
 
+    def note_replacement(self, nodes: Sequence[str], pending: PendingReplacement) -> None:
+        """The loop launched a replacement for `nodes`: they are drained once it is Ready."""
+        for name in nodes:
+            self.replacing[name] = pending
+
     def record_eviction(self, pod: Pod, now: float) -> None:
         self.recent_evictions.record(pod, now)
 
@@ -204,9 +216,12 @@ class Planner:
         return self.recent_evictions.unplaced(snapshot, workloads)
 
     def clear(self) -> None:
-        """Forget unneeded nodes (the cluster is unhealthy; CA clears them too)."""
+        """Forget unneeded nodes (the cluster is unhealthy; CA clears them too), and the nodes
+        that might be replaced or are being replaced: their timers restart too."""
         self.unneeded_since.clear()
         self.hints.clear()
+        self.replaceable_since.clear()
+        self.replacing.clear()
 
     # -- the update ------------------------------------------------------------------------------
     def update(
@@ -273,7 +288,7 @@ class Planner:
                 self.reused += 1
                 found, failures = last.replay(plan)
                 self.hints = last.hints
-                self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
+                self._after_search(plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted)
                 self.last_plan = plan
                 return plan
         index = index_workloads(workloads) if workloads is not None else None
@@ -305,7 +320,7 @@ class Planner:
             )
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
-            self._after_search(plan, snapshot, cloud, resume_set, found, failures, scaling_up)
+            self._after_search(plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted)
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
@@ -384,15 +399,43 @@ class Planner:
     def _after_search(
         self,
         plan: ScaleDownPlan,
-        snapshot: ClusterSnapshot,
+        inputs: LoopInputs,
         cloud: CloudProvider,
         resume: set[str],
         found: Search,
         failures: dict[str, Unremovable],
         scaling_up: bool,
+        deleted: Collection[str],
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
-        now = plan.now
+        now, snapshot = plan.now, inputs.snapshot
+        room_bound = [
+            name
+            for name, status in plan.nodes.items()
+            if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
+        ]
+        self.replaceable_since = {name: self.replaceable_since.get(name, now) for name in room_bound}
+        unneeded_time = self.options.scale_down_unneeded_time
+        replaceable = frozenset(
+            name
+            for name, since in self.replaceable_since.items()
+            if self.timers_expired or now >= since + unneeded_time
+        )
+        # A replaced node is forgotten once it is gone or its deletion started; its replacement
+        # when it did not join within max-node-provision-time (the node stays).
+        self.replacing = {
+            name: pending
+            for name, pending in self.replacing.items()
+            if name in snapshot
+            and name not in deleted
+            and now - pending.launched_at < self.options.max_node_provision_time
+        }
+        arrivals = {id(p): p.arrival(snapshot, cloud) for p in self.replacing.values()}
+        replaced = [name for name, p in self.replacing.items() if (a := arrivals[id(p)]) is not None and a[1]]
+        # A replacement that registered is kept from CA's methods while the nodes it stands in
+        # for wait (it joins empty, and unready at first: with no unneeded or unready time it
+        # would go before they are drained).
+        arrived = {a[0] for a in arrivals.values() if a is not None}
         self.unremovable.renew(failures, now=now, exists=snapshot.__contains__, candidates=found.candidates)
         # Nodes waiting for budget keep their time too (kubetide's own: CA drops them to the
         # non-candidate set and restarts their timer, so PDB-paced drains wait 15 min a node).
@@ -414,6 +457,13 @@ class Planner:
             paused,
             self.timers_expired,
             self.methods,
+            pdbs=inputs.pdbs,
+            daemonsets=daemonsets_of(inputs.workloads or ()),
+            replacing=self.replacing.keys(),
+            replaced=replaced,
+            being_deleted=deleted,
+            arrived=arrived,
+            replaceable=replaceable,
         )
 
     def _system_timeout(self) -> float | None:

@@ -23,10 +23,11 @@ from kubetide.autoscaler.scaledown.planning.methods import (
     propose_in_order,
 )
 from kubetide.autoscaler.scaledown.planning.oncompletion import hold_for_on_completion_pods
-from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
+from kubetide.autoscaler.scaledown.planning.plan import Replacement, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.state import UnneededNodes
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.durations import format_duration, rfc3339
+from kubetide.model import PodDisruptionBudget, Workload
 from kubetide.snapshot import ClusterSnapshot
 
 # Why a loop that scales up starts no deletion (the status message and log line say it too).
@@ -67,9 +68,21 @@ def decide_removals(
     paused: str | None,
     timers_expired: bool,
     methods: Sequence[DisruptionMethod[MethodInputs, Command]],
+    *,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    daemonsets: Sequence[Workload] = (),
+    replacing: Collection[str] = (),
+    replaced: Sequence[str] = (),
+    being_deleted: Collection[str] = (),
+    arrived: Collection[str] = (),
+    replaceable: Collection[str] = (),
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
-    the disruption `methods`, tried in order, propose of the others (methods.py)."""
+    the disruption `methods`, tried in order, propose of the others (methods.py), and its
+    replacements with the commands that launch a node first. `replacing`: nodes a replacement
+    launched earlier stands in for; `replaced`: those whose replacement is Ready, which is one of
+    `arrived` (not proposed by any method while they wait). `replaceable`: nodes removable but
+    for room for scale-down-unneeded-time, which a replacement may stand in for."""
     now, o = plan.now, options
     plan.cooldown = paused
     ready: list[str] = []
@@ -93,9 +106,30 @@ def decide_removals(
             continue
         if hold_for_on_completion_pods(plan, name):
             continue
+        if name in arrived:
+            status.reason = NodeReason.NOT_UNNEEDED_OTHER_REASON
+            status.detail = _also(
+                "a replacement: the nodes it stands in for are drained first", status.detail
+            )
+            continue
         ready.append(name)
-    inputs = MethodInputs(plan, tuple(ready), snapshot, cloud, o)
+    inputs = MethodInputs(
+        plan,
+        tuple(ready),
+        snapshot,
+        cloud,
+        o,
+        pdbs=pdbs,
+        daemonsets=daemonsets,
+        replacing=frozenset(replacing),
+        replaced=tuple(replaced),
+        being_deleted=frozenset(being_deleted),
+        replaceable=frozenset(replaceable),
+    )
     for command in propose_in_order(methods, inputs):
+        if command.replacements:
+            plan.replacements.append(Replacement(command.nodes, command.replacements[0]))
+            continue
         for name in command.nodes:
             (plan.empty_to_delete if plan.nodes[name].empty else plan.drain_to_delete).append(name)
 

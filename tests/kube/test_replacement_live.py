@@ -1,0 +1,74 @@
+"""kubetide's cheaper-group replacement against a real control plane (issue 38 item 3): `kubetide
+run` launches a small node for a large one whose pod fits nowhere else, and drains the large node
+only once the small one is Ready; the pod ends on the small node and the large node is gone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from controlplane import wait_until
+from kubetide_process import (
+    FAST_FLAGS,
+    TO_BE_DELETED,
+    Kubetide,
+    create_deployment,
+    group_nodes,
+    kwok_run_args,
+    running,
+    scale,
+    wait_running,
+    write_groups,
+)
+
+pytestmark = pytest.mark.controlplane
+
+
+def is_ready(node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def tainted(node) -> bool:
+    return any(t.key == TO_BE_DELETED for t in node.spec.taints or [])
+
+
+def test_a_large_node_is_replaced_by_a_small_one_launched_and_ready_first(kube, tmp_path):
+    groups = write_groups(tmp_path)  # small: 2 cpu, $0.10; large: 8 cpu, $1.00
+    # Seven 1-cpu pods that only a large node takes bring one up; web's pod joins them there.
+    create_deployment(kube, "filler", 7, "1", node_selector={"size": "large"})
+    kubetide = Kubetide(
+        kube,
+        tmp_path,
+        *kwok_run_args(kube, groups),
+        "--status-config-map-name=replace-status",
+        "--leader-elect=false",
+        *FAST_FLAGS,
+    ).start()
+    wait_running(kube, "filler", 7, timeout=120)
+    (large,) = group_nodes(kube, "large")
+    create_deployment(kube, "web", 1, "500m")
+    (web,) = wait_running(kube, "web", 1, timeout=60)
+    assert web.spec.node_name == large.metadata.name, kubetide.log()
+
+    # Now web's pod is alone on a large node: it fits on no other node, so CA's rule keeps the
+    # node; one small node ($0.10 against $1.00) can stand in for it.
+    scale(kube, "filler", 0)
+    small_ready_when_tainted: bool | None = None
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        larges = group_nodes(kube, "large")
+        if small_ready_when_tainted is None and any(tainted(n) for n in larges):
+            small_ready_when_tainted = any(is_ready(n) for n in group_nodes(kube, "small"))
+        if not larges and running(kube, "web"):
+            break
+        time.sleep(0.2)
+    log = kubetide.log()
+    assert not group_nodes(kube, "large"), log
+    assert small_ready_when_tainted is True, log
+    smalls = {n.metadata.name for n in group_nodes(kube, "small")}
+    (moved,) = wait_until(lambda: running(kube, "web"), timeout=30, what="web running")
+    assert moved.spec.node_name in smalls
+    events = kube.core.list_event_for_all_namespaces().items
+    assert any(e.reason == "ScaleDownReplacing" for e in events), log
+    assert kubetide.terminate() == 0
+    assert "Traceback" not in kubetide.log()
