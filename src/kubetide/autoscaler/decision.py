@@ -43,6 +43,7 @@ from kubetide.autoscaler.scaledown.planning import (
     BEING_DELETED,
     BudgetDecision,
     Planner,
+    ReadinessHistory,
     ScaleDownPlan,
     crop,
     plan_schedule,
@@ -116,6 +117,7 @@ class LoopState:
         self.registry = ClusterStateRegistry(options)
         self.scale_up = ScaleUp(options, seed=seed, timer=timer, expander_service=expander_service)
         self.planner = Planner(options, timers_expired=timers_expired, timer=timer)
+        self.readiness_history = ReadinessHistory()  # the drains' schedule reads it (estimate.py)
 
 
 def observe(state: LoopState, snapshot: ClusterSnapshot, cloud: CloudProvider, now: float) -> LoopDecision:
@@ -245,6 +247,7 @@ def _decide_scale_down(
         state.options,
         inputs.now,
         lambda name: _removable_at(planner, snapshot, name, inputs.now, state.options),
+        state.readiness_history,
     )
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress

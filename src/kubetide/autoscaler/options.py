@@ -64,7 +64,7 @@ CA_POLICY_DEFAULTS: dict[str, Any] = {
     "surge_before_evict": False,
     "consolidate_onto_cheaper_groups": False,
 }
-CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty")
+CONSOLIDATION_POLICIES = ("WhenEmptyOrUnderutilized", "WhenEmpty", "Balanced")
 # The status ConfigMap's name unless --status-config-map-name says otherwise (CA's default), in the
 # namespace of --namespace (kube-system).
 STATUS_CONFIG_MAP_NAME = "cluster-autoscaler-status"

@@ -1,6 +1,7 @@
 """A NodePool's disruption settings, as Karpenter v1 defines them (pkg/apis/v1/nodepool.go).
 
-- `consolidationPolicy`: WhenEmptyOrUnderutilized (the default) or WhenEmpty;
+- `consolidationPolicy`: WhenEmptyOrUnderutilized (the default), WhenEmpty, or Balanced (a
+  consolidation move only when its saving pays for its disruption, Karpenter v1.14's score);
 - `consolidateAfter`: how long a node's pods must have been still before it is a candidate
   (default 0s);
 - `budgets`: at most 50 entries, each `nodes` (a count or a percentage, default 10%), optional

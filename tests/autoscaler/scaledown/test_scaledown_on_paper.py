@@ -7,7 +7,9 @@ in the skip set, holding pods of random requests (cpu, memory, an extended resou
 hard zone spread, a required anti-affinity or pod affinity over two apps; then a random sequence
 of one node's pods (the node tried, in the skip set), each with or without a hint, is placed both
 ways from the same pointer; and on paper a third way, runs of paper pods without a hint put on the
-pointer's node together (PodMover.fill_on_paper), as the candidate search does.
+pointer's node together (PodMover.fill_on_paper), as the candidate search does. Stand-ins kept from
+an earlier loop's cluster (`Standins`, as the planner keeps them) place each pod of the next where a
+fresh mover does, pod by pod.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from scaledown_fakes import node, pod
 
-from kubetide.autoscaler.scaledown.planning.placement import PodMover, is_node_local, paper_pods
+from kubetide.autoscaler.scaledown.planning.placement import (
+    PodMover,
+    Standins,
+    _standin_key,
+    is_node_local,
+    paper_pods,
+)
 from kubetide.model import LabelSelector, Taint, Toleration
 from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint
 from kubetide.scheduling import PredicateChecker
@@ -152,3 +160,117 @@ def test_only_pods_whose_fit_reads_their_node_alone_go_on_paper():
     assert not is_node_local(dataclasses.replace(plain, topology_spread=(hard,)))
     assert not is_node_local(dataclasses.replace(plain, affinity=Affinity(anti_required=(term,))))
     assert not is_node_local(dataclasses.replace(plain, affinity=Affinity(pod_required=(term,))))
+
+
+def _changed(p, change):
+    """`p` as a later loop may show it under the same UID: as it was (the same object), as an equal
+    copy (a new object), or with other labels, requests or node selector."""
+    if change == "copy":
+        return dataclasses.replace(p)
+    if change == "labels":
+        other = "b" if p.meta.labels.get("app") == "a" else "a"
+        return dataclasses.replace(p, meta=dataclasses.replace(p.meta, labels={"app": other}))
+    if change == "requests":
+        return pod(p.name, p.node_name, 300, memory=2**27)
+    if change == "selector":
+        return dataclasses.replace(p, node_selector={} if p.node_selector else {"disk": "ssd"})
+    return p
+
+
+def _moves(mover, snapshot, trial, hints, skip, start, paper):
+    """(destination, pointer) per pod of `trial` as simulate_removal gives them: runs of paper pods
+    without a hint filled on the pointer's node, other paper pods moved on paper, the rest moved;
+    the snapshot is reverted after."""
+    mover.pointer = start
+    added: dict[str, dict[str, int]] = {}
+    found: list[tuple[str | None, int]] = []
+    snapshot.fork()
+    i = 0
+    while i < len(trial) and (not found or found[-1][0] is not None):
+        p, hint = trial[i], hints[i]
+        if p.uid in paper and hint is None:
+            end = i + 1
+            while end < len(trial) and hints[end] is None and trial[end].uid in paper:
+                end += 1
+            placed = mover.fill_on_paper(trial[i:end], skip, added)
+            found.extend((mover.pointer_node(), mover.pointer) for _ in range(placed))
+            i += placed
+            if placed:
+                continue
+        if p.uid in paper:
+            dest = mover.move_on_paper(p, hint, skip, added)
+        else:
+            dest = mover.move(p.uid, hint, skip, added=added)
+        found.append((dest, mover.pointer))
+        i += 1
+    snapshot.revert()
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(cluster=clusters(), data=st.data())
+def test_stand_ins_kept_from_an_earlier_loop_place_every_pod_where_a_fresh_search_does(cluster, data):
+    """The planner keeps its pods' stand-ins across loops (`Standins`). A search on the next loop's
+    cluster (pods replaced under their UIDs, or gone) with the kept stand-ins places each pod, on
+    paper and for real, where moving it pod by pod with a fresh mover does."""
+    nodes, pods = cluster
+    standins = Standins()
+    before = ClusterSnapshot(nodes, pods)
+    with PredicateChecker(before) as checker:
+        mover = PodMover(before, checker, standins)
+        for p in pods:  # the last loop's search asked for every pod's stand-in
+            mover.standin(p)
+    changes = ["same", "same", "copy", "labels", "requests", "selector", "gone"]
+    later = [_changed(p, c) for p in pods if (c := data.draw(st.sampled_from(changes))) != "gone"]
+    standins.new_pass()
+
+    names = [n.name for n in nodes]
+    source = data.draw(st.sampled_from(names))
+    own = [p for p in later if p.node_name == source]
+    assume(own)
+    skip = {source} | set(data.draw(st.lists(st.sampled_from(names), max_size=2)))
+    trial = data.draw(st.permutations(own))
+    hints = [data.draw(st.none() | st.sampled_from(names)) for _ in trial]
+    start = data.draw(st.integers(0, len(nodes) - 1))
+    snapshot = ClusterSnapshot(nodes, later)
+    with PredicateChecker(snapshot) as checker:
+        kept = PodMover(snapshot, checker, standins)
+        for p in later:  # each stand-in is of the pod's own class, whichever pod it was copied from
+            assert _standin_key(kept.standin(p)) == _standin_key(p)
+        found = _moves(kept, snapshot, trial, hints, skip, start, paper_pods(trial))
+        fresh = PodMover(snapshot, checker)
+        fresh.pointer = start
+        snapshot.fork()
+        reference = []
+        for p, hint in zip(trial, hints, strict=True):
+            dest = fresh.move(p.uid, hint, skip)
+            reference.append((dest, fresh.pointer))
+            if dest is None:
+                break
+        snapshot.revert()
+    assert found == reference
+
+
+def test_a_stand_in_is_reused_only_for_a_pod_of_its_class():
+    """Table: what a kept stand-in answers for a pod seen again under its UID in a later pass."""
+    first = dataclasses.replace(
+        pod("web-1", "n0", 100), meta=dataclasses.replace(pod("web-1", "n0").meta, labels={"app": "a"})
+    )
+    twin = dataclasses.replace(first, meta=dataclasses.replace(first.meta, name="web-2", uid="web-2"))
+    cases = [
+        # (the pod in the later pass, whether it gets the very stand-in the first pass made)
+        (first, True),  # the same object
+        (dataclasses.replace(first), True),  # an equal copy: same class, the kept stand-in
+        (twin, True),  # another pod of the same class
+        (_changed(first, "labels"), False),
+        (_changed(first, "requests"), False),
+        (_changed(first, "selector"), False),
+    ]
+    for later, same in cases:
+        standins = Standins()
+        made = standins.of(first)
+        assert made.node_name == ""
+        standins.new_pass()
+        got = standins.of(later)
+        assert (got is made) == same, later
+        assert _standin_key(got) == _standin_key(later)

@@ -115,26 +115,66 @@ class _Scan:
 
     group: NodeGroup
     target: int
-    records: list[NodeReadiness]
+    records: _GroupRecords
     in_target: int
     fresh: list[str]  # unregistered instance ids within max-node-provision-time
     stale: list[str]  # unregistered instance ids past it
     errored: list[Instance]
 
     @property
-    def not_started(self) -> int:
-        return sum(1 for r in self.records if r.readiness is Readiness.NOT_STARTED)
-
-    @property
     def not_arrived(self) -> int:
-        """Registered nodes never Ready since creation (never being deleted, so all in target)."""
-        return sum(1 for r in self.records if r.never_started)
+        return self.records.not_arrived
 
     @property
     def never_ready(self) -> tuple[str, ...]:
-        """Registered nodes past max-node-startup-time that never became Ready (UC3), by name."""
-        return tuple(
-            sorted(r.name for r in self.records if r.never_started and r.readiness is Readiness.UNREADY)
+        return self.records.never_ready
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupRecords:
+    """A group's readiness records and what the update reads of them."""
+
+    records: tuple[NodeReadiness, ...]
+    counts: NodeCounts  # without the unregistered instances
+    not_arrived: int  # registered nodes never Ready since creation (never being deleted: all in target)
+    never_ready: tuple[str, ...]  # past max-node-startup-time and never Ready (UC3), by name
+
+    @classmethod
+    def of(cls, records: Sequence[NodeReadiness]) -> _GroupRecords:
+        never_ready = sorted(r.name for r in records if r.never_started and r.readiness is Readiness.UNREADY)
+        return cls(
+            tuple(records),
+            _count(records, 0, 0),
+            sum(1 for r in records if r.never_started),
+            tuple(never_ready),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _NodePass:
+    """What the update reads of a classify pass's nodes and records beyond the records
+    themselves. It changes only with them, so a loop whose pass was skipped (the same Node
+    objects, all READY: `_still_all_ready`) reuses the last one instead of walking every node
+    and record again."""
+
+    registered_ids: frozenset[str]  # the nodes' provider ids
+    names_by_provider_id: dict[str, tuple[str, ...]]
+    by_group: dict[str | None, _GroupRecords]
+    counts: NodeCounts  # of every record, without the unregistered instances
+
+    @classmethod
+    def of(cls, nodes: Sequence[Node], records: Mapping[str, NodeReadiness]) -> _NodePass:
+        names: dict[str, list[str]] = {}
+        for node in nodes:
+            names.setdefault(node.provider_id, []).append(node.name)
+        grouped: dict[str | None, list[NodeReadiness]] = {}
+        for record in records.values():
+            grouped.setdefault(record.group_id, []).append(record)
+        return cls(
+            frozenset(node.provider_id for node in nodes if node.provider_id),
+            {provider_id: tuple(of_id) for provider_id, of_id in names.items()},
+            {group_id: _GroupRecords.of(of_group) for group_id, of_group in grouped.items()},
+            _count(list(records.values()), 0, 0),
         )
 
 
@@ -165,6 +205,7 @@ class ClusterStateRegistry:
         # READY with its group found by its instance: the same Node objects then classify the
         # same while no instance is being deleted, and the pass is skipped (see _classify_nodes).
         self._all_ready: tuple[tuple[Node, ...], dict[str, str]] | None = None
+        self._pass: _NodePass | None = None  # of the last classify pass
         self._groups: dict[str, GroupState] = {}
         self._group_of_instance: dict[str, str] = {}
         self._unregistered_since: dict[str, float] = {}
@@ -196,20 +237,19 @@ class ClusterStateRegistry:
                 instance_by_id[instance.id] = instance
                 self._group_of_instance[instance.id] = group.id
 
-        self._classify_nodes(nodes, cloud, instance_by_id, now)
+        node_pass = self._pass
+        if not self._classify_nodes(nodes, cloud, instance_by_id, now) or node_pass is None:
+            node_pass = self._pass = _NodePass.of(nodes, self._nodes)
         self.backoff.remove_stale(now)
 
-        registered_ids = {node.provider_id for node in nodes if node.provider_id}
-        by_group: dict[str, list[NodeReadiness]] = {group.id: [] for group in groups}
-        for record in self._nodes.values():
-            if record.group_id in by_group:
-                by_group[record.group_id].append(record)
+        registered_ids = node_pass.registered_ids
         # Nodes whose instance the cloud is deleting: already out of the group's target size.
+        names_by_provider_id = node_pass.names_by_provider_id
         gone = {
-            node.name
-            for node in nodes
-            if (listed_instance := instance_by_id.get(node.provider_id)) is not None
-            and listed_instance.state is InstanceState.DELETING
+            name
+            for instance_id, instance in instance_by_id.items()
+            if instance.state is InstanceState.DELETING
+            for name in names_by_provider_id.get(instance_id, ())
         }
 
         # Instances the cloud lists that Kubernetes does not know (yet).
@@ -234,8 +274,10 @@ class ClusterStateRegistry:
                     stale.append(instance.id)
                 else:
                     fresh.append(instance.id)
-            records = by_group[group.id]
-            in_target = sum(1 for r in records if r.name not in gone)
+            records = node_pass.by_group.get(group.id, _NO_RECORDS)
+            in_target = (
+                sum(1 for r in records.records if r.name not in gone) if gone else len(records.records)
+            )
             scans[group.id] = _Scan(group, target, records, in_target, fresh, stale, errored)
         self._unregistered_since = {
             i: t for i, t in self._unregistered_since.items() if i in unregistered_now
@@ -248,7 +290,9 @@ class ClusterStateRegistry:
 
         self._groups = {}
         for group_id, scan in scans.items():
-            counts = _count(scan.records, len(scan.fresh), len(scan.stale))
+            counts = dataclasses.replace(
+                scan.records.counts, unregistered=len(scan.fresh), long_unregistered=len(scan.stale)
+            )
             missing = max(
                 0, scan.target - scan.in_target - len(scan.fresh) - len(scan.stale) - len(scan.errored)
             )
@@ -275,7 +319,9 @@ class ClusterStateRegistry:
 
         all_fresh = sum(len(g.unregistered) for g in self._groups.values())
         all_stale = sum(len(g.long_unregistered) for g in self._groups.values())
-        self._counts = _count(list(self._nodes.values()), all_fresh, all_stale)
+        self._counts = dataclasses.replace(
+            node_pass.counts, unregistered=all_fresh, long_unregistered=all_stale
+        )
         self._update_health(now)
         self._count_never_ready_as_upcoming()
         self._last_update = now
@@ -286,10 +332,11 @@ class ClusterStateRegistry:
         cloud: CloudProvider,
         instance_by_id: Mapping[str, Instance],
         now: float,
-    ) -> None:
+    ) -> bool:
+        """Classify every node; True when the pass was skipped (its records are the last ones)."""
         group_of_instance = self._group_of_instance
         if self._still_all_ready(nodes, group_of_instance, instance_by_id):
-            return  # every record and memory entry is what the pass below would make again
+            return True  # every record and memory entry is what the pass below would make again
         records: dict[str, NodeReadiness] = {}
         memory: dict[str, _NodeMemory] = {}
         old_memory, ready = self._memory, self._ready
@@ -320,6 +367,7 @@ class ClusterStateRegistry:
         self._nodes = records
         self._memory = memory
         self._all_ready = (tuple(nodes), dict(group_of_instance)) if all_ready else None
+        return False
 
     def _still_ready(
         self, node: Node, group_id: str | None, instance: Instance | None
@@ -773,6 +821,10 @@ def _count(records: Sequence[NodeReadiness], unregistered: int, long_unregistere
         long_unregistered=long_unregistered,
         unregistered=unregistered,
     )
+
+
+# A group without registered nodes.
+_NO_RECORDS = _GroupRecords.of(())
 
 
 def _transition(

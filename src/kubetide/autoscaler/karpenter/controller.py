@@ -35,12 +35,16 @@ from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
 from kubetide.autoscaler.karpenter.cost import lifetime_remaining
 from kubetide.autoscaler.karpenter.methods import (
+    BALANCED,
     DRIFTED,
     EMPTY,
     UNDERUTILIZED,
+    WHEN_EMPTY,
     Candidate,
     Command,
     Context,
+    PoolTotals,
+    balanced_refusal,
     consolidate,
     first_command,
 )
@@ -202,6 +206,9 @@ class Karpenter:
         self._consolidated_since = 0.0
         # karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}
         self.decisions: Counter[tuple[str, str, str]] = Counter()
+        # karpenter_consolidation_moves_total{decision, nodepool} (policy Balanced): each move
+        # a Balanced pool scored, approved or rejected
+        self.balanced_moves: Counter[tuple[str, str]] = Counter()
         self.nodeclaims_created = 0
 
     # -- the loop ------------------------------------------------------------------------------
@@ -607,7 +614,7 @@ class Karpenter:
             age = now - (node.meta.creation_timestamp or now)
             since = self._pod_events.get(node.name, (0, now))[1]
             consolidatable = now - since >= settings.consolidate_after and (
-                not moving or settings.consolidation_policy == "WhenEmptyOrUnderutilized"
+                not moving or settings.consolidation_policy != WHEN_EMPTY
             )
             try:  # Karpenter consolidates only nodes it can price
                 price = group.price_per_hour()
@@ -644,6 +651,31 @@ class Karpenter:
         own.discard((DISRUPTED_TAINT, "", "NoSchedule"))
         return own != want
 
+    def _balanced_totals(self, snapshot: ClusterSnapshot) -> dict[str, PoolTotals]:
+        """Each Balanced pool's cost per hour and disruption over all its nodes (that can be
+        priced), candidates or not."""
+        balanced = {
+            p.name for p in self.pools if self._pool_settings[p.name].consolidation_policy == BALANCED
+        }
+        if not balanced:
+            return {}
+        cost = dict.fromkeys(balanced, 0.0)
+        disruption = dict.fromkeys(balanced, 0.0)
+        for node, stamp in snapshot.stamps():
+            group = self.cloud.node_group_for(node)
+            pool = self._pool_of(node) if group is not None else None
+            if group is None or pool is None or pool.name not in balanced:
+                continue
+            try:
+                price = group.price_per_hour()
+            except ProviderError:
+                continue
+            if price is None:
+                continue
+            cost[pool.name] += price
+            disruption[pool.name] += self._node_pods(node, stamp, snapshot).reschedule_cost
+        return {name: PoolTotals(cost[name], disruption[name]) for name in balanced}
+
     def _context(self, snapshot: ClusterSnapshot, now: float) -> Context:
         disrupting = self._disrupting()
         not_destinations = set(disrupting)
@@ -667,6 +699,7 @@ class Karpenter:
             reserved=reserved,
             pool_limits=self._pool_limits(snapshot),
             spot_to_spot=self.options.karpenter_spot_to_spot_consolidation,
+            balanced=self._balanced_totals(snapshot),
         )
 
     def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -684,6 +717,7 @@ class Karpenter:
             return
         ctx = self._context(snapshot, now)
         found = first_command(ctx, self._candidates(snapshot, now))
+        self.balanced_moves.update(ctx.balanced_moves)
         if found is None:
             if not ctx.budget_blocked:
                 self._consolidated_at, self._consolidated_since = snapshot.version, now
@@ -720,6 +754,9 @@ class Karpenter:
                 command.method, command.reason, tuple(candidates), tuple(c.cheapest() for c in outcome.claims)
             )
         result = consolidate(ctx, candidates, same_type_filter=len(candidates) > 1, explain=True)
+        if isinstance(result, tuple):
+            result = balanced_refusal(ctx, candidates, result[1]) or result
+            self.balanced_moves.update(ctx.balanced_moves)
         if isinstance(result, str) or len(result[1]) > len(command.replacements):
             self._emit("Node", command.names[0], "Unconsolidatable", f"validation failed: {result}", now)
             return None

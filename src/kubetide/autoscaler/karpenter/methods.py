@@ -10,14 +10,21 @@ rule that the first command wins is each method's own: it proposes nothing once 
 did (`inputs.earlier`). `compute(ctx, candidates)` is the method's decision itself (Karpenter's
 ComputeCommand). The methods are pure: they read the snapshot (and leave it as found) and decide;
 the controller (controller.py) validates and carries the command out.
+
+A NodePool under the Balanced consolidation policy (`ctx.balanced`: its total cost and disruption)
+takes a consolidation move only when its Balanced score (autoscaler/consolidation.py) reaches
+1/k: single-node consolidation skips its candidates whose best case, a full delete, cannot pass,
+and a move from several pools needs every Balanced source pool's approval (`balanced_refusal`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubetide.autoscaler.consolidation import BALANCED_K, balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.karpenter.nodepools import DEFAULT_POOL, Budgets, spot_replacements
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, SharedSimulation
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
@@ -29,6 +36,8 @@ from kubetide.snapshot import ClusterSnapshot
 EMPTY, DRIFTED, UNDERUTILIZED = "Empty", "Drifted", "Underutilized"
 # multinodeconsolidation.go: at most this many candidates in one command
 MAX_MULTI_NODE_CANDIDATES = 100
+# consolidationPolicy values (a NodePool's, or the karpenter-consolidation-policy flag's)
+WHEN_EMPTY, WHEN_UNDERUTILIZED, BALANCED = "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,20 @@ class Candidate:
     @property
     def empty(self) -> bool:
         return not self.pods
+
+    @property
+    def disruption(self) -> float:
+        """What moving its pods disrupts (the Balanced score's): 1 + their positive eviction costs."""
+        return reschedule_cost(self.pods)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolTotals:
+    """A NodePool's cost per hour and disruption summed over all its nodes, candidates or not:
+    the Balanced score's denominators."""
+
+    cost: float
+    disruption: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +119,11 @@ class Context:
     # pool -> the capacity it may still launch (pools without limits are not in it)
     pool_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     spot_to_spot: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
+    # the NodePools under the Balanced policy, with their totals
+    balanced: Mapping[str, PoolTotals] = field(default_factory=dict)
+    # Balanced moves scored: (approved | rejected, pool) -> how many
+    # (karpenter_consolidation_moves_total{decision, nodepool})
+    balanced_moves: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     @property
     def pool_budgets(self) -> Budgets:
@@ -200,6 +228,32 @@ def consolidate(
     return ("replace", (min(options, key=lambda t: (t.price, t.group_id)),))
 
 
+def balanced_refusal(
+    ctx: Context, candidates: Sequence[Candidate], replacements: Sequence[InstanceType] = ()
+) -> str | None:
+    """Why a Balanced source pool refuses the move of `candidates` onto `replacements`, or None
+    when every one approves (counting each pool's decision in `ctx.balanced_moves`). The move's
+    net saving is attributed to each source pool by its share of the candidates' cost, and
+    scored against the disruption of that pool's candidates."""
+    price = sum(c.price for c in candidates)
+    savings = price - sum(r.price for r in replacements)
+    refusal = None
+    for pool in dict.fromkeys(c.pool for c in candidates):
+        totals = ctx.balanced.get(pool)
+        if totals is None:
+            continue
+        own = [c for c in candidates if c.pool == pool]
+        share = sum(c.price for c in own) / price if price > 0 else 0.0
+        score = balanced_score(
+            savings * share, totals.cost, sum(c.disruption for c in own), totals.disruption
+        )
+        approved = balanced_approves(score)
+        ctx.balanced_moves[("approved" if approved else "rejected", pool)] += 1
+        if not approved and refusal is None:
+            refusal = f"NodePool {pool}: score {score:.2f} < threshold {1 / BALANCED_K:.2f} (Balanced)"
+    return refusal
+
+
 def filter_out_same_type(candidates: Sequence[Candidate], options: list[InstanceType]) -> list[InstanceType]:
     """Karpenter's filterOutSameInstanceType: when the replacement could be of a type some
     candidates already are, keep only options cheaper than the cheapest such candidate
@@ -258,7 +312,7 @@ class Drift(Method):
 class MultiNodeConsolidation(Method):
     """The largest prefix of the candidates (by savings per disruption, within the Underutilized
     budget, at most 100) that can go at once, found by binary search on its length, deleted or
-    replaced by one cheaper node."""
+    replaced by one cheaper node, with every Balanced source pool's approval."""
 
     name, reason = "multi-node", UNDERUTILIZED
 
@@ -276,7 +330,7 @@ class MultiNodeConsolidation(Method):
                 mid = (low + high) // 2
                 prefix = eligible[: mid + 1]
                 result = consolidate(ctx, prefix, same_type_filter=True, simulation=simulation)
-                if isinstance(result, tuple):
+                if isinstance(result, tuple) and balanced_refusal(ctx, prefix, result[1]) is None:
                     best = Command(self.name, self.reason, tuple(prefix), result[1])
                     low = mid + 1
                 else:
@@ -286,7 +340,7 @@ class MultiNodeConsolidation(Method):
 
 class SingleNodeConsolidation(Method):
     """The first candidate (by savings per disruption) that can be deleted, or replaced by one
-    strictly cheaper node: one node per loop."""
+    strictly cheaper node, and whose pool approves if Balanced: one node per loop."""
 
     name, reason = "single-node", UNDERUTILIZED
 
@@ -301,11 +355,24 @@ class SingleNodeConsolidation(Method):
                 if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
                     ctx.budget_blocked = True
                     continue
+                if candidate.pool in ctx.balanced and not can_pass_balanced(ctx, candidate):
+                    continue
                 result = consolidate(ctx, [candidate], same_type_filter=False, simulation=simulation)
+                if isinstance(result, tuple):
+                    result = balanced_refusal(ctx, [candidate], result[1]) or result
                 if isinstance(result, tuple):
                     return Command(self.name, self.reason, (candidate,), result[1])
                 ctx.blocked[candidate.name] = result
         return None
+
+
+def can_pass_balanced(ctx: Context, candidate: Candidate) -> bool:
+    """Karpenter's CanPassThreshold: the candidate's best case, deleting it outright, reaches its
+    Balanced pool's threshold (else the simulation is not worth running)."""
+    totals = ctx.balanced[candidate.pool]
+    return balanced_approves(
+        balanced_score(candidate.price, totals.cost, candidate.disruption, totals.disruption)
+    )
 
 
 def methods() -> tuple[DisruptionMethod[Inputs, Command], ...]:

@@ -7,7 +7,7 @@
           - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
         limits: {cpu: "64", memory: 256Gi}  # the most capacity its nodes may have
         disruption:                       # left out: the karpenter-* flags' values
-          consolidationPolicy: WhenEmptyOrUnderutilized
+          consolidationPolicy: WhenEmptyOrUnderutilized   # or WhenEmpty, Balanced
           consolidateAfter: 5m
           budgets:
             - nodes: "10%"
@@ -53,7 +53,7 @@ class BudgetSpec(_Model):
 
 
 class DisruptionSpec(_Model):
-    consolidationPolicy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] | None = None
+    consolidationPolicy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = None
     consolidateAfter: Duration | None = None
     budgets: list[BudgetSpec] | None = Field(default=None, max_length=MAX_BUDGETS)
 

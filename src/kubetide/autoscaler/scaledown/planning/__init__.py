@@ -26,6 +26,7 @@ from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABL
 from kubetide.autoscaler.scaledown.planning.estimate import (
     EVICTION_RETRY_INTERVAL,
     DrainEstimate,
+    ReadinessHistory,
     drain_estimates,
     plan_schedule,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "PdbTracker",
     "PendingReplacement",
     "Planner",
+    "ReadinessHistory",
     "Replacement",
     "ScaleDownPlan",
     "UnderutilizedNodeRemoval",

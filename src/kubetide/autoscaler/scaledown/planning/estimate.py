@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,7 +42,7 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.durations import format_duration
 from kubetide.model import Pod, PodDisruptionBudget, Workload
-from kubetide.snapshot import ClusterSnapshot
+from kubetide.snapshot import ClusterSnapshot, Memo
 
 # The Cluster Autoscaler retries a refused eviction every 10 s.
 EVICTION_RETRY_INTERVAL = 10.0
@@ -170,10 +170,12 @@ def plan_schedule(
     options: AutoscalerOptions,
     now: float,
     removable_at: Callable[[str], float],
+    history: ReadinessHistory | None = None,
 ) -> ScaleDownSchedule:
     """The schedule of a plan's drains: its candidates (their drains as the planner found them),
     then its nodes waiting for budget (their pods sorted by the drainability rules here), under
-    the budgets as the cluster's PodDisruptionBudgets state them now."""
+    the budgets as the cluster's PodDisruptionBudgets state them now. `history`: the readiness
+    history kept from the last loop (a loop's `LoopState` keeps one), else read afresh."""
     index = index_workloads(workloads) if workloads is not None else None
     tracker = PdbTracker(pdbs, snapshot.pods(), index)
     ctx = DrainContext(DrainRules.from_options(options), tracker, now, index)
@@ -193,24 +195,51 @@ def plan_schedule(
     ]
     # Drains start in the order their nodes may go (the plan's order among equals).
     nodes.sort(key=lambda n: n.not_before)
-    return schedule_drains(
-        nodes, tracker.matching, tracker.initial, options, is_healthy, _slowest_of_controller(nodes, snapshot)
-    )
+    ready_of = _slowest_of_controller(nodes, snapshot, history or ReadinessHistory())
+    return schedule_drains(nodes, tracker.matching, tracker.initial, options, is_healthy, ready_of)
+
+
+class ReadinessHistory:
+    """Each controller's slowest bound-to-Ready over the cluster's pods, the history a
+    replacement's time to Ready is read from (`plan_schedule`), kept per node between loops under
+    the node's snapshot stamp: a loop walks only the pods of nodes that changed, not every pod
+    of the cluster (the schedule's largest part at 1,000 nodes when drains run)."""
+
+    def __init__(self) -> None:
+        self._nodes: Memo[str, dict[_Owner, float]] = Memo()
+
+    def slowest(self, snapshot: ClusterSnapshot, owners: Collection[_Owner]) -> dict[_Owner, float]:
+        """The slowest bound-to-Ready of each of `owners` that shows one."""
+        memo = self._nodes
+        memo.new_pass()
+        slowest: dict[_Owner, float] = {}
+        for name, stamp, pods in snapshot.pods_by_node():
+            of_node = memo.get(name, stamp)
+            if of_node is None:
+                of_node = memo.put(name, _slowest_by_owner(pods.values()), stamp)
+            for owner, known in of_node.items():
+                if owner in owners:
+                    slowest[owner] = max(slowest.get(owner, 0.0), known)
+        return slowest
+
+
+def _slowest_by_owner(pods: Iterable[Pod]) -> dict[_Owner, float]:
+    slowest: dict[_Owner, float] = {}
+    for pod in pods:
+        if (known := _bound_to_ready(pod)) is not None:
+            owner = _owner(pod)
+            slowest[owner] = max(slowest.get(owner, 0.0), known)
+    return slowest
 
 
 def _slowest_of_controller(
-    nodes: Sequence[NodeToDrain], snapshot: ClusterSnapshot
+    nodes: Sequence[NodeToDrain], snapshot: ClusterSnapshot, history: ReadinessHistory
 ) -> Callable[[Pod], tuple[float, bool]]:
     """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods (its
     replacement is one more of them; a pod that started with the cluster may show none), else
     its own history, else the default."""
     owners = {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
-    slowest: dict[tuple[str, str, str], float] = {}
-    if owners:
-        for pod in snapshot.pods():
-            owner = _owner(pod)
-            if owner in owners and (known := _bound_to_ready(pod)) is not None:
-                slowest[owner] = max(slowest.get(owner, 0.0), known)
+    slowest = history.slowest(snapshot, owners) if owners else {}
 
     def ready_of(pod: Pod) -> tuple[float, bool]:
         known = slowest.get(_owner(pod)) if pod.controller is not None else None
@@ -219,7 +248,10 @@ def _slowest_of_controller(
     return ready_of
 
 
-def _owner(pod: Pod) -> tuple[str, str, str]:
+_Owner = tuple[str, str, str]  # (namespace, controller kind, name); a pod without one: ("", its name)
+
+
+def _owner(pod: Pod) -> _Owner:
     ref = pod.controller
     return (pod.namespace, ref.kind, ref.name) if ref is not None else (pod.namespace, "", pod.name)
 

@@ -151,6 +151,37 @@ def _standin_key(pod: Pod) -> tuple[Any, ...]:
     return (pod.shape, meta.namespace, tuple(meta.labels.items()))
 
 
+class Standins:
+    """The homeless stand-ins of pods (`_standin_key`: one per class of pods the scheduler cannot
+    tell apart), by key and by pod UID (tagged with the pod object it was found for), kept across
+    a planner's loops: each search asks for the stand-in of every pod of every node it tries, and
+    most of them are the pods it asked for in the last search. A stand-in answers for any pod of
+    its key, whichever pod it was copied from (that pod may be gone: the copy is bound to no node
+    and nothing else of it is read). Entries live pass by pass (`Memo`): one pass a search."""
+
+    __slots__ = ("by_key", "by_uid", "homeless")
+
+    def __init__(self, homeless: Memo[str, Pod] | None = None):
+        self.homeless: Memo[str, Pod] = homeless if homeless is not None else Memo()
+        self.by_key: Memo[tuple[Any, ...], Pod] = Memo()
+        self.by_uid: Memo[str, Pod] = Memo()
+
+    def new_pass(self) -> None:
+        self.homeless.new_pass()
+        self.by_key.new_pass()
+        self.by_uid.new_pass()
+
+    def of(self, pod: Pod) -> Pod:
+        found = self.by_uid.get(pod.uid, tag=pod)
+        if found is not None:
+            return found
+        key = _standin_key(pod)
+        found = self.by_key.get(key)
+        if found is None:
+            found = self.by_key.put(key, homeless(pod, self.homeless))
+        return self.by_uid.put(pod.uid, found, tag=pod)
+
+
 class PodMover:
     """Moves pods for one planner update. The checker is asked about a homeless stand-in of each
     pod, shared by pods of the same shape, so its per-pod class lookup happens once per shape."""
@@ -159,7 +190,7 @@ class PodMover:
         self,
         snapshot: ClusterSnapshot,
         checker: PredicateChecker,
-        cache: Memo[str, Pod] | None = None,
+        standins: Standins | None = None,
         guard: UsageGuard | None = None,
     ):
         self.snapshot = snapshot
@@ -168,11 +199,9 @@ class PodMover:
         # Set when the last guarded move failed only because of the guard: a destination exists
         # by requests, but the pod would push it over a QoS watermark.
         self.refused: Refusal | None = None
-        self.cache: Memo[str, Pod] = cache if cache is not None else Memo()
-        # (shape, namespace, labels) -> stand-in, and the same by pod UID (with the pod object
-        # it was found for): a node waiting for budget asks for its pods' every search pass.
-        self._standins: dict[tuple[Any, ...], Pod] = {}
-        self._standin_of: dict[str, tuple[Pod, Pod]] = {}
+        # Kept by the planner across loops: a node waiting for budget asks for its pods' stand-ins
+        # in every search.
+        self.standins = standins if standins is not None else Standins()
         # `fill_on_paper`'s checker answers, (id(stand-in), slot) -> fits, while the snapshot is
         # at `_answers_version`: its nodes and pods are then what they were when asked (a revert
         # gives back the version with the content, and any change takes a version never used).
@@ -184,15 +213,7 @@ class PodMover:
         self.pointer = int(valid[-1]) if len(valid) else 0
 
     def standin(self, pod: Pod) -> Pod:
-        known = self._standin_of.get(pod.uid)
-        if known is not None and known[0] is pod:
-            return known[1]
-        key = _standin_key(pod)
-        found = self._standins.get(key)
-        if found is None:
-            found = self._standins[key] = homeless(pod, self.cache)
-        self._standin_of[pod.uid] = (pod, found)
-        return found
+        return self.standins.of(pod)
 
     def destination(self, pod: Pod, hint: str | None, skip: Container[str]) -> str | None:
         """Where `pod` (already taken off its node) can go, or None."""
@@ -338,7 +359,7 @@ class PodMover:
 
     def place(self, pod: Pod, skip: Container[str]) -> str | None:
         """Put a pod that is on no node (a recently evicted one) somewhere, or None."""
-        pod = homeless(pod, self.cache)
+        pod = homeless(pod, self.standins.homeless)
         dest = self.destination(pod, None, skip)
         if dest is not None:
             self.snapshot.add_pod(pod, dest)

@@ -70,7 +70,7 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
 from kubetide.autoscaler.scaledown.planning.methods import Command, DisruptionMethod, MethodInputs
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.placement import PodMover, Standins
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.replacement import KUBETIDE_METHODS, PendingReplacement
 from kubetide.autoscaler.scaledown.planning.reuse import (
@@ -168,8 +168,8 @@ class Planner:
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
         facts = facts if facts is not None else NodeFacts()
-        # Pod UID -> the same pod bound to no node, reused across loops (see placement).
-        self._homeless: Memo[str, Pod] = facts.homeless
+        # Pods bound to no node and their stand-ins, reused across loops (see placement).
+        self._standins = Standins(facts.homeless)
         # Per-node facts under the snapshot's change stamps, so a loop over a quiet cluster
         # costs a lookup per node instead of a pass over every pod (see `_scan`, candidates).
         # Both depend on the options, so they are dropped if the options object is replaced.
@@ -305,9 +305,9 @@ class Planner:
             recovering = self.recent_evictions.recovering(snapshot, index)
             tracker = PdbTracker(pdbs, snapshot.pods(), index, recovering)
             ctx = DrainContext(self.rules, tracker, now, index)
-            self._homeless.new_pass()
+            self._standins.new_pass()
             guard = UsageGuard(snapshot, usage, self.usage_history) if usage is not None else None
-            mover = PodMover(snapshot, checker, self._homeless, guard)
+            mover = PodMover(snapshot, checker, self._standins, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
             u.on_paper = self.on_paper
             found, failures = self._search(u, deadline, limit)
