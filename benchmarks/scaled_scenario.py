@@ -154,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(documents) != 1 or not isinstance(documents[0], dict):
             raise ScenarioError(str(args.scenario), "", "expected one YAML document with kind: Scenario")
         data = scaled_scenario(documents[0], factor, str(args.scenario), args.scenario.parent)
-        args.out.write_text(yaml.safe_dump(data, sort_keys=False))
-    except (UserError, OSError) as exc:
+        try:
+            args.out.write_text(yaml.safe_dump(data, sort_keys=False))
+        except OSError as exc:
+            raise UserError(f"--out {args.out}: {exc.strerror}") from None
+    except UserError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     return 0
