@@ -141,7 +141,7 @@ def assert_same(tmp: Path, dump: dict, groups: list[dict] | None, flags: dict) -
 # Random clusters: 40 in the suite (besides the 61 fixed ones of the test after, which reach every
 # step of the loop), 500 in CI's slow step; each runs plan and a simulation's first loop (500 took
 # 46 s of CPU; 100 in the suite were 8 s of its wall time).
-SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 CLUSTER_SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
 

@@ -86,7 +86,7 @@ def files(tmp_path_factory):
     return str(kubeconfig), str(groups)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flags=st.lists(st.tuples(st.sampled_from(FLAG_NAMES), VALUES, st.booleans()), max_size=4))
 def test_any_flags_end_in_one_line_and_exit_2(files, capsys, flags):
     kubeconfig, groups = files

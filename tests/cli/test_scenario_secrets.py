@@ -652,7 +652,6 @@ def plant_extra_fields(draw, p: Planter, obj: dict) -> None:
 # No shrinking: a dump is thousands of fields, and a failure names the exported lines that leak.
 SETTINGS = settings(
     max_examples=15,
-    deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -57,7 +57,7 @@ def test_a_later_scale_up_for_the_same_pod_is_said_again():
     assert isinstance(write(correlator, triggered("web-1", later, "{other 0->1 (max: 5)}")), Create)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(
         st.tuples(st.integers(0, 9), st.floats(0, 3 * AGGREGATE_INTERVAL_SECONDS, allow_nan=False)),

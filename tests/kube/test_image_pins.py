@@ -318,7 +318,7 @@ VERSIONS = st.builds(
 
 
 @pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg is not installed")
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(VERSIONS, VERSIONS)
 def test_versions_order_as_dpkg_compare_versions_says(a, b):
     def holds(relation: str) -> bool:

@@ -238,7 +238,7 @@ ALIAS_PIECES = [
 ]  # fmt: skip
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(ALIAS_PIECES), min_size=1, max_size=14), st.booleans())
 def test_every_alias_either_parser_reads_is_screened(pieces, c_parser):
     """The screen's promise, over random text: wherever PyYAML's or libyaml's parser reads an alias

@@ -83,7 +83,7 @@ def test_a_minimal_node_matches_the_reader():
 PATHS = list(paths(FULL_NODE))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(PATHS), odd_values("NoSchedule")), min_size=1, max_size=3))
 def test_the_schema_path_is_the_reader_or_nothing(mutations):
     data = mutated(FULL_NODE, mutations)

@@ -170,7 +170,7 @@ def test_anything_odd_leaves_the_pod_to_the_reader(path, value):
 PATHS = list(paths(FULL_POD))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(PATHS), odd_values("Exists")), min_size=1, max_size=3))
 def test_fast_path_is_the_reader_or_nothing(mutations):
     data = mutated(FULL_POD, mutations)

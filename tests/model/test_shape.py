@@ -284,7 +284,7 @@ def manifests(draw):
     return {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": labels}, "spec": spec}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(manifests(), manifests())
 def test_either_parser_gives_a_manifest_the_same_shape(first, second):
     for data in (first, second):

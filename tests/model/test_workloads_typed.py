@@ -416,7 +416,7 @@ def test_anything_odd_is_the_readers_and_its_errors_stay_its_own(kind, path, val
 PATHS = {kind: list(paths(FULL[kind])) for kind in FULL}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(sorted(FULL)).flatmap(
         lambda kind: st.tuples(

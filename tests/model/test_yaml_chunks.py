@@ -343,7 +343,7 @@ line = st.tuples(st.integers(0, 6), st.lists(st.sampled_from(PIECES), min_size=1
 item = st.lists(line, min_size=1, max_size=6)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(item, min_size=1, max_size=4), st.sampled_from(["", "  "]), st.lists(line, max_size=2))
 def test_any_text_is_read_as_pyyaml_reads_it_or_declined(items, indent, around):
     """The promise, over random text: never a result PyYAML would not give."""
@@ -377,7 +377,7 @@ value = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.dictionaries(st.text(max_size=8), value, max_size=4), min_size=1, max_size=4),
     st.booleans(),

@@ -163,7 +163,7 @@ VALUES = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(sorted(FULL)).flatmap(
         lambda kind: st.tuples(

@@ -110,7 +110,7 @@ VALUES = st.one_of(
 PATHS = {kind: list(paths(entry[0])) for kind, entry in KINDS.items()}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(sorted(KINDS)).flatmap(
         lambda kind: st.tuples(

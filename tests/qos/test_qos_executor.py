@@ -354,7 +354,7 @@ pods_strategy = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(pods=pods_strategy, watermark=st.integers(0, 12000))
 def test_precise_eviction_closes_the_gap_when_it_can_and_never_acts_after(pods, watermark):
     states = [

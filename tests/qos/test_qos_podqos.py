@@ -286,7 +286,7 @@ pod_strategy = st.tuples(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(
     pods=st.lists(pod_strategy, min_size=1, max_size=8),
     watermark=st.integers(0, 16000),

@@ -193,7 +193,7 @@ def assert_agrees(snapshot, checker, probes):
         assert (best is None) == (not feasible)
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

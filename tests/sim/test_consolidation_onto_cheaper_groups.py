@@ -104,7 +104,6 @@ def scenario_of(seed: int, tmp: Path) -> Path:
 
 @settings(
     max_examples=12,
-    deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

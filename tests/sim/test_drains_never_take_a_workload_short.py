@@ -178,9 +178,7 @@ def _sole_destinations_counted(*args, **kwargs):
 
 # Derandomized: the suite runs the same examples every time (a random draw may meet the known
 # case below, about 1 in 1,000).
-@settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=EXAMPLES, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_parallel_drains_with_slow_starts_lose_no_pod_and_break_no_budget(data):
     SOLE.append(0)

@@ -451,7 +451,7 @@ def test_rollouts_are_deterministic():
     assert '"ScalingReplicaSet"' in first
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow])
 @given(
     replicas=st.integers(1, 12),
     surge=st.one_of(st.integers(0, 4), st.sampled_from(["0%", "10%", "25%", "50%", "100%"])),

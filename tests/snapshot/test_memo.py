@@ -91,7 +91,7 @@ def test_stamps_never_repeat_across_snapshots():
     assert memo.get("a", second.stamp("a")) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(
         st.tuples(

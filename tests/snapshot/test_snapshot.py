@@ -151,7 +151,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(operations)
 def test_random_operations_revert_to_the_forked_state(ops):
     """Property: whatever happens inside a fork, revert() gives back exactly the state at fork()."""
@@ -294,7 +294,7 @@ def arrays_match_the_objects(s: ClusterSnapshot) -> None:
         assert alloc[slot].tolist() == expected_alloc, f"alloc of slot {slot}"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     st.lists(
         st.tuples(

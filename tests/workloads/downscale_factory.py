@@ -132,7 +132,7 @@ OLD_RS = OwnerReference("ReplicaSet", "web-old", "rs-uid-0", controller=True)
 # Seconds before NOW: few distinct values so buckets, equal times and ties are all common.
 # 3600 and 4000 share bucket 41, 5400 and 7000 bucket 42; -5 is in the future (bucket -1).
 OFFSETS = [0, 1, 2, 3600, 4000, 5400, 7000, 86400, 2592000, -5, 0.25, 3600.5]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
 times = st.one_of(st.none(), st.sampled_from(OFFSETS).map(lambda offset: NOW - offset))
 

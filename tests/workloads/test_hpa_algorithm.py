@@ -312,7 +312,7 @@ def _allowed(history, policy, current, now, up):
     return start - policy.value if policy.type == "Pods" else int(start * (1 - policy.value / 100))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     up=rules,
     down=rules,

@@ -138,4 +138,4 @@ def _tally_records(records):
 
 
 TestIncrementalRegistry = IncrementalRegistry.TestCase
-TestIncrementalRegistry.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestIncrementalRegistry.settings = settings(max_examples=60, stateful_step_count=30)

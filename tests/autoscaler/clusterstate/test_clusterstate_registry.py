@@ -315,7 +315,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(st.integers(1, 5), STEPS)
 def test_reusing_records_answers_as_classifying_every_node(count, steps):
     """Over random histories (nodes going NotReady and back, tainted, deleted by the cloud, their

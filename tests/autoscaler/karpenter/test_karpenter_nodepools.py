@@ -268,7 +268,7 @@ def test_a_new_nodeclaim_goes_to_the_first_pool_by_weight_within_its_limits(left
     assert left == left_after
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 16)), min_size=1, max_size=8),
     st.dictionaries(st.sampled_from("abc"), st.integers(0, 40)),

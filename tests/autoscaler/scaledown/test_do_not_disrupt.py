@@ -141,7 +141,7 @@ def test_a_do_not_disrupt_duration_protects_until_start_plus_duration(value, sta
     start=st.floats(min_value=0, max_value=1e9),
     after=st.floats(min_value=-1e6, max_value=1e6),
 )
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 def test_protection_ends_exactly_at_start_plus_duration(minutes, start, after):
     p = started({DO_NOT_DISRUPT: f"{minutes}m"}, start)
     until = do_not_disrupt_until(p)

@@ -145,13 +145,13 @@ def check_as_ca(planner, plan, before, kept):
     assert plan.waiting_for_budget == []
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_nodes_waiting_for_budget_keep_their_unneeded_time(cluster, data):
     run_loops(cluster, data, KEEPS, check_keeps)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_as_ca_nothing_waits_for_budget(cluster, data):
     run_loops(cluster, data, AS_CA, check_as_ca)

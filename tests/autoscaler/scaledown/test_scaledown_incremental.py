@@ -225,7 +225,7 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
 
 
 IncrementalEqualsFull.TestCase.settings = settings(
-    max_examples=80, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=80, stateful_step_count=25, suppress_health_check=[HealthCheck.too_slow]
 )
 test_incremental_planning_equals_full_planning = IncrementalEqualsFull.TestCase
 

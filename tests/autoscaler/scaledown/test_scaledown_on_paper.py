@@ -75,7 +75,7 @@ def clusters(draw):
     return nodes, pods
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(cluster=clusters(), data=st.data())
 def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
     nodes, pods = cluster
@@ -207,7 +207,7 @@ def _moves(mover, snapshot, trial, hints, skip, start, paper):
     return found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(cluster=clusters(), data=st.data())
 def test_stand_ins_kept_from_an_earlier_loop_place_every_pod_where_a_fresh_search_does(cluster, data):
     """The planner keeps its pods' stand-ins across loops (`Standins`). A search on the next loop's

@@ -184,7 +184,7 @@ def check_plan(plan, nodes, pods, pdbs, deleted, cloud, evicted=()):
     assert len(plan.candidate_set) <= max(0, group.target_size() - len(deleted) - group.min_size)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_planner_invariants(cluster):
     nodes, pods, pdbs, min_size, evicted = cluster
@@ -267,7 +267,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), STEPS)
 def test_cached_planner_decides_as_an_uncached_one(cluster, steps):
     """Loop after loop over a changing cluster (pods come and go, become expendable or
@@ -381,7 +381,7 @@ def ca_reference_candidates(nodes, pods, pdbs, cloud):
     return candidates
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_candidate_set_is_never_smaller_than_the_cluster_autoscalers(cluster):
     """Issue 17: a node that received pods from an earlier candidate may be a candidate too."""
@@ -433,7 +433,7 @@ def projected_usage(name, pods_here, sample):
     return overhead + sum(peaks.get(key(p), p.requests["cpu"]) for p in pods_here["after"])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_planner_invariants_with_a_usage_source(data):
     """With a usage source, every invariant holds, and no destination ends up with more projected

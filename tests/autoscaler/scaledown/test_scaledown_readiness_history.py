@@ -86,4 +86,4 @@ class KeptHistory(RuleBasedStateMachine):
 
 
 TestKeptHistory = KeptHistory.TestCase
-TestKeptHistory.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+TestKeptHistory.settings = settings(max_examples=60, stateful_step_count=25)

@@ -116,7 +116,7 @@ def test_without_history_the_default_start_is_used_and_said():
     assert result.to_json()["replacement_ready_from"] == "default"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     pods_per_node=st.lists(st.integers(0, 4), min_size=1, max_size=6),
     allowed=st.integers(1, 3),

@@ -101,7 +101,7 @@ class _Counted(narrow.Replay):
         _Counted.made.append(self)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cluster=clusters())
 def test_the_narrowed_check_gives_the_whole_replans_answers(tmp_path: Path, cluster: Cluster):
     narrowed = cluster.plan(tmp_path)
@@ -322,7 +322,7 @@ def test_the_answers_are_charged_the_pods_their_checks_place(tmp_path: Path):
     assert work.placed + work.refusal_units <= work.charged <= work.at_most()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cluster=clusters(), whole=st.booleans())
 def test_the_work_charged_tracks_the_simulations_done(tmp_path: Path, cluster: Cluster, whole: bool):
     """On random clusters, narrowed or whole: the answers' timer is charged at least a unit per

@@ -85,7 +85,6 @@ def rank(change: dict) -> int:
 # Derandomized: CI runs the same draws (a rare one found the bug the test below pins, fixed since).
 @settings(
     max_examples=20,
-    deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

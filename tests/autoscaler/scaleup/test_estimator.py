@@ -156,7 +156,7 @@ pod_specs = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(pod_specs, st.integers(0, 8), st.booleans())
 def test_estimate_is_within_limits_and_replays(specs, max_nodes, template_has_disk):
     pods = []

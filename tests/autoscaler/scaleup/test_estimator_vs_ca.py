@@ -105,7 +105,7 @@ def constrained_cases(draw):
     return pods
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(constrained_cases())
 def test_random_constrained_cases_never_need_more_nodes_than_ca(pods):
     groups = group_pods(pods)
