@@ -89,20 +89,14 @@ def digests(name: str) -> dict[str, str]:
         return _random_case(int(which), tmp)
 
 
-def _random_case(seed: int, tmp: Path) -> dict[str, str]:
+def random_scenario(seed: int, tmp: Path, *, duration: str = "2h", **autoscaler: str) -> Path:
+    """Random cluster `seed` (its dump and node groups written to `tmp`) as the scenario
+    `scenario from-cluster` makes of it, run for `duration` with the cluster's flags and
+    `autoscaler`'s (e.g. policy="karpenter"); Jobs outlive the run."""
     dump, groups, flags = random_cluster(seed)
     dump_file, groups_file = tmp / "cluster.yaml", tmp / "groups.yaml"
     dump_file.write_text(yaml.safe_dump(dump))
     groups_file.write_text(yaml.safe_dump({"nodeGroups": groups}))
-    sets = [
-        arg
-        for flag, value in flags.items()
-        for arg in ("--set", f"{flag}={str(value).lower() if isinstance(value, bool) else value}")
-    ]
-    result = {
-        "plan.json": _plan(dump_file, groups_file, *sets),
-        "plan-no-expire.json": _plan(dump_file, groups_file, "--no-expire-timers", *sets),
-    }
     scenario_file = tmp / "scenario.yaml"
     run_cli(
         "scenario",
@@ -114,10 +108,26 @@ def _random_case(seed: int, tmp: Path) -> dict[str, str]:
         str(scenario_file),
     )
     scenario = yaml.safe_load(scenario_file.read_text())
-    scenario["spec"]["duration"] = "2h"
-    scenario["spec"]["autoscaler"] = flags
+    scenario["spec"]["duration"] = duration
+    scenario["spec"]["autoscaler"] = {**flags, **autoscaler}
     scenario["spec"].setdefault("cluster", {})["jobRunDuration"] = "24h"
     scenario_file.write_text(yaml.safe_dump(scenario))
+    return scenario_file
+
+
+def _random_case(seed: int, tmp: Path) -> dict[str, str]:
+    scenario_file = random_scenario(seed, tmp)
+    _, _, flags = random_cluster(seed)
+    dump_file, groups_file = tmp / "cluster.yaml", tmp / "groups.yaml"
+    sets = [
+        arg
+        for flag, value in flags.items()
+        for arg in ("--set", f"{flag}={str(value).lower() if isinstance(value, bool) else value}")
+    ]
+    result = {
+        "plan.json": _plan(dump_file, groups_file, *sets),
+        "plan-no-expire.json": _plan(dump_file, groups_file, "--no-expire-timers", *sets),
+    }
     for output, digest in _simulate_digests(scenario_file, tmp / "out"):
         result[f"simulate/{output}"] = digest
     return result

@@ -11,11 +11,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-import yaml
-from golden_outputs import run_cli
+from golden_outputs import random_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_clusters import random_cluster
 
 from kubetide.sim import Simulation, load_scenario
 from kubetide.sweep.compare import Variant
@@ -81,25 +79,7 @@ def test_the_replacement_joins_before_the_node_it_replaces_is_cordoned():
 
 # -- random clusters ------------------------------------------------------------------------------
 def scenario_of(seed: int, tmp: Path) -> Path:
-    dump, groups, flags = random_cluster(seed)
-    (tmp / "cluster.yaml").write_text(yaml.safe_dump(dump))
-    (tmp / "groups.yaml").write_text(yaml.safe_dump({"nodeGroups": groups}))
-    out = tmp / "scenario.yaml"
-    run_cli(
-        "scenario",
-        "from-cluster",
-        str(tmp / "cluster.yaml"),
-        "--node-groups",
-        str(tmp / "groups.yaml"),
-        "--out",
-        str(out),
-    )
-    scenario = yaml.safe_load(out.read_text())
-    scenario["spec"]["duration"] = "1h"
-    scenario["spec"]["autoscaler"] = {**flags, "policy": "kubetide"}
-    scenario["spec"].setdefault("cluster", {})["jobRunDuration"] = "24h"
-    out.write_text(yaml.safe_dump(scenario))
-    return out
+    return random_scenario(seed, tmp, duration="1h", policy="kubetide")
 
 
 @settings(

@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
-from golden_outputs import run_cli
-from random_clusters import random_cluster
+from golden_outputs import random_scenario
 
 from kubetide.sim import Simulation, load_scenario
 
@@ -18,25 +16,7 @@ SEEDS = range(20)
 
 
 def scenario_of(seed: int, tmp: Path, policy: str) -> Path:
-    dump, groups, flags = random_cluster(seed)
-    (tmp / "cluster.yaml").write_text(yaml.safe_dump(dump))
-    (tmp / "groups.yaml").write_text(yaml.safe_dump({"nodeGroups": groups}))
-    out = tmp / "scenario.yaml"
-    run_cli(
-        "scenario",
-        "from-cluster",
-        str(tmp / "cluster.yaml"),
-        "--node-groups",
-        str(tmp / "groups.yaml"),
-        "--out",
-        str(out),
-    )
-    scenario = yaml.safe_load(out.read_text())
-    scenario["spec"]["duration"] = "2h"
-    scenario["spec"]["autoscaler"] = {**flags, "policy": policy}
-    scenario["spec"].setdefault("cluster", {})["jobRunDuration"] = "24h"
-    out.write_text(yaml.safe_dump(scenario))
-    return out
+    return random_scenario(seed, tmp, policy=policy)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

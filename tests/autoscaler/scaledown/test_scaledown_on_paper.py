@@ -111,30 +111,7 @@ def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
 
         # The same on paper, with each run of paper pods without a hint put on the pointer's
         # node together first (fill_on_paper), as simulate_removal does.
-        mover.pointer = start
-        added = {}
-        filled: list[tuple[str | None, int]] = []
-        snapshot.fork()
-        i = 0
-        while i < len(trial) and (not filled or filled[-1][0] is not None):
-            p, hint = trial[i], hints[i]
-            if p.uid in paper and hint is None:
-                end = i + 1
-                while end < len(trial) and hints[end] is None and trial[end].uid in paper:
-                    end += 1
-                placed = mover.fill_on_paper(trial[i:end], skip, added)
-                filled.extend((mover.pointer_node(), mover.pointer) for _ in range(placed))
-                i += placed
-                if placed:
-                    continue
-            if p.uid in paper:
-                dest = mover.move_on_paper(p, hint, skip, added)
-            else:
-                dest = mover.move(p.uid, hint, skip, added=added)
-            filled.append((dest, mover.pointer))
-            i += 1
-        snapshot.revert()
-        assert filled == on_paper
+        assert _moves(mover, snapshot, trial, hints, skip, start, paper) == on_paper
 
         mover.pointer = start
         snapshot.fork()
