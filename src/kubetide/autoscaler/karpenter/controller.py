@@ -95,6 +95,19 @@ def reschedulable(pods: Sequence[Pod]) -> tuple[Pod, ...]:
     return tuple(p for p in pods if not (p.is_daemonset or p.is_mirror or p.is_terminal or p.is_terminating))
 
 
+def awaiting_a_home(pods: Sequence[Pod]) -> tuple[Pod, ...]:
+    """The pods of a node being disrupted that will want room elsewhere (Karpenter's
+    pod.IsReschedulable): the reschedulable ones, and StatefulSet pods already terminating, whose
+    replacement (the same name) is created only once they are gone: until then no pending pod
+    stands for it, and a simulation that forgot it would give its room away."""
+    return tuple(
+        p
+        for p in pods
+        if not (p.is_daemonset or p.is_mirror or p.is_terminal)
+        and (not p.is_terminating or (p.controller is not None and p.controller.kind == "StatefulSet"))
+    )
+
+
 def pdb_kind(pod: Pod) -> tuple[object, ...]:
     """What a budget's answer for a pod's eviction depends on: which budgets select it (its
     namespace and labels) and whether it is healthy (Ready, not terminating)."""
@@ -688,7 +701,7 @@ class Karpenter:
         reserved = [*self.view.pending_pods()]
         for name in disrupting:
             if name in snapshot:
-                reserved += reschedulable(list(snapshot.pods_on(name).values()))
+                reserved += awaiting_a_home(list(snapshot.pods_on(name).values()))
         return Context(
             snapshot,
             self._checker_for(snapshot),
