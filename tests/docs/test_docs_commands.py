@@ -69,6 +69,15 @@ NOT_OFFLINE = {
     "kubetide run --cloud-provider clusterapi --node-group-auto-discovery=clusterapi:namespace=default": (
         "needs a live Cluster API management cluster"
     ),
+    # docs/comparison.md's scaled runs read what `python -m benchmarks.scaled_scenario` (a benchmark,
+    # not a kubetide command) wrote the line before; tests/test_scaled_scenario.py simulates one.
+    "kubetide simulate /tmp/q200.yaml --no-report": (
+        "reads /tmp/q200.yaml, which the benchmarks.scaled_scenario line before it writes"
+    ),
+    "kubetide simulate /tmp/pdb30.yaml --no-report --compare cluster-autoscaler:policy=cluster-autoscaler "
+    "--compare kubetide:policy=kubetide --compare karpenter:policy=karpenter": (
+        "reads /tmp/pdb30.yaml, which the benchmarks.scaled_scenario line before it writes"
+    ),
 }
 
 SYNOPSES = {
