@@ -383,6 +383,11 @@ class ClusterStateRegistry:
             return None
         if instance is not None and instance.state is InstanceState.DELETING:
             return None
+        # A pass since (the instance deleting, then not) may have left times in the memory that a
+        # pass would now clear: only a memory without them is what a pass would leave.
+        memory = self._memory.get(node.name)
+        if memory is None or memory.deletion_seen_at is not None or memory.unready_seen_at is not None:
+            return None
         return previous
 
     def _classify_node(
