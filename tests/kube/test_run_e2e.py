@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 import urllib.request
@@ -157,11 +158,15 @@ def test_load_drop_drains_through_the_eviction_api_within_pdb_and_parallelism(ku
     # What an operator sees at --v=0 (each line is INFO or WARNING, shown at every verbosity):
     # the scale-up with its counts, each node marked with its kind and reason, the evictions,
     # and each removal with the reason scaled_down_nodes_total counts it under.
-    # for the pods pending at the first loop: all 16, or fewer when the rest are not created yet
-    scale_up = re.search(
-        r"\] Scale-up: setting group small size to 4 instead of 0 \(max: 12\) for (\d+) pods", log
+    # One scale-up for all 16 pods, or a chain of them when the ReplicaSet had not created every
+    # pod by the first loop: each step starts at the size the last one set, the chain ends at 4.
+    steps = re.findall(
+        r"\] Scale-up: setting group small size to (\d+) instead of (\d+) \(max: 12\) for (\d+) pods", log
     )
-    assert scale_up is not None and 1 <= int(scale_up.group(1)) <= 16, log
+    sizes = [(int(previous), int(new)) for new, previous, _ in steps]
+    assert sizes and sizes[0][0] == 0 and sizes[-1][1] == 4, log
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(sizes)), log
+    assert 1 <= sum(int(pods) for *_, pods in steps) <= 16, log
     removed = sorted(before - remaining)
     drained = 0
     for node in removed:
