@@ -274,9 +274,10 @@ class ScheduleMemo:
             return None
         if last.nodes != _drains_of(nodes):
             return None
-        slowest = self.history.slowest(snapshot, last.owners)
-        if tuple(slowest.get(owner) for owner in last.owners) != last.readiness:
-            return None
+        if last.owners:  # (a walk of the nodes that changed, for nothing when no pod reads it)
+            slowest = self.history.slowest(snapshot, last.owners)
+            if tuple(slowest.get(owner) for owner in last.owners) != last.readiness:
+                return None
         waits = tuple(n.not_before for n in nodes)
         if waits == last.waits:
             return last.schedule
