@@ -6,6 +6,8 @@ ranks and `now` instead of Go structs. It is the oracle the key-based sort is ch
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -191,3 +193,28 @@ def crowded_sets(draw):
         for i, uid in enumerate(uids)
     ]
     return pods, [], {"logarithmic": True, "deletion_cost": True}
+
+
+def go_switches(switches: dict) -> dict[str, bool]:
+    """`rank`'s switches as go_less's keyword arguments."""
+    return {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
+
+
+def go_sorted(pods, ranking, switches: dict) -> tuple[list[Pod], bool]:
+    """`pods` sorted by Go's comparator (go_less on `ranking`'s ranks; pods it calls equal by UID,
+    then key), and whether that comparator is an order on them: each pod of the sorted list
+    compares before every later one."""
+    go = go_switches(switches)
+
+    def compare(a, b):
+        ra, rb = ranking.rank_of(a), ranking.rank_of(b)
+        if go_less(a, ra, b, rb, NOW, **go):
+            return -1
+        if go_less(b, rb, a, ra, NOW, **go):
+            return 1
+        ka, kb = (a.uid, a.key), (b.uid, b.key)
+        return (ka > kb) - (ka < kb)
+
+    by_go = sorted(pods, key=functools.cmp_to_key(compare))
+    consistent = all(compare(x, y) < 0 for i, x in enumerate(by_go) for y in by_go[i + 1 :])
+    return by_go, consistent
