@@ -75,6 +75,22 @@ def _bucket_diff(t1: int, t2: int, now_ns: int) -> int:
     return age_bucket(now_ns - t1) - age_bucket(now_ns - t2)
 
 
+def _newer_first(
+    a: Pod, b: Pod, t1: int | None, t2: int | None, now_ns: int, logarithmic: bool
+) -> bool | None:
+    """Steps 6 and 8 of go_less, on pod a's time t1 and pod b's t2: whether a goes first (an empty
+    time, then the newer one; with logarithmic buckets, the newer bucket, then the lower UID within
+    one), None when the times are the same and the next step decides."""
+    if t1 == t2:
+        return None
+    if not logarithmic or t1 is None or t2 is None:
+        return _after_or_zero(t1, t2)
+    diff = _bucket_diff(t1, t2, now_ns)
+    if diff == 0:
+        return a.uid < b.uid
+    return diff < 0
+
+
 def _ns(moment: float | None) -> int | None:
     return None if moment is None else to_ns(moment)
 
@@ -103,29 +119,19 @@ def go_less(
         return rank_a > rank_b
     # 6. Been ready for empty time < less time < more time
     if a.ready and b.ready:
-        t1, t2 = _ns(a.ready_transition), _ns(b.ready_transition)
-        if t1 != t2:
-            if not logarithmic or t1 is None or t2 is None:
-                return _after_or_zero(t1, t2)
-            diff = _bucket_diff(t1, t2, now_ns)
-            if diff == 0:
-                return a.uid < b.uid
-            return diff < 0
+        first = _newer_first(a, b, _ns(a.ready_transition), _ns(b.ready_transition), now_ns, logarithmic)
+        if first is not None:
+            return first
     # 7. Higher restart counts < lower restart counts (regular containers, then sidecars)
     if a.restarts != b.restarts:
         return a.restarts > b.restarts
     if a.sidecar_restarts != b.sidecar_restarts:
         return a.sidecar_restarts > b.sidecar_restarts
     # 8. Empty creation time pods < newer pods < older pods
-    t1, t2 = _ns(a.meta.creation_timestamp), _ns(b.meta.creation_timestamp)
-    if t1 != t2:
-        if not logarithmic or t1 is None or t2 is None:
-            return _after_or_zero(t1, t2)
-        diff = _bucket_diff(t1, t2, now_ns)
-        if diff == 0:
-            return a.uid < b.uid
-        return diff < 0
-    return False
+    first = _newer_first(
+        a, b, _ns(a.meta.creation_timestamp), _ns(b.meta.creation_timestamp), now_ns, logarithmic
+    )
+    return bool(first)
 
 
 # -- hypothesis strategies ------------------------------------------------------------------
