@@ -14,6 +14,9 @@ last increase, e.g. InsufficientInstanceCapacity) the placeholders carry an OutO
 InstanceError: the cluster state registry then backs the group off and lowers its target, as for
 the simulator's stockout. Deleting a placeholder lowers the desired capacity by one.
 
+A group's price is the bundled table's (cloud/prices.py) on-demand list price of the dearest
+instance type its launch settings name, or None when the table lacks one of them (said once).
+
 Writes retry with botocore's standard retry mode (exponential backoff with jitter, throttling
 included); an error that outlasts the retries is an ActionError, which the loop reports (event,
 backoff, status) and survives.
