@@ -181,6 +181,8 @@ def plan_schedule(
     then its nodes waiting for budget (their pods sorted by the drainability rules here), under
     the budgets as the cluster's PodDisruptionBudgets state them now. `memo`: what the last
     loop's call kept (a loop's `LoopState` keeps one), else everything is computed afresh."""
+    if not candidates and not waiting:
+        return ScaleDownSchedule()  # most loops: nothing to drain, no budget to read
     memo = memo if memo is not None else ScheduleMemo()
     index = index_workloads(workloads) if workloads is not None else None
     tracker = PdbTracker(pdbs, snapshot.pods(), index)
