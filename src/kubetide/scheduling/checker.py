@@ -82,6 +82,14 @@ class PredicateChecker:
         cls = self._class(pod)
         return self._check(cls, self._existing(cls, pod), slot)
 
+    def reads_one_node(self, pod: Pod) -> bool:
+        """Whether `fits(pod, node)` reads nothing but that node (its object and its requested
+        resources) now: the pod has no host port, no hard inter-pod term or spread constraint,
+        and no bound pod's required anti-affinity term in force selects it. Its answer for a node then holds
+        while the node object and the node's requests stay as they are."""
+        cls = self._class(pod)
+        return not (cls.dynamic or cls.ports) and not self._anti_in_force(cls, pod)
+
     def find_node(
         self,
         pod: Pod,
