@@ -430,12 +430,16 @@ class PaperPlacements:
     again. Slots it did not read cannot change its answer: a scan returns the first node from
     the pointer on that fits, whatever lies beyond it."""
 
-    __slots__ = ("_by_node", "_snapshot", "reused")
+    __slots__ = ("_by_node", "_local", "_local_key", "_snapshot", "reused")
 
     def __init__(self) -> None:
         self._by_node: Memo[str, dict[int, _Placed]] = Memo()
         self._snapshot: ClusterSnapshot | None = None
         self.reused = 0  # placements replayed, for tests and benchmarks
+        # Pod UID -> (the Pod, whether its fit reads its destination alone), under `_local_key`:
+        # the checker and its anti-affinity state (`PredicateChecker.anti_affinity_state`).
+        self._local: dict[str, tuple[Pod, bool]] = {}
+        self._local_key: tuple[object, tuple[bool, ...]] | None = None
 
     def new_pass(self, snapshot: ClusterSnapshot) -> None:
         """A search starts on `snapshot`: placements no search tries again are dropped."""
@@ -475,7 +479,7 @@ class PaperPlacements:
                 or used[start:stop].tobytes() != requested
             ):
                 return None
-        if _skipped(snapshot, skip, placed.spans) != placed.skipped or not _one_node_each(mover, pods):
+        if _skipped(snapshot, skip, placed.spans) != placed.skipped or not self._one_node_each(mover, pods):
             return None
         mover.pointer = placed.end
         mover.refused = None
@@ -500,7 +504,7 @@ class PaperPlacements:
         """Keep the placement that just ended (begun by `start`, from pointer `start`)."""
         reads, mover.reads = mover.reads, None
         assert reads is not None
-        if any(a < 0 for a, _ in reads) or not _one_node_each(mover, pods):
+        if any(a < 0 for a, _ in reads) or not self._one_node_each(mover, pods):
             return  # a hint naming no node, or a fit that reads other nodes: never replayed
         snapshot = mover.snapshot
         used = snapshot.used
@@ -523,15 +527,39 @@ class PaperPlacements:
             del kept[next(iter(kept))]  # the oldest
         kept[start] = placed
 
+    def _one_node_each(self, mover: PodMover, pods: Sequence[Pod]) -> bool:
+        """Whether each of these node-local pods' fit reads its destination alone now."""
+        checker = mover.checker
+        state = checker.anti_affinity_state()
+        if not any(state):
+            return True  # node-local pods (`is_node_local`) have no term or port of their own
+        key = (checker, state)
+        if key != self._local_key:
+            self._local.clear()
+            self._local_key = key
+        local = self._local
+        for pod in pods:
+            known = local.get(pod.uid)
+            if known is None or known[0] is not pod:
+                known = local[pod.uid] = (pod, checker.reads_one_node(mover.standin(pod)))
+            if not known[1]:
+                return False
+        return True
+
 
 def _skipped(
-    snapshot: ClusterSnapshot, skip: set[str], spans: Sequence[tuple[int, int, Any, Any]]
+    snapshot: ClusterSnapshot, skip: set[str], spans: Sequence[tuple[int, int, list[Node | None], Any]]
 ) -> tuple[int, ...]:
-    """The slots of the skipped nodes that lie in `spans`, in order."""
-    slots = [snapshot.slot_of(name) for name in skip if name in snapshot]
-    return tuple(sorted(s for s in slots if any(a <= s < b for a, b, _, _ in spans)))
-
-
-def _one_node_each(mover: PodMover, pods: Sequence[Pod]) -> bool:
-    reads_one_node, standin = mover.checker.reads_one_node, mover.standin
-    return all(reads_one_node(standin(pod)) for pod in pods)
+    """The slots in `spans` whose nodes (as recorded, which a replay has checked are there) the
+    search skips, in order: from the spans' nodes or from the skipped names, whichever is fewer."""
+    if sum(b - a for a, b, _, _ in spans) > len(skip):
+        slots = [snapshot.slot_of(name) for name in skip if name in snapshot]
+        return tuple(sorted(s for a, b, _, _ in spans for s in slots if a <= s < b))
+    return tuple(
+        sorted(
+            a + i
+            for a, _, nodes, _ in spans
+            for i, node in enumerate(nodes)
+            if node is not None and node.name in skip
+        )
+    )
