@@ -82,21 +82,6 @@ class PredicateChecker:
         cls = self._class(pod)
         return self._check(cls, self._existing(cls, pod), slot)
 
-    def reads_one_node(self, pod: Pod) -> bool:
-        """Whether `fits(pod, node)` reads nothing but that node (its object and its requested
-        resources) now: the pod has no host port, no hard inter-pod term or spread constraint,
-        and no bound pod's required anti-affinity term in force selects it. Its answer for a node then holds
-        while the node object and the node's requests stay as they are."""
-        cls = self._class(pod)
-        return not (cls.dynamic or cls.ports) and not self._anti_in_force(cls, pod)
-
-    def anti_affinity_state(self) -> tuple[bool, ...]:
-        """Per required anti-affinity term of bound pods (in the order the index met them),
-        whether pods stand behind it now. While it is the same, `reads_one_node` gives the same
-        answer for the same Pod object; with no True in it, that answer is true of every pod
-        with no host port, hard inter-pod term or spread constraint."""
-        return tuple(entry.total > 0 for entry in self._index.anti_entries)
-
     def find_node(
         self,
         pod: Pod,

@@ -152,10 +152,6 @@ class ClusterSnapshot:
     def node_at(self, slot: int) -> Node | None:
         return self._node_at[slot]
 
-    def nodes_at(self, start: int, stop: int) -> list[Node | None]:
-        """The node in each slot from `start` up to `stop` (None where a slot holds none)."""
-        return self._node_at[start:stop]
-
     def stamp(self, name: str) -> int:
         """A number that changes whenever the node or the pods bound to it change (add, remove,
         replace). A revert gives back the stamps a fork found, with the content they stood for.

@@ -216,12 +216,10 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         )
         full = self.full.update(inputs, cloud=self.cloud)
         expected = _plan_facts(self.full, full)
-        reused, placed = self.incremental.reused, self.incremental.placements.reused
+        reused = self.incremental.reused
         incremental = self.incremental.update(inputs, cloud=self.cloud)
         assert _plan_facts(self.incremental, incremental) == expected
         event("replayed" if self.incremental.reused > reused else "recomputed")
-        if self.incremental.placements.reused > placed:
-            event("a placement on paper replayed")
         if incremental.on_paper:
             event("nodes waiting for budget tried on paper")
 
@@ -280,49 +278,3 @@ def test_a_terminating_pod_growing_old_is_a_change():
         replayed.append(incremental.reused > before)
     # 0: first; 10: a's failure at 0 made it a non-candidate; 61: the pod's edge was crossed.
     assert replayed == [False, False, True, True, False, True]
-
-
-def test_a_waiting_nodes_placement_is_replayed_until_a_node_it_read_changes():
-    """Node a waits for web's budget in every search; its pods go on paper to the far end (e).
-    A search that runs for another reason (a budget of another app changed) replays a's
-    placement; room taken on e, or freed there again, or e leaving, makes it place again; each
-    plan equals a planner's that never reuses."""
-    cloud = FakeCloud()
-    group = cloud.add(FakeGroup("g"), "a", "b", "c", "d", "e")
-    s = ClusterSnapshot(
-        [node(n, annotations=BUSY if n != "a" else None) for n in "abcde"],
-        [pod(f"w{i}", "a", 100, owner=("ReplicaSet", "web")) for i in range(3)]
-        + [pod(f"x{n}", n, 500, owner=("ReplicaSet", "api")) for n in "bcde"],
-    )
-    # Used up for now, not for good: a node of web's pods waits for it.
-    web = pdb("web", "web", allowed=0, max_unavailable=1, expected_pods=3, desired_healthy=2)
-    incremental = Planner(OPTIONS, timer=WorkTimer(1e-3))
-    full = Planner(OPTIONS, timer=WorkTimer(1e-3), incremental=False, on_paper=False)
-
-    def loop(now: float, api_allowed: int) -> tuple[dict, int]:
-        api = pdb("api", "api", allowed=api_allowed, max_unavailable=1)
-        inputs = LoopInputs(now, s, pdbs=[web, api], workloads=WORKLOADS)
-        expected = _plan_facts(full, full.update(inputs, cloud=cloud))
-        before = incremental.placements.reused
-        plan = incremental.update(inputs, cloud=cloud)
-        assert _plan_facts(incremental, plan) == expected
-        return expected, incremental.placements.reused - before
-
-    first, replayed = loop(0.0, 1)
-    assert first["waiting_for_budget"] == ["a"] and replayed == 0
-    _, replayed = loop(10.0, 0)  # another app's budget: the search runs, a's placement holds
-    assert replayed == 1
-    s.add_pod(pod("big", "e", 450, owner=("ReplicaSet", "api")), "e")  # room taken where a's pods went
-    _, replayed = loop(20.0, 1)
-    assert replayed == 0
-    _, replayed = loop(30.0, 0)
-    assert replayed == 1
-    s.remove_pod("uid-default-big")  # room freed there again
-    _, replayed = loop(40.0, 1)
-    assert replayed == 0
-    s.remove_node("e")  # the node a's pods went to leaves
-    group.members.remove("e")
-    _, replayed = loop(50.0, 0)
-    assert replayed == 0
-    _, replayed = loop(60.0, 1)
-    assert replayed == 1

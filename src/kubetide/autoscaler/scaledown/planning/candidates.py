@@ -275,47 +275,16 @@ def simulate_removal(u: Update, name: str, drain: NodeDrain, to_move: list[Recei
     # nothing they change but requests are placed on paper (placement.py: the same answers, no
     # snapshot changes); the others are moved.
     paper = _on_paper(u, to_move) if refusal is not None else None
+    added: dict[str, dict[str, int]] = {}
     hints: list[str | None]
     if name in u.old_hints or len(own_pods) < len(ordered):
         hints = [_hint(u.old_hints, name, r) for r in ordered]
     else:
         hints = [None] * len(ordered)  # no hint for any own pod, and no pod received
-    placements = u.placements
-    if placements is not None and paper is not None and len(paper) == len(ordered):
-        # Every pod goes on paper: the placement may be the last search's (PaperPlacements).
-        pods = tuple(r.pod for r in ordered)
-        sources, kept_hints = tuple(r.source for r in ordered), tuple(hints)
-        known = placements.replay(name, mover, pods, sources, kept_hints, u.skip)
-        if known is not None:
-            unplaced = known.unplaced
-        else:
-            start = mover.pointer
-            placements.start(mover)
-            unplaced = _place(u, removal, ordered, hints, paper)
-            placements.record(name, mover, pods, sources, kept_hints, u.skip, start, unplaced)
-    else:
-        unplaced = _place(u, removal, ordered, hints, paper)
-    if unplaced is not None:
-        r = ordered[unplaced]
-        came_from = "" if r.source == name else f" (moved here from {r.source or 'its evicted node'})"
-        removal.failed = _no_place(now, r.pod, came_from, mover.refused)
-        return removal
-    removal.waiting = refusal  # a budget used up for now: the pods fit, the node waits
-    return removal
-
-
-def _place(
-    u: Update, removal: Removal, ordered: list[Received], hints: list[str | None], paper: set[str] | None
-) -> int | None:
-    """Move (or place on paper, the pods in `paper`) every pod of `ordered` to its hint or else
-    the first node that takes it, recording the moves in `removal`; the position of the first pod
-    no node takes, if any (the moves before it stay for the caller to revert)."""
-    mover = u.mover
-    added: dict[str, dict[str, int]] = {}
     i = 0
     while i < len(ordered):
         r, hint = ordered[i], hints[i]
-        pod = r.pod
+        pod, own = r.pod, r.source == name
         on_paper = paper is not None and pod.uid in paper
         if on_paper and hint is None:
             # Most pods of a trial on paper land on the pointer's node: the run of them without
@@ -335,10 +304,13 @@ def _place(
         else:
             dest = mover.move(pod.uid, hint, u.skip, guarded=True, added=added)
         if dest is None:
-            return i
+            came_from = "" if own else f" (moved here from {r.source or 'its evicted node'})"
+            removal.failed = _no_place(now, pod, came_from, mover.refused)
+            return removal
         removal.moved.append((r, dest))
         i += 1
-    return None
+    removal.waiting = refusal  # a budget used up for now: the pods fit, the node waits
+    return removal
 
 
 def _hint(old_hints: Mapping[str, Mapping[str, str]], name: str, r: Received) -> str | None:

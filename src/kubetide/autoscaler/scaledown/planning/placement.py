@@ -15,11 +15,10 @@ a QoS watermark, and every move keeps the guard's projected usage current.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kubetide.autoscaler.scaledown.planning.usage import Refusal, UsageGuard
-from kubetide.model import LabelSelector, Node, Pod
+from kubetide.model import LabelSelector, Pod
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot, Memo
 
@@ -209,10 +208,6 @@ class PodMover:
         self._answers: dict[tuple[int, int], bool] = {}
         self._answers_version = -1
         self._needs: dict[Any, tuple[tuple[str, int], ...]] = {}  # requests -> the non-zero ones
-        # While not None, the slots the placement reads (hint, pointer, the stretch a scan passed
-        # over), as [start, stop) spans: what a trial on paper's placement depends on
-        # (`PaperPlacements`). None (the default) records nothing.
-        self.reads: list[tuple[int, int]] | None = None
         # The design starts the pointer at the last node.
         valid = snapshot.valid.nonzero()[0]
         self.pointer = int(valid[-1]) if len(valid) else 0
@@ -222,11 +217,7 @@ class PodMover:
 
     def destination(self, pod: Pod, hint: str | None, skip: Container[str]) -> str | None:
         """Where `pod` (already taken off its node) can go, or None."""
-        snapshot, checker, reads = self.snapshot, self.checker, self.reads
-        if reads is not None and hint is not None:
-            # A hint that names no node cannot be recorded by slot: the span is never valid.
-            slot = snapshot.slot_of(hint) if hint in snapshot else -1
-            reads.append((slot, slot + 1))
+        snapshot, checker = self.snapshot, self.checker
         if hint is not None and hint not in skip and hint in snapshot and checker.fits(pod, hint) is None:
             return hint
         # The pointer's node first: the common case, and the same answer find_node(start=pointer)
@@ -234,24 +225,12 @@ class PodMover:
         # the node list from the far end keeps destinations away from the candidates, which come
         # from the front (a forward scan would wrap around onto the next candidates, and each
         # would then carry its received pods on to the next: three times the moves).
-        capacity = len(snapshot.valid)
         for slot in (self.pointer, self.pointer - 1):
-            node = snapshot.node_at(slot) if 0 <= slot < capacity else None
-            if reads is not None and 0 <= slot < capacity:
-                reads.append((slot, slot + 1))  # an empty slot too: a node may come there
+            node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
             if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
                 self.pointer = slot
                 return node.name
-        start = self.pointer
-        found = checker.find_node(pod, skip=skip, start=start)
-        if reads is not None:
-            # find_node answers the first node from `start` on, wrapping around, that fits and is
-            # not skipped: it read the slots up to that one, or every slot when none fits.
-            end = snapshot.slot_of(found) + 1 if found is not None else start
-            if found is not None and end > start:
-                reads.append((start, end))
-            else:
-                reads.extend(((start, capacity), (0, end)))
+        found = checker.find_node(pod, skip=skip, start=self.pointer)
         if found is not None:
             self.pointer = snapshot.slot_of(found)
         return found
@@ -332,8 +311,6 @@ class PodMover:
         snapshot = self.snapshot
         slot = self.pointer
         node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
-        if self.reads is not None and 0 <= slot < len(snapshot.valid):
-            self.reads.append((slot, slot + 1))
         if node is None or node.name in skip or not pods:
             return 0
         name = node.name
@@ -389,177 +366,3 @@ class PodMover:
             if self.guard is not None:
                 self.guard.moved(pod, None, dest)
         return dest
-
-
-@dataclass(frozen=True, slots=True)
-class _Placed:
-    """One trial on paper's placement and everything it read (see `PaperPlacements`)."""
-
-    pods: tuple[Pod, ...]  # in the order they were placed
-    sources: tuple[str | None, ...]  # the node each left (hints are looked up under it)
-    hints: tuple[str | None, ...]
-    capacity: int  # the snapshot's slots (a scan wraps around at the last)
-    start: int  # the pointer when the placement began
-    spans: tuple[tuple[int, int, list[Node | None], bytes], ...]  # read slots: nodes, requests
-    skipped: tuple[int, ...]  # the read slots the search skipped (candidates, deleted, the node)
-    end: int  # the pointer it left
-    unplaced: int | None  # the first pod it found no node for, by position; None: all placed
-
-
-# How many placements a node keeps, each from its own starting pointer: the pointer a trial
-# starts from moves with the trials and candidates before it, and comes back.
-_STARTS_KEPT = 4
-
-
-class PaperPlacements:
-    """The placements of trials on paper, kept by a planner from one search to the next, per node,
-    and replayed when nothing they read changed: a node waiting for budget is tried in every
-    search that runs, and its placement is mostly what it was.
-
-    A placement on paper (`PodMover.fill_on_paper`, `move_on_paper`) changes nothing in the
-    snapshot; its answer (which pod, if any, finds no node) and the pointer it leaves are a
-    function of the pods and their order, their hints, the pointer it starts from, the number of
-    slots, and, for each slot it read (`PodMover.reads`: a hint's node, the pointer's node and its
-    neighbour, every slot a scan passed over up to the node it found, or all of them when none
-    fits), the node object there, its requested resources and whether the search skips it. That
-    holds while every pod's fit reads its destination alone (`PredicateChecker.reads_one_node`:
-    no host port, no hard inter-pod term or spread, no bound pod's anti-affinity term selecting
-    it), which is checked again at every replay. Any other change -- room freed or taken on a
-    node it read, a node added or removed in a slot it read, a candidate taken or dropped there,
-    another starting pointer because an earlier trial or candidate changed -- makes it place
-    again. Slots it did not read cannot change its answer: a scan returns the first node from
-    the pointer on that fits, whatever lies beyond it."""
-
-    __slots__ = ("_by_node", "_local", "_local_key", "_snapshot", "reused")
-
-    def __init__(self) -> None:
-        self._by_node: Memo[str, dict[int, _Placed]] = Memo()
-        self._snapshot: ClusterSnapshot | None = None
-        self.reused = 0  # placements replayed, for tests and benchmarks
-        # Pod UID -> (the Pod, whether its fit reads its destination alone), under `_local_key`:
-        # the checker and its anti-affinity state (`PredicateChecker.anti_affinity_state`).
-        self._local: dict[str, tuple[Pod, bool]] = {}
-        self._local_key: tuple[object, tuple[bool, ...]] | None = None
-
-    def new_pass(self, snapshot: ClusterSnapshot) -> None:
-        """A search starts on `snapshot`: placements no search tries again are dropped."""
-        if snapshot is not self._snapshot:
-            self._by_node.clear()  # slots are per snapshot
-            self._snapshot = snapshot
-        self._by_node.new_pass()
-
-    def replay(
-        self,
-        name: str,
-        mover: PodMover,
-        pods: tuple[Pod, ...],
-        sources: tuple[str | None, ...],
-        hints: tuple[str | None, ...],
-        skip: set[str],
-    ) -> _Placed | None:
-        """Node `name`'s last placement, with the pointer set where it left it, if it would place
-        these pods alike now; else None (nothing changed)."""
-        kept = self._by_node.get(name)
-        placed = kept.get(mover.pointer) if kept is not None else None
-        if placed is None:
-            return None
-        snapshot = mover.snapshot
-        if (
-            placed.capacity != len(snapshot.valid)
-            or placed.pods != pods
-            or placed.sources != sources
-            or placed.hints != hints
-        ):
-            return None
-        used = snapshot.used
-        for start, stop, nodes, requested in placed.spans:
-            if (
-                start < 0
-                or snapshot.nodes_at(start, stop) != nodes
-                or used[start:stop].tobytes() != requested
-            ):
-                return None
-        if _skipped(snapshot, skip, placed.spans) != placed.skipped or not self._one_node_each(mover, pods):
-            return None
-        mover.pointer = placed.end
-        mover.refused = None
-        self.reused += 1
-        return placed
-
-    def start(self, mover: PodMover) -> None:
-        """A placement on paper begins: the mover records what it reads."""
-        mover.reads = []
-
-    def record(
-        self,
-        name: str,
-        mover: PodMover,
-        pods: tuple[Pod, ...],
-        sources: tuple[str | None, ...],
-        hints: tuple[str | None, ...],
-        skip: set[str],
-        start: int,
-        unplaced: int | None,
-    ) -> None:
-        """Keep the placement that just ended (begun by `start`, from pointer `start`)."""
-        reads, mover.reads = mover.reads, None
-        assert reads is not None
-        if any(a < 0 for a, _ in reads) or not self._one_node_each(mover, pods):
-            return  # a hint naming no node, or a fit that reads other nodes: never replayed
-        snapshot = mover.snapshot
-        used = snapshot.used
-        spans = tuple((a, b, snapshot.nodes_at(a, b), used[a:b].tobytes()) for a, b in reads)
-        placed = _Placed(
-            pods,
-            sources,
-            hints,
-            len(snapshot.valid),
-            start,
-            spans,
-            _skipped(snapshot, skip, spans),
-            mover.pointer,
-            unplaced,
-        )
-        kept = self._by_node.get(name)
-        if kept is None:
-            kept = self._by_node.put(name, {})
-        elif len(kept) >= _STARTS_KEPT and start not in kept:
-            del kept[next(iter(kept))]  # the oldest
-        kept[start] = placed
-
-    def _one_node_each(self, mover: PodMover, pods: Sequence[Pod]) -> bool:
-        """Whether each of these node-local pods' fit reads its destination alone now."""
-        checker = mover.checker
-        state = checker.anti_affinity_state()
-        if not any(state):
-            return True  # node-local pods (`is_node_local`) have no term or port of their own
-        key = (checker, state)
-        if key != self._local_key:
-            self._local.clear()
-            self._local_key = key
-        local = self._local
-        for pod in pods:
-            known = local.get(pod.uid)
-            if known is None or known[0] is not pod:
-                known = local[pod.uid] = (pod, checker.reads_one_node(mover.standin(pod)))
-            if not known[1]:
-                return False
-        return True
-
-
-def _skipped(
-    snapshot: ClusterSnapshot, skip: set[str], spans: Sequence[tuple[int, int, list[Node | None], Any]]
-) -> tuple[int, ...]:
-    """The slots in `spans` whose nodes (as recorded, which a replay has checked are there) the
-    search skips, in order: from the spans' nodes or from the skipped names, whichever is fewer."""
-    if sum(b - a for a, b, _, _ in spans) > len(skip):
-        slots = [snapshot.slot_of(name) for name in skip if name in snapshot]
-        return tuple(sorted(s for a, b, _, _ in spans for s in slots if a <= s < b))
-    return tuple(
-        sorted(
-            a + i
-            for a, _, nodes, _ in spans
-            for i, node in enumerate(nodes)
-            if node is not None and node.name in skip
-        )
-    )

@@ -29,10 +29,8 @@ Budgets (budgets.py) then crop what the actuator starts.
 
 Steps 1-4 are skipped when nothing they read changed since the last update (reuse.py): their
 outcome is replayed, and step 5 runs on it with this loop's `now`. On a cluster that did not change
-between two loops, an update then costs a pass over the nodes' change stamps. When the search
-runs, a node waiting for budget whose pods all go on paper replays its last placement while
-nothing that placement read changed (placement.PaperPlacements). `incremental=False` always
-recomputes (the property tests compare the two).
+between two loops, an update then costs a pass over the nodes' change stamps. `incremental=False`
+always recomputes (the property tests compare the two).
 
 With a usage sample (the UsageSource port) and scale-down-respect-qos-watermarks, the candidate
 search also keeps every destination's projected usage under its QoS watermarks (usage.py); the
@@ -72,7 +70,7 @@ from kubetide.autoscaler.scaledown.planning.evictions import (
 from kubetide.autoscaler.scaledown.planning.limit import UnneededLimit
 from kubetide.autoscaler.scaledown.planning.methods import Command, DisruptionMethod, MethodInputs
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
-from kubetide.autoscaler.scaledown.planning.placement import PaperPlacements, PodMover, Standins
+from kubetide.autoscaler.scaledown.planning.placement import PodMover, Standins
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.replacement import KUBETIDE_METHODS, PendingReplacement
 from kubetide.autoscaler.scaledown.planning.reuse import (
@@ -186,8 +184,6 @@ class Planner:
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
         self.reused = 0  # updates whose steps 1-4 were replayed (reuse.py)
-        # Trials on paper whose placement is replayed from the last search (placement.py).
-        self.placements = PaperPlacements()
         # The shortest interval between updates, for CA's limit on the unneeded set (limit.py).
         self._limit = UnneededLimit()
 
@@ -314,9 +310,6 @@ class Planner:
             mover = PodMover(snapshot, checker, self._standins, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
             u.on_paper = self.on_paper
-            if self.incremental and guard is None:
-                self.placements.new_pass(snapshot)
-                u.placements = self.placements
             found, failures = self._search(u, deadline, limit)
             plan.pdb_remaining = tracker.by_key()
             self.hints = u.new_hints

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, DrainContext
-from kubetide.autoscaler.scaledown.planning.placement import PaperPlacements, PodMover
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.model import Node, Pod
@@ -49,9 +49,6 @@ class Update:
     # Place the pods of nodes waiting for budget on paper (placement.move_on_paper); False moves
     # them as any other trial (the property tests compare the two).
     on_paper: bool = True
-    # The last search's placements on paper, replayed where nothing they read changed (None:
-    # every trial places its pods).
-    placements: PaperPlacements | None = None
 
     def __post_init__(self) -> None:
         self.skip.update(self.deleted)
