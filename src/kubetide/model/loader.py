@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import gc
 import json
-import operator
 import os
 import stat
 from collections import Counter
@@ -143,39 +142,15 @@ class Manifests:
 
     def add_pod(self, pod: Pod, where: str) -> None:
         """add("Pod", pod, where), in fewer steps: a dump is mostly pods."""
-        self.note_pod(pod, where)
-        if pod.node_name:
-            self._count_bound(pod, where)
-
-    def note_pod(self, pod: Pod, where: str) -> None:
-        """add_pod without counting the pod's requests on its node: count_bound_pods does, for
-        many pods at once."""
         meta = pod.meta
         namespace = meta.namespace
         identity = f"Pod {namespace}/{meta.name}" if namespace else f"Pod {meta.name}"
         if identity in self.origins:
             self._note_origin(identity, where)  # raises
         self.origins[identity] = where
+        if pod.node_name:
+            self._count_bound(pod, where)
         self.pods.append(pod)
-
-    def count_bound_pods(self, pods: list[Pod], wheres: list[str]) -> None:
-        """_count_bound for each of the pods (bound, not finished), in order, in fewer steps: pods
-        of one template share their requests dict, so each node's totals grow by each template's
-        requests times its pods there, and are checked once. Over int64 units, the pods are
-        counted again one by one from the totals before them, so that the error names the pod
-        that takes the total over, as one at a time did."""
-        nodes = list(map(_NODE_NAME, pods))
-        requests = list(map(_REQUESTS, pods))
-        template_requests = dict(zip(map(id, requests), requests, strict=True))
-        touched = {node: dict(self.bound_requests.get(node, {})) for node in nodes}
-        for (node, requests_id), count in Counter(zip(nodes, map(id, requests), strict=True)).items():
-            totals = self.bound_requests.setdefault(node, {})
-            for resource, amount in template_requests[requests_id].items():
-                totals[resource] = totals.get(resource, 0) + amount * count
-        if any(total > MAX_UNITS for node in touched for total in self.bound_requests[node].values()):
-            self.bound_requests.update(touched)
-            for pod, where in zip(pods, wheres, strict=True):
-                self._count_bound(pod, where)  # raises
 
     def _note_origin(self, identity: str, where: str) -> None:
         first = self.origins.get(identity)
@@ -346,7 +321,7 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
             has_items = True
             continue
         if what == POD_RUN:
-            _add_pod_run(value, key, source, result)
+            _add_pod_run(value, key, source, result, skipped)
             continue
         if isinstance(value, JsonObject) and key < MAX_OBJECTS:
             decoded = _typed(value)
@@ -373,32 +348,19 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
     _warn_skipped(result, source, skipped)
 
 
-def _add_pod_run(run: PodRun, first: int, source: str, result: Manifests) -> None:
+def _add_pod_run(run: PodRun, first: int, source: str, result: Manifests, skipped: Counter[str]) -> None:
     """The pods of a run, items[first] on, built and recorded in file order, in one loop; a pod
-    the wire schema does not take is read by the Reader in its place, as any other item. The
-    bound pods' requests are counted on their nodes at the end of the run (an error in the
-    streamed load is worded again by the whole-file load, whatever its order here)."""
+    the wire schema does not take is read by the Reader in its place, as any other item."""
     if first + len(run) > MAX_OBJECTS:
         raise NotStreamable  # the whole-file load refuses the count
-    note_pod = result.note_pod
-    bound: list[Pod] = []
-    wheres: list[str] = []
+    add_pod = result.add_pod
     for offset, wire in enumerate(run.wires):
         pod = typed_pod(wire, "", "")
         if pod is None:
-            obj = json.loads(bytes(run.raw(offset)))
-            pod, where = _parsed(PARSERS["Pod"], obj, "Pod", f"items[{first + offset}]", source)
+            value = json.loads(bytes(run.raw(offset)))
+            _add_object(result, value, f"items[{first + offset}]", source, skipped)
         else:
-            where = f"{source}: items[{first + offset}] ({label('Pod', wire.metadata)})"
-        note_pod(pod, where)
-        if pod.node_name and not pod.is_terminal:
-            bound.append(pod)
-            wheres.append(where)
-    result.count_bound_pods(bound, wheres)
-
-
-_NODE_NAME = operator.attrgetter("node_name")
-_REQUESTS = operator.attrgetter("requests")
+            add_pod(pod, f"{source}: items[{first + offset}] ({label('Pod', wire.metadata)})")
 
 
 def _typed(value: JsonObject) -> tuple[Any, str] | None:
@@ -568,14 +530,9 @@ def _add_object(
     if parser is None:
         skipped[kind] += 1
         return
-    result.add(kind, *_parsed(parser, obj, kind, location, source))
-
-
-def _parsed(parser: Parser, obj: dict[str, Any], kind: str, location: str, source: str) -> tuple[Any, str]:
-    """The object as `parser` reads it, and where it was loaded ("file: items[3] (Pod ns/name)")."""
     label = _describe(obj, kind)
     where = f"{location} ({label})" if location else label
-    return parser(Reader(obj, source, where)), f"{source}: {where}"
+    result.add(kind, parser(Reader(obj, source, where)), f"{source}: {where}")
 
 
 def _warn_skipped(result: Manifests, source: str, skipped: Counter[str]) -> None:
