@@ -161,9 +161,12 @@ class Planner:
         self.last_failure = -math.inf
         # Nodes a launched replacement stands in for (replacement.py), until they are gone.
         self.replacing: dict[str, PendingReplacement] = {}
-        # Since when each node has been removable but for room (NoPlaceToMovePods): a node may be
-        # replaced once that lasted scale-down-unneeded-time, as a candidate may be removed.
+        # Since when each node has been removable but for room (NoPlaceToMovePods), or (with
+        # consolidation onto cheaper groups) above the utilization threshold at an unchanged
+        # utilization: a node may be replaced, or consolidated away, once that lasted
+        # scale-down-unneeded-time, as a candidate may be removed.
         self.replaceable_since: dict[str, float] = {}
+        self._busy_utilization: dict[str, float | None] = {}  # of the busy ones, as last seen
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
@@ -221,6 +224,7 @@ class Planner:
         self.unneeded_since.clear()
         self.hints.clear()
         self.replaceable_since.clear()
+        self._busy_utilization.clear()
         self.replacing.clear()
 
     # -- the update ------------------------------------------------------------------------------
@@ -414,7 +418,22 @@ class Planner:
             for name, status in plan.nodes.items()
             if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
         ]
-        self.replaceable_since = {name: self.replaceable_since.get(name, now) for name in room_bound}
+        since = {name: self.replaceable_since.get(name, now) for name in room_bound}
+        if self.options.consolidate_onto_cheaper_groups:
+            # Busy nodes (above the utilization threshold) may be consolidated too, once their
+            # utilization stayed the same for the unneeded time: a pod added or removed restarts
+            # the wait, as Karpenter's consolidateAfter does.
+            busy = {
+                name: status.utilization
+                for name, status in plan.nodes.items()
+                if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NOT_UNDERUTILIZED
+            }
+            last = self._busy_utilization
+            for name, util in busy.items():
+                kept = self.replaceable_since.get(name) if last.get(name, -1.0) == util else None
+                since[name] = now if kept is None else kept
+            self._busy_utilization = busy
+        self.replaceable_since = since
         unneeded_time = self.options.scale_down_unneeded_time
         replaceable = frozenset(
             name
@@ -459,6 +478,7 @@ class Planner:
             self.methods,
             pdbs=inputs.pdbs,
             daemonsets=daemonsets_of(inputs.workloads or ()),
+            controllers=inputs.controllers,
             replacing=self.replacing.keys(),
             replaced=replaced,
             being_deleted=deleted,

@@ -42,6 +42,13 @@ import numpy as np
 
 from kubetide.autoscaler.consolidation import balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.ports import CloudProvider, NodeGroup, ProviderError
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DrainContext,
+    DrainRules,
+    drain_node,
+    index_workloads,
+)
+from kubetide.autoscaler.scaledown.planning.eligibility import RemovalLimits
 from kubetide.autoscaler.scaledown.planning.methods import (
     CA_METHODS,
     Command,
@@ -50,6 +57,7 @@ from kubetide.autoscaler.scaledown.planning.methods import (
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import homeless
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.template import build_template
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY
@@ -146,17 +154,16 @@ class CheaperGroupReplacement:
         if not candidates:
             return None
         groups = _launchable(inputs.cloud)
-        if not groups:
-            return None
         staying = self._staying(inputs.snapshot, inputs.cloud, leaving)
-        ranked = [staying[n] for _, n in candidates if n in staying and staying[n].pods][:MAX_REPLACED]
-        if not ranked or groups[0][0] >= sum(v.price for v in ranked):
-            return None  # no group is cheaper than even all of them together
+        ranked = _within_rules(inputs, leaving, [staying[n] for _, n in candidates if n in staying])
+        if not ranked:
+            return None
         pool = (sum(p.price for p in staying.values()), sum(p.disruption for p in staying.values()))
         tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods())
-        best: Command | None = None
+        best: tuple[float, Command] | None = None
         with _Trials(inputs, leaving) as trials:
-            # The longest prefix that works; a longer one saves more (each node has a price).
+            # The prefix that saves most: their removal when the nodes staying take their pods,
+            # else one node of the cheapest group that pays.
             for size in range(1, len(ranked) + 1):
                 chosen = ranked[:size]
                 tracker.fork()
@@ -164,10 +171,11 @@ class CheaperGroupReplacement:
                 tracker.revert()
                 if charge.refusal is not None:
                     break  # a budget refuses them now: its minimum is never traded for money
-                group_id = _cheapest_that_pays(chosen, groups, pool, trials)
-                if group_id is not None:
-                    best = Command(self.name, tuple(v.name for v in chosen), (group_id,))
-        return best
+                found = _cheapest_that_pays(chosen, groups, pool, trials)
+                if found is not None and (best is None or found[0] > best[0]):
+                    group = () if found[1] is None else (found[1],)
+                    best = (found[0], Command(self.name, tuple(v.name for v in chosen), group))
+        return best[1] if best is not None else None
 
     def _staying(
         self, snapshot: ClusterSnapshot, cloud: CloudProvider, leaving: set[str]
@@ -205,6 +213,48 @@ def _replaceable(inputs: MethodInputs, leaving: set[str]) -> list[tuple[float, s
     return sorted(found)
 
 
+def _within_rules(inputs: MethodInputs, leaving: set[str], ordered: Sequence[_Priced]) -> list[_Priced]:
+    """The first MAX_REPLACED of `ordered` with pods to move that CA's rules let go: the node
+    groups' minimum sizes and the cluster's minimum cores and memory, after the nodes leaving;
+    and, for a busy node (above the utilization threshold, which the candidate search does not
+    simulate), the drain rules: a pod that blocks a drain, or one left to complete, keeps it."""
+    snapshot, cloud, plan = inputs.snapshot, inputs.cloud, inputs.plan
+    in_progress: dict[str, int] = {}
+    for name in inputs.being_deleted:
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        if group is not None:
+            in_progress[group.id] = in_progress.get(group.id, 0) + 1
+    limits = RemovalLimits(
+        inputs.options, cloud.node_groups(), snapshot.nodes(), inputs.being_deleted, in_progress
+    )
+    for name in sorted(leaving - inputs.being_deleted):
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        if group is not None:
+            limits.take(snapshot.node(name), group)
+    ctx: DrainContext | None = None
+    kept: list[_Priced] = []
+    for priced in ordered:
+        if len(kept) == MAX_REPLACED:
+            break
+        node, group = snapshot.node(priced.name), cloud.node_group_for(snapshot.node(priced.name))
+        if not priced.pods or group is None or limits.check(node, group) is not None:
+            continue
+        if plan.nodes[priced.name].blocked_by is NodeReason.NOT_UNDERUTILIZED:
+            ctx = ctx or _drain_context(inputs)
+            drain = drain_node(snapshot.pods_on(priced.name).values(), ctx)
+            if drain.blockers or drain.on_completion:
+                continue
+        limits.take(node, group)
+        kept.append(priced)
+    return kept
+
+
+def _drain_context(inputs: MethodInputs) -> DrainContext:
+    workloads = index_workloads(inputs.controllers) if inputs.controllers is not None else None
+    tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods(), workloads)
+    return DrainContext(DrainRules.from_options(inputs.options), tracker, inputs.plan.now, workloads)
+
+
 def _launchable(cloud: CloudProvider) -> list[tuple[float, NodeGroup]]:
     """The priced groups that may grow, cheapest first."""
     groups = [
@@ -220,11 +270,18 @@ def _cheapest_that_pays(
     groups: Sequence[tuple[float, NodeGroup]],
     pool: tuple[float, float],
     trials: _Trials,
-) -> str | None:
-    """The cheapest group (none of `chosen`'s) one node of which takes every pod that must move,
-    if its saving clears the Balanced score against the pool's (cost, disruption)."""
+) -> tuple[float, str | None] | None:
+    """(saving per hour, group) of the cheapest way to move every pod of `chosen` whose saving
+    clears the Balanced score against the pool's (cost, disruption): no new node (group None)
+    when the nodes staying take them all, else one node of the cheapest group (none of
+    `chosen`'s) that does."""
     price = sum(v.price for v in chosen)
     disruption = sum(v.disruption for v in chosen)
+    names = [v.name for v in chosen]
+    if not balanced_approves(balanced_score(price, pool[0], disruption, pool[1])):
+        return None  # even their removal saves too little for what it disrupts
+    if trials.fit(None, names):
+        return price, None
     own = {v.group_id for v in chosen}
     for new_price, group in groups:
         if new_price >= price:
@@ -235,8 +292,8 @@ def _cheapest_that_pays(
             continue
         if not balanced_approves(balanced_score(price - new_price, pool[0], disruption, pool[1])):
             return None  # dearer groups save less still
-        if trials.fit(group, [v.name for v in chosen]):
-            return group.id
+        if trials.fit(group, names):
+            return price - new_price, group.id
     return None
 
 
