@@ -1,19 +1,25 @@
 """kubetide's own disruption method: consolidation onto a cheaper node group.
 
-The Cluster Autoscaler only removes a node whose pods fit on the other nodes; when load falls and
-a cheaper group exists, it keeps nodes that one cheaper node could stand in for (two large nodes
-each half used, where one large and one small would do). Karpenter replaces them; this method
-does too, within the Cluster Autoscaler's safety:
+The Cluster Autoscaler only removes a node whose pods fit on the other nodes and that is below
+the utilization threshold; when load falls and a cheaper group exists, it keeps nodes that one
+cheaper node could stand in for (two large nodes each half used, where one large and one small
+would do), and nodes a little above the threshold whose pods the others could take together
+(quarter-load x20 ends with 35 nodes 5 or 6 of 8 cores used, where 23 hold the pods).
+Karpenter replaces or removes them; this method does too, within the Cluster Autoscaler's safety:
 
 - the nodes to replace are those the candidate search has found removable but for room
   (NoPlaceToMovePods: every drain rule held, budgets included) for scale-down-unneeded-time, as
   a candidate waits that long before it goes (the planner's `replaceable_since`, restarted with
-  the other timers when the cluster is unhealthy), lowest utilization first, after the
-  candidates the other methods remove; not an unready one (its drain waits for the node
-  controller, UC6);
+  the other timers when the cluster is unhealthy), and the busy ones (NotUnderutilized) whose
+  utilization stayed the same that long (a pod added or removed restarts the wait, as
+  Karpenter's consolidateAfter), which CA's drain rules let go (the search never simulates
+  them); lowest utilization first, after the candidates the other methods remove, within the
+  node groups' minimum sizes and the cluster's minimum cores and memory; not an unready one
+  (its drain waits for the node controller, UC6);
 - their pods, with those of every node leaving (candidates, nodes being deleted), must all fit
-  on the nodes that stay plus one new node of a cheaper group (its template net of DaemonSets),
-  as the scheduler's filters say: no pod is left without a home;
+  on the nodes that stay, with no new node (they are removed) or with one new node of a
+  cheaper group (its template net of DaemonSets), as the scheduler's filters say: no pod is
+  left without a home;
 - their PodDisruptionBudgets must not refuse them (the tracker's all-or-nothing charge, as for a
   candidate): a budget with fewer disruptions left than their pods lets the drain go pod by pod,
   as CA drains a risky node, since the Eviction API never takes a budget below its minimum; one
@@ -22,14 +28,15 @@ does too, within the Cluster Autoscaler's safety:
   node of their own group is never cheaper than they are; two half-used nodes of a group become
   one only by CA's own removal), strictly cheaper than they are together;
 - the saving must clear Karpenter's Balanced score (autoscaler/consolidation.py) against the
-  nodes that stay;
+  nodes that stay (a removal of nodes like the others scores about 1, so it passes);
 - one replacement at a time, and none while scale-down is paused.
 
-The command carries the replacement (`Command.replacements`): the loop launches it first, and the
-nodes are drained only once a new Ready node of that group has joined (`inputs.replaced`, this
-method's second answer, a plain removal then). The largest set of such nodes (up to
-MAX_REPLACED) that one node can stand in for is proposed, as Karpenter's multi-node
-consolidation looks for the longest prefix.
+A removal is a plain command, drained as CA's are. A replacement's command carries it
+(`Command.replacements`): the loop launches it first, and the nodes are drained only once a new
+Ready node of that group has joined (`inputs.replaced`, this method's second answer, a plain
+removal then). Of the prefixes of the nodes in order (up to MAX_REPLACED), the one whose removal
+or replacement saves most is proposed, as Karpenter's multi-node consolidation looks for the
+longest prefix.
 """
 
 from __future__ import annotations
