@@ -418,7 +418,8 @@ class Planner:
             for name, status in plan.nodes.items()
             if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
         ]
-        since = {name: self.replaceable_since.get(name, now) for name in room_bound}
+        last = self._busy_utilization  # a busy node that became room-bound starts its wait now
+        since = {name: now if name in last else self.replaceable_since.get(name, now) for name in room_bound}
         if self.options.consolidate_onto_cheaper_groups:
             # Busy nodes (above the utilization threshold) may be consolidated too, once their
             # utilization stayed the same for the unneeded time: a pod added or removed restarts
@@ -428,7 +429,6 @@ class Planner:
                 for name, status in plan.nodes.items()
                 if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NOT_UNDERUTILIZED
             }
-            last = self._busy_utilization
             for name, util in busy.items():
                 kept = self.replaceable_since.get(name) if last.get(name, -1.0) == util else None
                 since[name] = now if kept is None else kept

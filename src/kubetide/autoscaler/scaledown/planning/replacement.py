@@ -217,6 +217,13 @@ def _replaceable(inputs: MethodInputs, leaving: set[str]) -> list[tuple[float, s
         for name in inputs.replaceable
         if name not in leaving and name in snapshot and snapshot.node(name).ready
     ]
+    busy = [(u, name) for u, name in found if nodes[name].blocked_by is NodeReason.NOT_UNDERUTILIZED]
+    # Busy nodes wait while the cluster is still shrinking (CA's candidates wait, or pods are
+    # terminating: their nodes' utilization still counts them): a node replaced now may be
+    # redundant once those are gone (quarter-load: a small node launched at the drop, removed
+    # again 12 minutes later).
+    if busy and (inputs.plan.candidate_set or any(p.is_terminating for p in snapshot.pods())):
+        found = [item for item in found if item not in busy]
     return sorted(found)
 
 
