@@ -168,6 +168,7 @@ class CheaperGroupReplacement:
             return None
         pool = (sum(p.price for p in staying.values()), sum(p.disruption for p in staying.values()))
         tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods())
+        plan = inputs.plan
         best: tuple[float, Command] | None = None
         with _Trials(inputs, leaving) as trials:
             # The prefix that saves most: their removal when the nodes staying take their pods,
@@ -179,7 +180,10 @@ class CheaperGroupReplacement:
                 tracker.revert()
                 if charge.refusal is not None:
                     break  # a budget refuses them now: its minimum is never traded for money
-                found = _cheapest_that_pays(chosen, groups, pool, trials)
+                # Only busy nodes may go with no new node: the search found the others' pods
+                # a place nowhere (a replayed loop, with no fork, could think otherwise).
+                removable = all(plan.nodes[v.name].blocked_by is NodeReason.NOT_UNDERUTILIZED for v in chosen)
+                found = _cheapest_that_pays(chosen, groups, pool, trials, removable=removable)
                 if found is not None and (best is None or found[0] > best[0]):
                     group = () if found[1] is None else (found[1],)
                     best = (found[0], Command(self.name, tuple(v.name for v in chosen), group))
@@ -285,17 +289,19 @@ def _cheapest_that_pays(
     groups: Sequence[tuple[float, NodeGroup]],
     pool: tuple[float, float],
     trials: _Trials,
+    *,
+    removable: bool,
 ) -> tuple[float, str | None] | None:
     """(saving per hour, group) of the cheapest way to move every pod of `chosen` whose saving
     clears the Balanced score against the pool's (cost, disruption): no new node (group None)
-    when the nodes staying take them all, else one node of the cheapest group (none of
-    `chosen`'s) that does."""
+    when they are `removable` and the nodes staying take them all, else one node of the
+    cheapest group (none of `chosen`'s) that does."""
     price = sum(v.price for v in chosen)
     disruption = sum(v.disruption for v in chosen)
     names = [v.name for v in chosen]
     if not balanced_approves(balanced_score(price, pool[0], disruption, pool[1])):
         return None  # even their removal saves too little for what it disrupts
-    if trials.fit(None, names):
+    if removable and trials.fit(None, names):
         return price, None
     own = {v.group_id for v in chosen}
     for new_price, group in groups:
