@@ -13,7 +13,9 @@ Karpenter replaces or removes them; this method does too, within the Cluster Aut
   the other timers when the cluster is unhealthy), and the busy ones (NotUnderutilized) whose
   utilization stayed the same that long (a pod added or removed restarts the wait, as
   Karpenter's consolidateAfter), which CA's drain rules let go (the search never simulates
-  them); lowest utilization first, after the candidates the other methods remove, within the
+  them), while the cluster is settled (no candidate waiting, no pod terminating, no node being
+  deleted, no recently evicted pod injected: the planner's `_replaceable`); lowest utilization
+  first, after the candidates the other methods remove, within the
   node groups' minimum sizes and the cluster's minimum cores and memory; not an unready one
   (its drain waits for the node controller, UC6);
 - their pods, with those of every node leaving (candidates, nodes being deleted), must all fit
