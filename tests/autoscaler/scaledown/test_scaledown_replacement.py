@@ -219,6 +219,15 @@ def busy_cluster(on=(5, 5, 5), *, large_min: int = 0, bare_on: str = ""):
         ("PDB at its minimum", {}, [pdb("web", "web", allowed=0)], OPTS, [], []),
         ("group at its minimum size", {"large_min": 3}, [], OPTS, [], []),
         ("turned off", {}, [], OPTS.with_values(consolidate_onto_cheaper_groups=False), [], []),
+        ("busy nodes kept", {}, [], OPTS.with_values(consolidate_busy_nodes=False), [], []),
+        (
+            "busy nodes kept, replacement",
+            {"on": (5, 6, 6)},
+            [],
+            OPTS.with_values(consolidate_busy_nodes=False),
+            [],
+            [],
+        ),
         # Every node full but for a core: nowhere to go, and no cheaper node holds 7 pods.
         ("no room", {"on": (7, 7, 7)}, [], OPTS, [], []),
     ],

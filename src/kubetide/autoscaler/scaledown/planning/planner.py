@@ -481,7 +481,7 @@ class Planner:
         ]
         last = self._busy_utilization  # a busy node that became room-bound starts its wait now
         since = {name: now if name in last else self.replaceable_since.get(name, now) for name in room_bound}
-        if self.options.consolidate_onto_cheaper_groups:
+        if self.options.consolidate_onto_cheaper_groups and self.options.consolidate_busy_nodes:
             # Busy nodes (above the utilization threshold) may be consolidated too, once their
             # utilization stayed the same for the unneeded time: a pod added or removed restarts
             # the wait, as Karpenter's consolidateAfter does.
