@@ -90,14 +90,7 @@ class KeptScheduleEqualsFresh(IncrementalEqualsFull):
 
     @invariant()
     def a_loop_plans_alike(self):  # replaces the parent's comparison of two planners
-        self.now += 10.0
-        inputs = LoopInputs(
-            self.now,
-            self.snapshot,
-            pdbs=list(self.pdbs.values()),
-            workloads=WORKLOADS,
-            being_deleted=set(self.being_deleted),
-        )
+        inputs = self.next_loop()
         plan = self.incremental.update(inputs, cloud=self.cloud)
         reused = self.memo.reused
         kept = _schedule(self.incremental, plan, self.snapshot, inputs, self.memo)
