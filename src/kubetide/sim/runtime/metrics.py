@@ -127,9 +127,11 @@ class Metrics(WorldObserver):
         self._with_pods: set[str] = set()
         # controller UID -> owed replacements: (deadline, whether the removed pod was serving)
         self._debts: dict[str, deque[tuple[float, bool]]] = {}
-        # evicted StatefulSet pods still terminating -> whether they were serving when evicted:
-        # their debts start when they are gone (pod_removed)
-        self._owed_when_gone: dict[str, bool] = {}
+        # evicted StatefulSet pods still terminating -> (controller UID, whether they were serving
+        # when evicted): their debts start when they are gone (pod_removed); until then those that
+        # were serving answer for their part of the controller's shortfall, as open debts do
+        self._owed_when_gone: dict[str, tuple[str, bool]] = {}
+        self._serving_when_gone: dict[str, int] = {}  # controller UID -> serving pods among those
         self._coming_up: dict[str, str] = {}  # node name -> group, requested nodes not up yet
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
@@ -188,8 +190,11 @@ class Metrics(WorldObserver):
             self._replacement_ready(new)
 
     def pod_removed(self, pod: Pod) -> None:
-        serving = self._owed_when_gone.pop(pod.uid, None)
-        if serving is not None:
+        owed = self._owed_when_gone.pop(pod.uid, None)
+        if owed is not None:
+            owner_uid, serving = owed
+            if serving:
+                self._serving_when_gone[owner_uid] -= 1
             self._open_debt(pod, serving)
         if not pod.node_name:
             self._set_pending(-1)
@@ -290,7 +295,10 @@ class Metrics(WorldObserver):
             self._check_budgets([pod])
         ref = pod.meta.controller
         if ref is not None and ref.kind == "StatefulSet":
-            self._owed_when_gone[pod.uid] = _serving(pod)  # terminating from now; see pod_removed
+            serving = _serving(pod)  # terminating from now; see pod_removed
+            self._owed_when_gone[pod.uid] = (ref.uid, serving)
+            if serving:
+                self._serving_when_gone[ref.uid] = self._serving_when_gone.get(ref.uid, 0) + 1
         else:
             self._owe_replacement(pod)
         drains = self.drains_in_progress()
@@ -423,7 +431,7 @@ class Metrics(WorldObserver):
         # well and judged after this one, or later removals still within their window) account
         # for that much of its shortfall first. A removed pod that was not serving yet (a starting
         # replacement) took nothing from the Ready count: the shortfall stays this debt's.
-        others = sum(1 for _, serving in debts if serving)
+        others = sum(1 for _, serving in debts if serving) + self._serving_when_gone.get(owner_uid, 0)
         if not debts:
             del self._debts[owner_uid]
         if self._shortfall(owner_uid, kind, owner_key) > others:
