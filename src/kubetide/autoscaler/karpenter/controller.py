@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
@@ -134,6 +135,12 @@ def blocked_by_pdb(pdbs: PdbTracker, pod: Pod) -> bool:
     return False
 
 
+def _forget_all_but(cache: MutableMapping[str, Any], nodes: set[str]) -> None:
+    """Drop a per-node cache's entries of nodes that are gone."""
+    for name in cache.keys() - nodes:
+        del cache[name]
+
+
 @dataclass(frozen=True, slots=True)
 class NodePods:
     """A node's pods as a disruption candidate sees them."""
@@ -220,6 +227,7 @@ class Karpenter:
         self._checked: ClusterSnapshot | None = None
         self._node_pods_cache: dict[str, tuple[int, NodePods]] = {}  # node -> (its stamp, NodePods)
         self._drift_cache: dict[str, tuple[Node, Node, bool]] = {}  # node -> (it, its template, drifted)
+        self._pool_cache: dict[str, tuple[Node, NodePool | None]] = {}  # node -> (it, its pool by labels)
         # Karpenter's cluster state as consolidation sees it, and the methods' marks on it
         self.consolidation = ConsolidationState()
         # karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}
@@ -310,9 +318,15 @@ class Karpenter:
         ]
 
     def _pool_of(self, node: Node) -> NodePool | None:
-        """The pool a node was launched for; one its labels meet when no launch recorded it."""
+        """The pool a node was launched for; one its labels meet when no launch recorded it
+        (kept per version of the node)."""
         launched = self._launched_pool.get(node.provider_id or "")
-        return self._pool_named[launched] if launched is not None else pool_for(node.labels, self.pools)
+        if launched is not None:
+            return self._pool_named[launched]
+        cached = self._pool_cache.get(node.name)
+        if cached is None or cached[0] is not node:
+            cached = self._pool_cache[node.name] = (node, pool_for(node.labels, self.pools))
+        return cached[1]
 
     def _settings_for(self, node: Node) -> NodePoolSettings:
         pool = self._pool_of(node)
@@ -615,14 +629,7 @@ class Karpenter:
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
                 continue
             group = self.cloud.node_group_for(node)
-            pool = self._pool_of(node)
-            if group is None or pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
-                continue
-            settings = self._pool_settings[pool.name]
-            if (
-                group.target_size() - terminating_groups[group.id] - launched_groups[group.id]
-                <= group.min_size
-            ):
+            if group is None:
                 continue
             try:  # Karpenter disrupts only nodes it can price
                 price = group.price_per_hour()
@@ -634,6 +641,15 @@ class Karpenter:
             pods = self._node_pods(node, stamp, snapshot)
             drifted = template is not None and self._drifted(node, template)
             if empty_or_drifted and pods.moving and not drifted:
+                continue
+            pool = self._pool_of(node)
+            if pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
+                continue
+            settings = self._pool_settings[pool.name]
+            if (
+                group.target_size() - terminating_groups[group.id] - launched_groups[group.id]
+                <= group.min_size
+            ):
                 continue
             if any(do_not_disrupt(p, now) for p in pods.annotated):
                 continue
@@ -666,10 +682,8 @@ class Karpenter:
                     pool.name,
                 )
             )
-        for name in self._node_pods_cache.keys() - seen:
-            del self._node_pods_cache[name]
-        for name in self._drift_cache.keys() - seen:
-            del self._drift_cache[name]
+        for cache in (self._node_pods_cache, self._drift_cache, self._pool_cache):
+            _forget_all_but(cache, seen)
         return candidates
 
     def _drifted(self, node: Node, template: Node) -> bool:
