@@ -21,15 +21,13 @@ from __future__ import annotations
 import copy
 import statistics
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from kubetide.autoscaler.loop import Autoscaler
+from benchmarks.drain_watch import DrainWatch, run_watched
+from kubetide.autoscaler.scaledown.planning import ScaleDownPlan
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.world import WorldObserver
 from kubetide.sim.spec.scenario import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -38,31 +36,19 @@ SEEDS = (3, 11, 17)
 DROP_AT = 20 * 60.0  # the example's load drop
 
 
-@dataclass
-class Drain:
-    tainted_at: float
-    estimate: float | None
-    empty_at: float | None = None
+class Watch(DrainWatch):
+    """Each drain's estimate on the schedule when it starts and the moment its node is empty; the
+    first plan's total."""
 
+    def __init__(self, sim: Simulation):
+        super().__init__(sim)
+        self.planned_at: float | None = None
+        self.planned_total: float | None = None
 
-@dataclass
-class Watch(WorldObserver):
-    """Each drain's estimate when it starts and the moment its node is empty; the first plan's
-    total."""
-
-    sim: Simulation
-    drains: dict[str, Drain] = field(default_factory=dict)
-    planned_at: float | None = None
-    planned_total: float | None = None
-
-    def after_autoscaler(self) -> None:
-        inner = self.sim.autoscaler
-        if not isinstance(inner, Autoscaler) or inner.planner.last_plan is None:
-            return
-        plan = inner.planner.last_plan
+    def observe(self, plan: ScaleDownPlan) -> bool:
         schedule = plan.schedule
         if schedule is None:
-            return
+            return False
         after_drop = plan.now >= self.sim.engine.start + DROP_AT
         if (
             after_drop
@@ -70,33 +56,19 @@ class Watch(WorldObserver):
             and any(not plan.nodes[n].empty for n in schedule.drains if n in plan.nodes)
         ):
             self.planned_at, self.planned_total = plan.now, schedule.seconds_to_last_removal
-        for name, deletion in inner.actuator.deletions.items():
-            if name not in self.drains and not deletion.empty:
-                scheduled = schedule.drains.get(name)
-                self.drains[name] = Drain(deletion.tainted_at, scheduled.seconds if scheduled else None)
+        return True
 
-    def pod_removed(self, pod: Any) -> None:
-        drain = self.drains.get(pod.node_name)
-        if drain is None or drain.empty_at is not None or pod.is_daemonset or pod.is_mirror:
-            return
-        left = [
-            p
-            for p in self.sim.world.snapshot.pods_on(pod.node_name).values()
-            if p.uid != pod.uid and not p.is_daemonset and not p.is_mirror
-        ]
-        if not left:
-            drain.empty_at = self.sim.engine.now()
+    def estimate(self, plan: ScaleDownPlan, name: str) -> float | None:
+        assert plan.schedule is not None  # observed first
+        scheduled = plan.schedule.drains.get(name)
+        return scheduled.seconds if scheduled else None
 
 
 def run(data: dict) -> Watch:
     scenario = parse_scenario(data, "bench-drain-estimate.yaml", EXAMPLES)
     sim = Simulation(scenario, autoscaler_name="kubetide")
     watch = Watch(sim)
-    sim.world.subscribe(watch)
-    sim.after_autoscaler.append(watch.after_autoscaler)
-    sim.setup()
-    sim.engine.run_until(sim.engine.start + scenario.duration)
-    sim.scheduler.close()
+    run_watched(sim, watch)
     return watch
 
 

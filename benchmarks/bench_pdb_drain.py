@@ -23,30 +23,16 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from kubetide.autoscaler.loop import Autoscaler
+from benchmarks.drain_watch import Drain, DrainWatch, run_watched
 from kubetide.sim import Simulation
-from kubetide.sim.runtime.world import WorldObserver
 from kubetide.sim.spec.scenario import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DROP_AT = 20 * 60.0  # the pdb-paced-drain example's load drop
 TARGETS = {"pdb-paced-drain": 20 * 60.0, "pdb-paced-drain-300": 60 * 60.0}
-
-
-@dataclass
-class Drain:
-    node: str
-    tainted_at: float
-    estimate: float | None
-    empty_at: float | None = None
-
-    @property
-    def actual(self) -> float | None:
-        return None if self.empty_at is None else self.empty_at - self.tainted_at
 
 
 @dataclass
@@ -60,48 +46,12 @@ class Run:
     cpu: float = 0.0
 
 
-class _Watch(WorldObserver):
-    """Records, for each drain the actuator starts, the estimate of the loop that started it and
-    the moment the last pod it had to evict is gone from the node."""
-
-    def __init__(self, sim: Simulation):
-        self.sim = sim
-        self.drains: dict[str, Drain] = {}
-
-    def after_autoscaler(self) -> None:
-        inner = self.sim.autoscaler
-        if not isinstance(inner, Autoscaler) or inner.planner.last_plan is None:
-            return
-        plan = inner.planner.last_plan
-        for name, deletion in inner.actuator.deletions.items():
-            if name not in self.drains and not deletion.empty:
-                status = plan.nodes.get(name)
-                estimate = status.estimate.seconds if status is not None and status.estimate else None
-                self.drains[name] = Drain(name, deletion.tainted_at, estimate)
-
-    def pod_removed(self, pod: Any) -> None:
-        drain = self.drains.get(pod.node_name)
-        if drain is None or drain.empty_at is not None or pod.is_daemonset or pod.is_mirror:
-            return
-        left = [
-            p
-            for p in self.sim.world.snapshot.pods_on(pod.node_name).values()
-            if p.uid != pod.uid and not p.is_daemonset and not p.is_mirror
-        ]
-        if not left:
-            drain.empty_at = self.sim.engine.now()
-
-
 def simulate(name: str, data: dict) -> Run:
     scenario = parse_scenario(data, f"{name}.yaml", EXAMPLES)
     sim = Simulation(scenario, autoscaler_name="kubetide")
-    watch = _Watch(sim)
-    sim.world.subscribe(watch)
-    sim.after_autoscaler.append(watch.after_autoscaler)
+    watch = DrainWatch(sim)
     started = time.process_time()
-    sim.setup()
-    sim.engine.run_until(sim.engine.start + scenario.duration)
-    sim.scheduler.close()
+    run_watched(sim, watch)
     c = sim.metrics.c
     last = None if c.last_removal_at is None else c.last_removal_at
     drains = list(watch.drains.values())

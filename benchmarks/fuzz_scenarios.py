@@ -37,16 +37,10 @@ from typing import Any
 
 import yaml
 
+from kubetide.sim.spec.scenario import FAULT_TYPES
+
 ROOT = Path(__file__).resolve().parent.parent
-FAULTS = (
-    "stockout",
-    "nodeNeverReady",
-    "nodeNeverRegisters",
-    "nodeNotReady",
-    "nodeReady",
-    "cloudError",
-    "autoscalerRestart",
-)
+FAULTS = FAULT_TYPES  # every one the scenario format knows
 HASH_SEEDS = ("1", "2")
 GRACE = 30  # every generated pod's terminationGracePeriodSeconds
 DELETION_DELAY = 30  # every generated group's deletionDelay, seconds

@@ -32,11 +32,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loop_recorder import recording_autoscaler
 from random_clusters import GROUP_LABEL, node_item, pod_item, random_cluster, replicaset_item
 
-from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.autoscaler.loop import LoopResult
 from kubetide.cli.main import main
-from kubetide.clock import work_timer
 from kubetide.sim import Simulation
 from kubetide.sim.spec.scenario import parse_scenario
 
@@ -84,15 +84,7 @@ def simulated_decision(dump: Path, groups: Path | None, flags: dict) -> dict:
     data["spec"].setdefault("cluster", {})["jobRunDuration"] = "24h"
     scenario = parse_scenario(data, out.name, out.parent)
     loops: list[LoopResult] = []
-
-    class Recording(Autoscaler):
-        def run_once(self) -> LoopResult:
-            result = super().run_once()
-            loops.append(result)
-            return result
-
-    def factory(options, clock, view, actions, cloud):
-        return Recording(options, clock, view, actions, cloud, seed=scenario.seed, timer=work_timer())
+    factory = recording_autoscaler(loops, seed=scenario.seed)
 
     Simulation(scenario, autoscaler_factory=factory).run()
     decision = loops[0].decision

@@ -26,13 +26,17 @@ from moto.server import ThreadedMotoServer
 from test_deletions_counted_once import CASES, DOOMED, min_size_verdict
 
 from kubetide.autoscaler.clusterstate.registry import ClusterStateRegistry
+from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import ActionError, InstanceState, ProviderErrorCode, TemplateError
+from kubetide.autoscaler.ports import ActionError, InstanceState, PriceError, ProviderErrorCode, TemplateError
+from kubetide.autoscaler.scaleup.orchestrator import ScaleUp
+from kubetide.clock import WorkTimer
 from kubetide.cloud.aws import connect
 from kubetide.cloud.aws.flags import ExplicitGroup, TagDiscovery
 from kubetide.cloud.aws.provider import AwsCloudProvider
+from kubetide.cloud.prices import bundled_table
 from kubetide.errors import UserError
-from kubetide.model import Node, ObjectMeta, Taint
+from kubetide.model import Node, ObjectMeta, Taint, load_documents
 from kubetide.snapshot import ClusterSnapshot
 
 REGION = "us-east-1"
@@ -348,7 +352,6 @@ def test_scale_from_zero_template_from_instance_type_and_tags(aws):
         "team": "ml",
     }
     assert template.taints == (Taint("dedicated", "gpu", "NoSchedule"),)
-    assert gpu.price_per_hour() == 0.0
 
 
 def test_template_instance_type_sources(aws):
@@ -390,6 +393,132 @@ def test_a_template_aws_cannot_give_is_a_template_error(aws):
     aws.tick()
     with pytest.raises(TemplateError, match="no longer exists"):
         gone.template_node()
+
+
+# -- prices ---------------------------------------------------------------------------------------
+
+
+def table_price(instance_type: str) -> float:
+    guess = bundled_table().guess(instance_type)
+    assert guess is not None and guess.provider == "aws"
+    return guess.price
+
+
+def mixed(aws: Aws, name: str, *types: str) -> None:
+    aws.asg(
+        name,
+        MixedInstancesPolicy={
+            "LaunchTemplate": {
+                "LaunchTemplateSpecification": aws.launch_template(f"{name}-lt", types[0]),
+                "Overrides": [{"InstanceType": t} for t in types],
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("launch", "expected"),
+    [
+        ({"instance_type": "m5.xlarge"}, "m5.xlarge"),  # launch template
+        ({"instance_type": "g4dn.xlarge"}, "g4dn.xlarge"),
+        ({"lc": "m6g.large"}, "m6g.large"),  # launch configuration
+        ({"mixed": ("m6g.large", "m5.2xlarge", "c6g.large")}, "m5.2xlarge"),  # the dearest override
+        ({"mixed": ("m5.2xlarge", "m6g.large")}, "m5.2xlarge"),  # whatever its place
+    ],
+    ids=["template", "gpu template", "launch configuration", "mixed", "mixed first"],
+)
+def test_a_group_is_priced_from_its_instance_types_by_the_bundled_table(aws, launch, expected):
+    if "lc" in launch:
+        aws.autoscaling.create_launch_configuration(
+            LaunchConfigurationName="g-lc", ImageId=AMI, InstanceType=launch["lc"]
+        )
+        aws.asg("g", LaunchConfigurationName="g-lc")
+    elif "mixed" in launch:
+        mixed(aws, "g", *launch["mixed"])
+    else:
+        aws.asg("g", instance_type=launch["instance_type"])
+    (group,) = aws.provider(nodes=[ExplicitGroup(0, 3, "g")], clock=aws.clock).node_groups()
+    assert group.price_per_hour() == table_price(expected)
+
+
+def test_an_unknown_instance_type_is_no_price_said_once(aws, caplog):
+    """An instance type the table does not know (or a mixed policy with one among known ones, or
+    one choosing by attributes) gives no price, so no replacement goes to or from the group; the
+    log says so once, not every loop."""
+    aws.asg("odd", instance_type="u-6tb1.112xlarge")
+    mixed(aws, "partly", "m5.xlarge", "u-6tb1.112xlarge")
+    aws.asg(
+        "by-attributes",
+        MixedInstancesPolicy={
+            "LaunchTemplate": {
+                "LaunchTemplateSpecification": aws.launch_template("attr-lt", "m5.xlarge"),
+                "Overrides": [
+                    {"InstanceType": "m5.xlarge"},
+                    {"InstanceRequirements": {"VCpuCount": {"Min": 2}, "MemoryMiB": {"Min": 4096}}},
+                ],
+            }
+        },
+    )
+    cloud = aws.provider(
+        nodes=[ExplicitGroup(0, 3, n) for n in ("odd", "partly", "by-attributes")], clock=aws.clock
+    )
+    with caplog.at_level(logging.INFO, logger="kubetide.cloud.aws"):
+        for _ in range(3):
+            assert [g.price_per_hour() for g in cloud.node_groups()] == [None, None, None]
+            aws.tick()  # a refresh between loops reads the same launch settings
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 3, warnings
+    assert any(w.startswith("odd: no price") and "u-6tb1.112xlarge not in" in w for w in warnings)
+    assert any(w.startswith("partly: no price") for w in warnings)
+    assert any(w.startswith("by-attributes: no price") and "by attributes" in w for w in warnings)
+
+
+def test_a_price_aws_cannot_give_is_a_price_error(aws):
+    aws.ec2.create_launch_template(LaunchTemplateName="bare-lt", LaunchTemplateData={"ImageId": AMI})
+    aws.asg("bare", LaunchTemplate={"LaunchTemplateName": "bare-lt", "Version": "$Latest"})
+    (bare,) = aws.provider(nodes=[ExplicitGroup(0, 3, "bare")], clock=aws.clock).node_groups()
+    with pytest.raises(PriceError, match="names no instance type") as info:
+        bare.price_per_hour()
+    assert info.value.group_id == "bare"
+
+
+def test_the_price_expander_grows_the_cheaper_asg(aws):
+    """With prices, the price expander tells AWS groups apart: a 1.5-cpu pod fits a c6g.large
+    ($0.068) and an m5.xlarge ($0.192); both groups are at zero, so templates come from AWS."""
+    aws.asg("general", instance_type="m5.xlarge")
+    aws.asg("compute", instance_type="c6g.large")
+    cloud = aws.provider(
+        nodes=[ExplicitGroup(0, 3, "general"), ExplicitGroup(0, 3, "compute")], clock=aws.clock
+    )
+    (pending,) = load_documents(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default", "uid": "p"},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}}}
+                    ]
+                },
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+                },
+            }
+        ],
+        "pending.yaml",
+    ).pods
+    for order in (["general", "compute"], ["compute", "general"]):
+        groups = sorted(cloud.node_groups(), key=lambda g: order.index(g.id))
+        result = ScaleUp(AutoscalerOptions(expander=("price",)), timer=WorkTimer(1e-3), seed=1).plan(
+            LoopInputs(1000.0, ClusterSnapshot([]), pending=[pending]), node_groups=groups
+        )
+        assert {o.group_id: o.price_per_hour for o in result.options} == {
+            "general": table_price("m5.xlarge"),
+            "compute": table_price("c6g.large"),
+        }
+        assert [(i.group_id, i.delta) for i in result.increases] == [("compute", 1)]
 
 
 def test_a_group_with_a_ready_node_takes_its_template_from_it(aws):

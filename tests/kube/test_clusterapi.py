@@ -9,6 +9,7 @@ Cluster API's MachineSet controller does.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -22,10 +23,12 @@ from kubetide_process import FAST_FLAGS, Kubetide, apps, create_deployment, runn
 from kubetide.autoscaler.ports import ActionError, InstanceState
 from kubetide.cloud.clusterapi import (
     DELETE_MACHINE_ANNOTATION,
+    PRICE_ANNOTATION,
     AutoDiscovery,
     ClusterApiCloudProvider,
     parse_auto_discovery,
 )
+from kubetide.cloud.prices import bundled_table
 from kubetide.cloud.providers import clusterapi_cloud_factory
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient, connect
@@ -522,3 +525,111 @@ def test_run_scales_a_machine_deployment_up_from_zero_with_its_capacity_annotati
     assert replicas_of(kube, "machinedeployments", "batch") == 2, kubetide.log()
     assert {p.spec.node_name for p in placed} == {n.metadata.name for n in nodes_of(kube, "batch")}
     assert kubetide.terminate() == 0
+
+
+# -- prices ---------------------------------------------------------------------------------------
+
+
+def table_price(instance_type: str) -> float:
+    guess = bundled_table().guess(instance_type)
+    assert guess is not None
+    return guess.price
+
+
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+
+
+def test_a_group_is_priced_by_its_annotation_else_its_instance_type_in_the_bundled_table(kube, crds, caplog):
+    """The annotation first (the operator's own figure, even beside a known type); else the
+    table's price of the type its Nodes carry, or at zero the type its capacity labels name.
+    A type the table lacks, or none, is no price; so is a malformed annotation, with one warning
+    naming the object and the annotation. Each is said once, however many loops ask."""
+    MachineController(kube).start()
+    ns = kube.namespace
+    typed = {INSTANCE_TYPE: "c6i.large"}
+    machine_deployment(kube, "annotated", 1, {**bounds(0, 3), PRICE_ANNOTATION: "0.05"}, labels=typed)
+    machine_deployment(kube, "from-node", 1, bounds(0, 3), labels=typed)
+    at_zero = {
+        CAPACITY + "cpu": "2",
+        CAPACITY + "memory": "8Gi",
+        CAPACITY + "labels": f"{INSTANCE_TYPE}=m6i.large",
+    }
+    machine_deployment(kube, "from-capacity", 0, {**bounds(0, 3), **at_zero})
+    machine_deployment(kube, "unknown", 1, bounds(0, 3), labels={INSTANCE_TYPE: "quantum.huge"})
+    machine_deployment(kube, "untyped", 1, bounds(0, 3))
+    machine_deployment(kube, "words", 1, {**bounds(0, 3), PRICE_ANNOTATION: "cheap"}, labels=typed)
+    machine_deployment(kube, "negative", 1, {**bounds(0, 3), PRICE_ANNOTATION: "-1"}, labels=typed)
+    wait_until(
+        lambda: all(
+            nodes_of(kube, n) for n in ("annotated", "from-node", "unknown", "untyped", "words", "negative")
+        ),
+        what="a node in every group at one replica",
+    )
+
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    view = KubeClusterView(client)
+    view.start()
+    cloud = ClusterApiCloudProvider(
+        client, view.snapshot, parse_auto_discovery([f"clusterapi:namespace={ns}"])
+    )
+    cloud.start()
+    kube.add_cleanup(view.stop)
+    kube.add_cleanup(cloud.stop)
+    assert not view.wait_for_sync(30) and not cloud.wait_for_sync(30)
+    with caplog.at_level(logging.WARNING, logger="kubetide.clusterapi"):
+        for _ in range(3):  # three loops
+            prices = {g.name: g.price_per_hour() for g in cloud.node_groups()}
+    assert prices == {
+        "annotated": 0.05,
+        "from-node": table_price("c6i.large"),
+        "from-capacity": table_price("m6i.large"),
+        "unknown": None,
+        "untyped": None,
+        "words": None,
+        "negative": None,
+    }
+    warnings = sorted(r.getMessage() for r in caplog.records)
+    assert len(warnings) == 4, warnings
+    group = f"MachineDeployment/{ns}/"
+    assert warnings[0].startswith(f"MachineDeployment {ns}/negative: annotation {PRICE_ANNOTATION}: '-1'")
+    assert warnings[1].startswith(
+        f"MachineDeployment {ns}/words: annotation {PRICE_ANNOTATION}: 'cheap' is not a number"
+    )
+    assert warnings[2].startswith(f"{group}unknown: no price (instance type quantum.huge is not in")
+    assert warnings[3].startswith(
+        f"{group}untyped: no price (its Nodes and capacity labels annotation name no"
+    )
+
+
+def test_run_replaces_a_machine_deployment_node_by_one_of_a_cheaper_priced_group(kube, crds, tmp_path):
+    """Cheaper-group replacement live on Cluster API: a pod alone on a large node fits no other
+    node; one node of the small group (priced from its instance type, the large one by its
+    annotation) stands in for it, launched and Ready before the large node is drained."""
+    MachineController(kube).start()
+    machine_deployment(
+        kube,
+        "large",
+        1,
+        {**bounds(0, 2), PRICE_ANNOTATION: "1.0", CAPACITY + "cpu": "8", CAPACITY + "memory": "16Gi"},
+    )
+    small = {
+        CAPACITY + "cpu": "2",
+        CAPACITY + "memory": "4Gi",
+        CAPACITY + "labels": f"{INSTANCE_TYPE}=t3.medium",
+    }
+    machine_deployment(kube, "small", 0, {**bounds(0, 2), **small})
+    wait_until(lambda: nodes_of(kube, "large"), what="the large node")
+    [large] = nodes_of(kube, "large")
+    create_deployment(kube, "web", 1, "500m")
+    kubetide = Kubetide(kube, tmp_path, *run_args(kube, "capi-replace")).start()
+
+    wait_until(lambda: not nodes_of(kube, "large"), timeout=120, what="the large node replaced")
+    assert replicas_of(kube, "machinedeployments", "small") == 1, kubetide.log()
+    [moved] = wait_until(lambda: running(kube, "web"), timeout=30, what="web running")
+    assert moved.spec.node_name == nodes_of(kube, "small")[0].metadata.name
+    events = kube.core.list_event_for_all_namespaces(
+        field_selector=f"involvedObject.name={large.metadata.name}"
+    )
+    assert any(e.reason == "ScaleDownReplacing" for e in events.items), kubetide.log()
+    assert kubetide.terminate() == 0
+    assert "Traceback" not in kubetide.log()

@@ -4,6 +4,7 @@ only once the small one is Ready; the pod ends on the small node and the large n
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -72,3 +73,63 @@ def test_a_large_node_is_replaced_by_a_small_one_launched_and_ready_first(kube, 
     assert any(e.reason == "ScaleDownReplacing" for e in events), log
     assert kubetide.terminate() == 0
     assert "Traceback" not in kubetide.log()
+
+
+REPLACED_BY = "kubetide.io/replaced-by"
+
+
+def test_a_replacement_in_flight_survives_a_restart(kube, tmp_path):
+    """kubetide is killed right after it launched the small node: the record on the large node
+    lets the next process take the replacement back. It launches no second small node, does not
+    remove the first as an empty node, and drains the large node onto it."""
+    groups = write_groups(tmp_path)
+    create_deployment(kube, "filler", 7, "1", node_selector={"size": "large"})
+    args = [*kwok_run_args(kube, groups), "--status-config-map-name=replace-restart", "--leader-elect=false"]
+    # A slow loop: the node it launched is Ready long before it would look again, so the kill
+    # comes between the launch and the drain.
+    first = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, "--scan-interval=10s", name="first").start()
+    wait_running(kube, "filler", 7, timeout=120)
+    (large,) = group_nodes(kube, "large")
+    create_deployment(kube, "web", 1, "500m")
+    (web,) = wait_running(kube, "web", 1, timeout=60)
+    assert web.spec.node_name == large.metadata.name, first.log()
+    scale(kube, "filler", 0)
+
+    def recorded():
+        (node,) = group_nodes(kube, "large")
+        return (node.metadata.annotations or {}).get(REPLACED_BY)
+
+    record = wait_until(recorded, timeout=120, what="the replacement recorded on the large node")
+    first.kill()
+    assert json.loads(record)["nodeGroup"] == "small"
+    (still,) = group_nodes(kube, "large")
+    assert not tainted(still), first.log()  # killed before the drain began
+    smalls = wait_until(
+        lambda: (found := group_nodes(kube, "small")) and all(is_ready(n) for n in found) and found,
+        timeout=60,
+        what="the small node Ready",
+    )
+    assert len(smalls) == 1, first.log()
+
+    second = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, name="second").start()
+    seen = {smalls[0].metadata.name}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        seen |= {n.metadata.name for n in group_nodes(kube, "small")}
+        if not group_nodes(kube, "large") and running(kube, "web"):
+            break
+        time.sleep(0.2)
+    time.sleep(5)  # a few more loops: the small node stays, no other comes
+    seen |= {n.metadata.name for n in group_nodes(kube, "small")}
+    log = second.log()
+    assert not group_nodes(kube, "large"), log
+    assert seen == {n.metadata.name for n in group_nodes(kube, "small")} == {smalls[0].metadata.name}, log
+    (moved,) = running(kube, "web")
+    assert moved.spec.node_name == smalls[0].metadata.name
+    events = kube.core.list_event_for_all_namespaces(
+        field_selector=f"involvedObject.name={large.metadata.name}"
+    )
+    messages = [e.message for e in events.items if e.reason == "ScaleDownReplacing"]
+    assert any(m.startswith("taken back after a restart") for m in messages), (messages, log)
+    assert second.terminate() == 0
+    assert "Traceback" not in second.log()

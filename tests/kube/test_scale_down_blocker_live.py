@@ -6,65 +6,38 @@ nodes' group label, read-only, as `kubetide plan` finds them."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from controlplane import KubeTestContext, wait_until
+from in_process_loop import GROUP_LABEL, create_spare_node, in_process_autoscaler
 from kubetide_process import run_bare_pod
 
-from kubetide.autoscaler.loop import Autoscaler
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.unblock_answer import BLOCKER_ANNOTATION
 from kubetide.clock import WallClock
-from kubetide.cloud.static import StaticCloud
-from kubetide.kube.actions import KubeClusterActions
-from kubetide.kube.client import connect
-from kubetide.kube.view import KubeClusterView
 
 pytestmark = pytest.mark.controlplane
 
-GROUP_LABEL = "kubetide.io/node-group"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 
 
 def test_the_loop_annotates_a_blocked_node_and_clears_it_once_unblocked(kube: KubeTestContext):
     group = f"blk-{kube.namespace[-6:]}"
     blocked, spare = f"{group}-a", f"{group}-b"
     kube.create_fake_node(blocked, labels={GROUP_LABEL: group})
-    kube.create_fake_node(spare, labels={GROUP_LABEL: group})
-    # The spare node takes the pod once it may move; it is never a candidate itself.
-    kube.core.patch_node(spare, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}})
+    # The spare node takes the pod once it may move (it is never a candidate itself). Until its
+    # not-ready taint is off the answer would rightly be two changes.
+    create_spare_node(kube, spare, group)
     kube.wait_node_ready(blocked)
-    kube.wait_node_ready(spare)
-    # The node lifecycle controller takes the not-ready taint off a little after Ready: until
-    # then the pod may not move there, and the answer would rightly be two changes.
-    wait_until(
-        lambda: (
-            not any(
-                t.key.startswith("node.kubernetes.io/") for t in kube.core.read_node(spare).spec.taints or ()
-            )
-        ),
-        timeout=60,
-        what="the spare node's not-ready taint removed",
-    )
     run_bare_pod(kube, "lonely", blocked, "the bare pod running")
 
-    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
-    view = KubeClusterView(client)
-    view.start()
-    try:
-        assert view.wait_for_sync(30) == []
-        ours = [n for n in view.snapshot().nodes() if n.labels.get(GROUP_LABEL) == group]
-        cloud = StaticCloud.from_nodes(ours)
-        # A failed simulation is remembered for unremovable-node-recheck-timeout (CA's 5m): 0 here,
-        # so the loop after the change simulates the node again.
-        options = AutoscalerOptions().with_values(
-            annotate_scale_down_blockers=True, unremovable_node_recheck_timeout=0.0
-        )
-        clock = WallClock()
-        actions = KubeClusterActions(client, clock, write_status_configmap=False)
-        autoscaler = Autoscaler(options, clock, view, actions, cloud, timer=time.perf_counter)
+    # A failed simulation is remembered for unremovable-node-recheck-timeout (CA's 5m): 0 here,
+    # so the loop after the change simulates the node again.
+    options = AutoscalerOptions().with_values(
+        annotate_scale_down_blockers=True, unremovable_node_recheck_timeout=0.0
+    )
+    clock = WallClock()
+    with in_process_autoscaler(kube, group, options, clock, write_status_configmap=False) as loop:
+        autoscaler, view = loop
 
         def annotation() -> str | None:
             return (kube.core.read_node(blocked).metadata.annotations or {}).get(BLOCKER_ANNOTATION)
@@ -93,6 +66,3 @@ def test_the_loop_annotates_a_blocked_node_and_clears_it_once_unblocked(kube: Ku
         decision = autoscaler.run_once().decision
         assert decision is not None and decision.scale_down is not None
         assert blocked in decision.scale_down.candidate_set
-    finally:
-        view.stop()
-        client.close()

@@ -2,7 +2,7 @@
 --annotate-scale-down-blockers, on a real control plane: the loop says why it stays and what
 would drain it (--surge-before-evict=true or the Deployment annotation) in an Event on the node
 and in the status ConfigMap's `unblock`, and says the Event again only after ten minutes. The
-loop runs in-process on the real adapters (view, actions), as in test_scale_down_blocker_live."""
+loop runs in-process on the real adapters (view, actions): tests/kube/in_process_loop.py."""
 
 from __future__ import annotations
 
@@ -12,20 +12,15 @@ import kubernetes
 import pytest
 import yaml
 from controlplane import KubeTestContext, wait_until
+from in_process_loop import GROUP_LABEL, create_spare_node, in_process_autoscaler
 from kubetide_process import create_deployment, wait_running
 
-from kubetide.autoscaler.loop import SINGLE_REPLICA_EVENT_INTERVAL, Autoscaler
+from kubetide.autoscaler.loop import SINGLE_REPLICA_EVENT_INTERVAL
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.clock import ManualClock
-from kubetide.cloud.static import StaticCloud
-from kubetide.kube.actions import KubeClusterActions
-from kubetide.kube.client import connect
-from kubetide.kube.view import KubeClusterView
 
 pytestmark = pytest.mark.controlplane
 
-GROUP_LABEL = "kubetide.io/node-group"
-SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 REASON = "ScaleDownBlockedBySingleReplica"
 
 
@@ -37,18 +32,7 @@ def test_a_single_replica_hold_is_said_in_an_event_and_the_status(kube: KubeTest
     create_deployment(kube, "solo", 1, "100m", node_selector={GROUP_LABEL: group})
     wait_running(kube, "solo", 1)
     # The spare node (never a candidate itself) is where the replica could go.
-    kube.create_fake_node(spare, labels={GROUP_LABEL: group})
-    kube.core.patch_node(spare, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}})
-    kube.wait_node_ready(spare)
-    wait_until(
-        lambda: (
-            not any(
-                t.key.startswith("node.kubernetes.io/") for t in kube.core.read_node(spare).spec.taints or ()
-            )
-        ),
-        timeout=60,
-        what="the spare node's not-ready taint removed",
-    )
+    create_spare_node(kube, spare, group)
     policy = kubernetes.client.PolicyV1Api(kube.api_client)
     policy.create_namespaced_pod_disruption_budget(
         kube.namespace,
@@ -65,21 +49,10 @@ def test_a_single_replica_hold_is_said_in_an_event_and_the_status(kube: KubeTest
         what="the budget observed its pod",
     )
 
-    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
-    view = KubeClusterView(client)
-    view.start()
-    try:
-        assert view.wait_for_sync(30) == []
-        ours = [n for n in view.snapshot().nodes() if n.labels.get(GROUP_LABEL) == group]
-        options = AutoscalerOptions().with_values(
-            namespace=kube.namespace, unremovable_node_recheck_timeout=0.0
-        )
-        assert not options.surge_before_evict and not options.annotate_scale_down_blockers
-        clock = ManualClock(time.time())  # the Event's interval is stepped, not waited for
-        actions = KubeClusterActions(client, clock, namespace=kube.namespace)
-        autoscaler = Autoscaler(
-            options, clock, view, actions, StaticCloud.from_nodes(ours), timer=time.perf_counter
-        )
+    options = AutoscalerOptions().with_values(namespace=kube.namespace, unremovable_node_recheck_timeout=0.0)
+    assert not options.surge_before_evict and not options.annotate_scale_down_blockers
+    clock = ManualClock(time.time())  # the Event's interval is stepped, not waited for
+    with in_process_autoscaler(kube, group, options, clock, namespace=kube.namespace) as (autoscaler, _):
 
         def events() -> list:
             return kube.core.list_namespaced_event(
@@ -111,6 +84,3 @@ def test_a_single_replica_hold_is_said_in_an_event_and_the_status(kube: KubeTest
         wait_until(
             lambda: sum(e.count or 1 for e in events()) == 2, timeout=30, what="the Event said a second time"
         )
-    finally:
-        view.stop()
-        client.close()

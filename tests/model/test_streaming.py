@@ -300,7 +300,10 @@ def test_json_items_read_through_the_wire_schema_are_the_whole_file_load(tmp_pat
 
     def recording(text):
         values = original(text)
-        batches.append(None if values is None else [type(v).__name__ for v in values])
+        if isinstance(values, stream_module.PodRun):
+            batches.append("PodRun")
+        else:
+            batches.append(None if values is None else [type(v).__name__ for v in values])
         return values
 
     monkeypatch.setattr(stream_module, "_batch", recording)
@@ -313,7 +316,8 @@ def test_json_items_read_through_the_wire_schema_are_the_whole_file_load(tmp_pat
     by_name = {p.name: p for p in loaded.pods}
     assert by_name["label-number"].labels["tier"] == "1" and by_name["init"].init_containers
     assert None in batches  # the NaN batch went to the standard library's decoder
-    assert any(b and set(b) == {"JsonObject"} for b in batches)  # pods (or nodes) through the schema
+    assert "PodRun" in batches  # runs of pods decoded as pods in one pass
+    assert any(b and set(b) == {"JsonObject"} for b in batches if b != "PodRun")  # nodes through the schema
 
 
 @pytest.mark.parametrize("indent", [4, None], ids=["pretty", "compact"])
@@ -466,3 +470,75 @@ def test_pods_added_from_the_wire_schema_keep_the_origins_and_node_totals_of_the
             "n2": {"cpu": 250, "memory": 64 * 2**20, "pods": 1},
         }
     )
+
+
+def _runs_of_pods(monkeypatch):
+    """The PodRuns decoded while loading, each as its pods' names."""
+    runs = []
+    original = stream_module._batch
+
+    def recording(text):
+        values = original(text)
+        if isinstance(values, stream_module.PodRun):
+            runs.append([wire.metadata.name for wire in values.wires])
+        return values
+
+    monkeypatch.setattr(stream_module, "_batch", recording)
+    return runs
+
+
+INIT = {"containers": [{"name": "a"}], "initContainers": [{"name": "i"}]}
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        (
+            [pod("a", "n1"), pod("b"), pod("a", "n2"), pod("c")],
+            "items[2] (Pod default/a): duplicate Pod default/a",
+        ),
+        (
+            [pod("a", "n1", cpu="5P"), pod("i", "n1", spec=INIT), pod("b", "n1", cpu="5P"), pod("c")],
+            "items[2] (Pod default/b)",
+        ),
+        (
+            [pod("a", "n1"), pod("i", "n1", spec=INIT), pod("bad", "n1", cpu="lots"), pod("c")],
+            "items[2] (Pod default/bad)",
+        ),
+        ([pod("a", "n1"), pod("i", spec=INIT), pod("i", "n2"), pod("c")], "duplicate Pod default/i"),
+    ],
+    ids=[
+        "duplicate",
+        "node-total-over-int64-after-a-reader-pod",
+        "bad-quantity",
+        "duplicate-of-a-reader-pod",
+    ],
+)
+def test_an_error_inside_a_run_of_pods_is_the_whole_file_loads(tmp_path, monkeypatch, items, expected):
+    """A run of pods is built in one loop (model/stream.py's PodRun), pods the schema does not
+    take read by the Reader in their place: the first error in file order, word for word."""
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 2048)
+    runs = _runs_of_pods(monkeypatch)
+    path = write(tmp_path / "dump.json", dump(items + [pod(f"pad{i}") for i in range(20)]), "json")
+    message = same_error_as_whole_file(path)
+    assert expected in message
+    assert runs and runs[0][:3] == [item["metadata"]["name"] for item in items[:3]]  # items[2] in a run
+
+
+def test_runs_of_pods_with_reader_pods_among_them_are_the_whole_file_load(tmp_path, monkeypatch, streamed):
+    monkeypatch.setattr(stream_module, "BATCH_CHARS", 1024)
+    runs = _runs_of_pods(monkeypatch)
+    items = [
+        pod(f"p{i}", f"n{i % 3}" if i % 4 else "", spec=INIT if i % 5 == 2 else None)
+        if i % 5 == 2
+        else pod(
+            f"p{i}", f"n{i % 3}" if i % 4 else "", status={"phase": "Succeeded" if i % 7 == 0 else "Running"}
+        )
+        for i in range(60)
+    ]
+    path = write(tmp_path / "dump.json", dump(items), "json")
+    loaded, reference = load_file(path), whole_file(path)
+    assert streamed == [str(path)] and len(runs) > 3
+    assert loaded.pods == reference.pods and len(loaded.pods) == 60
+    assert loaded.origins == reference.origins and loaded.bound_requests == reference.bound_requests
+    assert sum(bool(p.init_containers) for p in loaded.pods) == 12  # the Reader's, inside runs

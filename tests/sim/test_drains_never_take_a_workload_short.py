@@ -269,3 +269,52 @@ def test_a_statefulset_replacement_created_after_its_pod_is_gone_keeps_its_room(
         },
     }
     assert run(data).metrics.c.pods_lost == 0
+
+
+def _long_grace_scenario(startup: str) -> dict:
+    """Four nodes, load dropping to a fifth: a StatefulSet whose pods take 7 minutes to stop
+    (terminationGracePeriodSeconds 420, under max-graceful-termination-sec's 600) is drained."""
+    shapes = [("StatefulSet", "db", 4, 1500, 420), ("Deployment", "web", 8, 900, 5)]
+    objects = [_workload(*shape) for shape in shapes]
+    group = {
+        "name": "general",
+        "minSize": 1,
+        "maxSize": 8,
+        "initialSize": 4,
+        "price": 0.2,
+        "provisioningDelay": "1m",
+        "readyDelay": "20s",
+        "deletionDelay": "30s",
+        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
+    }
+    return {
+        "apiVersion": "kubetide.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "long-grace"},
+        "spec": {
+            "duration": "90m",
+            "seed": 7,
+            "cluster": {"podStartupDelay": {"min": startup, "max": startup}},
+            "autoscaler": {"scale-down-unneeded-time": "5m", "scale-down-utilization-threshold": 0.6},
+            "nodeGroups": [group],
+            "objects": objects,
+            "events": [
+                {
+                    "at": "20m",
+                    "scale": {"kind": "Deployment", "namespace": "prod", "name": "web", "replicas": 1},
+                }
+            ],
+        },
+    }
+
+
+def test_a_statefulset_pod_stopping_longer_than_five_minutes_is_not_lost():
+    """A StatefulSet's replacement takes the evicted pod's name, so it is created only once the
+    pod is gone, 7 minutes after its eviction here: its 5 minutes start then. A replacement Ready
+    30 s after that is not a lost pod; one that takes 6 minutes is."""
+    for startup, lost in (("30s", 0), ("6m", 1)):
+        sim = run(_long_grace_scenario(startup))
+        evicted = [e["object"] for e in sim.log.entries if e["reason"] == "Evicted"]
+        assert any(name.startswith("Pod/prod/db-") for name in evicted), evicted
+        violations = [e for e in sim.log.entries if e["reason"] == "InvariantViolated"]
+        assert sim.metrics.c.pods_lost == lost, (startup, violations)

@@ -11,12 +11,12 @@ in the middle of it: they are tainted only in the first loop after the scale-ups
 from __future__ import annotations
 
 import pytest
+from loop_recorder import recording_autoscaler
 from sim_helpers import deployment, group, make_scenario
 
-from kubetide.autoscaler.loop import Autoscaler, LoopResult
+from kubetide.autoscaler.loop import LoopResult
 from kubetide.autoscaler.scaledown.planning.timers import SCALED_UP_THIS_LOOP
 from kubetide.cli.run_log import loop_lines
-from kubetide.clock import work_timer
 from kubetide.sim import Simulation
 
 SCAN = 10.0
@@ -58,15 +58,7 @@ def loop_times(sim, reason, match=""):
 @pytest.mark.parametrize("delay_after_add", ["0s", "1s"])
 def test_no_node_is_tainted_for_deletion_in_a_loop_that_scaled_up(delay_after_add):
     loops: list[LoopResult] = []
-
-    class Recording(Autoscaler):
-        def run_once(self) -> LoopResult:
-            result = super().run_once()
-            loops.append(result)
-            return result
-
-    def factory(options, clock, view, actions, cloud):
-        return Recording(options, clock, view, actions, cloud, seed=1, timer=work_timer())
+    factory = recording_autoscaler(loops, seed=1)
 
     sim = Simulation(scenario(delay_after_add), autoscaler_factory=factory)
     sim.setup()

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sim_events import events
 from sim_helpers import deployment, group, make_scenario
 
 from kubetide.sim import Simulation, load_scenario
@@ -35,10 +36,6 @@ def run(scenario):
     assert len(web) == 16 and all(p.node_name for p in web)
     pending = sum(p.scheduled_transition - p.meta.creation_timestamp for p in web)
     return result, pending
-
-
-def events(result, reason):
-    return [e for e in result.events if e["reason"] == reason]
 
 
 @pytest.fixture(scope="module")

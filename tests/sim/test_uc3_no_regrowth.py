@@ -12,9 +12,9 @@ and run out its startup time (and the timeout after that) before going to stable
 from __future__ import annotations
 
 import math
-import re
 
 import yaml
+from sim_events import increases
 from sim_helpers import deployment, group, make_scenario
 
 from kubetide.autoscaler.status import status_yaml
@@ -63,15 +63,6 @@ def scenario():
         duration="65m",
         seed=7,
     )
-
-
-def increases(result, name):
-    found = []
-    for e in result.events:
-        if e["reason"] == "IncreaseSize" and e["object"] == f"NodeGroup/{name}":
-            before, after = map(int, re.search(r"(\d+) -> (\d+)", e["message"]).groups())
-            found.append((e["time"], after - before))
-    return found
 
 
 def test_a_group_with_a_never_ready_node_grows_once_and_later_batches_go_elsewhere_at_once():

@@ -9,14 +9,14 @@ allocatable, DaemonSet overhead, fault and event times, and flags.
 from __future__ import annotations
 
 import math
-import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+from sim_events import events, increases
 
 from kubetide.sim import Simulation, load_scenario
-from kubetide.sim.spec.scenario import ApplyEvent, FaultEvent, ScaleEvent
+from kubetide.sim.spec.scenario import FAULT_TYPES, ApplyEvent, FaultEvent, ScaleEvent
 
 UNREADY = Path(__file__).resolve().parents[2] / "examples" / "unready"
 ZERO = {"pdb_violations": 0, "pods_lost": 0, "nodes_deleted_with_pods": 0}
@@ -73,19 +73,6 @@ def pods_per_node(scenario, group: str, requests: dict[str, int]) -> int:
 
 
 # -- reading the results -----------------------------------------------------------------------
-def events(result, reason: str, obj: str | None = None) -> list[dict]:
-    return [e for e in result.events if e["reason"] == reason and (obj is None or e["object"] == obj)]
-
-
-def increases(result, group: str) -> list[tuple[float, int]]:
-    """(time, nodes added) for every IncreaseSize the cloud accepted for the group."""
-    found = []
-    for e in events(result, "IncreaseSize", f"NodeGroup/{group}"):
-        before, after = map(int, re.search(r"(\d+) -> (\d+)", e["message"]).groups())
-        found.append((e["time"], after - before))
-    return found
-
-
 def deleted_nodes(result) -> dict[str, float]:
     """Node name -> time the cloud was asked to delete it."""
     found = {}
@@ -365,15 +352,7 @@ def test_every_use_case_has_a_scenario():
         for e in load_scenario(p).events
         if isinstance(e, FaultEvent)
     }
-    assert types == {
-        "stockout",
-        "nodeNeverReady",
-        "nodeNeverRegisters",
-        "nodeNotReady",
-        "nodeReady",
-        "cloudError",
-        "autoscalerRestart",
-    }
+    assert types == set(FAULT_TYPES)
 
 
 @pytest.mark.parametrize("restart", [False, True], ids=["same-process", "restarted-at-the-outage"])

@@ -6,6 +6,8 @@ ranks and `now` instead of Go structs. It is the oracle the key-based sort is ch
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -73,6 +75,22 @@ def _bucket_diff(t1: int, t2: int, now_ns: int) -> int:
     return age_bucket(now_ns - t1) - age_bucket(now_ns - t2)
 
 
+def _newer_first(
+    a: Pod, b: Pod, t1: int | None, t2: int | None, now_ns: int, logarithmic: bool
+) -> bool | None:
+    """Steps 6 and 8 of go_less, on pod a's time t1 and pod b's t2: whether a goes first (an empty
+    time, then the newer one; with logarithmic buckets, the newer bucket, then the lower UID within
+    one), None when the times are the same and the next step decides."""
+    if t1 == t2:
+        return None
+    if not logarithmic or t1 is None or t2 is None:
+        return _after_or_zero(t1, t2)
+    diff = _bucket_diff(t1, t2, now_ns)
+    if diff == 0:
+        return a.uid < b.uid
+    return diff < 0
+
+
 def _ns(moment: float | None) -> int | None:
     return None if moment is None else to_ns(moment)
 
@@ -101,29 +119,19 @@ def go_less(
         return rank_a > rank_b
     # 6. Been ready for empty time < less time < more time
     if a.ready and b.ready:
-        t1, t2 = _ns(a.ready_transition), _ns(b.ready_transition)
-        if t1 != t2:
-            if not logarithmic or t1 is None or t2 is None:
-                return _after_or_zero(t1, t2)
-            diff = _bucket_diff(t1, t2, now_ns)
-            if diff == 0:
-                return a.uid < b.uid
-            return diff < 0
+        first = _newer_first(a, b, _ns(a.ready_transition), _ns(b.ready_transition), now_ns, logarithmic)
+        if first is not None:
+            return first
     # 7. Higher restart counts < lower restart counts (regular containers, then sidecars)
     if a.restarts != b.restarts:
         return a.restarts > b.restarts
     if a.sidecar_restarts != b.sidecar_restarts:
         return a.sidecar_restarts > b.sidecar_restarts
     # 8. Empty creation time pods < newer pods < older pods
-    t1, t2 = _ns(a.meta.creation_timestamp), _ns(b.meta.creation_timestamp)
-    if t1 != t2:
-        if not logarithmic or t1 is None or t2 is None:
-            return _after_or_zero(t1, t2)
-        diff = _bucket_diff(t1, t2, now_ns)
-        if diff == 0:
-            return a.uid < b.uid
-        return diff < 0
-    return False
+    first = _newer_first(
+        a, b, _ns(a.meta.creation_timestamp), _ns(b.meta.creation_timestamp), now_ns, logarithmic
+    )
+    return bool(first)
 
 
 # -- hypothesis strategies ------------------------------------------------------------------
@@ -191,3 +199,28 @@ def crowded_sets(draw):
         for i, uid in enumerate(uids)
     ]
     return pods, [], {"logarithmic": True, "deletion_cost": True}
+
+
+def go_switches(switches: dict) -> dict[str, bool]:
+    """`rank`'s switches as go_less's keyword arguments."""
+    return {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
+
+
+def go_sorted(pods, ranking, switches: dict) -> tuple[list[Pod], bool]:
+    """`pods` sorted by Go's comparator (go_less on `ranking`'s ranks; pods it calls equal by UID,
+    then key), and whether that comparator is an order on them: each pod of the sorted list
+    compares before every later one."""
+    go = go_switches(switches)
+
+    def compare(a, b):
+        ra, rb = ranking.rank_of(a), ranking.rank_of(b)
+        if go_less(a, ra, b, rb, NOW, **go):
+            return -1
+        if go_less(b, rb, a, ra, NOW, **go):
+            return 1
+        ka, kb = (a.uid, a.key), (b.uid, b.key)
+        return (ka > kb) - (ka < kb)
+
+    by_go = sorted(pods, key=functools.cmp_to_key(compare))
+    consistent = all(compare(x, y) < 0 for i, x in enumerate(by_go) for y in by_go[i + 1 :])
+    return by_go, consistent

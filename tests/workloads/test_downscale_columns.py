@@ -3,10 +3,8 @@ the explanations against `reason`, the ages shown against `format_age`."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-from downscale_factory import NOW, SETTINGS, crowded_sets, go_less, pod_sets
+from downscale_factory import NOW, SETTINGS, crowded_sets, go_less, go_sorted, go_switches, pod_sets
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -14,24 +12,6 @@ from kubetide.workloads import deletion_reasons, explain_ranking, rank, reason
 from kubetide.workloads.explain import _ago
 from kubetide.workloads.explain_columns import _agos, explainable
 from kubetide.workloads.timebuckets import to_ns
-
-
-def _go_order(pods, ranking, switches):
-    go = {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
-
-    def compare(a, b):
-        ra, rb = ranking.rank_of(a), ranking.rank_of(b)
-        if go_less(a, ra, b, rb, NOW, **go):
-            return -1
-        if go_less(b, rb, a, ra, NOW, **go):
-            return 1
-        ka, kb = (a.uid, a.key), (b.uid, b.key)
-        return (ka > kb) - (ka < kb)
-
-    by_go = sorted(pods, key=functools.cmp_to_key(compare))
-    consistent = all(compare(x, y) < 0 for i, x in enumerate(by_go) for y in by_go[i + 1 :])
-    return by_go, consistent
-
 
 big_sets = st.one_of(pod_sets(min_size=2, max_size=30), pod_sets(min_size=2, max_size=30, unique_uids=False))
 
@@ -43,13 +23,13 @@ def test_the_numpy_ranking_is_gos_order_whenever_gos_comparator_is_an_order(case
     test_downscale_equivalence, but through the NumPy engine that serves 200 pods and more."""
     pods, related, switches = case
     ranking = rank(pods, NOW, related, engine="numpy", **switches)
-    by_go, consistent = _go_order(pods, ranking, switches)
+    by_go, consistent = go_sorted(pods, ranking, switches)
     event("comparator is an order" if consistent else "comparator contradicts itself")
     if consistent:
         # Go's sort leaves pods its comparator calls equal (two pods with one UID, ready at
         # different times in one bucket) in any order: our order must put no pod after one Go's
         # comparator ranks it before. With unique UIDs, as the API gives, that is Go's order.
-        go = {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
+        go = go_switches(switches)
         order = [(p, ranking.rank_of(p)) for p in ranking.order]
         inversions = [
             (a.name, b.name)

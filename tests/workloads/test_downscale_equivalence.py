@@ -10,32 +10,23 @@ order may contradict it only on such pairs, and only there.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import random
 
-from downscale_factory import HOUR, NOW, SETTINGS, crowded_sets, go_less, pod, pod_sets
+from downscale_factory import (
+    HOUR,
+    NOW,
+    SETTINGS,
+    crowded_sets,
+    go_less,
+    go_sorted,
+    go_switches,
+    pod,
+    pod_sets,
+)
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from kubetide.workloads import rank, rank_pods_for_deletion
-
-
-def _go_compare(ranking, switches):
-    def compare(a, b):
-        go = {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
-        ra, rb = ranking.rank_of(a), ranking.rank_of(b)
-        if go_less(a, ra, b, rb, NOW, **go):
-            return -1
-        if go_less(b, rb, a, ra, NOW, **go):
-            return 1
-        ka, kb = (a.uid, a.key), (b.uid, b.key)
-        return (ka > kb) - (ka < kb)
-
-    return compare
-
-
-def _ready_ns(p):
-    return p.ready_transition
 
 
 @SETTINGS
@@ -43,17 +34,13 @@ def _ready_ns(p):
 def test_key_sort_equals_the_comparator_sort_whenever_the_comparator_is_an_order(case):
     pods, related, switches = case
     ranking = rank(pods, NOW, related, **switches)
-    compare = _go_compare(ranking, switches)
-    by_go = sorted(pods, key=functools.cmp_to_key(compare))
-    consistent = all(
-        compare(by_go[i], by_go[j]) < 0 for i in range(len(by_go)) for j in range(i + 1, len(by_go))
-    )
+    by_go, consistent = go_sorted(pods, ranking, switches)
     event("comparator is an order" if consistent else "comparator contradicts itself")
     if consistent:
         assert [p.name for p in ranking.order] == [p.name for p in by_go]
         return
     # Not an order: our order may overrule Go only on same-ready-time pairs split into two runs.
-    go = {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
+    go = go_switches(switches)
     assert switches["logarithmic"]
     order = ranking.order
     for i, x in enumerate(order):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from downscale_factory import DAY, HOUR, NOW, SETTINGS, go_less, pod, pod_sets
+from downscale_factory import DAY, HOUR, NOW, SETTINGS, go_less, go_switches, pod, pod_sets
 from hypothesis import given
 
 from kubetide.model.meta import OwnerReference
@@ -128,7 +128,7 @@ def test_explain_order_compares_each_deleted_pod_with_the_first_kept_one():
 def test_every_adjacent_pair_has_a_reason_that_go_agrees_with_on_criteria_1_to_5(case):
     pods, related, switches = case
     ranking = rank(pods, NOW, related, **switches)
-    go = {"logarithmic": switches["logarithmic"], "deletion_cost_on": switches["deletion_cost"]}
+    go = go_switches(switches)
     for first, second in zip(ranking.order, ranking.order[1:]):
         r = reason(ranking, first, second)
         assert 1 <= r.criterion <= 9 and r.text

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kubetide.agent.actuator import (
     REASONS,
@@ -39,7 +39,7 @@ from kubetide.autoscaler.events import Event, EventType
 from kubetide.clock import Clock
 from kubetide.errors import ManifestError
 from kubetide.kube.events import EventRecorder
-from kubetide.kube.metrics import TEXT_CONTENT_TYPE
+from kubetide.kube.metrics import TEXT_CONTENT_TYPE, MetricMaker
 from kubetide.model import Node
 from kubetide.model.quantity import CPU, MEMORY
 from kubetide.qos import AgentOptions, NodeState, PodState, QosActuator, QosAgent, QosConfig, RoundResult
@@ -55,41 +55,29 @@ class AgentMetrics:
     """On a registry of their own, as the autoscaler's (kube/metrics.py)."""
 
     def __init__(self) -> None:
-        self.registry = r = CollectorRegistry()
-        ns = "kubetide_qos_agent"
-        self.samples = Counter("samples", "Samples taken.", namespace=ns, registry=r)
-        self.samples_without_rate = Counter(
+        self.registry = CollectorRegistry()
+        metrics = MetricMaker(self.registry, "kubetide_qos_agent")
+        self.samples = metrics.counter("samples", "Samples taken.")
+        self.samples_without_rate = metrics.counter(
             "samples_without_rate",
             "Samples without a node cpu rate yet (the first one): nothing analyzed or done.",
-            namespace=ns,
-            registry=r,
         )
-        self.actions = Counter("actions", "Actions carried out.", ["action"], namespace=ns, registry=r)
+        self.actions = metrics.counter("actions", "Actions carried out.", ["action"])
         # A dry run (no --act) decides the same actions and carries out none: counted here,
         # never as carried out, so a dashboard of the real agent is not fooled by a preview.
-        self.dry_run_actions = Counter(
-            "dry_run_actions",
-            "Actions a dry run decided and did not carry out.",
-            ["action"],
-            namespace=ns,
-            registry=r,
+        self.dry_run_actions = metrics.counter(
+            "dry_run_actions", "Actions a dry run decided and did not carry out.", ["action"]
         )
         for action in ACTIONS:
             self.actions.labels(action)
             self.dry_run_actions.labels(action)
-        self.last_sample = Gauge(
-            "last_sample_timestamp_seconds", "When the last sample was taken.", namespace=ns, registry=r
-        )
-        self.watermark_crossed = Gauge(
+        self.last_sample = metrics.gauge("last_sample_timestamp_seconds", "When the last sample was taken.")
+        self.watermark_crossed = metrics.gauge(
             "watermark_crossed",
             "1 while the rule's metric is over its watermark at the last sample.",
             ["rule"],
-            namespace=ns,
-            registry=r,
         )
-        self.throttled_pods = Gauge(
-            "throttled_pods", "Pods the agent holds at a CFS quota.", namespace=ns, registry=r
-        )
+        self.throttled_pods = metrics.gauge("throttled_pods", "Pods the agent holds at a CFS quota.")
 
     def exposition(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), TEXT_CONTENT_TYPE

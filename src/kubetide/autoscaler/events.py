@@ -18,6 +18,8 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
+from kubetide.durations import rfc3339
+
 
 class EventType(enum.StrEnum):
     NORMAL = "Normal"
@@ -169,6 +171,17 @@ class Event:
         """kubetide's own: a cheaper node was launched to stand in for this one, drained once it
         is Ready (scaledown/planning/replacement.py)."""
         message = f"launched a node of {group_id} to replace it; drained once that node is Ready"
+        return cls("Node", node, EventType.NORMAL, "ScaleDownReplacing", message, at)
+
+    @classmethod
+    def node_replacement_resumed(cls, node: str, group_id: str, launched_at: float, at: float) -> Event:
+        """kubetide's own: a restarted kubetide took back the replacement a previous run launched
+        for this node (scaledown/actuation/restart.py)."""
+        message = (
+            f"taken back after a restart: the node of {group_id} asked for at {rfc3339(launched_at)} "
+            "replaces it; "
+            "drained once that node is Ready"
+        )
         return cls("Node", node, EventType.NORMAL, "ScaleDownReplacing", message, at)
 
     @classmethod

@@ -5,7 +5,7 @@ scale-down (`Planner.update`), which read the parts they need."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubetide.autoscaler.ports import UsageSample
 from kubetide.model import ConfigMap, Pod, PodDisruptionBudget, Workload
@@ -38,8 +38,25 @@ class LoopInputs:
     usage: UsageSample | None = None
     being_deleted: Collection[str] = ()
     deletions_in_progress: tuple[int, int] | None = None
+    # (kind, namespace, name) -> the first such workload, indexed on first use (`workload`): the
+    # loop asks once per blocked node and per unblock check, thousands of times on a large cluster.
+    # Empty in a copy made with dataclasses.replace, which may hold other workloads.
+    _workload_index: dict[tuple[str, str, str], Workload] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def controllers(self) -> Sequence[Workload] | None:
         """The workloads scale-down's drain rules consult, or None when unknown."""
         return self.workloads if self.controllers_known else None
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        """The first workload of this kind, namespace and name, or None (also when the workloads
+        are unknown)."""
+        if self.workloads is None:
+            return None
+        index = self._workload_index
+        if not index:
+            for w in self.workloads:
+                index.setdefault((w.kind, w.namespace, w.name), w)
+        return index.get((kind, namespace, name))

@@ -43,6 +43,7 @@ from kubetide.autoscaler.ports import (
 )
 from kubetide.autoscaler.scaledown.actuation import (
     Actuator,
+    ReplacementRecords,
     SoftTaintMemo,
     Stale,
     StartResult,
@@ -153,6 +154,8 @@ class Autoscaler:
         self._checker: PredicateChecker | None = None
         self._checked_snapshot: ClusterSnapshot | None = None
         self._recovered = False
+        # The replacements in flight, recorded on their nodes for a restarted process (restart.py).
+        self._replacement_records = ReplacementRecords()
         # Skips the soft-taint pass while nodes and the candidate set stay as a quiet pass left
         # them (a walk over every node's taints each loop otherwise).
         self._soft_taints = SoftTaintMemo()
@@ -268,6 +271,7 @@ class Autoscaler:
                 now=now,
                 pdbs=pdbs,
                 workloads=workloads,
+                records=self._replacement_records,
             )
             self._recovered = True
         with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
@@ -284,6 +288,7 @@ class Autoscaler:
         for the whole halt (nothing drives them while the loop is halted), and so are nodes a
         previous run left tainted."""
         self.planner.clear()
+        self._replacement_records.sync(self.actions, self.planner.replacing, snapshot)
         why = f"scale-down cancelled: {decision.halt_message}"
         result.failed_deletions.update(self.actuator.cancel_all(now, why))
         release_orphans(self.actuator, snapshot, cloud=self.cloud, why=why, now=now)
@@ -365,6 +370,7 @@ class Autoscaler:
         with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
             result.started = self.actuator.start(plan, snapshot, now, budget=decision.budget, stale=stale)
         self._launch_replacements(snapshot, plan, now, result)
+        self._replacement_records.sync(self.actions, self.planner.replacing, snapshot)
         with timed(result.durations, "scaleDown:softTaintUnneeded", self.timer):
             update_soft_taints(
                 self.actions,

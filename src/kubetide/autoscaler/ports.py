@@ -171,8 +171,9 @@ class TemplateError(ProviderError):
 class PriceError(ProviderError):
     """`price_per_hour()` failed for a provider that prices its groups: its pricing source did
     not answer or gave nonsense. A group the provider knows no price for returns None instead.
-    No bundled provider raises it yet: their prices are configured (static, kwok, the
-    simulator) or 0.0 (AWS, Cluster API); it is the contract for one that asks a pricing API."""
+    The AWS provider raises it when AWS cannot say what a group launches; the others' prices are
+    configured (static, kwok, the simulator) or annotated (Cluster API), else looked up in the
+    bundled table (cloud/prices.py), and an unknown instance type is None."""
 
 
 class InstanceState(enum.Enum):

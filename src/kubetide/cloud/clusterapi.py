@@ -29,6 +29,11 @@ With the Cluster Autoscaler's clusterapi provider's names and semantics (cluster
   the capacity annotations (cpu, memory, ephemeral-disk, maxPods (default 110), gpu-type and
   gpu-count) plus the labels the Machine template propagates to Nodes and the
   `capacity.cluster-autoscaler.kubernetes.io/labels` and `/taints` annotations.
+- Prices (kubetide's own: CA's provider has none): the resource's `kubetide.io/price-per-hour`
+  annotation (USD per node-hour, a plain number); without it, the bundled table's price
+  (cloud/prices.py) of the instance type its Nodes carry (`node.kubernetes.io/instance-type`), else
+  of the one its capacity labels annotation names. No price otherwise (said once per group and
+  type in the log): cheaper-group replacement and the price expander pass the group over.
 
 Machines, MachineSets and MachineDeployments are read through informers, as raw JSON (the model
 has no Cluster API types). Their changes are applied when `node_groups()` is called, which the
@@ -38,6 +43,7 @@ autoscaler does first in each loop: the Cluster Autoscaler's `Refresh()`.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -51,6 +57,7 @@ from kubetide.autoscaler.ports import (
     ProviderErrorCode,
     TemplateError,
 )
+from kubetide.cloud.prices import INSTANCE_TYPE_LABELS, bundled_table, instance_type
 from kubetide.cloud.static import template_from_node
 from kubetide.errors import UserError
 from kubetide.kube.client import ApiError, KubeClient
@@ -87,6 +94,8 @@ CAPACITY_GPU_TYPE = CAPACITY_PREFIX + "gpu-type"
 CAPACITY_GPU_COUNT = CAPACITY_PREFIX + "gpu-count"
 CAPACITY_LABELS = CAPACITY_PREFIX + "labels"
 CAPACITY_TAINTS = CAPACITY_PREFIX + "taints"
+# kubetide's own, on a MachineDeployment or MachineSet: what one of its nodes costs, USD per hour.
+PRICE_ANNOTATION = "kubetide.io/price-per-hour"
 DEFAULT_MAX_PODS = 110  # CA's default when maxPods is not annotated
 # What CA assumes of a node it has never seen (it reads the architecture from an environment
 # variable that defaults to amd64).
@@ -204,6 +213,17 @@ def parse_bounds(obj: dict) -> tuple[int, int] | None:
     if low < 0 or high < low:
         raise ValueError(f"min {low}, max {high}: need 0 <= min <= max")
     return (low, high) if high > 0 else None
+
+
+def parse_price(text: str) -> float:
+    """The price annotation's value: a finite number >= 0. Raises ValueError."""
+    try:
+        price = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not math.isfinite(price) or price < 0:
+        raise ValueError(f"{text!r} is not a price (a finite number >= 0)")
+    return price
 
 
 def template_from_annotations(obj: dict, name: str) -> Node | None:
@@ -473,8 +493,31 @@ class ClusterApiNodeGroup:
                 self.id, f"{self.id}: capacity annotations: {exc}", ProviderErrorCode.CONFIGURATION
             ) from None
 
-    def price_per_hour(self) -> float:
-        return 0.0  # Cluster API knows no prices
+    def price_per_hour(self) -> float | None:
+        """The price annotation, else the bundled table's price of the group's instance type
+        (its Nodes' label, else its capacity labels annotation's); None when neither gives one.
+        A malformed annotation is no price, and one warning naming the object and annotation:
+        the operator's own figure is not replaced by a guess."""
+        obj = self._object()
+        text = _annotations(obj).get(PRICE_ANNOTATION)
+        if text is not None:
+            try:
+                return parse_price(text)
+            except ValueError as exc:
+                self.provider._warn_once(
+                    obj,
+                    f"{self.kind} {self.key}: annotation {PRICE_ANNOTATION}: {exc}; the group has no price",
+                )
+                return None
+        return self.provider.table_price(self, self._instance_type())
+
+    def _instance_type(self) -> str | None:
+        for member in self._members():
+            found = instance_type(member.node) if member.node is not None else None
+            if found:
+                return found
+        labels = _pairs(_annotations(self._object()).get(CAPACITY_LABELS, ""))
+        return next((labels[k] for k in INSTANCE_TYPE_LABELS if labels.get(k)), None)
 
 
 class ClusterApiCloudProvider:
@@ -511,6 +554,8 @@ class ClusterApiCloudProvider:
         self._groups: dict[str, ClusterApiNodeGroup] = {}
         self._active: list[ClusterApiNodeGroup] = []
         self._warned: set[tuple[str, str]] = set()  # (object key, resourceVersion) already logged
+        self._unpriced_said: set[tuple[str, str | None]] = set()  # (group id, instance type) logged
+        self.price_table = bundled_table()
         self._refreshed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -650,6 +695,28 @@ class ClusterApiCloudProvider:
         if seen not in self._warned:
             self._warned.add(seen)
             log.warning("%s", message)
+
+    def table_price(self, group: ClusterApiNodeGroup, instance_type: str | None) -> float | None:
+        """The bundled table's price of `instance_type`; None, said once per group and type in
+        the log, when there is no type or the table does not know it."""
+        guess = self.price_table.guess(instance_type) if instance_type else None
+        if guess is not None:
+            return guess.price
+        if (group.id, instance_type) not in self._unpriced_said:
+            self._unpriced_said.add((group.id, instance_type))
+            why = (
+                f"instance type {instance_type} is not in kubetide's price table of {self.price_table.date}"
+                if instance_type
+                else "its Nodes and capacity labels annotation name no instance type"
+            )
+            log.warning(
+                "%s: no price (%s; set the %s annotation): cheaper-group replacement and the price "
+                "expander pass the group over",
+                group.id,
+                why,
+                PRICE_ANNOTATION,
+            )
+        return None
 
     def _ensure_refreshed(self) -> None:
         if not self._refreshed:

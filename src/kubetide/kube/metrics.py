@@ -23,7 +23,7 @@ findUnneeded).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prometheus_client import (
@@ -91,156 +91,115 @@ GENERIC_GPU = "generic"
 _FAILURE_REASONS = {"CloudProviderError": "cloudProviderError", "timeout": "timeout"}
 
 
+class MetricMaker:
+    """Makes metrics of one namespace on one registry: each metric of a group names the same two."""
+
+    def __init__(self, registry: CollectorRegistry, namespace: str):
+        self.registry = registry
+        self.namespace = namespace
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, documentation, labels, namespace=self.namespace, registry=self.registry)
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(name, documentation, labels, namespace=self.namespace, registry=self.registry)
+
+    def histogram(
+        self, name: str, documentation: str, labels: Sequence[str], buckets: Sequence[float]
+    ) -> Histogram:
+        return Histogram(
+            name, documentation, labels, namespace=self.namespace, registry=self.registry, buckets=buckets
+        )
+
+
 class AutoscalerMetrics:
     """CA's metrics on a registry of their own. Thread-safe: the HTTP server reads while the
     loop thread writes."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, process_metrics: bool = True):
         self.registry = registry if registry is not None else CollectorRegistry()
-        r, ns = self.registry, NAMESPACE
+        ca, own = MetricMaker(self.registry, NAMESPACE), MetricMaker(self.registry, "kubetide")
         if process_metrics:
             # process_resident_memory_bytes and friends, as CA's Go runtime exports them.
-            ProcessCollector(registry=r)
+            ProcessCollector(registry=self.registry)
 
         # Cluster state
-        self.cluster_safe_to_autoscale = Gauge(
+        self.cluster_safe_to_autoscale = ca.gauge(
             "cluster_safe_to_autoscale",
             "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
-            namespace=ns,
-            registry=r,
         )
-        self.nodes_count = Gauge(
-            "nodes_count", "Number of nodes in cluster.", ["state"], namespace=ns, registry=r
+        self.nodes_count = ca.gauge("nodes_count", "Number of nodes in cluster.", ["state"])
+        self.node_groups_count = ca.gauge(
+            "node_groups_count", "Number of node groups managed by CA.", ["node_group_type"]
         )
-        self.node_groups_count = Gauge(
-            "node_groups_count",
-            "Number of node groups managed by CA.",
-            ["node_group_type"],
-            namespace=ns,
-            registry=r,
+        self.unschedulable_pods_count = ca.gauge(
+            "unschedulable_pods_count", "Number of unschedulable pods in the cluster.", ["type"]
         )
-        self.unschedulable_pods_count = Gauge(
-            "unschedulable_pods_count",
-            "Number of unschedulable pods in the cluster.",
-            ["type"],
-            namespace=ns,
-            registry=r,
+        self.max_nodes_count = ca.gauge("max_nodes_count", "Maximum number of nodes in all node groups")
+        self.cluster_cpu_current_cores = ca.gauge(
+            "cluster_cpu_current_cores", "Current number of cores in the cluster, minus deleting nodes."
         )
-        self.max_nodes_count = Gauge(
-            "max_nodes_count", "Maximum number of nodes in all node groups", namespace=ns, registry=r
+        self.cpu_limits_cores = ca.gauge(
+            "cpu_limits_cores", "Minimum and maximum number of cores in the cluster.", ["direction"]
         )
-        self.cluster_cpu_current_cores = Gauge(
-            "cluster_cpu_current_cores",
-            "Current number of cores in the cluster, minus deleting nodes.",
-            namespace=ns,
-            registry=r,
-        )
-        self.cpu_limits_cores = Gauge(
-            "cpu_limits_cores",
-            "Minimum and maximum number of cores in the cluster.",
-            ["direction"],
-            namespace=ns,
-            registry=r,
-        )
-        self.cluster_memory_current_bytes = Gauge(
+        self.cluster_memory_current_bytes = ca.gauge(
             "cluster_memory_current_bytes",
             "Current number of bytes of memory in the cluster, minus deleting nodes.",
-            namespace=ns,
-            registry=r,
         )
-        self.memory_limits_bytes = Gauge(
-            "memory_limits_bytes",
-            "Minimum and maximum number of bytes of memory in cluster.",
-            ["direction"],
-            namespace=ns,
-            registry=r,
+        self.memory_limits_bytes = ca.gauge(
+            "memory_limits_bytes", "Minimum and maximum number of bytes of memory in cluster.", ["direction"]
         )
 
         # Autoscaler execution
-        self.last_activity = Gauge(
-            "last_activity",
-            "Last time certain part of CA logic executed.",
-            ["activity"],
-            namespace=ns,
-            registry=r,
+        self.last_activity = ca.gauge(
+            "last_activity", "Last time certain part of CA logic executed.", ["activity"]
         )
-        self.function_duration_seconds = Histogram(
+        self.function_duration_seconds = ca.histogram(
             "function_duration_seconds",
             "Time taken by various parts of CA main loop.",
             ["function"],
-            namespace=ns,
-            registry=r,
             buckets=FUNCTION_DURATION_BUCKETS,
         )
 
         # Autoscaler operations
-        self.errors_total = Counter(
-            "errors", "The number of CA loops failed due to an error.", ["type"], namespace=ns, registry=r
+        self.errors_total = ca.counter("errors", "The number of CA loops failed due to an error.", ["type"])
+        self.scaled_up_nodes_total = ca.counter("scaled_up_nodes", "Number of nodes added by CA.")
+        self.scaled_up_gpu_nodes_total = ca.counter(
+            "scaled_up_gpu_nodes", "Number of GPU nodes added by CA, by GPU name.", ["gpu_name"]
         )
-        self.scaled_up_nodes_total = Counter(
-            "scaled_up_nodes", "Number of nodes added by CA.", namespace=ns, registry=r
+        self.failed_scale_ups_total = ca.counter(
+            "failed_scale_ups", "Number of times scale-up operation has failed.", ["reason"]
         )
-        self.scaled_up_gpu_nodes_total = Counter(
-            "scaled_up_gpu_nodes",
-            "Number of GPU nodes added by CA, by GPU name.",
-            ["gpu_name"],
-            namespace=ns,
-            registry=r,
+        self.scaled_down_nodes_total = ca.counter(
+            "scaled_down_nodes", "Number of nodes removed by CA.", ["reason"]
         )
-        self.failed_scale_ups_total = Counter(
-            "failed_scale_ups",
-            "Number of times scale-up operation has failed.",
-            ["reason"],
-            namespace=ns,
-            registry=r,
-        )
-        self.scaled_down_nodes_total = Counter(
-            "scaled_down_nodes", "Number of nodes removed by CA.", ["reason"], namespace=ns, registry=r
-        )
-        self.scaled_down_gpu_nodes_total = Counter(
+        self.scaled_down_gpu_nodes_total = ca.counter(
             "scaled_down_gpu_nodes",
             "Number of GPU nodes removed by CA, by reason and GPU name.",
             ["reason", "gpu_name"],
-            namespace=ns,
-            registry=r,
         )
-        self.evicted_pods_total = Counter(
-            "evicted_pods", "Number of pods evicted by CA", ["eviction_result"], namespace=ns, registry=r
+        self.evicted_pods_total = ca.counter(
+            "evicted_pods", "Number of pods evicted by CA", ["eviction_result"]
         )
         # kubetide's own: decided deletions dropped by the validation before acting.
-        self.stale_scale_down_decisions_total = Counter(
+        self.stale_scale_down_decisions_total = own.counter(
             "scale_down_stale_decisions",
             "Decided node deletions not started because the cluster changed since the decision.",
             ["reason"],
-            namespace="kubetide",
-            registry=r,
         )
-        self.unneeded_nodes_count = Gauge(
-            "unneeded_nodes_count",
-            "Number of nodes currently considered unneeded by CA.",
-            namespace=ns,
-            registry=r,
+        self.unneeded_nodes_count = ca.gauge(
+            "unneeded_nodes_count", "Number of nodes currently considered unneeded by CA."
         )
-        self.unremovable_nodes_count = Gauge(
-            "unremovable_nodes_count",
-            "Number of nodes currently considered unremovable by CA.",
-            ["reason"],
-            namespace=ns,
-            registry=r,
+        self.unremovable_nodes_count = ca.gauge(
+            "unremovable_nodes_count", "Number of nodes currently considered unremovable by CA.", ["reason"]
         )
-        self.scale_down_in_cooldown = Gauge(
-            "scale_down_in_cooldown",
-            "Whether or not the scale down is in cooldown. 1 if its, 0 otherwise.",
-            namespace=ns,
-            registry=r,
+        self.scale_down_in_cooldown = ca.gauge(
+            "scale_down_in_cooldown", "Whether or not the scale down is in cooldown. 1 if its, 0 otherwise."
         )
         # A counter in CA, but prometheus_client appends "_total" to every counter's name, and
         # this name has to stay CA's: a gauge that only grows reads the same to rate() and alerts.
-        self.old_unregistered_nodes_removed_count = Gauge(
-            "old_unregistered_nodes_removed_count",
-            "Number of unregistered nodes removed by CA.",
-            namespace=ns,
-            registry=r,
+        self.old_unregistered_nodes_removed_count = ca.gauge(
+            "old_unregistered_nodes_removed_count", "Number of unregistered nodes removed by CA."
         )
 
         # CA 1.35's (opt-in there; always here, it costs a dict entry per unneeded node): from the
@@ -250,13 +209,11 @@ class AutoscalerMetrics:
         # last held the node back while it waited (BlockedByOnCompletionPod, NotEnoughPdb's
         # BlockedByPod while a budget is used up, NotUnneededOtherReason for a paused
         # scale-down, ...), "none" when nothing did.
-        self.node_removal_latency_seconds = Histogram(
+        self.node_removal_latency_seconds = ca.histogram(
             "node_removal_latency_seconds",
             "Latency from when an unneeded node is eligible for scale down until it is removed "
             "(deleted=true) or it became needed again (deleted=false).",
             ["deleted", "delay_reason"],
-            namespace=ns,
-            registry=r,
             buckets=NODE_REMOVAL_LATENCY_BUCKETS,
         )
 
@@ -536,39 +493,28 @@ class LiveLedger:
     Observed after each loop and each drive of the deletions between loops."""
 
     def __init__(self, registry: CollectorRegistry):
-        ns, r = "kubetide", registry
-        self.evictions_total = Counter(
+        metrics = MetricMaker(registry, "kubetide")
+        self.evictions_total = metrics.counter(
             "evictions",
             "Pods evicted by the autoscaler's drains, by the kind of their controller.",
             ["workload_kind"],
-            namespace=ns,
-            registry=r,
         )
-        self.restarts_total = Counter(
+        self.restarts_total = metrics.counter(
             "restarts",
             "Rollout restarts the autoscaler asked for (surge before evict), by workload kind.",
             ["workload_kind"],
-            namespace=ns,
-            registry=r,
         )
-        self.budget_wait_node_seconds_total = Counter(
+        self.budget_wait_node_seconds_total = metrics.counter(
             "budget_wait_node_seconds",
             "Seconds draining nodes waited for PodDisruptionBudget budget (a refused eviction).",
-            namespace=ns,
-            registry=r,
         )
-        self.churned_nodes_total = Counter(
-            "churned_nodes",
-            f"Nodes the autoscaler removed within {CHURN_SECONDS:g}s of their creation.",
-            namespace=ns,
-            registry=r,
+        self.churned_nodes_total = metrics.counter(
+            "churned_nodes", f"Nodes the autoscaler removed within {CHURN_SECONDS:g}s of their creation."
         )
-        self.below_pdb_minimum_seconds_total = Counter(
+        self.below_pdb_minimum_seconds_total = metrics.counter(
             "below_pdb_minimum_seconds",
             "Seconds PodDisruptionBudgets were below their desired healthy pods while a drain of"
             " the autoscaler held one of their pods (each budget counted).",
-            namespace=ns,
-            registry=r,
         )
         self.follow()
 

@@ -31,7 +31,7 @@ from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node
 from kubetide.model.node_typed import decode_node, parse_node_typed
 from kubetide.model.pod import Pod
-from kubetide.model.pod_typed import decode_pod, labelled_pod, parse_pod_typed
+from kubetide.model.pod_typed import decode_pod, parse_pod_typed, typed_pod
 from kubetide.model.policy import (
     SYSTEM_PRIORITY_CLASSES,
     ConfigMap,
@@ -51,8 +51,18 @@ from kubetide.model.policy_typed import (
 )
 from kubetide.model.quantity import MAX_UNITS
 from kubetide.model.reader import Reader
-from kubetide.model.stream import FIELD, ITEM, ITEMS, TYPED_KINDS, JsonObject, NotStreamable
+from kubetide.model.stream import (
+    FIELD,
+    ITEM,
+    ITEMS,
+    POD_RUN,
+    TYPED_KINDS,
+    JsonObject,
+    NotStreamable,
+    PodRun,
+)
 from kubetide.model.stream import members as stream_members
+from kubetide.model.typed import label
 from kubetide.model.typed_kinds import Decode
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload
 from kubetide.model.workloads_typed import (
@@ -270,6 +280,8 @@ def _noting_kinds(members: Iterable[tuple[str, Any, Any]], kinds: set[str]) -> I
     for what, key, value in members:
         if what == FIELD and key == "kind" and isinstance(value, str):
             list_kind = value.removesuffix("List") if value != "List" else ""
+        elif what == POD_RUN:
+            kinds.add("Pod")
         elif what == ITEM and isinstance(value, JsonObject):
             kinds.add(value.kind)
         elif what == ITEM and isinstance(value, dict):
@@ -308,6 +320,9 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
         if what == ITEMS:
             has_items = True
             continue
+        if what == POD_RUN:
+            _add_pod_run(value, key, source, result, skipped)
+            continue
         if isinstance(value, JsonObject) and key < MAX_OBJECTS:
             decoded = _typed(value)
             if decoded is not None:
@@ -333,15 +348,30 @@ def _load_members(members: Iterable[tuple[str, Any, Any]], source: str, result: 
     _warn_skipped(result, source, skipped)
 
 
+def _add_pod_run(run: PodRun, first: int, source: str, result: Manifests, skipped: Counter[str]) -> None:
+    """The pods of a run, items[first] on, built and recorded in file order, in one loop; a pod
+    the wire schema does not take is read by the Reader in its place, as any other item."""
+    if first + len(run) > MAX_OBJECTS:
+        raise NotStreamable  # the whole-file load refuses the count
+    add_pod = result.add_pod
+    for offset, wire in enumerate(run.wires):
+        pod = typed_pod(wire, "", "")
+        if pod is None:
+            value = json.loads(bytes(run.raw(offset)))
+            _add_object(result, value, f"items[{first + offset}]", source, skipped)
+        else:
+            add_pod(pod, f"{source}: items[{first + offset}] ({label('Pod', wire.metadata)})")
+
+
 def _typed(value: JsonObject) -> tuple[Any, str] | None:
     """The model object of a List item decoded into the wire schema, and the loader's name for it;
     None when the Reader must read it."""
     if value.kind == "Pod":
-        return decode_pod(value.raw()) if value.wire is None else labelled_pod(value.wire)
+        return decode_pod(value.raw())
     return _TYPED_DECODERS[value.kind](value.raw())
 
 
-# The decoder of each of stream.TYPED_KINDS but Pod (decoded by runs, above).
+# The decoder of each of stream.TYPED_KINDS but Pod (decode_pod, above).
 _TYPED_DECODERS: dict[str, Decode] = {
     "Node": decode_node,
     "Namespace": decode_namespace,

@@ -50,8 +50,9 @@ class NotStreamable(Exception):
     """The file is not a List this module streams, or something in it needs the whole-file load."""
 
 
-# What members() yields, in file order: the root's other fields, the start of `items`, each item.
-FIELD, ITEMS, ITEM = "field", "items", "item"
+# What members() yields, in file order: the root's other fields, the start of `items`, each item
+# (or, in JSON, a PodRun of consecutive pods, keyed by the index of its first).
+FIELD, ITEMS, ITEM, POD_RUN = "field", "items", "item", "pod run"
 FastYaml = Callable[[IO[str], str, type], Iterator[tuple[str, Any, Any]]]
 
 
@@ -59,7 +60,7 @@ def members(
     stream: IO[str] | IO[bytes], loader: type, fast_yaml: FastYaml | None = None
 ) -> Iterator[tuple[str, Any, Any]]:
     """(FIELD, key, value), (ITEMS, None, None) and (ITEM, index, object) for the root mapping of a
-    JSON or YAML text; `loader` is the YAML loader class (its parser gives the events). YAML goes
+    JSON or YAML text (in JSON, (POD_RUN, index of the first, PodRun) for consecutive pods); `loader` is the YAML loader class (its parser gives the events). YAML goes
     to `fast_yaml` when given (model/yaml_chunks.members: the text read so far, the stream, the
     loader), which may decline, possibly after some members, with an exception of its own.
 
@@ -156,10 +157,10 @@ class _JsonCursor:
         text_boundary: str = "\n" + indent + "},"
         return text_boundary
 
-    def values_before(self, boundary: Any) -> list[Any] | None:
-        """The values up to a `boundary` about BATCH_CHARS on, decoded as one array, and the cursor
-        moved past its comma; [] when the buffer holds no boundary, None when the cut is not
-        between values. JSON strings hold no newline, so text ending at the boundary that decodes
+    def values_before(self, boundary: Any) -> PodRun | list[Any] | None:
+        """The values up to a `boundary` about BATCH_CHARS on, decoded as one array (a PodRun when
+        they are all pods), and the cursor moved past its comma; [] when the buffer holds no
+        boundary, None when the cut is not between values. JSON strings hold no newline, so text ending at the boundary that decodes
         as a run of values is one: the same values, by the same decoder, as value() one at a time."""
         if len(self.buffer) - self.pos < 2 * BATCH_CHARS:
             self._more()
@@ -221,19 +222,37 @@ class _JsonCursor:
 
 class JsonObject:
     """An object of a JSON List of one of the TYPED_KINDS, for the loader to build from the wire schema
-    (model/wire.py): `wire` when the batch was decoded as pods, else None; `raw()` is its text, to
-    decode into the wire schema, or into dicts for the Reader when the wire schema does not take it."""
+    (model/wire.py): `raw()` is its text, to decode into the wire schema, or into dicts for the
+    Reader when the wire schema does not take it."""
 
-    __slots__ = ("batch", "index", "kind", "wire")
+    __slots__ = ("batch", "index", "kind")
 
-    def __init__(self, kind: str, wire: PodWire | None, batch: _Batch, index: int):
+    def __init__(self, kind: str, batch: _Batch, index: int):
         self.kind = kind
-        self.wire = wire
         self.batch = batch
         self.index = index
 
     def raw(self) -> msgspec.Raw:
         return self.batch.raw(self.index)
+
+
+class PodRun:
+    """Consecutive pods of a JSON List, decoded into the wire schema in one pass: the loader builds
+    and records them in one loop (a dump is mostly pods, and handing them over one member at a
+    time cost a fifth of loading them). `raw(i)` is the i-th pod's text, for the Reader when the
+    wire schema does not take that pod."""
+
+    __slots__ = ("batch", "wires")
+
+    def __init__(self, wires: list[PodWire], batch: _Batch):
+        self.wires = wires
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return len(self.wires)
+
+    def raw(self, index: int) -> msgspec.Raw:
+        return self.batch.raw(index)
 
 
 # The kinds decoded straight from their text into the wire schema (loader.register_kind adds the
@@ -271,25 +290,24 @@ _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _KIND = msgspec.json.Decoder(KindWire)
 
 
-def _batch(text: str | bytes) -> list[Any] | None:
-    """The values of a JSON array's text: pods and nodes as JsonObjects for the wire schema,
-    anything else decoded by the standard library's decoder as before; None when msgspec and the standard
-    library might not read the text alike (NaN, a number too large for int64, nesting...):
-    value() reads it then, one value at a time. A run of pods, the bulk of a dump, is decoded in
-    one pass as pods; a batch that is not all pods is split into items first."""
+def _batch(text: str | bytes) -> PodRun | list[Any] | None:
+    """The values of a JSON array's text: a run of pods (the bulk of a dump) as one PodRun,
+    decoded in one pass; otherwise the items of the kinds with a wire schema as JsonObjects,
+    anything else decoded by the standard library's decoder as before; None when msgspec and the
+    standard library might not read the text alike (NaN, a number too large for int64,
+    nesting...): value() reads it then, one value at a time."""
     try:
         wires = _POD_ITEMS.decode(text)
     except (msgspec.MsgspecError, RecursionError):
         wires = None
     if wires is not None and all(wire.kind == "Pod" for wire in wires):
-        batch = _Batch(text)
-        return [JsonObject("Pod", wire, batch, index) for index, wire in enumerate(wires)]
+        return PodRun(wires, _Batch(text))
     try:
         raws = _RAW_ITEMS.decode(text)
         kinds = [_KIND.decode(raw).kind for raw in raws]
         batch = _Batch(text, raws)
         return [
-            JsonObject(kind, None, batch, index)
+            JsonObject(kind, batch, index)
             if kind in TYPED_KINDS
             else _DECODER.decode(bytes(raw).decode("utf-8"))
             for index, (raw, kind) in enumerate(zip(raws, kinds, strict=True))
@@ -322,11 +340,15 @@ def _json_members(cursor: _JsonCursor) -> Iterator[tuple[str, Any, Any]]:
                         batch = cursor.values_before(boundary) if boundary else []
                         if batch is None:
                             boundary = None  # laid out otherwise: every later try would fail too
+                        if isinstance(batch, PodRun):
+                            yield POD_RUN, index, batch
+                            index += len(batch)
+                            continue  # the batch ended past a comma: the next batch starts here
                         if batch:
                             for value in batch:
                                 yield ITEM, index, value
                                 index += 1
-                            continue  # the batch ended past a comma: the next batch starts here
+                            continue
                         yield ITEM, index, cursor.value()
                         index += 1
                         separator = cursor.take()

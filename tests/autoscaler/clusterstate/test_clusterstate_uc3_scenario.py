@@ -15,11 +15,11 @@ for its node to register and run out max-node-startup-time.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pytest
 import yaml
+from sim_events import increases
 
 from kubetide.sim import Simulation, load_scenario
 
@@ -40,15 +40,6 @@ def small_batch(tmp_path_factory):
 
 def group(scenario, name):
     return next(g for g in scenario.groups if g.name == name)
-
-
-def increases(result, name) -> list[tuple[float, int]]:
-    found = []
-    for e in result.events:
-        if e["reason"] == "IncreaseSize" and e["object"] == f"NodeGroup/{name}":
-            before, after = map(int, re.search(r"(\d+) -> (\d+)", e["message"]).groups())
-            found.append((e["time"], after - before))
-    return found
 
 
 def test_the_broken_group_is_timed_out_backed_off_and_the_working_group_takes_the_pods(small_batch):

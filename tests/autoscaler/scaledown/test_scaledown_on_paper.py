@@ -75,18 +75,41 @@ def clusters(draw):
     return nodes, pods
 
 
-@settings(max_examples=300)
-@given(cluster=clusters(), data=st.data())
-def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
-    nodes, pods = cluster
+def _draw_trial(data, nodes, pods):
+    """A trial drawn on the cluster: the node whose removal is tried (its pods move; it is in the
+    skip set with up to two others), its pods in a random order each with or without a hint, and
+    where the pointer starts."""
     names = [n.name for n in nodes]
-    source = data.draw(st.sampled_from(names))  # the node whose removal is tried: its pods move
+    source = data.draw(st.sampled_from(names))
     own = [p for p in pods if p.node_name == source]
     assume(own)
     skip = {source} | set(data.draw(st.lists(st.sampled_from(names), max_size=2)))
     trial = data.draw(st.permutations(own))
     hints = [data.draw(st.none() | st.sampled_from(names)) for _ in trial]
     start = data.draw(st.integers(0, len(nodes) - 1))
+    return skip, trial, hints, start
+
+
+def _moved_one_by_one(mover, snapshot, trial, hints, skip, start):
+    """The reference: (destination, pointer) per pod of `trial`, each moved for real with
+    PodMover.move from `start`, up to the first that finds no place; the snapshot is reverted after."""
+    mover.pointer = start
+    snapshot.fork()
+    moved: list[tuple[str | None, int]] = []
+    for p, hint in zip(trial, hints, strict=True):
+        dest = mover.move(p.uid, hint, skip)
+        moved.append((dest, mover.pointer))
+        if dest is None:
+            break
+    snapshot.revert()
+    return moved
+
+
+@settings(max_examples=300)
+@given(cluster=clusters(), data=st.data())
+def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
+    nodes, pods = cluster
+    skip, trial, hints, start = _draw_trial(data, nodes, pods)
 
     snapshot = ClusterSnapshot(nodes, pods)
     with PredicateChecker(snapshot) as checker:
@@ -113,15 +136,7 @@ def test_a_trial_on_paper_finds_what_moving_the_pods_finds(cluster, data):
         # node together first (fill_on_paper), as simulate_removal does.
         assert _moves(mover, snapshot, trial, hints, skip, start, paper) == on_paper
 
-        mover.pointer = start
-        snapshot.fork()
-        moved = []
-        for p, hint in zip(trial, hints, strict=True):
-            dest = mover.move(p.uid, hint, skip)
-            moved.append((dest, mover.pointer))
-            if dest is None:
-                break
-        snapshot.revert()
+        moved = _moved_one_by_one(mover, snapshot, trial, hints, skip, start)
     event("all on paper" if len(paper) == len(trial) else "some on paper" if paper else "none on paper")
     assert on_paper == moved
 
@@ -201,30 +216,14 @@ def test_stand_ins_kept_from_an_earlier_loop_place_every_pod_where_a_fresh_searc
     later = [_changed(p, c) for p in pods if (c := data.draw(st.sampled_from(changes))) != "gone"]
     standins.new_pass()
 
-    names = [n.name for n in nodes]
-    source = data.draw(st.sampled_from(names))
-    own = [p for p in later if p.node_name == source]
-    assume(own)
-    skip = {source} | set(data.draw(st.lists(st.sampled_from(names), max_size=2)))
-    trial = data.draw(st.permutations(own))
-    hints = [data.draw(st.none() | st.sampled_from(names)) for _ in trial]
-    start = data.draw(st.integers(0, len(nodes) - 1))
+    skip, trial, hints, start = _draw_trial(data, nodes, later)
     snapshot = ClusterSnapshot(nodes, later)
     with PredicateChecker(snapshot) as checker:
         kept = PodMover(snapshot, checker, standins)
         for p in later:  # each stand-in is of the pod's own class, whichever pod it was copied from
             assert _standin_key(kept.standin(p)) == _standin_key(p)
         found = _moves(kept, snapshot, trial, hints, skip, start, paper_pods(trial))
-        fresh = PodMover(snapshot, checker)
-        fresh.pointer = start
-        snapshot.fork()
-        reference = []
-        for p, hint in zip(trial, hints, strict=True):
-            dest = fresh.move(p.uid, hint, skip)
-            reference.append((dest, fresh.pointer))
-            if dest is None:
-                break
-        snapshot.revert()
+        reference = _moved_one_by_one(PodMover(snapshot, checker), snapshot, trial, hints, skip, start)
     assert found == reference
 
 

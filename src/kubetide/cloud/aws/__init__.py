@@ -3,7 +3,8 @@
 - ``flags``: --nodes and --node-group-auto-discovery, parsed without any AWS call;
 - ``provider_id``: node <-> instance through `aws:///<zone>/<instance-id>`;
 - ``groups``: the ASG cache (DescribeAutoScalingGroups once per refresh, failed launches);
-- ``template``: template nodes for scale-up from zero (instance type + node-template tags);
+- ``template``: template nodes for scale-up from zero (instance type + node-template tags), and
+  every instance type a group launches, for its price;
 - ``provider``: the NodeGroup and CloudProvider ports.
 
 `connect` builds the provider from the usual AWS configuration (boto3's default chain: the

@@ -14,6 +14,9 @@ last increase, e.g. InsufficientInstanceCapacity) the placeholders carry an OutO
 InstanceError: the cluster state registry then backs the group off and lowers its target, as for
 the simulator's stockout. Deleting a placeholder lowers the desired capacity by one.
 
+A group's price is the bundled table's (cloud/prices.py) on-demand list price of the dearest
+instance type its launch settings name, or None when the table lacks one of them (said once).
+
 Writes retry with botocore's standard retry mode (exponential backoff with jitter, throttling
 included); an error that outlasts the retries is an ActionError, which the loop reports (event,
 backoff, status) and survives.
@@ -28,11 +31,24 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from kubetide.autoscaler.ports import TO_BE_DELETED_TAINT, ActionError, Instance, InstanceState, TemplateError
+from kubetide.autoscaler.ports import (
+    TO_BE_DELETED_TAINT,
+    ActionError,
+    Instance,
+    InstanceState,
+    PriceError,
+    TemplateError,
+)
 from kubetide.cloud.aws.flags import ExplicitGroup, TagDiscovery
 from kubetide.cloud.aws.groups import AWS_ERRORS, DEFAULT_REFRESH_INTERVAL, Asg, AsgCache, AwsError
 from kubetide.cloud.aws.provider_id import instance_id_of, is_placeholder, placeholder_id, provider_id
-from kubetide.cloud.aws.template import InstanceTypes, build_template, instance_type_of
+from kubetide.cloud.aws.template import (
+    InstanceTypes,
+    build_template,
+    chooses_by_attributes,
+    instance_types_of,
+)
+from kubetide.cloud.prices import PriceTable, bundled_table
 from kubetide.cloud.static import template_from_node
 from kubetide.model import Node
 from kubetide.snapshot import ClusterSnapshot
@@ -202,10 +218,14 @@ class AwsNodeGroup:
         except (AwsError, ActionError) as exc:
             raise TemplateError(self.id, str(exc)) from None
 
-    def price_per_hour(self) -> float:
-        # Not looked up: the EC2 pricing API is another service and region; price-based expanders
-        # see every group as free.
-        return 0.0
+    def price_per_hour(self) -> float | None:
+        """The on-demand list price of the dearest instance type the group may launch, from
+        kubetide's bundled table (cloud/prices.py); None when the table does not know one of
+        them. Raises PriceError when AWS cannot say what the group launches."""
+        try:
+            return self.provider.price_of(self._asg())
+        except (AwsError, ActionError) as exc:
+            raise PriceError(self.id, str(exc)) from None
 
 
 class AwsCloudProvider:
@@ -233,6 +253,10 @@ class AwsCloudProvider:
         self._snapshot = snapshot
         self._groups: dict[str, AwsNodeGroup] = {}
         self._templates: dict[str, tuple[tuple[Any, ...], Node]] = {}
+        # Per group: its launch settings and the instance types they launch, then its price.
+        self._launch_types: dict[str, tuple[Any, tuple[str, ...]]] = {}
+        self._prices: dict[str, tuple[Any, float | None]] = {}
+        self.price_table: PriceTable = bundled_table()
 
     def check_explicit_groups(self) -> None:
         """Read AWS once; every ASG named by --nodes must exist. Raises AwsError."""
@@ -283,7 +307,59 @@ class AwsCloudProvider:
         cached = self._templates.get(asg.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        instance_type = instance_type_of(asg, self.autoscaling, self.ec2)
+        instance_type = self.launch_types(asg)[0]
         node = build_template(asg, self.instance_types.get(instance_type), self.region)
         self._templates[asg.name] = (key, node)
         return node
+
+    def launch_types(self, asg: Asg) -> tuple[str, ...]:
+        """The instance types the group launches (template.instance_types_of), read again only
+        when its launch settings change. Raises AwsError."""
+        cached = self._launch_types.get(asg.name)
+        if cached is not None and cached[0] == asg.launch:
+            return cached[1]
+        types = instance_types_of(asg, self.autoscaling, self.ec2)
+        self._launch_types[asg.name] = (asg.launch, types)
+        return types
+
+    def price_of(self, asg: Asg) -> float | None:
+        """The group's price per node-hour, worked out (and said in the log) once per launch
+        settings. A mixed instances group may launch any of its types (its allocation strategy,
+        capacity and spot decide which), so it is priced at the dearest: a replacement onto it
+        must save even then, and the price expander never takes it for cheaper than it may be.
+        Raises AwsError."""
+        cached = self._prices.get(asg.name)
+        if cached is not None and cached[0] == asg.launch:
+            return cached[1]
+        price = self._work_out_price(asg)
+        self._prices[asg.name] = (asg.launch, price)
+        return price
+
+    def _work_out_price(self, asg: Asg) -> float | None:
+        skipped = "no price: cheaper-group replacement and the price expander pass the group over"
+        if chooses_by_attributes(asg):
+            log.warning(
+                "%s: %s (its mixed instances policy chooses instance types by attributes)", asg.name, skipped
+            )
+            return None
+        types = self.launch_types(asg)
+        guesses = [self.price_table.guess(t) for t in types]
+        unknown = [t for t, g in zip(types, guesses, strict=True) if g is None or g.provider != "aws"]
+        if unknown:
+            log.warning(
+                "%s: %s (%s not in kubetide's AWS price table of %s)",
+                asg.name,
+                skipped,
+                ", ".join(unknown),
+                self.price_table.date,
+            )
+            return None
+        dearest = max((g for g in guesses if g is not None), key=lambda g: g.price)
+        log.info(
+            "%s: priced at $%g/h, %s%s",
+            asg.name,
+            dearest.price,
+            dearest.describe(),
+            f", the dearest of {', '.join(types)}" if len(types) > 1 else "",
+        )
+        return dearest.price

@@ -2,7 +2,7 @@
 
 As the Cluster Autoscaler's AWS provider builds them: the instance type comes from the group's
 mixed instances policy (its first override, else its launch template), launch template or launch
-configuration; its capacity from DescribeInstanceTypes (vCPUs, memory, GPUs as nvidia.com/gpu,
+configuration (`instance_types_of` lists every type the group may launch, for its price); its capacity from DescribeInstanceTypes (vCPUs, memory, GPUs as nvidia.com/gpu,
 110 pods); allocatable equals capacity. Labels are those a kubelet on EC2 sets
 (kubernetes.io/arch and os, node.kubernetes.io/instance-type, topology.kubernetes.io/region and
 zone, the zone being the group's first) plus the group's tags
@@ -80,30 +80,42 @@ def _instance_type_info(described: Mapping[str, Any]) -> InstanceTypeInfo:
     )
 
 
-def instance_type_of(asg: Asg, autoscaling: Any, ec2: Any) -> str:
-    """The instance type new instances of the group get. Raises AwsError."""
+def instance_types_of(asg: Asg, autoscaling: Any, ec2: Any) -> tuple[str, ...]:
+    """Every instance type new instances of the group may get, the one its template is built
+    from first: a mixed instances policy's overrides in their order (CA builds the template from
+    the first), else the launch template's or launch configuration's one type. An override that
+    chooses by attributes (InstanceRequirements) names no type and adds none. Raises AwsError."""
     launch = asg.launch
     try:
         if "MixedInstancesPolicy" in launch:
             policy = launch["MixedInstancesPolicy"].get("LaunchTemplate", {})
-            for override in policy.get("Overrides", []):
-                if override.get("InstanceType"):
-                    return str(override["InstanceType"])
-            return _launch_template_instance_type(policy.get("LaunchTemplateSpecification", {}), ec2)
+            overrides = tuple(
+                str(o["InstanceType"]) for o in policy.get("Overrides", []) if o.get("InstanceType")
+            )
+            if overrides:
+                return overrides
+            return (_launch_template_instance_type(policy.get("LaunchTemplateSpecification", {}), ec2),)
         if "LaunchTemplate" in launch:
-            return _launch_template_instance_type(launch["LaunchTemplate"], ec2)
+            return (_launch_template_instance_type(launch["LaunchTemplate"], ec2),)
         if "LaunchConfigurationName" in launch:
             name = launch["LaunchConfigurationName"]
             response = autoscaling.describe_launch_configurations(LaunchConfigurationNames=[name])
             configurations = response.get("LaunchConfigurations", [])
             if configurations:
-                return str(configurations[0]["InstanceType"])
+                return (str(configurations[0]["InstanceType"]),)
             raise AwsError(f"{asg.name}: launch configuration {name} not found")
     except AWS_ERRORS as exc:
         raise AwsError(f"{asg.name}: reading its launch settings: {exc}") from None
     raise AwsError(
         f"{asg.name}: no launch template, launch configuration or instance type to build a template from"
     )
+
+
+def chooses_by_attributes(asg: Asg) -> bool:
+    """Some of the group's mixed instances overrides pick instance types by attributes
+    (InstanceRequirements): the types it may launch are not all named."""
+    policy = asg.launch.get("MixedInstancesPolicy", {}).get("LaunchTemplate", {})
+    return any(not o.get("InstanceType") for o in policy.get("Overrides", []))
 
 
 def _launch_template_instance_type(spec: Mapping[str, Any], ec2: Any) -> str:

@@ -11,7 +11,9 @@ what the autoscaler believes or reports:
   the controller still wants the pod: fewer Ready pods (Running, for a Job) than its desired
   replicas (parallelism) now, by more than its other open debts for pods that were serving when
   removed (a later removal of a Ready pod, still within its own 5 minutes, answers for its own
-  part of the shortfall; evicting a replacement still starting does not). A pod whose controller
+  part of the shortfall; evicting a replacement still starting does not). A StatefulSet's
+  replacement takes its pod's name, so it cannot exist before the evicted pod is gone: its
+  5 minutes start when the pod does (a grace period of 10 minutes is not a lost pod). A pod whose controller
   scaled down meanwhile wanted no replacement and is not lost; a controller that stays short is,
   even when the evicted pod's own replacement was deleted. Pods bound to a NotReady node are not
   counted short: a node failure, not the autoscaler, holds them back.
@@ -125,6 +127,9 @@ class Metrics(WorldObserver):
         self._with_pods: set[str] = set()
         # controller UID -> owed replacements: (deadline, whether the removed pod was serving)
         self._debts: dict[str, deque[tuple[float, bool]]] = {}
+        # evicted StatefulSet pods still terminating -> whether they were serving when evicted:
+        # their debts start when they are gone (pod_removed)
+        self._owed_when_gone: dict[str, bool] = {}
         self._coming_up: dict[str, str] = {}  # node name -> group, requested nodes not up yet
         self.timeline: list[dict[str, float | int]] = []
         world.subscribe(self)
@@ -183,6 +188,9 @@ class Metrics(WorldObserver):
             self._replacement_ready(new)
 
     def pod_removed(self, pod: Pod) -> None:
+        serving = self._owed_when_gone.pop(pod.uid, None)
+        if serving is not None:
+            self._open_debt(pod, serving)
         if not pod.node_name:
             self._set_pending(-1)
             self._pending_from.pop(pod.uid, None)
@@ -280,7 +288,11 @@ class Metrics(WorldObserver):
             self._evicted_from[pod.node_name] = self._evicted_from.get(pod.node_name, 0) + 1
         if healthy(pod):
             self._check_budgets([pod])
-        self._owe_replacement(pod)
+        ref = pod.meta.controller
+        if ref is not None and ref.kind == "StatefulSet":
+            self._owed_when_gone[pod.uid] = _serving(pod)  # terminating from now; see pod_removed
+        else:
+            self._owe_replacement(pod)
         drains = self.drains_in_progress()
         if drains > self.c.max_concurrent_drains:
             self.c.max_concurrent_drains = drains
@@ -381,8 +393,14 @@ class Metrics(WorldObserver):
         ref = pod.meta.controller
         if ref is None or ref.kind == "DaemonSet" or pod.is_mirror:
             return
+        self._open_debt(pod, _serving(pod))
+
+    def _open_debt(self, pod: Pod, serving: bool) -> None:
+        ref = pod.meta.controller
+        if ref is None:
+            return
         deadline = self.engine.now() + LOST_AFTER
-        self._debts.setdefault(ref.uid, deque()).append((deadline, _serving(pod)))
+        self._debts.setdefault(ref.uid, deque()).append((deadline, serving))
         self.engine.at(deadline, self._check_debt, ref.uid, ref.kind, f"{pod.namespace}/{ref.name}", pod.key)
 
     def _replacement_ready(self, pod: Pod) -> None:

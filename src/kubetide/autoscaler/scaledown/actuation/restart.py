@@ -1,4 +1,4 @@
-"""Restart safety: what to do with taints a previous run left behind.
+"""Restart safety: what to do with taints and replacements a previous run left behind.
 
 Scale-down state lives in memory, so after a restart nodes may still carry
 ToBeDeletedByClusterAutoscaler with nobody driving their deletion (the Cluster Autoscaler's users
@@ -18,11 +18,20 @@ may sit on nodes that are needed again. On the first loop of a fresh process, `r
   asked the cloud), and untainting them would let the scheduler put pods on a machine that is
   about to vanish. They stay tainted and are treated as being deleted until their Node goes;
 - removes soft taints from nodes that are not unneeded (all of them: this is a one-off cleanup,
-  not the per-loop trickle of update_soft_taints).
+  not the per-loop trickle of update_soft_taints);
+- takes back the cheaper-group replacements in flight (replacement.py): the loop records each on
+  the nodes it stands in for (`ReplacementRecords`, the REPLACEMENT_ANNOTATION: the group and
+  when its node was asked for), so the new process waits for that node and drains them once it
+  is Ready, rather than launching a second one or removing the first as an empty node. A record
+  is dropped (and its annotation removed) when it does not parse, the replacement is switched
+  off, its group is gone, its node is already being deleted or it is past
+  max-node-provision-time.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +42,7 @@ from kubetide.autoscaler.ports import (
     TO_BE_DELETED_TAINT,
     ActionError,
     CloudProvider,
+    ClusterActions,
     InstanceState,
 )
 from kubetide.autoscaler.scaledown.actuation.actuator import Actuator, resume_deadline
@@ -40,8 +50,61 @@ from kubetide.autoscaler.scaledown.planning.drainability import DrainContext, dr
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.autoscaler.scaledown.planning.replacement import PendingReplacement
+from kubetide.durations import rfc3339
 from kubetide.model import Node, PodDisruptionBudget, Workload
+from kubetide.model.reader import parse_time
 from kubetide.snapshot import ClusterSnapshot
+
+# On each node a launched replacement stands in for, while it does: {"nodeGroup": ID,
+# "launchedAt": RFC 3339}. kubetide's own (CA has no replacement to remember).
+REPLACEMENT_ANNOTATION = "kubetide.io/replaced-by"
+
+
+def replacement_record(pending: PendingReplacement) -> str:
+    return json.dumps({"nodeGroup": pending.group_id, "launchedAt": rfc3339(pending.launched_at)})
+
+
+def parse_replacement_record(text: str) -> tuple[str, float]:
+    """(group id, launch time) of a record. Raises ValueError."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"{text!r} is not JSON") from None
+    group = data.get("nodeGroup") if isinstance(data, dict) else None
+    launched = data.get("launchedAt") if isinstance(data, dict) else None
+    if not isinstance(group, str) or not group or not isinstance(launched, str):
+        raise ValueError(f'{text!r}: expected {{"nodeGroup": ID, "launchedAt": RFC 3339 time}}')
+    return group, parse_time(launched)
+
+
+class ReplacementRecords:
+    """Keeps REPLACEMENT_ANNOTATION on exactly the nodes the planner's pending replacements stand
+    in for: written when a replacement is launched, removed once the node is forgotten (gone,
+    being deleted, or its replacement given up). Only what this process wrote or recovered is
+    compared, so a loop costs a lookup per pending node."""
+
+    def __init__(self) -> None:
+        self.written: dict[str, str] = {}  # node -> the record it carries
+
+    def sync(
+        self, actions: ClusterActions, replacing: Mapping[str, PendingReplacement], snapshot: ClusterSnapshot
+    ) -> None:
+        wanted = {name: replacement_record(p) for name, p in replacing.items() if name in snapshot}
+        for name, record in wanted.items():
+            if self.written.get(name) != record:
+                try:
+                    actions.annotate_node(name, REPLACEMENT_ANNOTATION, record)
+                except ActionError:
+                    continue  # the next loop tries again
+                self.written[name] = record
+        for name in [n for n in self.written if n not in wanted]:
+            if name in snapshot:
+                try:
+                    actions.annotate_node(name, REPLACEMENT_ANNOTATION, None)
+                except ActionError:
+                    continue
+            del self.written[name]
 
 
 @dataclass(slots=True)
@@ -51,6 +114,8 @@ class RecoveryReport:
     released: dict[str, str] = field(default_factory=dict)  # node -> why it was untainted
     cloud_deleting: list[str] = field(default_factory=list)  # left tainted: the cloud is deleting them
     soft_released: list[str] = field(default_factory=list)
+    replacing: dict[str, str] = field(default_factory=dict)  # node -> the group replacing it
+    replacement_dropped: dict[str, str] = field(default_factory=dict)  # node -> why its record went
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -75,8 +140,29 @@ def recover(
     pdbs: Sequence[PodDisruptionBudget] = (),
     workloads: Sequence[Workload] | None = None,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    records: ReplacementRecords | None = None,
 ) -> RecoveryReport:
-    """Call once, on the first loop after start, before the regular scale-down steps."""
+    """Call once, on the first loop after start, before the regular scale-down steps. With
+    `records`, the replacements in flight are taken back first (and `records` learns them)."""
+    replacing: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    if records is not None:
+        replacing, dropped = _recover_replacements(planner, actuator, snapshot, cloud, now, records)
+    report = _recover_taints(planner, actuator, snapshot, cloud, now, pdbs, workloads, namespaces)
+    report.replacing, report.replacement_dropped = replacing, dropped
+    return report
+
+
+def _recover_taints(
+    planner: Planner,
+    actuator: Actuator,
+    snapshot: ClusterSnapshot,
+    cloud: CloudProvider,
+    now: float,
+    pdbs: Sequence[PodDisruptionBudget],
+    workloads: Sequence[Workload] | None,
+    namespaces: Mapping[str, Mapping[str, str]] | None,
+) -> RecoveryReport:
     tracked = actuator.being_deleted()
     tainted = [n for n in snapshot.nodes() if n.has_taint(TO_BE_DELETED_TAINT) and n.name not in tracked]
     deleting = _cloud_deleting(cloud)
@@ -165,6 +251,88 @@ def release_orphans(
             continue
         actuator.actions.emit_event(Event.scale_down_failed(node.name, why, now))
     return errors
+
+
+def _recover_replacements(
+    planner: Planner,
+    actuator: Actuator,
+    snapshot: ClusterSnapshot,
+    cloud: CloudProvider,
+    now: float,
+    records: ReplacementRecords,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The records a previous run left, back in the planner (node -> group), or dropped (node ->
+    why, the annotation removed and a ScaleDownFailed Event said)."""
+    recorded = [
+        (n, n.annotations[REPLACEMENT_ANNOTATION])
+        for n in snapshot.nodes()
+        if REPLACEMENT_ANNOTATION in n.annotations
+    ]
+    if not recorded:
+        return {}, {}
+    groups = {g.id for g in cloud.node_groups()}
+    pending: dict[tuple[str, float], PendingReplacement] = {}
+    replacing: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for node, text in recorded:
+        try:
+            group_id, launched_at = parse_replacement_record(text)
+            why = _why_dropped(node, group_id, launched_at, actuator, groups, now)
+        except ValueError as exc:
+            group_id, launched_at = "", now
+            why = f"unreadable {REPLACEMENT_ANNOTATION} annotation: {exc}"
+        if why:
+            dropped[node.name] = why
+            try:
+                actuator.actions.annotate_node(node.name, REPLACEMENT_ANNOTATION, None)
+            except ActionError:
+                records.written[node.name] = text  # the loop's next sync removes it
+            actuator.actions.emit_event(
+                Event.scale_down_failed(node.name, f"replacement given up at restart: {why}", now)
+            )
+            continue
+        key = (group_id, launched_at)
+        if key not in pending:
+            pending[key] = PendingReplacement(
+                group_id, launched_at, _group_before(snapshot, cloud, group_id, launched_at)
+            )
+        planner.note_replacement([node.name], pending[key])
+        records.written[node.name] = text
+        replacing[node.name] = group_id
+        actuator.actions.emit_event(Event.node_replacement_resumed(node.name, group_id, launched_at, now))
+    return replacing, dropped
+
+
+def _why_dropped(
+    node: Node, group_id: str, launched_at: float, actuator: Actuator, groups: set[str], now: float
+) -> str:
+    """Why a record cannot be taken back, or "" when it can."""
+    options = actuator.options
+    if not options.consolidate_onto_cheaper_groups:
+        return "consolidate-onto-cheaper-groups is off"
+    if group_id not in groups:
+        return f"node group {group_id} is not managed any more"
+    if node.has_taint(TO_BE_DELETED_TAINT):
+        return "its deletion had started"
+    if now - launched_at >= options.max_node_provision_time:
+        return f"its replacement, launched at {rfc3339(launched_at)}, is past max-node-provision-time"
+    return ""
+
+
+def _group_before(
+    snapshot: ClusterSnapshot, cloud: CloudProvider, group_id: str, launched_at: float
+) -> frozenset[str]:
+    """The group's nodes that were there when its replacement was asked for: created before that
+    second (the record keeps whole seconds, as Kubernetes' creationTimestamp does, so a node
+    created in the launch's second counts as the new one). A node of unknown age counts as old."""
+    launched = math.floor(launched_at)
+    return frozenset(
+        node.name
+        for node in snapshot.nodes()
+        if (node.meta.creation_timestamp is None or node.meta.creation_timestamp < launched)
+        and (group := cloud.node_group_for(node)) is not None
+        and group.id == group_id
+    )
 
 
 def _cloud_deleting(cloud: CloudProvider) -> set[str]:

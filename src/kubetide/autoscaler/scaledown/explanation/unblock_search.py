@@ -75,7 +75,7 @@ from kubetide.autoscaler.scaledown.unblock_answer import (
 )
 from kubetide.clock import Timer, spend
 from kubetide.durations import format_duration, rfc3339
-from kubetide.model import Node, Pod, PodDisruptionBudget, Workload
+from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.disruption import do_not_disrupt_until
 from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import Memo
@@ -967,28 +967,8 @@ def new_node(template: Node, name: str) -> Node:
 def replicas_of(pod: Pod, inputs: LoopInputs) -> int | None:
     """The replicas of the workload that controls `pod`, if the inputs know it."""
     ref = pod.controller
-    if ref is None or inputs.workloads is None:
-        return None
-    workload = _by_identity(inputs.workloads).get((ref.kind, pod.namespace, ref.name))
+    workload = None if ref is None else inputs.workload(ref.kind, pod.namespace, ref.name)
     return None if workload is None else workload.replicas
-
-
-# The workloads last indexed and their index: a loop asks once per blocked node and per unblock
-# check (thousands of times on a large cluster), always of the same workloads.
-_last_index: tuple[tuple[Workload, ...], dict[tuple[str, str, str], Workload]] = ((), {})
-
-
-def _by_identity(workloads: Sequence[Workload]) -> dict[tuple[str, str, str], Workload]:
-    """(kind, namespace, name) -> the first such workload. Kept while the same workloads are
-    asked of: the tuple comparison is by identity first, element by element, in C."""
-    global _last_index
-    key = tuple(workloads)
-    if key != _last_index[0]:
-        index: dict[tuple[str, str, str], Workload] = {}
-        for w in key:
-            index.setdefault((w.kind, w.namespace, w.name), w)
-        _last_index = (key, index)
-    return _last_index[1]
 
 
 class _ChangedGroup:

@@ -101,8 +101,9 @@ def moving_pods(snapshot: ClusterSnapshot, name: str) -> tuple[Pod, ...]:
 
 
 def _price(group: NodeGroup | None) -> float | None:
-    """The group's price per hour, None when unknown. A provider that looks no price up says 0
-    (AWS, Cluster API): such a group is never a replacement's, nor replaced."""
+    """The group's price per hour, None when unknown (an instance type the AWS or Cluster API
+    provider's bundled table lacks) or 0 (free: nothing to save): such a group is never a
+    replacement's, nor replaced."""
     if group is None:
         return None
     try:
