@@ -83,6 +83,7 @@ BATCH_MAX = 10.0  # BATCH_MAX_DURATION
 VALIDATION_DELAY = 15.0  # consolidation.go commandValidationDelay
 COMMAND_TIMEOUT = 600.0  # queue.go: clamp(80 ms x commands, 10 min, 1 h); a few commands at once
 UNAVAILABLE_TTL = 180.0  # the unavailable-offerings cache: an instance type that failed to launch
+REGISTRATION_TIMEOUT = 900.0  # liveness.go: a NodeClaim whose node has not registered by then is deleted
 EVICTION_RETRY = 10.0  # how soon a terminating node tries its refused evictions again
 # the methods that keep a "consolidated" mark (state.py)
 MARKED_METHODS = (MultiNodeConsolidation.name, SingleNodeConsolidation.name)
@@ -382,6 +383,7 @@ class Karpenter:
             snapshot, frozenset(p.uid for p in self.view.pending_pods()), self.launched, now
         )
         ready = {n.provider_id for n in snapshot.nodes() if n.ready and n.provider_id}
+        registered = {n.provider_id for n in snapshot.nodes() if n.provider_id}
         groups = self._groups()
         for instance_id, launched in list(self.launched.items()):
             if instance_id in ready:
@@ -408,6 +410,14 @@ class Karpenter:
                     now,
                     True,
                 )
+            elif instance_id not in registered and now - launched.launched_at >= REGISTRATION_TIMEOUT:
+                # Karpenter's liveness check deletes a NodeClaim whose node never registered; kept,
+                # it would stand as room for consolidation's simulations forever.
+                del self.launched[instance_id]
+                self.consolidation.mark_unconsolidated(now)  # the NodeClaim is deleted
+                if group is not None and state is not None and state.state is InstanceState.CREATING:
+                    with contextlib.suppress(ActionError):
+                        group.decrease_target_size(-1)
         seen = set()
         for node, stamp in snapshot.stamps():
             seen.add(node.name)
