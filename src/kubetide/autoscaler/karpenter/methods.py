@@ -122,8 +122,6 @@ class Context:
     reserved: Sequence[Pod] = ()
     # why a candidate could not go (for Karpenter's Unconsolidatable / DisruptionBlocked events)
     blocked: dict[str, str] = field(default_factory=dict)
-    # a candidate was left out for want of budget (by any method)
-    budget_blocked: bool = False
     # pool -> the capacity it may still launch (pools without limits are not in it)
     pool_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     spot_to_spot: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
@@ -297,7 +295,6 @@ class Emptiness(Method):
         held = {c.name for c in chosen}
         for c in (c for c in empty if c.name not in held):
             ctx.blocked[c.name] = "disruption budget for Empty reached"
-            ctx.budget_blocked = True
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
 
 
@@ -309,7 +306,6 @@ class Drift(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if ctx.budgets.get(DRIFTED, 0) <= 0:
-            ctx.budget_blocked = ctx.budget_blocked or any(c.drifted for c in candidates)
             return None
         drifted = sorted(
             (c for c in candidates if c.drifted),
@@ -318,7 +314,6 @@ class Drift(Method):
         with shared_simulation(ctx) as simulation:
             for candidate in drifted:
                 if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
-                    ctx.budget_blocked = True
                     continue
                 outcome = simulation.schedule(candidate.pods, without={candidate.name})
                 if outcome.unschedulable:
@@ -342,7 +337,6 @@ class MultiNodeConsolidation(Method):
             return None
         eligible = ctx.pool_budgets.within(ranked, UNDERUTILIZED)
         held_back = len(eligible) < len(ranked)
-        ctx.budget_blocked = ctx.budget_blocked or held_back
         eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
         if len(eligible) < 2:
             ctx.found_nothing(self.name, held_back)
@@ -375,13 +369,12 @@ class SingleNodeConsolidation(Method):
         if not ranked or ctx.is_consolidated(self.name):
             return None
         if ctx.budgets.get(UNDERUTILIZED, 0) <= 0:
-            ctx.budget_blocked = True
-            return None
+            return None  # every candidate held back by its budget: no mark
         held_back = False
         with shared_simulation(ctx) as simulation:
             for candidate in ranked:
                 if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
-                    held_back = ctx.budget_blocked = True
+                    held_back = True
                     continue
                 if candidate.pool in ctx.balanced and not can_pass_balanced(ctx, candidate):
                     continue
