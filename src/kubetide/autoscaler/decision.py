@@ -43,8 +43,8 @@ from kubetide.autoscaler.scaledown.planning import (
     BEING_DELETED,
     BudgetDecision,
     Planner,
-    ReadinessHistory,
     ScaleDownPlan,
+    ScheduleMemo,
     crop,
     plan_schedule,
 )
@@ -117,7 +117,7 @@ class LoopState:
         self.registry = ClusterStateRegistry(options)
         self.scale_up = ScaleUp(options, seed=seed, timer=timer, expander_service=expander_service)
         self.planner = Planner(options, timers_expired=timers_expired, timer=timer)
-        self.readiness_history = ReadinessHistory()  # the drains' schedule reads it (estimate.py)
+        self.schedule_memo = ScheduleMemo()  # the drains' schedule, kept between loops (estimate.py)
 
 
 def observe(state: LoopState, snapshot: ClusterSnapshot, cloud: CloudProvider, now: float) -> LoopDecision:
@@ -247,7 +247,7 @@ def _decide_scale_down(
         state.options,
         inputs.now,
         lambda name: _removable_at(planner, snapshot, name, inputs.now, state.options),
-        state.readiness_history,
+        state.schedule_memo,
     )
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress

@@ -27,6 +27,7 @@ from kubetide.autoscaler.scaledown.planning.estimate import (
     EVICTION_RETRY_INTERVAL,
     DrainEstimate,
     ReadinessHistory,
+    ScheduleMemo,
     drain_estimates,
     plan_schedule,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "ReadinessHistory",
     "Replacement",
     "ScaleDownPlan",
+    "ScheduleMemo",
     "UnderutilizedNodeRemoval",
     "ca_method_name",
     "crop",

@@ -27,17 +27,22 @@ from __future__ import annotations
 
 import heapq
 import math
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.drainability import (
+    DO_NOT_DISRUPT,
+    KUBE_SYSTEM,
     DrainContext,
     DrainRules,
     NodeDrain,
+    Verdict,
     drain_node,
     index_workloads,
+    verdict,
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.durations import format_duration
@@ -170,57 +175,293 @@ def plan_schedule(
     options: AutoscalerOptions,
     now: float,
     removable_at: Callable[[str], float],
-    history: ReadinessHistory | None = None,
+    memo: ScheduleMemo | None = None,
 ) -> ScaleDownSchedule:
     """The schedule of a plan's drains: its candidates (their drains as the planner found them),
     then its nodes waiting for budget (their pods sorted by the drainability rules here), under
-    the budgets as the cluster's PodDisruptionBudgets state them now. `history`: the readiness
-    history kept from the last loop (a loop's `LoopState` keeps one), else read afresh."""
+    the budgets as the cluster's PodDisruptionBudgets state them now. `memo`: what the last
+    loop's call kept (a loop's `LoopState` keeps one), else everything is computed afresh."""
+    if not candidates and not waiting:
+        return ScaleDownSchedule()  # most loops: nothing to drain, no budget to read
+    memo = memo if memo is not None else ScheduleMemo()
     index = index_workloads(workloads) if workloads is not None else None
     tracker = PdbTracker(pdbs, snapshot.pods(), index)
     ctx = DrainContext(DrainRules.from_options(options), tracker, now, index)
+    tag = memo.context_tag((options, tuple(pdbs), None if workloads is None else tuple(workloads)))
     nodes = [
         NodeToDrain(name, drains[name].movable, surged.get(name, ()), max(0.0, removable_at(name) - now))
         for name in candidates
     ]
+    memo.waiting_drains.new_pass()
     nodes += [
         NodeToDrain(
             name,
-            drain_node(snapshot.pods_on(name).values(), ctx).movable,
+            memo.movable(name, snapshot, ctx, tag),
             (),
             max(0.0, removable_at(name) - now),
         )
         for name in waiting
         if name in snapshot
     ]
+    kept = memo.reusable(nodes, tag, tracker.initial, snapshot)
+    if kept is not None:
+        memo.reused += 1
+        return kept
+    owners = _owners(nodes)
+    slowest = memo.history.slowest(snapshot, owners) if owners else {}
     # Drains start in the order their nodes may go (the plan's order among equals).
-    nodes.sort(key=lambda n: n.not_before)
-    ready_of = _slowest_of_controller(nodes, snapshot, history or ReadinessHistory())
-    return schedule_drains(nodes, tracker.matching, tracker.initial, options, is_healthy, ready_of)
+    order = sorted(nodes, key=lambda n: n.not_before)
+    paper = _run_paper(order, tracker.matching, tracker.initial, options, is_healthy, _ready_of(slowest))
+    return memo.keep(nodes, tag, tracker.initial, owners, slowest, paper)
+
+
+class ScheduleMemo:
+    """What `plan_schedule` keeps between loops (a loop's `LoopState` keeps one), so that the
+    schedule costs nothing when nothing it reads changed and little when a few nodes did:
+
+    - each waiting node's drain, under the node's pods and the rules' context (the
+      options, PodDisruptionBudgets and workloads), and the verdicts of its pods that read the
+      clock (drainability rules 2, 8 and 9): a loop sorts the pods of the nodes that changed;
+    - the controllers' readiness history (`ReadinessHistory`);
+    - the last schedule, under all it read but the clock: the nodes in the plan's order with the
+      pods they evict and those surged, the rules' context, the disruptions each budget allows,
+      and the readiness of the pods' controllers. `now` enters only through each node's wait
+      for its unneeded time (`NodeToDrain.not_before`), and the schedule on paper is the same
+      drains shifted in time when every wait moved by the same amount (the waits of nodes that
+      became unneeded together, as the clock runs): paper time stands still until the first
+      node may go, and from there on every step compares and adds times. So a loop whose waits
+      are the last ones shifted by `d` takes the last schedule `d` earlier, where that shift is
+      exact (`_Exact`), and computes it afresh otherwise.
+    """
+
+    def __init__(self) -> None:
+        self.history = ReadinessHistory()
+        self.waiting_drains: Memo[str, _WaitingDrain] = Memo()
+        self._context: tuple[object, ...] | None = None
+        self._tag = object()
+        self._last: _KeptSchedule | None = None
+        self.reused = 0  # schedules taken from the loop before, as they were or shifted
+
+    def context_tag(self, context: tuple[object, ...]) -> object:
+        """A token that stays the same while `context` (what the rules read besides a node's
+        pods and the clock) is equal to the last call's."""
+        if context != self._context:
+            self._context, self._tag = context, object()
+        return self._tag
+
+    def movable(self, name: str, snapshot: ClusterSnapshot, ctx: DrainContext, tag: object) -> Sequence[Pod]:
+        """A waiting node's pods to evict, by the drainability rules at `ctx.now`. Kept under the
+        node's pods in their order, not its stamp: a what-if's revert gives the stamp back but
+        puts the pods it removed at the end, and the drain lists them in the node's order."""
+        pods = tuple(snapshot.pods_on(name).values())
+        kept = self.waiting_drains.get(name, tag=tag)
+        if (
+            kept is not None
+            and kept.pods == pods
+            and tuple(verdict(p, ctx) for p in kept.timed) == kept.verdicts
+        ):
+            return kept.movable
+        timed = tuple(p for p in pods if _reads_the_clock(p))
+        drain = _WaitingDrain(
+            pods, tuple(drain_node(pods, ctx).movable), timed, tuple(verdict(p, ctx) for p in timed)
+        )
+        return self.waiting_drains.put(name, drain, tag=tag).movable
+
+    def reusable(
+        self, nodes: Sequence[NodeToDrain], tag: object, allowed: tuple[int, ...], snapshot: ClusterSnapshot
+    ) -> ScaleDownSchedule | None:
+        """The last schedule, shifted to this loop's waits, when nothing else it read changed."""
+        last = self._last
+        if last is None or last.tag is not tag or last.allowed != allowed or len(last.nodes) != len(nodes):
+            return None
+        if last.nodes != _drains_of(nodes):
+            return None
+        if last.owners:  # (a walk of the nodes that changed, for nothing when no pod reads it)
+            slowest = self.history.slowest(snapshot, last.owners)
+            if tuple(slowest.get(owner) for owner in last.owners) != last.readiness:
+                return None
+        waits = tuple(n.not_before for n in nodes)
+        if waits == last.waits:
+            return last.schedule
+        shift = last.exact.shift(last.waits, waits) if last.exact is not None else None
+        if shift is None:
+            return None
+        schedule = last.schedule
+        return ScaleDownSchedule(
+            {
+                name: ScheduledDrain(name, d.starts - shift, d.empties - shift)
+                for name, d in schedule.drains.items()
+            },
+            schedule.unfinished,
+            schedule.from_history,
+        )
+
+    def keep(
+        self,
+        nodes: Sequence[NodeToDrain],
+        tag: object,
+        allowed: tuple[int, ...],
+        owners: Iterable[_Owner],
+        slowest: Mapping[_Owner, float],
+        paper: _Paper,
+    ) -> ScaleDownSchedule:
+        """The schedule `paper` made, kept for the next loop under what it read."""
+        schedule = ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
+        owners = tuple(owners)
+        waits = tuple(n.not_before for n in nodes)
+        self._last = _KeptSchedule(
+            _drains_of(nodes),
+            tag,
+            allowed,
+            owners,
+            tuple(slowest.get(owner) for owner in owners),
+            waits,
+            schedule,
+            _Exact.of(paper, waits),
+        )
+        return schedule
+
+
+@dataclass(frozen=True, slots=True)
+class _WaitingDrain:
+    pods: tuple[Pod, ...]  # the node's, in its order
+    movable: tuple[Pod, ...]
+    timed: tuple[Pod, ...]  # its pods whose verdict reads the clock
+    verdicts: tuple[Verdict, ...]  # theirs when `movable` was sorted
+
+
+def _reads_the_clock(pod: Pod) -> bool:
+    """Whether a drainability verdict on the pod may change as time passes: a terminating pod
+    (rule 2), a kube-system pod (rule 8's age), a pod protected by karpenter.sh/do-not-disrupt
+    (rule 9's duration)."""
+    meta = pod.meta
+    return (
+        meta.deletion_timestamp is not None
+        or meta.namespace == KUBE_SYSTEM
+        or DO_NOT_DISRUPT in meta.annotations
+    )
+
+
+# A node's part of the schedule's key: its name, the pods its drain evicts, those surged.
+_NodeKey = tuple[str, tuple[Pod, ...], Collection[str]]
+
+
+def _drains_of(nodes: Iterable[NodeToDrain]) -> tuple[_NodeKey, ...]:
+    return tuple((n.name, tuple(n.pods), n.surged) for n in nodes)
+
+
+def _owners(nodes: Iterable[NodeToDrain]) -> set[_Owner]:
+    return {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
+
+
+# Paper times are kept exactly on this grid: multiples of 2^-24 s below 2^28 s (8.5 years) take
+# 52 bits, so sums and differences of them are exact floats. A clock's reading near 1.7e9 s is a
+# multiple of 2^-22 s, and so is the difference of two of them (a wait, a time to Ready).
+_GRID = 2.0**24
+_HORIZON = 2.0**28
+
+
+def _on_grid(values: Iterable[float]) -> bool:
+    return all((v * _GRID).is_integer() for v in values)
+
+
+@dataclass(frozen=True, slots=True)
+class _Exact:
+    """A schedule on paper computed in exact arithmetic: every time it read (the waits, the
+    taint delay, each pod's time to Ready and grace) on the grid, and every time it computed
+    within `horizon` of zero (at most its last step's time plus the longest a step adds)."""
+
+    horizon: float
+
+    @classmethod
+    def of(cls, paper: _Paper, waits: Sequence[float]) -> _Exact | None:
+        if not (paper.on_grid and _on_grid(waits) and _on_grid((paper.delay,))):
+            return None
+        horizon = (
+            max(paper.now, *waits, 0.0)
+            + abs(paper.delay)
+            + REPLACEMENT_LAG
+            + paper.reach
+            + EVICTION_RETRY_INTERVAL
+        )
+        return cls(horizon) if horizon < _HORIZON else None
+
+    def shift(self, before: Sequence[float], after: Sequence[float]) -> float | None:
+        """`d` when every wait of `after` is its wait in `before` minus d, and the schedule from
+        `after` is computed exactly too (so it is this one's times minus d, to the bit)."""
+        if not after or not _on_grid(after):
+            return None
+        d = before[0] - after[0]
+        if self.horizon + abs(d) >= _HORIZON or any(b - d != a for b, a in zip(before, after)):
+            return None
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptSchedule:
+    nodes: tuple[_NodeKey, ...]  # in the plan's order, before the sort by wait
+    tag: object  # the rules' context (ScheduleMemo.context_tag)
+    allowed: tuple[int, ...]  # the disruptions each budget allowed
+    owners: tuple[_Owner, ...]  # the controllers of the pods evicted
+    readiness: tuple[float | None, ...]  # their slowest bound-to-Ready
+    waits: tuple[float, ...]  # each node's `not_before`, in the plan's order
+    schedule: ScaleDownSchedule
+    exact: _Exact | None  # None: the schedule is reused only for the very same waits
 
 
 class ReadinessHistory:
     """Each controller's slowest bound-to-Ready over the cluster's pods, the history a
-    replacement's time to Ready is read from (`plan_schedule`), kept per node between loops under
-    the node's snapshot stamp: a loop walks only the pods of nodes that changed, not every pod
-    of the cluster (the schedule's largest part at 1,000 nodes when drains run)."""
+    replacement's time to Ready is read from (`plan_schedule`), kept between loops: each node's
+    part under the node's snapshot stamp, and the maximum over the nodes per controller, redone
+    only for the controllers of the nodes that changed. A loop walks the pods of those nodes,
+    and the nodes' stamps only when the snapshot's version moved."""
 
     def __init__(self) -> None:
-        self._nodes: Memo[str, dict[_Owner, float]] = Memo()
+        self._nodes: dict[str, tuple[int, dict[_Owner, float]]] = {}  # name -> stamp, its part
+        self._by_owner: dict[_Owner, dict[str, float]] = {}  # owner -> node -> its slowest there
+        self._slowest: dict[_Owner, float] = {}
+        self._seen: tuple[weakref.ref[ClusterSnapshot], int] | None = None  # snapshot and version
 
-    def slowest(self, snapshot: ClusterSnapshot, owners: Collection[_Owner]) -> dict[_Owner, float]:
+    def slowest(self, snapshot: ClusterSnapshot, owners: Iterable[_Owner]) -> dict[_Owner, float]:
         """The slowest bound-to-Ready of each of `owners` that shows one."""
-        memo = self._nodes
-        memo.new_pass()
-        slowest: dict[_Owner, float] = {}
+        self._refresh(snapshot)
+        kept = self._slowest
+        return {owner: kept[owner] for owner in owners if owner in kept}
+
+    def _refresh(self, snapshot: ClusterSnapshot) -> None:
+        seen = self._seen
+        if seen is not None and seen[0]() is snapshot and seen[1] == snapshot.version:
+            return
+        nodes, by_owner = self._nodes, self._by_owner
+        touched: set[_Owner] = set()
+        present = 0
         for name, stamp, pods in snapshot.pods_by_node():
-            of_node = memo.get(name, stamp)
-            if of_node is None:
-                of_node = memo.put(name, _slowest_by_owner(pods.values()), stamp)
-            for owner, known in of_node.items():
-                if owner in owners:
-                    slowest[owner] = max(slowest.get(owner, 0.0), known)
-        return slowest
+            present += 1
+            entry = nodes.get(name)
+            if entry is not None and entry[0] == stamp:
+                continue
+            part = _slowest_by_owner(pods.values())
+            for owner in entry[1] if entry is not None else ():
+                if owner not in part:
+                    del by_owner[owner][name]
+                    touched.add(owner)
+            for owner, known in part.items():
+                by_owner.setdefault(owner, {})[name] = known
+                touched.add(owner)
+            nodes[name] = (stamp, part)
+        if present < len(nodes):  # nodes gone
+            for name in [n for n in nodes if n not in snapshot]:
+                for owner in nodes.pop(name)[1]:
+                    del by_owner[owner][name]
+                    touched.add(owner)
+        for owner in touched:
+            of_owner = by_owner.get(owner)
+            if of_owner:
+                self._slowest[owner] = max(of_owner.values())
+            else:
+                by_owner.pop(owner, None)
+                self._slowest.pop(owner, None)
+        self._seen = (weakref.ref(snapshot), snapshot.version)
 
 
 def _slowest_by_owner(pods: Iterable[Pod]) -> dict[_Owner, float]:
@@ -232,14 +473,10 @@ def _slowest_by_owner(pods: Iterable[Pod]) -> dict[_Owner, float]:
     return slowest
 
 
-def _slowest_of_controller(
-    nodes: Sequence[NodeToDrain], snapshot: ClusterSnapshot, history: ReadinessHistory
-) -> Callable[[Pod], tuple[float, bool]]:
-    """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods (its
-    replacement is one more of them; a pod that started with the cluster may show none), else
-    its own history, else the default."""
-    owners = {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
-    slowest = history.slowest(snapshot, owners) if owners else {}
+def _ready_of(slowest: Mapping[_Owner, float]) -> Callable[[Pod], tuple[float, bool]]:
+    """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods
+    (`slowest`: its replacement is one more of them; a pod that started with the cluster may show
+    none), else its own history, else the default."""
 
     def ready_of(pod: Pod) -> tuple[float, bool]:
         known = slowest.get(_owner(pod)) if pod.controller is not None else None
@@ -269,7 +506,20 @@ def schedule_drains(
     whether evicting the pod takes one of them (the disruption controller counts Ready pods);
     `ready_of(pod)`: its replacement's seconds from bound to Ready and whether from history (by
     default the pod's own history, else DEFAULT_REPLACEMENT_READY)."""
-    paper = _Paper(budgets_of, allowed, options, healthy, ready_of or _replacement_ready)
+    paper = _run_paper(nodes, budgets_of, allowed, options, healthy, ready_of or _replacement_ready)
+    return ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
+
+
+def _run_paper(
+    nodes: Sequence[NodeToDrain],
+    budgets_of: Callable[[Pod], tuple[int, ...]],
+    allowed: Sequence[int],
+    options: AutoscalerOptions,
+    healthy: Callable[[Pod], bool],
+    ready_of: Callable[[Pod], tuple[float, bool]],
+) -> _Paper:
+    """`schedule_drains`' steps; the paper as they leave it."""
+    paper = _Paper(budgets_of, allowed, options, healthy, ready_of)
     waiting = list(nodes)[::-1]  # popped from the end: the plan's order
     slots = max(1, options.max_drain_parallelism)
     while waiting or paper.active or paper.finishing:
@@ -288,7 +538,7 @@ def schedule_drains(
         if not times:
             continue  # only nodes still to start: they start now
         paper.now = max(paper.now, min(times))
-    return ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
+    return paper
 
 
 # A pod still to go on paper: the budgets its eviction takes, its replacement's Ready time, grace.
@@ -316,6 +566,9 @@ class _Paper:
         self.drains: dict[str, ScheduledDrain] = {}
         self.unfinished: list[str] = []
         self.history = False
+        # For ScheduleMemo: whether every pod's time to Ready and grace is on the grid, and the
+        # longest of them together (see _Exact).
+        self.on_grid, self.reach = True, 0.0
         self.delay, self.grace_cap = (
             options.node_delete_delay_after_taint,
             options.max_graceful_termination_sec,
@@ -338,6 +591,8 @@ class _Paper:
             ready, known = self.ready_of(pod)
             self.history = self.history or known
             grace = float(min(pod.termination_grace_period, self.grace_cap))
+            self.reach = max(self.reach, abs(ready) + abs(grace))
+            self.on_grid = self.on_grid and (ready * _GRID).is_integer() and (grace * _GRID).is_integer()
             if pod.uid in node.surged:  # its replacement first, then the pod, no budget
                 gone = max(gone, now + self.delay + REPLACEMENT_LAG + ready + grace)
             else:
