@@ -308,6 +308,23 @@ def nodes_of(kube: KubeTestContext, pool: str) -> list:
 # -- flags -------------------------------------------------------------------------------------------
 
 
+def synced_provider(
+    kube: KubeTestContext, namespace: str
+) -> tuple[KubeClient, KubeClusterView, ClusterApiCloudProvider]:
+    """A cluster view and the Cluster API provider discovering `namespace`, both synced."""
+    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
+    view = KubeClusterView(client)
+    view.start()
+    cloud = ClusterApiCloudProvider(
+        client, view.snapshot, parse_auto_discovery([f"clusterapi:namespace={namespace}"])
+    )
+    cloud.start()
+    kube.add_cleanup(view.stop)
+    kube.add_cleanup(cloud.stop)
+    assert not view.wait_for_sync(30) and not cloud.wait_for_sync(30)
+    return client, view, cloud
+
+
 def test_auto_discovery_flags_and_what_the_provider_refuses_before_any_call():
     assert parse_auto_discovery(["clusterapi:namespace=blue,clusterName=prod,owner=jim"]) == [
         AutoDiscovery("blue", "prod", (("owner", "jim"),))
@@ -352,16 +369,7 @@ def test_node_groups_instances_templates_and_scaling_through_the_scale_subresour
     controller.failing.add("stockout-ms")
     wait_until(lambda: len(nodes_of(kube, "workers")) == 2 and nodes_of(kube, "plain"), what="initial nodes")
 
-    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
-    view = KubeClusterView(client)
-    view.start()
-    cloud = ClusterApiCloudProvider(
-        client, view.snapshot, parse_auto_discovery([f"clusterapi:namespace={ns}"])
-    )
-    cloud.start()
-    kube.add_cleanup(view.stop)
-    kube.add_cleanup(cloud.stop)
-    assert not view.wait_for_sync(30) and not cloud.wait_for_sync(30)
+    _client, view, cloud = synced_provider(kube, ns)
 
     groups = {g.id: g for g in cloud.node_groups()}
     workers, zero, stockout = (groups[f"MachineDeployment/{ns}/{n}"] for n in ("workers", "zero", "stockout"))
@@ -566,16 +574,7 @@ def test_a_group_is_priced_by_its_annotation_else_its_instance_type_in_the_bundl
         what="a node in every group at one replica",
     )
 
-    client = connect(str(kube.control_plane.kubeconfig_path), qps=100, burst=200)
-    view = KubeClusterView(client)
-    view.start()
-    cloud = ClusterApiCloudProvider(
-        client, view.snapshot, parse_auto_discovery([f"clusterapi:namespace={ns}"])
-    )
-    cloud.start()
-    kube.add_cleanup(view.stop)
-    kube.add_cleanup(cloud.stop)
-    assert not view.wait_for_sync(30) and not cloud.wait_for_sync(30)
+    _client, _view, cloud = synced_provider(kube, ns)
     with caplog.at_level(logging.WARNING, logger="kubetide.clusterapi"):
         for _ in range(3):  # three loops
             prices = {g.name: g.price_per_hour() for g in cloud.node_groups()}

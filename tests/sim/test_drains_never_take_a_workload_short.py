@@ -120,36 +120,53 @@ def scenarios(draw: st.DrawFn) -> dict:
         )
     startup_min = draw(st.sampled_from(["30s", "1m"]))
     startup_max = draw(st.sampled_from(["90s", "3m"]))
+    seed = draw(st.integers(0, 1000))  # drawn in the order the examples were first drawn in
+    autoscaler = {
+        "scale-down-unneeded-time": draw(st.sampled_from(["1m", "2m", "5m"])),
+        "scale-down-utilization-threshold": draw(st.sampled_from([0.5, 0.6, 0.7])),
+        "max-graceful-termination-sec": draw(st.sampled_from([30, 60])),
+        "node-delete-delay-after-taint": draw(st.sampled_from(["5s", "20s"])),
+        "max-pod-eviction-time": draw(st.sampled_from(["1m", "2m"])),
+        "max-drain-parallelism": draw(st.integers(1, 10)),
+        "max-scale-down-parallelism": 10,
+    }
+    return _scenario(
+        "drains", seed, (startup_min, startup_max), autoscaler, (nodes, 2 * nodes), objects, events
+    )
+
+
+def _scenario(
+    name: str,
+    seed: int,
+    startup: tuple[str, str],
+    autoscaler: dict,
+    nodes: tuple[int, int],
+    objects: list[dict],
+    events: list[dict],
+) -> dict:
+    """A 90-minute scenario on one group of 4-cpu nodes (`nodes`: initial and maximum size)."""
+    initial, maximum = nodes
+    group = {
+        "name": "general",
+        "minSize": 1,
+        "maxSize": maximum,
+        "initialSize": initial,
+        "price": 0.2,
+        "provisioningDelay": "1m",
+        "readyDelay": "20s",
+        "deletionDelay": "30s",
+        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
+    }
     return {
         "apiVersion": "kubetide.io/v1alpha1",
         "kind": "Scenario",
-        "metadata": {"name": "drains"},
+        "metadata": {"name": name},
         "spec": {
             "duration": "90m",
-            "seed": draw(st.integers(0, 1000)),
-            "cluster": {"podStartupDelay": {"min": startup_min, "max": startup_max}},
-            "autoscaler": {
-                "scale-down-unneeded-time": draw(st.sampled_from(["1m", "2m", "5m"])),
-                "scale-down-utilization-threshold": draw(st.sampled_from([0.5, 0.6, 0.7])),
-                "max-graceful-termination-sec": draw(st.sampled_from([30, 60])),
-                "node-delete-delay-after-taint": draw(st.sampled_from(["5s", "20s"])),
-                "max-pod-eviction-time": draw(st.sampled_from(["1m", "2m"])),
-                "max-drain-parallelism": draw(st.integers(1, 10)),
-                "max-scale-down-parallelism": 10,
-            },
-            "nodeGroups": [
-                {
-                    "name": "general",
-                    "minSize": 1,
-                    "maxSize": 2 * nodes,
-                    "initialSize": nodes,
-                    "price": 0.2,
-                    "provisioningDelay": "1m",
-                    "readyDelay": "20s",
-                    "deletionDelay": "30s",
-                    "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
-                }
-            ],
+            "seed": seed,
+            "cluster": {"podStartupDelay": {"min": startup[0], "max": startup[1]}},
+            "autoscaler": autoscaler,
+            "nodeGroups": [group],
             "objects": objects,
             "events": events,
         },
@@ -235,39 +252,16 @@ def test_a_statefulset_replacement_created_after_its_pod_is_gone_keeps_its_room(
         {"at": "20m", "scale": {"kind": kind, "namespace": "prod", "name": name, "replicas": after[name]}}
         for kind, name, *_ in shapes
     ]
-    group = {
-        "name": "general",
-        "minSize": 1,
-        "maxSize": 8,
-        "initialSize": 4,
-        "price": 0.2,
-        "provisioningDelay": "1m",
-        "readyDelay": "20s",
-        "deletionDelay": "30s",
-        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
+    autoscaler = {
+        "scale-down-unneeded-time": "5m",
+        "scale-down-utilization-threshold": 0.5,
+        "max-graceful-termination-sec": 60,
+        "node-delete-delay-after-taint": "20s",
+        "max-pod-eviction-time": "1m",
+        "max-drain-parallelism": 6,
+        "max-scale-down-parallelism": 10,
     }
-    data = {
-        "apiVersion": "kubetide.io/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "drains"},
-        "spec": {
-            "duration": "90m",
-            "seed": 59,
-            "cluster": {"podStartupDelay": {"min": "1m", "max": "3m"}},
-            "autoscaler": {
-                "scale-down-unneeded-time": "5m",
-                "scale-down-utilization-threshold": 0.5,
-                "max-graceful-termination-sec": 60,
-                "node-delete-delay-after-taint": "20s",
-                "max-pod-eviction-time": "1m",
-                "max-drain-parallelism": 6,
-                "max-scale-down-parallelism": 10,
-            },
-            "nodeGroups": [group],
-            "objects": objects,
-            "events": events,
-        },
-    }
+    data = _scenario("drains", 59, ("1m", "3m"), autoscaler, (4, 8), objects, events)
     assert run(data).metrics.c.pods_lost == 0
 
 
@@ -276,36 +270,9 @@ def _long_grace_scenario(startup: str) -> dict:
     (terminationGracePeriodSeconds 420, under max-graceful-termination-sec's 600) is drained."""
     shapes = [("StatefulSet", "db", 4, 1500, 420), ("Deployment", "web", 8, 900, 5)]
     objects = [_workload(*shape) for shape in shapes]
-    group = {
-        "name": "general",
-        "minSize": 1,
-        "maxSize": 8,
-        "initialSize": 4,
-        "price": 0.2,
-        "provisioningDelay": "1m",
-        "readyDelay": "20s",
-        "deletionDelay": "30s",
-        "template": {"status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}},
-    }
-    return {
-        "apiVersion": "kubetide.io/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "long-grace"},
-        "spec": {
-            "duration": "90m",
-            "seed": 7,
-            "cluster": {"podStartupDelay": {"min": startup, "max": startup}},
-            "autoscaler": {"scale-down-unneeded-time": "5m", "scale-down-utilization-threshold": 0.6},
-            "nodeGroups": [group],
-            "objects": objects,
-            "events": [
-                {
-                    "at": "20m",
-                    "scale": {"kind": "Deployment", "namespace": "prod", "name": "web", "replicas": 1},
-                }
-            ],
-        },
-    }
+    autoscaler = {"scale-down-unneeded-time": "5m", "scale-down-utilization-threshold": 0.6}
+    drop = {"at": "20m", "scale": {"kind": "Deployment", "namespace": "prod", "name": "web", "replicas": 1}}
+    return _scenario("long-grace", 7, (startup, startup), autoscaler, (4, 8), objects, [drop])
 
 
 def test_a_statefulset_pod_stopping_longer_than_five_minutes_is_not_lost():

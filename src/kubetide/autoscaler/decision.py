@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from kubetide.autoscaler.clusterstate import ClusterStateRegistry
@@ -44,6 +45,7 @@ from kubetide.autoscaler.scaledown.planning import (
     BudgetDecision,
     Planner,
     ScaleDownPlan,
+    ScaleDownSchedule,
     ScheduleMemo,
     crop,
     plan_schedule,
@@ -236,19 +238,7 @@ def _decide_scale_down(
     finally:
         snapshot.revert()
     decision.held = hold_unready_drains(plan, registry.unready_nodes_at_target())
-    plan.schedule = plan_schedule(
-        [n for n in plan.candidate_set if n in plan.drains and n not in decision.held],
-        plan.waiting_for_budget,
-        plan.drains,
-        {name: surge.pods for name, surge in plan.surges.items()},
-        snapshot,
-        inputs.pdbs,
-        inputs.workloads,
-        state.options,
-        inputs.now,
-        lambda name: _removable_at(planner, snapshot, name, inputs.now, state.options),
-        state.schedule_memo,
-    )
+    plan.schedule = drain_schedule(plan, planner, inputs, state.options, state.schedule_memo, decision.held)
     decision.scale_down = plan
     in_progress = inputs.deletions_in_progress
     if in_progress is None:
@@ -265,6 +255,32 @@ def _decide_scale_down(
             drain_in_progress=drain_in_progress,
         )
         decision.basis = {name: basis_of(snapshot, name, inputs.pdbs) for name in decision.to_delete}
+
+
+def drain_schedule(
+    plan: ScaleDownPlan,
+    planner: Planner,
+    inputs: LoopInputs,
+    options: AutoscalerOptions,
+    memo: ScheduleMemo | None,
+    held: Collection[str] = (),
+) -> ScaleDownSchedule:
+    """The plan's drains on paper (estimate.py): its candidates that drain, but those `held`,
+    each from when its unneeded timer lets it go."""
+    snapshot, now = inputs.snapshot, inputs.now
+    return plan_schedule(
+        [n for n in plan.candidate_set if n in plan.drains and n not in held],
+        plan.waiting_for_budget,
+        plan.drains,
+        {name: surge.pods for name, surge in plan.surges.items()},
+        snapshot,
+        inputs.pdbs,
+        inputs.workloads,
+        options,
+        now,
+        lambda name: _removable_at(planner, snapshot, name, now, planner.options),
+        memo,
+    )
 
 
 def _removable_at(

@@ -177,6 +177,10 @@ class AutoscalerOptions:
     # scaledown/planning/replacement.py): the replacement is launched, and the nodes drained once
     # it is Ready
     consolidate_onto_cheaper_groups: bool = True
+    # kubetide's own, within the above: nodes above scale-down-utilization-threshold whose
+    # utilization stayed the same for scale-down-unneeded-time are removed or replaced too, as
+    # Karpenter consolidates without a threshold; false keeps the threshold's word for every node
+    consolidate_busy_nodes: bool = True
     # Where the status ConfigMap lives, and so where cluster-wide events go (CA's --namespace and
     # --status-config-map-name; `kubetide run` also keeps its lease in this namespace)
     namespace: str = "kube-system"

@@ -204,16 +204,20 @@ class IncrementalEqualsFull(RuleBasedStateMachine):
         self.now += seconds
 
     # -- the comparison --------------------------------------------------------------------------
-    @invariant()
-    def a_loop_plans_alike(self):
-        self.now += 10.0  # every loop is a scan interval after the last
-        inputs = LoopInputs(
+    def next_loop(self) -> LoopInputs:
+        """The next loop's inputs: a scan interval after the last."""
+        self.now += 10.0
+        return LoopInputs(
             self.now,
             self.snapshot,
             pdbs=list(self.pdbs.values()),
             workloads=WORKLOADS,
             being_deleted=set(self.being_deleted),
         )
+
+    @invariant()
+    def a_loop_plans_alike(self):
+        inputs = self.next_loop()
         full = self.full.update(inputs, cloud=self.cloud)
         expected = _plan_facts(self.full, full)
         reused = self.incremental.reused

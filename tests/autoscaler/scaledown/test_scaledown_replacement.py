@@ -18,6 +18,7 @@ from kubetide.autoscaler.scaledown.planning import (
     Planner,
     Replacement,
 )
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.clock import WorkTimer
 
 OPTS = AutoscalerOptions()
@@ -25,8 +26,8 @@ LARGE, SMALL = 8000, 2000  # millicores
 
 
 class PricedGroup(FakeGroup):
-    def __init__(self, id: str, price: float, cpu: int, max_size: int = 100):
-        super().__init__(id, max_size=max_size)
+    def __init__(self, id: str, price: float, cpu: int, max_size: int = 100, min_size: int = 0):
+        super().__init__(id, min_size=min_size, max_size=max_size)
         self.price = price
         self.cpu = cpu
 
@@ -181,3 +182,97 @@ def test_a_node_is_replaced_only_once_it_has_been_removable_but_for_room_for_the
     planner.clear()
     plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait + 10)
     assert plan.replacements == []
+
+
+# -- busy nodes ---------------------------------------------------------------------------------
+def busy_cluster(on=(5, 5, 5), *, large_min: int = 0, bare_on: str = ""):
+    """Three large nodes a, b, c ($0.40, 8 cores) running `on` one-core pods of app web: each
+    above the 0.5 utilization threshold, so CA's rule removes none; and an empty group small
+    ($0.10, 2 cores). The first pod of each node in `bare_on` has no controller."""
+    cloud = FakeCloud()
+    cloud.add(PricedGroup("large", 0.40, LARGE, min_size=large_min), "a", "b", "c")
+    cloud.add(PricedGroup("small", 0.10, SMALL))
+    nodes = [node(name, LARGE, 32 * 2**30) for name in "abc"]
+    pods = [
+        pod(
+            f"web-{name}{i}",
+            name,
+            1000,
+            owner=None if name in bare_on and i == 0 else ("ReplicaSet", "web"),
+        )
+        for name, count in zip("abc", on, strict=True)
+        for i in range(count)
+    ]
+    return cloud, nodes, pods
+
+
+@pytest.mark.parametrize(
+    ("case", "kwargs", "pdbs", "options", "drained", "replaced"),
+    [
+        # a's 5 pods fit in b's and c's 3 free cores each: a goes, with no new node ($0.40 saved
+        # for 6 of 18 units of disruption: score 1).
+        ("removed", {}, [], OPTS, ["a"], []),
+        # b and c have 2 free cores each: a's 5 pods need one small node too ($0.30 saved).
+        ("replaced", {"on": (5, 6, 6)}, [], OPTS, [], [Replacement(("a",), "small")]),
+        # A pod with no controller forbids a's drain (CA's drain rule 7): b, next, goes instead.
+        ("a pod blocks the drain", {"bare_on": "a"}, [], OPTS, ["b"], []),
+        ("PDB at its minimum", {}, [pdb("web", "web", allowed=0)], OPTS, [], []),
+        ("group at its minimum size", {"large_min": 3}, [], OPTS, [], []),
+        ("turned off", {}, [], OPTS.with_values(consolidate_onto_cheaper_groups=False), [], []),
+        ("busy nodes kept", {}, [], OPTS.with_values(consolidate_busy_nodes=False), [], []),
+        (
+            "busy nodes kept, replacement",
+            {"on": (5, 6, 6)},
+            [],
+            OPTS.with_values(consolidate_busy_nodes=False),
+            [],
+            [],
+        ),
+        # Every node full but for a core: nowhere to go, and no cheaper node holds 7 pods.
+        ("no room", {"on": (7, 7, 7)}, [], OPTS, [], []),
+    ],
+)
+def test_busy_nodes_are_consolidated_within_cas_rules(case, kwargs, pdbs, options, drained, replaced):
+    plan, _ = plan_of(*busy_cluster(**kwargs), pdbs=pdbs, options=options)
+    assert plan.candidate_set == [] or case == "removed", case  # CA's rule finds none
+    assert (plan.drain_to_delete, plan.replacements) == (drained, replaced), case
+
+
+def test_a_busy_node_waits_the_unneeded_time_at_an_unchanged_utilization():
+    """A pod added or removed restarts the wait (as Karpenter's consolidateAfter does)."""
+    cloud, nodes, pods = busy_cluster()
+    wait = OPTS.scale_down_unneeded_time
+    plan, planner = plan_of(cloud, nodes, pods, expired=False, now=1000.0)
+    assert plan.drain_to_delete == []
+    one_more = [*pods, pod("web-a9", "a", 1000, owner=("ReplicaSet", "web"))]  # a at 6 of 8 cores
+    plan, _ = plan_of(cloud, nodes, one_more, planner=planner, now=1000.0 + wait - 10)
+    assert plan.drain_to_delete == []
+    plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait)
+    assert plan.drain_to_delete == ["b"]  # a, the first in line, changed: b and c waited long enough
+
+
+def test_busy_nodes_wait_while_cas_candidates_wait():
+    """An empty node d is a candidate: until CA's rule has removed it the cluster is still
+    shrinking, and a busy node replaced meanwhile could be redundant once d is gone."""
+    cloud, nodes, pods = busy_cluster()
+    cloud.groups["large"].members.append("d")
+    wait = OPTS.scale_down_unneeded_time
+    plan, planner = plan_of(cloud, [*nodes, node("d", LARGE, 32 * 2**30)], pods, expired=False, now=1000.0)
+    plan, _ = plan_of(cloud, [*nodes, node("d", LARGE, 32 * 2**30)], pods, planner=planner, now=1000.0 + wait)
+    assert (plan.empty_to_delete, plan.drain_to_delete, plan.replacements) == (["d"], [], [])
+
+
+def test_a_busy_node_that_becomes_removable_but_for_room_waits_again():
+    """a, busy for the unneeded time, loses two pods (b and c full, and pinned by a pod with no
+    controller): it is NoPlaceToMovePods from then on, and is replaced only once that lasted the
+    unneeded time too."""
+    cloud, nodes, pods = busy_cluster((5, 7, 7), bare_on="bc")
+    wait = OPTS.scale_down_unneeded_time
+    plan, planner = plan_of(cloud, nodes, pods, expired=False, now=1000.0)
+    plan, _ = plan_of(cloud, nodes, pods, planner=planner, now=1000.0 + wait)
+    assert plan.replacements == []  # busy long enough, but nowhere to go
+    fewer = [p for p in pods if p.name not in ("web-a3", "web-a4")]
+    plan, _ = plan_of(cloud, nodes, fewer, planner=planner, now=1000.0 + wait + 10)
+    assert (plan.nodes["a"].blocked_by, plan.replacements) == (NodeReason.NO_PLACE_TO_MOVE_PODS, [])
+    plan, _ = plan_of(cloud, nodes, fewer, planner=planner, now=1000.0 + 2 * wait + 10)
+    assert plan.replacements == [Replacement(("a",), "small")]

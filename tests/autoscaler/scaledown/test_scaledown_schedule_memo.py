@@ -19,6 +19,7 @@ from hypothesis.stateful import invariant, rule
 from scaledown_fakes import node, pdb, pod, snapshot_of
 from test_scaledown_incremental import APPS, OPTIONS, WORKLOADS, IncrementalEqualsFull
 
+from kubetide.autoscaler.decision import drain_schedule
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.scaledown.planning import Planner, ScheduleMemo, plan_schedule
 from kubetide.autoscaler.scaledown.planning.drainability import NodeDrain
@@ -29,30 +30,9 @@ from kubetide.snapshot import ClusterSnapshot
 SCHEDULE_OPTIONS = OPTIONS.with_values(max_drain_parallelism=2, node_delete_delay_after_taint=5)
 
 
-def _schedule(
-    planner: Planner, plan, snapshot: ClusterSnapshot, inputs: LoopInputs, memo
-) -> ScaleDownSchedule:
-    """The schedule as the loop's decision asks for it (decision._decide_scale_down)."""
-    now = inputs.now
-
-    def removable_at(name: str) -> float:
-        if name not in planner.unneeded_since:
-            return now
-        return planner.unneeded_since.removable_at(name, ready=snapshot.node(name).ready, options=OPTIONS)
-
-    return plan_schedule(
-        [n for n in plan.candidate_set if n in plan.drains],
-        plan.waiting_for_budget,
-        plan.drains,
-        {name: surge.pods for name, surge in plan.surges.items()},
-        snapshot,
-        inputs.pdbs,
-        inputs.workloads,
-        SCHEDULE_OPTIONS,
-        now,
-        removable_at,
-        memo,
-    )
+def _schedule(planner: Planner, plan, inputs: LoopInputs, memo) -> ScaleDownSchedule:
+    """The schedule as the loop's decision asks for it."""
+    return drain_schedule(plan, planner, inputs, SCHEDULE_OPTIONS, memo)
 
 
 def _facts(schedule: ScaleDownSchedule):
@@ -90,18 +70,11 @@ class KeptScheduleEqualsFresh(IncrementalEqualsFull):
 
     @invariant()
     def a_loop_plans_alike(self):  # replaces the parent's comparison of two planners
-        self.now += 10.0
-        inputs = LoopInputs(
-            self.now,
-            self.snapshot,
-            pdbs=list(self.pdbs.values()),
-            workloads=WORKLOADS,
-            being_deleted=set(self.being_deleted),
-        )
+        inputs = self.next_loop()
         plan = self.incremental.update(inputs, cloud=self.cloud)
         reused = self.memo.reused
-        kept = _schedule(self.incremental, plan, self.snapshot, inputs, self.memo)
-        fresh = _schedule(self.incremental, plan, self.snapshot, inputs, None)
+        kept = _schedule(self.incremental, plan, inputs, self.memo)
+        fresh = _schedule(self.incremental, plan, inputs, None)
         assert _facts(kept) == _facts(fresh)
         if self.memo.reused > reused:
             event(

@@ -75,8 +75,10 @@ class MethodInputs:
     replacing: frozenset[str] = frozenset()
     replaced: tuple[str, ...] = ()
     being_deleted: frozenset[str] = frozenset()  # the deleted set: nodes whose deletion started
-    # Nodes removable but for room (NoPlaceToMovePods) for scale-down-unneeded-time
+    # Nodes removable but for room (NoPlaceToMovePods) for scale-down-unneeded-time, and (with
+    # consolidation onto cheaper groups) those above the utilization threshold as long
     replaceable: frozenset[str] = frozenset()
+    controllers: Sequence[Workload] | None = None  # what the drain rules consult; None: unknown
 
     def claimed(self) -> frozenset[str]:
         """Nodes an earlier method already proposed."""
@@ -157,11 +159,12 @@ def propose_in_order(
     methods: Sequence[DisruptionMethod[MethodInputs, Command]], inputs: MethodInputs
 ) -> tuple[Command, ...]:
     """Every method in order, each seeing the commands before it (`try_in_order`). A command must
-    name nodes not claimed before: without a replacement, only `inputs.ready` nodes and those
-    whose replacement is Ready (`inputs.replaced`); with one, nodes still in the snapshot (see
-    the module's docstring)."""
+    name nodes not claimed before: without a replacement, only `inputs.ready` nodes, those whose
+    replacement is Ready (`inputs.replaced`) and replaceable ones whose pods fit on the rest
+    (`inputs.replaceable`: a consolidation); with one, nodes still in the snapshot (see the
+    module's docstring)."""
     commands = try_in_order(methods, lambda earlier: replace(inputs, earlier=earlier))
-    removable = {*inputs.ready, *inputs.replaced}
+    removable = {*inputs.ready, *inputs.replaced, *inputs.replaceable}
     taken: set[str] = set()
     for command in commands:
         allowed = inputs.snapshot.__contains__ if command.replacements else removable.__contains__

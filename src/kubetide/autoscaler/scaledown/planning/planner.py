@@ -161,9 +161,12 @@ class Planner:
         self.last_failure = -math.inf
         # Nodes a launched replacement stands in for (replacement.py), until they are gone.
         self.replacing: dict[str, PendingReplacement] = {}
-        # Since when each node has been removable but for room (NoPlaceToMovePods): a node may be
-        # replaced once that lasted scale-down-unneeded-time, as a candidate may be removed.
+        # Since when each node has been removable but for room (NoPlaceToMovePods), or (with
+        # consolidation onto cheaper groups) above the utilization threshold at an unchanged
+        # utilization: a node may be replaced, or consolidated away, once that lasted
+        # scale-down-unneeded-time, as a candidate may be removed.
         self.replaceable_since: dict[str, float] = {}
+        self._busy_utilization: dict[str, float | None] = {}  # of the busy ones, as last seen
         self.last_plan: ScaleDownPlan | None = (
             None  # the latest update's, for observers (the simulator's tests, benchmarks)
         )
@@ -221,6 +224,7 @@ class Planner:
         self.unneeded_since.clear()
         self.hints.clear()
         self.replaceable_since.clear()
+        self._busy_utilization.clear()
         self.replacing.clear()
 
     # -- the update ------------------------------------------------------------------------------
@@ -273,6 +277,10 @@ class Planner:
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
         tainted, expendable, stamps, edges = self._scan(snapshot)
         deleted.update(name for name in tainted if name not in resume_set)
+        # Whether the search's fork holds the same pods where the snapshot does (no expendable
+        # pod taken out, no nominated pod put in, no deleted node's pods moved): busy nodes are
+        # consolidated only then, so a replayed loop, which has no fork, decides alike.
+        same_pods = not expendable and not deleted and not any(p.nominated_node_name for p in inputs.pending)
         self.recent_evictions.expire(now)
         plan = ScaleDownPlan(now=now)
         if not o.scale_down_respect_qos_watermarks:
@@ -288,7 +296,9 @@ class Planner:
                 self.reused += 1
                 found, failures = last.replay(plan)
                 self.hints = last.hints
-                self._after_search(plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted)
+                self._after_search(
+                    plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, same_pods
+                )
                 self.last_plan = plan
                 return plan
         index = index_workloads(workloads) if workloads is not None else None
@@ -320,7 +330,9 @@ class Planner:
             )
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
-            self._after_search(plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted)
+            self._after_search(
+                plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, same_pods
+            )
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
@@ -406,21 +418,11 @@ class Planner:
         failures: dict[str, Unremovable],
         scaling_up: bool,
         deleted: Collection[str],
+        same_pods: bool = True,
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
         now, snapshot = plan.now, inputs.snapshot
-        room_bound = [
-            name
-            for name, status in plan.nodes.items()
-            if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
-        ]
-        self.replaceable_since = {name: self.replaceable_since.get(name, now) for name in room_bound}
-        unneeded_time = self.options.scale_down_unneeded_time
-        replaceable = frozenset(
-            name
-            for name, since in self.replaceable_since.items()
-            if self.timers_expired or now >= since + unneeded_time
-        )
+        replaceable = self._replaceable(plan, same_pods)
         # A replaced node is forgotten once it is gone or its deletion started; its replacement
         # when it did not join within max-node-provision-time (the node stays).
         self.replacing = {
@@ -459,11 +461,48 @@ class Planner:
             self.methods,
             pdbs=inputs.pdbs,
             daemonsets=daemonsets_of(inputs.workloads or ()),
+            controllers=inputs.controllers,
             replacing=self.replacing.keys(),
             replaced=replaced,
             being_deleted=deleted,
             arrived=arrived,
             replaceable=replaceable,
+        )
+
+    def _replaceable(self, plan: ScaleDownPlan, same_pods: bool) -> frozenset[str]:
+        """The nodes a replacement may stand in for now (replacement.py): removable but for room
+        (NoPlaceToMovePods), or busy at an unchanged utilization, for scale-down-unneeded-time;
+        the state of their waits is kept for the next loop."""
+        now = plan.now
+        room_bound = [
+            name
+            for name, status in plan.nodes.items()
+            if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NO_PLACE_TO_MOVE_PODS
+        ]
+        last = self._busy_utilization  # a busy node that became room-bound starts its wait now
+        since = {name: now if name in last else self.replaceable_since.get(name, now) for name in room_bound}
+        if self.options.consolidate_onto_cheaper_groups and self.options.consolidate_busy_nodes:
+            # Busy nodes (above the utilization threshold) may be consolidated too, once their
+            # utilization stayed the same for the unneeded time: a pod added or removed restarts
+            # the wait, as Karpenter's consolidateAfter does.
+            busy = {
+                name: status.utilization
+                for name, status in plan.nodes.items()
+                if status.status == UNREMOVABLE and status.blocked_by is NodeReason.NOT_UNDERUTILIZED
+            }
+            for name, util in busy.items():
+                kept = self.replaceable_since.get(name) if last.get(name, -1.0) == util else None
+                since[name] = now if kept is None else kept
+            self._busy_utilization = busy
+        self.replaceable_since = since
+        unneeded_time = self.options.scale_down_unneeded_time
+        # A busy node waits, too, while recently evicted pods are injected into the fork.
+        busy_ready = same_pods and not plan.injected
+        return frozenset(
+            name
+            for name, at in since.items()
+            if (self.timers_expired or now >= at + unneeded_time)
+            and (busy_ready or name not in self._busy_utilization)
         )
 
     def _system_timeout(self) -> float | None:

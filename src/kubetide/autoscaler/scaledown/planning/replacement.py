@@ -1,19 +1,27 @@
 """kubetide's own disruption method: consolidation onto a cheaper node group.
 
-The Cluster Autoscaler only removes a node whose pods fit on the other nodes; when load falls and
-a cheaper group exists, it keeps nodes that one cheaper node could stand in for (two large nodes
-each half used, where one large and one small would do). Karpenter replaces them; this method
-does too, within the Cluster Autoscaler's safety:
+The Cluster Autoscaler only removes a node whose pods fit on the other nodes and that is below
+the utilization threshold; when load falls and a cheaper group exists, it keeps nodes that one
+cheaper node could stand in for (two large nodes each half used, where one large and one small
+would do), and nodes a little above the threshold whose pods the others could take together
+(quarter-load x20 ends with 35 nodes 5 or 6 of 8 cores used, where 23 hold the pods).
+Karpenter replaces or removes them; this method does too, within the Cluster Autoscaler's safety:
 
 - the nodes to replace are those the candidate search has found removable but for room
   (NoPlaceToMovePods: every drain rule held, budgets included) for scale-down-unneeded-time, as
   a candidate waits that long before it goes (the planner's `replaceable_since`, restarted with
-  the other timers when the cluster is unhealthy), lowest utilization first, after the
-  candidates the other methods remove; not an unready one (its drain waits for the node
-  controller, UC6);
+  the other timers when the cluster is unhealthy), and the busy ones (NotUnderutilized) whose
+  utilization stayed the same that long (a pod added or removed restarts the wait, as
+  Karpenter's consolidateAfter), which CA's drain rules let go (the search never simulates
+  them), while the cluster is settled (no candidate waiting, no pod terminating, no node being
+  deleted, no recently evicted pod injected: the planner's `_replaceable`); lowest utilization
+  first, after the candidates the other methods remove, within the
+  node groups' minimum sizes and the cluster's minimum cores and memory; not an unready one
+  (its drain waits for the node controller, UC6);
 - their pods, with those of every node leaving (candidates, nodes being deleted), must all fit
-  on the nodes that stay plus one new node of a cheaper group (its template net of DaemonSets),
-  as the scheduler's filters say: no pod is left without a home;
+  on the nodes that stay, with no new node (they are removed) or with one new node of a
+  cheaper group (its template net of DaemonSets), as the scheduler's filters say: no pod is
+  left without a home;
 - their PodDisruptionBudgets must not refuse them (the tracker's all-or-nothing charge, as for a
   candidate): a budget with fewer disruptions left than their pods lets the drain go pod by pod,
   as CA drains a risky node, since the Eviction API never takes a budget below its minimum; one
@@ -22,14 +30,15 @@ does too, within the Cluster Autoscaler's safety:
   node of their own group is never cheaper than they are; two half-used nodes of a group become
   one only by CA's own removal), strictly cheaper than they are together;
 - the saving must clear Karpenter's Balanced score (autoscaler/consolidation.py) against the
-  nodes that stay;
+  nodes that stay (a removal of nodes like the others scores about 1, so it passes);
 - one replacement at a time, and none while scale-down is paused.
 
-The command carries the replacement (`Command.replacements`): the loop launches it first, and the
-nodes are drained only once a new Ready node of that group has joined (`inputs.replaced`, this
-method's second answer, a plain removal then). The largest set of such nodes (up to
-MAX_REPLACED) that one node can stand in for is proposed, as Karpenter's multi-node
-consolidation looks for the longest prefix.
+A removal is a plain command, drained as CA's are. A replacement's command carries it
+(`Command.replacements`): the loop launches it first, and the nodes are drained only once a new
+Ready node of that group has joined (`inputs.replaced`, this method's second answer, a plain
+removal then). Of the prefixes of the nodes in order (up to MAX_REPLACED), the one whose removal
+or replacement saves most is proposed, as Karpenter's multi-node consolidation looks for the
+longest prefix.
 """
 
 from __future__ import annotations
@@ -42,6 +51,13 @@ import numpy as np
 
 from kubetide.autoscaler.consolidation import balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.ports import CloudProvider, NodeGroup, ProviderError
+from kubetide.autoscaler.scaledown.planning.drainability import (
+    DrainContext,
+    DrainRules,
+    drain_node,
+    index_workloads,
+)
+from kubetide.autoscaler.scaledown.planning.eligibility import RemovalLimits
 from kubetide.autoscaler.scaledown.planning.methods import (
     CA_METHODS,
     Command,
@@ -50,6 +66,7 @@ from kubetide.autoscaler.scaledown.planning.methods import (
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 from kubetide.autoscaler.scaledown.planning.placement import homeless
+from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.autoscaler.scaleup.template import build_template
 from kubetide.model import Node, Pod
 from kubetide.model.quantity import CPU, MEMORY
@@ -147,17 +164,17 @@ class CheaperGroupReplacement:
         if not candidates:
             return None
         groups = _launchable(inputs.cloud)
-        if not groups:
-            return None
         staying = self._staying(inputs.snapshot, inputs.cloud, leaving)
-        ranked = [staying[n] for _, n in candidates if n in staying and staying[n].pods][:MAX_REPLACED]
-        if not ranked or groups[0][0] >= sum(v.price for v in ranked):
-            return None  # no group is cheaper than even all of them together
+        ranked = _within_rules(inputs, leaving, [staying[n] for _, n in candidates if n in staying])
+        if not ranked:
+            return None
         pool = (sum(p.price for p in staying.values()), sum(p.disruption for p in staying.values()))
         tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods())
-        best: Command | None = None
+        plan = inputs.plan
+        best: tuple[float, Command] | None = None
         with _Trials(inputs, leaving) as trials:
-            # The longest prefix that works; a longer one saves more (each node has a price).
+            # The prefix that saves most: their removal when the nodes staying take their pods,
+            # else one node of the cheapest group that pays.
             for size in range(1, len(ranked) + 1):
                 chosen = ranked[:size]
                 tracker.fork()
@@ -165,10 +182,14 @@ class CheaperGroupReplacement:
                 tracker.revert()
                 if charge.refusal is not None:
                     break  # a budget refuses them now: its minimum is never traded for money
-                group_id = _cheapest_that_pays(chosen, groups, pool, trials)
-                if group_id is not None:
-                    best = Command(self.name, tuple(v.name for v in chosen), (group_id,))
-        return best
+                # Only busy nodes may go with no new node: the search found the others' pods
+                # a place nowhere (a replayed loop, with no fork, could think otherwise).
+                removable = all(plan.nodes[v.name].blocked_by is NodeReason.NOT_UNDERUTILIZED for v in chosen)
+                found = _cheapest_that_pays(chosen, groups, pool, trials, removable=removable)
+                if found is not None and (best is None or found[0] > best[0]):
+                    group = () if found[1] is None else (found[1],)
+                    best = (found[0], Command(self.name, tuple(v.name for v in chosen), group))
+        return best[1] if best is not None else None
 
     def _staying(
         self, snapshot: ClusterSnapshot, cloud: CloudProvider, leaving: set[str]
@@ -203,7 +224,56 @@ def _replaceable(inputs: MethodInputs, leaving: set[str]) -> list[tuple[float, s
         for name in inputs.replaceable
         if name not in leaving and name in snapshot and snapshot.node(name).ready
     ]
+    busy = [(u, name) for u, name in found if nodes[name].blocked_by is NodeReason.NOT_UNDERUTILIZED]
+    # Busy nodes wait while the cluster is still shrinking (CA's candidates wait, or pods are
+    # terminating: their nodes' utilization still counts them): a node replaced now may be
+    # redundant once those are gone (quarter-load: a small node launched at the drop, removed
+    # again 12 minutes later).
+    if busy and (inputs.plan.candidate_set or any(p.is_terminating for p in snapshot.pods())):
+        found = [item for item in found if item not in busy]
     return sorted(found)
+
+
+def _within_rules(inputs: MethodInputs, leaving: set[str], ordered: Sequence[_Priced]) -> list[_Priced]:
+    """The first MAX_REPLACED of `ordered` with pods to move that CA's rules let go: the node
+    groups' minimum sizes and the cluster's minimum cores and memory, after the nodes leaving;
+    and, for a busy node (above the utilization threshold, which the candidate search does not
+    simulate), the drain rules: a pod that blocks a drain, or one left to complete, keeps it."""
+    snapshot, cloud, plan = inputs.snapshot, inputs.cloud, inputs.plan
+    in_progress: dict[str, int] = {}
+    for name in inputs.being_deleted:
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        if group is not None:
+            in_progress[group.id] = in_progress.get(group.id, 0) + 1
+    limits = RemovalLimits(
+        inputs.options, cloud.node_groups(), snapshot.nodes(), inputs.being_deleted, in_progress
+    )
+    for name in sorted(leaving - inputs.being_deleted):
+        group = cloud.node_group_for(snapshot.node(name)) if name in snapshot else None
+        if group is not None:
+            limits.take(snapshot.node(name), group)
+    ctx: DrainContext | None = None
+    kept: list[_Priced] = []
+    for priced in ordered:
+        if len(kept) == MAX_REPLACED:
+            break
+        node, group = snapshot.node(priced.name), cloud.node_group_for(snapshot.node(priced.name))
+        if not priced.pods or group is None or limits.check(node, group) is not None:
+            continue
+        if plan.nodes[priced.name].blocked_by is NodeReason.NOT_UNDERUTILIZED:
+            ctx = ctx or _drain_context(inputs)
+            drain = drain_node(snapshot.pods_on(priced.name).values(), ctx)
+            if drain.blockers or drain.on_completion:
+                continue
+        limits.take(node, group)
+        kept.append(priced)
+    return kept
+
+
+def _drain_context(inputs: MethodInputs) -> DrainContext:
+    workloads = index_workloads(inputs.controllers) if inputs.controllers is not None else None
+    tracker = PdbTracker(inputs.pdbs, inputs.snapshot.pods(), workloads)
+    return DrainContext(DrainRules.from_options(inputs.options), tracker, inputs.plan.now, workloads)
 
 
 def _launchable(cloud: CloudProvider) -> list[tuple[float, NodeGroup]]:
@@ -221,11 +291,20 @@ def _cheapest_that_pays(
     groups: Sequence[tuple[float, NodeGroup]],
     pool: tuple[float, float],
     trials: _Trials,
-) -> str | None:
-    """The cheapest group (none of `chosen`'s) one node of which takes every pod that must move,
-    if its saving clears the Balanced score against the pool's (cost, disruption)."""
+    *,
+    removable: bool,
+) -> tuple[float, str | None] | None:
+    """(saving per hour, group) of the cheapest way to move every pod of `chosen` whose saving
+    clears the Balanced score against the pool's (cost, disruption): no new node (group None)
+    when they are `removable` and the nodes staying take them all, else one node of the
+    cheapest group (none of `chosen`'s) that does."""
     price = sum(v.price for v in chosen)
     disruption = sum(v.disruption for v in chosen)
+    names = [v.name for v in chosen]
+    if not balanced_approves(balanced_score(price, pool[0], disruption, pool[1])):
+        return None  # even their removal saves too little for what it disrupts
+    if removable and trials.fit(None, names):
+        return price, None
     own = {v.group_id for v in chosen}
     for new_price, group in groups:
         if new_price >= price:
@@ -236,8 +315,8 @@ def _cheapest_that_pays(
             continue
         if not balanced_approves(balanced_score(price - new_price, pool[0], disruption, pool[1])):
             return None  # dearer groups save less still
-        if trials.fit(group, [v.name for v in chosen]):
-            return group.id
+        if trials.fit(group, names):
+            return price - new_price, group.id
     return None
 
 

@@ -76,13 +76,16 @@ def decide_removals(
     being_deleted: Collection[str] = (),
     arrived: Collection[str] = (),
     replaceable: Collection[str] = (),
+    controllers: Sequence[Workload] | None = None,
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
     the disruption `methods`, tried in order, propose of the others (methods.py), and its
     replacements with the commands that launch a node first. `replacing`: nodes a replacement
     launched earlier stands in for; `replaced`: those whose replacement is Ready, which is one of
     `arrived` (not proposed by any method while they wait). `replaceable`: nodes removable but
-    for room for scale-down-unneeded-time, which a replacement may stand in for."""
+    for room (or, with consolidation onto cheaper groups, busy) for scale-down-unneeded-time,
+    which a replacement may stand in for; `controllers`: the workloads the drain rules consult
+    for them (None when unknown)."""
     now, o = plan.now, options
     plan.cooldown = paused
     ready: list[str] = []
@@ -125,6 +128,7 @@ def decide_removals(
         replaced=tuple(replaced),
         being_deleted=frozenset(being_deleted),
         replaceable=frozenset(replaceable),
+        controllers=controllers,
     )
     for command in propose_in_order(methods, inputs):
         if command.replacements:
