@@ -229,25 +229,6 @@ def test_provisioning_packs_pending_pods_onto_the_cheapest_types_that_fit():
     assert [c.cheapest().group_id for c in three.claims] == ["medium"]
 
 
-@pytest.mark.parametrize(
-    ("method", "layout", "budget", "held"),
-    [
-        (Emptiness(), {"a": ("large", []), "b": ("small", [])}, 1, True),
-        (Emptiness(), {"a": ("large", []), "b": ("small", [])}, 2, False),
-        (SingleNodeConsolidation(), {"a": ("large", ["1"]), "b": ("large", ["7"])}, 0, True),
-        # no budget needed where nothing could go: not held back
-        (SingleNodeConsolidation(), {"a": ("large", ["7"]), "b": ("large", ["7"])}, 1, False),
-        (MultiNodeConsolidation(), {n: ("large", ["1"]) for n in "abc"}, 2, True),
-    ],
-)
-def test_a_method_says_when_a_budget_held_a_candidate_back(method, layout, budget, held):
-    """Karpenter marks the cluster consolidated only when no budget held a candidate back."""
-    snapshot, checker, kinds, candidates = cluster(layout)
-    ctx = context(snapshot, checker, kinds, budget)
-    method.compute(ctx, candidates)
-    assert ctx.budget_blocked is held
-
-
 def test_pods_waiting_for_room_take_it_before_a_candidates_pods():
     """A pending pod (or one of a node being drained) needs b's last cpu: a's pod can no longer go
     there, so a is replaced by a small node rather than deleted (the deletion would strand a pod)."""

@@ -18,7 +18,9 @@ Each `run_once` (every scan-interval, 10 s by default: Karpenter's disruption po
 4. disruption: a command decided earlier is validated 15 s later (candidates still candidates
    within budget, the same decision on the cluster as it is then; an emptiness command keeps
    the still-empty subset) and queued, or abandoned; otherwise the methods are tried in order
-   (methods.py) and the first command waits for its validation.
+   (methods.py) and the first command waits for its validation. A consolidation method that
+   found nothing is not tried again until Karpenter's cluster state changes (state.py; the
+   changes are taken in at step 1).
 
 Decisions read the Clock only; every write goes through ClusterActions and the cloud ports.
 """
@@ -28,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubetide.autoscaler.consolidation import eviction_cost, reschedule_cost
 from kubetide.autoscaler.events import Event, EventType
@@ -43,13 +46,16 @@ from kubetide.autoscaler.karpenter.methods import (
     Candidate,
     Command,
     Context,
+    MultiNodeConsolidation,
     PoolTotals,
+    SingleNodeConsolidation,
     balanced_refusal,
     consolidate,
     first_command,
 )
 from kubetide.autoscaler.karpenter.nodepools import Budgets, NodePool, by_weight, pool_for, remaining
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, simulate
+from kubetide.autoscaler.karpenter.state import ConsolidationState
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import (
     ActionError,
@@ -77,8 +83,10 @@ BATCH_MAX = 10.0  # BATCH_MAX_DURATION
 VALIDATION_DELAY = 15.0  # consolidation.go commandValidationDelay
 COMMAND_TIMEOUT = 600.0  # queue.go: clamp(80 ms x commands, 10 min, 1 h); a few commands at once
 UNAVAILABLE_TTL = 180.0  # the unavailable-offerings cache: an instance type that failed to launch
+REGISTRATION_TIMEOUT = 900.0  # liveness.go: a NodeClaim whose node has not registered by then is deleted
 EVICTION_RETRY = 10.0  # how soon a terminating node tries its refused evictions again
-CONSOLIDATED_FOR = 300.0  # cluster state: a consolidated cluster is looked at again after 5 minutes
+# the methods that keep a "consolidated" mark (state.py)
+MARKED_METHODS = (MultiNodeConsolidation.name, SingleNodeConsolidation.name)
 
 
 def settings_of(options: AutoscalerOptions) -> NodePoolSettings:
@@ -126,6 +134,12 @@ def blocked_by_pdb(pdbs: PdbTracker, pod: Pod) -> bool:
         if pdbs.remaining[i] <= 0:
             return True
     return False
+
+
+def _forget_all_but(cache: MutableMapping[str, Any], nodes: set[str]) -> None:
+    """Drop a per-node cache's entries of nodes that are gone."""
+    for name in cache.keys() - nodes:
+        del cache[name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +227,10 @@ class Karpenter:
         self._checker: PredicateChecker | None = None
         self._checked: ClusterSnapshot | None = None
         self._node_pods_cache: dict[str, tuple[int, NodePods]] = {}  # node -> (its stamp, NodePods)
-        # Nothing to do at this snapshot version (Karpenter's "consolidated" cluster state):
-        # the methods are not tried again until the cluster changes, or for 5 minutes.
-        self._consolidated_at: int | None = None
-        self._consolidated_since = 0.0
+        self._drift_cache: dict[str, tuple[Node, Node, bool]] = {}  # node -> (it, its template, drifted)
+        self._pool_cache: dict[str, tuple[Node, NodePool | None]] = {}  # node -> (it, its pool by labels)
+        # Karpenter's cluster state as consolidation sees it, and the methods' marks on it
+        self.consolidation = ConsolidationState()
         # karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}
         self.decisions: Counter[tuple[str, str, str]] = Counter()
         # karpenter_consolidation_moves_total{decision, nodepool} (policy Balanced): each move
@@ -305,9 +319,15 @@ class Karpenter:
         ]
 
     def _pool_of(self, node: Node) -> NodePool | None:
-        """The pool a node was launched for; one its labels meet when no launch recorded it."""
+        """The pool a node was launched for; one its labels meet when no launch recorded it
+        (kept per version of the node)."""
         launched = self._launched_pool.get(node.provider_id or "")
-        return self._pool_named[launched] if launched is not None else pool_for(node.labels, self.pools)
+        if launched is not None:
+            return self._pool_named[launched]
+        cached = self._pool_cache.get(node.name)
+        if cached is None or cached[0] is not node:
+            cached = self._pool_cache[node.name] = (node, pool_for(node.labels, self.pools))
+        return cached[1]
 
     def _settings_for(self, node: Node) -> NodePoolSettings:
         pool = self._pool_of(node)
@@ -359,7 +379,11 @@ class Karpenter:
 
     # -- 1. observe ----------------------------------------------------------------------------
     def _observe(self, snapshot: ClusterSnapshot, now: float) -> None:
+        self.consolidation.observe(
+            snapshot, frozenset(p.uid for p in self.view.pending_pods()), self.launched, now
+        )
         ready = {n.provider_id for n in snapshot.nodes() if n.ready and n.provider_id}
+        registered = {n.provider_id for n in snapshot.nodes() if n.provider_id}
         groups = self._groups()
         for instance_id, launched in list(self.launched.items()):
             if instance_id in ready:
@@ -373,6 +397,7 @@ class Karpenter:
                 # Launch failed (a stockout): the type is unavailable for a while, the pods go
                 # back to provisioning, which picks another type.
                 del self.launched[instance_id]
+                self.consolidation.mark_unconsolidated(now)  # the NodeClaim is deleted
                 self.unavailable[launched.group_id] = now + UNAVAILABLE_TTL
                 if group is not None and state is not None and state.state is InstanceState.CREATING:
                     with contextlib.suppress(ActionError):
@@ -385,6 +410,14 @@ class Karpenter:
                     now,
                     True,
                 )
+            elif instance_id not in registered and now - launched.launched_at >= REGISTRATION_TIMEOUT:
+                # Karpenter's liveness check deletes a NodeClaim whose node never registered; kept,
+                # it would stand as room for consolidation's simulations forever.
+                del self.launched[instance_id]
+                self.consolidation.mark_unconsolidated(now)  # the NodeClaim is deleted
+                if group is not None and state is not None and state.state is InstanceState.CREATING:
+                    with contextlib.suppress(ActionError):
+                        group.decrease_target_size(-1)
         seen = set()
         for node, stamp in snapshot.stamps():
             seen.add(node.name)
@@ -449,6 +482,7 @@ class Karpenter:
         if not new:
             return None
         self.nodeclaims_created += 1
+        self.consolidation.mark_unconsolidated(now)  # a NodeClaim is created
         self._launched_pool[new[0]] = kind.pool
         self.launched[new[0]] = Launched(
             NodeClaim([kind], list(claim.pods), dict(claim.requests)), kind.group_id, new[0], now
@@ -586,7 +620,11 @@ class Karpenter:
             cached = self._node_pods_cache[node.name] = (stamp, NodePods.of(snapshot.pods_on(node.name)))
         return cached[1]
 
-    def _candidates(self, snapshot: ClusterSnapshot, now: float) -> list[Candidate]:
+    def _candidates(
+        self, snapshot: ClusterSnapshot, now: float, *, empty_or_drifted: bool = False
+    ) -> list[Candidate]:
+        """The nodes disruption may take (Karpenter's GetCandidates); with `empty_or_drifted`,
+        only those that are empty or drifted."""
         disrupting = self._disrupting()
         pdbs = PdbTracker(self.view.pdbs(), snapshot.pods())
         # Whether a pod blocks its node depends on its namespace, labels (which budgets select it)
@@ -601,8 +639,21 @@ class Karpenter:
             if node.name in disrupting or not node.ready or node.has_taint(DISRUPTED_TAINT):
                 continue
             group = self.cloud.node_group_for(node)
+            if group is None:
+                continue
+            try:  # Karpenter disrupts only nodes it can price
+                price = group.price_per_hour()
+                template = group.template_node()
+            except ProviderError:
+                continue
+            if price is None:
+                continue
+            pods = self._node_pods(node, stamp, snapshot)
+            drifted = template is not None and self._drifted(node, template)
+            if empty_or_drifted and pods.moving and not drifted:
+                continue
             pool = self._pool_of(node)
-            if group is None or pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
+            if pool is None or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
             settings = self._pool_settings[pool.name]
             if (
@@ -610,7 +661,6 @@ class Karpenter:
                 <= group.min_size
             ):
                 continue
-            pods = self._node_pods(node, stamp, snapshot)
             if any(do_not_disrupt(p, now) for p in pods.annotated):
                 continue
             blocked = False
@@ -629,13 +679,6 @@ class Karpenter:
             consolidatable = now - since >= settings.consolidate_after and (
                 not moving or settings.consolidation_policy != WHEN_EMPTY
             )
-            try:  # Karpenter consolidates only nodes it can price
-                price = group.price_per_hour()
-                template = group.template_node()
-            except ProviderError:
-                continue
-            if price is None:
-                continue
             candidates.append(
                 Candidate(
                     node,
@@ -645,17 +688,24 @@ class Karpenter:
                     price / pods.reschedule_cost,  # cost.savings_ratio, the pods' part kept
                     pods.eviction_cost * lifetime_remaining(age),  # cost.disruption_cost, likewise
                     consolidatable,
-                    template is not None and self._drifted(node, template),
+                    drifted,
                     pool.name,
                 )
             )
-        for name in self._node_pods_cache.keys() - seen:
-            del self._node_pods_cache[name]
+        for cache in (self._node_pods_cache, self._drift_cache, self._pool_cache):
+            _forget_all_but(cache, seen)
         return candidates
 
     def _drifted(self, node: Node, template: Node) -> bool:
         """The node no longer matches its NodePool's template: a label it should carry differs,
-        or its taints are not the template's (node-state and autoscaler taints aside)."""
+        or its taints are not the template's (node-state and autoscaler taints aside). Worked out
+        again only for a new version of the node or of the template."""
+        cached = self._drift_cache.get(node.name)
+        if cached is None or cached[0] is not node or cached[1] is not template:
+            cached = self._drift_cache[node.name] = (node, template, self._drifts(node, template))
+        return cached[2]
+
+    def _drifts(self, node: Node, template: Node) -> bool:
         labels = node.labels
         if any(labels.get(k) != v for k, v in template.labels.items() if k != HOSTNAME_LABEL):
             return True
@@ -713,6 +763,7 @@ class Karpenter:
             pool_limits=self._pool_limits(snapshot),
             spot_to_spot=self.options.karpenter_spot_to_spot_consolidation,
             balanced=self._balanced_totals(snapshot),
+            consolidation=self.consolidation,
         )
 
     def _disrupt(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -724,18 +775,18 @@ class Karpenter:
             valid = self._validate(command, snapshot, now)
             if valid is not None:
                 self._queue(valid, snapshot, now)
-                self._consolidated_at = None
             return
-        if self._consolidated_at == snapshot.version and now - self._consolidated_since < CONSOLIDATED_FOR:
+        # While both consolidations hold their "consolidated" mark only emptiness and drift can
+        # act, and they read only empty and drifted nodes: the others need not be looked at.
+        settled = all(self.consolidation.is_consolidated(m) for m in MARKED_METHODS)
+        candidates = self._candidates(snapshot, now, empty_or_drifted=settled)
+        if not candidates:  # no method has anything to try (nor marks anything)
             return
         ctx = self._context(snapshot, now)
-        found = first_command(ctx, self._candidates(snapshot, now))
+        found = first_command(ctx, candidates)
         self.balanced_moves.update(ctx.balanced_moves)
-        if found is None:
-            if not ctx.budget_blocked:
-                self._consolidated_at, self._consolidated_since = snapshot.version, now
-            return
-        self.pending_command = (found, now)
+        if found is not None:
+            self.pending_command = (found, now)
 
     def _validate(self, command: Command, snapshot: ClusterSnapshot, now: float) -> Command | None:
         """The command on the cluster as it is 15 s later, or None (Karpenter's validation)."""

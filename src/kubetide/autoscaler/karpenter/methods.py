@@ -8,8 +8,15 @@ Each method is one small object implementing the scale-down planner's `Disruptio
 `Command` (nodes to remove and the instance types to launch in their place) or None. Karpenter's
 rule that the first command wins is each method's own: it proposes nothing once an earlier one
 did (`inputs.earlier`). `compute(ctx, candidates)` is the method's decision itself (Karpenter's
-ComputeCommand). The methods are pure: they read the snapshot (and leave it as found) and decide;
-the controller (controller.py) validates and carries the command out.
+ComputeCommand). The methods read the snapshot (and leave it as found) and decide; the controller
+(controller.py) validates and carries the command out.
+
+Multi-node and single-node consolidation keep Karpenter's "consolidated" mark (state.py,
+`ctx.consolidation`): given candidates, a method that finds nothing to do, with no candidate held
+back by a budget, marks the cluster state it saw, and while that state holds it returns nothing at
+once. With no candidates at all it is not asked (Karpenter's controller moves to the next method)
+and marks nothing. Emptiness keeps no mark that could ever hold: its candidates are empty nodes,
+each of which it deletes or a budget holds back.
 
 A NodePool under the Balanced consolidation policy (`ctx.balanced`: its total cost and disruption)
 takes a consolidation move only when its Balanced score (autoscaler/consolidation.py) reaches
@@ -27,6 +34,7 @@ from dataclasses import dataclass, field
 from kubetide.autoscaler.consolidation import BALANCED_K, balanced_approves, balanced_score, reschedule_cost
 from kubetide.autoscaler.karpenter.nodepools import DEFAULT_POOL, Budgets, spot_replacements
 from kubetide.autoscaler.karpenter.scheduling import InstanceType, NodeClaim, SharedSimulation
+from kubetide.autoscaler.karpenter.state import ConsolidationState
 from kubetide.autoscaler.scaledown.planning import DisruptionMethod, try_in_order
 from kubetide.model import Node, Pod
 from kubetide.scheduling import PredicateChecker
@@ -114,8 +122,6 @@ class Context:
     reserved: Sequence[Pod] = ()
     # why a candidate could not go (for Karpenter's Unconsolidatable / DisruptionBlocked events)
     blocked: dict[str, str] = field(default_factory=dict)
-    # a candidate was left out for want of budget: the cluster is not "consolidated" then
-    budget_blocked: bool = False
     # pool -> the capacity it may still launch (pools without limits are not in it)
     pool_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     spot_to_spot: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
@@ -124,10 +130,22 @@ class Context:
     # Balanced moves scored: (approved | rejected, pool) -> how many
     # (karpenter_consolidation_moves_total{decision, nodepool})
     balanced_moves: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # the cluster's consolidation state (state.py), kept across loops; None: always compute
+    consolidation: ConsolidationState | None = None
 
     @property
     def pool_budgets(self) -> Budgets:
         return Budgets.of(self.budgets)
+
+    def is_consolidated(self, method: str) -> bool:
+        """The method found nothing to do and the cluster has not changed since (IsConsolidated)."""
+        return self.consolidation is not None and self.consolidation.is_consolidated(method)
+
+    def found_nothing(self, method: str, held_back: bool) -> None:
+        """The method found nothing to do: unless a budget held a candidate back, it is not tried
+        again until the cluster changes (markConsolidated)."""
+        if self.consolidation is not None and not held_back:
+            self.consolidation.mark_consolidated(method)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +295,6 @@ class Emptiness(Method):
         held = {c.name for c in chosen}
         for c in (c for c in empty if c.name not in held):
             ctx.blocked[c.name] = "disruption budget for Empty reached"
-            ctx.budget_blocked = True
         return Command(self.name, self.reason, tuple(chosen)) if chosen else None
 
 
@@ -289,7 +306,6 @@ class Drift(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if ctx.budgets.get(DRIFTED, 0) <= 0:
-            ctx.budget_blocked = ctx.budget_blocked or any(c.drifted for c in candidates)
             return None
         drifted = sorted(
             (c for c in candidates if c.drifted),
@@ -298,7 +314,6 @@ class Drift(Method):
         with shared_simulation(ctx) as simulation:
             for candidate in drifted:
                 if ctx.pool_budgets.left(candidate.pool, DRIFTED) <= 0:
-                    ctx.budget_blocked = True
                     continue
                 outcome = simulation.schedule(candidate.pods, without={candidate.name})
                 if outcome.unschedulable:
@@ -318,10 +333,13 @@ class MultiNodeConsolidation(Method):
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
+        if not ranked or ctx.is_consolidated(self.name):
+            return None
         eligible = ctx.pool_budgets.within(ranked, UNDERUTILIZED)
-        ctx.budget_blocked = ctx.budget_blocked or len(eligible) < len(ranked)
+        held_back = len(eligible) < len(ranked)
         eligible = eligible[:MAX_MULTI_NODE_CANDIDATES]
         if len(eligible) < 2:
+            ctx.found_nothing(self.name, held_back)
             return None
         best: Command | None = None
         low, high = 1, len(eligible) - 1
@@ -335,6 +353,8 @@ class MultiNodeConsolidation(Method):
                     low = mid + 1
                 else:
                     high = mid - 1
+        if best is None:
+            ctx.found_nothing(self.name, held_back)
         return best
 
 
@@ -345,15 +365,16 @@ class SingleNodeConsolidation(Method):
     name, reason = "single-node", UNDERUTILIZED
 
     def compute(self, ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
-        if ctx.budgets.get(UNDERUTILIZED, 0) <= 0:
-            ctx.budget_blocked = ctx.budget_blocked or any(
-                c.consolidatable and not c.empty for c in candidates
-            )
+        ranked = by_savings([c for c in candidates if c.consolidatable and not c.empty])
+        if not ranked or ctx.is_consolidated(self.name):
             return None
+        if ctx.budgets.get(UNDERUTILIZED, 0) <= 0:
+            return None  # every candidate held back by its budget: no mark
+        held_back = False
         with shared_simulation(ctx) as simulation:
-            for candidate in by_savings([c for c in candidates if c.consolidatable and not c.empty]):
+            for candidate in ranked:
                 if ctx.pool_budgets.left(candidate.pool, UNDERUTILIZED) <= 0:
-                    ctx.budget_blocked = True
+                    held_back = True
                     continue
                 if candidate.pool in ctx.balanced and not can_pass_balanced(ctx, candidate):
                     continue
@@ -363,6 +384,7 @@ class SingleNodeConsolidation(Method):
                 if isinstance(result, tuple):
                     return Command(self.name, self.reason, (candidate,), result[1])
                 ctx.blocked[candidate.name] = result
+        ctx.found_nothing(self.name, held_back)
         return None
 
 
