@@ -277,14 +277,20 @@ class Planner:
         deleted = {n for n in inputs.being_deleted if n in snapshot} - resume_set
         tainted, expendable, stamps, edges = self._scan(snapshot)
         deleted.update(name for name in tainted if name not in resume_set)
-        # Whether the search's fork holds the same pods where the snapshot does (no expendable
-        # pod taken out, no nominated pod put in, no deleted node's pods moved): busy nodes are
-        # consolidated only then, so a replayed loop, which has no fork, decides alike.
-        same_pods = not expendable and not deleted and not any(p.nominated_node_name for p in inputs.pending)
         self.recent_evictions.expire(now)
         plan = ScaleDownPlan(now=now)
         if not o.scale_down_respect_qos_watermarks:
             usage = None
+        # Whether the search's fork holds the same pods where the snapshot does (no expendable
+        # pod taken out, no nominated pod put in, no deleted node's pods moved): busy nodes are
+        # consolidated only then, so a replayed loop, which has no fork, decides alike; and never
+        # under the QoS guard, whose watermarks the replacement's placement does not check.
+        busy_may_go = (
+            usage is None
+            and not expendable
+            and not deleted
+            and not any(p.nominated_node_name for p in inputs.pending)
+        )
         if usage is not None:
             self.usage_history.window = o.scale_down_usage_window
             self.usage_history.observe(now, usage, snapshot.pods())
@@ -297,7 +303,7 @@ class Planner:
                 found, failures = last.replay(plan)
                 self.hints = last.hints
                 self._after_search(
-                    plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, same_pods
+                    plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
                 )
                 self.last_plan = plan
                 return plan
@@ -331,7 +337,7 @@ class Planner:
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
             self._after_search(
-                plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, same_pods
+                plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
             )
         finally:
             if own_checker and checker is not None:
@@ -418,11 +424,11 @@ class Planner:
         failures: dict[str, Unremovable],
         scaling_up: bool,
         deleted: Collection[str],
-        same_pods: bool = True,
+        busy_may_go: bool = True,
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
         now, snapshot = plan.now, inputs.snapshot
-        replaceable = self._replaceable(plan, same_pods)
+        replaceable = self._replaceable(plan, busy_may_go)
         # A replaced node is forgotten once it is gone or its deletion started; its replacement
         # when it did not join within max-node-provision-time (the node stays).
         self.replacing = {
@@ -469,7 +475,7 @@ class Planner:
             replaceable=replaceable,
         )
 
-    def _replaceable(self, plan: ScaleDownPlan, same_pods: bool) -> frozenset[str]:
+    def _replaceable(self, plan: ScaleDownPlan, busy_may_go: bool) -> frozenset[str]:
         """The nodes a replacement may stand in for now (replacement.py): removable but for room
         (NoPlaceToMovePods), or busy at an unchanged utilization, for scale-down-unneeded-time;
         the state of their waits is kept for the next loop."""
@@ -497,7 +503,7 @@ class Planner:
         self.replaceable_since = since
         unneeded_time = self.options.scale_down_unneeded_time
         # A busy node waits, too, while recently evicted pods are injected into the fork.
-        busy_ready = same_pods and not plan.injected
+        busy_ready = busy_may_go and not plan.injected
         return frozenset(
             name
             for name, at in since.items()
