@@ -13,7 +13,7 @@ of 250m-1 CPU pods filling about 75% of the cluster (2.9 of 3.9 CPUs per node), 
 (maxUnavailable 10%), graceful termination 30 s; two Deployments whose pods use an emptyDir
 (local storage: their nodes are not removable) and one annotated safe-to-evict=false. At 10m
 every Deployment drops to 65% of its replicas. The autoscaler runs every 10 s with CA's defaults
-except scale-down-utilization-threshold 0.6 (nodes end up around 55% used, so the
+(no busy-node consolidation) except scale-down-utilization-threshold 0.6 (nodes end up around 55% used, so the
 removable ones are the ones the others can absorb). The run goes on until nothing has been
 removed for two scale-down-unneeded-times and no deletion is in progress.
 """
@@ -138,6 +138,9 @@ def scenario_data(
                 "scale-down-utilization-threshold": 0.6,
                 "max-drain-parallelism": parallelism,
                 "max-scale-down-parallelism": parallelism,
+                # The removals CA's rule makes, drained in parallel or not: kubetide's busy-node
+                # consolidation would add removals of its own to the waves compared.
+                "consolidate-busy-nodes": False,
             },
             "nodeGroups": [
                 {
