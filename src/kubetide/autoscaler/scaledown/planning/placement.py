@@ -307,7 +307,9 @@ class PodMover:
         stays. The snapshot does not change while pods go on paper, so the checker's answer for
         a node is asked once per stand-in while the snapshot stays as it is (over every trial on
         paper between two changes), not once per pod; the requests are then the only thing that
-        differs from one pod to the next (`_Filled`'s sums)."""
+        differs from one pod to the next (`_Filled`'s sums). Pods come in runs of one stand-in
+        (a node's pods are sorted, and a ReplicaSet's pods sort together): a run is placed in
+        one step, as many of its pods as the room left for each resource takes."""
         snapshot = self.snapshot
         slot = self.pointer
         node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
@@ -325,33 +327,43 @@ class PodMover:
         self.refused = None
         placed = 0
         needs = self._needs
-        for pod in pods:
-            requests = pod.shape.requests
+        standin_of = self.standin
+        count = len(pods)
+        start, standin = 0, standin_of(pods[0])
+        while True:
+            end, following = start + 1, None
+            while end < count and (following := standin_of(pods[end])) is standin:
+                end += 1
+            # Pods of one stand-in have one shape, so one set of requests and one answer.
+            requests = standin.shape.requests
             need = needs.get(requests)
             if need is None:
                 need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
-            for resource, amount in need:
-                taken = extra.get(resource)
-                if taken is None:
-                    continue  # no paper pod there asks for it: the checker's answer stands
-                room = free.get(resource)
-                if room is None:
-                    column = columns[resource]
-                    room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
-                if room - taken < amount:
-                    return placed
-            standin = self.standin(pod)
             fits = answers.get((id(standin), slot))
             if fits is None:
                 fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
             if not fits:
                 return placed
+            # The checker's yes holds the first pod's requests against the node's room; each
+            # further pod (and any put there on paper before) takes its requests out of it.
+            run = end - start
             for resource, amount in need:
-                extra[resource] = extra.get(resource, 0) + amount
+                room = free.get(resource)
+                if room is None:
+                    column = columns[resource]
+                    room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
+                run = min(run, (room - extra.get(resource, 0)) // amount)
+            if run <= 0:
+                return placed
+            for resource, amount in need:
+                extra[resource] = extra.get(resource, 0) + run * amount
             if not placed:
                 added[name] = extra
-            placed += 1
-        return placed
+            placed += run
+            if start + run < end or end == count:
+                return placed
+            assert following is not None  # the first pod of the next run
+            start, standin = end, following
 
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:
         """Whether some node would take `pod` by requests alone (the search pointer stays)."""
