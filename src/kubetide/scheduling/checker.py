@@ -116,18 +116,6 @@ class PredicateChecker:
                 return node.name
         return None
 
-    def vector_mask(self, pod: Pod) -> np.ndarray | None:
-        """The nodes `pod` fits on now, as a boolean mask over slots, when that mask is the whole
-        of `fits`' answer: the pod's class reads no pod counts (no hard topology spread, no
-        required pod (anti-)affinity) and no bound pod's anti-affinity term in force selects it,
-        so its filters reduce to the fit group's per-node vectors (node-static results, host
-        ports, requests against `alloc - used`). None otherwise. The group's own array, valid
-        until the snapshot next changes: do not modify it."""
-        cls = self._class(pod)
-        if cls.dynamic or self._anti_in_force(cls, pod):
-            return None
-        return self._base_mask(cls.group)
-
     def best_node(self, pod: Pod) -> str | None:
         """The node kube-scheduler would pick: feasible, highest score (see scoring), lowest slot."""
         cls = self._class(pod)

@@ -218,15 +218,7 @@ class PodMover:
     def destination(self, pod: Pod, hint: str | None, skip: Container[str]) -> str | None:
         """Where `pod` (already taken off its node) can go, or None."""
         snapshot, checker = self.snapshot, self.checker
-        # A pod whose filters reduce to per-node vectors (the checker's `vector_mask`) is read
-        # off its fit group's mask, kept current by the checker, instead of a check per node.
-        mask = checker.vector_mask(pod)
-        if (
-            hint is not None
-            and hint not in skip
-            and hint in snapshot
-            and (mask[snapshot.slot_of(hint)] if mask is not None else checker.fits(pod, hint) is None)
-        ):
+        if hint is not None and hint not in skip and hint in snapshot and checker.fits(pod, hint) is None:
             return hint
         # The pointer's node first: the common case, and the same answer find_node(start=pointer)
         # would give, for one node's check instead of a scan. Then its neighbour below: filling
@@ -235,9 +227,7 @@ class PodMover:
         # would then carry its received pods on to the next: three times the moves).
         for slot in (self.pointer, self.pointer - 1):
             node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
-            if node is None or node.name in skip:
-                continue
-            if mask[slot] if mask is not None else checker.fits(pod, node.name) is None:
+            if node is not None and node.name not in skip and checker.fits(pod, node.name) is None:
                 self.pointer = slot
                 return node.name
         found = checker.find_node(pod, skip=skip, start=self.pointer)
