@@ -1,0 +1,98 @@
+"""A node's pods go on paper by equivalence group (issue 41 item 1): `PodMover.fill_on_paper` puts a
+run of one stand-in's pods on the pointer's node in one step, as many as the room left for each
+resource takes. Property on the shared random clusters (tests/shared), with taints, tolerations,
+selectors and pod constraints added at random: the run takes the pods, and the room, that
+`move_on_paper` gives them one by one on that node, and the pointer stays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from random_clusters import random_cluster
+
+from kubetide.autoscaler.scaledown.planning.placement import PodMover
+from kubetide.autoscaler.scaledown.planning.update import pod_order
+from kubetide.model import LabelSelector, Pod, Taint, Toleration, load_documents
+from kubetide.model.pod import Affinity, PodAffinityTerm, TopologySpreadConstraint
+from kubetide.scheduling import PredicateChecker
+from kubetide.snapshot import ClusterSnapshot
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _with(pod: Pod, **changes) -> Pod:
+    return dataclasses.replace(pod, **changes)
+
+
+def _cluster(seed: int) -> tuple[list, list[Pod]]:
+    """The shared random cluster of `seed`, with taints, tolerations, selectors and pod
+    constraints added at random (the shared generator has none of them on bound pods)."""
+    dump, _, _ = random_cluster(seed)
+    manifests = load_documents(dump["items"], "random.yaml")
+    rng = random.Random(seed)
+    nodes = []
+    for i, node in enumerate(manifests.nodes):
+        labels = {**node.labels, ZONE: f"z{i % 2}", **({"disk": "ssd"} if rng.random() < 0.5 else {})}
+        taints = (Taint("dedicated", "x", "NoSchedule"),) if rng.random() < 0.25 else ()
+        meta = dataclasses.replace(node.meta, labels=labels)
+        nodes.append(dataclasses.replace(node, meta=meta, taints=taints))
+    pods = []
+    for pod in manifests.pods:
+        if not pod.node_name:
+            continue
+        draw = rng.random()
+        if draw < 0.1:
+            pod = _with(pod, tolerations=(Toleration("dedicated", "Equal", "x", "NoSchedule"),))
+        elif draw < 0.2:
+            pod = _with(pod, node_selector={"disk": "ssd"})
+        elif draw < 0.3:
+            selector = LabelSelector((("app", pod.labels.get("app", "")),))
+            pod = _with(pod, topology_spread=(TopologySpreadConstraint(1, ZONE, "DoNotSchedule", selector),))
+        elif draw < 0.35:
+            selector = LabelSelector((("app", pod.labels.get("app", "")),))
+            pod = _with(pod, affinity=Affinity(anti_required=(PodAffinityTerm(selector, HOSTNAME),)))
+        pods.append(pod)
+    return nodes, pods
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), data=st.data())
+def test_a_run_goes_on_the_pointers_node_as_its_pods_would_one_by_one(seed, data):
+    nodes, pods = _cluster(seed)
+    names = [n.name for n in nodes]
+    source = data.draw(st.sampled_from(names))
+    # Pods of a few shapes, repeated: runs of one stand-in, as a ReplicaSet's pods sort together.
+    own = sorted((p for p in pods if p.node_name == source), key=pod_order)
+    trial = [p for p in own for _ in range(data.draw(st.integers(1, 4)))]
+    trial = [
+        dataclasses.replace(p, meta=dataclasses.replace(p.meta, uid=f"{p.uid}-{i}"))
+        for i, p in enumerate(trial)
+    ]
+    skip = {source}
+    snapshot = ClusterSnapshot(nodes, pods)
+    with PredicateChecker(snapshot) as checker:
+        mover = PodMover(snapshot, checker)
+        mover.pointer = data.draw(st.integers(0, len(nodes) - 1))
+        pointer = mover.pointer
+        added: dict[str, dict[str, int]] = {}
+        placed = mover.fill_on_paper(trial, skip, added)
+        # One by one: move_on_paper on the pointer's node only, until the first that does not go.
+        one_by_one: dict[str, dict[str, int]] = {}
+        taken = 0
+        target = snapshot.node_at(pointer)
+        for pod in trial:
+            if target is None or target.name in skip:
+                break
+            mover.pointer = pointer
+            if mover.move_on_paper(pod, None, set(names) - {target.name}, one_by_one) != target.name:
+                break
+            taken += 1
+        assert mover.pointer == pointer
+        assert placed == taken
+        assert added == one_by_one
+    event(f"placed {'none' if not placed else 'all' if placed == len(trial) else 'some'}")
