@@ -80,27 +80,28 @@ def paper_pods(pods: Sequence[Pod]) -> set[str]:
     hard spread constraint or required pod (anti-)affinity term of the others (moved for real)
     selects, since it would count them where they are not. Any namespace is taken to match, and a
     term without a selector to select every pod."""
-    local = [pod for pod in pods if is_node_local(pod)]
+    flags = [is_node_local(pod) for pod in pods]
+    local = [pod for pod, is_local in zip(pods, flags, strict=True) if is_local]
     if not local:
         return set()
-    selectors: list[LabelSelector | None] = []
-    for pod in pods:
-        if is_node_local(pod):
+    # Each distinct selector once: a ReplicaSet's pods repeat their template's terms, and every
+    # node-local pod is matched against all of them.
+    selectors: dict[LabelSelector | None, None] = {}
+    for pod, is_local in zip(pods, flags, strict=True):
+        if is_local:
             continue
         affinity = pod.affinity
-        selectors.extend(t.label_selector for t in (*affinity.pod_required, *affinity.anti_required))
-        selectors.extend(
-            c.label_selector for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule"
-        )
-    if any(selector is None for selector in selectors):
+        for term in (*affinity.pod_required, *affinity.anti_required):
+            selectors[term.label_selector] = None
+        for c in pod.topology_spread:
+            if c.when_unsatisfiable == "DoNotSchedule":
+                selectors[c.label_selector] = None
+    if None in selectors:
         return set()
     if not selectors:
         return {pod.uid for pod in local}
-    return {
-        pod.uid
-        for pod in local
-        if not any(selector.matches(pod.labels) for selector in selectors if selector is not None)
-    }
+    distinct = [selector for selector in selectors if selector is not None]
+    return {pod.uid for pod in local if not any(selector.matches(pod.labels) for selector in distinct)}
 
 
 class _Filled(Container[str]):
