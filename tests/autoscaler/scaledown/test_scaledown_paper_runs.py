@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+import scaledown_fakes
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from random_clusters import random_cluster
@@ -96,3 +98,35 @@ def test_a_run_goes_on_the_pointers_node_as_its_pods_would_one_by_one(seed, data
         assert placed == taken
         assert added == one_by_one
     event(f"placed {'none' if not placed else 'all' if placed == len(trial) else 'some'}")
+
+
+# pods (count, cpu m, an extra resource), room already put there on paper, pods taken
+RUNS = [
+    ("one run, cut by cpu", [(5, 300, None)], {}, 3),
+    ("one run, room taken on paper before", [(5, 300, None)], {"cpu": 400}, 2),
+    ("two runs, the second cut", [(3, 300, None), (2, 100, None)], {}, 4),
+    ("the first run fills the node exactly", [(2, 500, None), (1, 100, None)], {}, 2),
+    ("a resource no node has", [(2, 100, "example.com/fpga")], {}, 0),
+    ("a later run asks for a resource no node has", [(2, 100, None), (1, 100, "example.com/fpga")], {}, 2),
+]
+
+
+@pytest.mark.parametrize(("runs", "before", "taken"), [r[1:] for r in RUNS], ids=[r[0] for r in RUNS])
+def test_a_run_takes_what_the_room_left_takes(runs, before, taken):
+    pods = [
+        scaledown_fakes.pod(
+            f"r{i}-{j}", "source", cpu, owner=("ReplicaSet", f"rs{i}"), extra={extra: 1} if extra else None
+        )
+        for i, (count, cpu, extra) in enumerate(runs)
+        for j in range(count)
+    ]
+    nodes = [scaledown_fakes.node("target", 1000), scaledown_fakes.node("source", 4000)]
+    snapshot = ClusterSnapshot(nodes, pods)
+    with PredicateChecker(snapshot) as checker:
+        mover = PodMover(snapshot, checker)
+        mover.pointer = snapshot.slot_of("target")
+        added = {"target": dict(before)} if before else {}
+        assert mover.fill_on_paper(pods, {"source"}, added) == taken
+        on_paper = sum(p.requests["cpu"] for p in pods[:taken])
+        assert added.get("target", {}).get("cpu", 0) == before.get("cpu", 0) + on_paper
+        assert mover.pointer == snapshot.slot_of("target")

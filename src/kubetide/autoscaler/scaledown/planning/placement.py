@@ -340,21 +340,24 @@ class PodMover:
             need = needs.get(requests)
             if need is None:
                 need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
-            fits = answers.get((id(standin), slot))
-            if fits is None:
-                fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
-            if not fits:
-                return placed
-            # The checker's yes holds the first pod's requests against the node's room; each
-            # further pod (and any put there on paper before) takes its requests out of it.
+            # As many as the room left takes, each pod's requests (and those of the pods put
+            # there on paper before) out of it; then the checker, whose yes also holds the first
+            # pod's requests against the node's room, so the two agree on resources.
             run = end - start
             for resource, amount in need:
                 room = free.get(resource)
                 if room is None:
-                    column = columns[resource]
+                    column = columns.get(resource)
+                    if column is None:
+                        return placed  # no node has it: the checker would say no
                     room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
                 run = min(run, (room - extra.get(resource, 0)) // amount)
             if run <= 0:
+                return placed
+            fits = answers.get((id(standin), slot))
+            if fits is None:
+                fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
+            if not fits:
                 return placed
             for resource, amount in need:
                 extra[resource] = extra.get(resource, 0) + run * amount
