@@ -332,9 +332,6 @@ class PodMover:
         count = len(pods)
         start, standin = 0, standin_of(pods[0])
         while True:
-            end, following = start + 1, None
-            while end < count and (following := standin_of(pods[end])) is standin:
-                end += 1
             # Pods of one stand-in have one shape, so one set of requests and one answer.
             requests = standin.shape.requests
             need = needs.get(requests)
@@ -343,7 +340,7 @@ class PodMover:
             # As many as the room left takes, each pod's requests (and those of the pods put
             # there on paper before) out of it; then the checker, whose yes also holds the first
             # pod's requests against the node's room, so the two agree on resources.
-            run = end - start
+            room_for = count - start
             for resource, amount in need:
                 room = free.get(resource)
                 if room is None:
@@ -351,21 +348,26 @@ class PodMover:
                     if column is None:
                         return placed  # no node has it: the checker would say no
                     room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
-                run = min(run, (room - extra.get(resource, 0)) // amount)
-            if run <= 0:
+                room_for = min(room_for, (room - extra.get(resource, 0)) // amount)
+            if room_for <= 0:
                 return placed
             fits = answers.get((id(standin), slot))
             if fits is None:
                 fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
             if not fits:
                 return placed
+            # The run: the pods of this stand-in from `start`, looked up no further than the room
+            # takes, and the pod after them.
+            end, following = start + 1, None
+            while end < count and (following := standin_of(pods[end])) is standin and end - start < room_for:
+                end += 1
             for resource, amount in need:
-                extra[resource] = extra.get(resource, 0) + run * amount
+                extra[resource] = extra.get(resource, 0) + (end - start) * amount
             if not placed:
                 added[name] = extra
-            placed += run
-            if start + run < end or end == count:
-                return placed
+            placed += end - start
+            if end == count or following is standin:
+                return placed  # every pod placed, or the next one of this stand-in finds no room
             assert following is not None  # the first pod of the next run
             start, standin = end, following
 
