@@ -330,10 +330,11 @@ class PodMover:
         needs = self._needs
         standin_of = self.standin
         count = len(pods)
-        start, standin = 0, standin_of(pods[0])
+        start, standin = 0, None  # a run's first pod, and its stand-in once looked up
         while True:
-            # Pods of one stand-in have one shape, so one set of requests and one answer.
-            requests = standin.shape.requests
+            # Pods of one stand-in have one shape, so one set of requests and one answer. The
+            # room is checked first, as pod by pod: a pod it refuses needs no stand-in.
+            requests = pods[start].shape.requests
             need = needs.get(requests)
             if need is None:
                 need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
@@ -351,24 +352,29 @@ class PodMover:
                 room_for = min(room_for, (room - extra.get(resource, 0)) // amount)
             if room_for <= 0:
                 return placed
+            if standin is None:
+                standin = standin_of(pods[start])
             fits = answers.get((id(standin), slot))
             if fits is None:
                 fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
             if not fits:
                 return placed
-            # The run: the pods of this stand-in from `start`, looked up no further than the room
-            # takes, and the pod after them.
+            # The run: the pods of this stand-in from `start`, as many as the room takes.
             end, following = start + 1, None
-            while end < count and (following := standin_of(pods[end])) is standin and end - start < room_for:
+            while end < count and end - start < room_for:
+                following = standin_of(pods[end])
+                if following is not standin:
+                    break
                 end += 1
+            else:
+                following = None  # the next pod, if any, starts a run of its own
             for resource, amount in need:
                 extra[resource] = extra.get(resource, 0) + (end - start) * amount
             if not placed:
                 added[name] = extra
             placed += end - start
-            if end == count or following is standin:
-                return placed  # every pod placed, or the next one of this stand-in finds no room
-            assert following is not None  # the first pod of the next run
+            if end == count:
+                return placed
             start, standin = end, following
 
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:
