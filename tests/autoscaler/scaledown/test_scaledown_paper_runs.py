@@ -1,8 +1,10 @@
-"""A node's pods go on paper by equivalence group (issue 41 item 1): `PodMover.fill_on_paper` puts a
-run of one stand-in's pods on the pointer's node in one step, as many as the room left for each
-resource takes. Property on the shared random clusters (tests/shared), with taints, tolerations,
-selectors and pod constraints added at random: the run takes the pods, and the room, that
-`move_on_paper` gives them one by one on that node, and the pointer stays.
+"""`PodMover.fill_on_paper` (a run of paper pods without a hint put on the pointer's node together)
+takes what the room left takes. Table: runs of pods of a few ReplicaSets against a node's room, with
+room already taken on paper and a resource no node has. Property on the shared random clusters
+(tests/shared), with taints, tolerations, selectors and pod constraints added at random: it takes
+the pods, and the room, that `move_on_paper` gives them one by one on that node, and the pointer
+stays. (Issue 41 item 1 placed a run of one stand-in in one step; measured, it did not pay and was
+reverted, BENCHMARKS.md "Placement on arrays"; these tests stay for the pod-by-pod fill.)
 """
 
 from __future__ import annotations

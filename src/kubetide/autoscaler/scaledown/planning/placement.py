@@ -80,28 +80,27 @@ def paper_pods(pods: Sequence[Pod]) -> set[str]:
     hard spread constraint or required pod (anti-)affinity term of the others (moved for real)
     selects, since it would count them where they are not. Any namespace is taken to match, and a
     term without a selector to select every pod."""
-    flags = [is_node_local(pod) for pod in pods]
-    local = [pod for pod, is_local in zip(pods, flags, strict=True) if is_local]
+    local = [pod for pod in pods if is_node_local(pod)]
     if not local:
         return set()
-    # Each distinct selector once: a ReplicaSet's pods repeat their template's terms, and every
-    # node-local pod is matched against all of them.
-    selectors: dict[LabelSelector | None, None] = {}
-    for pod, is_local in zip(pods, flags, strict=True):
-        if is_local:
+    selectors: list[LabelSelector | None] = []
+    for pod in pods:
+        if is_node_local(pod):
             continue
         affinity = pod.affinity
-        for term in (*affinity.pod_required, *affinity.anti_required):
-            selectors[term.label_selector] = None
-        for c in pod.topology_spread:
-            if c.when_unsatisfiable == "DoNotSchedule":
-                selectors[c.label_selector] = None
-    if None in selectors:
+        selectors.extend(t.label_selector for t in (*affinity.pod_required, *affinity.anti_required))
+        selectors.extend(
+            c.label_selector for c in pod.topology_spread if c.when_unsatisfiable == "DoNotSchedule"
+        )
+    if any(selector is None for selector in selectors):
         return set()
     if not selectors:
         return {pod.uid for pod in local}
-    distinct = [selector for selector in selectors if selector is not None]
-    return {pod.uid for pod in local if not any(selector.matches(pod.labels) for selector in distinct)}
+    return {
+        pod.uid
+        for pod in local
+        if not any(selector.matches(pod.labels) for selector in selectors if selector is not None)
+    }
 
 
 class _Filled(Container[str]):
@@ -308,9 +307,7 @@ class PodMover:
         stays. The snapshot does not change while pods go on paper, so the checker's answer for
         a node is asked once per stand-in while the snapshot stays as it is (over every trial on
         paper between two changes), not once per pod; the requests are then the only thing that
-        differs from one pod to the next (`_Filled`'s sums). Pods come in runs of one stand-in
-        (a node's pods are sorted, and a ReplicaSet's pods sort together): a run is placed in
-        one step, as many of its pods as the room left for each resource takes."""
+        differs from one pod to the next (`_Filled`'s sums)."""
         snapshot = self.snapshot
         slot = self.pointer
         node = snapshot.node_at(slot) if 0 <= slot < len(snapshot.valid) else None
@@ -328,54 +325,33 @@ class PodMover:
         self.refused = None
         placed = 0
         needs = self._needs
-        standin_of = self.standin
-        count = len(pods)
-        start, standin = 0, None  # a run's first pod, and its stand-in once looked up
-        while True:
-            # Pods of one stand-in have one shape, so one set of requests and one answer. The
-            # room is checked first, as pod by pod: a pod it refuses needs no stand-in.
-            requests = pods[start].shape.requests
+        for pod in pods:
+            requests = pod.shape.requests
             need = needs.get(requests)
             if need is None:
                 need = needs[requests] = tuple((r, a) for r, a in requests.items if a > 0)
-            # As many as the room left takes, each pod's requests (and those of the pods put
-            # there on paper before) out of it; then the checker, whose yes also holds the first
-            # pod's requests against the node's room, so the two agree on resources.
-            room_for = count - start
             for resource, amount in need:
+                taken = extra.get(resource)
+                if taken is None:
+                    continue  # no paper pod there asks for it: the checker's answer stands
                 room = free.get(resource)
                 if room is None:
-                    column = columns.get(resource)
-                    if column is None:
-                        return placed  # no node has it: the checker would say no
+                    column = columns[resource]
                     room = free[resource] = int(alloc[slot, column]) - int(used[slot, column])
-                room_for = min(room_for, (room - extra.get(resource, 0)) // amount)
-            if room_for <= 0:
-                return placed
-            if standin is None:
-                standin = standin_of(pods[start])
+                if room - taken < amount:
+                    return placed
+            standin = self.standin(pod)
             fits = answers.get((id(standin), slot))
             if fits is None:
                 fits = answers[id(standin), slot] = self.checker.fits(standin, name) is None
             if not fits:
                 return placed
-            # The run: the pods of this stand-in from `start`, as many as the room takes.
-            end, following = start + 1, None
-            while end < count and end - start < room_for:
-                following = standin_of(pods[end])
-                if following is not standin:
-                    break
-                end += 1
-            else:
-                following = None  # the next pod, if any, starts a run of its own
             for resource, amount in need:
-                extra[resource] = extra.get(resource, 0) + (end - start) * amount
+                extra[resource] = extra.get(resource, 0) + amount
             if not placed:
                 added[name] = extra
-            placed += end - start
-            if end == count:
-                return placed
-            start, standin = end, following
+            placed += 1
+        return placed
 
     def _exists(self, pod: Pod, skip: Container[str]) -> bool:
         """Whether some node would take `pod` by requests alone (the search pointer stays)."""
