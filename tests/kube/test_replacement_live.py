@@ -90,9 +90,10 @@ def test_a_replacement_in_flight_survives_a_restart(kube, tmp_path):
     groups = write_groups(tmp_path)
     create_deployment(kube, "filler", 7, "1", node_selector={"size": "large"})
     args = [*kwok_run_args(kube, groups), "--status-config-map-name=replace-restart", "--leader-elect=false"]
-    # A slow loop: the node it launched is Ready long before it would look again, so the kill
-    # comes between the launch and the drain.
-    first = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, "--scan-interval=10s", name="first").start()
+    # A slow loop: the node it launched is Ready (KWOK: about a second) long before it would look
+    # again, and the record is seen (polled every 0.1 s) well before that, so the kill comes between
+    # the launch and the drain.
+    first = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, "--scan-interval=5s", name="first").start()
     large = leave_web_alone_on_a_large_node(kube, first)
 
     def recorded():
@@ -119,7 +120,7 @@ def test_a_replacement_in_flight_survives_a_restart(kube, tmp_path):
         if not group_nodes(kube, "large") and running(kube, "web"):
             break
         time.sleep(0.2)
-    time.sleep(5)  # a few more loops: the small node stays, no other comes
+    second.wait_loops(3)  # a few more loops: the small node stays, no other comes
     seen |= {n.metadata.name for n in group_nodes(kube, "small")}
     log = second.log()
     assert not group_nodes(kube, "large"), log
