@@ -261,7 +261,7 @@ def test_api_server_restart_mid_run_watches_recover_without_duplicate_actions(ku
     # After the restart the caches must follow new events: more load needs exactly one more node.
     scale(kube, "web", 8)
     wait_running(kube, "web", 8, timeout=90)
-    time.sleep(3)  # a few more loops: a stale cache would now add nodes again
+    kubetide.wait_loops(3)  # a few more loops: a stale cache would now add nodes again
     assert len(group_nodes(kube, "small")) == 2, kubetide.log()
     assert kubetide.running()
     assert kubetide.terminate() == 0
