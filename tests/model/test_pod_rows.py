@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated, odd_values
-from test_pod_columns_benchmark import ODD_QUANTITIES, ODD_TIMES
 from test_pod_typed import FULL_POD, PATHS
 from test_streaming import INIT, _runs_of_pods, dump, pod, whole_file, write
 
@@ -26,6 +25,14 @@ from kubetide.model.pod_columns import PodColumns
 from kubetide.model.pod_typed import checked_pod, typed_pod
 from kubetide.model.wire import PodWire
 
+ODD_TIMES = [
+    "2026-11-01T00:00:00.1234565Z",
+    "2026-11-01T00:00Z",
+    "2026-11-01",
+    "2026-W44-7",
+    "2026-11-01T01:00:00+01:00",
+]
+ODD_QUANTITIES = ["1e3", "0.1", "100m", "1Ki", "-1", "1.5G"]
 COLUMNS = [name for name in PodColumns.__slots__ if not name.startswith("_")]
 
 
