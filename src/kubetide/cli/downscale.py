@@ -240,7 +240,7 @@ def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankK
 def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, ranks) -> None:
     from rich.markup import escape
 
-    from kubetide.workloads import is_active
+    from kubetide.workloads.ranking import active_row
 
     console_ = console()
     width = line_width(console_)
@@ -262,7 +262,8 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
     say(f"Ranking: {mode}, at {rfc3339(now)} ({escape(now_source)}).")
     if target.siblings:
         others = ", ".join(target.siblings)
-        active = sum(1 for p in target.related if is_active(p))
+        table = target.table
+        active = sum(active_row(table.phases[r], table.deleted[r]) for r in target.related_rows)
         say(
             f"Related pods: {active} active in this ReplicaSet and {escape(others)} (a node's count is its rank)."
         )

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 from kubetide.model.meta import ObjectMeta, OwnerReference
 from kubetide.model.pod import Pod
 from kubetide.model.pod_typed import CheckedPod, SpecParts, pod_of
 from kubetide.model.wire import PodWire
 
-_NO_LABELS: dict[str, str] = {}
+_EMPTY: dict[str, str] = {}
 
 
 def _controller(owners: tuple[OwnerReference, ...]) -> OwnerReference | None:
@@ -97,7 +97,7 @@ class PodColumns:
         # The row's spec parts, for pod(row) (None for a row added as a Pod), and its Pod once
         # built or given.
         self._specs: list[SpecParts | None] = []
-        self._built: list[Pod | None] = []
+        self._built: list[Pod | None] = []  # (of_pods: the Pods, all of them)
 
     def __len__(self) -> int:
         return len(self._built)
@@ -122,8 +122,8 @@ class PodColumns:
         self.names.append(name)
         self.namespaces.append(namespace)
         self.uids.append(uid)
-        self.labels.append(metadata.labels or _NO_LABELS)
-        self.annotations.append(metadata.annotations or _NO_LABELS)
+        self.labels.append(metadata.labels or _EMPTY)
+        self.annotations.append(metadata.annotations or _EMPTY)
         self.owners.append(owners)
         self.controllers.append(_controller(owners) if owners else None)
         self.created.append(created)
@@ -147,31 +147,34 @@ class PodColumns:
 
     def add_pod(self, pod: Pod) -> None:
         """The row of a Pod already built (by the Reader)."""
-        meta = pod.meta
-        for column, read in _META_FIELDS:
-            getattr(self, column).append(read(meta))
-        for column, read in _POD_FIELDS:
+        for column, read in _READERS.items():
             getattr(self, column).append(read(pod))
         self._specs.append(None)
         self._built.append(pod)
 
     def extend(self, other: PodColumns) -> None:
-        for name in self.__slots__:
-            getattr(self, name).extend(getattr(other, name))
+        for name in (*_READERS, "_specs", "_built"):  # the rows' Pods last: a column of Pods
+            getattr(self, name).extend(getattr(other, name))  # not yet read reads them
 
     @classmethod
     def of_pods(cls, pods: Iterable[Pod]) -> PodColumns:
-        """The rows of Pods, column by column (map and attrgetter, in C); pod(row) is the Pod."""
-        pods = pods if isinstance(pods, list) else list(pods)
-        metas = list(map(_META, pods))
-        columns = cls()
-        for column, read in _META_FIELDS:
-            setattr(columns, column, list(map(read, metas)))
-        for column, read in _POD_FIELDS:
-            setattr(columns, column, list(map(read, pods)))
-        columns._specs = [None] * len(pods)
+        """The rows of Pods; pod(row) is the Pod. Each column is read from the Pods when it is
+        first read (map and attrgetter, in C): the ranking of a simulated ReplicaSet reads ten
+        of them, and reading all of them cost it as much again."""
+        columns = cls.__new__(cls)
         columns._built = list(pods)
+        columns._specs = [None] * len(columns._built)
         return columns
+
+    def __getattr__(self, name: str) -> Any:
+        """A column of a table of Pods (`of_pods`) not read yet: read from the Pods, and kept.
+        (Called only for a slot not set: a column once set is a plain slot read.)"""
+        read = _READERS.get(name)
+        if read is None:
+            raise AttributeError(name)
+        values = list(map(read, cast(list[Pod], self._built)))  # of_pods: Pods, none of them None
+        setattr(self, name, values)
+        return values
 
     def pod(self, row: int) -> Pod:
         """The row's Pod, built on the first call (the one Pod every later call returns), with
@@ -221,6 +224,10 @@ class PodColumns:
         namespace = self.namespaces[row]
         return f"{namespace}/{self.names[row]}" if namespace else self.names[row]
 
+    def key_order(self, row: int) -> tuple[str, str]:
+        """(namespace, name) of the row: how two pods of one UID are told apart."""
+        return self.namespaces[row], self.names[row]
+
     def keys(self, rows: Sequence[int]) -> list[str]:
         names, namespaces = take(self.names, rows), take(self.namespaces, rows)
         return [f"{ns}/{name}" if ns else name for ns, name in zip(namespaces, names, strict=True)]
@@ -235,26 +242,19 @@ def take(column: Sequence[Any], rows: Sequence[int]) -> list[Any]:
     return list(operator.itemgetter(*rows)(column))
 
 
-_META = operator.attrgetter("meta")
-# (column, the ObjectMeta attribute it holds)
-_META_FIELDS = tuple(
-    (column, operator.attrgetter(attribute))
+# Each column and what reads its value of a Pod.
+_READERS: dict[str, Callable[[Pod], Any]] = {
+    column: operator.attrgetter(attribute)
     for column, attribute in (
-        ("names", "name"),
-        ("namespaces", "namespace"),
-        ("uids", "uid"),
-        ("labels", "labels"),
-        ("annotations", "annotations"),
-        ("owners", "owner_references"),
-        ("controllers", "controller"),
-        ("created", "creation_timestamp"),
-        ("deleted", "deletion_timestamp"),
-    )
-)
-# (column, the Pod attribute it holds) of the columns read from the Pod itself, not its meta.
-_POD_FIELDS = tuple(
-    (column, operator.attrgetter(attribute))
-    for column, attribute in (
+        ("names", "meta.name"),
+        ("namespaces", "meta.namespace"),
+        ("uids", "meta.uid"),
+        ("labels", "meta.labels"),
+        ("annotations", "meta.annotations"),
+        ("owners", "meta.owner_references"),
+        ("controllers", "meta.controller"),
+        ("created", "meta.creation_timestamp"),
+        ("deleted", "meta.deletion_timestamp"),
         ("nodes", "node_name"),
         ("phases", "phase"),
         ("ready", "ready"),
@@ -270,4 +270,6 @@ _POD_FIELDS = tuple(
         ("explicit_priorities", "explicit_priority"),
         ("priority_class_names", "priority_class_name"),
     )
-)
+}
+if set(_READERS) != {name for name in PodColumns.__slots__ if not name.startswith("_")}:
+    raise ImportError("PodColumns' columns and the Pod attributes read into them differ")

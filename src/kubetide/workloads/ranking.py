@@ -69,6 +69,7 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,8 @@ def pods_per_node(pods: Iterable[Pod], related_pods: Iterable[Pod] | None = None
     The rank of criterion 5. Copies of one pod (same UID) count once; should two different pods
     share a UID, the one with the smaller namespace/name counts, so the input order never matters.
     """
-    every = [*pods, *(() if related_pods is None else related_pods)]
+    # A pod given twice (among both, as callers pass it) is one row: its copies never conflict.
+    every = list({id(pod): pod for pod in (*pods, *(() if related_pods is None else related_pods))}.values())
     return rows_per_node(PodColumns.of_pods(every), range(len(every)))
 
 
@@ -110,14 +112,18 @@ def active_row(phase: str, deleted: float | None) -> bool:
 
 def rows_per_node(table: PodColumns, rows: Iterable[int]) -> dict[str, int]:
     """pods_per_node of a table's rows (a pod given twice, in two rows, counts once)."""
-    uids, names, namespaces = table.uids, table.names, table.namespaces
+    uids = table.uids
     unique: dict[str, int] = {}
     for row in rows:
         other = unique.setdefault(uids[row], row)
-        if other != row and (namespaces[row], names[row]) < (namespaces[other], names[other]):
+        if other != row and table.key_order(row) < table.key_order(other):
             unique[uids[row]] = row
     nodes, phases, deleted = table.nodes, table.phases, table.deleted
-    return Counter(nodes[row] for row in unique.values() if active_row(phases[row], deleted[row]))
+    return Counter(
+        nodes[row]
+        for row in unique.values()
+        if phases[row] != "Succeeded" and phases[row] != "Failed" and deleted[row] is None  # active_row
+    )
 
 
 class Ranking:
@@ -140,11 +146,13 @@ class Ranking:
         logarithmic: bool,
         deletion_cost: bool,
         inputs: PodFields | None = None,
+        built: list[Pod] | None = None,
     ):
-        # The pods as rows of a table: their Pods are built when `pods` or `order` is first read
-        # (`kubetide downscale --json` reads neither: the columns say all it prints).
+        # The pods as rows of a table: their Pods (`built`, when the caller has them) are built
+        # when `pods` or `order` is first read (`kubetide downscale --json` reads neither: the
+        # columns say all it prints).
         self.table, self.rows = pods
-        self._pods: list[Pod] | None = None
+        self._pods = built
         self._order: list[Pod] | None = None
         self.index = index
         self.columns = columns
@@ -224,14 +232,13 @@ def rank(
     `engine` ("auto", "numpy", "python") picks the implementation; both give the same order.
     """
     pods = list(pods)
-    related = None if related_pods is None else list(related_pods)
-    table = PodColumns.of_pods(pods if related is None else pods + related)
-    n = len(pods)
-    return rank_rows(
-        table,
-        range(n),
+    counted = None if related_pods is None else (lambda: pods_per_node(pods, related_pods))
+    return _ranking(
+        PodColumns.of_pods(pods),
+        range(len(pods)),
         now,
-        None if related is None else range(n, n + len(related)),
+        counted,
+        pods=pods,
         logarithmic=logarithmic,
         deletion_cost=deletion_cost,
         owner_has_controller=owner_has_controller,
@@ -253,30 +260,64 @@ def rank_rows(
     """`rank` of a table's rows (model/pod_columns.py): the pods `rows` name, ranked against the
     related pods `related_rows` name, without a Pod unless the Ranking's `pods` or `order` is read."""
     rows = list(rows)
+    counted = None if related_rows is None else (lambda: rows_per_node(table, [*rows, *related_rows]))
+    return _ranking(
+        table,
+        rows,
+        now,
+        counted,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+        engine=engine,
+    )
+
+
+def _ranking(
+    table: PodColumns,
+    rows: Sequence[int],
+    now: float,
+    related_counts: Callable[[], dict[str, int]] | None,
+    *,
+    logarithmic: bool,
+    deletion_cost: bool,
+    owner_has_controller: bool,
+    engine: str,
+    pods: list[Pod] | None = None,
+) -> Ranking:
+    """rank and rank_rows: `related_counts` gives the active pods per node over the pods and
+    their related pods (None: no related pods given); `pods`, when given, the rows' Pods."""
+    rows = list(rows)
     n = len(rows)
     now_ns = to_ns(now)
+    whole = n == len(table) and rows == list(range(n))  # rank's: every row, in order
+
+    def column(values: list[Any]) -> list[Any]:
+        """The rows' values of a table's column (a copy: the ranking keeps its own)."""
+        return list(values) if whole else take(values, rows)
+
     # Column by column with itemgetter: several times faster than one loop over the pods.
-    uids = take(table.uids, rows)
-    nodes = take(table.nodes, rows)
-    phases = take(table.phases, rows)
-    readies = take(table.ready, rows)
+    uids = column(table.uids)
+    nodes = column(table.nodes)
+    phases = column(table.phases)
+    readies = column(table.ready)
     unique_uids = len(set(uids)) == n
     if not owner_has_controller:
-        if related_rows is not None:
+        if related_counts is not None:
             raise ValueError("related pods given for an owner without a controller (it has none)")
         counts: dict[str, int] = {}
-    elif related_rows is None and unique_uids:
+    elif related_counts is None and unique_uids:
         counts = Counter(nodes)
-        deleted = take(table.deleted, rows)
+        deleted = column(table.deleted)
         if "Succeeded" in phases or "Failed" in phases or deleted.count(None) != n:
             counts = Counter(node for node, phase, at in zip(nodes, phases, deleted) if active_row(phase, at))
     else:
-        counts = rows_per_node(table, [*rows, *(() if related_rows is None else related_rows)])
+        counts = rows_per_node(table, rows) if related_counts is None else related_counts()
     tiebreak, uid_rank = _uid_order(uids, lambda: table.keys(rows), unique_uids)
 
-    transitions = take(table.ready_transitions, rows)
+    transitions = column(table.ready_transitions)
     if deletion_cost:
-        costs = list(map(_cached_cost, map(_COST_VALUE, take(table.annotations, rows))))
+        costs = list(map(_cached_cost, map(_COST_VALUE, column(table.annotations))))
     else:
         costs = [0] * n
     zeros = itertools.repeat(0)
@@ -291,9 +332,9 @@ def rank_rows(
         cost=costs,
         rank=list(map(counts.get, nodes, zeros)),
         ready_at=[t if ready else None for t, ready in zip(transitions, readies)],
-        restarts=take(table.restarts, rows),
-        sidecar_restarts=take(table.sidecar_restarts, rows),
-        created=take(table.created, rows),
+        restarts=column(table.restarts),
+        sidecar_restarts=column(table.sidecar_restarts),
+        created=column(table.created),
         tiebreak=tiebreak,
         uid_rank=uid_rank,
     )
@@ -310,7 +351,7 @@ def rank_rows(
         columns = _columns_python(raw, now_ns, logarithmic)
         keys = list(zip(*columns))
         index = sorted(range(n), key=keys.__getitem__)
-    return Ranking((table, rows), index, columns, now_ns, counts, logarithmic, deletion_cost, raw)
+    return Ranking((table, rows), index, columns, now_ns, counts, logarithmic, deletion_cost, raw, pods)
 
 
 _COST_VALUE = operator.methodcaller("get", DELETION_COST_ANNOTATION)
