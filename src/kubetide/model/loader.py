@@ -170,9 +170,9 @@ class Manifests:
         assert self.pod_rows is not None
         name, namespace = checked.meta[0], checked.meta[1]
         self._note_pod(namespace, name, where)
-        node = checked.spec.node_name
+        template, node = checked.spec[:2]
         if node:
-            self._count_bound(node, checked.status[0], checked.spec.template.requests, where)
+            self._count_bound(node, checked.status[0], template.requests, where)
         self.pod_rows.add_checked(wire, checked)
 
     def _note_pod(self, namespace: str, name: str, where: str) -> None:

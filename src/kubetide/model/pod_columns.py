@@ -106,6 +106,7 @@ class PodColumns:
         """The row of a pod `checked_pod` took (its Pod is built from the row when asked for)."""
         name, namespace, uid, owners, created, deleted = checked.meta
         metadata, spec = wire.metadata, checked.spec
+        node, priority, class_name = spec[1], spec[6], spec[7]  # SpecParts' node, priority, class
         (
             phase,
             ready,
@@ -118,7 +119,6 @@ class PodColumns:
             sidecar,
             nominated,
         ) = checked.status
-        priority = spec.priority
         self.names.append(name)
         self.namespaces.append(namespace)
         self.uids.append(uid)
@@ -128,7 +128,7 @@ class PodColumns:
         self.controllers.append(_controller(owners) if owners else None)
         self.created.append(created)
         self.deleted.append(deleted)
-        self.nodes.append(spec.node_name)
+        self.nodes.append(node)
         self.phases.append(phase)
         self.ready.append(ready)
         self.ready_transitions.append(ready_transition)
@@ -141,7 +141,7 @@ class PodColumns:
         self.nominated_nodes.append(nominated)
         self.priorities.append(priority or 0)
         self.explicit_priorities.append(priority is not None)
-        self.priority_class_names.append(spec.priority_class_name)
+        self.priority_class_names.append(class_name)
         self._specs.append(spec)
         self._built.append(None)
 
