@@ -37,10 +37,17 @@ with the whole re-plan's on random clusters.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.planning.candidates import Removal, simulate_removal
+from kubetide.autoscaler.scaledown.planning.candidates import (
+    Eligible,
+    Removal,
+    Resumable,
+    Skip,
+    simulate_removal,
+)
 from kubetide.autoscaler.scaledown.planning.drainability import NodeDrain
 from kubetide.autoscaler.scaledown.planning.plan import REMOVABLE, ScaleDownPlan
 from kubetide.autoscaler.scaledown.planning.update import Received, Update, pod_order
@@ -62,6 +69,8 @@ REPLAYABLE_OPTIONS = frozenset(
         "surge_before_evict",
     }
 )
+# Of those, the flags every node's removal limits read: a search with one changed visits every node.
+LIMIT_OPTIONS = frozenset({"cores_total", "memory_total"})
 
 
 @dataclass(slots=True)
@@ -88,11 +97,14 @@ class Step:
         return self.removal.surge is not None or (refusal is not None and not refusal.waiting)
 
 
-class Recording:
-    """`simulate_removal` for the search without changes, keeping every step."""
+class Recording(Resumable):
+    """`simulate_removal` for the search without changes, keeping every step, and the search's
+    order: each node with its drain."""
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
+        self.order: list[tuple[str, NodeDrain]] | None = None
+        self.cloud: object = None  # the cloud the search asked (a check's own, if it changed groups)
         self.options: AutoscalerOptions | None = None
         self.pdbs: tuple[PodDisruptionBudget, ...] = ()
         self.nodes = 0  # the snapshot's size during the search
@@ -109,6 +121,11 @@ class Recording:
         self.steps.append(Step(name, tuple(to_move), before, u.mover.pointer, removal, _given(to_move)))
         return removal
 
+    def start(self, u: Update, order: Sequence[Eligible]) -> Skip:
+        self.order = [(item.node.name, item.drain) for item in order]
+        self.cloud = u.cloud
+        return Skip()
+
 
 class Decided(Exception):
     """The node asked about has its verdict; the search is left there."""
@@ -118,10 +135,14 @@ class Decided(Exception):
         self.plan = plan
 
 
-class Replay:
+class Replay(Resumable):
     """`simulate_removal` for a search with changes, answering from `recording` while in step,
     and raising `Decided` once node `node` has its verdict. `replayable`: False when the
-    changes alter the cluster every simulation starts from (then every node is simulated)."""
+    changes alter the cluster every simulation starts from (then every node is simulated).
+
+    The search skips the nodes before the first one the changes can alter (`start`): its state
+    there is the recorded search's, which only the removals kept before it made, so those are
+    made again (replayed) and nothing else is visited."""
 
     def __init__(self, recording: Recording | None, node: str, *, replayable: bool = True):
         self.node = node
@@ -132,7 +153,11 @@ class Replay:
         self._ready = False
         self._changed: frozenset[int] = frozenset()  # indexes of the budgets the changes altered
         self._surge_changed = False
+        self._limits_changed = False  # a flag the removal limits read (every node's check)
+        self._resume_at = -1  # the index in `steps` of the first step after the nodes skipped
+        self._pointer_at_resume = 0
         self.replayed = self.simulated = 0
+        self.skipped = 0  # nodes the search did not visit
         self.placed = 0  # pods given to the simulated removals: the check's work (clock.spend)
 
     def __call__(self, u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
@@ -142,10 +167,12 @@ class Replay:
         if not self._ready:
             self._ready = True
             self._in_step = self._in_step and self._comparable(u)
+        kept = self._next < self._resume_at  # a removal before the nodes skipped, made again
         step = self._step(u, name)
         if step is not None and self._given_same(u, drain, to_move, step):
             self.replayed += 1
             return _replayed(u, drain, step)
+        assert not kept, f"{name}: skipped up to it, yet given other pods or budgets"
         self.simulated += 1
         self.placed += len(to_move)
         removal = simulate_removal(u, name, drain, to_move)
@@ -168,15 +195,67 @@ class Replay:
             if not differ <= REPLAYABLE_OPTIONS:
                 return False
             self._surge_changed = "surge_before_evict" in differ
+            self._limits_changed = bool(differ & LIMIT_OPTIONS)
         self._changed = frozenset(i for i, (a, b) in enumerate(zip(recording.pdbs, pdbs)) if a is not b)
         return True
 
+    def start(self, u: Update, order: Sequence[Eligible]) -> Skip:
+        """The nodes before the first one the changes can alter, the node asked about or the
+        first where the two orders part: each is the recorded search's node at that position,
+        with the same drain, under budgets the changes left alone, and not reading a changed
+        surge-before-evict; the search did there what the recorded one did, on the same state.
+        Of them the search visits only the recorded removals kept, which make that state."""
+        recording = self._recording
+        if not self.steps or recording is None or recording.order is None:
+            return Skip()
+        self._ready = True
+        self._in_step = self._comparable(u)
+        if not self._in_step or self._limits_changed or u.cloud is not recording.cloud:
+            return Skip()
+        recorded, steps = recording.order, self.steps
+        at = {step.node: i for i, step in enumerate(steps)}
+        first, end = 0, min(len(order), len(recorded))
+        while first < end:
+            name, drain = recorded[first]
+            if (
+                name == self.node
+                or order[first].node.name != name
+                or not _same_drain(order[first].drain, drain)
+            ):
+                break
+            i = at.get(name)
+            if i is not None and not self._unaltered(u, drain, steps[i]):
+                break
+            first += 1
+        if first == 0:
+            return Skip()
+        done = [i for i in (at.get(name) for name, _ in recorded[:first]) if i is not None]
+        kept = [i for i in done if steps[i].removal.removable]
+        self.skipped = first - len(kept)
+        resumed = len(done)  # the recorded steps after the nodes skipped start here
+        self._pointer_at_resume = steps[resumed - 1].pointer_after if done else u.mover.pointer
+        self.steps = [steps[i] for i in kept] + steps[resumed:]
+        self._resume_at = len(kept)
+        position = {name: p for p, (name, _) in enumerate(recorded[:first])}
+        return Skip(first, frozenset(position[steps[i].node] for i in kept))
+
+    def searched(self, u: Update) -> None:
+        """A search that skipped nodes leaves their statuses unwritten: it ends at the verdict
+        (every node from the first it visited on has one by now)."""
+        if self._resume_at >= 0:
+            raise Decided(u.plan)
+
     def _step(self, u: Update, name: str) -> Step | None:
         """The recorded step this call stands for, if the searches are still in step."""
+        if self._next == self._resume_at:  # the first node after those skipped
+            u.mover.pointer = self._pointer_at_resume
         if not self._in_step or self._next >= len(self.steps):
             self._in_step = False
+            self._next += 1
             return None
         step = self.steps[self._next]
+        if self._next < self._resume_at:
+            u.mover.pointer = step.pointer_before  # where it was: the trials between are skipped
         self._next += 1
         if step.node != name or step.pointer_before != u.mover.pointer:
             self._in_step = False
@@ -189,14 +268,34 @@ class Replay:
         no budget refusing it for good, where surge-before-evict would be read."""
         if len(step.to_move) != len(to_move) or _given(to_move) != step.given:
             return False
+        # In step, with its budgets unchanged, the node's budgets refuse it as they did then.
+        return self._unaltered(u, drain, step)
+
+    def _unaltered(self, u: Update, drain: NodeDrain, step: Step) -> bool:
+        """No budget the changes altered among the node's own pods', and (if the flag changed)
+        no budget refusing it for good, where surge-before-evict would be read."""
         if self._changed:
             if step.budgets is None:
                 matching = u.ctx.pdbs.matching
                 step.budgets = frozenset(i for pod in drain.movable for i in matching(pod))
             if step.budgets & self._changed:
                 return False
-        # In step, with its budgets unchanged, the node's budgets refuse it as they did then.
         return not (self._surge_changed and step.read_surge_flag)
+
+
+def _same_drain(a: NodeDrain, b: NodeDrain) -> bool:
+    """The same pods to move, blocking and left to complete (the same objects: a changed pod is
+    a new one; in any order, which an undone trial changes), all the search reads of a drain."""
+    return a is b or (
+        _same_pods(a.movable, b.movable)
+        and _same_pods(a.on_completion, b.on_completion)
+        and len(a.blockers) == len(b.blockers)
+        and all(x.pod is y.pod and x == y for x, y in zip(a.blockers, b.blockers))
+    )
+
+
+def _same_pods(a: Sequence[object], b: Sequence[object]) -> bool:
+    return len(a) == len(b) and {id(x) for x in a} == {id(x) for x in b}
 
 
 def _given(to_move: list[Received]) -> frozenset[tuple[int, str | None]]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
@@ -50,6 +50,7 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     BlockingPod,
+    DrainRules,
     NodeDrain,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
@@ -228,6 +229,7 @@ class _Search:
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
         self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
+        self._drains: dict[tuple[tuple[str, str], ...], Memo[str, NodeDrain]] = {}  # by changed drain rules
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
         self.placed = 0  # pods placed by their simulated removals and refusals (`_spend`)
@@ -578,7 +580,10 @@ class _Search:
         flags = tuple(sorted((c.target, c.value) for c in changes if c.kind is ChangeKind.FLAG))
         shared = self._facts.get(flags)
         if shared is None:
-            shared = self._facts[flags] = NodeFacts(drains=Memo())
+            # A drain reads only the drain rules' flags: checks of other flags (a threshold) share it.
+            rules = tuple((flag, value) for flag, value in flags if flag.replace("-", "_") in _DRAIN_RULES)
+            drains = self._drains.setdefault(rules, Memo())
+            shared = self._facts[flags] = NodeFacts(drains=drains)
         if same_cloud:
             return shared
         return NodeFacts(shared.homeless, shared.scanned, Memo(), shared.drains)
@@ -694,6 +699,9 @@ class _Search:
 
 
 # -- the changes ------------------------------------------------------------------------------------
+
+# The flags a node's drain reads (drainability.DrainRules).
+_DRAIN_RULES = frozenset(f.name for f in fields(DrainRules))
 
 # A remembered failure: a fresh planner looks at the node as it is now.
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}
