@@ -225,9 +225,11 @@ class _Search:
         self.narrow = narrow
         # The baseline's search (or the caller's of the same inputs), replayed by narrowed runs.
         self._recording = recording if narrow else None
+        self._traces: list[Recording] = []  # the narrowed checks' searches (narrow.Replay.trace)
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self._backs: dict[str, str] = {}  # budget key -> when it comes back, in the loop's plan
         self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
         self._drains: dict[tuple[tuple[str, str], ...], Memo[str, NodeDrain]] = {}  # by changed drain rules
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
@@ -243,7 +245,15 @@ class _Search:
             drain = plan.drains.get(status.name) if plan is not None else None
             if drain is not None and drain.on_completion:
                 return Unblock(status.name, text=_on_completion_words(drain.on_completion), waiting=True)
-        back = _budget_back(status, plan, self.inputs.pdbs) if _waits(status) else ""
+        back = ""
+        if _waits(status):
+            blocking = status.blocking_pod
+            if plan is not self._plan_seen or blocking is None:
+                back = _budget_back(status, plan, self.inputs.pdbs)
+            else:  # the loop's plan, asked for each node waiting: once per budget
+                if blocking.pdb not in self._backs:
+                    self._backs[blocking.pdb] = _budget_back(status, plan, self.inputs.pdbs)
+                back = self._backs[blocking.pdb]
         return _no_change(status, back)
 
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -635,13 +645,16 @@ class _Search:
         if self._recording is None:
             self.baseline()
         replayable = all(c.kind is not ChangeKind.ADD_NODE for c in changes)
-        replay = Replay(self._recording, name, replayable=replayable)
+        replay = Replay(self._recording, name, replayable=replayable, traces=self._traces)
         try:
             plan = self._plan(changes, replay)
         except Decided as decided:
             return _outcome(name, decided.plan, self.inputs.pdbs, decided=True)
         finally:
             self._spend(replay.placed)
+            trace = replay.finished()
+            if trace is not None:
+                self._traces.append(trace)
         return _outcome(name, plan, self.inputs.pdbs, decided=False)
 
     def _plan(
@@ -688,6 +701,7 @@ class _Search:
                 timer=self.timer,
                 simulate=simulate,
                 facts=self._facts_for(changes, same_cloud=changed_cloud is cloud),
+                incremental=False,  # one update: nothing of it is replayed (reuse.py)
             )
             return planner.update(
                 replace(inputs, pdbs=pdbs, being_deleted=self.being_deleted),
