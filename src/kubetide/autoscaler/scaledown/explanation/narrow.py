@@ -27,6 +27,19 @@ The search also stops as soon as the node asked about has its verdict (`Decided`
 after it in the order cannot change it (a later removal never gives room back to, or takes a
 candidate out of, the nodes before it).
 
+Replaying a node still costs the search's visit (its room and limits checks, the what-if, its
+status), so a check does not visit what it shares: the recording keeps the search's order, each
+node with its drain, and the search asks the `Replay` where to start (`Replay.start`, through
+candidates.py's `Resumable`). Up to the first position where the orders part, a drain differs,
+a node's budgets were changed, a node read a changed surge-before-evict, or the node asked about
+comes, the search with changes would do exactly what the recorded one did; of those nodes only
+the removals kept change the state the rest starts from, so the search visits only them (made
+again as replayed) and ends at the verdict (the statuses of the nodes skipped are not written).
+Each check's search is kept the same way (`Replay.trace`, as far as it went, sharing with the
+search without changes what it skipped), and a later check starts from whichever recording it
+shares the most with: a check with a higher threshold goes on where one with a lower threshold
+stopped, the nodes the lower one made eligible coming first in both.
+
 A change that alters the cluster every simulation starts from (a new node: the placement search
 and the free room change everywhere), a usage-guarded search, or a change of any flag other than
 those `REPLAYABLE_OPTIONS` lists is simulated in full (still stopping at the verdict). The

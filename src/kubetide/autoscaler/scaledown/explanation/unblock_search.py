@@ -23,8 +23,9 @@ offline callers pass a work-driven Timer, so the same input gets the same answer
 on. On a work-driven Timer a check is charged what it does: the planner's reading per node it
 considers, and a unit per pod its simulated removals were given (a node of 40 pods simulated
 costs forty times a node replayed), per pod and node of a refusal (`_spend`). A run is narrowed to what the change can affect (narrow.py): the search without changes is
-recorded once, a search with changes replays it up to the first node the change alters and stops
-at the node's verdict; the same change set asked twice is answered once; and the planners of
+recorded once, a search with changes skips to the first node the change alters (visiting only the
+removals kept before it; an earlier check's search may take it further) and stops at the node's
+verdict; the same change set asked twice is answered once; and the planners of
 the checks share their per-node facts (eligibility, drains: planner.NodeFacts), so each reads
 again only the nodes its change touched.
 
