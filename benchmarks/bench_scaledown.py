@@ -29,6 +29,7 @@ from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import UsageCeiling, UsageSample
 from kubetide.autoscaler.scaledown.planning.planner import Planner
+from kubetide.cloud.static import NODE_GROUP_LABEL, StaticCloud
 from kubetide.model import LabelSelector, Node, ObjectMeta, OwnerReference, Pod, PodDisruptionBudget
 from kubetide.model.workloads import PodTemplate, Workload
 from kubetide.snapshot import ClusterSnapshot
@@ -42,34 +43,11 @@ TARGET_REMOVABLE = 1200
 TARGET_SECONDS = 2.0
 
 
-class _Group:
-    id = "pool"
-    min_size = 0
-    max_size = 10_000
-
-    def __init__(self, size: int):
-        self.size = size
-
-    def target_size(self) -> int:
-        return self.size
-
-
-class _Cloud:
-    def __init__(self, size: int):
-        self.group = _Group(size)
-
-    def node_groups(self):
-        return [self.group]
-
-    def node_group_for(self, node):
-        return self.group
-
-
 def build() -> tuple[ClusterSnapshot, list[Workload]]:
     alloc = {"cpu": 4000, "memory": 16 * GIB, "pods": 110}
     nodes = [
         Node(
-            ObjectMeta(f"node-{i:04d}", labels={"kubernetes.io/hostname": f"node-{i:04d}"}),
+            ObjectMeta(f"node-{i:04d}", labels={"kubernetes.io/hostname": f"node-{i:04d}", NODE_GROUP_LABEL: "pool"}),
             dict(alloc),
             dict(alloc),
         )
@@ -115,7 +93,7 @@ def build() -> tuple[ClusterSnapshot, list[Workload]]:
 
 def main() -> None:
     snapshot, workloads = build()
-    cloud = _Cloud(NODES)
+    cloud = StaticCloud.from_nodes(list(snapshot.nodes()))
     # The benchmark asks for every removable node: CA's cap on the unneeded nodes a loop looks for
     # (2 x max-scale-down-parallelism on a first update, scaledown/planning/limit.py) is lifted.
     options = AutoscalerOptions(max_scale_down_parallelism=NODES)
