@@ -47,7 +47,9 @@ def build() -> tuple[ClusterSnapshot, list[Workload]]:
     alloc = {"cpu": 4000, "memory": 16 * GIB, "pods": 110}
     nodes = [
         Node(
-            ObjectMeta(f"node-{i:04d}", labels={"kubernetes.io/hostname": f"node-{i:04d}", NODE_GROUP_LABEL: "pool"}),
+            ObjectMeta(
+                f"node-{i:04d}", labels={"kubernetes.io/hostname": f"node-{i:04d}", NODE_GROUP_LABEL: "pool"}
+            ),
             dict(alloc),
             dict(alloc),
         )
