@@ -28,6 +28,7 @@ from typing import NamedTuple
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.planning.drainability import (
     BlockingPod,
+    KeptDrains,
     NodeDrain,
     drain_node,
     looks_empty,
@@ -105,11 +106,13 @@ def eligible_nodes(
     unremovable: UnremovableNodes,
     checked: Memo[str, Checked],
     drains: Memo[str, NodeDrain] | None = None,
+    kept: KeptDrains | None = None,
 ) -> list[Eligible]:
     """Status for every node; returns the eligible ones with their drains. `drains`: the drains
     of nodes with nothing received, kept under their stamps, when the caller knows the rest of
     what a drain reads (`now`, the rules, workloads, budgets' selectors) is the same throughout
-    (planner.NodeFacts)."""
+    (planner.NodeFacts). Else `kept`: those drains kept between a planner's own loops, which
+    checks what they read."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
@@ -121,6 +124,8 @@ def eligible_nodes(
     checked.new_pass()
     if drains is not None:
         drains.new_pass()
+    elif kept is not None:
+        kept.new_pass(u.ctx)
     statuses = u.plan.nodes
     for node, stamp in snapshot.stamps():
         name = node.meta.name
@@ -191,7 +196,11 @@ def eligible_nodes(
             if received:
                 drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
             elif drains is None:
-                drain = drain_node(list(pods_here), u.ctx)
+                drain = (
+                    kept.drain(name, tuple(pods_here), u.ctx)
+                    if kept is not None
+                    else drain_node(list(pods_here), u.ctx)
+                )
             else:
                 known = drains.get(name, stamp)
                 drain = (

@@ -58,6 +58,7 @@ from kubetide.autoscaler.scaledown.planning.deleted_set import revalidate_delete
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
+    KeptDrains,
     NodeDrain,
     index_workloads,
     is_expendable,
@@ -183,6 +184,9 @@ class Planner:
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
         self._checked: Memo[str, Checked] = facts.checked
         self._drains = facts.drains
+        # Else the eligible nodes' drains kept between this planner's loops, checked against
+        # what they read (`now` moves between them); only for incremental updates.
+        self._kept_drains = KeptDrains() if facts.drains is None and incremental else None
         self.incremental = incremental
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
@@ -397,7 +401,7 @@ class Planner:
             failure = inject_recent_evictions(u, self.recent_evictions)
         plan.validation_failure = failure
 
-        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains)
+        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains, self._kept_drains)
         found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
