@@ -127,9 +127,10 @@ def eligible_nodes(
     elif kept is not None:
         kept.new_pass(u.ctx)
     statuses = u.plan.nodes
+    recent_failures = unremovable.recent(now)
     for node, stamp in snapshot.stamps():
         name = node.meta.name
-        old = unremovable.recent(name, now) if name not in resume else None
+        old = recent_failures.get(name) if name not in resume else None
         recent = old is not None
         being_deleted = name in deleted
         entry = group = None

@@ -386,11 +386,7 @@ class Planner:
             hints=frozen_mapping(self.hints),
             unneeded_since=tuple(self.unneeded_since.items()),
             limit=limit,
-            unremovable=tuple(
-                (name, failed)
-                for name, failed in unremovable.items()
-                if unremovable.recent(name, now) is not None
-            ),
+            unremovable=tuple(unremovable.recent(now).items()),
         )
 
     def _search(self, u: Update, deadline: float, limit: int) -> tuple[Search, dict[str, Unremovable]]:
