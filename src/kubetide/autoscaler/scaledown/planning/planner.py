@@ -260,6 +260,9 @@ class Planner:
         """
         o = self.options
         snapshot, now, pdbs, usage = inputs.snapshot, inputs.now, inputs.pdbs, inputs.usage
+        # The caller's checker, if any, is the one the disruption methods may place pods with
+        # (one the update makes for itself may read namespaces, which theirs never did).
+        shared_checker = checker
         workloads, namespaces = inputs.controllers, inputs.namespaces
         deadline = self.timer() + o.scale_down_simulation_timeout
         self._limit.observe(now)
@@ -307,7 +310,16 @@ class Planner:
                 found, failures = last.replay(plan)
                 self.hints = last.hints
                 self._after_search(
-                    plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
+                    plan,
+                    inputs,
+                    cloud,
+                    resume_set,
+                    found,
+                    failures,
+                    scaling_up,
+                    deleted,
+                    busy_may_go,
+                    shared_checker,
                 )
                 self.last_plan = plan
                 return plan
@@ -341,7 +353,16 @@ class Planner:
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
             self._after_search(
-                plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
+                plan,
+                inputs,
+                cloud,
+                resume_set,
+                found,
+                failures,
+                scaling_up,
+                deleted,
+                busy_may_go,
+                shared_checker,
             )
         finally:
             if own_checker and checker is not None:
@@ -425,6 +446,7 @@ class Planner:
         scaling_up: bool,
         deleted: Collection[str],
         busy_may_go: bool = True,
+        checker: PredicateChecker | None = None,
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
         now, snapshot = plan.now, inputs.snapshot
@@ -473,6 +495,7 @@ class Planner:
             being_deleted=deleted,
             arrived=arrived,
             replaceable=replaceable,
+            checker=checker,
         )
 
     def _replaceable(self, plan: ScaleDownPlan, busy_may_go: bool) -> frozenset[str]:
