@@ -128,7 +128,10 @@ def eligible_nodes(
         kept.new_pass(u.ctx)
     statuses = u.plan.nodes
     recent_failures = unremovable.recent(now)
-    for node, stamp in snapshot.stamps():
+    stamps = snapshot.stamps()
+    # The groups the search key asked for, node by node (the update adds and removes no node).
+    asked = u.groups if u.groups is not None and len(u.groups) == len(snapshot) else None
+    for i, (node, stamp) in enumerate(stamps):
         name = node.meta.name
         old = recent_failures.get(name) if name not in resume else None
         recent = old is not None
@@ -138,7 +141,7 @@ def eligible_nodes(
             # The per-loop flags are off, so the answer depends on the node, its pods and its
             # group only: reuse last loop's when none changed (the group is asked every loop,
             # since a cloud may move a node without changing the Node object).
-            group = node_group_for(node)
+            group = asked[i] if asked is not None else node_group_for(node)
             entry = checked.get(name, stamp, group)
         if entry is not None:
             e, empty = entry.eligibility, entry.empty

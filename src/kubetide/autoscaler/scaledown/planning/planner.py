@@ -342,6 +342,7 @@ class Planner:
             mover = PodMover(snapshot, checker, self._standins, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
             u.on_paper = self.on_paper
+            u.groups = key.groups if key is not None else None
             found, failures = self._search(u, deadline, limit)
             plan.pdb_remaining = tracker.by_key()
             self.hints = u.new_hints
