@@ -75,6 +75,12 @@ def spend(timer: Timer, units: int) -> None:
         timer.readings += units
 
 
+def may_run_out(timer: Timer, readings: int, deadline: float) -> bool:
+    """Whether `readings` more readings of `timer` may pass `deadline`: a `WorkTimer` knows;
+    a wall clock's readings depend on the machine, so only the work they bound is known."""
+    return isinstance(timer, WorkTimer) and (timer.readings + readings) * timer.step > deadline
+
+
 def work_timer() -> WorkTimer:
     """The Timer the simulator and `plan` give each autoscaler they build: driven by work, not the machine."""
     return WorkTimer(WORK_STEP)

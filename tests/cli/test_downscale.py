@@ -229,3 +229,40 @@ def test_the_table_fits_the_terminal_and_keeps_every_word(kubetide, monkeypatch,
         at = next(i for i in range(len(expected)) if expected[i : i + 4] == ["why", "it", "goes", "first"])
         del expected[at : at + 4]
     assert narrow.split() == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--owner", NEW, "--replicas", 4, "--now", NOW),
+        ("--owner", NEW, "--replicas", 4, "--legacy"),  # --now: the newest time in the dump
+        ("--owner", "ReplicaSet/shop/web-6d4b7c9f8", "--replicas", 0, "--now", NOW),  # every pod goes
+        ("--owner", "rs/web-7f9c8d6b5", "--replicas", 9, "--now", NOW),
+    ],
+    ids=["ranked", "legacy-newest-time", "every-pod-goes", "one-deletion"],
+)
+@pytest.mark.parametrize("json_output", [False, True], ids=["table", "json"])
+def test_a_json_dump_streamed_as_rows_answers_as_its_yaml_read_as_pods(
+    kubetide, tmp_path, monkeypatch, argv, json_output
+):
+    """A JSON List's pods are rows written from the wire schema (model/pod_columns.py); the YAML
+    example's are rows of the Pods the Reader builds: every answer is the same, byte for byte."""
+    import yaml
+
+    from kubetide.model import loader, stream
+
+    monkeypatch.setattr(stream, "BATCH_CHARS", 1)  # an item a batch: each pod a run of its own
+    rows_from_wires = []
+    add_rows = loader._add_pod_rows
+    monkeypatch.setattr(
+        loader, "_add_pod_rows", lambda run, *rest: (rows_from_wires.append(len(run)), add_rows(run, *rest))
+    )
+    document = yaml.safe_load(Path(EXAMPLE).read_text())
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(document, indent=4))
+    flags = (*argv, "--json") if json_output else argv
+    code, out, err = kubetide(path, *flags)
+    assert code == 0 and err == ""
+    pods = sum(item["kind"] == "Pod" for item in document["items"])
+    assert sum(rows_from_wires) >= pods - 1  # the List's last item is read alone, after the batches
+    assert (code, out, err) == kubetide(EXAMPLE, *flags)

@@ -19,6 +19,7 @@ import pytest
 # Tests have no __init__.py: the helpers are imported by their (unique) module name.
 sys.path.insert(0, str(Path(__file__).parent))
 
+import image_build
 from controlplane import ControlPlane, ControlPlaneUnavailable, KubeTestContext
 
 REQUIRE_CONTROL_PLANE_VARIABLE = "KUBETIDE_REQUIRE_CONTROL_PLANE"
@@ -35,6 +36,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.controlplane)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    image_build.start_if_needed(session)  # overlaps the tests that run before the image's
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    image_build.stop(config)  # a build the session ended before waiting for
 
 
 def no_control_plane(reason: str) -> BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -59,6 +60,10 @@ def write_groups(directory: Path, text: str = GROUPS_YAML) -> Path:
     return path
 
 
+# What `--v=4` (FAST_FLAGS) logs at the end of every loop, even one with nothing to do.
+LOOP_LINE = re.compile(r"\bloop \d+\.\d+s: \d+ actions")
+
+
 class Kubetide:
     """One `kubetide run` process; its output goes to a log file the failure message shows."""
 
@@ -81,6 +86,16 @@ class Kubetide:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def loops(self) -> int:
+        """How many loops the process has finished (with FAST_FLAGS, which log each one)."""
+        return len(LOOP_LINE.findall(self.log()))
+
+    def wait_loops(self, count: int, timeout: float = 60.0) -> None:
+        """Wait until the process has finished `count` more loops: "a few more loops" counted
+        rather than guessed from a sleep."""
+        target = self.loops() + count
+        wait_until(lambda: self.loops() >= target, timeout=timeout, what=f"{count} more loops of kubetide")
 
     def terminate(self, timeout: float = 30.0) -> int:
         assert self.process is not None

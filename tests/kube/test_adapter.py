@@ -266,9 +266,10 @@ def test_status_written_only_when_it_changes_and_events_are_aggregated(kube, cli
 def test_background_events_leave_the_caller_free_and_write_everything(kube):
     from kubetide.kube.events import BackgroundEvents, EventRecorder
 
-    # One request a second: written inline, twelve events would hold the caller for ~12 s (the
-    # test waits as long for them to be written: more would only wait longer).
-    slow = connect(str(kube.control_plane.kubeconfig_path), qps=1, burst=1)
+    # Three requests a second: written inline, twelve events would hold the caller for ~4 s and
+    # take twelve requests before it returned (the test waits as long for them to be written: a
+    # slower client or more events would only wait longer).
+    slow = connect(str(kube.control_plane.kubeconfig_path), qps=3, burst=1)
     events = BackgroundEvents(EventRecorder(slow, ManualClock(1_800_000_000)))
     actions = KubeClusterActions(slow, ManualClock(1_800_000_000), events=events)
     for index in range(12):

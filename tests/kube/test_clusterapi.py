@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -472,7 +471,7 @@ def test_run_grows_a_machine_deployment_to_its_max_then_removes_exactly_the_chos
 
     wait_running(kube, "web", 6, timeout=60)
     assert replicas_of(kube, "machinedeployments", "workers") == 3, kubetide.log()
-    time.sleep(3)  # more loops: neither group may grow further
+    kubetide.wait_loops(3)  # more loops: neither group may grow further
     assert replicas_of(kube, "machinedeployments", "workers") == 3
     assert replicas_of(kube, "machinedeployments", "plain") == 1
     assert len(running(kube, "other")) == 2  # the third stays pending: "plain" is not autoscaled

@@ -1,8 +1,9 @@
 """The image deploy/image/build.sh builds, run as the cluster runs it: its root filesystem,
 read-only, as UID 65532, with the entrypoint, user and environment of its own OCI config.
 
-The image is built once per module (about two minutes: Debian packages from the mirror, wheels
-from requirements/ci.lock), unpacked with umoci, and each command runs in a mount namespace of its
+The image is built once (two to three minutes: Debian packages from the mirror, wheels from
+requirements/ci.lock), in the background from the moment collection ends (image_build.py), unpacked
+with umoci, and each command runs in a mount namespace of its
 own (`unshare --mount`) where the root filesystem is bind-mounted read-only, /tmp is a tmpfs (the
 Deployment's emptyDir), and the directories a test hands in (the control plane's kubeconfig and
 certificates, the node groups) are bind-mounted read-only at their own paths; then `chroot` to it
@@ -17,10 +18,9 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
+import image_build
 import pytest
 from controlplane import KubeTestContext
 from kubetide_process import create_deployment, group_nodes, wait_running, write_groups
@@ -32,12 +32,9 @@ import kubetide
 pytestmark = pytest.mark.controlplane
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "deploy" / "image" / "build.sh"
 PINS = ROOT / "deploy" / "image" / "debian-packages.lock"
 RECORD = "usr/share/kubetide/debian-packages.lock"  # in the image
 REQUIRE_VARIABLE = "KUBETIDE_REQUIRE_IMAGE"  # .ci/run sets it: the image test must run, not skip
-# An OCI layout build.sh wrote earlier (its `oci` directory), tested instead of building anew.
-LAYOUT_VARIABLE = "KUBETIDE_IMAGE_LAYOUT"
 IMAGE_USER = 65532
 
 
@@ -50,10 +47,9 @@ def unavailable(reason: str):
 class Image:
     """An unpacked image: its root filesystem and its OCI runtime config (umoci's config.json)."""
 
-    def __init__(self, bundle: Path, build_seconds: float, build_output: str | None):
+    def __init__(self, bundle: Path, build_output: str | None):
         self.rootfs = bundle / "rootfs"
         self.config = json.loads((bundle / "config.json").read_text())
-        self.build_seconds = build_seconds
         self.build_output = build_output  # build.sh's stdout; None for a layout built earlier
 
     @property
@@ -88,30 +84,7 @@ class Image:
         return ["unshare", "--mount", "--", "sh", "-c", "\n".join(steps)]
 
 
-@pytest.fixture(scope="module")
-def image(tmp_path_factory) -> Image:
-    if os.geteuid() != 0:
-        unavailable("building and running the image needs root (mmdebstrap, umoci, chroot)")
-    missing = [tool for tool in ("mmdebstrap", "umoci", "unshare", "chroot") if shutil.which(tool) is None]
-    if missing:
-        unavailable(f"{', '.join(missing)} not installed (apt-get install -y mmdebstrap umoci)")
-    out = tmp_path_factory.mktemp("image")
-    started = time.monotonic()
-    layout = os.environ.get(LAYOUT_VARIABLE)
-    output = None
-    if layout is None:
-        built = subprocess.run(
-            ["bash", str(BUILD), str(out)],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env={**os.environ, "PYTHON": sys.executable},
-        )
-        assert built.returncode == 0, built.stderr[-4000:]
-        layout = str(out / "oci")
-        output = built.stdout
-    seconds = time.monotonic() - started
-    bundle = out / "bundle"
+def unpack(layout: str, bundle: Path) -> None:
     unpacked = subprocess.run(
         ["umoci", "unpack", "--image", f"{layout}:{kubetide.__version__}", str(bundle)],
         capture_output=True,
@@ -119,8 +92,27 @@ def image(tmp_path_factory) -> Image:
         timeout=300,
     )
     assert unpacked.returncode == 0, unpacked.stderr
+
+
+@pytest.fixture(scope="module")
+def image(request: pytest.FixtureRequest, tmp_path_factory) -> Image:
+    reason = image_build.missing_prerequisite()
+    if reason is not None:
+        unavailable(reason)
+    bundle = tmp_path_factory.mktemp("image") / "bundle"
+    layout = os.environ.get(image_build.LAYOUT_VARIABLE)
+    if layout is not None:
+        unpack(layout, bundle)
+        return Image(bundle, None)
+    build = image_build.started_build(request.config)  # since collection ended (conftest.py)
+    assert build is not None
+    try:
+        oci, output, seconds = build.wait()
+        unpack(str(oci), bundle)
+    finally:
+        build.stop()
     print(f"image built in {seconds:.0f} s")
-    return Image(bundle, seconds, output)
+    return Image(bundle, output)
 
 
 def test_the_image_is_configured_as_the_deployment_expects(image):

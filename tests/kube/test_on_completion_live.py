@@ -27,10 +27,14 @@ from kubetide_process import (
     write_groups,
 )
 
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+
 pytestmark = pytest.mark.controlplane
 
 ON_COMPLETION = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "on-completion"}
-HELD_FOR = 10.0  # seconds: scan-interval 1s + scale-down-unneeded-time 3s would have removed it
+# Loops that found the node unneeded for scale-down-unneeded-time and kept it for the pod (--v=4
+# logs why each node stays): without the pod, the first of them would have removed it.
+HELD_LOOPS = 3
 
 
 def test_an_on_completion_pod_holds_its_node_until_it_completes(kube: KubeTestContext, tmp_path):
@@ -59,10 +63,19 @@ def test_an_on_completion_pod_holds_its_node_until_it_completes(kube: KubeTestCo
     # The load goes: the node holds only the running on-completion pod, and stays.
     scale(kube, "web", 0)
     wait_until(lambda: not running(kube, "web"), timeout=30, what="web scaled to 0")
-    held_until = time.monotonic() + HELD_FOR
-    while time.monotonic() < held_until:
+
+    def loops_held() -> int:
+        held = f"  {node}: "  # the loop's line about the node, after the log prefix
+        return sum(
+            held in line and NodeReason.BLOCKED_BY_ON_COMPLETION_POD in line
+            for line in kubetide.log().splitlines()
+        )
+
+    deadline = time.monotonic() + 60
+    while loops_held() < HELD_LOOPS:
         assert node in {n.metadata.name for n in group_nodes(kube, "small")}, kubetide.log()
         assert node not in tainted_for_deletion(kube), kubetide.log()
+        assert time.monotonic() < deadline, f"no {HELD_LOOPS} loops held {node} for its pod\n{kubetide.log()}"
         time.sleep(0.5)
     assert kube.core.read_namespaced_pod("finish", kube.namespace).metadata.deletion_timestamp is None
 

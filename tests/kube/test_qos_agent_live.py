@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -849,9 +848,7 @@ def test_bad_flags_and_an_unreachable_api_are_one_line_and_exit_2(kube, tmp_path
         (["--node-name=n", "--cgroup-root=/nonexistent"], "no such directory"),
     ]
     for flags, message in cases:
-        started = time.monotonic()
         done = subprocess.run([*base, *flags], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (flags, done.stderr)
         assert message in done.stderr, (flags, done.stderr)
         assert len(done.stderr.strip().splitlines()) <= 2, done.stderr  # argparse adds its --help hint
-        assert time.monotonic() - started < 30

@@ -33,6 +33,19 @@ def tainted(node) -> bool:
     return any(t.key == TO_BE_DELETED for t in node.spec.taints or [])
 
 
+def leave_web_alone_on_a_large_node(kube, kubetide: Kubetide):
+    """Once the fillers brought up a large node, web's pod joins them there and the fillers go:
+    web's pod is alone on a large node and fits on no other, so CA's rule keeps the node; one small
+    node ($0.10 against $1.00) can stand in for it. Returns the large node."""
+    wait_running(kube, "filler", 7, timeout=120)
+    (large,) = group_nodes(kube, "large")
+    create_deployment(kube, "web", 1, "500m")
+    (web,) = wait_running(kube, "web", 1, timeout=60)
+    assert web.spec.node_name == large.metadata.name, kubetide.log()
+    scale(kube, "filler", 0)
+    return large
+
+
 def test_a_large_node_is_replaced_by_a_small_one_launched_and_ready_first(kube, tmp_path):
     groups = write_groups(tmp_path)  # small: 2 cpu, $0.10; large: 8 cpu, $1.00
     # Seven 1-cpu pods that only a large node takes bring one up; web's pod joins them there.
@@ -45,15 +58,7 @@ def test_a_large_node_is_replaced_by_a_small_one_launched_and_ready_first(kube, 
         "--leader-elect=false",
         *FAST_FLAGS,
     ).start()
-    wait_running(kube, "filler", 7, timeout=120)
-    (large,) = group_nodes(kube, "large")
-    create_deployment(kube, "web", 1, "500m")
-    (web,) = wait_running(kube, "web", 1, timeout=60)
-    assert web.spec.node_name == large.metadata.name, kubetide.log()
-
-    # Now web's pod is alone on a large node: it fits on no other node, so CA's rule keeps the
-    # node; one small node ($0.10 against $1.00) can stand in for it.
-    scale(kube, "filler", 0)
+    leave_web_alone_on_a_large_node(kube, kubetide)
     small_ready_when_tainted: bool | None = None
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -85,15 +90,11 @@ def test_a_replacement_in_flight_survives_a_restart(kube, tmp_path):
     groups = write_groups(tmp_path)
     create_deployment(kube, "filler", 7, "1", node_selector={"size": "large"})
     args = [*kwok_run_args(kube, groups), "--status-config-map-name=replace-restart", "--leader-elect=false"]
-    # A slow loop: the node it launched is Ready long before it would look again, so the kill
-    # comes between the launch and the drain.
-    first = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, "--scan-interval=10s", name="first").start()
-    wait_running(kube, "filler", 7, timeout=120)
-    (large,) = group_nodes(kube, "large")
-    create_deployment(kube, "web", 1, "500m")
-    (web,) = wait_running(kube, "web", 1, timeout=60)
-    assert web.spec.node_name == large.metadata.name, first.log()
-    scale(kube, "filler", 0)
+    # A slow loop: the node it launched is Ready (KWOK: about a second) long before it would look
+    # again, and the record is seen (polled every 0.1 s) well before that, so the kill comes between
+    # the launch and the drain.
+    first = Kubetide(kube, tmp_path, *args, *FAST_FLAGS, "--scan-interval=5s", name="first").start()
+    large = leave_web_alone_on_a_large_node(kube, first)
 
     def recorded():
         (node,) = group_nodes(kube, "large")
@@ -119,7 +120,7 @@ def test_a_replacement_in_flight_survives_a_restart(kube, tmp_path):
         if not group_nodes(kube, "large") and running(kube, "web"):
             break
         time.sleep(0.2)
-    time.sleep(5)  # a few more loops: the small node stays, no other comes
+    second.wait_loops(3)  # a few more loops: the small node stays, no other comes
     seen |= {n.metadata.name for n in group_nodes(kube, "small")}
     log = second.log()
     assert not group_nodes(kube, "large"), log

@@ -35,8 +35,6 @@ def test_a_500_pod_burst_then_its_scale_down_leaves_every_node_its_events_on_tim
             # Two Events, not one overwritten: each said once.
             assert events[MARKED].count == 1
 
-    # SIGTERM: what is queued is written (node events first) within the renew deadline (10 s).
-    assert run.stop_seconds < 10 + SCAN_INTERVAL + 5, run.stop_seconds
     log = run.log
     assert "Traceback" not in log
     # --v=0: the scale-up with its counts, then each node's marking and removal with its reason.

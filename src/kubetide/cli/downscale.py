@@ -13,7 +13,6 @@ ReplicaSet with active pods); without it the file must hold pods of exactly one 
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,6 @@ from kubetide.workloads.timebuckets import format_age, to_ns
 # needs none of them.
 if TYPE_CHECKING:
     from kubetide.model import Pod
-    from kubetide.model.meta import ObjectMeta
     from kubetide.workloads.ranking import Ranking
 
 DOWNSCALE_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "ReplicationController"})
@@ -74,7 +72,11 @@ def run(args) -> int:
     # Thousands of pods take seconds to read and rank: a spinner says so on a terminal (not with --json).
     with Display(not args.json) as display:
         display.stage(f"loading {source}")
-        manifests = load_manifests("downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"))
+        # The pods as rows of columns (model/pod_columns.py): a Pod is built only for a pod printed
+        # as a table row, never for --json.
+        manifests = load_manifests(
+            "downscale", (args.files, DOWNSCALE_KINDS, "pods and their ReplicaSets"), pod_rows=True
+        )
         warn(manifests.warnings)
         display.stage(f"ranking the pods of {args.owner or 'the owner'}")
         # The ranking, its texts and the document's rows are a million acyclic objects for
@@ -85,12 +87,14 @@ def run(args) -> int:
 
 def _run(args, source: str, manifests, display: Display) -> int:
     """Rank the owner's pods, take the display off the terminal, print the answer."""
-    from kubetide.workloads import deletion_reasons, rank
+    from kubetide.model.pod_columns import take
+    from kubetide.workloads import deletion_reasons
     from kubetide.workloads.owners import resolve_owner
+    from kubetide.workloads.ranking import rank_rows
 
     now, now_source = resolve_now(args.now, manifests)
     target = resolve_owner(manifests, args.owner, source)
-    current = len(target.pods)
+    current = len(target.rows)
     if args.replicas > current:
         raise UserError(
             f"--replicas {args.replicas} is more than the {current} active pods of {target.label}: "
@@ -99,25 +103,27 @@ def _run(args, source: str, manifests, display: Display) -> int:
     diff = current - args.replicas
     logarithmic = not args.legacy
     if diff == current:  # every pod goes: the controller does not sort (nor do we)
-        deleted, kept = list(target.pods), []
-        reasons = ["every pod goes"] * len(deleted)
+        order = target.rows  # the rows of the pods in deletion order
+        reasons = ["every pod goes"] * diff
         ranking = None
     else:
-        ranking = rank(
-            target.pods,
+        ranking = rank_rows(
+            target.table,
+            target.rows,
             now,
-            target.related if target.has_controller else None,
+            target.related_rows if target.has_controller else None,
             logarithmic=logarithmic,
             owner_has_controller=target.has_controller,
         )
-        deleted, kept = ranking.order[:diff], ranking.order[diff:]
+        order = take(target.rows, ranking.index)
         reasons = deletion_reasons(ranking, diff)[1]
 
     display.close()
     if args.json:
-        print_json(downscale_json(target, args.replicas, now, ranking, deleted, reasons, kept), args.json)
+        print_json(downscale_json(target, args.replicas, now, ranking, order, reasons), args.json)
         return 0
     ranks = ranking.node_counts if ranking is not None else None
+    deleted, kept = target.table.pods(order[:diff]), target.table.pods(order[diff:])
     _print_human(target, args.replicas, (now, now_source), logarithmic, deleted, reasons, kept, ranks)
     return 0
 
@@ -154,51 +160,42 @@ class PodDecision(msgspec.Struct, gc=False):
 
 
 def downscale_json(
-    target, replicas: int, now: float, ranking: Ranking | None, deleted, reasons: list[str], kept
+    target, replicas: int, now: float, ranking: Ranking | None, order: list[int], reasons: list[str]
 ) -> dict:
-    """The DownscaleResult document: the order, each pod's rank keys and why it goes first. Its
-    rows are built column by column: the ranking's fields taken in deletion order by index (in C),
-    times written all at once; one pod at a time, 100,000 of them cost more than ranking them."""
-    pods = list(deleted) + list(kept)
-    if ranking is not None and ranking.inputs is not None:
-        take = _taker(ranking.index)
-        names = _keys(take(ranking.inputs.metas))
-        nodes = [node or None for node in take(ranking.inputs.nodes)]
-        rank_keys: Iterable[RankKeys | None] = _rank_keys(ranking, take)
-    else:
-        names = _keys(p.meta for p in pods)
-        nodes = [p.node_name or None for p in pods]
-        rank_keys = itertools.repeat(None, len(pods))
-    decisions = ["delete"] * len(deleted) + ["keep"] * len(kept)
-    whys: list[str | None] = [*reasons, *itertools.repeat(None, len(kept))]
+    """The DownscaleResult document: the order (`order`: the target's table's rows in deletion
+    order, the first len(reasons) deleted), each pod's rank keys and why it goes first. Its rows
+    are built column by column: the table's and the ranking's fields taken in deletion order by
+    index (in C), times written all at once; one pod at a time, 100,000 of them cost more than
+    ranking them."""
+    from kubetide.model.pod_columns import take
+
+    table = target.table
+    names = table.keys(order)
+    nodes = [node or None for node in take(table.nodes, order)]
+    rank_keys: Iterable[RankKeys | None] = (
+        _rank_keys(ranking, lambda column: take(column, ranking.index))
+        if ranking is not None
+        else itertools.repeat(None, len(order))
+    )
+    deleted = len(reasons)
+    kept = len(order) - deleted
+    decisions = ["delete"] * deleted + ["keep"] * kept
+    whys: list[str | None] = [*reasons, *itertools.repeat(None, kept)]
     return document(
         "DownscaleResult",
         {
             "owner": target.label,
             "deployment": target.deployment,
             "controller": target.controller.label if target.controller is not None else None,
-            "active_pods": len(pods),
+            "active_pods": len(order),
             "replicas": replicas,
             "now": rfc3339(now),
             "ranking": None if ranking is None else "logarithmic" if ranking.logarithmic else "legacy",
-            "delete": names[: len(deleted)],
-            "keep": names[len(deleted) :],
+            "delete": names[:deleted],
+            "keep": names[deleted:],
             "pods": list(map(PodDecision, names, nodes, decisions, whys, rank_keys)),
         },
     )
-
-
-def _taker(index: list[int]) -> Callable[[Sequence], list]:
-    """A function taking a column's items at `index` (itemgetter, in C), always as a list."""
-    if len(index) == 1:
-        return lambda column: [column[index[0]]]
-    pick = operator.itemgetter(*index)
-    return lambda column: list(pick(column))
-
-
-def _keys(metas: Iterable[ObjectMeta]) -> list[str]:
-    """Each pod's `namespace/name` (Pod.key, without its two property calls a pod)."""
-    return [f"{m.namespace}/{m.name}" if m.namespace else m.name for m in metas]
 
 
 def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankKeys]:
@@ -243,7 +240,7 @@ def _rank_keys(ranking: Ranking, take: Callable[[Sequence], list]) -> list[RankK
 def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, ranks) -> None:
     from rich.markup import escape
 
-    from kubetide.workloads import is_active
+    from kubetide.workloads.ranking import active_row
 
     console_ = console()
     width = line_width(console_)
@@ -265,7 +262,8 @@ def _print_human(target, replicas, at, logarithmic, deleted, reasons, kept, rank
     say(f"Ranking: {mode}, at {rfc3339(now)} ({escape(now_source)}).")
     if target.siblings:
         others = ", ".join(target.siblings)
-        active = sum(1 for p in target.related if is_active(p))
+        table = target.table
+        active = sum(active_row(table.phases[r], table.deleted[r]) for r in target.related_rows)
         say(
             f"Related pods: {active} active in this ReplicaSet and {escape(others)} (a node's count is its rank)."
         )

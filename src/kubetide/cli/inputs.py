@@ -75,13 +75,16 @@ def check_single_stdin(values: Iterable[Any]) -> None:
 FileGroup = tuple[Sequence[str], frozenset[str], str]
 
 
-def load_manifests(command: str, *groups: FileGroup) -> Manifests:
+def load_manifests(command: str, *groups: FileGroup, pod_rows: bool = False) -> Manifests:
     """Every object in the files (`-` is standard input), as `kubetide.model.load_files` reads them.
 
     A file with none of its group's kinds is an error saying what it holds instead and which
     command reads that; the group's words say what `command` wanted (e.g. "a cluster dump").
+    `pod_rows`: the pods as rows of columns (Manifests.pod_rows, model/pod_columns.py), no Pods.
     """
-    result = Manifests()
+    from kubetide.model.pod_columns import PodColumns
+
+    result = Manifests(pod_rows=PodColumns() if pod_rows else None)
     sources = []
     with without_gc_passes():
         for paths, accepts, wanted in groups:

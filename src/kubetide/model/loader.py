@@ -31,7 +31,8 @@ from kubetide.model.meta import ObjectMeta
 from kubetide.model.node import Node
 from kubetide.model.node_typed import decode_node, parse_node_typed
 from kubetide.model.pod import Pod
-from kubetide.model.pod_typed import decode_pod, parse_pod_typed, typed_pod
+from kubetide.model.pod_columns import PodColumns
+from kubetide.model.pod_typed import CheckedPod, checked_pod, decode_pod, parse_pod_typed, typed_pod
 from kubetide.model.policy import (
     SYSTEM_PRIORITY_CLASSES,
     ConfigMap,
@@ -64,6 +65,7 @@ from kubetide.model.stream import (
 from kubetide.model.stream import members as stream_members
 from kubetide.model.typed import label
 from kubetide.model.typed_kinds import Decode
+from kubetide.model.wire import PodWire
 from kubetide.model.workloads import WORKLOAD_KINDS, Workload
 from kubetide.model.workloads_typed import (
     WORKLOAD_DECODERS,
@@ -114,7 +116,11 @@ MAX_LIST_NESTING = 32
 
 @dataclass
 class Manifests:
-    """Everything loaded from a set of files, by kind, in file order."""
+    """Everything loaded from a set of files, by kind, in file order.
+
+    Pods are Pods in `pods`, or, in a Manifests made with `pod_rows=PodColumns()` (what
+    `kubetide downscale` loads), rows of `pod_rows` (model/pod_columns.py), with `pods` left
+    empty: `pod_table()` reads either."""
 
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
@@ -130,6 +136,11 @@ class Manifests:
     # Requests of the running pods bound to each node, summed: a node's columns in the snapshot
     # are int64, and a dump may overcommit a node (pods are bound before anyone checks fit).
     bound_requests: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    pod_rows: PodColumns | None = field(default=None, repr=False)
+
+    def pod_table(self) -> PodColumns:
+        """The pods as columns: `pod_rows`, or the rows of `pods` (whose pod(row) is the Pod)."""
+        return self.pod_rows if self.pod_rows is not None else PodColumns.of_pods(self.pods)
 
     def add(self, kind: str, obj: Any, where: str = "") -> None:
         """Add a parsed object; `where` ("file: items[3]") makes a second copy of it an error."""
@@ -137,20 +148,38 @@ class Manifests:
         if where and isinstance(meta, ObjectMeta):
             self._note_origin(f"{kind} {meta.key}", where)
         if kind == "Pod":
-            self._count_bound(obj, where)
+            self._count_bound(obj.node_name, obj.phase, obj.requests, where)
+            if self.pod_rows is not None:
+                self.pod_rows.add_pod(obj)
+                return
         self._list_of(kind).append(obj)
 
     def add_pod(self, pod: Pod, where: str) -> None:
         """add("Pod", pod, where), in fewer steps: a dump is mostly pods."""
         meta = pod.meta
-        namespace = meta.namespace
-        identity = f"Pod {namespace}/{meta.name}" if namespace else f"Pod {meta.name}"
+        self._note_pod(meta.namespace, meta.name, where)
+        if pod.node_name:
+            self._count_bound(pod.node_name, pod.phase, pod.requests, where)
+        if self.pod_rows is not None:
+            self.pod_rows.add_pod(pod)
+        else:
+            self.pods.append(pod)
+
+    def add_checked_pod(self, wire: PodWire, checked: CheckedPod, where: str) -> None:
+        """add_pod for a pod `checked_pod` took, kept as a row of `pod_rows` (no Pod built)."""
+        assert self.pod_rows is not None
+        name, namespace = checked.meta[0], checked.meta[1]
+        self._note_pod(namespace, name, where)
+        template, node = checked.spec[:2]
+        if node:
+            self._count_bound(node, checked.status[0], template.requests, where)
+        self.pod_rows.add_checked(wire, checked)
+
+    def _note_pod(self, namespace: str, name: str, where: str) -> None:
+        identity = f"Pod {namespace}/{name}" if namespace else f"Pod {name}"
         if identity in self.origins:
             self._note_origin(identity, where)  # raises
         self.origins[identity] = where
-        if pod.node_name:
-            self._count_bound(pod, where)
-        self.pods.append(pod)
 
     def _note_origin(self, identity: str, where: str) -> None:
         first = self.origins.get(identity)
@@ -174,13 +203,14 @@ class Manifests:
             return self.configmaps
         return self.workloads if kind in WORKLOAD_KINDS else self.other.setdefault(kind, [])
 
-    def _count_bound(self, pod: Pod, where: str) -> None:
-        if not pod.node_name or pod.is_terminal:
+    def _count_bound(self, node: str, phase: str, requests: dict[str, int], where: str) -> None:
+        """Add the requests of a pod on `node` (none: unscheduled) in `phase` to the node's totals."""
+        if not node or phase == "Succeeded" or phase == "Failed":  # Pod.is_terminal
             return
-        totals = self.bound_requests.get(pod.node_name)
+        totals = self.bound_requests.get(node)
         if totals is None:
-            totals = self.bound_requests[pod.node_name] = {}
-        for resource, amount in pod.requests.items():
+            totals = self.bound_requests[node] = {}
+        for resource, amount in requests.items():
             total = totals.get(resource, 0) + amount
             if total > MAX_UNITS:
                 source, _, location = where.partition(": ")
@@ -188,7 +218,7 @@ class Manifests:
                     source,
                     location,
                     "spec",
-                    f"the {resource} requests of the pods bound to node {pod.node_name} add up to "
+                    f"the {resource} requests of the pods bound to node {node} add up to "
                     f"more than {MAX_UNITS} units (int64)",
                 )
             totals[resource] = total
@@ -207,11 +237,14 @@ class Manifests:
             getattr(self, name).extend(getattr(other, name))
         for kind, objects in other.other.items():
             self.other.setdefault(kind, []).extend(objects)
+        if other.pod_rows is not None:
+            assert self.pod_rows is not None, "rows adopted by a Manifests of Pods"
+            self.pod_rows.extend(other.pod_rows)
 
     def staged(self) -> Manifests:
         """An empty Manifests that knows what this one holds (for duplicates and node totals):
         a file is loaded into it, then adopted, so a failed load leaves this one as it was."""
-        staged = Manifests()
+        staged = Manifests(pod_rows=None if self.pod_rows is None else PodColumns())
         staged.origins = dict(self.origins)
         staged.bound_requests = {node: dict(totals) for node, totals in self.bound_requests.items()}
         return staged
@@ -353,6 +386,9 @@ def _add_pod_run(run: PodRun, first: int, source: str, result: Manifests, skippe
     the wire schema does not take is read by the Reader in its place, as any other item."""
     if first + len(run) > MAX_OBJECTS:
         raise NotStreamable  # the whole-file load refuses the count
+    if result.pod_rows is not None:
+        _add_pod_rows(run, first, source, result, skipped)
+        return
     add_pod = result.add_pod
     for offset, wire in enumerate(run.wires):
         pod = typed_pod(wire, "", "")
@@ -361,6 +397,21 @@ def _add_pod_run(run: PodRun, first: int, source: str, result: Manifests, skippe
             _add_object(result, value, f"items[{first + offset}]", source, skipped)
         else:
             add_pod(pod, f"{source}: items[{first + offset}] ({label('Pod', wire.metadata)})")
+
+
+def _add_pod_rows(run: PodRun, first: int, source: str, result: Manifests, skipped: Counter[str]) -> None:
+    """_add_pod_run into `pod_rows`: each pod's row written from its wire once `checked_pod`
+    has made typed_pod's checks (no Pod built); a pod it does not take is the Reader's, as there."""
+    add_checked_pod = result.add_checked_pod
+    for offset, wire in enumerate(run.wires):
+        checked = checked_pod(wire)
+        if checked is None:
+            value = json.loads(bytes(run.raw(offset)))
+            _add_object(result, value, f"items[{first + offset}]", source, skipped)
+        else:
+            add_checked_pod(
+                wire, checked, f"{source}: items[{first + offset}] ({label('Pod', wire.metadata)})"
+            )
 
 
 def _typed(value: JsonObject) -> tuple[Any, str] | None:
@@ -593,6 +644,13 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
     class may simply be missing from the dump), so it gets a warning and priority 0.
     """
     classes = dict(SYSTEM_PRIORITY_CLASSES)
+    rows = manifests.pod_rows
+    if rows is not None:
+        for explicit, name, value in zip(
+            rows.explicit_priorities, rows.priority_class_names, rows.priorities, strict=True
+        ):
+            if explicit and name:
+                classes.setdefault(name, value)
     for pod in manifests.pods:
         if pod.explicit_priority and pod.priority_class_name:
             classes.setdefault(pod.priority_class_name, pod.priority)
@@ -602,6 +660,11 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
         if pc.global_default:
             default = pc.value
     unknown_in_templates: set[str] = set()
+
+    def unknown_class(name: str, where: str, field: str) -> ManifestError:
+        return ManifestError(
+            source, where, field, f'unknown PriorityClass "{name}" (add its manifest or set spec.priority)'
+        )
 
     def resolve(pod: Pod, where: str | None, field: str | None) -> Pod:
         """`where` None: the pod's own `Pod namespace/name`, written only for an error."""
@@ -614,14 +677,20 @@ def resolve_priorities(manifests: Manifests, source: str) -> None:
             if field is None:
                 unknown_in_templates.add(pod.priority_class_name)
                 return pod
-            raise ManifestError(
-                source,
-                f"Pod {pod.key}" if where is None else where,
-                field,
-                f'unknown PriorityClass "{pod.priority_class_name}" (add its manifest or set spec.priority)',
-            )
+            raise unknown_class(pod.priority_class_name, f"Pod {pod.key}" if where is None else where, field)
         return dataclasses.replace(pod, priority=classes[pod.priority_class_name], parsed_shape=pod.shape)
 
+    if rows is not None:  # the same, on the rows: pod(row) gives a Pod the priority written here
+        priorities = rows.priorities
+        for row, (explicit, name) in enumerate(zip(rows.explicit_priorities, rows.priority_class_names)):
+            if explicit:
+                continue
+            if not name:
+                priorities[row] = default
+            elif name in classes:
+                priorities[row] = classes[name]
+            else:
+                raise unknown_class(name, f"Pod {rows.key(row)}", "spec.priorityClassName")
     manifests.pods[:] = [resolve(p, None, "spec.priorityClassName") for p in manifests.pods]
     for index, w in enumerate(manifests.workloads):
         prototype = resolve(w.template.prototype, w.key, None)

@@ -29,6 +29,10 @@ def newest_timestamp(manifests: Manifests) -> float | None:
             pod.scheduled_transition,
             pod.ready_transition,
         ]
+    rows = manifests.pod_rows
+    if rows is not None:
+        for column in (rows.created, rows.start_times, rows.scheduled_transitions, rows.ready_transitions):
+            times += column
     metas = [o.meta for o in manifests.workloads] + [o.meta for o in manifests.pdbs]
     metas += [o.meta for o in manifests.configmaps]
     times += [meta.creation_timestamp for meta in metas]

@@ -76,6 +76,28 @@ def _owner_references(refs: tuple[OwnerReferenceWire, ...]) -> tuple[OwnerRefere
 
 def typed_meta(meta: ObjectMetaWire, kind: str, namespaced: bool) -> ObjectMeta:
     """parse_meta's result for metadata as the API server writes it; Declined otherwise."""
+    labels, annotations = meta.labels, meta.annotations
+    # Positional: ObjectMeta's fields in order (a keyword call costs a third more, per object).
+    name, namespace, uid, owners, created, deleted = checked_meta(meta, kind, namespaced)
+    return ObjectMeta(
+        name,
+        namespace,
+        uid,
+        dict(labels) if labels else {},
+        dict(annotations) if annotations else {},
+        owners,
+        created,
+        deleted,
+    )
+
+
+MetaFields = tuple[str, str, str, tuple[OwnerReference, ...], float | None, float | None]
+
+
+def checked_meta(meta: ObjectMetaWire, kind: str, namespaced: bool) -> MetaFields:
+    """What typed_meta's ObjectMeta holds but the label and annotation dicts (name, namespace, UID,
+    owner references, creation and deletion times), with every check typed_meta makes: the pod
+    columns (model/pod_columns.py) take these without an ObjectMeta. Declined as typed_meta."""
     name = meta.name
     if not name or object_name_problem(kind, name) is not None:
         raise Declined
@@ -88,13 +110,10 @@ def typed_meta(meta: ObjectMetaWire, kind: str, namespaced: bool) -> ObjectMeta:
     if labels and labels_problem(labels) is not None:
         raise Declined
     created, deleted = meta.creation_timestamp, meta.deletion_timestamp
-    # Positional: ObjectMeta's fields in order (a keyword call costs a third more, per object).
-    return ObjectMeta(
+    return (
         name,
         namespace,
         meta.uid or synthetic_uid(kind, namespace, name),
-        dict(labels) if labels else {},
-        dict(meta.annotations) if meta.annotations else {},
         _owner_references(tuple(refs)) if refs else (),
         None if created is None else _time(created),
         None if deleted is None else _time(deleted),

@@ -134,14 +134,16 @@ def explain_ranking(ranking: Ranking, diff: int) -> list[tuple[Pod, Reason]]:
 
 def deletion_reasons(ranking: Ranking, diff: int, *, columns: bool = True) -> tuple[list[int], list[str]]:
     """`explain_ranking`'s criteria and texts as two lists (no Reason per pod). A NumPy ranking is
-    explained from its columns (explain_columns.py) unless `columns=False`; the texts are the same."""
-    order = ranking.order
+    explained from its columns (explain_columns.py) unless `columns=False`, without a Pod (for a
+    ranking of rows, model/pod_columns.py); the texts are the same."""
     if diff <= 0:
         return [], []
-    if diff >= len(order):
-        return [0] * len(order), ["every pod goes"] * len(order)
+    count = len(ranking.index)
+    if diff >= count:
+        return [0] * count, ["every pod goes"] * count
     if columns and explain_columns.explainable(ranking):
         return explain_columns.reasons(ranking, diff)
+    order = ranking.order
     kept = order[diff]
     explained = [reason(ranking, pod, kept) for pod in order[:diff]]
     return [r.criterion for r in explained], [r.text for r in explained]

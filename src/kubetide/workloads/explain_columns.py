@@ -193,13 +193,13 @@ def _tie(ranking: Ranking, first: np.ndarray, kept: int) -> Explained:
     at, present, kept_at, kept_present, ages, kept_age = _creation_ages(ranking, first, kept)
     timed = present & bool(kept_present[0]) & (at != kept_at[0]) & ranking.logarithmic
     buckets = _key_column(ranking, 5)[first].tolist()
-    kept_uid = fields.metas[kept].uid
+    kept_uid = fields.uids[kept]
     criteria, texts = [], []
     for i, age, by_time, bucket in zip(first.tolist(), ages, timed.tolist(), buckets, strict=True):
         if by_time:
             criteria.append(8)
             texts.append(f"same age bucket, UID ordering (created {age} vs {kept_age}, bucket {bucket})")
-        elif fields.metas[i].uid == kept_uid:
+        elif fields.uids[i] == kept_uid:
             criteria.append(9)
             texts.append(TIE_BY_NAME)
         else:

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from kubetide.errors import UserError
 from kubetide.model import Manifests, Pod
 from kubetide.model.meta import OwnerReference
-from kubetide.workloads.ranking import is_active
+from kubetide.model.pod_columns import PodColumns
+from kubetide.workloads.ranking import active_row
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 ROLLOUTS_POD_TEMPLATE_HASH = "rollouts-pod-template-hash"  # Argo Rollouts' ReplicaSets
@@ -76,17 +77,32 @@ def controller_identity(namespace: str, ref: OwnerReference) -> tuple[str, ...]:
 
 @dataclass
 class Target:
-    """One ReplicaSet (or ReplicationController) and the pods its controller would rank."""
+    """One ReplicaSet (or ReplicationController) and the pods its controller would rank: rows of
+    the loaded pods' table (model/pod_columns.py); `pods`, `inactive` and `related` build their
+    Pods when read."""
 
     kind: str
     namespace: str
     name: str
     controller: Controller | None  # who controls this ReplicaSet, when known
-    pods: list[Pod] = field(default_factory=list)  # active pods, in file order
-    inactive: list[Pod] = field(default_factory=list)  # terminating or finished: not ranked
-    related: list[Pod] = field(default_factory=list)  # pods of every sibling, itself included; none
-    # without a controller
+    table: PodColumns = field(default_factory=PodColumns, repr=False)
+    rows: list[int] = field(default_factory=list)  # active pods, in file order
+    inactive_rows: list[int] = field(default_factory=list)  # terminating or finished: not ranked
+    related_rows: list[int] = field(default_factory=list)  # pods of every sibling, itself
+    # included; none without a controller
     siblings: list[str] = field(default_factory=list)  # the other ReplicaSets of the same controller
+
+    @property
+    def pods(self) -> list[Pod]:
+        return self.table.pods(self.rows)
+
+    @property
+    def inactive(self) -> list[Pod]:
+        return self.table.pods(self.inactive_rows)
+
+    @property
+    def related(self) -> list[Pod]:
+        return self.table.pods(self.related_rows)
 
     @property
     def has_controller(self) -> bool:
@@ -106,25 +122,27 @@ class Target:
 
 def find_targets(manifests: Manifests) -> list[Target]:
     """Every ReplicaSet or ReplicationController that controls pods (or was loaded as an object)."""
+    table = manifests.pod_table()
     targets: dict[tuple[str, str, str], Target] = {}
     for workload in manifests.workloads:
         if workload.kind == "ReplicaSet":
             ref = workload.meta.controller
             controller = None if ref is None else Controller(ref.kind, ref.name, ref.uid, "ReplicaSet object")
             key = ("ReplicaSet", workload.namespace, workload.name)
-            targets[key] = Target("ReplicaSet", workload.namespace, workload.name, controller)
+            targets[key] = Target("ReplicaSet", workload.namespace, workload.name, controller, table)
     loaded = set(targets)
-    for pod in manifests.pods:
-        owner = pod.controller
+    namespaces, phases, deleted = table.namespaces, table.phases, table.deleted
+    for row, owner in enumerate(table.controllers):
         if owner is None or owner.kind not in SCALED_BY_RANKING:
             continue
-        key = (owner.kind, pod.namespace, owner.name)
+        namespace = namespaces[row]
+        key = (owner.kind, namespace, owner.name)
         target = targets.get(key)
         if target is None:
-            target = targets[key] = Target(owner.kind, pod.namespace, owner.name, None)
+            target = targets[key] = Target(owner.kind, namespace, owner.name, None, table)
         if target.controller is None and key not in loaded and owner.kind == "ReplicaSet":
-            target.controller = _inferred_controller(pod, owner.name)
-        (target.pods if is_active(pod) else target.inactive).append(pod)
+            target.controller = _inferred_controller(table.labels[row], owner.name)
+        (target.rows if active_row(phases[row], deleted[row]) else target.inactive_rows).append(row)
 
     # A controller inferred from the naming (no UID) is the one a loaded ReplicaSet names with its
     # UID, when kind and name agree: both groups are one family.
@@ -141,24 +159,25 @@ def find_targets(manifests: Manifests) -> list[Target]:
         uid = c.uid or uids.get((target.namespace, c.kind, c.name), "")
         identity = Controller(c.kind, c.name, uid).identity(target.namespace)
         families.setdefault(identity, []).append(target)
+    uids_of_rows = table.uids
     for family in families.values():
-        related: list[Pod] = []
+        related: list[int] = []
         seen: set[str] = set()
         for member in family:
-            for pod in (*member.pods, *member.inactive):
-                if pod.uid not in seen:
-                    seen.add(pod.uid)
-                    related.append(pod)
+            for row in (*member.rows, *member.inactive_rows):
+                if uids_of_rows[row] not in seen:
+                    seen.add(uids_of_rows[row])
+                    related.append(row)
         for target in family:
-            target.related = list(related)
+            target.related_rows = list(related)
             target.siblings = [m.name for m in family if m is not target]
     return list(targets.values())
 
 
-def _inferred_controller(pod: Pod, replicaset: str) -> Controller | None:
+def _inferred_controller(labels: dict[str, str], replicaset: str) -> Controller | None:
     """The controller a ReplicaSet's name and its pod's template-hash label imply, if any."""
     for label, kind in TEMPLATE_HASH_LABELS:
-        template_hash = pod.labels.get(label, "")
+        template_hash = labels.get(label, "")
         if template_hash and replicaset.endswith("-" + template_hash):
             return Controller(kind, replicaset[: -len(template_hash) - 1], source=f"{label} label")
     return None
@@ -167,7 +186,7 @@ def _inferred_controller(pod: Pod, replicaset: str) -> Controller | None:
 def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the input") -> Target:
     """The target named by `--owner KIND/NAME` (or KIND/NAMESPACE/NAME), or the only one there is."""
     targets = find_targets(manifests)
-    with_pods = [t for t in targets if t.pods]
+    with_pods = [t for t in targets if t.rows]
     if owner is None:
         return _the_one(
             with_pods,
@@ -186,7 +205,7 @@ def resolve_owner(manifests: Manifests, owner: str | None, source: str = "the in
         if not family:
             raise UserError(f"--owner {owner}: no ReplicaSet of {kind} {name} in {source}{_known(targets)}")
         _one_namespace(owner, family)
-        active = [t for t in family if t.pods]
+        active = [t for t in family if t.rows]
         return _the_one(
             active,
             f"--owner {owner}: {kind} {name} has no active pods in {source}",
@@ -235,11 +254,11 @@ def _the_one(candidates: list[Target], if_none: str, if_several: str) -> Target:
 
 def _listing(targets: list[Target]) -> str:
     return ", ".join(
-        f"{t.label} ({len(t.pods)} pod{'s' if len(t.pods) != 1 else ''})"
+        f"{t.label} ({len(t.rows)} pod{'s' if len(t.rows) != 1 else ''})"
         for t in sorted(targets, key=lambda t: t.label)
     )
 
 
 def _known(targets: list[Target]) -> str:
-    with_pods = [t for t in targets if t.pods]
+    with_pods = [t for t in targets if t.rows]
     return f" (found: {_listing(with_pods)})" if with_pods else ""

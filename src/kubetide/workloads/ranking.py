@@ -67,13 +67,14 @@ import functools
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from kubetide.model.meta import ObjectMeta
 from kubetide.model.pod import Pod
+from kubetide.model.pod_columns import PodColumns, take
 from kubetide.workloads.cost import DELETION_COST_ANNOTATION, parse_deletion_cost
 from kubetide.workloads.metrics import DeletionAgeRatio
 from kubetide.workloads.timebuckets import NS_PER_SECOND, to_ns
@@ -99,17 +100,29 @@ def pods_per_node(pods: Iterable[Pod], related_pods: Iterable[Pod] | None = None
     The rank of criterion 5. Copies of one pod (same UID) count once; should two different pods
     share a UID, the one with the smaller namespace/name counts, so the input order never matters.
     """
-    unique: dict[str, Pod] = {}
-    for source in (pods, () if related_pods is None else related_pods):
-        for pod in source:
-            meta = pod.meta
-            other = unique.setdefault(meta.uid, pod)
-            if other is not pod and (meta.namespace, meta.name) < (other.meta.namespace, other.meta.name):
-                unique[meta.uid] = pod
+    # A pod given twice (among both, as callers pass it) is one row: its copies never conflict.
+    every = list({id(pod): pod for pod in (*pods, *(() if related_pods is None else related_pods))}.values())
+    return rows_per_node(PodColumns.of_pods(every), range(len(every)))
+
+
+def active_row(phase: str, deleted: float | None) -> bool:
+    """is_active of a pod row, from its phase and deletion time."""
+    return phase != "Succeeded" and phase != "Failed" and deleted is None
+
+
+def rows_per_node(table: PodColumns, rows: Iterable[int]) -> dict[str, int]:
+    """pods_per_node of a table's rows (a pod given twice, in two rows, counts once)."""
+    uids = table.uids
+    unique: dict[str, int] = {}
+    for row in rows:
+        other = unique.setdefault(uids[row], row)
+        if other != row and table.key_order(row) < table.key_order(other):
+            unique[uids[row]] = row
+    nodes, phases, deleted = table.nodes, table.phases, table.deleted
     return Counter(
-        pod.node_name
-        for pod in unique.values()
-        if pod.phase != "Succeeded" and pod.phase != "Failed" and pod.meta.deletion_timestamp is None
+        nodes[row]
+        for row in unique.values()
+        if phases[row] != "Succeeded" and phases[row] != "Failed" and deleted[row] is None  # active_row
     )
 
 
@@ -125,7 +138,7 @@ class Ranking:
 
     def __init__(
         self,
-        pods: Sequence[Pod],
+        pods: tuple[PodColumns, list[int]],
         index: list[int],
         columns: Sequence[Column],
         now_ns: int,
@@ -133,12 +146,17 @@ class Ranking:
         logarithmic: bool,
         deletion_cost: bool,
         inputs: PodFields | None = None,
+        built: list[Pod] | None = None,
     ):
-        self.pods = pods
+        # The pods as rows of a table: their Pods (`built`, when the caller has them) are built
+        # when `pods` or `order` is first read (`kubetide downscale --json` reads neither: the
+        # columns say all it prints).
+        self.table, self.rows = pods
+        self._pods = built
+        self._order: list[Pod] | None = None
         self.index = index
         self.columns = columns
         self.inputs = inputs
-        self.order = list(operator.itemgetter(*index)(pods)) if len(index) > 1 else [pods[i] for i in index]
         self.now_ns = now_ns
         self.node_counts = node_counts
         self.logarithmic = logarithmic
@@ -147,6 +165,20 @@ class Ranking:
         self._columns = columns
         self._input_index: dict[int, int] | None = None
         self._key_table: list[tuple[int, ...]] | None = None
+
+    @property
+    def pods(self) -> list[Pod]:
+        """The pods ranked, in input order."""
+        if self._pods is None:
+            self._pods = self.table.pods(self.rows)
+        return self._pods
+
+    @property
+    def order(self) -> list[Pod]:
+        """The pods in deletion order (first = deleted first)."""
+        if self._order is None:
+            self._order = take(self.pods, self.index)
+        return self._order
 
     def _input_position(self, pod: Pod) -> int:
         if self._input_index is None:
@@ -199,36 +231,98 @@ def rank(
     and every rank is 0; passing related pods as well is refused as a contradiction.
     `engine` ("auto", "numpy", "python") picks the implementation; both give the same order.
     """
-    pods = pods if isinstance(pods, list | tuple) else list(pods)
-    n = len(pods)
+    pods = list(pods)
+    counted = None if related_pods is None else (lambda: pods_per_node(pods, related_pods))
+    return _ranking(
+        PodColumns.of_pods(pods),
+        range(len(pods)),
+        now,
+        counted,
+        pods=pods,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+        engine=engine,
+    )
+
+
+def rank_rows(
+    table: PodColumns,
+    rows: Sequence[int],
+    now: float,
+    related_rows: Iterable[int] | None = None,
+    *,
+    logarithmic: bool = True,
+    deletion_cost: bool = True,
+    owner_has_controller: bool = True,
+    engine: str = "auto",
+) -> Ranking:
+    """`rank` of a table's rows (model/pod_columns.py): the pods `rows` name, ranked against the
+    related pods `related_rows` name, without a Pod unless the Ranking's `pods` or `order` is read."""
+    rows = list(rows)
+    counted = None if related_rows is None else (lambda: rows_per_node(table, [*rows, *related_rows]))
+    return _ranking(
+        table,
+        rows,
+        now,
+        counted,
+        logarithmic=logarithmic,
+        deletion_cost=deletion_cost,
+        owner_has_controller=owner_has_controller,
+        engine=engine,
+    )
+
+
+def _ranking(
+    table: PodColumns,
+    rows: Sequence[int],
+    now: float,
+    related_counts: Callable[[], dict[str, int]] | None,
+    *,
+    logarithmic: bool,
+    deletion_cost: bool,
+    owner_has_controller: bool,
+    engine: str,
+    pods: list[Pod] | None = None,
+) -> Ranking:
+    """rank and rank_rows: `related_counts` gives the active pods per node over the pods and
+    their related pods (None: no related pods given); `pods`, when given, the rows' Pods."""
+    rows = list(rows)
+    n = len(rows)
     now_ns = to_ns(now)
-    # Column by column with map/attrgetter: several times faster than one loop over the pods.
-    metas = list(map(_META, pods))
-    uids = list(map(_UID, metas))
-    nodes = list(map(_NODE, pods))
-    phases = list(map(_PHASE, pods))
-    readies = list(map(_READY, pods))
+    whole = n == len(table) and rows == list(range(n))  # rank's: every row, in order
+
+    def column(values: list[Any]) -> list[Any]:
+        """The rows' values of a table's column (a copy: the ranking keeps its own)."""
+        return list(values) if whole else take(values, rows)
+
+    # Column by column with itemgetter: several times faster than one loop over the pods.
+    uids = column(table.uids)
+    nodes = column(table.nodes)
+    phases = column(table.phases)
+    readies = column(table.ready)
     unique_uids = len(set(uids)) == n
     if not owner_has_controller:
-        if related_pods is not None:
+        if related_counts is not None:
             raise ValueError("related pods given for an owner without a controller (it has none)")
         counts: dict[str, int] = {}
-    elif related_pods is None and unique_uids:
+    elif related_counts is None and unique_uids:
         counts = Counter(nodes)
-        if "Succeeded" in phases or "Failed" in phases or list(map(_DELETED, metas)).count(None) != n:
-            counts = Counter(node for node, pod in zip(nodes, pods) if is_active(pod))
+        deleted = column(table.deleted)
+        if "Succeeded" in phases or "Failed" in phases or deleted.count(None) != n:
+            counts = Counter(node for node, phase, at in zip(nodes, phases, deleted) if active_row(phase, at))
     else:
-        counts = pods_per_node(pods, related_pods)
-    tiebreak, uid_rank = _uid_order(uids, metas, unique_uids)
+        counts = rows_per_node(table, rows) if related_counts is None else related_counts()
+    tiebreak, uid_rank = _uid_order(uids, lambda: table.keys(rows), unique_uids)
 
-    transitions = list(map(_READY_AT, pods))
+    transitions = column(table.ready_transitions)
     if deletion_cost:
-        costs = list(map(_cached_cost, map(_COST_VALUE, map(_ANNOTATIONS, metas))))
+        costs = list(map(_cached_cost, map(_COST_VALUE, column(table.annotations))))
     else:
         costs = [0] * n
     zeros = itertools.repeat(0)
     raw = PodFields(
-        metas=metas,
+        uids=uids,
         nodes=nodes,
         phases=phases,
         ready_transitions=transitions,
@@ -238,9 +332,9 @@ def rank(
         cost=costs,
         rank=list(map(counts.get, nodes, zeros)),
         ready_at=[t if ready else None for t, ready in zip(transitions, readies)],
-        restarts=list(map(_RESTARTS, pods)),
-        sidecar_restarts=list(map(_SIDECAR_RESTARTS, pods)),
-        created=list(map(_CREATED, metas)),
+        restarts=column(table.restarts),
+        sidecar_restarts=column(table.sidecar_restarts),
+        created=column(table.created),
         tiebreak=tiebreak,
         uid_rank=uid_rank,
     )
@@ -257,20 +351,9 @@ def rank(
         columns = _columns_python(raw, now_ns, logarithmic)
         keys = list(zip(*columns))
         index = sorted(range(n), key=keys.__getitem__)
-    return Ranking(pods, index, columns, now_ns, counts, logarithmic, deletion_cost, raw)
+    return Ranking((table, rows), index, columns, now_ns, counts, logarithmic, deletion_cost, raw, pods)
 
 
-_META = operator.attrgetter("meta")
-_UID = operator.attrgetter("uid")
-_NODE = operator.attrgetter("node_name")
-_PHASE = operator.attrgetter("phase")
-_READY = operator.attrgetter("ready")
-_READY_AT = operator.attrgetter("ready_transition")
-_RESTARTS = operator.attrgetter("restarts")
-_SIDECAR_RESTARTS = operator.attrgetter("sidecar_restarts")
-_CREATED = operator.attrgetter("creation_timestamp")
-_DELETED = operator.attrgetter("deletion_timestamp")
-_ANNOTATIONS = operator.attrgetter("annotations")
 _COST_VALUE = operator.methodcaller("get", DELETION_COST_ANNOTATION)
 
 
@@ -283,7 +366,7 @@ def _cached_cost(value: str | None) -> int:
 class PodFields:
     """The pods' fields the key is computed from, one list per field, in input order."""
 
-    metas: list[ObjectMeta]
+    uids: list[str]
     nodes: list[str]
     phases: list[str]
     ready_transitions: list[float | None]  # whether ready or not
@@ -300,7 +383,7 @@ class PodFields:
     uid_rank: Column
 
 
-def _uid_order(uids: list[str], metas: Sequence[ObjectMeta], unique: bool) -> tuple[Column, Column]:
+def _uid_order(uids: list[str], keys: Callable[[], list[str]], unique: bool) -> tuple[Column, Column]:
     """c7 (position in (UID, namespace/name) order) and each pod's UID rank (equal UIDs, equal rank)."""
     n = len(uids)
     if unique:
@@ -312,7 +395,7 @@ def _uid_order(uids: list[str], metas: Sequence[ObjectMeta], unique: bool) -> tu
         ranks = np.empty(n, dtype=np.int64)
         ranks[order] = np.arange(n, dtype=np.int64)
         return ranks, ranks
-    names = [meta.key for meta in metas]
+    names = keys()  # namespace/name: needed only when UIDs repeat
     position = [0] * n
     uid_rank = [0] * n
     previous, first = None, 0

@@ -34,7 +34,7 @@ def clusters(draw) -> Cluster:
     search matters: what the narrowed check must get right."""
     c = Cluster()
     nodes = [f"n{i}" for i in range(draw(st.integers(3, 7)))]
-    c.group("general", draw(st.integers(0, 2)))
+    c.group("general", draw(st.integers(0, len(nodes))))  # at its min size: a min size among the changes
     sizes = st.sampled_from([("1", "2Gi"), ("2", "4Gi"), ("4", "4Gi"), ("2", "8Gi")])
     for name in nodes:
         cpu, memory = draw(sizes)
@@ -333,3 +333,53 @@ def test_the_work_charged_tracks_the_simulations_done(tmp_path: Path, cluster: C
         cluster, tmp_path, _whole(unblock_search.find_unblocks) if whole else unblock_search.find_unblocks
     )
     assert work.placed + work.refusal_units <= work.charged <= work.at_most()
+
+
+def test_a_check_visits_only_the_removals_kept_before_the_node_its_change_alters(tmp_path: Path):
+    """Three light nodes go; four heavier ones are each held by a bare pod. The check of each held
+    node's answer (annotate the pod) skips the held nodes before it, which the recorded search
+    already found blocked, makes the three recorded removals again and simulates the node alone."""
+    c = Cluster()
+    c.group("general", 0)
+    c.node("dest", cpu="16", **{SCALE_DOWN_DISABLED: "true"})
+    light, held = ["a0", "a1", "a2"], ["b0", "b1", "b2", "b3"]
+    c.replicaset("web", len(light) + len(held))
+    for i, name in enumerate(light + held):
+        c.node(name)
+        c.pod(f"web-{i}", name, "200m", app="web")
+    for i, name in enumerate(held):
+        c.pod(f"debug-{i}", name, "500m")
+    _Counted.made = []
+    with mock.patch.object(unblock_search, "Replay", _Counted):
+        plan = c.plan(tmp_path)
+    assert plan == _whole_plan(c, tmp_path)
+    checks = {r.node: (r.skipped, r.replayed, r.simulated) for r in _Counted.made}
+    assert [checks[n] for n in held] == [(i, len(light), 1) for i in range(len(held))]
+
+
+def test_a_threshold_check_goes_on_where_a_lower_thresholds_check_stopped(tmp_path: Path):
+    """Two busy nodes, at 0.55 and 0.57 of their cpu, each answered by a higher threshold. The
+    search with 0.57 visits the node at 0.55 first, as the check with 0.55 did on the same state:
+    it goes on from that check's search and simulates only its own node."""
+    c = Cluster()
+    c.group("general", 0)
+    c.flags["scale-down-utilization-threshold"] = "0.5"
+    c.node("dest", cpu="16", memory="64Gi", **{SCALE_DOWN_DISABLED: "true"})
+    c.replicaset("web", 3)
+    c.node("a", cpu="1")
+    c.pod("web-a", "a", "200m", app="web")
+    for name, cpu in (("c1", "550m"), ("c2", "570m")):
+        c.node(name, cpu="1")
+        c.pod(f"web-{name}", name, cpu, app="web")
+    _Counted.made = []
+    with mock.patch.object(unblock_search, "Replay", _Counted):
+        plan = c.plan(tmp_path)
+    assert plan == _whole_plan(c, tmp_path)
+    answers = {n: plan["scale_down"]["nodes"][n]["unblock"] for n in ("c1", "c2")}
+    assert [a["changes"][0]["change"] for a in answers.values()] == [
+        "scale-down-utilization-threshold=0.55",
+        "scale-down-utilization-threshold=0.57",
+    ], answers
+    first, second = (next(r for r in _Counted.made if r.node == n) for n in ("c1", "c2"))
+    assert (first.replayed, first.simulated) == (1, 1)  # a's removal made again; c1 simulated
+    assert (second.replayed, second.simulated) == (2, 1)  # a's and c1's removals made again

@@ -23,8 +23,9 @@ offline callers pass a work-driven Timer, so the same input gets the same answer
 on. On a work-driven Timer a check is charged what it does: the planner's reading per node it
 considers, and a unit per pod its simulated removals were given (a node of 40 pods simulated
 costs forty times a node replayed), per pod and node of a refusal (`_spend`). A run is narrowed to what the change can affect (narrow.py): the search without changes is
-recorded once, a search with changes replays it up to the first node the change alters and stops
-at the node's verdict; the same change set asked twice is answered once; and the planners of
+recorded once, a search with changes skips to the first node the change alters (visiting only the
+removals kept before it; an earlier check's search may take it further) and stops at the node's
+verdict; the same change set asked twice is answered once; and the planners of
 the checks share their per-node facts (eligibility, drains: planner.NodeFacts), so each reads
 again only the nodes its change touched.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from kubetide.autoscaler.inputs import LoopInputs
 from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
@@ -50,6 +51,7 @@ from kubetide.autoscaler.scaledown.planning.drainability import (
     SAFE_TO_EVICT,
     SAFE_TO_EVICT_LOCAL_VOLUMES,
     BlockingPod,
+    DrainRules,
     NodeDrain,
 )
 from kubetide.autoscaler.scaledown.planning.eligibility import SCALE_DOWN_DISABLED_ANNOTATION, is_gpu_resource
@@ -224,10 +226,13 @@ class _Search:
         self.narrow = narrow
         # The baseline's search (or the caller's of the same inputs), replayed by narrowed runs.
         self._recording = recording if narrow else None
+        self._traces: list[Recording] = []  # the narrowed checks' searches (narrow.Replay.trace)
         self._outcomes: dict[tuple[str, tuple[tuple[str, str, str], ...]], _Outcome] = {}
         self._plan_seen = plan
         self._refusals: dict[str, str] = {}  # pod key -> why it fits on no other node
+        self._backs: dict[str, str] = {}  # budget key -> when it comes back, in the loop's plan
         self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
+        self._drains: dict[tuple[tuple[str, str], ...], Memo[str, NodeDrain]] = {}  # by changed drain rules
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
         self.placed = 0  # pods placed by their simulated removals and refusals (`_spend`)
@@ -241,7 +246,15 @@ class _Search:
             drain = plan.drains.get(status.name) if plan is not None else None
             if drain is not None and drain.on_completion:
                 return Unblock(status.name, text=_on_completion_words(drain.on_completion), waiting=True)
-        back = _budget_back(status, plan, self.inputs.pdbs) if _waits(status) else ""
+        back = ""
+        if _waits(status):
+            blocking = status.blocking_pod
+            if plan is not self._plan_seen or blocking is None:
+                back = _budget_back(status, plan, self.inputs.pdbs)
+            else:  # the loop's plan, asked for each node waiting: once per budget
+                if blocking.pdb not in self._backs:
+                    self._backs[blocking.pdb] = _budget_back(status, plan, self.inputs.pdbs)
+                back = self._backs[blocking.pdb]
         return _no_change(status, back)
 
     def unblock(self, status: NodeStatus) -> Unblock:
@@ -578,7 +591,10 @@ class _Search:
         flags = tuple(sorted((c.target, c.value) for c in changes if c.kind is ChangeKind.FLAG))
         shared = self._facts.get(flags)
         if shared is None:
-            shared = self._facts[flags] = NodeFacts(drains=Memo())
+            # A drain reads only the drain rules' flags: checks of other flags (a threshold) share it.
+            rules = tuple((flag, value) for flag, value in flags if flag.replace("-", "_") in _DRAIN_RULES)
+            drains = self._drains.setdefault(rules, Memo())
+            shared = self._facts[flags] = NodeFacts(drains=drains)
         if same_cloud:
             return shared
         return NodeFacts(shared.homeless, shared.scanned, Memo(), shared.drains)
@@ -630,13 +646,16 @@ class _Search:
         if self._recording is None:
             self.baseline()
         replayable = all(c.kind is not ChangeKind.ADD_NODE for c in changes)
-        replay = Replay(self._recording, name, replayable=replayable)
+        replay = Replay(self._recording, name, replayable=replayable, traces=self._traces)
         try:
             plan = self._plan(changes, replay)
         except Decided as decided:
             return _outcome(name, decided.plan, self.inputs.pdbs, decided=True)
         finally:
             self._spend(replay.placed)
+            trace = replay.finished()
+            if trace is not None:
+                self._traces.append(trace)
         return _outcome(name, plan, self.inputs.pdbs, decided=False)
 
     def _plan(
@@ -683,6 +702,7 @@ class _Search:
                 timer=self.timer,
                 simulate=simulate,
                 facts=self._facts_for(changes, same_cloud=changed_cloud is cloud),
+                incremental=False,  # one update: nothing of it is replayed (reuse.py)
             )
             return planner.update(
                 replace(inputs, pdbs=pdbs, being_deleted=self.being_deleted),
@@ -694,6 +714,9 @@ class _Search:
 
 
 # -- the changes ------------------------------------------------------------------------------------
+
+# The flags a node's drain reads (drainability.DrainRules).
+_DRAIN_RULES = frozenset(f.name for f in fields(DrainRules))
 
 # A remembered failure: a fresh planner looks at the node as it is now.
 _FRESH_LOOK = {NodeReason.RECENTLY_UNREMOVABLE}

@@ -51,7 +51,7 @@ from kubetide.autoscaler.scaledown.planning.update import Received, Update, pod_
 from kubetide.autoscaler.scaledown.planning.usage import Refusal
 from kubetide.autoscaler.scaledown.planning.whatif import what_if
 from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
-from kubetide.clock import Timer
+from kubetide.clock import Timer, may_run_out
 from kubetide.durations import rfc3339
 from kubetide.model import Node, Pod, PodDisruptionBudget
 from kubetide.model.quantity import CPU, MEMORY, format_units
@@ -339,6 +339,31 @@ def _hint(old_hints: Mapping[str, Mapping[str, str]], name: str, r: Received) ->
 SimulateRemoval = Callable[[Update, str, NodeDrain, list[Received]], Removal]
 
 
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """The nodes a search need not visit: every one before position `first` of its order but
+    those in `kept` (their removals are made again), since the search did there exactly what a
+    search it stands for did, and nothing of that is read again but the removals kept."""
+
+    first: int = 0
+    kept: frozenset[int] = frozenset()
+
+
+class Resumable:
+    """A stand-in for `simulate_removal` that knows a search it stands for (unblocking's narrowed
+    check, narrow.py): `start` is told the search's order before the first node and answers which
+    nodes it may skip; `searched` is told when the search is over."""
+
+    def __call__(self, u: Update, name: str, drain: NodeDrain, to_move: list[Received]) -> Removal:
+        raise NotImplementedError
+
+    def start(self, u: Update, order: Sequence[Eligible]) -> Skip:
+        return Skip()
+
+    def searched(self, u: Update) -> None:
+        return None
+
+
 def _on_paper(u: Update, to_move: list[Received]) -> set[str] | None:
     """The UIDs of the pods a trial reverted whatever it finds may place on paper, if any."""
     if not u.on_paper or u.mover.guard is not None:
@@ -378,7 +403,16 @@ def search_candidates(
     limits = RemovalLimits(u.options, cloud.node_groups(), snapshot.nodes(), u.deleted, in_progress)
     room = FreeRoom(snapshot, skip)
     considered = 0
-    for node, _, group, drain in _order(u, eligible, unneeded_since):
+    order = _order(u, eligible, unneeded_since)
+    # Skipped nodes read no timer: only when no deadline of this search could have stopped them.
+    skipped = (
+        simulate.start(u, order)
+        if isinstance(simulate, Resumable) and not may_run_out(timer, len(order) + 1, deadline)
+        else Skip()
+    )
+    for position, (node, _, group, drain) in enumerate(order):
+        if position < skipped.first and position not in skipped.kept:
+            continue
         name = node.name
         # The timer is read for every node (a work-driven Timer counts the readings).
         if plan.timed_out or (timer() > deadline and considered >= MIN_CONSIDERED_PER_LOOP):
@@ -453,6 +487,8 @@ def search_candidates(
         limits.take(node, group)
         room.take(free_before, need)
         _take_candidate(u, node, drain, removal, found)
+    if isinstance(simulate, Resumable):
+        simulate.searched(u)
     return found
 
 
