@@ -244,7 +244,13 @@ class Autoscaler:
             return result
         snapshot = self.view.snapshot()
         with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
-            tick = self.actuator.tick(snapshot, now, pdbs=self.view.pdbs(), workloads=self.view.workloads())
+            tick = self.actuator.tick(
+                snapshot,
+                now,
+                pdbs=self.view.pdbs(),
+                workloads=self.view.workloads(),
+                checker=self._checker_for(snapshot),
+            )
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
         result.deleted_drained = tick.deleted_drained
         result.refused_evictions = tick.refused
@@ -275,7 +281,9 @@ class Autoscaler:
             )
             self._recovered = True
         with timed(result.durations, "scaleDown:nodeDeletion", self.timer):
-            tick = self.actuator.tick(snapshot, now, pdbs=pdbs, workloads=workloads)
+            tick = self.actuator.tick(
+                snapshot, now, pdbs=pdbs, workloads=workloads, checker=self._checker_for(snapshot)
+            )
         result.deleted, result.evicted, result.failed_deletions = tick.deleted, tick.evicted, tick.failed
         result.deleted_drained = tick.deleted_drained
         result.refused_evictions = tick.refused

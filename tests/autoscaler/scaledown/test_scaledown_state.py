@@ -27,7 +27,7 @@ def test_a_failed_simulation_is_remembered_until_its_recheck_time():
         candidates=(),
     )
     assert failed.recheck_at("a") == 400.0
-    assert failed.recent("a", 399.0) is not None and failed.recent("a", 400.0) is None
+    assert "a" in failed.recent(399.0) and "a" not in failed.recent(400.0)
     # Kept while due later, dropped once the node is gone or became a candidate.
     failed.renew({}, now=200.0, exists=lambda n: True, candidates=())
     assert "a" in failed

@@ -319,9 +319,11 @@ class Actuator:
         *,
         pdbs: Sequence[PodDisruptionBudget] = (),
         workloads: Sequence[Workload] | None = None,
+        checker: PredicateChecker | None = None,
     ) -> TickResult:
         """Advance every deletion as far as `now` allows. `snapshot` is the cluster as it is now
-        (pods still there, node annotations); it is only read."""
+        (pods still there, node annotations); it is only read. `checker`: one the caller keeps
+        observing `snapshot` (else one is made when a drain's pods are placed and closed after)."""
         result = TickResult()
         ready: dict[str, list[NodeDeletion]] = {}
         index = index_workloads(workloads) if workloads is not None else None
@@ -329,7 +331,7 @@ class Actuator:
         pacing = _Pacing(frozenset(), index)
         if self.planner is not None and self.deletions:
             pacing = _Pacing(self.planner.recovering(snapshot, index), index, awaited=self.awaited)
-            self._keep_room(snapshot, now, self.planner.unplaced(snapshot, index), pacing)
+            self._keep_room(snapshot, now, self.planner.unplaced(snapshot, index), pacing, checker)
         for d in list(self.deletions.values()):
             if d.node not in snapshot:
                 # Gone already (deleted by someone, or its instance vanished): nothing left to do.
@@ -353,7 +355,12 @@ class Actuator:
         return result
 
     def _keep_room(
-        self, snapshot: ClusterSnapshot, now: float, unplaced: frozenset[OwnerKey], pacing: _Pacing
+        self,
+        snapshot: ClusterSnapshot,
+        now: float,
+        unplaced: frozenset[OwnerKey],
+        pacing: _Pacing,
+        shared: PredicateChecker | None = None,
     ) -> None:
         """The room of the pods with one destination (soledestination.py), into `pacing`: finds
         them for every drain whose evictions are due, all before any of them evicts (a drain must
@@ -376,7 +383,8 @@ class Actuator:
         ]
         if not due and not any(d.sole for d in deletions) and not self.awaited:
             return
-        checker = PredicateChecker(snapshot)
+        # A checker built here indexes every pod of the cluster: the loop's own is kept instead.
+        checker = shared if shared is not None else PredicateChecker(snapshot)
         try:
             for d in due:
                 d.sole = sole_destinations(checker, _to_evict(snapshot, d), self.deletions)
@@ -399,7 +407,8 @@ class Actuator:
                 competing(checker, (pod for pod, dest in to_evict.values() if dest is None), reserved)
             )
         finally:
-            checker.close()
+            if checker is not shared:
+                checker.close()
 
     def next_wakeup(self) -> float | None:
         """The earliest time a deletion in progress has something to do (its taint delay ends, an

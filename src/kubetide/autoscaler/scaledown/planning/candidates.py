@@ -28,6 +28,7 @@ from typing import NamedTuple
 from kubetide.autoscaler.ports import NodeGroup
 from kubetide.autoscaler.scaledown.planning.drainability import (
     BlockingPod,
+    KeptDrains,
     NodeDrain,
     drain_node,
     looks_empty,
@@ -105,11 +106,13 @@ def eligible_nodes(
     unremovable: UnremovableNodes,
     checked: Memo[str, Checked],
     drains: Memo[str, NodeDrain] | None = None,
+    kept: KeptDrains | None = None,
 ) -> list[Eligible]:
     """Status for every node; returns the eligible ones with their drains. `drains`: the drains
     of nodes with nothing received, kept under their stamps, when the caller knows the rest of
     what a drain reads (`now`, the rules, workloads, budgets' selectors) is the same throughout
-    (planner.NodeFacts)."""
+    (planner.NodeFacts). Else `kept`: those drains kept between a planner's own loops, which
+    checks what they read."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
@@ -121,10 +124,16 @@ def eligible_nodes(
     checked.new_pass()
     if drains is not None:
         drains.new_pass()
+    elif kept is not None:
+        kept.new_pass(u.ctx)
     statuses = u.plan.nodes
-    for node, stamp in snapshot.stamps():
+    recent_failures = unremovable.recent(now)
+    stamps = snapshot.stamps()
+    # The groups the search key asked for, node by node (the update adds and removes no node).
+    asked = u.groups if u.groups is not None and len(u.groups) == len(snapshot) else None
+    for i, (node, stamp) in enumerate(stamps):
         name = node.meta.name
-        old = unremovable.recent(name, now) if name not in resume else None
+        old = recent_failures.get(name) if name not in resume else None
         recent = old is not None
         being_deleted = name in deleted
         entry = group = None
@@ -132,7 +141,7 @@ def eligible_nodes(
             # The per-loop flags are off, so the answer depends on the node, its pods and its
             # group only: reuse last loop's when none changed (the group is asked every loop,
             # since a cloud may move a node without changing the Node object).
-            group = node_group_for(node)
+            group = asked[i] if asked is not None else node_group_for(node)
             entry = checked.get(name, stamp, group)
         if entry is not None:
             e, empty = entry.eligibility, entry.empty
@@ -191,7 +200,11 @@ def eligible_nodes(
             if received:
                 drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
             elif drains is None:
-                drain = drain_node(list(pods_here), u.ctx)
+                drain = (
+                    kept.drain(name, tuple(pods_here), u.ctx)
+                    if kept is not None
+                    else drain_node(list(pods_here), u.ctx)
+                )
             else:
                 known = drains.get(name, stamp)
                 drain = (

@@ -38,6 +38,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from kubetide.autoscaler.options import AutoscalerOptions
@@ -47,6 +48,7 @@ from kubetide.model import OwnerReference, Pod, Workload
 from kubetide.model.disruption import DO_NOT_DISRUPT as DO_NOT_DISRUPT  # exported with SAFE_TO_EVICT
 from kubetide.model.disruption import do_not_disrupt
 from kubetide.model.pod import MIRROR_ANNOTATION
+from kubetide.snapshot import Memo
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # The value of SAFE_TO_EVICT that lets a pod finish rather than be evicted (CA 1.36).
@@ -284,6 +286,83 @@ def drain_node(pods: Iterable[Pod], ctx: DrainContext) -> NodeDrain:
             assert v.reason is not None  # every blocking verdict names its reason
             result.blockers.append(BlockingPod(pod, v.reason))
     return result
+
+
+def reads_the_clock(pod: Pod) -> bool:
+    """Whether a verdict on the pod may change as time passes: a terminating pod (rule 2), a
+    kube-system pod (rule 8's age; its budget too), a pod protected by karpenter.sh/do-not-disrupt
+    (rule 9's duration)."""
+    meta = pod.meta
+    return (
+        meta.deletion_timestamp is not None
+        or meta.namespace == KUBE_SYSTEM
+        or DO_NOT_DISRUPT in meta.annotations
+    )
+
+
+def rules_context(ctx: DrainContext) -> tuple[object, ...]:
+    """What the verdicts on pods that do not read the clock read besides the pods themselves:
+    the rules, and rule 3's answers (which controllers exist, and which ReplicationControllers or
+    ReplicaSets are below min-replica-count). Rule 8's budgets are read only for kube-system
+    pods, which read the clock."""
+    rules, workloads = ctx.rules, ctx.workloads
+    if workloads is None or not rules.skip_nodes_with_custom_controller_pods:
+        return (rules, None, None)
+    below = frozenset(
+        key
+        for key, w in workloads.items()
+        if key[0] in ("ReplicationController", "ReplicaSet")
+        and w.replicas is not None
+        and w.replicas < rules.min_replica_count
+    )
+    return (rules, frozenset(workloads), below)
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptDrain:
+    pods: tuple[Pod, ...]  # the node's, in its order
+    drain: NodeDrain
+    timed: tuple[Pod, ...]  # its pods whose verdict reads the clock
+    verdicts: tuple[Verdict, ...]  # theirs when the drain was sorted
+
+
+class KeptDrains:
+    """Nodes' drains (`drain_node`) kept between loops, so that a loop sorts only the pods of
+    the nodes that changed. A drain is kept under the node's pods, the very objects in the
+    node's order (a what-if's revert gives a node's stamp back but puts the pods it removed
+    at the end, and a drain lists them in the node's order), the rules' context
+    (`rules_context`) and the verdicts of its pods that read the clock, which are asked again
+    each time. Call `new_pass` with each loop's context before asking for its drains."""
+
+    def __init__(self) -> None:
+        self._memo: Memo[str, _KeptDrain] = Memo()
+        self._context: tuple[object, ...] | None = None
+        self._tag = object()
+
+    def new_pass(self, ctx: DrainContext) -> None:
+        """A loop's pass: nodes not asked for until the next pass are forgotten, and a changed
+        rules' context forgets every drain."""
+        self._memo.new_pass()
+        context = rules_context(ctx)
+        if context != self._context:
+            self._context, self._tag = context, object()
+
+    def drain(self, name: str, pods: tuple[Pod, ...], ctx: DrainContext) -> NodeDrain:
+        """`drain_node(pods, ctx)` for the node `name` now holding `pods`."""
+        kept = self._memo.get(name, tag=self._tag)
+        if (
+            kept is not None
+            and len(kept.pods) == len(pods)
+            and all(map(is_, kept.pods, pods))
+            and all(verdict(p, ctx) == v for p, v in zip(kept.timed, kept.verdicts))
+        ):
+            return kept.drain
+        drain = drain_node(pods, ctx)
+        timed = tuple(p for p in pods if reads_the_clock(p))
+        self._memo.put(
+            name, _KeptDrain(pods, drain, timed, tuple(verdict(p, ctx) for p in timed)), tag=self._tag
+        )
+        return drain
 
 
 def _controller_check(

@@ -34,20 +34,16 @@ from typing import Any, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.drainability import (
-    DO_NOT_DISRUPT,
-    KUBE_SYSTEM,
     DrainContext,
     DrainRules,
+    KeptDrains,
     NodeDrain,
-    Verdict,
-    drain_node,
     index_workloads,
-    verdict,
 )
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker, is_healthy
 from kubetide.durations import format_duration
 from kubetide.model import Pod, PodDisruptionBudget, Workload
-from kubetide.snapshot import ClusterSnapshot, Memo
+from kubetide.snapshot import ClusterSnapshot
 
 # The Cluster Autoscaler retries a refused eviction every 10 s.
 EVICTION_RETRY_INTERVAL = 10.0
@@ -192,11 +188,11 @@ def plan_schedule(
         NodeToDrain(name, drains[name].movable, surged.get(name, ()), max(0.0, removable_at(name) - now))
         for name in candidates
     ]
-    memo.waiting_drains.new_pass()
+    memo.waiting_drains.new_pass(ctx)
     nodes += [
         NodeToDrain(
             name,
-            memo.movable(name, snapshot, ctx, tag),
+            memo.waiting_drains.drain(name, tuple(snapshot.pods_on(name).values()), ctx).movable,
             (),
             max(0.0, removable_at(name) - now),
         )
@@ -219,9 +215,8 @@ class ScheduleMemo:
     """What `plan_schedule` keeps between loops (a loop's `LoopState` keeps one), so that the
     schedule costs nothing when nothing it reads changed and little when a few nodes did:
 
-    - each waiting node's drain, under the node's pods and the rules' context (the
-      options, PodDisruptionBudgets and workloads), and the verdicts of its pods that read the
-      clock (drainability rules 2, 8 and 9): a loop sorts the pods of the nodes that changed;
+    - each waiting node's drain (drainability.KeptDrains): a loop sorts the pods of the nodes
+      that changed;
     - the controllers' readiness history (`ReadinessHistory`);
     - the last schedule, under all it read but the clock: the nodes in the plan's order with the
       pods they evict and those surged, the rules' context, the disruptions each budget allows,
@@ -236,7 +231,7 @@ class ScheduleMemo:
 
     def __init__(self) -> None:
         self.history = ReadinessHistory()
-        self.waiting_drains: Memo[str, _WaitingDrain] = Memo()
+        self.waiting_drains = KeptDrains()
         self._context: tuple[object, ...] | None = None
         self._tag = object()
         self._last: _KeptSchedule | None = None
@@ -248,24 +243,6 @@ class ScheduleMemo:
         if context != self._context:
             self._context, self._tag = context, object()
         return self._tag
-
-    def movable(self, name: str, snapshot: ClusterSnapshot, ctx: DrainContext, tag: object) -> Sequence[Pod]:
-        """A waiting node's pods to evict, by the drainability rules at `ctx.now`. Kept under the
-        node's pods in their order, not its stamp: a what-if's revert gives the stamp back but
-        puts the pods it removed at the end, and the drain lists them in the node's order."""
-        pods = tuple(snapshot.pods_on(name).values())
-        kept = self.waiting_drains.get(name, tag=tag)
-        if (
-            kept is not None
-            and kept.pods == pods
-            and tuple(verdict(p, ctx) for p in kept.timed) == kept.verdicts
-        ):
-            return kept.movable
-        timed = tuple(p for p in pods if _reads_the_clock(p))
-        drain = _WaitingDrain(
-            pods, tuple(drain_node(pods, ctx).movable), timed, tuple(verdict(p, ctx) for p in timed)
-        )
-        return self.waiting_drains.put(name, drain, tag=tag).movable
 
     def reusable(
         self, nodes: Sequence[NodeToDrain], tag: object, allowed: tuple[int, ...], snapshot: ClusterSnapshot
@@ -320,26 +297,6 @@ class ScheduleMemo:
             _Exact.of(paper, waits),
         )
         return schedule
-
-
-@dataclass(frozen=True, slots=True)
-class _WaitingDrain:
-    pods: tuple[Pod, ...]  # the node's, in its order
-    movable: tuple[Pod, ...]
-    timed: tuple[Pod, ...]  # its pods whose verdict reads the clock
-    verdicts: tuple[Verdict, ...]  # theirs when `movable` was sorted
-
-
-def _reads_the_clock(pod: Pod) -> bool:
-    """Whether a drainability verdict on the pod may change as time passes: a terminating pod
-    (rule 2), a kube-system pod (rule 8's age), a pod protected by karpenter.sh/do-not-disrupt
-    (rule 9's duration)."""
-    meta = pod.meta
-    return (
-        meta.deletion_timestamp is not None
-        or meta.namespace == KUBE_SYSTEM
-        or DO_NOT_DISRUPT in meta.annotations
-    )
 
 
 # A node's part of the schedule's key: its name, the pods its drain evicts, those surged.

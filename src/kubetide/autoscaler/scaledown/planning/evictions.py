@@ -22,13 +22,13 @@ start-up), and the planner counts its pods as used budget (pdb.py): their nodes 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.update import Update
 from kubetide.model import OwnerReference, Pod, Workload
-from kubetide.snapshot import ClusterSnapshot, Memo
+from kubetide.snapshot import ClusterSnapshot
 
 # (controller kind, namespace, controller name)
 OwnerKey = tuple[str, str, str]
@@ -45,10 +45,10 @@ class RecentEvictions:
     def __init__(self, ttl: float):
         self.ttl = ttl
         self.by_uid: dict[str, RecentEviction] = {}
-        # Node -> its bound not-terminating pods per owner, under the node's snapshot stamp: the
-        # owner check runs every loop while evictions are recent, and counting every pod each
-        # time was the loop's largest cost during drains.
-        self._owned: Memo[str, tuple[Counter[OwnerKey], Counter[OwnerKey]]] = Memo()
+        # Every owner's bound not-terminating pods (and Ready ones) over the nodes, summed node by
+        # node: the owner check runs every loop while evictions are recent, and counting every
+        # pod each time was the loop's largest cost during drains.
+        self._owned = OwnedPods()
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -65,7 +65,7 @@ class RecentEvictions:
         """The evicted pods to inject, oldest eviction first."""
         result = []
         left: dict[tuple[str, str, str], int] = {}
-        bound: Counter[OwnerKey] | None = None  # per owner of an evicted pod, its bound pods
+        bound: Mapping[OwnerKey, int] | None = None  # per owner, its bound pods
         for eviction in sorted(self.by_uid.values(), key=lambda e: (e.at, e.pod.key)):
             pod = eviction.pod
             if snapshot.has_pod(pod.uid):
@@ -78,9 +78,8 @@ class RecentEvictions:
             if key is not None and workload is not None and workload.replicas is not None:
                 if key not in left:
                     if bound is None:
-                        owners = self._owners()
-                        bound = _totals((c for c, _ in self._owned_per_node(snapshot)), owners)
-                    current = bound[key]
+                        bound = self._owned.totals(snapshot)[0]
+                    current = bound.get(key, 0)
                     if workload.status_replicas is not None:
                         current = min(current, workload.status_replicas)
                     left[key] = max(0, workload.replicas - current)
@@ -133,48 +132,61 @@ class RecentEvictions:
     ) -> frozenset[OwnerKey]:
         if not self.by_uid or workloads is None:
             return frozenset()
-        owners = self._owners()
-        # (bound, ready) per node: the ready count for `ready`, else every bound pod
-        totals = _totals((pair[1] if ready else pair[0] for pair in self._owned_per_node(snapshot)), owners)
+        bound, ready_pods = self._owned.totals(snapshot)
+        totals = ready_pods if ready else bound
         result = set()
-        for key in owners:
+        for key in self._owners():
             workload = workloads.get(key)
             if workload is None or workload.replicas is None:
                 continue
-            if totals[key] < workload.replicas:
+            if totals.get(key, 0) < workload.replicas:
                 result.add(key)
         return frozenset(result)
 
     def _owners(self) -> set[OwnerKey]:
         return {(e.owner.kind, e.pod.namespace, e.owner.name) for e in self.by_uid.values() if e.owner}
 
-    def _owned_per_node(self, snapshot: ClusterSnapshot) -> list[tuple[Counter[OwnerKey], Counter[OwnerKey]]]:
-        memo = self._owned
-        memo.new_pass()
-        result = []
+
+class OwnedPods:
+    """Per owner, its bound pods not terminating and of those the Ready ones, over a snapshot's
+    nodes: kept as sums of per-node counts, each node's under its snapshot stamp, so a loop
+    counts the pods of the nodes that changed (added or removed too), and reads no node when the
+    snapshot's version is the one it last saw."""
+
+    def __init__(self) -> None:
+        # Node -> (its stamp, its bound counts, its Ready counts) as summed in the totals.
+        self._nodes: dict[str, tuple[int, Counter[OwnerKey], Counter[OwnerKey]]] = {}
+        self._bound: Counter[OwnerKey] = Counter()
+        self._ready: Counter[OwnerKey] = Counter()
+        self._seen: tuple[ClusterSnapshot, int] | None = None
+
+    def totals(self, snapshot: ClusterSnapshot) -> tuple[Mapping[OwnerKey, int], Mapping[OwnerKey, int]]:
+        """(bound, Ready) per owner over `snapshot`'s nodes now (an owner without pods may be
+        missing or 0)."""
+        seen = self._seen
+        if seen is None or seen[0] is not snapshot or seen[1] != snapshot.version:
+            self._sync(snapshot)
+            self._seen = (snapshot, snapshot.version)
+        return self._bound, self._ready
+
+    def _sync(self, snapshot: ClusterSnapshot) -> None:
+        nodes, bound, ready = self._nodes, self._bound, self._ready
         for name, stamp, pods in snapshot.pods_by_node():
-            counts = memo.get(name, stamp)
-            if counts is None:
-                counts = memo.put(name, _owned_pods(pods.values()), stamp)
-            result.append(counts)
-        return result
-
-
-def _totals(per_node: Iterable[Counter[OwnerKey]], owners: Collection[OwnerKey]) -> Counter[OwnerKey]:
-    """The per-node counts of `owners` summed over the nodes, in one pass over the nodes (not one
-    per owner), each node read by the fewer of its entries and the owners."""
-    total: Counter[OwnerKey] = Counter()
-    few = len(owners)
-    for counts in per_node:
-        if len(counts) <= few:
-            for key, n in counts.items():
-                if key in owners:
-                    total[key] += n
-        else:
-            for key in owners:
-                if key in counts:
-                    total[key] += counts[key]
-    return total
+            old = nodes.get(name)
+            if old is not None and old[0] == stamp:
+                continue
+            if old is not None:
+                bound.subtract(old[1])
+                ready.subtract(old[2])
+            counts, ready_counts = _owned_pods(pods.values())
+            bound.update(counts)
+            ready.update(ready_counts)
+            nodes[name] = (stamp, counts, ready_counts)
+        if len(nodes) > len(snapshot):  # nodes gone since
+            for name in [name for name in nodes if name not in snapshot]:
+                _, counts, ready_counts = nodes.pop(name)
+                bound.subtract(counts)
+                ready.subtract(ready_counts)
 
 
 def owner_key(pod: Pod) -> OwnerKey | None:

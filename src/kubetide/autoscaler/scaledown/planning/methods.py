@@ -37,6 +37,7 @@ from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.ports import CloudProvider
 from kubetide.autoscaler.scaledown.planning.plan import ScaleDownPlan
 from kubetide.model import PodDisruptionBudget, Workload
+from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 
@@ -79,6 +80,9 @@ class MethodInputs:
     # consolidation onto cheaper groups) those above the utilization threshold as long
     replaceable: frozenset[str] = frozenset()
     controllers: Sequence[Workload] | None = None  # what the drain rules consult; None: unknown
+    # The caller's PredicateChecker observing `snapshot`, for a method that places pods (else it
+    # builds its own, which indexes every pod of the cluster).
+    checker: PredicateChecker | None = None
 
     def claimed(self) -> frozenset[str]:
         """Nodes an earlier method already proposed."""

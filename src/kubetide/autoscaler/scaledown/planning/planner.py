@@ -58,6 +58,7 @@ from kubetide.autoscaler.scaledown.planning.deleted_set import revalidate_delete
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DrainContext,
     DrainRules,
+    KeptDrains,
     NodeDrain,
     index_workloads,
     is_expendable,
@@ -183,6 +184,9 @@ class Planner:
         self._last_scan: tuple[ClusterSnapshot, int, _ScanResult] | None = None
         self._checked: Memo[str, Checked] = facts.checked
         self._drains = facts.drains
+        # Else the eligible nodes' drains kept between this planner's loops, checked against
+        # what they read (`now` moves between them); only for incremental updates.
+        self._kept_drains = KeptDrains() if facts.drains is None and incremental else None
         self.incremental = incremental
         self.on_paper = on_paper  # nodes waiting for budget are tried on paper (candidates.py)
         self._last_search: SearchRecord | None = None
@@ -256,6 +260,9 @@ class Planner:
         """
         o = self.options
         snapshot, now, pdbs, usage = inputs.snapshot, inputs.now, inputs.pdbs, inputs.usage
+        # The caller's checker, if any, is the one the disruption methods may place pods with
+        # (one the update makes for itself may read namespaces, which theirs never did).
+        shared_checker = checker
         workloads, namespaces = inputs.controllers, inputs.namespaces
         deadline = self.timer() + o.scale_down_simulation_timeout
         self._limit.observe(now)
@@ -303,7 +310,16 @@ class Planner:
                 found, failures = last.replay(plan)
                 self.hints = last.hints
                 self._after_search(
-                    plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
+                    plan,
+                    inputs,
+                    cloud,
+                    resume_set,
+                    found,
+                    failures,
+                    scaling_up,
+                    deleted,
+                    busy_may_go,
+                    shared_checker,
                 )
                 self.last_plan = plan
                 return plan
@@ -326,6 +342,7 @@ class Planner:
             mover = PodMover(snapshot, checker, self._standins, guard)
             u = Update(o, snapshot, cloud, now, deleted, resume_set, ctx, mover, plan, self.hints)
             u.on_paper = self.on_paper
+            u.groups = key.groups if key is not None else None
             found, failures = self._search(u, deadline, limit)
             plan.pdb_remaining = tracker.by_key()
             self.hints = u.new_hints
@@ -337,7 +354,16 @@ class Planner:
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
             self._after_search(
-                plan, inputs, cloud, resume_set, found, failures, scaling_up, deleted, busy_may_go
+                plan,
+                inputs,
+                cloud,
+                resume_set,
+                found,
+                failures,
+                scaling_up,
+                deleted,
+                busy_may_go,
+                shared_checker,
             )
         finally:
             if own_checker and checker is not None:
@@ -382,11 +408,7 @@ class Planner:
             hints=frozen_mapping(self.hints),
             unneeded_since=tuple(self.unneeded_since.items()),
             limit=limit,
-            unremovable=tuple(
-                (name, failed)
-                for name, failed in unremovable.items()
-                if unremovable.recent(name, now) is not None
-            ),
+            unremovable=tuple(unremovable.recent(now).items()),
         )
 
     def _search(self, u: Update, deadline: float, limit: int) -> tuple[Search, dict[str, Unremovable]]:
@@ -397,7 +419,7 @@ class Planner:
             failure = inject_recent_evictions(u, self.recent_evictions)
         plan.validation_failure = failure
 
-        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains)
+        eligible = eligible_nodes(u, self.unremovable, self._checked, self._drains, self._kept_drains)
         found = Search()
         new_unremovable: dict[str, Unremovable] = {}
         if failure is None:
@@ -425,6 +447,7 @@ class Planner:
         scaling_up: bool,
         deleted: Collection[str],
         busy_may_go: bool = True,
+        checker: PredicateChecker | None = None,
     ) -> None:
         """The state the search leaves for next loop, then step 5 (timers)."""
         now, snapshot = plan.now, inputs.snapshot
@@ -473,6 +496,7 @@ class Planner:
             being_deleted=deleted,
             arrived=arrived,
             replaceable=replaceable,
+            checker=checker,
         )
 
     def _replaceable(self, plan: ScaleDownPlan, busy_may_go: bool) -> frozenset[str]:

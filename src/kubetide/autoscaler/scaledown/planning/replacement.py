@@ -339,7 +339,8 @@ class _Trials:
 
     def __exit__(self, *exc: object) -> None:
         if self.checker is not None:
-            self.checker.close()
+            if self.checker is not self.inputs.checker:
+                self.checker.close()
             self.snapshot.revert()
 
     def _template(self, group: NodeGroup) -> Node | None:
@@ -363,7 +364,8 @@ class _Trials:
     def _checker(self) -> PredicateChecker:
         if self.checker is None:
             self.snapshot.fork()
-            self.checker = PredicateChecker(self.snapshot)
+            shared = self.inputs.checker
+            self.checker = shared if shared is not None else PredicateChecker(self.snapshot)
         return self.checker
 
     def fit(self, group: NodeGroup | None, chosen: Sequence[str]) -> bool:

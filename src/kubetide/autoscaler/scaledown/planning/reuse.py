@@ -29,7 +29,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubetide.autoscaler.ports import CloudProvider
+from kubetide.autoscaler.ports import CloudProvider, NodeGroup
 from kubetide.autoscaler.scaledown.planning.candidates import Search
 from kubetide.autoscaler.scaledown.planning.drainability import KUBE_SYSTEM, LONG_TERMINATING_EXTRA, NodeDrain
 from kubetide.autoscaler.scaledown.planning.plan import NodeStatus, ScaleDownPlan
@@ -60,7 +60,7 @@ class SearchKey:
     """Everything steps 1-4 read, compared with `==` (see the module's docstring)."""
 
     stamps: tuple[int, ...]  # every node's change stamp, in the snapshot's order
-    groups: tuple[object, ...]  # per node, the group the cloud answers (by identity)
+    groups: tuple[NodeGroup | None, ...]  # per node, the group the cloud answers (by identity)
     group_sizes: tuple[tuple[str, int, int, int], ...]  # (id, target, min, max)
     instances: tuple[object, ...]  # (instance id, state) per group, only while deletions run
     time_flips: tuple[bool, ...]  # per time edge, whether now has passed it

@@ -79,12 +79,10 @@ class UnremovableNodes(Mapping[str, Unremovable]):
     def recheck_at(self, name: str) -> float:
         return self._failed[name].at + self.recheck_timeout
 
-    def recent(self, name: str, now: float) -> Unremovable | None:
-        """The node's failure if it is not due for a recheck yet, else None."""
-        failed = self._failed.get(name)
-        if failed is None or now >= failed.at + self.recheck_timeout:
-            return None
-        return failed
+    def recent(self, now: float) -> dict[str, Unremovable]:
+        """The failures not due for a recheck yet, by node (one pass, not a call per node)."""
+        due = self.recheck_timeout
+        return {name: failed for name, failed in self._failed.items() if now < failed.at + due}
 
     def renew(
         self,

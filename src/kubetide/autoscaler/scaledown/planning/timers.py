@@ -28,6 +28,7 @@ from kubetide.autoscaler.scaledown.planning.state import UnneededNodes
 from kubetide.autoscaler.scaledown.reasons import NodeReason
 from kubetide.durations import format_duration, rfc3339
 from kubetide.model import PodDisruptionBudget, Workload
+from kubetide.scheduling.checker import PredicateChecker
 from kubetide.snapshot import ClusterSnapshot
 
 # Why a loop that scales up starts no deletion (the status message and log line say it too).
@@ -77,6 +78,7 @@ def decide_removals(
     arrived: Collection[str] = (),
     replaceable: Collection[str] = (),
     controllers: Sequence[Workload] | None = None,
+    checker: PredicateChecker | None = None,
 ) -> None:
     """Say why candidates wait, then fill the plan's empty_to_delete / drain_to_delete with what
     the disruption `methods`, tried in order, propose of the others (methods.py), and its
@@ -85,7 +87,8 @@ def decide_removals(
     `arrived` (not proposed by any method while they wait). `replaceable`: nodes removable but
     for room (or, with consolidation onto cheaper groups, busy) for scale-down-unneeded-time,
     which a replacement may stand in for; `controllers`: the workloads the drain rules consult
-    for them (None when unknown)."""
+    for them (None when unknown); `checker`: the caller's, observing `snapshot`, for the methods
+    that place pods."""
     now, o = plan.now, options
     plan.cooldown = paused
     ready: list[str] = []
@@ -129,6 +132,7 @@ def decide_removals(
         being_deleted=frozenset(being_deleted),
         replaceable=frozenset(replaceable),
         controllers=controllers,
+        checker=checker,
     )
     for command in propose_in_order(methods, inputs):
         if command.replacements:

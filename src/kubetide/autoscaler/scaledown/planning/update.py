@@ -5,12 +5,12 @@ what is kept between loops is the Planner's."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.ports import CloudProvider
+from kubetide.autoscaler.ports import CloudProvider, NodeGroup
 from kubetide.autoscaler.scaledown.planning.drainability import BlockingPod, DrainContext
 from kubetide.autoscaler.scaledown.planning.placement import PodMover
 from kubetide.autoscaler.scaledown.planning.plan import UNREMOVABLE, ScaleDownPlan
@@ -49,6 +49,9 @@ class Update:
     # Place the pods of nodes waiting for budget on paper (placement.move_on_paper); False moves
     # them as any other trial (the property tests compare the two).
     on_paper: bool = True
+    # What `cloud.node_group_for` answered for each node, in slot order, this update (the search
+    # key asks it of every node); None: eligibility asks it.
+    groups: Sequence[NodeGroup | None] | None = None
 
     def __post_init__(self) -> None:
         self.skip.update(self.deleted)
