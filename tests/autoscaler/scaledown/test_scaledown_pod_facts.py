@@ -3,11 +3,11 @@
 A stateful test drives a small cluster through random changes of what a pod's facts read: pods
 come and go and are replaced by other versions under their UID (other labels, so other budgets;
 readiness; deletion; grace period; readiness history; controller), what-ifs are reverted (the
-same objects come back), budgets come, go and change their status (the schedule's context token
-changes), the grace cap changes. Each loop schedules the pods of a random subset of the nodes
+same objects come back), budgets come, go, change their selector or only their status, the
+grace cap changes. Each loop schedules the pods of a random subset of the nodes
 (the others are forgotten) and compares the kept facts with fresh ones: the very same pod and
 equal facts. The same machine with the invalidation broken on purpose (the identity check, or
-the context token, left out) must fail.
+the budgets' selectors, left out) must fail.
 """
 
 from __future__ import annotations
@@ -21,12 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from scaledown_fakes import node, pdb, pod, snapshot_of
 
 from kubetide.autoscaler.options import AutoscalerOptions
-from kubetide.autoscaler.scaledown.planning.estimate import (
-    KeptPodFacts,
-    ScheduleMemo,
-    _pod_facts,
-    _PodFacts,
-)
+from kubetide.autoscaler.scaledown.planning.estimate import KeptPodFacts, _pod_facts, _PodFacts
 from kubetide.autoscaler.scaledown.planning.pdb import PdbTracker
 
 APPS = ("web", "api", "db")
@@ -41,7 +36,6 @@ class FactsKeptEqualFresh(RuleBasedStateMachine):
         self.snapshot = snapshot_of([node(f"n{i}") for i in range(3)], [])
         self.options = AutoscalerOptions()
         self.pdbs: dict[str, object] = {}
-        self.memo = ScheduleMemo()  # its context token, as plan_schedule takes it
         self.kept = self.kept_kind()
         self.asked: set[int] = set()  # ids of the pods the last pass asked for
         self.serial = 0
@@ -113,12 +107,13 @@ class FactsKeptEqualFresh(RuleBasedStateMachine):
         self.snapshot.remove_pod(data.draw(st.sampled_from(uids)))
         self.snapshot.revert()
 
-    @rule(app=st.sampled_from(APPS), allowed=st.sampled_from([None, 0, 1, 2]))
-    def a_budget_comes_goes_or_changes(self, app, allowed):
-        if app in self.pdbs and allowed is None:
-            del self.pdbs[app]
+    @rule(name=st.sampled_from(APPS), app=st.sampled_from(APPS), allowed=st.sampled_from([None, 0, 1, 2]))
+    def a_budget_comes_goes_or_changes(self, name, app, allowed):
+        """A budget named after one app may select another's pods; its status changes too."""
+        if name in self.pdbs and allowed is None:
+            del self.pdbs[name]
         else:
-            self.pdbs[app] = pdb(f"pdb-{app}", app, allowed=allowed, max_unavailable=1)
+            self.pdbs[name] = pdb(f"pdb-{name}", app, allowed=allowed, max_unavailable=1)
 
     @rule(cap=st.sampled_from([10, 600]))
     def the_grace_cap_changes(self, cap):
@@ -130,11 +125,10 @@ class FactsKeptEqualFresh(RuleBasedStateMachine):
         names = [n.name for n in self.snapshot.nodes()]
         scheduled = data.draw(st.lists(st.sampled_from(names), unique=True))
         pdbs = list(self.pdbs.values())
-        tag = self.memo.context_tag((self.options, tuple(pdbs), None))
         tracker = PdbTracker(pdbs, self.snapshot.pods())
         cap = self.options.max_graceful_termination_sec
         pods = [p for name in scheduled for p in self.snapshot.pods_on(name).values()]
-        facts = self.kept.of_pass(pods, tag, tracker.matching, cap)
+        facts = self.kept.of_pass(pods, pdbs, tracker.matching, cap)
         for p in pods:
             kept, fresh = facts[id(p)], _pod_facts(p, tracker.matching, cap)
             assert kept.pod is p
@@ -153,25 +147,28 @@ test_kept_facts_equal_fresh = FactsKeptEqualFresh.TestCase
 class _ByUid(KeptPodFacts):
     """Broken on purpose: a pod's facts kept under its UID, whatever version it is now."""
 
-    def of_pass(self, pods, tag, budgets_of, grace_cap):
-        kept = self._kept if tag is self._tag else {}
-        facts = {}
-        for p in pods:
-            known = kept.get(p.uid)
-            facts[p.uid] = known if known is not None else _pod_facts(p, budgets_of, grace_cap)
-        self._kept, self._tag = facts, tag
-        return {id(p): facts[p.uid] for p in pods}
+    def __init__(self) -> None:
+        super().__init__()
+        self._first: dict[str, object] = {}  # uid -> the version first seen
+
+    def of_pass(self, pods, pdbs, budgets_of, grace_cap):
+        pods = list(pods)
+        first = [self._first.get(p.uid, p) for p in pods]
+        facts = super().of_pass(first, pdbs, budgets_of, grace_cap)
+        self._first = {p.uid: p for p in first}
+        return {id(p): facts[id(f)] for p, f in zip(pods, first)}
 
 
-class _TagIgnored(KeptPodFacts):
-    """Broken on purpose: kept across a change of the budgets or the options."""
+class _SelectorsIgnored(KeptPodFacts):
+    """Broken on purpose: kept across a change of the budgets' selectors (the grace cap only)."""
 
-    def of_pass(self, pods, tag, budgets_of, grace_cap):
-        self._tag = tag
-        return super().of_pass(pods, tag, budgets_of, grace_cap)
+    def of_pass(self, pods, pdbs, budgets_of, grace_cap):
+        if self._key is not None:
+            self._key = ((tuple((p.meta.namespace, p.selector) for p in pdbs)), self._key[1])
+        return super().of_pass(pods, pdbs, budgets_of, grace_cap)
 
 
-@pytest.mark.parametrize("broken", [_ByUid, _TagIgnored])
+@pytest.mark.parametrize("broken", [_ByUid, _SelectorsIgnored])
 def test_a_broken_invalidation_is_caught(broken):
     machine = type("Broken", (FactsKeptEqualFresh,), {"kept_kind": broken})
     with pytest.raises(AssertionError):
@@ -179,25 +176,24 @@ def test_a_broken_invalidation_is_caught(broken):
 
 
 def test_facts_are_kept_for_the_same_pod_and_looked_up_for_a_new_version():
-    """The table of reuse: the same facts object back while the pod object and the token hold."""
+    """The table of reuse: the same facts object back while the pod object, the budgets'
+    selectors and the grace cap hold; a budget's status is not read."""
     snapshot = snapshot_of([node("n0")], [pod("a", "n0", owner=("ReplicaSet", "web"))])
-    memo, kept = ScheduleMemo(), KeptPodFacts()
-    budget = pdb("pdb-web", "web", allowed=1)
+    kept = KeptPodFacts()
 
     def facts(pdbs, cap=600) -> _PodFacts:
-        options = AutoscalerOptions().with_values(max_graceful_termination_sec=cap)
-        tag = memo.context_tag((options, tuple(pdbs), None))
         tracker = PdbTracker(pdbs, snapshot.pods())
         (p,) = snapshot.pods_on("n0").values()
-        return kept.of_pass([p], tag, tracker.matching, cap)[id(p)]
+        return kept.of_pass([p], pdbs, tracker.matching, cap)[id(p)]
 
     first = facts([])
     assert first.budgets == () and first.owner == ("default", "ReplicaSet", "web")
     assert facts([]) is first
-    with_budget = facts([budget])  # a new token: looked up again
+    with_budget = facts([pdb("pdb-web", "web", allowed=1)])  # a budget selects it: looked up again
     assert with_budget is not first and with_budget.budgets == (0,)
-    assert facts([budget]) is with_budget
-    assert facts([budget], cap=10).grace == 10.0
+    assert facts([pdb("pdb-web", "web", allowed=0)]) is with_budget  # only its status changed
+    assert facts([pdb("pdb-web", "api", allowed=0)]).budgets == ()  # its selector changed
+    assert facts([], cap=10).grace == 10.0
     old = snapshot.pod("uid-default-a")
     snapshot.update_pod(dataclasses.replace(old, ready=False))  # a new version: not healthy
-    assert facts([budget], cap=10).budgets == ()
+    assert facts([pdb("pdb-web", "web", allowed=1)], cap=10).budgets == ()

@@ -204,7 +204,7 @@ def plan_schedule(
         memo.reused += 1
         return kept
     facts = memo.pod_facts.of_pass(
-        (pod for n in nodes for pod in n.pods), tag, tracker.matching, options.max_graceful_termination_sec
+        (pod for n in nodes for pod in n.pods), pdbs, tracker.matching, options.max_graceful_termination_sec
     )
     owners = {f.owner for f in facts.values() if f.owner is not None}
     slowest = memo.history.slowest(snapshot, owners) if owners else {}
@@ -467,27 +467,33 @@ class KeptPodFacts:
     """The scheduled pods' facts (`_PodFacts`) kept between loops, so that a loop whose nodes
     lost or gained a few pods looks up the budgets and controllers of those pods only. Each is
     kept under the pod object itself (the snapshot holds a new object for every new version of a
-    pod) and the schedule's context token (`ScheduleMemo.context_tag`: the budgets their indexes
-    point into and the options capping the grace); a pod no schedule asked for in the last pass
-    is forgotten."""
+    pod) and what the facts read besides the pod: each budget's namespace and selector, in the
+    order their indexes point into (not their status, which changes with every eviction), and
+    the grace cap. A pod no schedule asked for in the last pass is forgotten."""
 
     def __init__(self) -> None:
         self._kept: dict[int, _PodFacts] = {}  # id(pod) -> its facts, which hold the pod
-        self._tag: object = None
+        self._key: tuple[object, ...] | None = None
 
     def of_pass(
-        self, pods: Iterable[Pod], tag: object, budgets_of: Callable[[Pod], tuple[int, ...]], grace_cap: int
+        self,
+        pods: Iterable[Pod],
+        pdbs: Sequence[PodDisruptionBudget],
+        budgets_of: Callable[[Pod], tuple[int, ...]],
+        grace_cap: int,
     ) -> dict[int, _PodFacts]:
-        """The facts of `pods` by the pods' identity, kept for the next pass (and only theirs).
-        (A kept entry holds its pod, so no other object can have its id meanwhile.)"""
-        kept = self._kept if tag is self._tag else {}
+        """The facts of `pods` by the pods' identity (`budgets_of`: the indexes in `pdbs` of the
+        budgets selecting a pod), kept for the next pass, and only theirs. (A kept entry holds
+        its pod, so no other object can have its id meanwhile.)"""
+        key = (tuple((pdb.meta.namespace, pdb.selector) for pdb in pdbs), grace_cap)
+        kept = self._kept if key == self._key else {}
         facts: dict[int, _PodFacts] = {}
         for pod in pods:
             known = kept.get(id(pod))
             if known is None or known.pod is not pod:
                 known = _pod_facts(pod, budgets_of, grace_cap)
             facts[id(pod)] = known
-        self._kept, self._tag = facts, tag
+        self._kept, self._key = facts, key
         return facts
 
 
