@@ -80,6 +80,8 @@ class Checked:
     util: float | None  # eligibility.utilization.value, for the status
     # The thresholds (cpu and memory's, the GPU's) it was compared with; None: an earlier check decided.
     thresholds: tuple[float, float] | None
+    # The same node's answers under other thresholds, each worked out once (`_at_thresholds`).
+    variants: dict[tuple[float, float], Checked] | None = None
 
 
 @dataclass(slots=True)
@@ -149,15 +151,7 @@ def eligible_nodes(
             group = asked[i] if asked is not None else node_group_for(node)
             entry = checked.get(name, stamp, group)
             if entry is not None and entry.thresholds is not None and entry.thresholds != thresholds:
-                e = entry.eligibility
-                assert e.utilization is not None and e.group is not None  # the threshold decided
-                e = checker.against_threshold(name, e.utilization, e.group)
-                empty = e.reason is not None and (
-                    entry.empty
-                    if entry.eligibility.reason is not None
-                    else looks_empty(snapshot.pods_on(name).values(), cutoff)
-                )
-                entry = checked.put(name, Checked(e, empty, entry.util, thresholds), stamp, group)
+                entry = checked.put(name, _at_thresholds(entry, thresholds, checker, u), stamp, group)
         if entry is not None:
             e, empty = entry.eligibility, entry.empty
             if e.reason is not None:
@@ -231,6 +225,33 @@ def eligible_nodes(
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible
+
+
+def _at_thresholds(
+    entry: Checked, thresholds: tuple[float, float], checker: EligibilityChecker, u: Update
+) -> Checked:
+    """A node's answer the threshold gave, under other thresholds: the comparison redone once
+    per thresholds the node meets (its variants), the utilization kept."""
+    variants = entry.variants
+    if variants is None:
+        assert entry.thresholds is not None
+        variants = {}
+        variants[entry.thresholds] = dataclasses.replace(entry, variants=variants)
+    found = variants.get(thresholds)
+    if found is None:
+        e = entry.eligibility
+        assert e.utilization is not None and e.group is not None  # the threshold decided
+        e = checker.against_threshold(e.node, e.utilization, e.group)
+        if e.reason is None:
+            empty = False  # the drain says
+        elif entry.eligibility.reason is not None:
+            empty = entry.empty
+        else:
+            empty = looks_empty(
+                u.snapshot.pods_on(e.node).values(), u.options.expendable_pods_priority_cutoff
+            )
+        found = variants[thresholds] = Checked(e, empty, entry.util, thresholds, variants)
+    return found
 
 
 # -- 4. the candidate search --------------------------------------------------------------------
