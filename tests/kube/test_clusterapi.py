@@ -413,9 +413,16 @@ def test_node_groups_instances_templates_and_scaling_through_the_scale_subresour
     workers.increase_size(1)
     assert workers.target_size() == 3 and replicas_of(kube, "machinedeployments", "workers") == 3
     wait_until(lambda: len(nodes_of(kube, "workers")) == 3, what="a third worker node")
-    wait_until(
-        lambda: (view.sync(), cloud.node_groups(), len(workers.instances()) == 3)[2], what="3 instances"
-    )
+
+    # Three Machines and their three Nodes in the view: the view can see a Machine before its
+    # Node, and only a Machine with a Node counts as registered below.
+    def registered() -> bool:
+        view.sync()
+        cloud.node_groups()
+        in_view = [n for n in view.snapshot().nodes() if n.labels.get("pool") == "workers"]
+        return len(workers.instances()) == 3 and len(in_view) == 3
+
+    wait_until(registered, what="3 instances with their Nodes in the view")
 
     # Targeted scale-down: that Machine is annotated before replicas drop, and it is the one to go.
     with pytest.raises(ActionError, match="3 Machines have Nodes"):

@@ -16,6 +16,9 @@ from unblock_cluster import SAFE_TO_EVICT, SCALE_DOWN_DISABLED, Cluster
 from kubetide.autoscaler import explain
 from kubetide.autoscaler.scaledown.explanation import narrow, unblock_search
 from kubetide.autoscaler.scaledown.planning import candidates
+from kubetide.autoscaler.scaledown.reasons import NodeReason
+from kubetide.autoscaler.scaledown.unblock_answer import Change, ChangeKind
+from kubetide.model.pod import MIRROR_ANNOTATION
 
 APPS = ("api", "web", "db", "cache")
 KINDS = ("replicated",) * 6 + ("bare", "not-safe", "kube-system", "local-storage")
@@ -383,3 +386,88 @@ def test_a_threshold_check_goes_on_where_a_lower_thresholds_check_stopped(tmp_pa
     first, second = (next(r for r in _Counted.made if r.node == n) for n in ("c1", "c2"))
     assert (first.replayed, first.simulated) == (1, 1)  # a's removal made again; c1 simulated
     assert (second.replayed, second.simulated) == (2, 1)  # a's and c1's removals made again
+
+
+def _flag(name: str, value: str) -> Change:
+    return Change(ChangeKind.FLAG, f"flag {name}", f"{name}={value}", "", target=name, value=value)
+
+
+def _threshold(value: str) -> Change:
+    return _flag("scale-down-utilization-threshold", value)
+
+
+# Checks in the order the narrowed search meets them, each after the ones before it filled the
+# facts its planners share: thresholds both ways (an empty node at 0.6 of its cpu, DaemonSet pods
+# only, goes from eligible to not and back), then flags that change what the utilization or the
+# eligibility reads, a pod's annotation and a node's.
+_SHARED_CHECKS: tuple[tuple[Change, ...], ...] = (
+    (),
+    (_threshold("0.6"),),
+    (_threshold("0.55"),),
+    (_threshold("0.55"), _flag("ignore-daemonsets-utilization", "true")),
+    (_flag("ignore-daemonsets-utilization", "true"),),
+    (_flag("ignore-mirror-pods-utilization", "true"), _threshold("0.6")),
+    (_flag("scale-down-unready-enabled", "true"), _threshold("0.55")),
+    (Change(ChangeKind.SAFE_TO_EVICT, "Pod prod/debug", "", "", target="uid-prod-debug", value="true"),),
+    (Change(ChangeKind.NODE_ANNOTATION, "Node dest", "", "", target="dest", value=""), _threshold("0.6")),
+    (_threshold("0.6"),),
+    (),
+)
+
+
+def test_a_check_reuses_only_the_eligibility_its_changes_leave_alone(tmp_path: Path):
+    """The checks' planners share each node's eligibility across thresholds (only the comparison
+    redone: candidates.Checked), never across a flag the utilization or eligibility reads, nor for
+    a node whose pods or object a check changed: every node's status, check after check, is the
+    one a planner from nothing gives."""
+    c = Cluster()
+    c.group("general", 0)
+    c.flags["scale-down-utilization-threshold"] = "0.5"
+    c.flags["scale-down-unready-enabled"] = "false"
+    c.node("dest", cpu="16", memory="64Gi", **{SCALE_DOWN_DISABLED: "true"})
+    c.replicaset("web", 5)
+    for name, own in (("ds", "1200m"), ("mirror", "1200m"), ("unready", "200m"), ("plain", "2000m")):
+        c.node(name)
+        c.pod(f"web-{name}", name, "1000m", app="web")
+        c.pod(f"own-{name}", name, own)
+    c.node("only-ds")
+    c.pod("own-only-ds", "only-ds", "2400m")
+    c.pod("debug", "plain", "100m")  # bare: holds its node until annotated safe to evict
+    by_name = {item["metadata"]["name"]: item for item in c.items}
+    for pod in ("own-ds", "own-only-ds"):
+        by_name[pod]["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "agent",
+                "uid": "uid-ds",
+                "controller": True,
+            }
+        ]
+    by_name["own-mirror"]["metadata"]["annotations"] = {MIRROR_ANNOTATION: "x"}
+    by_name["unready"]["status"]["conditions"][0]["status"] = "False"
+    compared: list[dict] = []
+    real = unblock_search.find_unblocks
+
+    def statuses(plan) -> dict:
+        return {n: (s.status, s.empty, s.utilization, s.reason, s.detail) for n, s in plan.nodes.items()}
+
+    def compare(inputs, options, cloud, *, plan, checker, timer, **kwargs):
+        args = (inputs, options, cloud, checker, timer, plan)
+        shared = unblock_search._Search(*args)
+        for changes in _SHARED_CHECKS:
+            got = statuses(shared._plan(changes))
+            assert got == statuses(unblock_search._Search(*args, narrow=False)._plan(changes)), changes
+            compared.append(got)
+        return real(inputs, options, cloud, plan=plan, checker=checker, timer=timer, **kwargs)
+
+    with mock.patch.object(explain, "find_unblocks", compare):
+        c.plan(tmp_path)
+    assert len(compared) == len(_SHARED_CHECKS)
+    # The cases do what they are for: the changes move utilizations and verdicts.
+    utilization = [{n: s[2] for n, s in got.items()} for got in compared]
+    assert utilization[3]["ds"] < utilization[2]["ds"] and utilization[5]["mirror"] < utilization[1]["mirror"]
+    reasons = [{n: s[3] for n, s in got.items()} for got in compared]
+    assert reasons[0]["only-ds"] is NodeReason.NOT_UNDERUTILIZED and reasons[1]["only-ds"] is None
+    assert reasons[0]["unready"] is NodeReason.NOT_UNNEEDED_OTHER_REASON
+    assert reasons[6]["unready"] is not NodeReason.NOT_UNNEEDED_OTHER_REASON

@@ -45,7 +45,12 @@ from kubetide.autoscaler.options import AutoscalerOptions, parse_flag
 from kubetide.autoscaler.ports import CloudProvider, Instance, NodeGroup, TemplateError
 from kubetide.autoscaler.scaledown.explanation.narrow import Decided, Recording, Replay
 from kubetide.autoscaler.scaledown.explanation.nowhere import refusal
-from kubetide.autoscaler.scaledown.planning.candidates import Removal, SimulateRemoval, simulate_removal
+from kubetide.autoscaler.scaledown.planning.candidates import (
+    Checked,
+    Removal,
+    SimulateRemoval,
+    simulate_removal,
+)
 from kubetide.autoscaler.scaledown.planning.drainability import (
     DO_NOT_DISRUPT,
     SAFE_TO_EVICT,
@@ -69,6 +74,7 @@ from kubetide.autoscaler.scaledown.reasons import NodeReason, PodReason
 from kubetide.autoscaler.scaledown.unblock_answer import (
     MAX_ROUNDS,
     SURGE_FLAG,
+    THRESHOLD_FLAGS,
     Change,
     ChangeKind,
     Unblock,
@@ -233,6 +239,9 @@ class _Search:
         self._backs: dict[str, str] = {}  # budget key -> when it comes back, in the loop's plan
         self._facts: dict[tuple[tuple[str, str], ...], NodeFacts] = {}  # by changed flags
         self._drains: dict[tuple[tuple[str, str], ...], Memo[str, NodeDrain]] = {}  # by changed drain rules
+        self._checked: dict[
+            tuple[tuple[str, str], ...], Memo[str, Checked]
+        ] = {}  # by changed flags but thresholds
         self._templates: dict[str, Node | None] = {}  # group id -> its template, asked once
         self.plans = 0  # planner runs so far
         self.placed = 0  # pods placed by their simulated removals and refusals (`_spend`)
@@ -584,7 +593,9 @@ class _Search:
         """The per-node facts the planners of these checks share (planner.NodeFacts): one set
         per combination of changed flags (what a node's eligibility and drain read besides the
         node and its pods), so a check reads again only the nodes its changes touched; a
-        changed cloud's planner keeps its own eligibility (its entries carry node groups).
+        changed cloud's planner keeps its own eligibility (its entries carry node groups). Checks
+        that differ only in utilization thresholds share eligibility too: each node's utilization
+        is worked out once, and only its comparison with the threshold redone (candidates.Checked).
         Unnarrowed (the reference) every planner starts from nothing, as a fresh loop would."""
         if not self.narrow:
             return NodeFacts()
@@ -594,7 +605,9 @@ class _Search:
             # A drain reads only the drain rules' flags: checks of other flags (a threshold) share it.
             rules = tuple((flag, value) for flag, value in flags if flag.replace("-", "_") in _DRAIN_RULES)
             drains = self._drains.setdefault(rules, Memo())
-            shared = self._facts[flags] = NodeFacts(drains=drains)
+            read = tuple((flag, value) for flag, value in flags if flag not in THRESHOLD_FLAGS)
+            checked = self._checked.setdefault(read, Memo())
+            shared = self._facts[flags] = NodeFacts(checked=checked, drains=drains)
         if same_cloud:
             return shared
         return NodeFacts(shared.homeless, shared.scanned, Memo(), shared.drains)

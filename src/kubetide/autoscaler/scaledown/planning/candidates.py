@@ -71,11 +71,17 @@ class Checked:
     """A node's eligibility with no per-loop flag set (neither recently unremovable nor being
     deleted), and whether it looks empty. Reused while the node's stamp and its node group (what
     cloud.node_group_for answered, None included) are the same: with no terminating pod on the
-    node, nothing in it depends on `now`."""
+    node, nothing in it depends on `now`. An answer the threshold gave is reused under another
+    threshold too (the unblock answers' checks share these: explanation/unblock_search.py), only
+    the comparison redone."""
 
     eligibility: Eligibility
     empty: bool  # looks_empty for ineligible nodes; False for eligible ones (their drain says)
     util: float | None  # eligibility.utilization.value, for the status
+    # The thresholds (cpu and memory's, the GPU's) it was compared with; None: an earlier check decided.
+    thresholds: tuple[float, float] | None
+    # The same node's answers under other thresholds, each worked out once (`_at_thresholds`).
+    variants: dict[tuple[float, float], Checked] | None = None
 
 
 @dataclass(slots=True)
@@ -116,6 +122,7 @@ def eligible_nodes(
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
     cutoff = options.expendable_pods_priority_cutoff
+    thresholds = (options.scale_down_utilization_threshold, options.scale_down_gpu_utilization_threshold)
     eligible: list[Eligible] = []
     cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
     used = snapshot.used
@@ -143,6 +150,8 @@ def eligible_nodes(
             # since a cloud may move a node without changing the Node object).
             group = asked[i] if asked is not None else node_group_for(node)
             entry = checked.get(name, stamp, group)
+            if entry is not None and entry.thresholds is not None and entry.thresholds != thresholds:
+                entry = checked.put(name, _at_thresholds(entry, thresholds, checker, u), stamp, group)
         if entry is not None:
             e, empty = entry.eligibility, entry.empty
             if e.reason is not None:
@@ -171,7 +180,8 @@ def eligible_nodes(
                 and all(pod.meta.deletion_timestamp is None for pod in pods)
             ):
                 util = e.utilization.value if e.utilization is not None else None
-                checked.put(name, Checked(e, empty, util), stamp, group)
+                decided = e.reason is None or e.reason is NodeReason.NOT_UNDERUTILIZED
+                checked.put(name, Checked(e, empty, util, thresholds if decided else None), stamp, group)
         util = e.utilization.value if e.utilization is not None else None
         if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
             statuses[name] = NodeStatus(name, BEING_DELETED, empty, util, e.reason, detail=e.detail)
@@ -215,6 +225,33 @@ def eligible_nodes(
             statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
             eligible.append(Eligible(node, e, e.group, drain))
     return eligible
+
+
+def _at_thresholds(
+    entry: Checked, thresholds: tuple[float, float], checker: EligibilityChecker, u: Update
+) -> Checked:
+    """A node's answer the threshold gave, under other thresholds: the comparison redone once
+    per thresholds the node meets (its variants), the utilization kept."""
+    variants = entry.variants
+    if variants is None:
+        assert entry.thresholds is not None
+        variants = {}
+        variants[entry.thresholds] = dataclasses.replace(entry, variants=variants)
+    found = variants.get(thresholds)
+    if found is None:
+        e = entry.eligibility
+        assert e.utilization is not None and e.group is not None  # the threshold decided
+        e = checker.against_threshold(e.node, e.utilization, e.group)
+        if e.reason is None:
+            empty = False  # the drain says
+        elif entry.eligibility.reason is not None:
+            empty = entry.empty
+        else:
+            empty = looks_empty(
+                u.snapshot.pods_on(e.node).values(), u.options.expendable_pods_priority_cutoff
+            )
+        found = variants[thresholds] = Checked(e, empty, entry.util, thresholds, variants)
+    return found
 
 
 # -- 4. the candidate search --------------------------------------------------------------------

@@ -150,8 +150,7 @@ class EligibilityChecker:
             ):
                 group = self.cloud.node_group_for(node)
                 if group is not None and node.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION) != "true":
-                    detail = f"{bound.resource} utilization {bound.value:.2f} >= threshold {o.scale_down_utilization_threshold:g}"
-                    return Eligibility(node.name, NodeReason.NOT_UNDERUTILIZED, bound, group, detail)
+                    return self.against_threshold(node.name, bound, group)
         try:
             util: Utilization | None = utilization(
                 node,
@@ -181,16 +180,21 @@ class EligibilityChecker:
             return no(NodeReason.UNEXPECTED_ERROR, error)
         if not node.ready and not o.scale_down_unready_enabled:
             return no(NodeReason.NOT_UNNEEDED_OTHER_REASON, "unready and scale-down-unready-enabled is off")
+        return self.against_threshold(name, util, group)
+
+    def against_threshold(self, name: str, util: Utilization, group: NodeGroup) -> Eligibility:
+        """The last check alone, for a node that passed every other: its utilization against
+        the threshold (the GPU's for a GPU node). The only check that reads the thresholds, so a
+        node's answer under other thresholds (the unblock answers' checks) is redone by it alone."""
+        o = self.options
         threshold = (
             o.scale_down_gpu_utilization_threshold
             if is_gpu_resource(util.resource)
             else o.scale_down_utilization_threshold
         )
         if util.value > threshold:
-            return no(
-                NodeReason.NOT_UNDERUTILIZED,
-                f"{util.resource} utilization {util.value:.2f} >= threshold {threshold:g}",
-            )
+            detail = f"{util.resource} utilization {util.value:.2f} >= threshold {threshold:g}"
+            return Eligibility(name, NodeReason.NOT_UNDERUTILIZED, util, group, detail)
         return Eligibility(name, None, util, group)
 
 
