@@ -369,18 +369,7 @@ class Actuator:
         for uid in [uid for uid, (key, _) in self.awaited.items() if key not in unplaced]:
             del self.awaited[uid]  # its replacement has a node (or is not wanted any more)
         deletions = [d for d in self.deletions.values() if d.node in snapshot]
-        due = [
-            d
-            for d in deletions
-            if d.sole is None
-            and (
-                d.phase is Phase.EVICTING
-                or (
-                    d.phase is Phase.TAINTED
-                    and now >= d.tainted_at + self.options.node_delete_delay_after_taint
-                )
-            )
-        ]
+        due = self._due_for_room(deletions, now)
         if not due and not any(d.sole for d in deletions) and not self.awaited:
             return
         # A checker built here indexes every pod of the cluster: the loop's own is kept instead.
@@ -388,27 +377,50 @@ class Actuator:
         try:
             for d in due:
                 d.sole = sole_destinations(checker, _to_evict(snapshot, d), self.deletions)
-            to_evict = {
-                uid: (pod, d.sole.get(uid) if d.sole else None)
-                for d in deletions
-                if d.sole is not None
-                for pod in _to_evict(snapshot, d)
-                if (uid := pod.uid) not in d.evicted
-            }
-            waiting = {uid: dest for uid, (_, dest) in to_evict.items() if dest is not None}
-            reserved = {*waiting.values(), *(dest for _, dest in self.awaited.values())}
-            if not reserved:
-                return
-            own = {key for key, _ in self.awaited.values()}
-            own.update(key for uid in waiting if (key := owner_key(to_evict[uid][0])) is not None)
-            pacing.sole = waiting
-            pacing.busy = bool(unplaced - own)
-            pacing.held = frozenset(
-                competing(checker, (pod for pod, dest in to_evict.values() if dest is None), reserved)
-            )
+            self._hold_room(checker, snapshot, deletions, unplaced, pacing)
         finally:
             if checker is not shared:
                 checker.close()
+
+    def _due_for_room(self, deletions: list[NodeDeletion], now: float) -> list[NodeDeletion]:
+        """The drains whose evictions are due and whose pods with one destination are not yet
+        found."""
+        delay = self.options.node_delete_delay_after_taint
+        return [
+            d
+            for d in deletions
+            if d.sole is None
+            and (d.phase is Phase.EVICTING or (d.phase is Phase.TAINTED and now >= d.tainted_at + delay))
+        ]
+
+    def _hold_room(
+        self,
+        checker: PredicateChecker,
+        snapshot: ClusterSnapshot,
+        deletions: list[NodeDeletion],
+        unplaced: frozenset[OwnerKey],
+        pacing: _Pacing,
+    ) -> None:
+        """Into `pacing`: the pods waiting for their one destination, whether other pods still
+        wait for a home, and the pods that could take the reserved nodes."""
+        to_evict = {
+            uid: (pod, d.sole.get(uid) if d.sole else None)
+            for d in deletions
+            if d.sole is not None
+            for pod in _to_evict(snapshot, d)
+            if (uid := pod.uid) not in d.evicted
+        }
+        waiting = {uid: dest for uid, (_, dest) in to_evict.items() if dest is not None}
+        reserved = {*waiting.values(), *(dest for _, dest in self.awaited.values())}
+        if not reserved:
+            return
+        own = {key for key, _ in self.awaited.values()}
+        own.update(key for uid in waiting if (key := owner_key(to_evict[uid][0])) is not None)
+        pacing.sole = waiting
+        pacing.busy = bool(unplaced - own)
+        pacing.held = frozenset(
+            competing(checker, (pod for pod, dest in to_evict.values() if dest is None), reserved)
+        )
 
     def next_wakeup(self) -> float | None:
         """The earliest time a deletion in progress has something to do (its taint delay ends, an

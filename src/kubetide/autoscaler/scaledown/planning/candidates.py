@@ -121,11 +121,8 @@ def eligible_nodes(
     checks what they read."""
     snapshot, now, options = u.snapshot, u.now, u.options
     checker = EligibilityChecker(options, u.cloud, now)
-    cutoff = options.expendable_pods_priority_cutoff
     thresholds = (options.scale_down_utilization_threshold, options.scale_down_gpu_utilization_threshold)
     eligible: list[Eligible] = []
-    cpu_column, memory_column = snapshot.columns.index[CPU], snapshot.columns.index[MEMORY]
-    used = snapshot.used
     node_group_for = u.cloud.node_group_for
     deleted, resume = u.deleted, u.resume
     checked.new_pass()
@@ -141,17 +138,14 @@ def eligible_nodes(
     for i, (node, stamp) in enumerate(stamps):
         name = node.meta.name
         old = recent_failures.get(name) if name not in resume else None
-        recent = old is not None
         being_deleted = name in deleted
         entry = group = None
-        if not recent and not being_deleted:
+        if old is None and not being_deleted:
             # The per-loop flags are off, so the answer depends on the node, its pods and its
             # group only: reuse last loop's when none changed (the group is asked every loop,
             # since a cloud may move a node without changing the Node object).
             group = asked[i] if asked is not None else node_group_for(node)
-            entry = checked.get(name, stamp, group)
-            if entry is not None and entry.thresholds is not None and entry.thresholds != thresholds:
-                entry = checked.put(name, _at_thresholds(entry, thresholds, checker, u), stamp, group)
+            entry = _reusable(checked, name, stamp, group, thresholds, checker, u)
         if entry is not None:
             e, empty = entry.eligibility, entry.empty
             if e.reason is not None:
@@ -160,71 +154,116 @@ def eligible_nodes(
                 statuses[name] = NodeStatus(name, UNREMOVABLE, empty, entry.util, e.reason, None, e.detail)
                 continue
         else:
-            pods = snapshot.pods_on(name).values()
-            slot = snapshot.slot_of(name)
-            e = checker.check(
-                node,
-                pods,
-                being_deleted=being_deleted,
-                recently_unremovable=recent,
-                requested=(int(used[slot, cpu_column]), int(used[slot, memory_column])),
-            )
-            empty = e.reason is not None and looks_empty(pods, cutoff)
-            # Only answers without the per-loop flags are kept, and only while no pod is
-            # terminating: that is the one way time enters them (long-terminating pods drop
-            # out of utilization).
-            if (
-                not recent
-                and not being_deleted
-                and e.group is group
-                and all(pod.meta.deletion_timestamp is None for pod in pods)
-            ):
-                util = e.utilization.value if e.utilization is not None else None
-                decided = e.reason is None or e.reason is NodeReason.NOT_UNDERUTILIZED
-                checked.put(name, Checked(e, empty, util, thresholds if decided else None), stamp, group)
+            e, empty = _check(u, checker, checked, node, stamp, group, old is not None, being_deleted)
         util = e.utilization.value if e.utilization is not None else None
-        if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
-            statuses[name] = NodeStatus(name, BEING_DELETED, empty, util, e.reason, detail=e.detail)
-        elif e.reason is NodeReason.RECENTLY_UNREMOVABLE and old is not None:
-            statuses[name] = NodeStatus(
-                name,
-                UNREMOVABLE,
-                empty,
-                util,
-                e.reason,
-                old.blocking_pod,
-                blockers=old.blockers,
-                unplaced=old.unplaced,
-                detail=f"simulation at {rfc3339(old.at)} failed with {old.reason}"
-                + (f" ({old.detail})" if old.detail else "")
-                + f"; simulated again after {rfc3339(unremovable.recheck_at(name))}",
-            )
-        elif e.reason is not None:
-            statuses[name] = NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
-        else:
-            assert e.group is not None  # eligibility refuses nodes no group manages
-            # Pods steps 1 and 2 put here (from nodes being deleted, recently evicted) are not
-            # the node's own: they move on as received pods, and their eviction is already paid.
-            received = {r.pod.uid for r in u.received.get(name, ())}
-            pods_here = snapshot.pods_on(name).values()
-            if received:
-                drain = drain_node([p for p in pods_here if p.uid not in received], u.ctx)
-            elif drains is None:
-                drain = (
-                    kept.drain(name, tuple(pods_here), u.ctx)
-                    if kept is not None
-                    else drain_node(list(pods_here), u.ctx)
-                )
-            else:
-                known = drains.get(name, stamp)
-                drain = (
-                    known
-                    if known is not None
-                    else drains.put(name, drain_node(list(pods_here), u.ctx), stamp)
-                )
-            statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
-            eligible.append(Eligible(node, e, e.group, drain))
+        if e.reason is not None:
+            statuses[name] = _ineligible_status(name, e, empty, util, old, unremovable)
+            continue
+        assert e.group is not None  # eligibility refuses nodes no group manages
+        drain = _drain(u, name, stamp, drains, kept)
+        statuses[name] = NodeStatus(name, UNREMOVABLE, drain.empty, util)
+        eligible.append(Eligible(node, e, e.group, drain))
     return eligible
+
+
+def _reusable(
+    checked: Memo[str, Checked],
+    name: str,
+    stamp: int,
+    group: NodeGroup | None,
+    thresholds: tuple[float, float],
+    checker: EligibilityChecker,
+    u: Update,
+) -> Checked | None:
+    """The node's kept answer, if its stamp and group are the same, under these thresholds."""
+    entry = checked.get(name, stamp, group)
+    if entry is not None and entry.thresholds is not None and entry.thresholds != thresholds:
+        entry = checked.put(name, _at_thresholds(entry, thresholds, checker, u), stamp, group)
+    return entry
+
+
+def _check(
+    u: Update,
+    checker: EligibilityChecker,
+    checked: Memo[str, Checked],
+    node: Node,
+    stamp: int,
+    group: NodeGroup | None,
+    recent: bool,
+    being_deleted: bool,
+) -> tuple[Eligibility, bool]:
+    """The node's eligibility worked out, and whether it looks empty; kept in `checked` when
+    nothing in it depends on this loop (see `Checked`)."""
+    snapshot, options = u.snapshot, u.options
+    name = node.meta.name
+    pods = snapshot.pods_on(name).values()
+    slot, index = snapshot.slot_of(name), snapshot.columns.index
+    e = checker.check(
+        node,
+        pods,
+        being_deleted=being_deleted,
+        recently_unremovable=recent,
+        requested=(int(snapshot.used[slot, index[CPU]]), int(snapshot.used[slot, index[MEMORY]])),
+    )
+    empty = e.reason is not None and looks_empty(pods, options.expendable_pods_priority_cutoff)
+    # Only answers without the per-loop flags are kept, and only while no pod is terminating:
+    # that is the one way time enters them (long-terminating pods drop out of utilization).
+    if (
+        not recent
+        and not being_deleted
+        and e.group is group
+        and all(pod.meta.deletion_timestamp is None for pod in pods)
+    ):
+        util = e.utilization.value if e.utilization is not None else None
+        decided = e.reason is None or e.reason is NodeReason.NOT_UNDERUTILIZED
+        thresholds = (options.scale_down_utilization_threshold, options.scale_down_gpu_utilization_threshold)
+        checked.put(name, Checked(e, empty, util, thresholds if decided else None), stamp, group)
+    return e, empty
+
+
+def _ineligible_status(
+    name: str,
+    e: Eligibility,
+    empty: bool,
+    util: float | None,
+    old: Unremovable | None,
+    unremovable: UnremovableNodes,
+) -> NodeStatus:
+    if e.reason is NodeReason.CURRENTLY_BEING_DELETED:
+        return NodeStatus(name, BEING_DELETED, empty, util, e.reason, detail=e.detail)
+    if e.reason is NodeReason.RECENTLY_UNREMOVABLE and old is not None:
+        return NodeStatus(
+            name,
+            UNREMOVABLE,
+            empty,
+            util,
+            e.reason,
+            old.blocking_pod,
+            blockers=old.blockers,
+            unplaced=old.unplaced,
+            detail=f"simulation at {rfc3339(old.at)} failed with {old.reason}"
+            + (f" ({old.detail})" if old.detail else "")
+            + f"; simulated again after {rfc3339(unremovable.recheck_at(name))}",
+        )
+    return NodeStatus(name, UNREMOVABLE, empty, util, e.reason, detail=e.detail)
+
+
+def _drain(
+    u: Update, name: str, stamp: int, drains: Memo[str, NodeDrain] | None, kept: KeptDrains | None
+) -> NodeDrain:
+    """An eligible node's drain: kept under its stamp (`drains`), kept between loops (`kept`), or
+    worked out. Pods steps 1 and 2 put here (from nodes being deleted, recently evicted) are not
+    the node's own: they move on as received pods, and their eviction is already paid."""
+    received = {r.pod.uid for r in u.received.get(name, ())}
+    pods_here = u.snapshot.pods_on(name).values()
+    if received:
+        return drain_node([p for p in pods_here if p.uid not in received], u.ctx)
+    if drains is not None:
+        known = drains.get(name, stamp)
+        return known if known is not None else drains.put(name, drain_node(list(pods_here), u.ctx), stamp)
+    if kept is not None:
+        return kept.drain(name, tuple(pods_here), u.ctx)
+    return drain_node(list(pods_here), u.ctx)
 
 
 def _at_thresholds(
