@@ -30,7 +30,7 @@ import math
 import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kubetide.autoscaler.options import AutoscalerOptions
 from kubetide.autoscaler.scaledown.planning.drainability import (
@@ -203,11 +203,14 @@ def plan_schedule(
     if kept is not None:
         memo.reused += 1
         return kept
-    owners = _owners(nodes)
+    facts = memo.pod_facts.of_pass(
+        (pod for n in nodes for pod in n.pods), pdbs, tracker.matching, options.max_graceful_termination_sec
+    )
+    owners = {f.owner for f in facts.values() if f.owner is not None}
     slowest = memo.history.slowest(snapshot, owners) if owners else {}
     # Drains start in the order their nodes may go (the plan's order among equals).
     order = sorted(nodes, key=lambda n: n.not_before)
-    paper = _run_paper(order, tracker.matching, tracker.initial, options, is_healthy, _ready_of(slowest))
+    paper = _run_paper(order, tracker.initial, options, _facts_with_history(facts, slowest))
     return memo.keep(nodes, tag, tracker.initial, owners, slowest, paper)
 
 
@@ -217,6 +220,8 @@ class ScheduleMemo:
 
     - each waiting node's drain (drainability.KeptDrains): a loop sorts the pods of the nodes
       that changed;
+    - each scheduled pod's facts for the paper run (`KeptPodFacts`): a loop looks up the budgets
+      and the controller of the pods that changed only;
     - the controllers' readiness history (`ReadinessHistory`);
     - the last schedule, under all it read but the clock: the nodes in the plan's order with the
       pods they evict and those surged, the rules' context, the disruptions each budget allows,
@@ -232,6 +237,7 @@ class ScheduleMemo:
     def __init__(self) -> None:
         self.history = ReadinessHistory()
         self.waiting_drains = KeptDrains()
+        self.pod_facts = KeptPodFacts()
         self._context: tuple[object, ...] | None = None
         self._tag = object()
         self._last: _KeptSchedule | None = None
@@ -305,10 +311,6 @@ _NodeKey = tuple[str, tuple[Pod, ...], Collection[str]]
 
 def _drains_of(nodes: Iterable[NodeToDrain]) -> tuple[_NodeKey, ...]:
     return tuple((n.name, tuple(n.pods), n.surged) for n in nodes)
-
-
-def _owners(nodes: Iterable[NodeToDrain]) -> set[_Owner]:
-    return {_owner(p) for n in nodes for p in n.pods if p.controller is not None}
 
 
 # Paper times are kept exactly on this grid: multiples of 2^-24 s below 2^28 s (8.5 years) take
@@ -430,24 +432,90 @@ def _slowest_by_owner(pods: Iterable[Pod]) -> dict[_Owner, float]:
     return slowest
 
 
-def _ready_of(slowest: Mapping[_Owner, float]) -> Callable[[Pod], tuple[float, bool]]:
-    """A pod's replacement Ready time: the slowest bound-to-Ready of its controller's pods
-    (`slowest`: its replacement is one more of them; a pod that started with the cluster may show
-    none), else its own history, else the default."""
-
-    def ready_of(pod: Pod) -> tuple[float, bool]:
-        known = slowest.get(_owner(pod)) if pod.controller is not None else None
-        return (known, True) if known is not None else _replacement_ready(pod)
-
-    return ready_of
-
-
 _Owner = tuple[str, str, str]  # (namespace, controller kind, name); a pod without one: ("", its name)
 
 
 def _owner(pod: Pod) -> _Owner:
     ref = pod.controller
     return (pod.namespace, ref.kind, ref.name) if ref is not None else (pod.namespace, "", pod.name)
+
+
+class _PodFacts(NamedTuple):
+    """What the paper run reads of a pod besides the clock and its controller's readiness
+    history: the budgets its eviction takes (none when it is not healthy: the disruption
+    controller counts Ready pods), its controller (None without one), its replacement's time to
+    Ready from its own history (else the default) and its grace period, capped."""
+
+    pod: Pod
+    budgets: tuple[int, ...]
+    owner: _Owner | None
+    own_ready: tuple[float, bool]
+    grace: float
+
+
+def _pod_facts(pod: Pod, budgets_of: Callable[[Pod], tuple[int, ...]], grace_cap: int) -> _PodFacts:
+    return _PodFacts(
+        pod,
+        budgets_of(pod) if is_healthy(pod) else (),
+        _owner(pod) if pod.controller is not None else None,
+        _replacement_ready(pod),
+        float(min(pod.termination_grace_period, grace_cap)),
+    )
+
+
+class KeptPodFacts:
+    """The scheduled pods' facts (`_PodFacts`) kept between loops, so that a loop whose nodes
+    lost or gained a few pods looks up the budgets and controllers of those pods only. Each is
+    kept under the pod object itself (the snapshot holds a new object for every new version of a
+    pod) and what the facts read besides the pod: each budget's namespace and selector, in the
+    order their indexes point into (not their status, which changes with every eviction), and
+    the grace cap. A pod no schedule asked for in the last pass is forgotten."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, _PodFacts] = {}  # id(pod) -> its facts, which hold the pod
+        self._key: tuple[object, ...] | None = None
+
+    def of_pass(
+        self,
+        pods: Iterable[Pod],
+        pdbs: Sequence[PodDisruptionBudget],
+        budgets_of: Callable[[Pod], tuple[int, ...]],
+        grace_cap: int,
+    ) -> dict[int, _PodFacts]:
+        """The facts of `pods` by the pods' identity (`budgets_of`: the indexes in `pdbs` of the
+        budgets selecting a pod), kept for the next pass, and only theirs. (A kept entry holds
+        its pod, so no other object can have its id meanwhile.)"""
+        key = (tuple((pdb.meta.namespace, pdb.selector) for pdb in pdbs), grace_cap)
+        kept = self._kept if key == self._key else {}
+        facts: dict[int, _PodFacts] = {}
+        for pod in pods:
+            known = kept.get(id(pod))
+            if known is None or known.pod is not pod:
+                known = _pod_facts(pod, budgets_of, grace_cap)
+            facts[id(pod)] = known
+        self._kept, self._key = facts, key
+        return facts
+
+
+# A pod's facts as a paper step reads them: budgets, its replacement's time to Ready and whether
+# read from history, its grace.
+_StepFacts = tuple[tuple[int, ...], float, bool, float]
+
+
+def _facts_with_history(
+    facts: Mapping[int, _PodFacts], slowest: Mapping[_Owner, float]
+) -> Callable[[Pod], _StepFacts]:
+    """A pod's facts with its replacement's time to Ready: the slowest bound-to-Ready of its
+    controller's pods (`slowest`: its replacement is one more of them; a pod that started with
+    the cluster may show none), else its own history, else the default."""
+
+    def facts_of(pod: Pod) -> _StepFacts:
+        f = facts[id(pod)]
+        known = slowest.get(f.owner) if f.owner is not None else None
+        ready, from_history = (known, True) if known is not None else f.own_ready
+        return f.budgets, ready, from_history, f.grace
+
+    return facts_of
 
 
 def schedule_drains(
@@ -463,20 +531,27 @@ def schedule_drains(
     whether evicting the pod takes one of them (the disruption controller counts Ready pods);
     `ready_of(pod)`: its replacement's seconds from bound to Ready and whether from history (by
     default the pod's own history, else DEFAULT_REPLACEMENT_READY)."""
-    paper = _run_paper(nodes, budgets_of, allowed, options, healthy, ready_of or _replacement_ready)
+    ready_of = ready_of or _replacement_ready
+    cap = options.max_graceful_termination_sec
+
+    def facts_of(pod: Pod) -> _StepFacts:
+        ready, from_history = ready_of(pod)
+        budgets = budgets_of(pod) if healthy(pod) else ()
+        return budgets, ready, from_history, float(min(pod.termination_grace_period, cap))
+
+    paper = _run_paper(nodes, allowed, options, facts_of)
     return ScaleDownSchedule(paper.drains, tuple(paper.unfinished), paper.history)
 
 
 def _run_paper(
     nodes: Sequence[NodeToDrain],
-    budgets_of: Callable[[Pod], tuple[int, ...]],
     allowed: Sequence[int],
     options: AutoscalerOptions,
-    healthy: Callable[[Pod], bool],
-    ready_of: Callable[[Pod], tuple[float, bool]],
+    facts_of: Callable[[Pod], _StepFacts],
 ) -> _Paper:
-    """`schedule_drains`' steps; the paper as they leave it."""
-    paper = _Paper(budgets_of, allowed, options, healthy, ready_of)
+    """`schedule_drains`' steps; the paper as they leave it. `facts_of(pod)`: the budgets its
+    eviction takes, its replacement's time to Ready and whether from history, its grace."""
+    paper = _Paper(facts_of, allowed, options)
     waiting = list(nodes)[::-1]  # popped from the end: the plan's order
     slots = max(1, options.max_drain_parallelism)
     while waiting or paper.active or paper.finishing:
@@ -507,14 +582,9 @@ class _Paper:
     coming back, the drains evicting (`active`) and those waiting for their pods to go."""
 
     def __init__(
-        self,
-        budgets_of: Callable[[Pod], tuple[int, ...]],
-        allowed: Sequence[int],
-        options: AutoscalerOptions,
-        healthy: Callable[[Pod], bool],
-        ready_of: Callable[[Pod], tuple[float, bool]],
+        self, facts_of: Callable[[Pod], _StepFacts], allowed: Sequence[int], options: AutoscalerOptions
     ):
-        self.budgets_of, self.healthy, self.ready_of = budgets_of, healthy, ready_of
+        self.facts_of = facts_of
         self.left = list(allowed)
         self.returns: list[tuple[float, tuple[int, ...]]] = []  # (when Ready, budgets given back)
         # name -> start, next try, pods still to go, gone, a drain
@@ -526,10 +596,7 @@ class _Paper:
         # For ScheduleMemo: whether every pod's time to Ready and grace is on the grid, and the
         # longest of them together (see _Exact).
         self.on_grid, self.reach = True, 0.0
-        self.delay, self.grace_cap = (
-            options.node_delete_delay_after_taint,
-            options.max_graceful_termination_sec,
-        )
+        self.delay = options.node_delete_delay_after_taint
         self.now = 0.0
 
     def finish(self) -> None:
@@ -545,15 +612,14 @@ class _Paper:
         now = self.now
         gone, pods = now + self.delay, []
         for pod in node.pods:  # each pod's facts once
-            ready, known = self.ready_of(pod)
+            budgets, ready, known, grace = self.facts_of(pod)
             self.history = self.history or known
-            grace = float(min(pod.termination_grace_period, self.grace_cap))
             self.reach = max(self.reach, abs(ready) + abs(grace))
             self.on_grid = self.on_grid and (ready * _GRID).is_integer() and (grace * _GRID).is_integer()
             if pod.uid in node.surged:  # its replacement first, then the pod, no budget
                 gone = max(gone, now + self.delay + REPLACEMENT_LAG + ready + grace)
             else:
-                pods.append((self.budgets_of(pod) if self.healthy(pod) else (), ready, grace))
+                pods.append((budgets, ready, grace))
         self.active[node.name] = (now, now + self.delay, pods, gone, bool(node.pods))
 
     def give_back(self) -> None:
