@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated, odd_values
 from test_pod_typed import FULL_POD, PATHS
-from test_streaming import INIT, _runs_of_pods, dump, pod, whole_file, write
+from test_streaming import INIT, RUN_ERRORS, _runs_of_pods, dump, pod, whole_file, write
 
 from kubetide.errors import ManifestError
 from kubetide.model import load_file, stream
@@ -126,30 +126,12 @@ def test_runs_of_pods_with_reader_pods_among_them_load_as_rows_to_the_pods(tmp_p
 @pytest.mark.parametrize(
     ("items", "expected"),
     [
-        (
-            [pod("a", "n1"), pod("b"), pod("a", "n2"), pod("c")],
-            "items[2] (Pod default/a): duplicate Pod default/a",
-        ),
-        (
-            [pod("a", "n1", cpu="5P"), pod("i", "n1", spec=INIT), pod("b", "n1", cpu="5P"), pod("c")],
-            "items[2] (Pod default/b)",
-        ),
-        (
-            [pod("a", "n1"), pod("i", "n1", spec=INIT), pod("bad", "n1", cpu="lots"), pod("c")],
-            "items[2] (Pod default/bad)",
-        ),
-        ([pod("a", "n1"), pod("i", spec=INIT), pod("i", "n2"), pod("c")], "duplicate Pod default/i"),
-        (
+        *RUN_ERRORS,
+        pytest.param(
             [pod("a", "n1"), pod("b", spec={**pod("b")["spec"], "priorityClassName": "nope"}), pod("c")],
             "Pod default/b: spec.priorityClassName: unknown PriorityClass",
+            id="unknown-priority-class",
         ),
-    ],
-    ids=[
-        "duplicate",
-        "node-total-over-int64-after-a-reader-pod",
-        "bad-quantity",
-        "duplicate-of-a-reader-pod",
-        "unknown-priority-class",
     ],
 )
 def test_an_error_inside_a_run_loaded_as_rows_is_the_pods_error(tmp_path, monkeypatch, items, expected):

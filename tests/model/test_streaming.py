@@ -490,30 +490,33 @@ def _runs_of_pods(monkeypatch):
 INIT = {"containers": [{"name": "a"}], "initContainers": [{"name": "i"}]}
 
 
-@pytest.mark.parametrize(
-    ("items", "expected"),
-    [
-        (
-            [pod("a", "n1"), pod("b"), pod("a", "n2"), pod("c")],
-            "items[2] (Pod default/a): duplicate Pod default/a",
-        ),
-        (
-            [pod("a", "n1", cpu="5P"), pod("i", "n1", spec=INIT), pod("b", "n1", cpu="5P"), pod("c")],
-            "items[2] (Pod default/b)",
-        ),
-        (
-            [pod("a", "n1"), pod("i", "n1", spec=INIT), pod("bad", "n1", cpu="lots"), pod("c")],
-            "items[2] (Pod default/bad)",
-        ),
-        ([pod("a", "n1"), pod("i", spec=INIT), pod("i", "n2"), pod("c")], "duplicate Pod default/i"),
-    ],
-    ids=[
-        "duplicate",
-        "node-total-over-int64-after-a-reader-pod",
-        "bad-quantity",
-        "duplicate-of-a-reader-pod",
-    ],
-)
+# Errors inside a run of pods, each with the message's part that names it (test_pod_rows.py loads
+# them as rows too).
+RUN_ERRORS = [
+    pytest.param(
+        [pod("a", "n1"), pod("b"), pod("a", "n2"), pod("c")],
+        "items[2] (Pod default/a): duplicate Pod default/a",
+        id="duplicate",
+    ),
+    pytest.param(
+        [pod("a", "n1", cpu="5P"), pod("i", "n1", spec=INIT), pod("b", "n1", cpu="5P"), pod("c")],
+        "items[2] (Pod default/b)",
+        id="node-total-over-int64-after-a-reader-pod",
+    ),
+    pytest.param(
+        [pod("a", "n1"), pod("i", "n1", spec=INIT), pod("bad", "n1", cpu="lots"), pod("c")],
+        "items[2] (Pod default/bad)",
+        id="bad-quantity",
+    ),
+    pytest.param(
+        [pod("a", "n1"), pod("i", spec=INIT), pod("i", "n2"), pod("c")],
+        "duplicate Pod default/i",
+        id="duplicate-of-a-reader-pod",
+    ),
+]
+
+
+@pytest.mark.parametrize(("items", "expected"), RUN_ERRORS)
 def test_an_error_inside_a_run_of_pods_is_the_whole_file_loads(tmp_path, monkeypatch, items, expected):
     """A run of pods is built in one loop (model/stream.py's PodRun), pods the schema does not
     take read by the Reader in their place: the first error in file order, word for word."""

@@ -111,22 +111,29 @@ def test_the_narrowed_check_gives_the_whole_replans_answers(tmp_path: Path, clus
     assert narrowed == _whole_plan(cluster, tmp_path)
 
 
-def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path: Path):
-    """Three light nodes go; three heavier ones are each held by a bare pod. Each answer (annotate
-    the pod) replays the three removals before the node from the recorded search, simulates the
-    node itself and stops at its verdict; the search recorded is the loop's own (no second
-    baseline run). (The destination, kept by its annotation, is asked
-    about too: removing the annotation makes it the first node simulated, so nothing replays.)"""
+def _light_and_held(light: list[str], held: list[str]) -> Cluster:
+    """A destination kept by its annotation, the light nodes with one ReplicaSet pod each, and the
+    held nodes with one such pod and a bare pod each (which holds them)."""
     c = Cluster()
     c.group("general", 0)
     c.node("dest", cpu="16", **{SCALE_DOWN_DISABLED: "true"})
-    light, held = ["a0", "a1", "a2"], ["b0", "b1", "b2"]
     c.replicaset("web", len(light) + len(held))
     for i, name in enumerate(light + held):
         c.node(name)
         c.pod(f"web-{i}", name, "200m", app="web")
     for i, name in enumerate(held):
         c.pod(f"debug-{i}", name, "500m")
+    return c
+
+
+def test_the_narrowed_check_replays_what_a_pod_annotation_leaves_alone(tmp_path: Path):
+    """Three light nodes go; three heavier ones are each held by a bare pod. Each answer (annotate
+    the pod) replays the three removals before the node from the recorded search, simulates the
+    node itself and stops at its verdict; the search recorded is the loop's own (no second
+    baseline run). (The destination, kept by its annotation, is asked
+    about too: removing the annotation makes it the first node simulated, so nothing replays.)"""
+    light, held = ["a0", "a1", "a2"], ["b0", "b1", "b2"]
+    c = _light_and_held(light, held)
     _Counted.made = []
     baseline = mock.Mock(side_effect=AssertionError("the loop's recorded search is there to start from"))
     with (
@@ -342,16 +349,8 @@ def test_a_check_visits_only_the_removals_kept_before_the_node_its_change_alters
     """Three light nodes go; four heavier ones are each held by a bare pod. The check of each held
     node's answer (annotate the pod) skips the held nodes before it, which the recorded search
     already found blocked, makes the three recorded removals again and simulates the node alone."""
-    c = Cluster()
-    c.group("general", 0)
-    c.node("dest", cpu="16", **{SCALE_DOWN_DISABLED: "true"})
     light, held = ["a0", "a1", "a2"], ["b0", "b1", "b2", "b3"]
-    c.replicaset("web", len(light) + len(held))
-    for i, name in enumerate(light + held):
-        c.node(name)
-        c.pod(f"web-{i}", name, "200m", app="web")
-    for i, name in enumerate(held):
-        c.pod(f"debug-{i}", name, "500m")
+    c = _light_and_held(light, held)
     _Counted.made = []
     with mock.patch.object(unblock_search, "Replay", _Counted):
         plan = c.plan(tmp_path)

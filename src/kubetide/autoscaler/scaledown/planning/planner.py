@@ -302,6 +302,21 @@ class Planner:
             self.usage_history.window = o.scale_down_usage_window
             self.usage_history.observe(now, usage, snapshot.pods())
         key = None
+
+        def finish(found: Search, failures: dict[str, Unremovable]) -> None:
+            self._after_search(
+                plan,
+                inputs,
+                cloud,
+                resume_set,
+                found,
+                failures,
+                scaling_up,
+                deleted,
+                busy_may_go,
+                shared_checker,
+            )
+
         if self.incremental and usage is None:
             key = self._key(inputs, cloud, stamps, edges, deleted, resume_set, limit)
             last = self._last_search
@@ -309,18 +324,7 @@ class Planner:
                 self.reused += 1
                 found, failures = last.replay(plan)
                 self.hints = last.hints
-                self._after_search(
-                    plan,
-                    inputs,
-                    cloud,
-                    resume_set,
-                    found,
-                    failures,
-                    scaling_up,
-                    deleted,
-                    busy_may_go,
-                    shared_checker,
-                )
+                finish(found, failures)
                 self.last_plan = plan
                 return plan
         index = index_workloads(workloads) if workloads is not None else None
@@ -353,18 +357,7 @@ class Planner:
             )
             # The timers change `snapshot` nowhere: they read its nodes' readiness, which the
             # fork leaves as found.
-            self._after_search(
-                plan,
-                inputs,
-                cloud,
-                resume_set,
-                found,
-                failures,
-                scaling_up,
-                deleted,
-                busy_may_go,
-                shared_checker,
-            )
+            finish(found, failures)
         finally:
             if own_checker and checker is not None:
                 checker.close()  # before the revert: nobody needs its indexes to follow
